@@ -1,0 +1,37 @@
+# starfabric — make demo / make test / make bench. Each sets up .venv when missing.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.starfabric-installed
+export NUMBA_CACHE_DIR ?= $(CURDIR)/.numba_cache
+
+.PHONY: setup demo test lint typecheck pytest bench clean
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	@touch $(STAMP)
+
+setup: $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/starfabric demo --out out/demo
+
+lint: $(STAMP)
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff format --check src tests benchmarks
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+pytest: $(STAMP)
+	$(BIN)/pytest -q -n 2 --dist loadfile
+
+test: lint typecheck pytest
+
+bench: $(STAMP)
+	@for b in benchmarks/*.py; do echo "== $$b"; $(BIN)/python $$b --quick --json out/bench/$$(basename $$b .py).json || exit 1; done
+
+clean:
+	rm -rf out .numba_cache .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,18 @@
+"""`starfabric demo`: both systems end to end on embedded defaults, at demo scale."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+from starfabric.demo import run_demo
+
+
+def demo(
+    out: Path = typer.Option(Path("out/demo"), "--out", help="Folder for the demo's outputs."),
+    seed: int = typer.Option(1, "--seed", help="Random seed for every generator."),
+) -> None:
+    """Run Fornax and Astral end to end and write DIR/summary.json."""
+    run_demo(out, seed=seed, console=Console())

@@ -1,0 +1,103 @@
+"""Validated, frozen specs read from YAML/JSON; every problem becomes a one-line ConfigError.
+
+`Spec` is the base of every user-facing description: `extra="forbid"` (a misspelled key is an
+error, never silently dropped) and frozen (a spec compiled into arrays cannot drift).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from starfabric.errors import ConfigError
+
+S = TypeVar("S", bound=BaseModel)
+
+
+class Spec(BaseModel):
+    """Base for user-facing specifications: unknown keys are errors, instances are immutable."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _loc(loc: tuple[Any, ...]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "<root>"
+
+
+_FIXES = {
+    "extra_forbidden": "remove it or check its spelling",
+    "missing": "add it",
+    "int_parsing": "give a whole number",
+    "float_parsing": "give a number",
+    "bool_parsing": "give true or false",
+    "literal_error": "use one of the listed values",
+    "enum": "use one of the listed values",
+}
+
+
+def validation_message(err: ValidationError, source: str = "") -> ConfigError:
+    """Turn pydantic's report into one line naming the field, the value and the fix."""
+    first = err.errors()[0]
+    where = _loc(tuple(first["loc"]))
+    kind = first["type"]
+    value = first.get("input")
+    msg = first["msg"]
+    prefix = f"{source}: " if source else ""
+    if kind == "extra_forbidden":
+        text = f"{prefix}unknown field '{where}'"
+    elif kind == "missing":
+        text = f"{prefix}field '{where}' is required"
+    else:
+        shown = repr(value)
+        if len(shown) > 60:
+            shown = shown[:57] + "..."
+        text = f"{prefix}field '{where}' = {shown}: {msg}"
+    more = len(err.errors()) - 1
+    if more:
+        text += f" (+{more} more)"
+    return ConfigError(text, fix=_FIXES.get(kind, "correct the value"))
+
+
+def read_mapping(path: str | Path) -> dict[str, Any]:
+    """Read a YAML or JSON file holding a mapping; refuse anything else in one line."""
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"{p}: no such file", fix="check the path")
+    try:
+        text = p.read_text()
+        data = json.loads(text) if p.suffix == ".json" else yaml.safe_load(text)
+    except (yaml.YAMLError, json.JSONDecodeError, UnicodeDecodeError) as exc:
+        line = getattr(getattr(exc, "problem_mark", None), "line", None)
+        if line is None:
+            line = getattr(exc, "lineno", None)
+        at = (
+            f" near line {line + 1 if isinstance(exc, yaml.YAMLError) else line}"
+            if line is not None
+            else ""
+        )
+        raise ConfigError(f"{p}: not valid YAML/JSON{at}", fix="fix the syntax") from None
+    if not isinstance(data, dict):
+        raise ConfigError(
+            f"{p}: top level must be a mapping of fields", fix="write 'field: value' pairs"
+        )
+    return data
+
+
+def parse_spec(model: type[S], data: dict[str, Any], source: str = "") -> S:
+    """Validate `data` against `model`; a failure is a one-line ConfigError."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise validation_message(exc, source) from None
+
+
+def load_spec(model: type[S], path: str | Path) -> S:
+    """Read and validate a spec file."""
+    return parse_spec(model, read_mapping(path), source=str(path))
