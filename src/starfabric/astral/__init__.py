@@ -1,0 +1,1 @@
+"""Astral: datacenter infrastructure for LLM training at scale (SIGCOMM 2025)."""

@@ -1,0 +1,133 @@
+"""Packet batches: the one array layout every Fornax datapath consumes (structure of arrays).
+
+A batch is what a NIC's receive path hands the pipeline: per packet the arrival time, the
+ingress port, the overlay VNI (after VXLAN/Geneve decapsulation) and the inner 5-tuple. IPv4
+addresses are stored IPv4-mapped (::ffff:a.b.c.d) in two 64-bit halves, so IPv4 and IPv6 share
+one layout. For ICMP, `sport` holds the echo identifier and `dport` the ICMP type<<8 | code.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass, fields
+
+import numpy as np
+import numpy.typing as npt
+
+PROTO_ICMP = 1
+PROTO_TCP = 6
+PROTO_UDP = 17
+PROTO_ICMPV6 = 58
+
+# TCP flag bits as on the wire.
+TCP_FIN = 0x01
+TCP_SYN = 0x02
+TCP_RST = 0x04
+TCP_PSH = 0x08
+TCP_ACK = 0x10
+
+V4_MAPPED_HI = np.uint64(0)
+V4_MAPPED_LO_PREFIX = np.uint64(0xFFFF_0000_0000)
+
+_DTYPES: dict[str, type[np.generic]] = {
+    "time_ns": np.int64,
+    "port": np.uint16,
+    "vni": np.uint32,
+    "src_hi": np.uint64,
+    "src_lo": np.uint64,
+    "dst_hi": np.uint64,
+    "dst_lo": np.uint64,
+    "sport": np.uint16,
+    "dport": np.uint16,
+    "proto": np.uint8,
+    "tcp_flags": np.uint8,
+    "length": np.uint32,
+}
+
+
+@dataclass(frozen=True)
+class PacketBatch:
+    """Columns of equal length, one row per packet, in arrival order."""
+
+    time_ns: npt.NDArray[np.int64]
+    port: npt.NDArray[np.uint16]
+    vni: npt.NDArray[np.uint32]
+    src_hi: npt.NDArray[np.uint64]
+    src_lo: npt.NDArray[np.uint64]
+    dst_hi: npt.NDArray[np.uint64]
+    dst_lo: npt.NDArray[np.uint64]
+    sport: npt.NDArray[np.uint16]
+    dport: npt.NDArray[np.uint16]
+    proto: npt.NDArray[np.uint8]
+    tcp_flags: npt.NDArray[np.uint8]
+    length: npt.NDArray[np.uint32]
+
+    def __post_init__(self) -> None:
+        n = len(self.time_ns)
+        for f in fields(self):
+            col = getattr(self, f.name)
+            if col.dtype != _DTYPES[f.name] or col.ndim != 1 or len(col) != n:
+                raise ValueError(
+                    f"PacketBatch.{f.name}: need 1-D {np.dtype(_DTYPES[f.name])} of length {n}"
+                )
+
+    def __len__(self) -> int:
+        return len(self.time_ns)
+
+    @classmethod
+    def empty(cls, n: int = 0) -> PacketBatch:
+        return cls(**{k: np.zeros(n, dtype=t) for k, t in _DTYPES.items()})
+
+    @classmethod
+    def from_columns(cls, **cols: npt.ArrayLike) -> PacketBatch:
+        """Build a batch casting each column to its dtype; missing columns are zeros."""
+        n = max(len(np.atleast_1d(np.asarray(v))) for v in cols.values()) if cols else 0
+        out = {}
+        for k, t in _DTYPES.items():
+            if k in cols:
+                out[k] = np.ascontiguousarray(np.broadcast_to(np.asarray(cols[k]), (n,)), dtype=t)
+            else:
+                out[k] = np.zeros(n, dtype=t)
+        unknown = set(cols) - set(_DTYPES)
+        if unknown:
+            raise ValueError(f"PacketBatch: unknown column(s) {sorted(unknown)}")
+        return cls(**out)
+
+    def take(self, idx: npt.ArrayLike) -> PacketBatch:
+        """Rows `idx` (indices or boolean mask) as a new batch."""
+        return PacketBatch(**{f.name: getattr(self, f.name)[idx] for f in fields(self)})
+
+    @staticmethod
+    def concat(batches: list[PacketBatch]) -> PacketBatch:
+        if not batches:
+            return PacketBatch.empty()
+        return PacketBatch(
+            **{
+                f.name: np.concatenate([getattr(b, f.name) for b in batches])
+                for f in fields(PacketBatch)
+            }
+        )
+
+    def columns(self) -> dict[str, np.ndarray]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+def ip_to_halves(addr: str | ipaddress.IPv4Address | ipaddress.IPv6Address) -> tuple[int, int]:
+    """An IPv4 or IPv6 address as (hi, lo) 64-bit halves; IPv4 is IPv4-mapped."""
+    ip = ipaddress.ip_address(addr) if isinstance(addr, str) else addr
+    v = int(ip) | (0xFFFF_0000_0000 if ip.version == 4 else 0)
+    return v >> 64, v & 0xFFFF_FFFF_FFFF_FFFF
+
+
+def halves_to_ip(hi: int, lo: int) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
+    """Inverse of `ip_to_halves`: IPv4-mapped addresses come back as IPv4."""
+    v = (int(hi) << 64) | int(lo)
+    if int(hi) == 0 and (int(lo) >> 32) == 0xFFFF:
+        return ipaddress.IPv4Address(v & 0xFFFF_FFFF)
+    return ipaddress.IPv6Address(v)
+
+
+def ipv4_to_halves(a: npt.ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+    """Vectorized: uint32 IPv4 addresses → (hi, lo) IPv4-mapped halves."""
+    arr = np.asarray(a, dtype=np.uint64)
+    return np.zeros(arr.shape, dtype=np.uint64), arr | V4_MAPPED_LO_PREFIX
