@@ -1,0 +1,1 @@
+"""Slow, obvious reference twins of the project's kernels (importable as `oracles.*`)."""
