@@ -1,0 +1,7 @@
+"""Astral network simulation: the backend contract, flow-level and analytical backends."""
+
+from starfabric.astral.netsim.analytical import Analytical
+from starfabric.astral.netsim.backend import FlowResults, Flows, NetworkBackend
+from starfabric.astral.netsim.flowsim import FlowSim, maxmin
+
+__all__ = ["Analytical", "FlowResults", "FlowSim", "Flows", "NetworkBackend", "maxmin"]

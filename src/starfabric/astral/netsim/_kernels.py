@@ -1,0 +1,266 @@
+"""Numba kernels of the flow-level simulator: max-min fair rates and the event loop.
+
+Max-min fairness by progressive filling (Bertsekas & Gallager, Data Networks §6.5.2): the link
+with the smallest fair share (remaining capacity / unfrozen flows) is the next bottleneck;
+its flows are frozen at that share and leave the other links of their paths. A binary heap with
+lazy invalidation keeps the next bottleneck in O(log L), so one solve is O(nnz log L).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from starfabric._jit import njit
+
+INF = np.inf
+
+
+@njit
+def _heap_push(hk, hl, hv, n, key, link, ver):
+    i = n
+    hk[i] = key
+    hl[i] = link
+    hv[i] = ver
+    while i > 0:
+        p = (i - 1) >> 1
+        if hk[p] <= hk[i]:
+            break
+        hk[p], hk[i] = hk[i], hk[p]
+        hl[p], hl[i] = hl[i], hl[p]
+        hv[p], hv[i] = hv[i], hv[p]
+        i = p
+    return n + 1
+
+
+@njit
+def _heap_pop(hk, hl, hv, n):
+    key = hk[0]
+    link = hl[0]
+    ver = hv[0]
+    n -= 1
+    hk[0] = hk[n]
+    hl[0] = hl[n]
+    hv[0] = hv[n]
+    i = 0
+    while True:
+        c = 2 * i + 1
+        if c >= n:
+            break
+        if c + 1 < n and hk[c + 1] < hk[c]:
+            c += 1
+        if hk[i] <= hk[c]:
+            break
+        hk[c], hk[i] = hk[i], hk[c]
+        hl[c], hl[i] = hl[i], hl[c]
+        hv[c], hv[i] = hv[i], hv[c]
+        i = c
+    return key, link, ver, n
+
+
+@njit
+def maxmin_rates(flow_ptr, flow_links, link_ptr, link_flows, cap, active, rate):
+    """Fill `rate` (bit/s) with the max-min fair allocation of the `active` flows.
+
+    flow_ptr/flow_links: CSR flow → links of its path; link_ptr/link_flows: CSR link → flows.
+    Inactive flows get rate 0; an active flow with an empty path gets +inf (never bottlenecked).
+    Returns the number of bottleneck rounds.
+    """
+    n_links = cap.shape[0]
+    n_flows = flow_ptr.shape[0] - 1
+    remaining = cap.astype(np.float64).copy()
+    unfrozen = np.zeros(n_links, np.int64)
+    frozen = np.ones(n_flows, np.bool_)
+    for f in range(n_flows):
+        rate[f] = 0.0
+        if active[f]:
+            if flow_ptr[f + 1] == flow_ptr[f]:
+                rate[f] = INF
+            else:
+                frozen[f] = False
+                for k in range(flow_ptr[f], flow_ptr[f + 1]):
+                    unfrozen[flow_links[k]] += 1
+    size = n_links + flow_links.shape[0] + 1
+    hk = np.empty(size, np.float64)
+    hl = np.empty(size, np.int64)
+    hv = np.empty(size, np.int64)
+    version = np.zeros(n_links, np.int64)
+    n = 0
+    for link in range(n_links):
+        if unfrozen[link] > 0:
+            n = _heap_push(hk, hl, hv, n, max(remaining[link], 0.0) / unfrozen[link], link, 0)
+    rounds = 0
+    while n > 0:
+        share, link, ver, n = _heap_pop(hk, hl, hv, n)
+        if ver != version[link] or unfrozen[link] == 0:
+            continue
+        rounds += 1
+        for k in range(link_ptr[link], link_ptr[link + 1]):
+            f = link_flows[k]
+            if frozen[f]:
+                continue
+            frozen[f] = True
+            rate[f] = share
+            for j in range(flow_ptr[f], flow_ptr[f + 1]):
+                other = flow_links[j]
+                remaining[other] -= share
+                unfrozen[other] -= 1
+                if other != link:
+                    version[other] += 1
+                    if unfrozen[other] > 0:
+                        n = _heap_push(
+                            hk,
+                            hl,
+                            hv,
+                            n,
+                            max(remaining[other], 0.0) / unfrozen[other],
+                            other,
+                            version[other],
+                        )
+    return rounds
+
+
+@njit
+def run_until(
+    t_now,
+    t_stop,
+    flow_ptr,
+    flow_links,
+    link_ptr,
+    link_flows,
+    cap,
+    latency_s,
+    start_s,
+    remaining,
+    state,
+    waiting_deps,
+    dep_ptr,
+    dep_flows,
+    finish_s,
+    tx_done_s,
+    link_bytes,
+    rate,
+    max_events,
+):
+    """Advance the fluid simulation from t_now to at most t_stop; return (t_now, events).
+
+    state per flow: 0 pending (waits for start time and dependencies), 1 transmitting,
+    2 draining (last byte sent, in flight for the path latency), 3 done.
+    A flow becomes transmitting at max(start_s, time its last dependency finished); its
+    completion is tx end + path latency; dependents are released at completion.
+    link_bytes accumulates bytes carried per link (for utilization and conservation checks).
+    """
+    n_flows = state.shape[0]
+    active = np.zeros(n_flows, np.bool_)
+    events = 0
+    eps = 1e-9
+    while events < max_events:
+        # Start flows whose time has come.
+        for f in range(n_flows):
+            if state[f] == 0 and waiting_deps[f] == 0 and start_s[f] <= t_now + eps:
+                state[f] = 1
+                if remaining[f] <= 0.0:
+                    state[f] = 2
+                    tx_done_s[f] = t_now
+        # Drain completions due now, releasing dependents.
+        released = True
+        while released:
+            released = False
+            for f in range(n_flows):
+                if state[f] == 2 and tx_done_s[f] + latency_s[f] <= t_now + eps:
+                    state[f] = 3
+                    finish_s[f] = tx_done_s[f] + latency_s[f]
+                    for k in range(dep_ptr[f], dep_ptr[f + 1]):
+                        g = dep_flows[k]
+                        waiting_deps[g] -= 1
+                        if waiting_deps[g] == 0 and state[g] == 0:
+                            if start_s[g] < finish_s[f]:
+                                start_s[g] = finish_s[f]
+                            if start_s[g] <= t_now + eps:
+                                state[g] = 1
+                                if remaining[g] <= 0.0:
+                                    state[g] = 2
+                                    tx_done_s[g] = t_now
+                                    released = True
+        n_active = 0
+        for f in range(n_flows):
+            active[f] = state[f] == 1
+            if active[f]:
+                n_active += 1
+        maxmin_rates(flow_ptr, flow_links, link_ptr, link_flows, cap, active, rate)
+        # Next event: a transmission ends, a pending flow starts, or a drain completes.
+        t_next = t_stop
+        for f in range(n_flows):
+            s = state[f]
+            if s == 1:
+                if rate[f] == INF:
+                    t_end = t_now
+                elif rate[f] > 0.0:
+                    t_end = t_now + remaining[f] * 8.0 / rate[f]
+                else:
+                    t_end = INF
+                if t_end < t_next:
+                    t_next = t_end
+            elif s == 0 and waiting_deps[f] == 0:
+                if start_s[f] < t_next:
+                    t_next = start_s[f]
+            elif s == 2:
+                t_fin = tx_done_s[f] + latency_s[f]
+                if t_fin < t_next:
+                    t_next = t_fin
+        if t_next == INF or (n_active == 0 and t_next >= t_stop):
+            if t_stop < INF:
+                t_now = t_stop
+            break
+        dt = t_next - t_now
+        if dt < 0.0:
+            dt = 0.0
+        for f in range(n_flows):
+            if state[f] == 1:
+                sent = remaining[f] if rate[f] == INF else min(remaining[f], rate[f] * dt / 8.0)
+                remaining[f] -= sent
+                for k in range(flow_ptr[f], flow_ptr[f + 1]):
+                    link_bytes[flow_links[k]] += sent
+                if remaining[f] <= eps * 8.0 or (
+                    rate[f] > 0.0 and remaining[f] * 8.0 / rate[f] <= eps
+                ):
+                    for k in range(flow_ptr[f], flow_ptr[f + 1]):
+                        link_bytes[flow_links[k]] += remaining[f]
+                    remaining[f] = 0.0
+                    state[f] = 2
+                    tx_done_s[f] = t_next
+        t_now = t_next
+        events += 1
+        if t_now >= t_stop:
+            break
+    return t_now, events
+
+
+@njit
+def analytical_times(size, rate, latency, start, dep_ptr, dep_flows, n_waiting, finish):
+    """Congestion-blind completion times: each flow alone at `rate`, in dependency order.
+
+    Kahn's topological order over the prerequisite → dependent CSR; returns the number of
+    flows completed (fewer than all means a dependency cycle).
+    """
+    n = size.shape[0]
+    queue = np.empty(n, np.int64)
+    head = 0
+    tail = 0
+    for f in range(n):
+        if n_waiting[f] == 0:
+            queue[tail] = f
+            tail += 1
+    while head < tail:
+        f = queue[head]
+        head += 1
+        tx = 0.0 if size[f] == 0.0 else size[f] * 8.0 / rate[f]
+        finish[f] = start[f] + tx + latency[f]
+        for k in range(dep_ptr[f], dep_ptr[f + 1]):
+            g = dep_flows[k]
+            if start[g] < finish[f]:
+                start[g] = finish[f]
+            n_waiting[g] -= 1
+            if n_waiting[g] == 0:
+                queue[tail] = g
+                tail += 1
+    return tail
