@@ -1,0 +1,135 @@
+"""Time of every operator in an OpTable: roofline compute, HBM-bound kernels, collectives.
+
+Compute kernels are timed with the shape-aware efficiency model; collectives with the
+hierarchical model of `comm.py` on the group's placement. With TP communication overlap
+(Megatron `--tp-comm-overlap`) a TP collective hides behind the adjacent GEMM and only the
+excess (plus a fixed fraction) is exposed; CP ring traffic hides behind attention.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from starfabric.astral.seer.comm import Fabric, Group, collective_time, place_group
+from starfabric.astral.seer.efficiency import Efficiency, gemm_time, mem_time
+from starfabric.astral.seer.ops import BMM, COMM, FLASH, GEMM, MEM, OpTable
+from starfabric.astral.seer.parallel import ExecutionSpec, Layout
+
+TP_OVERLAP_RESIDUAL = 0.15
+"""With TP comm overlap, this fraction of each TP collective stays exposed (pipeline fill of the
+chunked overlap, SMs taken from the GEMM) — assumption."""
+CP_OVERLAP_RESIDUAL = 0.10
+"""Fraction of ring-attention KV exchange not hidden behind attention (assumption)."""
+
+
+@dataclass(frozen=True)
+class CostContext:
+    """Everything an operator's time depends on besides its own shape."""
+
+    peak_flops: float
+    gemm_peak_flops: float
+    gemm_fraction: float
+    hbm_bytes_per_s: float
+    eff: Efficiency
+    fabric: Fabric
+    groups: dict[str, Group]
+    tp_comm_overlap: bool
+
+
+def make_context(ex: ExecutionSpec, lay: Layout, eff: Efficiency) -> CostContext:
+    """Peaks, efficiencies and group placements for one job."""
+    gpu = lay.gpu
+    peak = gpu.tflops("bf16" if ex.precision != "fp16" else "fp16") * 1e12
+    if ex.precision == "fp8":
+        gemm_peak, gemm_frac = gpu.tflops("fp8") * 1e12, eff.fp8_gemm_peak_fraction
+    else:
+        gemm_peak, gemm_frac = peak, eff.gemm_peak_fraction
+    gpn = lay.gpus_per_node
+    groups = {
+        "tp": place_group(lay.tp, 1, gpn),
+        "cp": place_group(lay.cp, lay.tp, gpn),
+        "dp": place_group(lay.dp, lay.tp * lay.cp, gpn),
+        "pp": place_group(lay.pp, lay.tp * lay.cp * lay.dp, gpn),
+        "etp": place_group(lay.etp, 1, gpn),
+        "ep": place_group(lay.ep, lay.etp, gpn),
+        "edp": place_group(lay.edp, lay.etp * lay.ep, gpn),
+    }
+    fabric = Fabric(
+        nvlink_bus_bytes_per_s=gpu.nvlink_gbps * 1e9 * eff.nvlink_bus_fraction,
+        nic_bus_bytes_per_s=lay.nic_bytes_per_s * eff.nic_bus_fraction,
+    )
+    return CostContext(
+        peak_flops=peak,
+        gemm_peak_flops=gemm_peak,
+        gemm_fraction=gemm_frac,
+        hbm_bytes_per_s=gpu.hbm_gbps * 1e9,
+        eff=eff,
+        fabric=fabric,
+        groups=groups,
+        tp_comm_overlap=ex.tp_comm_overlap,
+    )
+
+
+@dataclass(frozen=True)
+class OpCosts:
+    """Per-operator seconds: `time` is the raw duration, `exposed` what lands on the critical
+    path (collectives hidden by overlap count less)."""
+
+    time: np.ndarray[Any, np.dtype[np.float64]]
+    exposed: np.ndarray[Any, np.dtype[np.float64]]
+    kind: np.ndarray[Any, np.dtype[np.int64]]
+
+
+def op_costs(t: OpTable, ctx: CostContext, backward: bool = False) -> OpCosts:
+    """Time every operator of `t`."""
+    a = t.arrays()
+    kind = a["kind"]
+    time = np.zeros(len(t))
+    eff = ctx.eff
+    g = kind == GEMM
+    if g.any():
+        time[g] = gemm_time(
+            a["m"][g], a["n"][g], a["k"][g], a["batch"][g], ctx.gemm_peak_flops,
+            ctx.hbm_bytes_per_s, eff, peak_fraction=ctx.gemm_fraction,
+        )  # fmt: skip
+    b = kind == BMM
+    if b.any():
+        time[b] = gemm_time(
+            a["m"][b], a["n"][b], a["k"][b], a["batch"][b], ctx.peak_flops,
+            ctx.hbm_bytes_per_s, eff, peak_fraction=eff.bmm_peak_fraction,
+        )  # fmt: skip
+    f = kind == FLASH
+    frac = eff.flash_bwd_fraction if backward else eff.flash_fwd_fraction
+    time[f] = a["flops"][f] / (ctx.peak_flops * frac) + eff.kernel_overhead_s
+    m = kind == MEM
+    time[m] = mem_time(a["nbytes"][m], ctx.hbm_bytes_per_s, eff)
+    exposed = time.copy()
+    for i in np.flatnonzero(kind == COMM):
+        grp = ctx.groups[t.group[i]]
+        dur = collective_time(t.coll[i], a["nbytes"][i], grp, ctx.fabric)  # type: ignore[arg-type]
+        time[i] = dur
+        exposed[i] = dur
+        if t.group[i] == "tp" and ctx.tp_comm_overlap:
+            partner = _adjacent_gemm(kind, int(i))
+            hide = time[partner] if partner >= 0 else 0.0
+            exposed[i] = max(0.0, dur - hide) + TP_OVERLAP_RESIDUAL * dur
+        elif t.group[i] == "cp":
+            attn = _attn_time(t, time)
+            exposed[i] = max(0.0, dur - attn) + CP_OVERLAP_RESIDUAL * dur
+    return OpCosts(time=time, exposed=exposed, kind=kind)
+
+
+def _adjacent_gemm(kind: np.ndarray[Any, Any], i: int) -> int:
+    """Index of the GEMM next to collective `i` (the one it is fused with under overlap)."""
+    for j in (i + 1, i - 1, i + 2, i - 2):
+        if 0 <= j < len(kind) and kind[j] == GEMM:
+            return j
+    return -1
+
+
+def _attn_time(t: OpTable, time: np.ndarray[Any, Any]) -> float:
+    kind = np.asarray(t.kind)
+    return float(time[(kind == FLASH) | (kind == BMM)].sum())

@@ -1,0 +1,112 @@
+"""Achievable kernel efficiency, kept as data (`efficiency.yaml`), and the roofline timers.
+
+GEMM time is shape-aware: tile quantization (the last CTA tile row/column is partly idle),
+wave quantization (the last wave of tiles leaves SMs idle) and a K-dependent prologue/epilogue
+cost, taking the fastest of the tile shapes a BLAS library chooses from. Memory-bound kernels
+run at a fraction of HBM bandwidth. All functions are vectorized over numpy arrays.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+import numpy as np
+import yaml
+
+from starfabric.astral.hardware import GPUSpec
+from starfabric.errors import ConfigError
+
+FloatArray = np.ndarray[Any, np.dtype[np.float64]]
+
+
+@dataclass(frozen=True)
+class Efficiency:
+    """Per-GPU efficiency parameters (see efficiency.yaml for each one's meaning and source)."""
+
+    sms: int
+    gemm_tiles: tuple[tuple[int, int], ...]
+    gemm_peak_fraction: float
+    gemm_k_half: float
+    mem_bw_fraction: float
+    kernel_overhead_s: float
+    flash_fwd_fraction: float
+    flash_bwd_fraction: float
+    bmm_peak_fraction: float
+    nvlink_bus_fraction: float
+    nic_bus_fraction: float
+    fp8_gemm_peak_fraction: float
+
+
+_FIELDS = set(Efficiency.__dataclass_fields__)
+
+
+def _table() -> dict[str, Any]:
+    path = resources.files("starfabric.astral.seer") / "efficiency.yaml"
+    data: dict[str, Any] = yaml.safe_load(path.read_text())
+    return data
+
+
+def efficiency_for(gpu: GPUSpec, overrides: dict[str, Any] | None = None) -> Efficiency:
+    """Efficiency parameters for `gpu`: file defaults, then the GPU's row, then `overrides`."""
+    table = _table()
+    merged: dict[str, Any] = dict(table["default"])
+    merged.update(table.get("gpus", {}).get(gpu.name, {}))
+    for key, val in (overrides or {}).items():
+        if key not in _FIELDS:
+            raise ConfigError(
+                f"unknown efficiency parameter {key!r}",
+                fix=f"use one of: {', '.join(sorted(_FIELDS))}",
+            )
+        merged[key] = val
+    merged["gemm_tiles"] = tuple((int(a), int(b)) for a, b in merged["gemm_tiles"])
+    eff = Efficiency(**merged)
+    for name in _FIELDS - {"gemm_tiles", "sms", "kernel_overhead_s", "gemm_k_half"}:
+        val = getattr(eff, name)
+        if not 0 < val <= 1:
+            raise ConfigError(f"efficiency {name} = {val} must be in (0, 1]", fix="give a fraction")
+    return eff
+
+
+def gemm_time(
+    m: FloatArray,
+    n: FloatArray,
+    k: FloatArray,
+    batch: FloatArray,
+    peak_flops: float,
+    hbm_bytes_per_s: float,
+    eff: Efficiency,
+    elem_bytes: float = 2.0,
+    peak_fraction: float | None = None,
+) -> FloatArray:
+    """Seconds for `batch` GEMMs of (m x k) @ (k x n), best tile, roofline with HBM traffic."""
+    m = np.maximum(np.asarray(m, dtype=np.float64), 1.0)
+    n = np.maximum(np.asarray(n, dtype=np.float64), 1.0)
+    k = np.maximum(np.asarray(k, dtype=np.float64), 1.0)
+    batch = np.asarray(batch, dtype=np.float64)
+    frac = eff.gemm_peak_fraction if peak_fraction is None else peak_fraction
+    flops = 2.0 * m * n * k * batch
+    best = np.full(np.broadcast(m, n, k, batch).shape, np.inf)
+    k_eff = k / (k + eff.gemm_k_half)
+    for tm, tn in eff.gemm_tiles:
+        tiles_m = np.ceil(m / tm)
+        tiles_n = np.ceil(n / tn)
+        tiles = tiles_m * tiles_n * batch
+        waves = np.ceil(tiles / eff.sms)
+        # Each wave costs one full tile's time on every SM, whether or not the SM is busy.
+        tile_flops = 2.0 * tm * tn * k
+        t = waves * tile_flops / (peak_flops * frac * k_eff / eff.sms)
+        best = np.minimum(best, t)
+    mem = elem_bytes * (m * k + k * n + m * n) * batch / (hbm_bytes_per_s * eff.mem_bw_fraction)
+    out: FloatArray = np.maximum(best, mem) + eff.kernel_overhead_s
+    return np.where(flops > 0, out, 0.0)
+
+
+def mem_time(nbytes: FloatArray, hbm_bytes_per_s: float, eff: Efficiency) -> FloatArray:
+    """Seconds for memory-bound kernels moving `nbytes` (0 bytes = no kernel)."""
+    b = np.asarray(nbytes, dtype=np.float64)
+    out: FloatArray = np.where(
+        b > 0, b / (hbm_bytes_per_s * eff.mem_bw_fraction) + eff.kernel_overhead_s, 0.0
+    )
+    return out

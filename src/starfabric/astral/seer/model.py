@@ -1,0 +1,313 @@
+"""Transformer model descriptions: from Hugging Face `config.json`, a YAML spec or a name.
+
+A `ModelSpec` is the *application* input of Seer (the shapes a training job computes with):
+dense GPT/Llama/Qwen layers, Mixtral/Qwen-MoE/DeepSeek MoE layers (shared + routed experts,
+first dense layers) and DeepSeek multi-head latent attention (MLA). Parameter counts follow the
+module shapes exactly, so they match the published totals (8.0B, 70.6B, 405B, 46.7B, 671B).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
+
+from starfabric.config import Spec, parse_spec, read_mapping
+from starfabric.errors import ConfigError
+
+
+class ModelSpec(Spec):
+    """Shapes of a decoder-only transformer; every size is a count, not bytes."""
+
+    name: str = "model"
+    layers: int = Field(gt=0)
+    hidden: int = Field(gt=0)
+    ffn_hidden: int = Field(gt=0, description="dense MLP intermediate size")
+    heads: int = Field(gt=0)
+    kv_heads: int = Field(gt=0)
+    head_dim: int = Field(gt=0)
+    vocab: int = Field(gt=0)
+    max_seq_len: int = Field(default=4096, gt=0)
+    activation: Literal["gelu", "swiglu"] = "swiglu"
+    norm: Literal["layernorm", "rmsnorm"] = "rmsnorm"
+    linear_bias: bool = False
+    qkv_bias: bool = False
+    qk_norm: bool = False
+    learned_pos_emb: bool = False
+    tied_embeddings: bool = False
+    attention_dropout: bool = Field(
+        default=False, description="dropout on attention probabilities (GPT-2/Megatron GPT)"
+    )
+    # Mixture of experts (0 experts = dense everywhere).
+    moe_experts: int = Field(default=0, ge=0)
+    moe_topk: int = Field(default=0, ge=0)
+    moe_shared_experts: int = Field(default=0, ge=0)
+    moe_ffn_hidden: int = Field(default=0, ge=0)
+    moe_dense_layers: int = Field(default=0, ge=0, description="first N layers stay dense")
+    # Multi-head latent attention (DeepSeek-V2/V3); 0 ranks = ordinary (GQA) attention.
+    q_lora_rank: int = Field(default=0, ge=0)
+    kv_lora_rank: int = Field(default=0, ge=0)
+    qk_rope_head_dim: int = Field(default=0, ge=0)
+    v_head_dim: int = Field(default=0, ge=0)
+
+    @model_validator(mode="after")
+    def _check(self) -> ModelSpec:
+        if self.heads % self.kv_heads:
+            raise ValueError(
+                f"heads={self.heads} is not a multiple of kv_heads={self.kv_heads} "
+                "(grouped-query attention shares each KV head by whole groups)"
+            )
+        if self.moe_experts:
+            if not 0 < self.moe_topk <= self.moe_experts:
+                raise ValueError(f"moe_topk={self.moe_topk} must be in 1..{self.moe_experts}")
+            if self.moe_ffn_hidden <= 0:
+                raise ValueError("moe_ffn_hidden must be > 0 when moe_experts > 0")
+            if self.moe_dense_layers >= self.layers:
+                raise ValueError(f"moe_dense_layers={self.moe_dense_layers} leaves no MoE layer")
+        if self.kv_lora_rank and (self.qk_rope_head_dim <= 0 or self.v_head_dim <= 0):
+            raise ValueError("MLA (kv_lora_rank > 0) needs qk_rope_head_dim and v_head_dim")
+        return self
+
+    @property
+    def is_moe(self) -> bool:
+        """True when some layers route tokens to experts."""
+        return self.moe_experts > 0
+
+    @property
+    def is_mla(self) -> bool:
+        """True for DeepSeek multi-head latent attention."""
+        return self.kv_lora_rank > 0
+
+    @property
+    def moe_layers(self) -> int:
+        """Number of layers whose MLP is a mixture of experts."""
+        return self.layers - self.moe_dense_layers if self.is_moe else 0
+
+    @property
+    def dense_layers(self) -> int:
+        """Number of layers with a dense MLP."""
+        return self.layers - self.moe_layers
+
+    @property
+    def qk_head_dim(self) -> int:
+        """Query/key head width (MLA: no-RoPE part + RoPE part)."""
+        return self.head_dim + self.qk_rope_head_dim if self.is_mla else self.head_dim
+
+    @property
+    def vo_head_dim(self) -> int:
+        """Value/output head width."""
+        return self.v_head_dim if self.is_mla else self.head_dim
+
+
+@dataclass(frozen=True)
+class ParamCounts:
+    """Parameter counts by part; `active` counts only the top-k routed experts per token."""
+
+    embedding: int
+    attention_per_layer: int
+    dense_mlp_per_layer: int
+    moe_mlp_per_layer: int
+    expert_params: int
+    norms_per_layer: int
+    final: int
+    total: int
+    active: int
+
+
+def attention_params(m: ModelSpec) -> int:
+    """Weights (and biases) of one attention block, projections only (norms excluded)."""
+    h, a = m.hidden, m.heads
+    if m.is_mla:
+        q = (
+            h * m.q_lora_rank + m.q_lora_rank + m.q_lora_rank * a * m.qk_head_dim
+            if m.q_lora_rank
+            else h * a * m.qk_head_dim
+        )
+        kv = (
+            h * (m.kv_lora_rank + m.qk_rope_head_dim)
+            + m.kv_lora_rank
+            + m.kv_lora_rank * a * (m.head_dim + m.v_head_dim)
+        )
+        return q + kv + a * m.v_head_dim * h
+    qkv_out = (a + 2 * m.kv_heads) * m.head_dim
+    p = h * qkv_out + a * m.head_dim * h
+    if m.qkv_bias or m.linear_bias:
+        p += qkv_out
+    if m.linear_bias:
+        p += h
+    if m.qk_norm:
+        p += 2 * m.head_dim
+    return p
+
+
+def mlp_params(m: ModelSpec, ffn: int) -> int:
+    """Weights of one MLP (or one expert) with intermediate size `ffn`."""
+    gated = m.activation == "swiglu"
+    p = (3 if gated else 2) * m.hidden * ffn
+    if m.linear_bias:
+        p += (2 if gated else 1) * ffn + m.hidden
+    return p
+
+
+def param_counts(m: ModelSpec) -> ParamCounts:
+    """Exact parameter count of the model (multi-token-prediction heads excluded)."""
+    norm_w = 2 if m.norm == "layernorm" else 1
+    norms = 2 * norm_w * m.hidden
+    attn = attention_params(m)
+    dense = mlp_params(m, m.ffn_hidden)
+    expert = mlp_params(m, m.moe_ffn_hidden) if m.is_moe else 0
+    moe = (
+        (m.moe_experts + m.moe_shared_experts) * expert + m.moe_experts * m.hidden
+        if m.is_moe
+        else 0
+    )
+    emb = m.vocab * m.hidden + (m.max_seq_len * m.hidden if m.learned_pos_emb else 0)
+    head = 0 if m.tied_embeddings else m.vocab * m.hidden
+    final = norm_w * m.hidden
+    total = (
+        emb + head + final + m.layers * (attn + norms) + m.dense_layers * dense + m.moe_layers * moe
+    )
+    inactive = m.moe_layers * (m.moe_experts - m.moe_topk) * expert
+    return ParamCounts(
+        embedding=emb + head,
+        attention_per_layer=attn,
+        dense_mlp_per_layer=dense,
+        moe_mlp_per_layer=moe,
+        expert_params=expert,
+        norms_per_layer=norms,
+        final=final,
+        total=total,
+        active=total - inactive,
+    )
+
+
+def _get(cfg: dict[str, Any], *keys: str, default: Any = None) -> Any:
+    for k in keys:
+        if cfg.get(k) is not None:
+            return cfg[k]
+    return default
+
+
+_ACT = {
+    "silu": "swiglu",
+    "swiglu": "swiglu",
+    "gelu": "gelu",
+    "gelu_new": "gelu",
+    "gelu_pytorch_tanh": "gelu",
+}
+
+
+def from_hf_config(cfg: dict[str, Any], name: str = "model") -> ModelSpec:
+    """Build a ModelSpec from a Hugging Face `config.json` mapping (Llama, Qwen2/3, Mixtral,
+    DeepSeek-V2/V3, GPT-2)."""
+    mt = str(cfg.get("model_type", "")).lower()
+    h = _get(cfg, "hidden_size", "n_embd")
+    layers = _get(cfg, "num_hidden_layers", "n_layer")
+    heads = _get(cfg, "num_attention_heads", "n_head")
+    vocab = _get(cfg, "vocab_size")
+    if None in (h, layers, heads, vocab):
+        raise ConfigError(
+            f"{name}: config.json lacks hidden_size/num_hidden_layers/num_attention_heads/"
+            "vocab_size (or their GPT-2 names)",
+            fix="give a Hugging Face causal-LM config.json",
+        )
+    act_name = str(_get(cfg, "hidden_act", "activation_function", default="silu"))
+    act = _ACT.get(act_name)
+    if act is None:
+        raise ConfigError(
+            f"{name}: hidden_act {act_name!r} is not supported", fix=f"use one of {sorted(_ACT)}"
+        )
+    gpt2 = mt == "gpt2"
+    spec: dict[str, Any] = {
+        "name": name,
+        "layers": layers,
+        "hidden": h,
+        "heads": heads,
+        "kv_heads": _get(cfg, "num_key_value_heads", default=heads),
+        "head_dim": _get(cfg, "head_dim", default=h // heads),
+        "vocab": vocab,
+        "max_seq_len": _get(cfg, "max_position_embeddings", "n_positions", default=4096),
+        "activation": act,
+        "ffn_hidden": _get(cfg, "intermediate_size", "n_inner", default=4 * h),
+        "tied_embeddings": bool(cfg.get("tie_word_embeddings", gpt2)),
+    }
+    if gpt2:
+        spec.update(
+            norm="layernorm",
+            linear_bias=True,
+            learned_pos_emb=True,
+            attention_dropout=float(cfg.get("attn_pdrop", 0.0)) > 0,
+        )
+    if mt.startswith("qwen2"):
+        spec["qkv_bias"] = True
+    if mt.startswith("qwen3"):
+        spec["qk_norm"] = True
+    if cfg.get("attention_bias"):
+        spec["qkv_bias"] = True
+    if mt == "mixtral":
+        spec.update(
+            moe_experts=cfg["num_local_experts"],
+            moe_topk=cfg["num_experts_per_tok"],
+            moe_ffn_hidden=cfg["intermediate_size"],
+        )
+    elif mt == "qwen3_moe" or mt == "qwen2_moe":
+        if cfg.get("mlp_only_layers"):
+            raise ConfigError(
+                f"{name}: mlp_only_layers={cfg['mlp_only_layers']} (dense layers in the middle) "
+                "is not supported",
+                fix="use a config whose dense layers come first",
+            )
+        spec.update(
+            moe_experts=_get(cfg, "num_experts"),
+            moe_topk=cfg["num_experts_per_tok"],
+            moe_ffn_hidden=cfg["moe_intermediate_size"],
+            moe_shared_experts=1 if cfg.get("shared_expert_intermediate_size") else 0,
+        )
+    elif mt in ("deepseek_v2", "deepseek_v3"):
+        spec.update(
+            moe_experts=cfg["n_routed_experts"],
+            moe_topk=cfg["num_experts_per_tok"],
+            moe_ffn_hidden=cfg["moe_intermediate_size"],
+            moe_shared_experts=cfg.get("n_shared_experts") or 0,
+            moe_dense_layers=cfg.get("first_k_dense_replace") or 0,
+            q_lora_rank=cfg.get("q_lora_rank") or 0,
+            kv_lora_rank=cfg["kv_lora_rank"],
+            qk_rope_head_dim=cfg["qk_rope_head_dim"],
+            v_head_dim=cfg["v_head_dim"],
+            head_dim=cfg["qk_nope_head_dim"],
+            kv_heads=heads,
+        )
+    return parse_spec(ModelSpec, spec, source=name)
+
+
+def bundled_models() -> list[str]:
+    """Names of the Hugging Face configs shipped with Seer (usable as `model:` in a job)."""
+    base = resources.files("starfabric.astral.seer") / "hf_configs"
+    return sorted(p.name[:-5] for p in base.iterdir() if p.name.endswith(".json"))
+
+
+def load_model(ref: str | Path | dict[str, Any]) -> ModelSpec:
+    """A model from a mapping (ModelSpec fields or a config.json), a file path or a bundled name."""
+    if isinstance(ref, dict):
+        if "layers" in ref and "hidden" in ref:
+            return parse_spec(ModelSpec, ref, source="model")
+        return from_hf_config(ref, name=str(ref.get("name", "model")))
+    path = Path(ref)
+    if path.is_file():
+        data = json.loads(path.read_text()) if path.suffix == ".json" else read_mapping(path)
+        if "layers" in data and "hidden" in data:
+            return parse_spec(ModelSpec, data, source=str(path))
+        return from_hf_config(data, name=path.stem)
+    names = bundled_models()
+    key = str(ref).lower().removesuffix(".json")
+    if key not in names:
+        raise ConfigError(
+            f"model {str(ref)!r} is neither a file nor a bundled config",
+            fix=f"give a config.json path or one of: {', '.join(names)}",
+        )
+    base = resources.files("starfabric.astral.seer") / "hf_configs"
+    return from_hf_config(json.loads((base / f"{key}.json").read_text()), name=key)

@@ -1,0 +1,317 @@
+"""Operators of one transformer layer (and the embedding/logits ends) with FLOPs and bytes.
+
+`layer_ops` lists, for one micro-batch on one rank, the forward operators of a dense or MoE
+layer in execution order — GEMMs with their (M, N, K), fused or unfused attention, norms,
+activations, dropout-adds, the router and token permutation, and the TP/CP/EP collectives
+with their buffer sizes — already divided by the parallel layout. `backward_of` derives the
+backward operators (two GEMMs per GEMM, AG <-> RS, ...). Tables are flat numpy columns so a
+whole model costs a few vector operations.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from starfabric.astral.seer.model import ModelSpec
+from starfabric.astral.seer.parallel import ExecutionSpec, Layout
+
+GEMM, FLASH, BMM, MEM, COMM = 0, 1, 2, 3, 4
+"""Operator kinds."""
+KIND_NAMES = ("gemm", "flash", "bmm", "mem", "comm")
+
+NORM_BWD_BYTES_FACTOR = 2.0
+"""Backward of a norm moves this many times its forward bytes (assumption: reads input, grad
+and statistics, writes grad, plus a weight-grad reduction)."""
+ELEMENTWISE_BWD_BYTES_FACTOR = 1.5
+"""Backward of an elementwise op reads grad and saved input, writes grad: 3 tensors vs 2
+(assumption)."""
+FLASH_BWD_FLOPS_FACTOR = 2.5
+"""Flash-attention backward executes 2.5x the forward FLOPs (5 matmuls vs 2; FlashAttention-2
+paper, Dao 2023, section 3)."""
+CROSS_ENTROPY_BYTES_PER_LOGIT = 38.0
+"""HBM bytes per logit of Megatron's vocab-parallel cross entropy forward in fp32: cast
+(r2 w4), max (r4), subtract (r4 w4), exp (r4 w4), sum (r4), softmax kept for backward (r4 w4)
+— counted from the PyTorch ops of `vocab_parallel_cross_entropy` (assumption: no fusion)."""
+CROSS_ENTROPY_BWD_BYTES_PER_LOGIT = 22.0
+"""Backward: softmax - one-hot (r4 w4), scale by the loss grad (r4 w4), cast to 16 bit (r4 w2)."""
+MOE_IMBALANCE = 1.1
+"""Busiest expert's tokens / mean tokens per expert with an auxiliary balance loss (assumption)."""
+MASK_BYTES = 1.0
+"""Dropout masks are stored as one byte per element (PyTorch bool)."""
+
+
+@dataclass
+class OpTable:
+    """Flat columns of operators; each row one kernel or collective on one rank."""
+
+    name: list[str] = field(default_factory=list)
+    kind: list[int] = field(default_factory=list)
+    m: list[float] = field(default_factory=list)
+    n: list[float] = field(default_factory=list)
+    k: list[float] = field(default_factory=list)
+    batch: list[float] = field(default_factory=list)
+    flops: list[float] = field(default_factory=list)
+    nbytes: list[float] = field(default_factory=list)
+    coll: list[str] = field(default_factory=list)
+    group: list[str] = field(default_factory=list)
+    selective: list[bool] = field(default_factory=list)
+
+    def add(self, name: str, kind: int, **kw: Any) -> None:
+        """Append one operator; unspecified numbers are 0."""
+        self.name.append(name)
+        self.kind.append(kind)
+        for col in ("m", "n", "k", "batch", "flops", "nbytes"):
+            getattr(self, col).append(float(kw.get(col, 0.0)))
+        self.coll.append(str(kw.get("coll", "")))
+        self.group.append(str(kw.get("group", "")))
+        self.selective.append(bool(kw.get("selective", False)))
+
+    def gemm(self, name: str, m: float, n: float, k: float, batch: float = 1.0) -> None:
+        """A (batched) GEMM (m x k) @ (k x n)."""
+        self.add(name, GEMM, m=m, n=n, k=k, batch=batch, flops=2.0 * m * n * k * batch)
+
+    def mem(self, name: str, nbytes: float, selective: bool = False) -> None:
+        """A memory-bound kernel moving `nbytes`."""
+        self.add(name, MEM, nbytes=nbytes, selective=selective)
+
+    def comm(self, name: str, coll: str, group: str, nbytes: float) -> None:
+        """A collective of `coll` kind over `group` on an `nbytes` buffer."""
+        self.add(name, COMM, coll=coll, group=group, nbytes=nbytes)
+
+    def __len__(self) -> int:
+        return len(self.name)
+
+    def arrays(self) -> dict[str, np.ndarray[Any, Any]]:
+        """The numeric columns as numpy arrays."""
+        return {
+            c: np.asarray(getattr(self, c), dtype=np.float64)
+            for c in ("m", "n", "k", "batch", "flops", "nbytes")
+        } | {"kind": np.asarray(self.kind, dtype=np.int64)}
+
+
+@dataclass(frozen=True)
+class Local:
+    """Per-rank sizes of one micro-batch."""
+
+    tokens: float  # tokens in the TP region (full sequence shard of this CP rank)
+    tokens_sp: float  # tokens held outside TP regions (divided by tp with SP)
+    seq: float  # keys each query attends to (full sequence)
+    elem: float  # bytes per activation element
+    heads: float
+    kv_heads: float
+    tp: int
+
+
+def local_sizes(model: ModelSpec, ex: ExecutionSpec, lay: Layout) -> Local:
+    """Token and head counts one rank handles for one micro-batch."""
+    tokens = ex.micro_batch * ex.seq_len / lay.cp
+    return Local(
+        tokens=tokens,
+        tokens_sp=tokens / lay.tp if lay.sp else tokens,
+        seq=float(ex.seq_len),
+        elem=2.0,
+        heads=model.heads / lay.tp,
+        kv_heads=max(1.0, model.kv_heads / lay.tp),
+        tp=lay.tp,
+    )
+
+
+def _tp_enter(t: OpTable, loc: Local, h: int, tag: str) -> None:
+    if loc.tp > 1 and loc.tokens_sp < loc.tokens:
+        t.comm(f"{tag}.tp_all_gather", "all_gather", "tp", loc.elem * loc.tokens * h)
+
+
+def _tp_exit(t: OpTable, loc: Local, h: int, tag: str) -> None:
+    if loc.tp > 1:
+        coll = "reduce_scatter" if loc.tokens_sp < loc.tokens else "all_reduce"
+        t.comm(f"{tag}.tp_{coll}", coll, "tp", loc.elem * loc.tokens * h)
+
+
+def _attention(t: OpTable, model: ModelSpec, ex: ExecutionSpec, lay: Layout, loc: Local) -> None:
+    h, e, tok = model.hidden, loc.elem, loc.tokens
+    t.mem("attn.norm", 2 * e * loc.tokens_sp * h)
+    _tp_enter(t, loc, h, "attn")
+    dq, dv = model.qk_head_dim, model.vo_head_dim
+    if model.is_mla:
+        if model.q_lora_rank:
+            t.gemm("attn.q_down", tok, model.q_lora_rank, h)
+            t.mem("attn.q_norm", 2 * e * tok * model.q_lora_rank)
+            t.gemm("attn.q_up", tok, loc.heads * dq, model.q_lora_rank)
+        else:
+            t.gemm("attn.q", tok, loc.heads * dq, h)
+        t.gemm("attn.kv_down", tok, model.kv_lora_rank + model.qk_rope_head_dim, h)
+        t.mem("attn.kv_norm", 2 * e * tok * model.kv_lora_rank)
+        t.gemm("attn.kv_up", tok, loc.heads * (model.head_dim + dv), model.kv_lora_rank)
+    else:
+        t.gemm("attn.qkv", tok, (loc.heads + 2 * loc.kv_heads) * model.head_dim, h)
+    if lay.cp > 1:
+        # Ring attention passes K and V around the CP ring once per step (cp-1 steps).
+        kv_bytes = e * tok * loc.kv_heads * (dq + dv)
+        t.comm("attn.cp_kv_ring", "p2p", "cp", kv_bytes * (lay.cp - 1))
+    b = ex.micro_batch
+    if ex.attention == "flash":
+        flops = 2.0 * tok * loc.seq * loc.heads * (dq + dv) * 0.5
+        t.add("attn.core_flash", FLASH, flops=flops, selective=True)
+    else:
+        s_loc = tok / b
+        bh = b * loc.heads
+        t.add(
+            "attn.core_qk", BMM, m=s_loc, n=loc.seq, k=dq, batch=bh,
+            flops=2.0 * s_loc * loc.seq * dq * bh, selective=True,
+        )  # fmt: skip
+        scores = bh * s_loc * loc.seq
+        t.mem("attn.core_softmax", 2 * e * scores, selective=True)
+        if model.attention_dropout:
+            t.mem("attn.core_dropout", (2 * e + MASK_BYTES) * scores, selective=True)
+        t.add(
+            "attn.core_av", BMM, m=s_loc, n=dv, k=loc.seq, batch=bh,
+            flops=2.0 * s_loc * loc.seq * dv * bh, selective=True,
+        )  # fmt: skip
+    t.gemm("attn.proj", tok, h, loc.heads * dv)
+    _tp_exit(t, loc, h, "attn")
+    t.mem("attn.dropout_add", (3 * e + MASK_BYTES) * loc.tokens_sp * h)
+
+
+def _dense_mlp(t: OpTable, model: ModelSpec, loc: Local, ffn: int, tag: str) -> None:
+    h, e, tok = model.hidden, loc.elem, loc.tokens
+    gated = model.activation == "swiglu"
+    t.gemm(f"{tag}.fc1", tok, (2 if gated else 1) * ffn / loc.tp, h)
+    t.mem(f"{tag}.act", e * tok * ffn / loc.tp * (3 if gated else 2))
+    t.gemm(f"{tag}.fc2", tok, h, ffn / loc.tp)
+
+
+def _moe_mlp(t: OpTable, model: ModelSpec, lay: Layout, loc: Local) -> None:
+    h, e = model.hidden, loc.elem
+    tok = loc.tokens_sp  # the token dispatcher works on the local sequence shard
+    k, experts = model.moe_topk, model.moe_experts
+    t.gemm("moe.router", tok, experts, h)
+    t.mem("moe.topk", 3 * 4 * tok * experts)
+    t.mem("moe.permute", 2 * e * tok * k * h)
+    t.comm("moe.ep_dispatch", "all_to_all", "ep", e * tok * k * h)
+    if lay.etp > 1:
+        t.comm("moe.etp_all_gather", "all_gather", "etp", e * tok * k * h * lay.etp)
+    local_experts = experts / lay.ep
+    per_expert = tok * k * lay.ep * lay.etp / experts * MOE_IMBALANCE
+    gated = model.activation == "swiglu"
+    f = model.moe_ffn_hidden / lay.etp
+    t.gemm("moe.expert_fc1", per_expert, (2 if gated else 1) * f, h, batch=local_experts)
+    t.mem("moe.expert_act", e * per_expert * local_experts * f * (3 if gated else 2))
+    t.gemm("moe.expert_fc2", per_expert, h, f, batch=local_experts)
+    if lay.etp > 1:
+        t.comm("moe.etp_reduce_scatter", "reduce_scatter", "etp", e * tok * k * h * lay.etp)
+    t.comm("moe.ep_combine", "all_to_all", "ep", e * tok * k * h)
+    t.mem("moe.unpermute", 2 * e * tok * k * h)
+    if model.moe_shared_experts:
+        _tp_enter(t, loc, h, "moe.shared")
+        _dense_mlp(t, model, loc, model.moe_ffn_hidden * model.moe_shared_experts, "moe.shared")
+        _tp_exit(t, loc, h, "moe.shared")
+
+
+def layer_ops(model: ModelSpec, ex: ExecutionSpec, lay: Layout, moe: bool) -> OpTable:
+    """Forward operators of one layer for one micro-batch on one rank."""
+    loc = local_sizes(model, ex, lay)
+    t = OpTable()
+    _attention(t, model, ex, lay, loc)
+    h, e = model.hidden, loc.elem
+    t.mem("mlp.norm", 2 * e * loc.tokens_sp * h)
+    if moe:
+        _moe_mlp(t, model, lay, loc)
+    else:
+        _tp_enter(t, loc, h, "mlp")
+        _dense_mlp(t, model, loc, model.ffn_hidden, "mlp")
+        _tp_exit(t, loc, h, "mlp")
+    t.mem("mlp.dropout_add", (3 * e + MASK_BYTES) * loc.tokens_sp * h)
+    return t
+
+
+def embedding_ops(model: ModelSpec, ex: ExecutionSpec, lay: Layout) -> OpTable:
+    """Forward operators of the input embedding (first pipeline stage)."""
+    loc = local_sizes(model, ex, lay)
+    t = OpTable()
+    t.mem("embed.lookup", 2 * loc.elem * loc.tokens * model.hidden)
+    _tp_exit(t, loc, model.hidden, "embed")
+    return t
+
+
+def logits_ops(model: ModelSpec, ex: ExecutionSpec, lay: Layout) -> OpTable:
+    """Forward operators of the final norm, output projection and loss (last stage)."""
+    loc = local_sizes(model, ex, lay)
+    t = OpTable()
+    t.mem("head.norm", 2 * loc.elem * loc.tokens_sp * model.hidden)
+    _tp_enter(t, loc, model.hidden, "head")
+    t.gemm("head.logits", loc.tokens, model.vocab / lay.tp, model.hidden)
+    t.mem("head.cross_entropy", CROSS_ENTROPY_BYTES_PER_LOGIT * loc.tokens * model.vocab / lay.tp)
+    if lay.tp > 1:
+        t.comm("head.loss_all_reduce", "all_reduce", "tp", 3 * 4 * loc.tokens)
+    return t
+
+
+_BWD_COLL = {"all_gather": "reduce_scatter", "reduce_scatter": "all_gather"}
+
+
+def backward_of(fwd: OpTable) -> OpTable:
+    """Backward operators of a forward table, in backward execution order."""
+    t = OpTable()
+    a = fwd.arrays()
+    for i in range(len(fwd) - 1, -1, -1):
+        name, kind = fwd.name[i], fwd.kind[i]
+        m, n, k, bt = a["m"][i], a["n"][i], a["k"][i], a["batch"][i]
+        sel = fwd.selective[i]
+        if kind == GEMM:
+            t.gemm(f"{name}.dgrad", m, k, n, bt)
+            t.gemm(f"{name}.wgrad", k, n, m, bt)
+        elif kind == BMM:
+            t.add(f"{name}.bwd_a", BMM, m=m, n=k, k=n, batch=bt, flops=a["flops"][i], selective=sel)
+            t.add(f"{name}.bwd_b", BMM, m=k, n=n, k=m, batch=bt, flops=a["flops"][i], selective=sel)
+        elif kind == FLASH:
+            t.add(f"{name}.bwd", FLASH, flops=FLASH_BWD_FLOPS_FACTOR * a["flops"][i])
+        elif kind == MEM:
+            if name.endswith("cross_entropy"):
+                factor = CROSS_ENTROPY_BWD_BYTES_PER_LOGIT / CROSS_ENTROPY_BYTES_PER_LOGIT
+            elif "norm" in name:
+                factor = NORM_BWD_BYTES_FACTOR
+            else:
+                factor = ELEMENTWISE_BWD_BYTES_FACTOR
+            t.mem(f"{name}.bwd", factor * a["nbytes"][i])
+        else:
+            coll = _BWD_COLL.get(fwd.coll[i], fwd.coll[i])
+            t.comm(f"{name}.bwd", coll, fwd.group[i], a["nbytes"][i])
+    return t
+
+
+def flops_per_token_6nd(model: ModelSpec, seq_len: int) -> float:
+    """Model FLOPs per token (forward + backward) by the 6N rule plus causal attention:
+    6 * active non-embedding params + 6 * seq * layers * heads * (dq + dv) / 2."""
+    from starfabric.astral.seer.model import param_counts
+
+    pc = param_counts(model)
+    non_emb = pc.active - pc.embedding + model.vocab * model.hidden  # logits GEMM counts
+    attn = 6.0 * seq_len * model.layers * model.heads * (model.qk_head_dim + model.vo_head_dim) / 2
+    return 6.0 * non_emb + attn
+
+
+def megatron_model_flops(model: ModelSpec, tokens: float, seq_len: int) -> float:
+    """FLOPs per iteration by Megatron-LM's `num_floating_point_operations` (training.py, r0.8):
+    full (non-causal) attention, gated MLP x1.5, top-k experts, logits; no recompute."""
+    h, L = model.hidden, model.layers
+    qproj = model.heads * model.head_dim / h
+    gated = 1.5 if model.activation == "swiglu" else 1.0
+    ffn, routed = (model.moe_ffn_hidden, model.moe_topk) if model.is_moe else (model.ffn_hidden, 1)
+    return (
+        12.0 * tokens * L * h * h
+        * (
+            (1 + model.kv_heads / model.heads + seq_len / h) * qproj
+            + ffn / h * routed * gated
+            + model.vocab / (2 * L * h)
+        )
+    )  # fmt: skip
+
+
+def narayanan_hardware_flops(model: ModelSpec, tokens: float, seq_len: int) -> float:
+    """FLOPs per iteration by Narayanan et al. SC'21 Eq. 3 (GPT, full recompute counted):
+    96 B s l h^2 (1 + s/6h + V/(16 l h))."""
+    h, L = model.hidden, model.layers
+    return 96.0 * tokens * L * h * h * (1 + seq_len / (6 * h) + model.vocab / (16 * L * h))

@@ -1,0 +1,233 @@
+"""Execution and system specs, and the check that a parallel layout is possible at all.
+
+`ExecutionSpec` holds Megatron-style settings (batch, precision, TP+SP, PP with virtual stages,
+DP with distributed optimizer / ZeRO, CP, EP with expert-TP, recompute, overlaps); `SystemSpec`
+names the GPU and the cluster shape. `resolve_layout` validates the combination against the
+model and returns a `Layout` of plain integers; an impossible combination raises one line that
+says why and what to change.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import Field
+
+from starfabric.astral.hardware import GPUSpec, get_gpu
+from starfabric.astral.seer.model import ModelSpec
+from starfabric.config import Spec
+from starfabric.errors import ConfigError, InfeasibleError
+from starfabric.units import parse_bandwidth
+
+
+class ExecutionSpec(Spec):
+    """How the job is run: batch, precision, parallelism, memory savings and overlaps."""
+
+    global_batch: int = Field(gt=0, description="sequences per iteration")
+    micro_batch: int = Field(default=1, gt=0, description="sequences per micro-batch")
+    seq_len: int = Field(gt=0)
+    precision: Literal["bf16", "fp16", "fp8"] = "bf16"
+    tp: int = Field(default=1, gt=0)
+    sp: bool = Field(default=True, description="sequence parallelism (used only when tp > 1)")
+    pp: int = Field(default=1, gt=0)
+    vpp: int = Field(default=1, gt=0, description="virtual stages per PP rank (interleaved 1F1B)")
+    pipeline_layers: tuple[int, ...] | None = Field(
+        default=None, description="explicit layers per PP stage (uneven pipelines, vpp = 1)"
+    )
+    dp: int | None = Field(default=None, gt=0, description="default: gpus / (tp * pp * cp)")
+    cp: int = Field(default=1, gt=0)
+    ep: int = Field(default=1, gt=0)
+    etp: int | None = Field(default=None, gt=0, description="expert TP; default 1 with ep > 1")
+    zero: Literal[0, 1, 2, 3] = Field(
+        default=1, description="0 plain DP all-reduce, 1 distributed optimizer, 2 +grads, 3 +params"
+    )
+    recompute: Literal["none", "selective", "full"] = "none"
+    attention: Literal["flash", "unfused"] = "flash"
+    overlap_grad_reduce: bool = True
+    overlap_param_gather: bool = True
+    tp_comm_overlap: bool = False
+    grad_reduce_fp32: bool | None = Field(
+        default=None, description="reduce gradients in fp32 (default: yes for bf16/fp8)"
+    )
+
+
+class SystemSpec(Spec):
+    """The machine: GPU type, how many, GPUs per node and per-GPU network bandwidth."""
+
+    gpu: str = "H100"
+    gpus: int = Field(gt=0)
+    gpus_per_node: int = Field(default=8, gt=0)
+    nic_bandwidth: str | float = Field(
+        default="400G", description="scale-out bandwidth per GPU (one rail), e.g. '400G'"
+    )
+    efficiency: dict[str, Any] = Field(default_factory=dict, description="efficiency overrides")
+
+
+@dataclass(frozen=True)
+class Layout:
+    """A validated parallel layout: group sizes, micro-batch count and layers per chunk."""
+
+    gpus: int
+    gpus_per_node: int
+    tp: int
+    pp: int
+    vpp: int
+    dp: int
+    cp: int
+    ep: int
+    etp: int
+    edp: int
+    sp: bool
+    micro_batches: int
+    stage_layers: tuple[tuple[int, ...], ...]
+    """stage_layers[s][c]: layers of virtual chunk c on PP stage s."""
+    chunk_first_layer: tuple[tuple[int, ...], ...]
+    """chunk_first_layer[s][c]: global index of that chunk's first layer."""
+    nic_bytes_per_s: float
+    gpu: GPUSpec
+
+
+def _fail(msg: str, fix: str) -> InfeasibleError:
+    return InfeasibleError(msg, fix=fix)
+
+
+def _divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def resolve_layout(model: ModelSpec, ex: ExecutionSpec, system: SystemSpec) -> Layout:
+    """Check that `ex` can run `model` on `system`; return the resolved layout or say why not."""
+    gpu = get_gpu(system.gpu)
+    if ex.precision == "fp8":
+        gpu.tflops("fp8")
+    mp = ex.tp * ex.pp * ex.cp
+    if system.gpus % mp:
+        raise _fail(
+            f"tp*pp*cp = {ex.tp}*{ex.pp}*{ex.cp} = {mp} does not divide gpus = {system.gpus}",
+            f"pick tp, pp, cp whose product divides {system.gpus}",
+        )
+    dp = ex.dp if ex.dp is not None else system.gpus // mp
+    if dp * mp != system.gpus:
+        raise _fail(
+            f"tp*pp*cp*dp = {mp * dp} but gpus = {system.gpus}",
+            "drop 'dp' (it is derived) or make the product equal the GPU count",
+        )
+    if model.heads % ex.tp:
+        raise _fail(
+            f"tp = {ex.tp} does not divide heads = {model.heads}",
+            f"use tp in {[d for d in _divisors(model.heads) if d <= 64]}",
+        )
+    if not model.is_mla and model.kv_heads % ex.tp and ex.tp % model.kv_heads:
+        raise _fail(
+            f"tp = {ex.tp} and kv_heads = {model.kv_heads}: neither divides the other",
+            "use a tp that divides kv_heads or is a multiple of it",
+        )
+    if ex.vpp > 1 and ex.pp == 1:
+        raise _fail("vpp > 1 needs pp > 1 (virtual stages interleave a pipeline)", "set vpp: 1")
+    if ex.pipeline_layers is not None:
+        if ex.vpp > 1:
+            raise _fail("pipeline_layers with vpp > 1 is not supported", "set vpp: 1")
+        if len(ex.pipeline_layers) != ex.pp or sum(ex.pipeline_layers) != model.layers:
+            raise _fail(
+                f"pipeline_layers {list(ex.pipeline_layers)} must have pp = {ex.pp} entries "
+                f"summing to layers = {model.layers}",
+                "list one positive layer count per stage",
+            )
+        if min(ex.pipeline_layers) < 1:
+            raise _fail("every pipeline stage needs at least one layer", "fix pipeline_layers")
+        stage_layers: tuple[tuple[int, ...], ...] = tuple((n,) for n in ex.pipeline_layers)
+    else:
+        chunks = ex.pp * ex.vpp
+        if model.layers % chunks:
+            raise _fail(
+                f"layers = {model.layers} not divisible by pp*vpp = {chunks}",
+                "pick pp*vpp dividing the layer count or give pipeline_layers (vpp = 1)",
+            )
+        per = model.layers // chunks
+        stage_layers = tuple(tuple(per for _ in range(ex.vpp)) for _ in range(ex.pp))
+    first: list[tuple[int, ...]] = []
+    if ex.pipeline_layers is not None:
+        acc = 0
+        for n in ex.pipeline_layers:
+            first.append((acc,))
+            acc += n
+    else:
+        per = model.layers // (ex.pp * ex.vpp)
+        first = [tuple((c * ex.pp + s) * per for c in range(ex.vpp)) for s in range(ex.pp)]
+    seqs_per_step = ex.micro_batch * dp
+    if ex.global_batch % seqs_per_step:
+        raise _fail(
+            f"global_batch = {ex.global_batch} not divisible by micro_batch*dp = "
+            f"{ex.micro_batch}*{dp} = {seqs_per_step}",
+            "make global_batch a multiple of micro_batch*dp",
+        )
+    m = ex.global_batch // seqs_per_step
+    if ex.vpp > 1 and m % ex.pp:
+        raise _fail(
+            f"interleaved 1F1B needs micro-batches ({m}) to be a multiple of pp = {ex.pp}",
+            "change global_batch, micro_batch or pp, or set vpp: 1",
+        )
+    if ex.cp > 1 and ex.seq_len % (2 * ex.cp):
+        raise _fail(
+            f"seq_len = {ex.seq_len} not divisible by 2*cp = {2 * ex.cp} (load-balanced causal CP)",
+            "pick cp so that 2*cp divides seq_len",
+        )
+    if ex.seq_len % ex.tp and ex.sp and ex.tp > 1:
+        raise _fail(
+            f"sequence parallelism splits seq_len = {ex.seq_len} over tp = {ex.tp} unevenly",
+            "pick tp dividing seq_len or set sp: false",
+        )
+    etp = ex.etp if ex.etp is not None else (1 if ex.ep > 1 else ex.tp)
+    if not model.is_moe:
+        if ex.ep > 1:
+            raise _fail(f"ep = {ex.ep} on a dense model (no experts to distribute)", "set ep: 1")
+        edp = dp
+    else:
+        if model.moe_experts % ex.ep:
+            raise _fail(
+                f"ep = {ex.ep} does not divide moe_experts = {model.moe_experts}",
+                f"use ep in {[d for d in _divisors(model.moe_experts) if d <= 256]}",
+            )
+        inner = ex.tp * ex.cp * dp
+        if inner % (ex.ep * etp):
+            raise _fail(
+                f"ep*etp = {ex.ep}*{etp} must divide tp*cp*dp = {inner} "
+                "(experts are laid out over the same GPUs as attention)",
+                "lower ep or etp, or raise dp",
+            )
+        edp = inner // (ex.ep * etp)
+    if ex.zero == 3 and ex.pp > 1:
+        raise _fail(
+            "zero = 3 with pp > 1: parameters sharded over DP would be re-gathered for every "
+            "micro-batch of every stage (Megatron and DeepSpeed refuse this)",
+            "use zero: 1 (distributed optimizer) with pipelines",
+        )
+    return Layout(
+        gpus=system.gpus,
+        gpus_per_node=system.gpus_per_node,
+        tp=ex.tp,
+        pp=ex.pp,
+        vpp=ex.vpp,
+        dp=dp,
+        cp=ex.cp,
+        ep=ex.ep,
+        etp=etp,
+        edp=edp,
+        sp=ex.sp and ex.tp > 1,
+        micro_batches=m,
+        stage_layers=stage_layers,
+        chunk_first_layer=tuple(first),
+        nic_bytes_per_s=parse_bandwidth(system.nic_bandwidth, "system.nic_bandwidth") / 8.0,
+        gpu=gpu,
+    )
+
+
+def check_system(system: SystemSpec) -> None:
+    """Reject a system whose GPU count is not whole nodes (placement assumes full nodes)."""
+    if system.gpus > system.gpus_per_node and system.gpus % system.gpus_per_node:
+        raise ConfigError(
+            f"system.gpus = {system.gpus} is not a multiple of gpus_per_node = "
+            f"{system.gpus_per_node}",
+            fix="use whole nodes",
+        )

@@ -1,0 +1,189 @@
+"""`predict(job) -> Prediction`: the public entry of Seer.
+
+A job is the three inputs Calculon also separates — application (model), execution (parallel
+settings) and system (GPU, cluster) — validated once, compiled into operator tables and
+simulated. The Prediction carries iteration time, its breakdown, throughput under the common
+FLOP conventions, memory per GPU with an OOM verdict, and the timeline for traces.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field
+
+from starfabric.astral.seer.cost import make_context
+from starfabric.astral.seer.efficiency import efficiency_for
+from starfabric.astral.seer.memory import MemoryReport, memory_report
+from starfabric.astral.seer.model import ModelSpec, load_model, param_counts
+from starfabric.astral.seer.ops import (
+    flops_per_token_6nd,
+    megatron_model_flops,
+    narayanan_hardware_flops,
+)
+from starfabric.astral.seer.parallel import (
+    ExecutionSpec,
+    Layout,
+    SystemSpec,
+    check_system,
+    resolve_layout,
+)
+from starfabric.astral.seer.schedule import Timeline, build_timeline
+from starfabric.config import Spec, parse_spec, read_mapping
+from starfabric.errors import ConfigError
+
+
+class JobSpec(Spec):
+    """A training job: `model` (bundled name, config path or inline mapping), execution, system."""
+
+    model: str | dict[str, Any]
+    execution: ExecutionSpec
+    system: SystemSpec = Field(default_factory=lambda: SystemSpec(gpus=8))
+
+
+@dataclass(frozen=True)
+class Job:
+    """A validated job with its model resolved."""
+
+    model: ModelSpec
+    execution: ExecutionSpec
+    system: SystemSpec
+
+
+def load_job(path: str | Path) -> Job:
+    """Read a job YAML/JSON; a relative model path is taken relative to the job file."""
+    data = read_mapping(path)
+    spec = parse_spec(JobSpec, data, source=str(path))
+    ref: str | dict[str, Any] = spec.model
+    if isinstance(ref, str):
+        cand = Path(path).parent / ref
+        if cand.is_file():
+            ref = str(cand)
+    return Job(load_model(ref), spec.execution, spec.system)
+
+
+def make_job(model: ModelSpec | str | dict[str, Any], execution: dict[str, Any] | ExecutionSpec,
+             system: dict[str, Any] | SystemSpec) -> Job:  # fmt: skip
+    """Build a Job from Python values (mappings are validated like YAML)."""
+    m = model if isinstance(model, ModelSpec) else load_model(model)
+    ex = (
+        execution
+        if isinstance(execution, ExecutionSpec)
+        else parse_spec(ExecutionSpec, execution, "execution")
+    )
+    sy = system if isinstance(system, SystemSpec) else parse_spec(SystemSpec, system, "system")
+    return Job(m, ex, sy)
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """Everything Seer predicts for one iteration of a job."""
+
+    job: Job
+    layout: Layout
+    iteration_s: float
+    breakdown: dict[str, float]
+    tokens_per_s: float
+    model_flops: float
+    hardware_flops: float
+    megatron_flops: float
+    memory: MemoryReport
+    timeline: Timeline
+    peak_flops_per_gpu: float
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def tflops_per_gpu(self, convention: str = "model") -> float:
+        """Achieved TFLOP/s per GPU: 'model' (6N + causal attention), 'hardware' (executed,
+        incl. recompute), 'megatron' (Megatron-LM's formula), 'narayanan' (SC'21 Eq. 3)."""
+        flops = {
+            "model": self.model_flops,
+            "hardware": self.hardware_flops,
+            "megatron": self.megatron_flops,
+            "narayanan": self.extra["narayanan_flops"],
+        }.get(convention)
+        if flops is None:
+            raise ConfigError(
+                f"unknown FLOP convention {convention!r}",
+                fix="use model, hardware, megatron or narayanan",
+            )
+        return float(flops) / (self.iteration_s * self.layout.gpus) / 1e12
+
+    @property
+    def mfu(self) -> float:
+        """Model FLOPs utilization (6N + causal attention convention)."""
+        return self.tflops_per_gpu("model") * 1e12 / self.peak_flops_per_gpu
+
+    @property
+    def hfu(self) -> float:
+        """Hardware FLOPs utilization (executed FLOPs incl. recompute)."""
+        return self.tflops_per_gpu("hardware") * 1e12 / self.peak_flops_per_gpu
+
+    def summary(self) -> dict[str, Any]:
+        """JSON-ready result."""
+        pc = param_counts(self.job.model)
+        lay = self.layout
+        return {
+            "model": self.job.model.name,
+            "params": pc.total,
+            "active_params": pc.active,
+            "gpu": lay.gpu.name,
+            "gpus": lay.gpus,
+            "layout": {
+                "tp": lay.tp,
+                "pp": lay.pp,
+                "vpp": lay.vpp,
+                "dp": lay.dp,
+                "cp": lay.cp,
+                "ep": lay.ep,
+                "etp": lay.etp,
+                "sp": lay.sp,
+                "micro_batches": lay.micro_batches,
+            },
+            "iteration_s": self.iteration_s,
+            "breakdown_s": dict(self.breakdown),
+            "tokens_per_s": self.tokens_per_s,
+            "tflops_per_gpu": {
+                c: self.tflops_per_gpu(c) for c in ("model", "hardware", "megatron", "narayanan")
+            },
+            "mfu": self.mfu,
+            "hfu": self.hfu,
+            "memory_gib": {
+                "weights": self.memory.weights / 2**30,
+                "grads": self.memory.grads / 2**30,
+                "optimizer": self.memory.optimizer / 2**30,
+                "activations": self.memory.activations / 2**30,
+                "reserved": self.memory.reserved / 2**30,
+                "total": self.memory.total / 2**30,
+                "capacity": self.memory.capacity / 2**30,
+                "stage": self.memory.stage,
+            },
+            "oom": self.memory.oom,
+        }
+
+
+def predict(job: Job) -> Prediction:
+    """Predict one training iteration of `job`."""
+    check_system(job.system)
+    model, ex = job.model, job.execution
+    lay = resolve_layout(model, ex, job.system)
+    eff = efficiency_for(lay.gpu, job.system.efficiency)
+    ctx = make_context(ex, lay, eff)
+    tl = build_timeline(model, ex, lay, ctx)
+    tokens = float(ex.global_batch) * ex.seq_len
+    mem = memory_report(model, ex, lay, tl)
+    return Prediction(
+        job=job,
+        layout=lay,
+        iteration_s=tl.iteration_s,
+        breakdown=tl.breakdown,
+        tokens_per_s=tokens / tl.iteration_s,
+        model_flops=flops_per_token_6nd(model, ex.seq_len) * tokens,
+        hardware_flops=tl.hardware_flops,
+        megatron_flops=megatron_model_flops(model, tokens, ex.seq_len),
+        memory=mem,
+        timeline=tl,
+        peak_flops_per_gpu=ctx.peak_flops,
+        extra={"narayanan_flops": narayanan_hardware_flops(model, tokens, ex.seq_len)},
+    )

@@ -1,0 +1,406 @@
+"""Per-rank timelines of one training iteration: 1F1B / interleaved 1F1B, DP overlap, optimizer.
+
+Each PP stage runs Megatron's operation order (warm-up forwards, steady 1F1B, cool-down
+backwards; interleaved with virtual chunks when vpp > 1). A numba list simulation gives every
+forward/backward its start and end under cross-stage dependencies, so the bubble is measured,
+not assumed. Gradient reduction runs on its own stream in buckets as each chunk's last backward
+produces them; what is left after the pipeline drains is exposed. The optimizer step and the
+distributed-optimizer parameter all-gather close the iteration.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from starfabric.astral.seer import _kernels
+from starfabric.astral.seer.comm import Kind, collective_time
+from starfabric.astral.seer.cost import CostContext, OpCosts, op_costs
+from starfabric.astral.seer.model import ModelSpec, attention_params, mlp_params
+from starfabric.astral.seer.ops import (
+    COMM,
+    OpTable,
+    backward_of,
+    embedding_ops,
+    layer_ops,
+    logits_ops,
+)
+from starfabric.astral.seer.parallel import ExecutionSpec, Layout
+from starfabric.errors import InvariantError
+
+DP_BUCKET_PARAMS = 40_000_000
+"""Gradient bucket size in parameters (Megatron-Core DDP default `bucket_size` = 40M)."""
+OPTIMIZER_BYTES_PER_PARAM = 32.0
+"""HBM bytes a fused Adam step moves per parameter: read fp32 param/grad/m/v, write param/m/v,
+write the 16-bit copy (assumption from the kernel's tensors)."""
+ITERATION_OVERHEAD_S = 0.010
+"""Per-iteration host work outside the GPU timeline: data loader hand-off, loss logging,
+learning-rate update, grad-norm host sync (assumption)."""
+COMPONENTS = (
+    "compute",
+    "recompute",
+    "tp",
+    "cp",
+    "ep",
+    "pp",
+    "dp",
+    "bubble",
+    "optimizer",
+    "overhead",
+)
+"""Breakdown components of the iteration time."""
+
+
+@dataclass(frozen=True)
+class PassCost:
+    """Time of one micro-batch through one piece of model (forward or backward)."""
+
+    compute: float
+    comm: dict[str, float]
+    flops: float
+
+    @property
+    def total(self) -> float:
+        """Critical-path seconds of this pass."""
+        return self.compute + sum(self.comm.values())
+
+
+def _pass(t: OpTable, c: OpCosts, mask: np.ndarray[Any, Any] | None = None) -> PassCost:
+    sel = np.ones(len(t), dtype=bool) if mask is None else mask
+    comp = float(c.exposed[sel & (c.kind != COMM)].sum())
+    comm: dict[str, float] = {}
+    for i in np.flatnonzero(sel & (c.kind == COMM)):
+        g = t.group[i] if t.group[i] != "etp" else "ep"
+        comm[g] = comm.get(g, 0.0) + float(c.exposed[i])
+    flops = float(np.asarray(t.flops)[sel].sum())
+    return PassCost(comp, comm, flops)
+
+
+def _scale(pc: PassCost, k: float) -> PassCost:
+    return PassCost(pc.compute * k, {g: v * k for g, v in pc.comm.items()}, pc.flops * k)
+
+
+def _add(a: PassCost, b: PassCost) -> PassCost:
+    comm = dict(a.comm)
+    for g, v in b.comm.items():
+        comm[g] = comm.get(g, 0.0) + v
+    return PassCost(a.compute + b.compute, comm, a.flops + b.flops)
+
+
+_ZERO = PassCost(0.0, {}, 0.0)
+
+
+@dataclass(frozen=True)
+class PieceCost:
+    """Forward, backward and recompute cost of one piece (a layer type, embedding, logits)."""
+
+    fwd: PassCost
+    bwd: PassCost
+    recompute: PassCost
+    fwd_table: OpTable
+    fwd_costs: OpCosts
+    bwd_table: OpTable
+    bwd_costs: OpCosts
+
+
+def piece_cost(t: OpTable, ctx: CostContext, recompute: str) -> PieceCost:
+    """Costs of a forward table, its backward, and what the recompute policy re-runs."""
+    fc = op_costs(t, ctx)
+    bt = backward_of(t)
+    bc = op_costs(bt, ctx, backward=True)
+    fwd = _pass(t, fc)
+    if recompute == "full":
+        rec = fwd
+    elif recompute == "selective":
+        rec = _pass(t, fc, np.asarray(t.selective, dtype=bool))
+    else:
+        rec = _ZERO
+    return PieceCost(fwd, _pass(bt, bc), rec, t, fc, bt, bc)
+
+
+def schedule_order(p: int, v: int, m: int) -> tuple[np.ndarray[Any, Any], ...]:
+    """Megatron's per-stage op order: arrays (is_fwd, micro-batch, chunk), each (p, 2*m*v)."""
+    n = 2 * m * v
+    is_fwd = np.zeros((p, n), np.int8)
+    mbs = np.zeros((p, n), np.int64)
+    chs = np.zeros((p, n), np.int64)
+    total = m * v
+    for s in range(p):
+        if v == 1:
+            warm = min(p - s - 1, m)
+        else:
+            warm = total if m == p else min((p - s - 1) * 2 + (v - 1) * p, total)
+        seq: list[tuple[int, int]] = [(1, k) for k in range(warm)]
+        for k in range(total - warm):
+            seq.append((1, warm + k))
+            seq.append((0, k))
+        seq.extend((0, k) for k in range(total - warm, total))
+        for i, (f, k) in enumerate(seq):
+            c = (k % (p * v)) // p
+            if not f:
+                c = v - 1 - c
+            is_fwd[s, i] = f
+            mbs[s, i] = (k // (p * v)) * p + k % p if v > 1 else k
+            chs[s, i] = c
+    return is_fwd, mbs, chs
+
+
+@dataclass(frozen=True)
+class StageParams:
+    """Parameters held by one PP stage on one rank, split by how they are reduced."""
+
+    dense: float  # reduced over the DP(xCP) group
+    expert: float  # reduced over the expert-DP group
+    per_chunk: tuple[float, ...]  # dense+expert params of each virtual chunk
+
+
+def stage_params(model: ModelSpec, lay: Layout) -> list[StageParams]:
+    """Per-rank parameter counts of every stage (TP/EP shards, embedding on first/last)."""
+    norm_w = 2 if model.norm == "layernorm" else 1
+    attn = attention_params(model) / lay.tp + 2 * norm_w * model.hidden
+    dense_mlp = mlp_params(model, model.ffn_hidden) / lay.tp
+    shared = (
+        model.moe_shared_experts * mlp_params(model, model.moe_ffn_hidden) / lay.tp
+        if model.is_moe
+        else 0.0
+    )
+    expert = (
+        model.moe_experts / lay.ep * mlp_params(model, model.moe_ffn_hidden) / lay.etp
+        if model.is_moe
+        else 0.0
+    )
+    router = model.moe_experts * model.hidden if model.is_moe else 0
+    emb = model.vocab * model.hidden / lay.tp
+    pos = model.max_seq_len * model.hidden if model.learned_pos_emb else 0
+    out: list[StageParams] = []
+    last_vs = lay.pp * lay.vpp - 1
+    for s in range(lay.pp):
+        dense_tot, exp_tot = 0.0, 0.0
+        chunks: list[float] = []
+        for c, nl in enumerate(lay.stage_layers[s]):
+            first = lay.chunk_first_layer[s][c]
+            n_moe = (
+                sum(1 for i in range(first, first + nl) if i >= model.moe_dense_layers)
+                if model.is_moe
+                else 0
+            )
+            d = nl * attn + (nl - n_moe) * dense_mlp + n_moe * (shared + router)
+            e = n_moe * expert
+            vs = c * lay.pp + s
+            if vs == 0:
+                d += emb + pos
+            if vs == last_vs and (not model.tied_embeddings or lay.pp > 1 or lay.vpp > 1):
+                d += (0 if model.tied_embeddings and vs == 0 else emb) + norm_w * model.hidden
+            dense_tot += d
+            exp_tot += e
+            chunks.append(d + e)
+        out.append(StageParams(dense_tot, exp_tot, tuple(chunks)))
+    return out
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """Result of the schedule: per-stage op lists with times and the iteration breakdown."""
+
+    iteration_s: float
+    breakdown: dict[str, float]
+    stage_end_s: np.ndarray[Any, Any]
+    is_fwd: np.ndarray[Any, Any]
+    mb: np.ndarray[Any, Any]
+    chunk: np.ndarray[Any, Any]
+    start: np.ndarray[Any, Any]
+    end: np.ndarray[Any, Any]
+    dp_windows: list[list[tuple[float, float]]]
+    tail_s: np.ndarray[Any, Any]
+    critical_stage: int
+    hardware_flops: float
+    recompute_flops: float
+    peak_inflight_layers: np.ndarray[Any, Any]
+    pieces: dict[str, PieceCost]
+    chunk_fwd: np.ndarray[Any, Any]
+    chunk_bwd: np.ndarray[Any, Any]
+
+
+def _chunk_pieces(model: ModelSpec, lay: Layout, s: int, c: int) -> dict[str, int]:
+    nl = lay.stage_layers[s][c]
+    first = lay.chunk_first_layer[s][c]
+    n_moe = (
+        sum(1 for i in range(first, first + nl) if i >= model.moe_dense_layers)
+        if model.is_moe
+        else 0
+    )
+    vs = c * lay.pp + s
+    return {
+        "dense": nl - n_moe,
+        "moe": n_moe,
+        "embedding": int(vs == 0),
+        "logits": int(vs == lay.pp * lay.vpp - 1),
+    }
+
+
+def build_timeline(model: ModelSpec, ex: ExecutionSpec, lay: Layout, ctx: CostContext) -> Timeline:
+    """Simulate one iteration on every PP stage and return times and breakdown."""
+    pieces: dict[str, PieceCost] = {
+        "dense": piece_cost(layer_ops(model, ex, lay, moe=False), ctx, ex.recompute),
+        "embedding": piece_cost(embedding_ops(model, ex, lay), ctx, "none"),
+        "logits": piece_cost(logits_ops(model, ex, lay), ctx, "none"),
+    }
+    if model.is_moe:
+        pieces["moe"] = piece_cost(layer_ops(model, ex, lay, moe=True), ctx, ex.recompute)
+    p, v, m = lay.pp, lay.vpp, lay.micro_batches
+    fwd = np.zeros((p, v))
+    bwd = np.zeros((p, v))
+    layers = np.zeros((p, v))
+    chunk_parts: list[list[dict[str, PassCost]]] = []
+    for s in range(p):
+        row: list[dict[str, PassCost]] = []
+        for c in range(v):
+            counts = _chunk_pieces(model, lay, s, c)
+            f, b, r = _ZERO, _ZERO, _ZERO
+            for key, cnt in counts.items():
+                if cnt:
+                    pc = pieces[key]
+                    f = _add(f, _scale(pc.fwd, cnt))
+                    b = _add(b, _scale(pc.bwd, cnt))
+                    r = _add(r, _scale(pc.recompute, cnt))
+            fwd[s, c] = f.total
+            bwd[s, c] = b.total + r.total
+            layers[s, c] = lay.stage_layers[s][c]
+            row.append({"fwd": f, "bwd": b, "rec": r})
+        chunk_parts.append(row)
+    act_bytes = (
+        2.0 * ex.micro_batch * ex.seq_len / lay.cp * model.hidden / (lay.tp if lay.sp else 1)
+    )
+    p2p = collective_time("p2p", act_bytes, ctx.groups["pp"], ctx.fabric) if p > 1 else 0.0
+    is_fwd, mbs, chs = schedule_order(p, v, m)
+    start, end, ok = _kernels.pipeline_times(is_fwd, mbs, chs, fwd, bwd, p2p, m)
+    if not ok:
+        raise InvariantError(
+            f"pipeline schedule deadlocked (pp={p}, vpp={v}, micro-batches={m})",
+            fix="report this configuration; it is a scheduler bug",
+        )
+    stage_end = end.max(axis=1)
+    inflight = _kernels.peak_inflight(is_fwd, chs, layers)
+
+    # Gradient reduction, optimizer and parameter all-gather, per stage.
+    params = stage_params(model, lay)
+    grad_bytes = (
+        4.0
+        if (ex.grad_reduce_fp32 if ex.grad_reduce_fp32 is not None else ex.precision != "fp16")
+        else 2.0
+    )
+    dp_group = ctx.groups["dp"]
+    if lay.cp > 1:
+        dp_group = type(dp_group)(
+            size=lay.dp * lay.cp, per_node=min(lay.dp * lay.cp, max(1, dp_group.per_node * lay.cp))
+        )
+    coll: Kind = "reduce_scatter" if ex.zero >= 1 else "all_reduce"
+    tails = np.zeros(p)
+    dp_exposed = np.zeros(p)
+    ag_exposed = np.zeros(p)
+    opt = np.zeros(p)
+    windows: list[list[tuple[float, float]]] = []
+    for s in range(p):
+        sp_ = params[s]
+        free = 0.0
+        win: list[tuple[float, float]] = []
+        total_dp = 0.0
+        for c in range(v):
+            share = sp_.per_chunk[c] / max(sp_.dense + sp_.expert, 1.0)
+            dense_c, exp_c = sp_.dense * share, sp_.expert * share
+            t_c = collective_time(coll, dense_c * grad_bytes, dp_group, ctx.fabric)
+            t_c += collective_time(coll, exp_c * grad_bytes, ctx.groups["edp"], ctx.fabric)
+            total_dp += t_c
+            idx = np.flatnonzero((is_fwd[s] == 0) & (chs[s] == c) & (mbs[s] == m - 1))
+            b0, b1 = float(start[s, idx[0]]), float(end[s, idx[0]])
+            nb = max(1, int(np.ceil(sp_.per_chunk[c] / DP_BUCKET_PARAMS)))
+            for j in range(nb):
+                ready = b0 + (j + 1) / nb * (b1 - b0) if ex.overlap_grad_reduce else stage_end[s]
+                t0 = max(ready, free)
+                free = t0 + t_c / nb
+                win.append((t0, free))
+        windows.append(win)
+        dp_exposed[s] = max(0.0, free - stage_end[s])
+        shard = ex.zero >= 1
+        local = sp_.dense / (lay.dp * lay.cp if shard else 1) + sp_.expert / (
+            lay.edp if shard else 1
+        )
+        opt[s] = local * OPTIMIZER_BYTES_PER_PARAM / (ctx.hbm_bytes_per_s * ctx.eff.mem_bw_fraction)
+        if ex.zero >= 1:
+            ag = collective_time("all_gather", sp_.dense * 2.0, dp_group, ctx.fabric)
+            ag += collective_time("all_gather", sp_.expert * 2.0, ctx.groups["edp"], ctx.fabric)
+            if ex.overlap_param_gather:
+                nb_all = max(1, int(np.ceil((sp_.dense + sp_.expert) / DP_BUCKET_PARAMS)))
+                first_f = float(fwd[s, 0])
+                ag_exposed[s] = ag / nb_all + max(0.0, ag * (1 - 1 / nb_all) - first_f * m)
+            else:
+                ag_exposed[s] = ag
+        tails[s] = dp_exposed[s]
+    total = stage_end + dp_exposed
+    crit = int(np.argmax(total))
+    iteration = float(total.max() + opt.max() + ag_exposed.max() + ITERATION_OVERHEAD_S)
+
+    # Breakdown along the critical stage.
+    comp = rec = 0.0
+    comm: dict[str, float] = {}
+    for c in range(v):
+        parts = chunk_parts[crit][c]
+        comp += m * (parts["fwd"].compute + parts["bwd"].compute)
+        rec += m * parts["rec"].total
+        for key in ("fwd", "bwd"):
+            for g, val in parts[key].comm.items():
+                comm[g] = comm.get(g, 0.0) + m * val
+    busy = float(fwd[crit].sum() + bwd[crit].sum()) * m
+    bubble = float(stage_end[crit]) - busy
+    breakdown = {
+        "compute": comp,
+        "recompute": rec,
+        "tp": comm.get("tp", 0.0),
+        "cp": comm.get("cp", 0.0),
+        "ep": comm.get("ep", 0.0),
+        "pp": 0.0,
+        "dp": float(dp_exposed[crit] + ag_exposed.max()),
+        "bubble": bubble,
+        "optimizer": float(opt.max()),
+        "overhead": ITERATION_OVERHEAD_S,
+    }
+    # p2p hand-offs show up as waits in the list simulation: those on the fill and drain
+    # path (2 * (pp - 1) hops) are reported as exposed PP communication, the rest as bubble.
+    if p > 1:
+        p2p_on_path = min(bubble, 2 * (p - 1) * p2p)
+        breakdown["pp"] = p2p_on_path
+        breakdown["bubble"] = bubble - p2p_on_path
+    diff = sum(breakdown.values()) - iteration
+    if abs(diff) > 1e-9 * max(iteration, 1.0):
+        raise InvariantError(
+            f"breakdown sums to {sum(breakdown.values()):.6f}s but iteration is {iteration:.6f}s",
+            fix="report this configuration; it is a scheduler bug",
+        )
+    hw = 0.0
+    recf = 0.0
+    for s in range(p):
+        for c in range(v):
+            parts = chunk_parts[s][c]
+            hw += m * (parts["fwd"].flops + parts["bwd"].flops + parts["rec"].flops)
+            recf += m * parts["rec"].flops
+    return Timeline(
+        iteration_s=iteration,
+        breakdown=breakdown,
+        stage_end_s=stage_end,
+        is_fwd=is_fwd,
+        mb=mbs,
+        chunk=chs,
+        start=start,
+        end=end,
+        dp_windows=windows,
+        tail_s=tails,
+        critical_stage=crit,
+        hardware_flops=hw * lay.gpus / p,
+        recompute_flops=recf * lay.gpus / p,
+        peak_inflight_layers=inflight,
+        pieces=pieces,
+        chunk_fwd=fwd,
+        chunk_bwd=bwd,
+    )

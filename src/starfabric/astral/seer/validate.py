@@ -1,0 +1,349 @@
+"""Validate Seer against published, measured training runs (CSV with the published_runs columns).
+
+Each row becomes a job; fields the source does not state (marked UNVERIFIED: micro-batch,
+interleaving, recompute) are chosen as Megatron's authors would — the fastest setting that fits
+in memory — and the choice is reported. The published iteration time is the row's derived one,
+or the published TFLOP/s converted back with the source's own FLOP formula.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from starfabric.astral.seer.model import ModelSpec
+from starfabric.astral.seer.ops import megatron_model_flops, narayanan_hardware_flops
+from starfabric.astral.seer.predict import Prediction, make_job, predict
+from starfabric.config import parse_spec
+from starfabric.errors import DataError, StarfabricError
+
+DEFAULT_NIC_PER_GPU = {
+    "A100": "200G",
+    "H100": "400G",
+    "H800": "400G",
+    "H200": "400G",
+    "B200": "400G",
+}
+"""Scale-out bandwidth per GPU when a row does not state it: the DGX SuperPOD reference designs
+(A100: HDR 200 Gb/s per GPU; Hopper/Blackwell: NDR 400 Gb/s per GPU) — assumption."""
+MICRO_BATCH_CANDIDATES = (1, 2, 4, 8)
+"""Micro-batch sizes Megatron users try when tuning (assumption)."""
+REQUIRED = (
+    "row_id", "model", "layers", "hidden", "heads", "vocab", "seq_len", "gpu", "num_gpus",
+    "tp", "pp", "dp", "global_batch_seqs", "tflops_per_gpu", "tflops_flop_convention",
+)  # fmt: skip
+
+
+def bundled_csv() -> Path:
+    """The published-runs CSV shipped with Seer (Megatron-LM weak scaling, 19 rows)."""
+    with resources.as_file(
+        resources.files("starfabric.astral.seer") / "published_runs" / "megatron_weak_scaling.csv"
+    ) as p:
+        return Path(p)
+
+
+def _int(row: dict[str, str], key: str, default: int | None = None) -> int:
+    raw = (row.get(key) or "").strip()
+    m = re.match(r"\d+", raw)
+    if not m:
+        if default is not None:
+            return default
+        raise DataError(
+            f"row {row.get('row_id', '?')}: column {key!r} = {raw!r} is not a number",
+            fix="give an integer",
+        )
+    return int(m.group(0))
+
+
+def _unverified(val: str) -> bool:
+    return not val.strip() or val.strip().upper().startswith("UNVERIFIED")
+
+
+def row_model(row: dict[str, str]) -> ModelSpec:
+    """The model of one CSV row (GPT rows: LayerNorm, biases, learned positions, tied heads)."""
+    arch = (row.get("arch") or "dense").strip().lower()
+    h = _int(row, "hidden")
+    heads = _int(row, "heads")
+    act_raw = (row.get("activation") or "").lower()
+    act = "swiglu" if ("silu" in act_raw or "swiglu" in act_raw) else "gelu"
+    gpt = "gpt" in row["model"].lower()
+    spec: dict[str, Any] = {
+        "name": row["model"],
+        "layers": _int(row, "layers"),
+        "hidden": h,
+        "ffn_hidden": _int(row, "ffn_hidden", 4 * h),
+        "heads": heads,
+        "kv_heads": _int(row, "kv_heads", heads),
+        "head_dim": _int(row, "head_dim", h // heads),
+        "vocab": _int(row, "vocab"),
+        "max_seq_len": _int(row, "seq_len"),
+        "activation": act,
+        "norm": "layernorm" if gpt else "rmsnorm",
+        "linear_bias": gpt,
+        "learned_pos_emb": gpt,
+        "tied_embeddings": gpt,
+        "attention_dropout": gpt,
+    }
+    if arch == "moe" or (row.get("moe_experts") or "").strip():
+        spec.update(
+            moe_experts=_int(row, "moe_experts"),
+            moe_topk=_int(row, "moe_topk"),
+            moe_shared_experts=_int(row, "moe_shared_experts", 0),
+            moe_ffn_hidden=_int(row, "moe_ffn_hidden"),
+            moe_dense_layers=_int(row, "moe_dense_layers", 0),
+        )
+    return parse_spec(ModelSpec, spec, source=f"row {row['row_id']}")
+
+
+def _gpu_name(row: dict[str, str]) -> str:
+    return row["gpu"].split("(")[0].split()[0].strip()
+
+
+def _nic(row: dict[str, str], gpu: str) -> str:
+    text = row.get("interconnect") or ""
+    m = re.search(r"(\d+)\s*x\s*[A-Za-z ]*?(\d+)\s*Gb/?s", text)
+    per_node = _int(row, "gpus_per_node", 8)
+    if m and not _unverified(text):
+        return f"{int(m.group(1)) * int(m.group(2)) / per_node:g}G"
+    for key, val in DEFAULT_NIC_PER_GPU.items():
+        if key in gpu.upper():
+            return val
+    return "400G"
+
+
+def _framework(row: dict[str, str]) -> dict[str, Any]:
+    fw = (row.get("framework") or "").lower()
+    year = re.search(r"(20\d\d)", fw)
+    legacy = "megatron-lm" in fw and year is not None and int(year.group(1)) < 2022
+    if legacy:
+        # Megatron-LM 2021: unfused softmax attention (pre-FlashAttention), DP all-reduce after
+        # the backward pass (no overlap), no distributed optimizer.
+        return {"attention": "unfused", "overlap_grad_reduce": False,
+                "overlap_param_gather": False, "tp_comm_overlap": False}  # fmt: skip
+    overlap = "overlap" in fw
+    return {"attention": "flash", "overlap_grad_reduce": overlap,
+            "overlap_param_gather": overlap, "tp_comm_overlap": overlap}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class RowResult:
+    """One validated row: the prediction, the published figures and the choices made."""
+
+    row_id: str
+    model: str
+    gpus: int
+    published_iter_s: float
+    predicted_iter_s: float
+    published_tflops: float
+    predicted_tflops: float
+    convention: str
+    choices: dict[str, Any]
+    prediction: Prediction
+
+    @property
+    def error(self) -> float:
+        """Signed relative error of the predicted iteration time."""
+        return self.predicted_iter_s / self.published_iter_s - 1.0
+
+
+def _convention(row: dict[str, str]) -> str:
+    text = (row.get("tflops_flop_convention") or "").lower()
+    if "narayanan" in text or "eq.3" in text:
+        return "narayanan"
+    if "megatron" in text:
+        return "megatron"
+    if "6nd" in text or "6n" in text:
+        return "model"
+    raise DataError(
+        f"row {row['row_id']}: unknown FLOP convention {row.get('tflops_flop_convention')!r}",
+        fix="say 'Narayanan Eq.3', 'Megatron model FLOPs' or '6ND'",
+    )
+
+
+def published_iteration_s(row: dict[str, str], model: ModelSpec) -> float:
+    """The row's iteration time: derived column, or TFLOP/s converted by its convention."""
+    for key in ("iter_time_s", "derived_iter_time_s"):
+        raw = (row.get(key) or "").strip()
+        if raw:
+            return float(raw)
+    tokens = _int(row, "global_batch_seqs") * _int(row, "seq_len")
+    conv = _convention(row)
+    if conv == "narayanan":
+        flops = narayanan_hardware_flops(model, tokens, model.max_seq_len)
+    elif conv == "megatron":
+        flops = megatron_model_flops(model, tokens, model.max_seq_len)
+    else:
+        from starfabric.astral.seer.ops import flops_per_token_6nd
+
+        flops = flops_per_token_6nd(model, model.max_seq_len) * tokens
+    return flops / (float(row["tflops_per_gpu"]) * 1e12 * _int(row, "num_gpus"))
+
+
+def _candidates(row: dict[str, str], model: ModelSpec) -> tuple[list[int], list[int], list[str]]:
+    pp = _int(row, "pp")
+    mbs = (
+        [_int(row, "micro_batch")]
+        if not _unverified(row.get("micro_batch", ""))
+        else list(MICRO_BATCH_CANDIDATES)
+    )
+    if not _unverified(row.get("vpp", "")):
+        vpps = [_int(row, "vpp")]
+    else:
+        per = model.layers // pp if model.layers % pp == 0 else 0
+        vpps = [1] + ([v for v in range(2, per + 1) if per % v == 0] if pp > 1 and per else [])
+    rec_raw = (row.get("recompute") or "").lower()
+    if _unverified(rec_raw):
+        recs = ["none", "selective", "full"]
+    elif rec_raw.startswith("full"):
+        recs = ["full"]
+    elif rec_raw.startswith("selective"):
+        recs = ["selective"]
+    else:
+        recs = ["none"]
+    return mbs, vpps, recs
+
+
+def row_job_options(row: dict[str, str]) -> tuple[ModelSpec, dict[str, Any], dict[str, Any]]:
+    """Model, fixed execution fields and system of a row (UNVERIFIED fields left out)."""
+    model = row_model(row)
+    gpu = _gpu_name(row)
+    prec_raw = (row.get("precision") or "").lower()
+    precision = "fp8" if "fp8" in prec_raw else ("bf16" if "bf16" in prec_raw else "fp16")
+    zero_raw = (row.get("zero_or_fsdp") or "").lower()
+    zero = 1 if "distributed" in zero_raw or "zero-1" in zero_raw else 0
+    for z in (2, 3):
+        if f"zero-{z}" in zero_raw or f"zero{z}" in zero_raw:
+            zero = z
+    sp_raw = (row.get("sp") or "").strip().lower()
+    ex: dict[str, Any] = {
+        "global_batch": _int(row, "global_batch_seqs"),
+        "seq_len": _int(row, "seq_len"),
+        "precision": precision,
+        "tp": _int(row, "tp"),
+        "pp": _int(row, "pp"),
+        "dp": _int(row, "dp"),
+        "cp": _int(row, "cp", 1),
+        "ep": _int(row, "ep", 1),
+        "sp": sp_raw.startswith("yes"),
+        "zero": zero,
+        **_framework(row),
+    }
+    if (row.get("etp") or "").strip():
+        ex["etp"] = _int(row, "etp")
+    system = {
+        "gpu": gpu,
+        "gpus": _int(row, "num_gpus"),
+        "gpus_per_node": _int(row, "gpus_per_node", 8),
+        "nic_bandwidth": _nic(row, gpu),
+    }
+    return model, ex, system
+
+
+def validate_row(row: dict[str, str]) -> RowResult:
+    """Predict one row, choosing its UNVERIFIED settings as a tuning Megatron user would."""
+    missing = [c for c in REQUIRED if not (row.get(c) or "").strip()]
+    if missing:
+        raise DataError(f"row {row.get('row_id', '?')}: empty columns {missing}", fix="fill them")
+    model, ex, system = row_job_options(row)
+    mbs, vpps, recs = _candidates(row, model)
+    best: tuple[float, Prediction, dict[str, Any]] | None = None
+    fallback: tuple[float, Prediction, dict[str, Any]] | None = None
+    for mb in mbs:
+        for v in vpps:
+            for rec in recs:
+                opts = {"micro_batch": mb, "vpp": v, "recompute": rec}
+                try:
+                    pred = predict(make_job(model, {**ex, **opts}, system))
+                except StarfabricError:
+                    continue
+                cand = (pred.iteration_s, pred, opts)
+                if not pred.memory.oom and (best is None or cand[0] < best[0]):
+                    best = cand
+                if fallback is None or pred.memory.total < fallback[1].memory.total:
+                    fallback = cand
+    chosen = best or fallback
+    if chosen is None:
+        raise DataError(
+            f"row {row['row_id']}: no valid parallel setting (tp={ex['tp']}, pp={ex['pp']}, "
+            f"dp={ex['dp']})",
+            fix="check the row's parallel columns",
+        )
+    _, pred, opts = chosen
+    choices = dict(opts)
+    if best is None:
+        choices["note"] = "every candidate exceeds GPU memory; least-memory setting used"
+    conv = _convention(row)
+    published = published_iteration_s(row, model)
+    return RowResult(
+        row_id=row["row_id"],
+        model=row["model"],
+        gpus=_int(row, "num_gpus"),
+        published_iter_s=published,
+        predicted_iter_s=pred.iteration_s,
+        published_tflops=float(row["tflops_per_gpu"]),
+        predicted_tflops=pred.tflops_per_gpu(conv),
+        convention=conv,
+        choices=choices,
+        prediction=pred,
+    )
+
+
+def read_rows(path: str | Path) -> list[dict[str, str]]:
+    """Rows of a published-runs CSV; a file without the required columns is a DataError."""
+    p = Path(path)
+    if not p.is_file():
+        raise DataError(f"{p}: no such file", fix="check the --csv path")
+    with p.open(newline="") as fh:
+        reader = csv.DictReader(fh)
+        cols = set(reader.fieldnames or [])
+        lacking = [c for c in REQUIRED if c not in cols]
+        if lacking:
+            raise DataError(f"{p}: missing columns {lacking}", fix="use the published_runs layout")
+        return list(reader)
+
+
+def validate(path: str | Path | None = None) -> list[RowResult]:
+    """Predict every row of the CSV (default: the bundled Megatron weak-scaling table)."""
+    return [validate_row(r) for r in read_rows(path or bundled_csv())]
+
+
+def summary(results: list[RowResult]) -> dict[str, Any]:
+    """JSON-ready per-row errors and the mean/max absolute error."""
+    errs = [abs(r.error) for r in results]
+    return {
+        "rows": [
+            {
+                "row_id": r.row_id,
+                "model": r.model,
+                "gpus": r.gpus,
+                "published_iter_s": r.published_iter_s,
+                "predicted_iter_s": r.predicted_iter_s,
+                "error": r.error,
+                "published_tflops_per_gpu": r.published_tflops,
+                "predicted_tflops_per_gpu": r.predicted_tflops,
+                "flop_convention": r.convention,
+                "choices": r.choices,
+                "breakdown_s": r.prediction.breakdown,
+                "memory_gib": r.prediction.memory.total / 2**30,
+            }
+            for r in results
+        ],
+        "mean_abs_error": sum(errs) / len(errs) if errs else 0.0,
+        "max_abs_error": max(errs) if errs else 0.0,
+    }
+
+
+__all__ = [
+    "RowResult",
+    "bundled_csv",
+    "published_iteration_s",
+    "read_rows",
+    "row_model",
+    "summary",
+    "validate",
+    "validate_row",
+]
