@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from importlib import resources
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import Field, field_validator
 
@@ -55,6 +55,75 @@ class GPUSpec(Spec):
         return val
 
 
+class NICSpec(Spec):
+    """A host NIC: `ports` ports of `port_gbps` each (2x200G for Astral's dual-ToR)."""
+
+    name: str = Field(min_length=1)
+    ports: int = Field(ge=1, le=8)
+    port_gbps: float = Field(gt=0)
+    power_w: float = Field(ge=0)
+    cost_usd: float = Field(ge=0)
+    source: str = Field(min_length=1)
+    aliases: tuple[str, ...] = ()
+
+    @property
+    def total_gbps(self) -> float:
+        """Bandwidth of all ports together, Gbit/s."""
+        return self.ports * self.port_gbps
+
+
+class SwitchSpec(Spec):
+    """A switch system by ASIC class: capacity, port-speed splits (Gbit/s → radix), power, cost."""
+
+    name: str = Field(min_length=1)
+    capacity_gbps: float = Field(gt=0)
+    port_modes: dict[int, int]
+    power_w: float = Field(ge=0)
+    cost_usd: float = Field(ge=0)
+    latency_ns: float = Field(ge=0)
+    source: str = Field(min_length=1)
+    aliases: tuple[str, ...] = ()
+
+    @field_validator("port_modes")
+    @classmethod
+    def _modes_fit(cls, v: dict[int, int]) -> dict[int, int]:
+        if not v:
+            raise ValueError("port_modes needs at least one 'speed_gbps: radix' pair")
+        for speed, radix in v.items():
+            if speed <= 0 or radix < 2:
+                raise ValueError(f"port mode {speed}G x {radix} is not a valid split")
+        return v
+
+    def radix(self, port_gbps: float) -> int:
+        """Ports at `port_gbps`; a speed the ASIC cannot split into names the valid ones."""
+        radix = self.port_modes.get(int(port_gbps))
+        if radix is None or int(port_gbps) != port_gbps:
+            speeds = ", ".join(f"{s}G" for s in sorted(self.port_modes))
+            raise ConfigError(
+                f"switch {self.name} has no {port_gbps:g}G port mode",
+                fix=f"use one of: {speeds}",
+            )
+        return radix
+
+
+class OpticSpec(Spec):
+    """A transceiver (one per link end) or a cable (one per link, ends included)."""
+
+    name: str = Field(min_length=1)
+    kind: Literal["transceiver", "cable"]
+    gbps: float = Field(gt=0)
+    reach_m: float = Field(gt=0)
+    power_w: float = Field(ge=0)
+    cost_usd: float = Field(ge=0)
+    source: str = Field(min_length=1)
+    aliases: tuple[str, ...] = ()
+
+    @property
+    def per_link(self) -> int:
+        """Units needed per link: 2 transceivers, or 1 cable."""
+        return 2 if self.kind == "transceiver" else 1
+
+
 T = TypeVar("T", bound=Spec)
 
 
@@ -65,8 +134,9 @@ def _key(name: str) -> str:
 class Catalog(Generic[T]):
     """Name → spec registry with case-insensitive lookup and aliases."""
 
-    def __init__(self, kind: str, model: type[T]) -> None:
+    def __init__(self, kind: str, model: type[T], section: str) -> None:
         self.kind = kind
+        self.section = section
         self.model = model
         self._items: dict[str, T] = {}
         self._index: dict[str, str] = {}
@@ -112,20 +182,25 @@ class Catalog(Generic[T]):
     def load_entries(self, entries: Iterable[Any], source: str, *, replace: bool) -> None:
         """Validate and register a list of mappings read from YAML."""
         if not isinstance(entries, list):
-            raise ConfigError(f"{source}: '{self.kind}s' must be a list", fix="write '- name: ...'")
+            raise ConfigError(
+                f"{source}: '{self.section}' must be a list", fix="write '- name: ...'"
+            )
         for i, entry in enumerate(entries):
             if not isinstance(entry, dict):
-                raise ConfigError(f"{source}: {self.kind}s[{i}] must be a mapping", fix="fix it")
+                raise ConfigError(f"{source}: {self.section}[{i}] must be a mapping", fix="fix it")
             self.register(
-                parse_spec(self.model, entry, f"{source}: {self.kind}s[{i}]"), replace=replace
+                parse_spec(self.model, entry, f"{source}: {self.section}[{i}]"), replace=replace
             )
 
 
-GPUS: Catalog[GPUSpec] = Catalog("gpu", GPUSpec)
+GPUS: Catalog[GPUSpec] = Catalog("gpu", GPUSpec, "gpus")
+NICS: Catalog[NICSpec] = Catalog("nic", NICSpec, "nics")
+SWITCHES: Catalog[SwitchSpec] = Catalog("switch", SwitchSpec, "switches")
+OPTICS: Catalog[OpticSpec] = Catalog("optic", OpticSpec, "optics")
 
 
 def _catalogs() -> dict[str, Catalog[Any]]:
-    return {"gpus": GPUS}
+    return {c.section: c for c in (GPUS, NICS, SWITCHES, OPTICS)}
 
 
 def load_catalog(path: str | Path, *, replace: bool = False) -> None:
@@ -143,7 +218,7 @@ def load_catalog(path: str | Path, *, replace: bool = False) -> None:
 
 def _load_builtin() -> None:
     base = resources.files("starfabric.astral") / "hardware_data"
-    for name in ("gpus.yaml",):
+    for name in ("gpus.yaml", "network.yaml"):
         with resources.as_file(base / name) as p:
             load_catalog(p)
 
@@ -161,6 +236,51 @@ def list_gpus() -> list[GPUSpec]:
 def register_gpu(spec: GPUSpec, *, replace: bool = False) -> GPUSpec:
     """Add a GPU to the catalog (replace=True overrides a built-in)."""
     return GPUS.register(spec, replace=replace)
+
+
+def get_nic(name: str) -> NICSpec:
+    """The NIC named `name` ("2x200G" → CX7-2x200G)."""
+    return NICS.get(name)
+
+
+def list_nics() -> list[NICSpec]:
+    """Every catalogued NIC."""
+    return NICS.all()
+
+
+def get_switch(name: str) -> SwitchSpec:
+    """The switch system named `name` ("51.2T", "TH5")."""
+    return SWITCHES.get(name)
+
+
+def list_switches() -> list[SwitchSpec]:
+    """Every catalogued switch system."""
+    return SWITCHES.all()
+
+
+def get_optic(name: str) -> OpticSpec:
+    """The transceiver or cable named `name` ("400G-DR4", "DAC-200G")."""
+    return OPTICS.get(name)
+
+
+def list_optics() -> list[OpticSpec]:
+    """Every catalogued transceiver and cable."""
+    return OPTICS.all()
+
+
+def register_switch(spec: SwitchSpec, *, replace: bool = False) -> SwitchSpec:
+    """Add a switch system to the catalog."""
+    return SWITCHES.register(spec, replace=replace)
+
+
+def register_nic(spec: NICSpec, *, replace: bool = False) -> NICSpec:
+    """Add a NIC to the catalog."""
+    return NICS.register(spec, replace=replace)
+
+
+def register_optic(spec: OpticSpec, *, replace: bool = False) -> OpticSpec:
+    """Add a transceiver or cable to the catalog."""
+    return OPTICS.register(spec, replace=replace)
 
 
 _load_builtin()

@@ -1,0 +1,151 @@
+"""Power, cooling, racks, PUE and cost of a built cluster, from device counts and named assumptions.
+
+IT power is the sum of devices (GPU TDP, host overhead, NICs, switches, optics). The facility
+draws IT / power-chain efficiency (HVDC vs AC UPS) plus cooling and other overheads, so PUE is
+computed, not assumed. Racks follow from the rack power budget of the cooling type; Astral
+pairs HVDC with air-liquid cooling to make its density deployable (Astral SIGCOMM'25, section
+on power and cooling). Every number below that is not cited is an assumption.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import Field
+
+from starfabric.astral.hardware import get_gpu, get_nic, get_optic, get_switch
+from starfabric.config import Spec
+
+if TYPE_CHECKING:
+    from starfabric.astral.topology.inventory import Inventory
+
+CHAIN_EFFICIENCY = {"hvdc": 0.97, "ac-ups": 0.94}
+"""Assumption (reference table, astral.md): HVDC chain ~97% vs double-conversion AC UPS ~94%."""
+
+COOLING_OVERHEAD = {"air": 0.30, "air-liquid": 0.12, "liquid": 0.06}
+"""Assumption: cooling power as a fraction of IT power (fans/CRAH/chillers vs CDUs)."""
+
+RACK_KW = {"air": 20.0, "air-liquid": 50.0, "liquid": 120.0}
+"""Assumption: usable rack power budget per cooling type (astral.md: liquid-assisted 40-60 kW)."""
+
+
+class PowerSpec(Spec):
+    """Named assumptions of the power, cooling and cost model (all overridable in YAML)."""
+
+    cooling: Literal["air", "air-liquid", "liquid"] = "air-liquid"
+    power_chain: Literal["hvdc", "ac-ups"] = "hvdc"
+    host_overhead_w: float = Field(
+        4000.0, ge=0, description="assumption: CPUs, memory, fans, PSU loss per 8-GPU host"
+    )
+    rack_kw: float | None = Field(None, gt=0, description="override the cooling type's budget")
+    other_overhead: float = Field(0.03, ge=0, description="assumption: lighting, offices, loss")
+    gpu_cost_usd: float = Field(25000.0, ge=0, description="assumption: per GPU")
+    host_cost_usd: float = Field(60000.0, ge=0, description="assumption: server minus GPUs")
+    usd_per_kwh: float = Field(0.08, ge=0, description="assumption: electricity price")
+    include_nics_in_network: bool = Field(
+        False, description="network totals count switches and optics; NICs belong to hosts"
+    )
+
+
+@dataclass(frozen=True)
+class PowerReport:
+    """Power (W), cost (USD) and space of a cluster and of one pod of it."""
+
+    gpu_w: float
+    host_w: float
+    nic_w: float
+    switch_w: float
+    optics_w: float
+    it_w: float
+    facility_w: float
+    pue: float
+    network_w: float
+    network_cost_usd: float
+    switch_cost_usd: float
+    optics_cost_usd: float
+    nic_cost_usd: float
+    compute_cost_usd: float
+    total_cost_usd: float
+    rack_kw: float
+    server_racks: int
+    network_racks: int
+    host_kw: float
+    energy_usd_per_year: float
+    pods: int
+
+    def per_pod(self) -> dict[str, float]:
+        """Totals divided by the number of pods (a pod's share of the core included)."""
+        n = max(self.pods, 1)
+        return {
+            "it_w": self.it_w / n,
+            "facility_w": self.facility_w / n,
+            "network_w": self.network_w / n,
+            "network_cost_usd": self.network_cost_usd / n,
+            "total_cost_usd": self.total_cost_usd / n,
+            "server_racks": self.server_racks / n,
+        }
+
+    def as_dict(self) -> dict[str, float | int | dict[str, float]]:
+        """Plain dict for JSON."""
+        out: dict[str, float | int | dict[str, float]] = dict(self.__dict__)
+        out["per_pod"] = self.per_pod()
+        return out
+
+
+def power_report(inv: Inventory, spec: PowerSpec | None = None) -> PowerReport:
+    """Power, cost and racks of a cluster from its inventory and the named assumptions."""
+    spec = spec or PowerSpec()
+    gpu = get_gpu(inv.gpu)
+    nic = get_nic(inv.nic)
+    sw = get_switch(inv.switch)
+    n_switches = sum(inv.switches.values())
+    gpu_w = inv.gpus * gpu.tdp_w
+    host_w = inv.hosts * spec.host_overhead_w * inv.gpus_per_host / 8.0
+    nic_w = inv.nics * nic.power_w
+    switch_w = n_switches * sw.power_w
+    optics_w = 0.0
+    optics_cost = 0.0
+    for name, units in inv.optics.items():
+        o = get_optic(name)
+        optics_w += units * o.power_w
+        optics_cost += units * o.cost_usd
+    it_w = gpu_w + host_w + nic_w + switch_w + optics_w
+    chain = CHAIN_EFFICIENCY[spec.power_chain]
+    facility_w = it_w / chain + it_w * (COOLING_OVERHEAD[spec.cooling] + spec.other_overhead)
+    nic_cost = inv.nics * nic.cost_usd
+    switch_cost = n_switches * sw.cost_usd
+    network_w = switch_w + optics_w + (nic_w if spec.include_nics_in_network else 0.0)
+    network_cost = switch_cost + optics_cost + (nic_cost if spec.include_nics_in_network else 0.0)
+    compute_cost = inv.gpus * spec.gpu_cost_usd + inv.hosts * spec.host_cost_usd + nic_cost
+    rack_kw = spec.rack_kw if spec.rack_kw is not None else RACK_KW[spec.cooling]
+    host_kw = (inv.gpus_per_host * gpu.tdp_w + inv.gpus_per_host * nic.power_w) / 1e3 + (
+        spec.host_overhead_w * inv.gpus_per_host / 8.0
+    ) / 1e3
+    hosts_per_rack = max(int(rack_kw // host_kw), 0)
+    server_racks = math.ceil(inv.hosts / hosts_per_rack) if hosts_per_rack else inv.hosts
+    network_racks = math.ceil((switch_w + optics_w) / (rack_kw * 1e3))
+    return PowerReport(
+        gpu_w=gpu_w,
+        host_w=host_w,
+        nic_w=nic_w,
+        switch_w=switch_w,
+        optics_w=optics_w,
+        it_w=it_w,
+        facility_w=facility_w,
+        pue=facility_w / it_w if it_w else 0.0,
+        network_w=network_w,
+        network_cost_usd=network_cost,
+        switch_cost_usd=switch_cost,
+        optics_cost_usd=optics_cost,
+        nic_cost_usd=nic_cost,
+        compute_cost_usd=compute_cost,
+        total_cost_usd=compute_cost + switch_cost + optics_cost,
+        rack_kw=rack_kw,
+        server_racks=server_racks,
+        network_racks=network_racks,
+        host_kw=host_kw,
+        energy_usd_per_year=facility_w / 1e3 * 24 * 365 * spec.usd_per_kwh,
+        pods=inv.pods,
+    )

@@ -1,0 +1,22 @@
+"""Small switches so that every pair of a whole cluster can be routed in a test."""
+
+import pytest
+
+from starfabric.astral.hardware import SwitchSpec, register_switch
+
+
+@pytest.fixture(scope="session", autouse=True)
+def small_switches() -> None:
+    for radix in (8, 16):
+        register_switch(
+            SwitchSpec(
+                name=f"test-{radix}x200G",
+                capacity_gbps=radix * 200.0,
+                port_modes={200: radix},
+                power_w=radix * 10.0,
+                cost_usd=radix * 500.0,
+                latency_ns=500.0,
+                source="assumption: test switch",
+            ),
+            replace=True,
+        )
