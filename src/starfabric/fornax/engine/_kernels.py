@@ -1,0 +1,1081 @@
+"""numba kernels of the fast engine: probe, ECC, pipeline, entry ops, scrubber, event ring.
+
+Kernels take arrays and scalars only. Table state: `tags` uint16[capacity] (0 = empty),
+`rec` uint64[capacity, 15] (layout.py), `st` int64[4] = (occupancy, scrub cursor, -, -),
+`rng` uint64[1] (cuckoo victim choice), `ring` uint64[ring_capacity, 17] with `rmeta` int64[4]
+= (head, count, events lost not yet reported, time of the last loss), `ctr` int64[N_COUNTERS],
+ports `stalled` uint8[P], `stuck` int64[P] (first waiting packet's time, -1 none), `hung` uint8[P].
+`prm` int64[6] = (n_buckets, bucket_size, drop_action, watchdog_ns, max_displacement, capacity).
+The plain-Python twin of all of this is reference.py; the two are differentially tested.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from starfabric._jit import njit
+from starfabric.fornax.engine import interface as itf
+from starfabric.fornax.engine import layout as L
+from starfabric.fornax.engine.config import TO_GENERIC, TO_ICMP, TO_UDP_ASSURED, TO_UDP_UNREPLIED
+from starfabric.fornax.engine.tcp import TCP_IGNORE, TCP_INVALID, TcpState
+from starfabric.fornax.keys import C_ALT, C_FIN, C_MUL
+from starfabric.fornax.packets import (
+    PROTO_ICMP,
+    PROTO_ICMPV6,
+    PROTO_TCP,
+    PROTO_UDP,
+    TCP_ACK,
+    TCP_FIN,
+    TCP_RST,
+    TCP_SYN,
+)
+
+U0 = np.uint64(0)
+U1 = np.uint64(1)
+S8 = np.uint64(8)
+S16 = np.uint64(16)
+S24 = np.uint64(24)
+S27 = np.uint64(27)
+S30 = np.uint64(30)
+S31 = np.uint64(31)
+S32 = np.uint64(32)
+S33 = np.uint64(33)
+S48 = np.uint64(48)
+M8 = np.uint64(0xFF)
+M16 = np.uint64(0xFFFF)
+M32 = np.uint64(0xFFFF_FFFF)
+K_MUL = np.uint64(C_MUL)
+K_FIN = np.uint64(C_FIN)
+K_ALT = np.uint64(C_ALT)
+K_SM1 = np.uint64(0xBF58476D1CE4E5B9)
+K_SM2 = np.uint64(0x94D049BB133111EB)
+N_HALVES = 2 * L.N_DATA_WORDS
+S_OVERALL = np.uint64(32 + N_HALVES)
+M_P = np.uint64((1 << N_HALVES) - 1)
+M_HIGH = np.uint64(((1 << 64) - 1) ^ ((1 << (32 + N_HALVES + 1)) - 1))
+M_LOW = np.uint64((1 << (32 + N_HALVES + 1)) - 1)
+N_DATA = L.N_DATA_WORDS
+N_EW = itf.N_EVENT_WORDS
+
+F_ORIG_B = np.uint64(L.FLAG_ORIG_B)
+F_MISMATCH = np.uint64(L.FLAG_MISMATCH_REPORTED)
+F_SEEN_REPLY = np.uint64(L.FLAG_SEEN_REPLY)
+
+ECC_CLEAN = 0
+ECC_CORR = 1
+ECC_UNCORR = 2
+
+# Codes as plain ints (numba freezes module globals).
+O_HIT = np.int64(itf.Outcome.HIT)
+O_MISS = np.int64(itf.Outcome.MISS)
+O_STALE = np.int64(itf.Outcome.STALE)
+O_FAULT = np.int64(itf.Outcome.FAULT)
+O_DROP = np.int64(itf.Outcome.DROP_HW)
+O_HUNG = np.int64(itf.Outcome.PORT_HUNG)
+R_NONE = np.int64(itf.Reason.NONE)
+R_NO_ENTRY = np.int64(itf.Reason.NO_ENTRY)
+R_ENI = np.int64(itf.Reason.ENI_VERSION)
+R_VPC = np.int64(itf.Reason.VPC_VERSION)
+R_ECC = np.int64(itf.Reason.ECC_UNCORRECTABLE)
+R_DROP = np.int64(itf.Reason.DROP_ACTION)
+R_STALLED = np.int64(itf.Reason.PORT_STALLED)
+R_TCP_INVALID = np.int64(itf.Reason.TCP_INVALID)
+R_TCP_IGNORED = np.int64(itf.Reason.TCP_IGNORED)
+R_REOPEN = np.int64(itf.Reason.TCP_REOPEN)
+R_KEY_OK = np.int64(itf.Reason.KEY_CONSISTENT)
+R_KEY_SUSPECT = np.int64(itf.Reason.KEY_SUSPECT)
+ST_OK = np.int64(itf.Status.OK)
+ST_EXISTS = np.int64(itf.Status.EXISTS)
+ST_NOT_FOUND = np.int64(itf.Status.NOT_FOUND)
+ST_FULL = np.int64(itf.Status.TABLE_FULL)
+ST_FAILED = np.int64(itf.Status.INSERT_FAILED)
+ST_BAD_SCOPE = np.int64(itf.Status.BAD_SCOPE)
+ST_ECC = np.int64(itf.Status.ECC_FAULT)
+EV_AGED = np.int64(itf.EventType.AGED)
+EV_CLOSED = np.int64(itf.EventType.CLOSED)
+EV_MISMATCH = np.int64(itf.EventType.VERSION_MISMATCH)
+EV_ECC_CORR = np.int64(itf.EventType.ECC_CORRECTED)
+EV_ECC_UNCORR = np.int64(itf.EventType.ECC_UNCORRECTABLE)
+EV_INSERT_FAILED = np.int64(itf.EventType.INSERT_FAILED)
+EV_TABLE_FULL = np.int64(itf.EventType.TABLE_FULL)
+EV_HANG = np.int64(itf.EventType.PIPELINE_HANG)
+EV_OVERFLOW = np.int64(itf.EventType.RING_OVERFLOW)
+C = itf.Counter
+C_PACKETS = np.int64(C.PACKETS)
+C_HIT = np.int64(C.HIT)
+C_MISS = np.int64(C.MISS)
+C_STALE = np.int64(C.STALE)
+C_FAULT = np.int64(C.FAULT)
+C_DROP = np.int64(C.DROP_HW)
+C_HUNG = np.int64(C.PORT_HUNG)
+C_BYTES = np.int64(C.BYTES_FORWARDED)
+C_TCP_INVALID = np.int64(C.TCP_INVALID)
+C_TCP_IGNORED = np.int64(C.TCP_IGNORED)
+C_REOPEN = np.int64(C.TCP_REOPEN)
+C_ECC_CORR = np.int64(C.ECC_CORRECTED)
+C_ECC_UNCORR = np.int64(C.ECC_UNCORRECTABLE)
+C_MISMATCH = np.int64(C.MISMATCH_EVENTS)
+C_INS_OK = np.int64(C.INSERT_OK)
+C_INS_EXISTS = np.int64(C.INSERT_EXISTS)
+C_INS_FULL = np.int64(C.INSERT_TABLE_FULL)
+C_INS_FAILED = np.int64(C.INSERT_FAILED)
+C_INS_SCOPE = np.int64(C.INSERT_BAD_SCOPE)
+C_DISPL = np.int64(C.DISPLACEMENTS)
+C_DEL_OK = np.int64(C.DELETE_OK)
+C_DEL_NF = np.int64(C.DELETE_NOT_FOUND)
+C_MOD_OK = np.int64(C.MODIFY_OK)
+C_MOD_NF = np.int64(C.MODIFY_NOT_FOUND)
+C_Q_OK = np.int64(C.QUERY_OK)
+C_Q_NF = np.int64(C.QUERY_NOT_FOUND)
+C_DUMP = np.int64(C.DUMP_ENTRIES)
+C_AGED = np.int64(C.AGED)
+C_CLOSED = np.int64(C.CLOSED)
+C_SCRUB = np.int64(C.SCRUB_VISITED)
+C_EV_RAISED = np.int64(C.EVENTS_RAISED)
+C_EV_LOST = np.int64(C.EVENTS_LOST)
+C_HANG = np.int64(C.PIPELINE_HANG)
+C_OP_ECC = np.int64(C.OP_ECC_FAULT)
+C_OVERFLOW = np.int64(C.RING_OVERFLOW)
+
+T_SS = np.int64(TcpState.SYN_SENT)
+T_TW = np.int64(TcpState.TIME_WAIT)
+T_CL = np.int64(TcpState.CLOSE)
+T_INVALID = TCP_INVALID
+T_IGNORE = TCP_IGNORE
+TO_UDP_U = TO_UDP_UNREPLIED
+TO_UDP_A = TO_UDP_ASSURED
+TO_ICMP_ = TO_ICMP
+TO_GEN = TO_GENERIC
+P_TCP = PROTO_TCP
+P_UDP = PROTO_UDP
+P_ICMP = PROTO_ICMP
+P_ICMP6 = PROTO_ICMPV6
+F_FIN = TCP_FIN
+F_SYN = TCP_SYN
+F_RST = TCP_RST
+F_ACK = TCP_ACK
+
+# ---------------------------------------------------------------------------- hashing
+
+
+@njit
+def _mix(h: np.uint64, k: np.uint64) -> np.uint64:
+    h = (h ^ k) * K_MUL
+    return h ^ (h >> S32)
+
+
+@njit
+def _fmix(h: np.uint64) -> np.uint64:
+    h = h ^ (h >> S33)
+    h = h * K_MUL
+    h = h ^ (h >> S33)
+    h = h * K_FIN
+    return h ^ (h >> S33)
+
+
+@njit
+def hash_words(
+    a_hi: np.uint64,
+    a_lo: np.uint64,
+    b_hi: np.uint64,
+    b_lo: np.uint64,
+    portsw: np.uint64,
+    proto: np.uint64,
+    seed: np.uint64,
+) -> np.uint64:
+    """Twin of keys.key_hash for one key."""
+    h = seed
+    h = _mix(h, a_hi)
+    h = _mix(h, a_lo)
+    h = _mix(h, b_hi)
+    h = _mix(h, b_lo)
+    h = _mix(h, portsw)
+    h = _mix(h, proto)
+    return _fmix(h)
+
+
+@njit
+def hash_many(a_hi, a_lo, b_hi, b_lo, portsw, proto, seed, out):
+    for i in range(len(out)):
+        out[i] = hash_words(
+            a_hi[i], a_lo[i], b_hi[i], b_lo[i], portsw[i], np.uint64(proto[i]), seed
+        )
+
+
+@njit
+def tag_of(h: np.uint64) -> np.uint16:
+    t = np.uint16((h >> S48) & M16)
+    if t == 0:
+        t = np.uint16(1)
+    return t
+
+
+@njit
+def buckets(h: np.uint64, nb: int):
+    unb = np.uint64(nb)
+    b1 = np.int64(((h & M32) * unb) >> S32)
+    b2 = np.int64(((_fmix(h ^ K_ALT) & M32) * unb) >> S32)
+    if b2 == b1:
+        b2 = (b1 + 1) % nb
+    return b1, b2
+
+
+@njit
+def rec_hash(rec, s, seed):
+    return hash_words(
+        rec[s, 0], rec[s, 1], rec[s, 2], rec[s, 3], rec[s, 4], rec[s, L.W_META] & M8, seed
+    )
+
+
+@njit
+def rng_next(rng) -> np.uint64:
+    """splitmix64 step: the victim choice of cuckoo displacement (shared with reference.py)."""
+    rng[0] = rng[0] + K_ALT
+    z = rng[0]
+    z = (z ^ (z >> S30)) * K_SM1
+    z = (z ^ (z >> S27)) * K_SM2
+    return z ^ (z >> S31)
+
+
+# ---------------------------------------------------------------------------- ECC
+
+
+@njit
+def _par(x: np.uint64) -> np.uint64:
+    x = x ^ (x >> S32)
+    x = x ^ (x >> S16)
+    x = x ^ (x >> S8)
+    x = x ^ (x >> np.uint64(4))
+    x = x ^ (x >> np.uint64(2))
+    x = x ^ (x >> U1)
+    return x & U1
+
+
+@njit
+def ecc_encode(rec, s) -> np.uint64:
+    x = U0
+    p = U0
+    tot = U0
+    for w in range(N_DATA):
+        v = rec[s, w]
+        lo = v & M32
+        hi = v >> S32
+        x ^= lo ^ hi
+        plo = _par(lo)
+        phi = _par(hi)
+        p |= (plo << np.uint64(2 * w)) | (phi << np.uint64(2 * w + 1))
+        tot ^= plo ^ phi
+    check = x | (p << S32)
+    return check | ((tot ^ _par(check)) << S_OVERALL)
+
+
+@njit
+def _one_bit(x: np.uint64) -> bool:
+    return x != U0 and (x & (x - U1)) == U0
+
+
+@njit
+def _bit_index(x: np.uint64) -> int:
+    i = 0
+    while (x >> np.uint64(i)) != U1:
+        i += 1
+    return i
+
+
+@njit
+def ecc_check(rec, s):
+    """(status, flipped bit position or -1); twin of ecc.ecc_decode."""
+    stored = rec[s, L.W_ECC]
+    want = ecc_encode(rec, s)
+    diff = stored ^ want
+    sx = diff & M32
+    sp = (diff >> S32) & M_P
+    high = stored & M_HIGH
+    odd = _par(stored & M_LOW) ^ _par(want)
+    if high != U0:
+        if _one_bit(high) and sx == U0 and sp == U0 and odd == U0:
+            return ECC_CORR, L.W_ECC * 64 + _bit_index(high)
+        return ECC_UNCORR, -1
+    if odd == U0:
+        if sx == U0 and sp == U0:
+            return ECC_CLEAN, -1
+        return ECC_UNCORR, -1
+    if _one_bit(sx) and _one_bit(sp):
+        half = _bit_index(sp)
+        return ECC_CORR, (half // 2) * 64 + (half % 2) * 32 + _bit_index(sx)
+    if sx == U0 and sp == U0:
+        return ECC_CORR, L.W_ECC * 64 + np.int64(S_OVERALL)
+    if _one_bit(sx) and sp == U0:
+        return ECC_CORR, L.W_ECC * 64 + _bit_index(sx)
+    if sx == U0 and _one_bit(sp):
+        return ECC_CORR, L.W_ECC * 64 + 32 + _bit_index(sp)
+    return ECC_UNCORR, -1
+
+
+@njit
+def ecc_fix(rec, s, pos) -> None:
+    w = pos // 64
+    if w < N_DATA:
+        rec[s, w] ^= U1 << np.uint64(pos % 64)
+    rec[s, L.W_ECC] = ecc_encode(rec, s)
+
+
+# ---------------------------------------------------------------------------- event ring
+
+
+@njit
+def _ring_write_marker(ring, rmeta, ctr, t) -> None:
+    cap = ring.shape[0]
+    idx = (rmeta[0] + rmeta[1]) % cap
+    for k in range(N_EW):
+        ring[idx, k] = U0
+    ring[idx, itf.E_HEAD] = np.uint64(EV_OVERFLOW)
+    ring[idx, itf.E_TIME] = np.uint64(t)
+    ring[idx, itf.E_SLOT] = np.uint64(-1)
+    ring[idx, itf.E_DETAIL] = np.uint64(rmeta[2])
+    rmeta[1] += 1
+    rmeta[2] = 0
+    ctr[C_OVERFLOW] += 1
+
+
+@njit
+def ring_alloc(ring, rmeta, ctr, t) -> int:
+    """Index of a zeroed ring record for a new event, or -1 when it is lost."""
+    cap = ring.shape[0]
+    ctr[C_EV_RAISED] += 1
+    if rmeta[2] > 0:
+        if cap - rmeta[1] >= 2:
+            _ring_write_marker(ring, rmeta, ctr, t)
+        else:
+            rmeta[2] += 1
+            rmeta[3] = t
+            ctr[C_EV_LOST] += 1
+            return -1
+    if rmeta[1] >= cap:
+        rmeta[2] += 1
+        rmeta[3] = t
+        ctr[C_EV_LOST] += 1
+        return -1
+    idx = (rmeta[0] + rmeta[1]) % cap
+    for k in range(N_EW):
+        ring[idx, k] = U0
+    rmeta[1] += 1
+    return idx
+
+
+@njit
+def ring_pop(ring, rmeta, ctr, max_n, out) -> int:
+    cap = ring.shape[0]
+    n = min(max_n, rmeta[1])
+    for i in range(n):
+        idx = (rmeta[0] + i) % cap
+        for k in range(N_EW):
+            out[i, k] = ring[idx, k]
+    rmeta[0] = (rmeta[0] + n) % cap
+    rmeta[1] -= n
+    if rmeta[2] > 0 and rmeta[1] < cap:
+        _ring_write_marker(ring, rmeta, ctr, rmeta[3])
+    return n
+
+
+@njit
+def emit_simple(ring, rmeta, ctr, etype, t, port, detail) -> None:
+    idx = ring_alloc(ring, rmeta, ctr, t)
+    if idx < 0:
+        return
+    ring[idx, itf.E_HEAD] = np.uint64(etype) | (np.uint64(port) << S48)
+    ring[idx, itf.E_TIME] = np.uint64(t)
+    ring[idx, itf.E_SLOT] = np.uint64(-1)
+    ring[idx, itf.E_DETAIL] = np.uint64(detail)
+
+
+@njit
+def emit_entry(ring, rmeta, ctr, etype, reason, rec, s, slot, t, port, detail) -> None:
+    """Event describing the record in rec[s], reported in ORIGINAL orientation."""
+    idx = ring_alloc(ring, rmeta, ctr, t)
+    if idx < 0:
+        return
+    meta = rec[s, L.W_META]
+    flags = (meta >> S16) & M8
+    ob = (flags & F_ORIG_B) != U0
+    ring[idx, itf.E_HEAD] = (
+        np.uint64(etype)
+        | (((meta >> S8) & M8) << S8)
+        | ((meta & M8) << S16)
+        | (np.uint64(reason) << S24)
+        | (flags << S32)
+        | (np.uint64(port) << S48)
+    )
+    pw = rec[s, L.W_PORTS]
+    ring[idx, itf.E_VNI] = pw >> S32
+    ring[idx, itf.E_TIME] = np.uint64(t)
+    ring[idx, itf.E_SLOT] = np.uint64(slot)
+    pa = (pw >> S16) & M16
+    pb = pw & M16
+    act = rec[s, L.W_ACT]
+    pk = rec[s, L.W_PKTS]
+    if ob:
+        ring[idx, itf.E_SRC_HI] = rec[s, L.W_B_HI]
+        ring[idx, itf.E_SRC_LO] = rec[s, L.W_B_LO]
+        ring[idx, itf.E_DST_HI] = rec[s, L.W_A_HI]
+        ring[idx, itf.E_DST_LO] = rec[s, L.W_A_LO]
+        ring[idx, itf.E_PORTS] = pb | (pa << S16)
+        ring[idx, itf.E_ACT] = (act >> S32) | ((act & M32) << S32)
+        ring[idx, itf.E_PKTS] = (pk >> S32) | ((pk & M32) << S32)
+        ring[idx, itf.E_BYTES_ORIG] = rec[s, L.W_BYTES1]
+        ring[idx, itf.E_BYTES_REPLY] = rec[s, L.W_BYTES0]
+    else:
+        ring[idx, itf.E_SRC_HI] = rec[s, L.W_A_HI]
+        ring[idx, itf.E_SRC_LO] = rec[s, L.W_A_LO]
+        ring[idx, itf.E_DST_HI] = rec[s, L.W_B_HI]
+        ring[idx, itf.E_DST_LO] = rec[s, L.W_B_LO]
+        ring[idx, itf.E_PORTS] = pa | (pb << S16)
+        ring[idx, itf.E_ACT] = act
+        ring[idx, itf.E_PKTS] = pk
+        ring[idx, itf.E_BYTES_ORIG] = rec[s, L.W_BYTES0]
+        ring[idx, itf.E_BYTES_REPLY] = rec[s, L.W_BYTES1]
+    ring[idx, itf.E_SCOPE] = rec[s, L.W_SCOPE]
+    ring[idx, itf.E_VER] = rec[s, L.W_VER]
+    ring[idx, itf.E_AUX] = rec[s, L.W_AUX]
+    ring[idx, itf.E_DETAIL] = np.uint64(detail)
+
+
+# ---------------------------------------------------------------------------- table primitives
+
+
+@njit
+def invalidate(tags, rec, st, s) -> None:
+    tags[s] = 0
+    for k in range(L.N_WORDS):
+        rec[s, k] = U0
+    st[0] -= 1
+
+
+@njit
+def read_check(tags, rec, st, ring, rmeta, ctr, prm, seed, s, t, port) -> bool:
+    """ECC-check slot s before use: correct (event) or invalidate (event). True if usable."""
+    status, pos = ecc_check(rec, s)
+    if status == ECC_CLEAN:
+        return True
+    if status == ECC_CORR:
+        ecc_fix(rec, s, pos)
+        ctr[C_ECC_CORR] += 1
+        emit_entry(ring, rmeta, ctr, EV_ECC_CORR, R_NONE, rec, s, s, t, port, pos)
+        return True
+    h = rec_hash(rec, s, seed)
+    b1, b2 = buckets(h, prm[0])
+    b = s // prm[1]
+    ok = tag_of(h) == tags[s] and (b == b1 or b == b2)  # noqa: SIM109
+    ctr[C_ECC_UNCORR] += 1
+    emit_entry(
+        ring, rmeta, ctr, EV_ECC_UNCORR, R_KEY_OK if ok else R_KEY_SUSPECT, rec, s, s, t, port, 0
+    )
+    invalidate(tags, rec, st, s)
+    return False
+
+
+@njit
+def key_eq(rec, s, a_hi, a_lo, b_hi, b_lo, pw, proto) -> bool:
+    return (
+        rec[s, 0] == a_hi
+        and rec[s, 1] == a_lo
+        and rec[s, 2] == b_hi
+        and rec[s, 3] == b_lo
+        and rec[s, 4] == pw
+        and (rec[s, L.W_META] & M8) == proto
+    )
+
+
+@njit
+def probe(
+    tags, rec, st, ring, rmeta, ctr, prm, seed, h, a_hi, a_lo, b_hi, b_lo, pw, proto, t, port
+) -> tuple[int, bool]:
+    """Find a key: (slot, False) if found, (-1, False) if absent, (slot, True) on ECC fault."""
+    nb = prm[0]
+    bs = prm[1]
+    tag = tag_of(h)
+    b1, b2 = buckets(h, nb)
+    for bi in range(2):
+        b = b1 if bi == 0 else b2
+        for j in range(bs):
+            s = b * bs + j
+            if tags[s] != tag:
+                continue
+            if not read_check(tags, rec, st, ring, rmeta, ctr, prm, seed, s, t, port):
+                return s, True
+            if key_eq(rec, s, a_hi, a_lo, b_hi, b_lo, pw, proto):
+                return s, False
+    return -1, False
+
+
+@njit
+def watchdog(stalled, stuck, hung, ring, rmeta, ctr, prm, p, t) -> None:
+    if stalled[p] and stuck[p] >= 0 and hung[p] == 0 and t - stuck[p] >= prm[3]:
+        hung[p] = 1
+        ctr[C_HANG] += 1
+        emit_simple(ring, rmeta, ctr, EV_HANG, t, p, t - stuck[p])
+
+
+@njit
+def tcp_index(flags):
+    if flags & F_RST:
+        return 4
+    if flags & F_SYN:
+        return 1 if flags & F_ACK else 0
+    if flags & F_FIN:
+        return 2
+    if flags & F_ACK:
+        return 3
+    return 5
+
+
+# ---------------------------------------------------------------------------- pipeline
+
+
+@njit
+def k_process(
+    tags,
+    rec,
+    st,
+    ring,
+    rmeta,
+    ctr,
+    prm,
+    seed,
+    eni_cur,
+    vpc_cur,
+    stalled,
+    stuck,
+    hung,
+    trans,
+    time,
+    port,
+    proto,
+    flags,
+    length,
+    a_hi,
+    a_lo,
+    b_hi,
+    b_lo,
+    pw,
+    dirs,
+    hashes,
+    o_out,
+    o_reason,
+    o_reply,
+    o_action,
+    o_slot,
+    o_state,
+):
+    drop = np.uint64(prm[2])
+    for i in range(len(time)):
+        t = time[i]
+        p = np.int64(port[i])
+        ctr[C_PACKETS] += 1
+        o_slot[i] = -1
+        o_reply[i] = 255
+        o_action[i] = 0
+        o_state[i] = 0
+        if stalled[p]:
+            if stuck[p] < 0:
+                stuck[p] = t
+            watchdog(stalled, stuck, hung, ring, rmeta, ctr, prm, p, t)
+            o_out[i] = O_HUNG
+            o_reason[i] = R_STALLED
+            ctr[C_HUNG] += 1
+            continue
+        pr = np.uint64(proto[i])
+        s, fault = probe(
+            tags,
+            rec,
+            st,
+            ring,
+            rmeta,
+            ctr,
+            prm,
+            seed,
+            hashes[i],
+            a_hi[i],
+            a_lo[i],
+            b_hi[i],
+            b_lo[i],
+            pw[i],
+            pr,
+            t,
+            p,
+        )
+        if fault:
+            o_out[i] = O_FAULT
+            o_reason[i] = R_ECC
+            o_slot[i] = s
+            ctr[C_FAULT] += 1
+            continue
+        if s < 0:
+            o_out[i] = O_MISS
+            o_reason[i] = R_NO_ENTRY
+            ctr[C_MISS] += 1
+            continue
+        o_slot[i] = s
+        meta = rec[s, L.W_META]
+        fl = (meta >> S16) & M8
+        state = np.int64((meta >> S8) & M8)
+        d = np.int64(dirs[i])
+        rel = d ^ np.int64(fl & F_ORIG_B)
+        sc = rec[s, L.W_SCOPE]
+        ver = rec[s, L.W_VER]
+        reason = R_NONE
+        if (ver & M32) != np.uint64(eni_cur[np.int64(sc & M32)]):
+            reason = R_ENI
+        elif (ver >> S32) != np.uint64(vpc_cur[np.int64(sc >> S32)]):
+            reason = R_VPC
+        if reason != R_NONE:
+            if (fl & F_MISMATCH) == U0:
+                fl |= F_MISMATCH
+                rec[s, L.W_META] = (meta & ~(M8 << S16)) | (fl << S16)
+                rec[s, L.W_ECC] = ecc_encode(rec, s)
+                ctr[C_MISMATCH] += 1
+                emit_entry(ring, rmeta, ctr, EV_MISMATCH, reason, rec, s, s, t, p, 0)
+            o_out[i] = O_STALE
+            o_reason[i] = reason
+            o_reply[i] = rel
+            o_state[i] = state
+            ctr[C_STALE] += 1
+            continue
+        if pr == np.uint64(P_TCP):
+            new = np.int64(trans[rel, tcp_index(flags[i]), state])
+            if new == T_INVALID:
+                reason = R_TCP_INVALID
+                ctr[C_TCP_INVALID] += 1
+            elif new == T_IGNORE:
+                reason = R_TCP_IGNORED
+                ctr[C_TCP_IGNORED] += 1
+            else:
+                if new == T_SS and (state == T_TW or state == T_CL):  # noqa: SIM109
+                    ctr[C_REOPEN] += 1
+                    ctr[C_CLOSED] += 1
+                    emit_entry(ring, rmeta, ctr, EV_CLOSED, R_REOPEN, rec, s, s, t, p, 0)
+                    rec[s, L.W_PKTS] = U0
+                    rec[s, L.W_BYTES0] = U0
+                    rec[s, L.W_BYTES1] = U0
+                    fl = (fl & ~(F_ORIG_B | F_SEEN_REPLY)) | np.uint64(d)
+                    rel = np.int64(0)
+                    reason = R_REOPEN
+                state = new
+        elif rel == 1:
+            fl |= F_SEEN_REPLY
+        if d == 0:
+            w = rec[s, L.W_PKTS]
+            rec[s, L.W_PKTS] = (w & ~M32) | ((w + U1) & M32)
+        else:
+            rec[s, L.W_PKTS] = rec[s, L.W_PKTS] + (U1 << S32)
+        rec[s, L.W_BYTES0 + d] += np.uint64(length[i])
+        rec[s, L.W_SEEN] = np.uint64(t)
+        rec[s, L.W_META] = (meta & M8) | (np.uint64(state) << S8) | (fl << S16)
+        rec[s, L.W_ECC] = ecc_encode(rec, s)
+        act = (rec[s, L.W_ACT] >> np.uint64(32 * d)) & M32
+        o_reply[i] = rel
+        o_action[i] = act
+        o_state[i] = state
+        if act == drop:
+            o_out[i] = O_DROP
+            o_reason[i] = R_DROP
+            ctr[C_DROP] += 1
+        else:
+            o_out[i] = O_HIT
+            o_reason[i] = reason
+            ctr[C_HIT] += 1
+            ctr[C_BYTES] += length[i]
+
+
+# ---------------------------------------------------------------------------- entry ops
+
+
+@njit
+def _place(tags, rec, scratch, s, tag) -> None:
+    for k in range(L.N_WORDS):
+        rec[s, k] = scratch[0, k]
+    tags[s] = tag
+
+
+@njit
+def k_insert(
+    tags,
+    rec,
+    st,
+    rng,
+    ring,
+    rmeta,
+    ctr,
+    prm,
+    seed,
+    n_eni,
+    n_vpc,
+    a_hi,
+    a_lo,
+    b_hi,
+    b_lo,
+    pw,
+    proto,
+    dirs,
+    hashes,
+    act_o,
+    act_r,
+    eni,
+    vpc,
+    eni_v,
+    vpc_v,
+    now,
+    tstate,
+    aux,
+    out_status,
+    out_slot,
+):
+    nb = prm[0]
+    bs = prm[1]
+    maxd = prm[4]
+    cap = prm[5]
+    scratch = np.zeros((1, L.N_WORDS), dtype=np.uint64)
+    path = np.empty(max(maxd, 1), dtype=np.int64)
+    for i in range(len(a_hi)):
+        out_slot[i] = -1
+        t = now[i]
+        h = hashes[i]
+        d = np.int64(dirs[i])
+        # The would-be record (also what failure events describe).
+        scratch[0, 0] = a_hi[i]
+        scratch[0, 1] = a_lo[i]
+        scratch[0, 2] = b_hi[i]
+        scratch[0, 3] = b_lo[i]
+        scratch[0, 4] = pw[i]
+        scratch[0, L.W_META] = (
+            np.uint64(proto[i]) | (np.uint64(tstate[i]) << S8) | (np.uint64(d) << S16)
+        )
+        scratch[0, L.W_SCOPE] = np.uint64(eni[i]) | (np.uint64(vpc[i]) << S32)
+        scratch[0, L.W_VER] = np.uint64(eni_v[i]) | (np.uint64(vpc_v[i]) << S32)
+        if d == 0:
+            scratch[0, L.W_ACT] = np.uint64(act_o[i]) | (np.uint64(act_r[i]) << S32)
+        else:
+            scratch[0, L.W_ACT] = np.uint64(act_r[i]) | (np.uint64(act_o[i]) << S32)
+        scratch[0, L.W_SEEN] = np.uint64(t)
+        scratch[0, L.W_PKTS] = U0
+        scratch[0, L.W_BYTES0] = U0
+        scratch[0, L.W_BYTES1] = U0
+        scratch[0, L.W_AUX] = aux[i]
+        scratch[0, L.W_ECC] = ecc_encode(scratch, 0)
+        if eni[i] >= n_eni or vpc[i] >= n_vpc:
+            out_status[i] = ST_BAD_SCOPE
+            ctr[C_INS_SCOPE] += 1
+            continue
+        pr = np.uint64(proto[i])
+        while True:
+            s, fault = probe(
+                tags,
+                rec,
+                st,
+                ring,
+                rmeta,
+                ctr,
+                prm,
+                seed,
+                h,
+                a_hi[i],
+                a_lo[i],
+                b_hi[i],
+                b_lo[i],
+                pw[i],
+                pr,
+                t,
+                0,
+            )
+            if not fault:
+                break
+        if s >= 0:
+            out_status[i] = ST_EXISTS
+            out_slot[i] = s
+            ctr[C_INS_EXISTS] += 1
+            continue
+        if st[0] >= cap:
+            out_status[i] = ST_FULL
+            ctr[C_INS_FULL] += 1
+            emit_entry(ring, rmeta, ctr, EV_TABLE_FULL, R_NONE, scratch, 0, -1, t, 0, 0)
+            continue
+        tag = tag_of(h)
+        b1, b2 = buckets(h, nb)
+        free = -1
+        for bi in range(2):
+            b = b1 if bi == 0 else b2
+            for j in range(bs):
+                if tags[b * bs + j] == 0:
+                    free = b * bs + j
+                    break
+            if free >= 0:
+                break
+        plen = 0
+        if free < 0:
+            cur = b1
+            for _step in range(maxd):
+                r = np.int64(rng_next(rng) % np.uint64(bs))
+                v = -1
+                for k in range(bs):
+                    cand = cur * bs + (r + k) % bs
+                    seen = False
+                    for q in range(plen):
+                        if path[q] == cand:
+                            seen = True
+                            break
+                    if not seen:
+                        v = cand
+                        break
+                if v < 0:
+                    break
+                if not read_check(tags, rec, st, ring, rmeta, ctr, prm, seed, v, t, 0):
+                    free = v
+                    break
+                path[plen] = v
+                plen += 1
+                vh = rec_hash(rec, v, seed)
+                vb1, vb2 = buckets(vh, nb)
+                alt = vb2 if vb1 == cur else vb1
+                for j in range(bs):
+                    if tags[alt * bs + j] == 0:
+                        free = alt * bs + j
+                        break
+                if free >= 0:
+                    break
+                cur = alt
+        if free < 0:
+            out_status[i] = ST_FAILED
+            ctr[C_INS_FAILED] += 1
+            emit_entry(ring, rmeta, ctr, EV_INSERT_FAILED, R_NONE, scratch, 0, -1, t, 0, 0)
+            continue
+        dst = free
+        for k in range(plen - 1, -1, -1):
+            src = path[k]
+            for w in range(L.N_WORDS):
+                rec[dst, w] = rec[src, w]
+            tags[dst] = tags[src]
+            ctr[C_DISPL] += 1
+            dst = src
+        _place(tags, rec, scratch, dst, tag)
+        st[0] += 1
+        out_status[i] = ST_OK
+        out_slot[i] = dst
+        ctr[C_INS_OK] += 1
+
+
+@njit
+def k_lookup_op(
+    kind,
+    tags,
+    rec,
+    st,
+    ring,
+    rmeta,
+    ctr,
+    prm,
+    seed,
+    a_hi,
+    a_lo,
+    b_hi,
+    b_lo,
+    pw,
+    proto,
+    hashes,
+    now,
+    mask,
+    act_o,
+    act_r,
+    eni_v,
+    vpc_v,
+    aux,
+    tstate,
+    out_status,
+    out_slot,
+    out_rows,
+):
+    """delete (kind 0), modify (kind 1) or query (kind 2) by key."""
+    for i in range(len(a_hi)):
+        out_slot[i] = -1
+        s, fault = probe(
+            tags,
+            rec,
+            st,
+            ring,
+            rmeta,
+            ctr,
+            prm,
+            seed,
+            hashes[i],
+            a_hi[i],
+            a_lo[i],
+            b_hi[i],
+            b_lo[i],
+            pw[i],
+            np.uint64(proto[i]),
+            now,
+            0,
+        )
+        if fault:
+            out_status[i] = ST_ECC
+            ctr[C_OP_ECC] += 1
+            continue
+        if s < 0:
+            out_status[i] = ST_NOT_FOUND
+            if kind == 0:
+                ctr[C_DEL_NF] += 1
+            elif kind == 1:
+                ctr[C_MOD_NF] += 1
+            else:
+                ctr[C_Q_NF] += 1
+            continue
+        out_status[i] = ST_OK
+        out_slot[i] = s
+        if kind == 0:
+            invalidate(tags, rec, st, s)
+            ctr[C_DEL_OK] += 1
+        elif kind == 1:
+            m = mask[i]
+            meta = rec[s, L.W_META]
+            fl = ((meta >> S16) & M8) & ~F_MISMATCH
+            sh_o = np.uint64(32) if (fl & F_ORIG_B) != U0 else U0
+            sh_r = U0 if sh_o == S32 else S32
+            act = rec[s, L.W_ACT]
+            if m & 1:
+                act = (act & ~(M32 << sh_o)) | (np.uint64(act_o[i]) << sh_o)
+            if m & 2:
+                act = (act & ~(M32 << sh_r)) | (np.uint64(act_r[i]) << sh_r)
+            rec[s, L.W_ACT] = act
+            ver = rec[s, L.W_VER]
+            if m & 4:
+                ver = (ver & ~M32) | np.uint64(eni_v[i])
+            if m & 8:
+                ver = (ver & M32) | (np.uint64(vpc_v[i]) << S32)
+            rec[s, L.W_VER] = ver
+            if m & 16:
+                rec[s, L.W_AUX] = aux[i]
+            state = (meta >> S8) & M8
+            if m & 32:
+                state = np.uint64(tstate[i])
+            rec[s, L.W_META] = (meta & M8) | (state << S8) | (fl << S16)
+            rec[s, L.W_ECC] = ecc_encode(rec, s)
+            ctr[C_MOD_OK] += 1
+        else:
+            for w in range(L.N_WORDS):
+                out_rows[i, w] = rec[s, w]
+            ctr[C_Q_OK] += 1
+
+
+@njit
+def k_dump(
+    tags,
+    rec,
+    st,
+    ring,
+    rmeta,
+    ctr,
+    prm,
+    seed,
+    eni_cur,
+    vpc_cur,
+    now,
+    cursor,
+    max_n,
+    f_eni,
+    f_vpc,
+    f_eni_below,
+    f_vpc_below,
+    f_state,
+    stale_only,
+    out_rows,
+    out_slots,
+):
+    """Walk slots from cursor; filters are -1 when unused. Returns (n, next cursor)."""
+    cap = prm[5]
+    n = 0
+    s = cursor
+    while s < cap and n < max_n:
+        if tags[s] != 0 and read_check(tags, rec, st, ring, rmeta, ctr, prm, seed, s, now, 0):
+            sc = rec[s, L.W_SCOPE]
+            ver = rec[s, L.W_VER]
+            e = np.int64(sc & M32)
+            v = np.int64(sc >> S32)
+            ev = np.int64(ver & M32)
+            vv = np.int64(ver >> S32)
+            ok = True
+            if f_eni >= 0 and e != f_eni:
+                ok = False
+            if f_vpc >= 0 and v != f_vpc:
+                ok = False
+            if f_eni_below >= 0 and ev >= f_eni_below:
+                ok = False
+            if f_vpc_below >= 0 and vv >= f_vpc_below:
+                ok = False
+            if f_state >= 0 and np.int64((rec[s, L.W_META] >> S8) & M8) != f_state:
+                ok = False
+            if stale_only and ev == np.int64(eni_cur[e]) and vv == np.int64(vpc_cur[v]):
+                ok = False
+            if ok:
+                for w in range(L.N_WORDS):
+                    out_rows[n, w] = rec[s, w]
+                out_slots[n] = s
+                n += 1
+                ctr[C_DUMP] += 1
+        s += 1
+    return n, s
+
+
+@njit
+def timeout_class(rec, s):
+    meta = rec[s, L.W_META]
+    pr = np.int64(meta & M8)
+    if pr == P_TCP:
+        return np.int64((meta >> S8) & M8)
+    if pr == P_UDP:
+        return TO_UDP_A if (meta >> S16) & F_SEEN_REPLY else TO_UDP_U
+    if pr == P_ICMP or pr == P_ICMP6:  # noqa: SIM109
+        return TO_ICMP_
+    return TO_GEN
+
+
+@njit
+def k_scrub(
+    tags, rec, st, ring, rmeta, ctr, prm, seed, timeouts, stalled, stuck, hung, now, n_slots
+):
+    """Visit n_slots slots from the cursor; expire idle entries. Returns expired count."""
+    cap = prm[5]
+    expired = 0
+    s = st[1]
+    for _ in range(n_slots):
+        ctr[C_SCRUB] += 1
+        if tags[s] != 0 and read_check(tags, rec, st, ring, rmeta, ctr, prm, seed, s, now, 0):
+            cls = timeout_class(rec, s)
+            if now - np.int64(rec[s, L.W_SEEN]) >= timeouts[cls]:
+                meta = rec[s, L.W_META]
+                state = np.int64((meta >> S8) & M8)
+                if np.int64(meta & M8) == P_TCP and (state == T_TW or state == T_CL):  # noqa: SIM109
+                    ctr[C_CLOSED] += 1
+                    emit_entry(ring, rmeta, ctr, EV_CLOSED, R_NONE, rec, s, s, now, 0, 0)
+                else:
+                    ctr[C_AGED] += 1
+                    emit_entry(ring, rmeta, ctr, EV_AGED, R_NONE, rec, s, s, now, 0, 0)
+                invalidate(tags, rec, st, s)
+                expired += 1
+        s += 1
+        if s >= cap:
+            s = 0
+    st[1] = s
+    for p in range(len(stalled)):
+        watchdog(stalled, stuck, hung, ring, rmeta, ctr, prm, p, now)
+    return expired
+
+
+@njit
+def gather_floor(rows, idx) -> np.uint64:
+    """Memory floor for the benchmark: read one whole record per random index."""
+    acc = U0
+    nw = rows.shape[1]
+    for i in range(len(idx)):
+        r = idx[i]
+        for w in range(nw):
+            acc ^= rows[r, w]
+    return acc

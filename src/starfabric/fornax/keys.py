@@ -1,0 +1,187 @@
+"""Canonical bidirectional session keys: both directions of a connection map to one key.
+
+A key is (VNI, protocol, endpoint A, endpoint B) where an endpoint is (address hi, address lo,
+port) and A is the lower endpoint in that lexicographic order. A packet's direction bit is 0
+when it goes A -> B (lower -> higher) and 1 otherwise. ICMP echo request and reply of one
+identifier are one session (both ports = the echo id); other ICMP messages between two hosts
+share one session with ports 0. The hash is a murmur3-style mix of the canonical words; the
+numpy version here, the scalar `hash_key_py` and the numba twin in engine/_kernels.py agree
+bit for bit (tested).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from starfabric.fornax.packets import PROTO_ICMP, PROTO_ICMPV6, PacketBatch
+
+M64 = (1 << 64) - 1
+M32 = (1 << 32) - 1
+C_MUL = 0xFF51AFD7ED558CCD
+C_FIN = 0xC4CEB9FE1A85EC53
+C_ALT = 0x9E3779B97F4A7C15
+#: Seed of the table hash (assumption: any fixed odd constant; configurable in EngineConfig).
+DEFAULT_HASH_SEED = 0x5EED_F0A7_C0DE_0001
+
+ICMP_ECHO_TYPES = {PROTO_ICMP: (8, 0), PROTO_ICMPV6: (128, 129)}
+
+
+@dataclass(frozen=True)
+class CanonicalKeys:
+    """Canonical keys of a batch (structure of arrays) plus each packet's direction bit."""
+
+    vni: npt.NDArray[np.uint32]
+    proto: npt.NDArray[np.uint8]
+    a_hi: npt.NDArray[np.uint64]
+    a_lo: npt.NDArray[np.uint64]
+    b_hi: npt.NDArray[np.uint64]
+    b_lo: npt.NDArray[np.uint64]
+    a_port: npt.NDArray[np.uint16]
+    b_port: npt.NDArray[np.uint16]
+    direction: npt.NDArray[np.uint8]
+
+    def __len__(self) -> int:
+        return len(self.vni)
+
+    def ports_word(self) -> npt.NDArray[np.uint64]:
+        """The record's W_PORTS word: vni << 32 | port A << 16 | port B."""
+        word = (self.vni.astype(np.uint64) << np.uint64(32)) | (
+            self.a_port.astype(np.uint64) << np.uint64(16)
+        )
+        return np.asarray(word | self.b_port.astype(np.uint64), dtype=np.uint64)
+
+
+def _l4_ports(
+    proto: npt.NDArray[np.uint8], sport: npt.NDArray[np.uint16], dport: npt.NDArray[np.uint16]
+) -> tuple[npt.NDArray[np.uint16], npt.NDArray[np.uint16]]:
+    """Ports that take part in the key: ICMP echo -> (id, id); other ICMP -> (0, 0)."""
+    sport = sport.copy()
+    dport = dport.copy()
+    for p, (req, rep) in ICMP_ECHO_TYPES.items():
+        is_p = proto == p
+        if not is_p.any():
+            continue
+        icmp_type = dport >> np.uint16(8)
+        echo = is_p & ((icmp_type == req) | (icmp_type == rep))
+        dport[echo] = sport[echo]
+        other = is_p & ~echo
+        sport[other] = 0
+        dport[other] = 0
+    return sport, dport
+
+
+def canonicalize_columns(
+    vni: npt.NDArray[np.uint32],
+    proto: npt.NDArray[np.uint8],
+    src_hi: npt.NDArray[np.uint64],
+    src_lo: npt.NDArray[np.uint64],
+    dst_hi: npt.NDArray[np.uint64],
+    dst_lo: npt.NDArray[np.uint64],
+    sport: npt.NDArray[np.uint16],
+    dport: npt.NDArray[np.uint16],
+) -> CanonicalKeys:
+    """Vectorized canonicalization of directed 5-tuples (+VNI)."""
+    sp, dp = _l4_ports(proto, sport, dport)
+    swap = (src_hi > dst_hi) | (
+        (src_hi == dst_hi) & ((src_lo > dst_lo) | ((src_lo == dst_lo) & (sp > dp)))
+    )
+    return CanonicalKeys(
+        vni=vni.astype(np.uint32, copy=False),
+        proto=proto.astype(np.uint8, copy=False),
+        a_hi=np.where(swap, dst_hi, src_hi).astype(np.uint64),
+        a_lo=np.where(swap, dst_lo, src_lo).astype(np.uint64),
+        b_hi=np.where(swap, src_hi, dst_hi).astype(np.uint64),
+        b_lo=np.where(swap, src_lo, dst_lo).astype(np.uint64),
+        a_port=np.where(swap, dp, sp).astype(np.uint16),
+        b_port=np.where(swap, sp, dp).astype(np.uint16),
+        direction=swap.astype(np.uint8),
+    )
+
+
+def canonicalize(batch: PacketBatch) -> CanonicalKeys:
+    """Canonical keys and direction bits of every packet of a batch."""
+    return canonicalize_columns(
+        batch.vni,
+        batch.proto,
+        batch.src_hi,
+        batch.src_lo,
+        batch.dst_hi,
+        batch.dst_lo,
+        batch.sport,
+        batch.dport,
+    )
+
+
+def _mix_np(h: npt.NDArray[np.uint64], k: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
+    h = (h ^ k) * np.uint64(C_MUL)
+    return h ^ (h >> np.uint64(32))
+
+
+def _fmix_np(h: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
+    h = h ^ (h >> np.uint64(33))
+    h = h * np.uint64(C_MUL)
+    h = h ^ (h >> np.uint64(33))
+    h = h * np.uint64(C_FIN)
+    return h ^ (h >> np.uint64(33))
+
+
+def key_hash(keys: CanonicalKeys, seed: int = DEFAULT_HASH_SEED) -> npt.NDArray[np.uint64]:
+    """64-bit hash of each canonical key (vectorized)."""
+    h = np.full(len(keys), np.uint64(seed), dtype=np.uint64)
+    for w in (keys.a_hi, keys.a_lo, keys.b_hi, keys.b_lo, keys.ports_word()):
+        h = _mix_np(h, w)
+    h = _mix_np(h, keys.proto.astype(np.uint64))
+    return _fmix_np(h)
+
+
+def _mix_py(h: int, k: int) -> int:
+    h = ((h ^ k) * C_MUL) & M64
+    return h ^ (h >> 32)
+
+
+def _fmix_py(h: int) -> int:
+    h ^= h >> 33
+    h = (h * C_MUL) & M64
+    h ^= h >> 33
+    h = (h * C_FIN) & M64
+    return h ^ (h >> 33)
+
+
+def hash_key_py(
+    a_hi: int, a_lo: int, b_hi: int, b_lo: int, ports_word: int, proto: int, seed: int
+) -> int:
+    """Scalar twin of `key_hash` in plain Python integers."""
+    h = seed & M64
+    for w in (a_hi, a_lo, b_hi, b_lo, ports_word, proto):
+        h = _mix_py(h, int(w))
+    return _fmix_py(h)
+
+
+def tag_of(h: int) -> int:
+    """16-bit probe tag of a hash (never 0: 0 marks an empty slot)."""
+    t = (h >> 48) & 0xFFFF
+    return t if t else 1
+
+
+def bucket_pair(h: int, n_buckets: int) -> tuple[int, int]:
+    """The two candidate buckets of a hash (distinct when there are >= 2 buckets)."""
+    b1 = ((h & M32) * n_buckets) >> 32
+    b2 = ((_fmix_py(h ^ C_ALT) & M32) * n_buckets) >> 32
+    if b2 == b1:
+        b2 = (b1 + 1) % n_buckets
+    return b1, b2
+
+
+__all__ = [
+    "DEFAULT_HASH_SEED",
+    "CanonicalKeys",
+    "bucket_pair",
+    "canonicalize",
+    "canonicalize_columns",
+    "hash_key_py",
+    "key_hash",
+    "tag_of",
+]
