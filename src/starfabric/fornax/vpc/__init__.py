@@ -16,6 +16,7 @@ from starfabric.fornax.vpc.codes import (
     RouteTarget,
 )
 from starfabric.fornax.vpc.compile import CompiledPolicy, compile_policy
+from starfabric.fornax.vpc.diff import AffectedScopes, affected_scopes, recompile
 from starfabric.fornax.vpc.evaluate import PolicyResult, describe, evaluate
 from starfabric.fornax.vpc.reference import ReferencePolicy
 from starfabric.fornax.vpc.spec import VpcSpec, load_vpc_spec, parse_vpc_spec
@@ -27,6 +28,7 @@ __all__ = [
     "GATEWAY_SCOPE",
     "NO_SCOPE",
     "ActionKind",
+    "AffectedScopes",
     "CompiledPolicy",
     "NatKind",
     "PolicyResult",
@@ -34,10 +36,12 @@ __all__ = [
     "ReferencePolicy",
     "RouteTarget",
     "VpcSpec",
+    "affected_scopes",
     "compile_policy",
     "describe",
     "evaluate",
     "load_vpc_spec",
     "parse_vpc_spec",
+    "recompile",
     "validate_vpc_spec",
 ]
