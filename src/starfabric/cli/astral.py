@@ -7,3 +7,220 @@ import typer
 astral_app = typer.Typer(
     help="Astral: LLM-training datacenter network, power, Seer and monitor.", no_args_is_help=True
 )
+
+
+# --- seer: operator-level training performance prediction (issue 7) -------------------------
+
+seer_app = typer.Typer(
+    help="Seer: predict a training job's iteration timeline.", no_args_is_help=True
+)
+astral_app.add_typer(seer_app, name="seer")
+
+
+@seer_app.command("predict")
+def seer_predict(
+    job: str = typer.Argument(..., help="Job YAML: {model, execution, system}."),
+    as_json: bool = typer.Option(False, "--json", help="Print the prediction as JSON."),
+    trace: str = typer.Option("", "--trace", help="Write a Chrome-trace JSON of one iteration."),
+) -> None:
+    """Predict one iteration: time, breakdown, TFLOP/s, MFU, memory and OOM verdict."""
+    import json
+
+    from rich.console import Console
+    from rich.table import Table
+
+    from starfabric.astral.seer import load_job, predict, write_trace
+
+    pred = predict(load_job(job))
+    out = pred.summary()
+    if trace:
+        write_trace(pred, trace)
+        out["trace"] = trace
+    if as_json:
+        typer.echo(json.dumps(out, indent=2))
+        return
+    con = Console()
+    lay = out["layout"]
+    con.print(
+        f"[bold]{out['model']}[/] ({out['params'] / 1e9:.1f}B params) on {out['gpus']} x "
+        f"{out['gpu']}: tp={lay['tp']} pp={lay['pp']} vpp={lay['vpp']} dp={lay['dp']} "
+        f"cp={lay['cp']} ep={lay['ep']} micro-batches={lay['micro_batches']}"
+    )
+    tab = Table("component", "seconds", "share")
+    for key, val in out["breakdown_s"].items():
+        tab.add_row(key, f"{val:.4f}", f"{val / out['iteration_s']:.1%}")
+    tab.add_row("[bold]iteration[/]", f"{out['iteration_s']:.4f}", "100%")
+    con.print(tab)
+    tf = out["tflops_per_gpu"]
+    con.print(
+        f"tokens/s {out['tokens_per_s']:,.0f}  MFU {out['mfu']:.1%}  HFU {out['hfu']:.1%}  "
+        f"TFLOP/s/GPU model {tf['model']:.1f} hardware {tf['hardware']:.1f}"
+    )
+    mem = out["memory_gib"]
+    verdict = "[red]OOM[/]" if out["oom"] else "fits"
+    con.print(
+        f"memory/GPU (stage {mem['stage']}): {mem['total']:.1f} of {mem['capacity']:.0f} GiB "
+        f"(weights {mem['weights']:.1f}, grads {mem['grads']:.1f}, optimizer "
+        f"{mem['optimizer']:.1f}, activations {mem['activations']:.1f}) — {verdict}"
+    )
+    if trace:
+        con.print(f"trace: {trace}")
+
+
+@seer_app.command("validate")
+def seer_validate(
+    csv: str = typer.Option(
+        "", "--csv", help="Published-runs CSV (default: bundled Megatron table)."
+    ),
+    json_path: str = typer.Option("", "--json", help="Write each row's prediction and error here."),
+    max_mean: float = typer.Option(0.05, "--max-mean", help="Fail if mean |error| exceeds this."),
+    max_row: float = typer.Option(
+        0.10, "--max-row", help="Fail if any row's |error| exceeds this."
+    ),
+) -> None:
+    """Predict published measured runs and compare iteration time and TFLOP/s per GPU."""
+    import json
+    from pathlib import Path
+
+    from rich.console import Console
+    from rich.table import Table
+
+    from starfabric.astral.seer.validate import summary, validate
+
+    results = validate(csv or None)
+    con = Console()
+    tab = Table("row", "model", "GPUs", "published s", "predicted s", "error",
+                "TFLOP/s pub/pred", "FLOPs")  # fmt: skip
+    for r in results:
+        tab.add_row(
+            r.row_id, r.model, str(r.gpus), f"{r.published_iter_s:.3f}",
+            f"{r.predicted_iter_s:.3f}", f"{r.error:+.1%}",
+            f"{r.published_tflops:.1f}/{r.predicted_tflops:.1f}", r.convention,
+        )  # fmt: skip
+    con.print(tab)
+    con.print("Settings the sources leave UNVERIFIED, chosen as a tuning Megatron user would:")
+    for r in results:
+        chosen = ", ".join(f"{k}={v}" for k, v in r.choices.items())
+        con.print(f"  {r.row_id}: {chosen}", soft_wrap=True)
+    s = summary(results)
+    con.print(f"mean |error| {s['mean_abs_error']:.2%}   max |error| {s['max_abs_error']:.2%}")
+    if json_path:
+        Path(json_path).parent.mkdir(parents=True, exist_ok=True)
+        Path(json_path).write_text(json.dumps(s, indent=2))
+    if s["mean_abs_error"] > max_mean or s["max_abs_error"] > max_row:
+        con.print(f"[red]FAIL[/]: limits are mean {max_mean:.0%}, max {max_row:.0%}")
+        raise typer.Exit(1)
+
+
+# --- topo: hardware catalog, topology builders, routing, power and cost (issue 3) -----------
+
+topo_app = typer.Typer(
+    help="Build Astral and competing cluster networks; inventory, power, cost, comparison.",
+    no_args_is_help=True,
+)
+astral_app.add_typer(topo_app, name="topo")
+
+
+@topo_app.command("build")
+def topo_build(
+    cluster: str = typer.Argument(..., help="Cluster YAML (see examples/cluster-*.yaml)."),
+    json_path: str = typer.Option("", "--json", help="Write inventory + power JSON here."),
+    csv_dir: str = typer.Option("", "--csv", help="Write nodes.csv and links.csv to this folder."),
+    graphml: str = typer.Option("", "--graphml", help="Write GraphML (small topologies only)."),
+) -> None:
+    """Build CLUSTER.yaml and print its inventory: switches, ports, links, optics, power, cost.
+
+    Topologies: astral (same-rail 3-tier), fat-tree, rail-only, dual-plane.
+    """
+    import time
+
+    from rich.console import Console
+    from rich.table import Table
+
+    from starfabric.astral.power import power_report
+    from starfabric.astral.topology import ClusterSpec, build
+    from starfabric.astral.topology.export import write_csv, write_graphml, write_json
+    from starfabric.astral.topology.inventory import inventory
+    from starfabric.config import load_spec
+
+    spec = load_spec(ClusterSpec, cluster)
+    t0 = time.perf_counter()
+    topo = build(spec)
+    inv = inventory(topo, spec)
+    pr = power_report(inv, spec.power)
+    build_s = time.perf_counter() - t0
+    con = Console()
+    con.print(
+        f"[bold]{spec.name}[/]: {spec.topology}, {inv.gpus:,} {spec.gpu} GPUs in {inv.hosts:,} "
+        f"hosts, {inv.pods} pod(s), {spec.switch} switches at {spec.port_speed / 1e9:g}G "
+        f"(radix {inv.radix}), built in {build_s:.2f} s"
+    )
+    tab = Table("item", "count", "detail")
+    for tier, count in inv.switches.items():
+        tab.add_row(f"{tier} switches", f"{count:,}", f"{inv.ports_used[tier]:,} ports used")
+    for kind, count in inv.links.items():
+        tab.add_row(f"{kind} links", f"{count:,}", inv.media.get(kind, "internal"))
+    for name, count in inv.optics.items():
+        tab.add_row(f"optics {name}", f"{count:,}", "")
+    tab.add_row("NICs", f"{inv.nics:,}", spec.nic)
+    over = ", ".join(f"{k} {v:.2f}:1" for k, v in inv.oversubscription.items()) or "none"
+    tab.add_row("oversubscription", over, "down:up capacity")
+    tab.add_row("bisection", f"{inv.bisection_bps / 1e12:,.1f} Tb/s",
+                f"switch fabric only {inv.network_bisection_bps / 1e12:,.1f} Tb/s")  # fmt: skip
+    tab.add_row("largest cluster", f"{inv.max_gpus:,} GPUs", "with these parts, 1:1")
+    tab.add_row("IT power", f"{pr.it_w / 1e6:,.2f} MW", f"network {pr.network_w / 1e6:,.2f} MW")
+    tab.add_row("facility power", f"{pr.facility_w / 1e6:,.2f} MW",
+                f"PUE {pr.pue:.3f} ({spec.power.cooling}, {spec.power.power_chain})")  # fmt: skip
+    tab.add_row("racks", f"{pr.server_racks:,} server + {pr.network_racks:,} network",
+                f"{pr.rack_kw:g} kW per rack, {pr.host_kw:.1f} kW per host")  # fmt: skip
+    tab.add_row("cost", f"${pr.total_cost_usd / 1e9:,.2f} B",
+                f"network ${pr.network_cost_usd / 1e6:,.1f} M")  # fmt: skip
+    con.print(tab)
+    if json_path:
+        doc = {"inventory": inv.as_dict(), "power": pr.as_dict(), "build_s": build_s}
+        con.print(f"json: {write_json(doc, json_path)}")
+    if csv_dir:
+        nodes, links = write_csv(topo, csv_dir)
+        con.print(f"csv: {nodes}, {links}")
+    if graphml:
+        con.print(f"graphml: {write_graphml(topo, graphml)}")
+
+
+@topo_app.command("compare")
+def topo_compare(
+    cluster: str = typer.Argument(..., help="Cluster YAML; its GPU count is the common size."),
+    png: str = typer.Option("", "--png", help="Write a bar-chart PNG here."),
+    json_path: str = typer.Option("", "--json", help="Write the rows as JSON here."),
+    pairs: int = typer.Option(20_000, "--pairs", min=1, help="Random GPU pairs for hop counts."),
+) -> None:
+    """The designs side by side at equal GPU count: switches, optics, cost, power, hops."""
+    from rich.console import Console
+    from rich.table import Column, Table
+
+    from starfabric.astral.topology import ClusterSpec
+    from starfabric.astral.topology.compare import compare, plot_compare
+    from starfabric.astral.topology.export import write_json
+    from starfabric.config import load_spec
+
+    spec = load_spec(ClusterSpec, cluster)
+    rows = compare(spec, sample_pairs=pairs)
+    con = Console()
+    tab = Table(Column("design", no_wrap=True, min_width=10), "switches", "tor/agg/core",
+                "optics", "net cost M$", "net MW", "bisection Tb/s", "switch hops",
+                "same-rail hops")  # fmt: skip
+    for r in rows:
+        if not r.feasible:
+            tab.add_row(r.design, "-", "-", "-", "-", "-", "-", "-", f"infeasible: {r.note}")
+            continue
+        tab.add_row(
+            r.design, f"{r.switches:,}", f"{r.tor:,}/{r.agg:,}/{r.core:,}",
+            f"{r.optics_units:,}", f"{r.network_cost_usd / 1e6:,.1f}", f"{r.network_w / 1e6:,.2f}",
+            f"{r.network_bisection_bps / 1e12:,.0f}", f"{r.mean_switch_hops:.2f}",
+            f"{r.same_rail_switch_hops:.2f}",
+        )  # fmt: skip
+    con.print(f"[bold]{spec.name}[/]: designs at {rows[0].gpus:,} GPUs")
+    con.print(tab)
+    if png:
+        con.print(f"png: {plot_compare(rows, png)}")
+    if json_path:
+        con.print(f"json: {write_json({'rows': [r.as_dict() for r in rows]}, json_path)}")

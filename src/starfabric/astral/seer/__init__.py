@@ -1,0 +1,41 @@
+"""Seer: operator-level training performance prediction (Astral, SIGCOMM 2025).
+
+Describe a job (model, execution, system), `predict` it, and read the iteration time, its
+breakdown, throughput, memory and a Chrome-trace timeline; `validate` compares against
+published measured runs.
+"""
+
+from starfabric.astral.seer.model import (
+    ModelSpec,
+    ParamCounts,
+    bundled_models,
+    from_hf_config,
+    load_model,
+    param_counts,
+)
+from starfabric.astral.seer.parallel import ExecutionSpec, Layout, SystemSpec, resolve_layout
+from starfabric.astral.seer.predict import Job, JobSpec, Prediction, load_job, make_job, predict
+from starfabric.astral.seer.trace import build_trace, write_trace
+from starfabric.astral.seer.validate import validate
+
+__all__ = [
+    "ExecutionSpec",
+    "Job",
+    "JobSpec",
+    "Layout",
+    "ModelSpec",
+    "ParamCounts",
+    "Prediction",
+    "SystemSpec",
+    "build_trace",
+    "bundled_models",
+    "from_hf_config",
+    "load_job",
+    "load_model",
+    "make_job",
+    "param_counts",
+    "predict",
+    "resolve_layout",
+    "validate",
+    "write_trace",
+]

@@ -118,10 +118,11 @@ def resolve_layout(model: ModelSpec, ex: ExecutionSpec, system: SystemSpec) -> L
             f"tp = {ex.tp} does not divide heads = {model.heads}",
             f"use tp in {[d for d in _divisors(model.heads) if d <= 64]}",
         )
-    if not model.is_mla and model.kv_heads % ex.tp and ex.tp % model.kv_heads:
+    if not model.is_mla and model.kv_heads % ex.tp:
         raise _fail(
-            f"tp = {ex.tp} and kv_heads = {model.kv_heads}: neither divides the other",
-            "use a tp that divides kv_heads or is a multiple of it",
+            f"tp = {ex.tp} does not divide kv_heads = {model.kv_heads} (Megatron splits whole "
+            "query groups over TP ranks)",
+            f"use tp in {_divisors(model.kv_heads)}",
         )
     if ex.vpp > 1 and ex.pp == 1:
         raise _fail("vpp > 1 needs pp > 1 (virtual stages interleave a pipeline)", "set vpp: 1")

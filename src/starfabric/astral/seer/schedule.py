@@ -223,7 +223,8 @@ class Timeline:
     chunk_bwd: np.ndarray[Any, Any]
 
 
-def _chunk_pieces(model: ModelSpec, lay: Layout, s: int, c: int) -> dict[str, int]:
+def chunk_pieces(model: ModelSpec, lay: Layout, s: int, c: int) -> dict[str, int]:
+    """How many of each piece (dense/moe layers, embedding, logits) chunk c of stage s runs."""
     nl = lay.stage_layers[s][c]
     first = lay.chunk_first_layer[s][c]
     n_moe = (
@@ -257,7 +258,7 @@ def build_timeline(model: ModelSpec, ex: ExecutionSpec, lay: Layout, ctx: CostCo
     for s in range(p):
         row: list[dict[str, PassCost]] = []
         for c in range(v):
-            counts = _chunk_pieces(model, lay, s, c)
+            counts = chunk_pieces(model, lay, s, c)
             f, b, r = _ZERO, _ZERO, _ZERO
             for key, cnt in counts.items():
                 if cnt:
@@ -339,10 +340,13 @@ def build_timeline(model: ModelSpec, ex: ExecutionSpec, lay: Layout, ctx: CostCo
                 ag_exposed[s] = ag
         tails[s] = dp_exposed[s]
     total = stage_end + dp_exposed
-    crit = int(np.argmax(total))
+    # The breakdown follows the busiest stage (the pipeline's bottleneck); its idle time up to
+    # the slowest stage's finish is bubble.
+    busy_all = (fwd.sum(axis=1) + bwd.sum(axis=1)) * m
+    crit = int(np.argmax(busy_all))
     iteration = float(total.max() + opt.max() + ag_exposed.max() + ITERATION_OVERHEAD_S)
 
-    # Breakdown along the critical stage.
+    # Breakdown along the busiest stage.
     comp = rec = 0.0
     comm: dict[str, float] = {}
     for c in range(v):
@@ -353,7 +357,7 @@ def build_timeline(model: ModelSpec, ex: ExecutionSpec, lay: Layout, ctx: CostCo
             for g, val in parts[key].comm.items():
                 comm[g] = comm.get(g, 0.0) + m * val
     busy = float(fwd[crit].sum() + bwd[crit].sum()) * m
-    bubble = float(stage_end[crit]) - busy
+    bubble = float(total.max() - dp_exposed[crit]) - busy
     breakdown = {
         "compute": comp,
         "recompute": rec,

@@ -1,0 +1,53 @@
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from starfabric.cli import app
+
+runner = CliRunner()
+EXAMPLES = Path(__file__).parents[3] / "examples" / "jobs"
+CSV = Path(__file__).parents[2] / "data" / "published_runs" / "megatron_weak_scaling.csv"
+
+
+def test_predict_json_and_trace(tmp_path: Path) -> None:
+    trace = tmp_path / "t.json"
+    res = runner.invoke(
+        app, ["astral", "seer", "predict", str(EXAMPLES / "deepseek_v3_moe.yaml"), "--json",
+              "--trace", str(trace)],
+    )  # fmt: skip
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    assert out["layout"]["ep"] == 64 and out["iteration_s"] > 0
+    assert json.loads(trace.read_text())["traceEvents"]
+
+
+def test_predict_table() -> None:
+    res = runner.invoke(
+        app, ["astral", "seer", "predict", str(EXAMPLES / "llama31_70b_dense.yaml")]
+    )
+    assert res.exit_code == 0, res.output
+    assert "iteration" in res.output and "MFU" in res.output
+
+
+def test_bad_job_is_one_line_exit_2(tmp_path: Path) -> None:
+    job = tmp_path / "j.yaml"
+    job.write_text("model: llama-3.1-8b\nexecution: {global_batch: 8, seq_len: 128, tp: 3}\n"
+                   "system: {gpu: H100, gpus: 8}\n")  # fmt: skip
+    res = runner.invoke(app, ["astral", "seer", "predict", str(job)])
+    assert res.exit_code == 2
+    assert res.output.startswith("error: tp*pp*cp = 3*1*1 = 3 does not divide gpus = 8")
+    assert res.output.count("\n") == 1
+
+
+def test_validate_writes_json_and_fails_when_limits_are_exceeded(tmp_path: Path) -> None:
+    out = tmp_path / "v.json"
+    res = runner.invoke(app, ["astral", "seer", "validate", "--csv", str(CSV), "--json", str(out)])
+    assert res.exit_code == 0, res.output
+    data = json.loads(out.read_text())
+    assert len(data["rows"]) == 19 and data["max_abs_error"] <= 0.10
+    assert "micro_batch=" in res.output
+    strict = runner.invoke(
+        app, ["astral", "seer", "validate", "--csv", str(CSV), "--max-row", "0.0001"]
+    )
+    assert strict.exit_code == 1 and "FAIL" in strict.output

@@ -1,0 +1,78 @@
+from pathlib import Path
+
+import pytest
+
+from starfabric.astral.seer import bundled_models, from_hf_config, load_model, param_counts
+from starfabric.errors import ConfigError
+
+DATA = Path(__file__).parents[2] / "data" / "hf_configs"
+
+
+@pytest.mark.parametrize(
+    ("name", "total_b", "active_b"),
+    [
+        ("llama-3-8b", 8.03, 8.03),
+        ("llama-3.1-8b", 8.03, 8.03),
+        ("llama-3.1-70b", 70.55, 70.55),
+        ("llama-3.1-405b", 405.85, 405.85),
+        ("mixtral-8x7b-v0.1", 46.70, 12.88),
+        ("deepseek-v3", 671.03, 37.55),
+        ("qwen3-235b-a22b", 235.09, 22.19),
+        ("gpt2", 0.1244, 0.1244),
+    ],
+)
+def test_parameter_counts_match_published_totals(
+    name: str, total_b: float, active_b: float
+) -> None:
+    m = load_model(DATA / f"{name}.json")
+    pc = param_counts(m)
+    assert pc.total / 1e9 == pytest.approx(total_b, rel=2e-3)
+    assert pc.active / 1e9 == pytest.approx(active_b, rel=2e-3)
+
+
+def test_gpt2_small_is_exactly_124439808() -> None:
+    # The well-known count of openai-community/gpt2 (tied embeddings, learned positions).
+    assert param_counts(load_model(DATA / "gpt2.json")).total == 124_439_808
+
+
+def test_bundled_names_resolve_like_files() -> None:
+    assert "deepseek-v3" in bundled_models()
+    a = load_model("llama-3.1-70b")
+    b = load_model(DATA / "llama-3.1-70b.json")
+    assert param_counts(a).total == param_counts(b).total
+
+
+def test_deepseek_mla_and_experts_are_parsed() -> None:
+    m = load_model("deepseek-v3")
+    assert m.is_mla and m.is_moe
+    assert (m.moe_experts, m.moe_topk, m.moe_shared_experts, m.moe_dense_layers) == (256, 8, 1, 3)
+    assert m.qk_head_dim == 192 and m.vo_head_dim == 128
+    assert m.moe_layers == 58
+
+
+def test_yaml_spec_model(tmp_path: Path) -> None:
+    p = tmp_path / "m.yaml"
+    p.write_text(
+        "layers: 2\nhidden: 64\nffn_hidden: 256\nheads: 4\nkv_heads: 4\nhead_dim: 16\n"
+        "vocab: 100\nactivation: gelu\n"
+    )
+    m = load_model(p)
+    # 2 * (4*64*64 attn + 2*64*256 mlp + 2*64 norms) + 2*100*64 + 64
+    assert param_counts(m).total == 2 * (4 * 64 * 64 + 2 * 64 * 256 + 128) + 2 * 100 * 64 + 64
+
+
+def test_bad_inputs_are_one_line_config_errors(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="neither a file nor a bundled config"):
+        load_model("llama-9")
+    with pytest.raises(ConfigError, match="hidden_act"):
+        from_hf_config({"model_type": "llama", "hidden_size": 8, "num_hidden_layers": 1,
+                        "num_attention_heads": 2, "vocab_size": 10, "hidden_act": "relu6"})  # fmt: skip
+    with pytest.raises(ConfigError, match="kv_heads"):
+        from_hf_config({"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 1,
+                        "num_attention_heads": 8, "num_key_value_heads": 3, "vocab_size": 10})  # fmt: skip
+    p = tmp_path / "m.yaml"
+    p.write_text(
+        "layers: 2\nhidden: 64\nffn_hiden: 256\nheads: 4\nkv_heads: 4\nhead_dim: 16\nvocab: 9\n"
+    )
+    with pytest.raises(ConfigError, match="ffn_hid"):
+        load_model(p)

@@ -1,0 +1,56 @@
+import pytest
+
+from starfabric.astral.seer import load_model, make_job, predict
+from starfabric.errors import ConfigError, InfeasibleError
+
+SYS = {"gpu": "H100", "gpus": 64}
+
+
+def _job(model: str = "llama-3.1-8b", **ex: object):
+    return make_job(model, {"global_batch": 64, "seq_len": 4096, **ex}, SYS)
+
+
+@pytest.mark.parametrize(
+    ("model", "ex", "why"),
+    [
+        ("llama-3.1-8b", {"tp": 3}, "tp = 3 does not divide gpus|tp\\*pp\\*cp"),
+        ("llama-3.1-8b", {"tp": 16, "pp": 4}, "tp = 16 does not divide kv_heads = 8"),
+        ("llama-3.1-8b", {"pp": 8, "vpp": 3}, "layers = 32 not divisible by pp\\*vpp = 24"),
+        ("llama-3.1-8b", {"global_batch": 65}, "global_batch = 65 not divisible"),
+        ("llama-3.1-8b", {"ep": 2}, "ep = 2 on a dense model"),
+        ("llama-3.1-8b", {"zero": 3, "pp": 2}, "zero = 3 with pp > 1"),
+        ("llama-3.1-8b", {"vpp": 2}, "vpp > 1 needs pp > 1"),
+        ("llama-3.1-8b", {"pp": 4, "vpp": 2, "global_batch": 96}, "multiple of pp"),
+        ("llama-3.1-8b", {"cp": 64, "seq_len": 4000}, "2\\*cp"),
+        ("mixtral-8x7b-v0.1", {"ep": 3}, "ep = 3 does not divide moe_experts = 8"),
+        ("mixtral-8x7b-v0.1", {"ep": 8, "etp": 16}, "ep\\*etp = 8\\*16 must divide"),
+        ("llama-3.1-8b", {"pp": 2, "pipeline_layers": [10, 10]}, "summing to layers = 32"),
+        ("llama-3.1-8b", {"dp": 7}, "tp\\*pp\\*cp\\*dp = 7"),
+    ],
+)
+def test_impossible_combinations_say_why(model: str, ex: dict, why: str) -> None:
+    with pytest.raises(InfeasibleError, match=why) as err:
+        predict(_job(model, **ex))
+    assert "\n" not in str(err.value) and "fix:" in str(err.value)
+
+
+def test_unknown_and_mistyped_fields_are_config_errors() -> None:
+    with pytest.raises(ConfigError, match="execution: unknown field 'tensor_parallel'"):
+        make_job("llama-3.1-8b", {"global_batch": 8, "seq_len": 8, "tensor_parallel": 2}, SYS)
+    with pytest.raises(ConfigError, match="recompute"):
+        make_job("llama-3.1-8b", {"global_batch": 8, "seq_len": 8, "recompute": "some"}, SYS)
+    with pytest.raises(ConfigError, match="unknown gpu"):
+        predict(
+            make_job("llama-3.1-8b", {"global_batch": 8, "seq_len": 8}, {"gpu": "Z9", "gpus": 8})
+        )
+    with pytest.raises(ConfigError, match="no 'fp8'"):
+        predict(make_job("llama-3.1-8b", {"global_batch": 8, "seq_len": 8, "precision": "fp8"},
+                         {"gpu": "A100", "gpus": 8}))  # fmt: skip
+
+
+def test_uneven_pipeline_split_is_accepted() -> None:
+    m = load_model("llama-3.1-8b")
+    p = predict(make_job(m, {"global_batch": 64, "seq_len": 4096, "pp": 4,
+                             "pipeline_layers": [7, 9, 9, 7]}, SYS))  # fmt: skip
+    assert p.layout.stage_layers == ((7,), (9,), (9,), (7,))
+    assert p.iteration_s > 0

@@ -1,0 +1,71 @@
+import json
+from pathlib import Path
+
+import pytest
+
+from starfabric.astral.seer import load_job, make_job, predict, write_trace
+
+EXAMPLES = Path(__file__).parents[3] / "examples" / "jobs"
+
+
+def _moe(ep: int, tp: int = 1, gpus: int = 1024):
+    return make_job(
+        "deepseek-v3",
+        {"global_batch": 1024, "seq_len": 4096, "tp": tp, "pp": 16, "ep": ep, "precision": "fp8",
+         "recompute": "full", "pipeline_layers": [3] + [4] * 14 + [2]},
+        {"gpu": "H800", "gpus": gpus},
+    )  # fmt: skip
+
+
+def test_moe_tp1_ep64_predicts_sanely() -> None:
+    pred = predict(_moe(64))
+    lay = pred.layout
+    assert (lay.tp, lay.ep, lay.etp, lay.pp, lay.dp, lay.edp) == (1, 64, 1, 16, 64, 1)
+    b = pred.breakdown
+    assert b["ep"] > 0 and b["tp"] == 0
+    assert 0.05 < pred.mfu < 0.6
+    # Active parameters drive model FLOPs: 37.5B active, not 671B.
+    assert pred.model_flops < 6 * 40e9 * 1024 * 4096 * 1.2
+    assert not pred.memory.oom
+
+
+def test_expert_all_to_all_inside_a_node_is_cheaper_than_across_rails() -> None:
+    local = predict(_moe(8)).breakdown["ep"]
+    spread = predict(_moe(64)).breakdown["ep"]
+    assert local < spread
+
+
+def test_memory_grows_without_recompute_and_reports_oom() -> None:
+    base = {"global_batch": 64, "seq_len": 8192, "tp": 8, "pp": 1}
+    sys = {"gpu": "H100", "gpus": 8}
+    full = predict(make_job("llama-3.1-70b", {**base, "recompute": "full", "zero": 1}, sys))
+    none = predict(make_job("llama-3.1-70b", {**base, "recompute": "none", "zero": 0}, sys))
+    assert none.memory.activations > 10 * full.memory.activations
+    assert none.memory.oom  # 70B on one node with full optimizer states cannot fit
+    assert none.summary()["oom"] is True
+
+
+def test_examples_predict(tmp_path: Path) -> None:
+    for name in ("llama31_70b_dense.yaml", "deepseek_v3_moe.yaml"):
+        pred = predict(load_job(EXAMPLES / name))
+        assert pred.iteration_s > 0 and not pred.memory.oom
+        json.dumps(pred.summary())
+
+
+def test_trace_json_is_well_formed(tmp_path: Path) -> None:
+    pred = predict(load_job(EXAMPLES / "llama31_70b_dense.yaml"))
+    path = write_trace(pred, tmp_path / "t.json")
+    data = json.loads(path.read_text())
+    events = data["traceEvents"]
+    names = {(e["pid"], e["tid"]) for e in events if e["ph"] == "M" and e["name"] == "thread_name"}
+    procs = {e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "process_name"}
+    assert procs == {f"PP stage {s}" for s in range(pred.layout.pp)}
+    slices = [e for e in events if e["ph"] == "X"]
+    assert slices
+    for e in slices:
+        assert e["dur"] >= 0 and e["ts"] >= 0 and (e["pid"], e["tid"]) in names
+    # Op slices nest inside their pass and the last slice ends at the iteration's end.
+    end_us = max(e["ts"] + e["dur"] for e in slices)
+    assert end_us == pytest.approx((pred.iteration_s - pred.breakdown["overhead"]) * 1e6, rel=0.05)
+    assert any(e.get("cat") == "forward" and "attn.qkv" in e["name"] for e in slices)
+    assert any(e.get("cat") == "dp" for e in slices)
