@@ -149,3 +149,93 @@ def power_report(inv: Inventory, spec: PowerSpec | None = None) -> PowerReport:
         energy_usd_per_year=facility_w / 1e3 * 24 * 365 * spec.usd_per_kwh,
         pods=inv.pods,
     )
+
+
+WANG_GPUS = 32_768
+"""Assumption (our reading of Wang et al., 'Rail-only', arXiv 2307.12169): a 32K-GPU cluster."""
+
+WANG_HB_DOMAIN = 256
+"""Wang et al.: GH200-class NVLink (HB) domains of 256 GPUs; each GPU one 400G NIC."""
+
+WANG_SWITCHES = ("25.6T", "51.2T")
+"""Assumption: 64- and 128-port 400G switches span the published savings range."""
+
+
+@dataclass(frozen=True)
+class Savings:
+    """Rail-only against the rail-optimized any-to-any Clos at one setting."""
+
+    switch: str
+    radix: int
+    gpus: int
+    hb_domain: int
+    rail_optimized_cost_usd: float
+    rail_only_cost_usd: float
+    rail_optimized_w: float
+    rail_only_w: float
+    rail_optimized_switches: int
+    rail_only_switches: int
+
+    @property
+    def cost_change(self) -> float:
+        """Relative network-cost change of rail-only (negative = cheaper)."""
+        return self.rail_only_cost_usd / self.rail_optimized_cost_usd - 1.0
+
+    @property
+    def power_change(self) -> float:
+        """Relative network-power change of rail-only (negative = less power)."""
+        return self.rail_only_w / self.rail_optimized_w - 1.0
+
+
+def rail_only_savings(
+    *,
+    gpus: int = WANG_GPUS,
+    hb_domain: int = WANG_HB_DOMAIN,
+    switches: tuple[str, ...] = WANG_SWITCHES,
+    port_speed: str = "400G",
+    nic: str = "CX7-400G",
+    gpu: str = "H100",
+) -> list[Savings]:
+    """Build both networks with the builders and price them from the catalog (first principles).
+
+    Rail-optimized = the `fat-tree` builder with a rail layout (each leaf one rail, 1:1 up to
+    a Core); rail-only = the `rail-only` builder. Network = switches + optics (NICs equal).
+    """
+    from starfabric.astral.topology.builders import build
+    from starfabric.astral.topology.inventory import inventory
+    from starfabric.astral.topology.spec import ClusterSpec
+
+    out: list[Savings] = []
+    for sw in switches:
+        reports: dict[str, tuple[PowerReport, int, int]] = {}
+        for kind in ("fat-tree", "rail-only"):
+            spec = ClusterSpec(
+                name=f"wang-{kind}-{sw}",
+                topology=kind,
+                layout="rail",
+                switch=sw,
+                port_speed=port_speed,
+                nic=nic,
+                gpu=gpu,
+                gpus_per_host=hb_domain,
+                gpus=gpus,
+            )
+            inv = inventory(build(spec), spec)
+            reports[kind] = (power_report(inv, spec.power), sum(inv.switches.values()), inv.radix)
+        ro, rs, radix = reports["fat-tree"]
+        lo, ls, _ = reports["rail-only"]
+        out.append(
+            Savings(
+                switch=sw,
+                radix=radix,
+                gpus=gpus,
+                hb_domain=hb_domain,
+                rail_optimized_cost_usd=ro.network_cost_usd,
+                rail_only_cost_usd=lo.network_cost_usd,
+                rail_optimized_w=ro.network_w,
+                rail_only_w=lo.network_w,
+                rail_optimized_switches=rs,
+                rail_only_switches=ls,
+            )
+        )
+    return out
