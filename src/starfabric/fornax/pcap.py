@@ -130,8 +130,8 @@ class _Decoder:
             # dpkt keeps the upper-layer protocol after extension headers in `p`
             proto = getattr(pkt, "p", proto)
             frag_hdr = getattr(pkt, "extension_hdrs", {}).get(dpkt.ip.IP_PROTO_FRAGMENT)
-            if frag_hdr is not None and getattr(frag_hdr, "frag_off", 0):
-                fragment = True
+            frag_off: int = getattr(frag_hdr, "frag_off", None) or 0
+            fragment = frag_off != 0
         sh, sl = _halves(bytes(pkt.src))
         dh, dl = _halves(bytes(pkt.dst))
         sport = dport = flags = 0
