@@ -205,21 +205,28 @@ def topo_compare(
     spec = load_spec(ClusterSpec, cluster)
     rows = compare(spec, sample_pairs=pairs)
     con = Console()
-    tab = Table(Column("design", no_wrap=True, min_width=10), "switches", "tor/agg/core",
-                "optics", "net cost M$", "net MW", "bisection Tb/s", "switch hops",
-                "same-rail hops")  # fmt: skip
+
+    def _n(x: float) -> str:
+        return f"{x / 1e6:.2f}M" if x >= 1e6 else (f"{x / 1e3:.1f}K" if x >= 1e4 else f"{x:,.0f}")
+
+    tab = Table(Column("design", no_wrap=True, min_width=10), "switches", "optics", "net M$",
+                "net MW", "bisect Pb/s", "hops", "rail hops")  # fmt: skip
+    notes = []
     for r in rows:
         if not r.feasible:
-            tab.add_row(r.design, "-", "-", "-", "-", "-", "-", "-", f"infeasible: {r.note}")
+            tab.add_row(r.design, "-", "-", "-", "-", "-", "-", "-")
+            notes.append(f"{r.design}: infeasible: {r.note}")
             continue
         tab.add_row(
-            r.design, f"{r.switches:,}", f"{r.tor:,}/{r.agg:,}/{r.core:,}",
-            f"{r.optics_units:,}", f"{r.network_cost_usd / 1e6:,.1f}", f"{r.network_w / 1e6:,.2f}",
-            f"{r.network_bisection_bps / 1e12:,.0f}", f"{r.mean_switch_hops:.2f}",
-            f"{r.same_rail_switch_hops:.2f}",
+            r.design, _n(r.switches), _n(r.optics_units), f"{r.network_cost_usd / 1e6:,.0f}",
+            f"{r.network_w / 1e6:,.1f}", f"{r.network_bisection_bps / 1e15:,.1f}",
+            f"{r.mean_switch_hops:.2f}", f"{r.same_rail_switch_hops:.2f}",
         )  # fmt: skip
-    con.print(f"[bold]{spec.name}[/]: designs at {rows[0].gpus:,} GPUs")
+    con.print(f"[bold]{spec.name}[/]: designs at {rows[0].gpus:,} GPUs (same switch, NIC, GPU);"
+              " hops = switches on random / same-rail GPU pairs")  # fmt: skip
     con.print(tab)
+    for note in notes:
+        con.print(note, markup=False)
     if png:
         con.print(f"png: {plot_compare(rows, png)}")
     if json_path:

@@ -47,6 +47,9 @@ class ExecutionSpec(Spec):
     overlap_grad_reduce: bool = True
     overlap_param_gather: bool = True
     tp_comm_overlap: bool = False
+    overlap_p2p: bool = Field(
+        default=True, description="PP send/recv overlapped with compute (else blocking)"
+    )
     grad_reduce_fp32: bool | None = Field(
         default=None, description="reduce gradients in fp32 (default: yes for bf16/fp8)"
     )

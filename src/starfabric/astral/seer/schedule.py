@@ -251,10 +251,20 @@ def build_timeline(model: ModelSpec, ex: ExecutionSpec, lay: Layout, ctx: CostCo
     if model.is_moe:
         pieces["moe"] = piece_cost(layer_ops(model, ex, lay, moe=True), ctx, ex.recompute)
     p, v, m = lay.pp, lay.vpp, lay.micro_batches
+    # Activations cross stages split over the TP ranks (Megatron's scatter/gather optimization,
+    # Narayanan et al. SC'21 section 4.1, or sequence parallelism), re-gathered over NVLink.
+    act_bytes = 2.0 * ex.micro_batch * ex.seq_len / lay.cp * model.hidden / lay.tp
+    p2p = 0.0
+    if p > 1:
+        p2p = collective_time("p2p", act_bytes, ctx.groups["pp"], ctx.fabric)
+        if lay.tp > 1 and not lay.sp:
+            p2p += collective_time("all_gather", act_bytes * lay.tp, ctx.groups["tp"], ctx.fabric)
+    blocking = p > 1 and not ex.overlap_p2p
     fwd = np.zeros((p, v))
     bwd = np.zeros((p, v))
     layers = np.zeros((p, v))
     chunk_parts: list[list[dict[str, PassCost]]] = []
+    last_vs = p * v - 1
     for s in range(p):
         row: list[dict[str, PassCost]] = []
         for c in range(v):
@@ -266,17 +276,21 @@ def build_timeline(model: ModelSpec, ex: ExecutionSpec, lay: Layout, ctx: CostCo
                     f = _add(f, _scale(pc.fwd, cnt))
                     b = _add(b, _scale(pc.bwd, cnt))
                     r = _add(r, _scale(pc.recompute, cnt))
+            vs = c * p + s
+            if blocking:
+                # Blocking send/recv: the sender waits for its hand-off after every pass.
+                if vs != last_vs:
+                    f = _add(f, PassCost(0.0, {"pp": p2p}, 0.0))
+                if vs != 0:
+                    b = _add(b, PassCost(0.0, {"pp": p2p}, 0.0))
             fwd[s, c] = f.total
             bwd[s, c] = b.total + r.total
             layers[s, c] = lay.stage_layers[s][c]
             row.append({"fwd": f, "bwd": b, "rec": r})
         chunk_parts.append(row)
-    act_bytes = (
-        2.0 * ex.micro_batch * ex.seq_len / lay.cp * model.hidden / (lay.tp if lay.sp else 1)
-    )
-    p2p = collective_time("p2p", act_bytes, ctx.groups["pp"], ctx.fabric) if p > 1 else 0.0
+    hop = 0.0 if blocking else p2p
     is_fwd, mbs, chs = schedule_order(p, v, m)
-    start, end, ok = _kernels.pipeline_times(is_fwd, mbs, chs, fwd, bwd, p2p, m)
+    start, end, ok = _kernels.pipeline_times(is_fwd, mbs, chs, fwd, bwd, hop, m)
     if not ok:
         raise InvariantError(
             f"pipeline schedule deadlocked (pp={p}, vpp={v}, micro-batches={m})",
@@ -373,8 +387,8 @@ def build_timeline(model: ModelSpec, ex: ExecutionSpec, lay: Layout, ctx: CostCo
     # p2p hand-offs show up as waits in the list simulation: those on the fill and drain
     # path (2 * (pp - 1) hops) are reported as exposed PP communication, the rest as bubble.
     if p > 1:
-        p2p_on_path = min(bubble, 2 * (p - 1) * p2p)
-        breakdown["pp"] = p2p_on_path
+        p2p_on_path = min(bubble, 2 * (p - 1) * hop)
+        breakdown["pp"] = comm.get("pp", 0.0) + p2p_on_path
         breakdown["bubble"] = bubble - p2p_on_path
     diff = sum(breakdown.values()) - iteration
     if abs(diff) > 1e-9 * max(iteration, 1.0):

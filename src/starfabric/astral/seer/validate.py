@@ -121,9 +121,10 @@ def _framework(row: dict[str, str]) -> dict[str, Any]:
     legacy = "megatron-lm" in fw and year is not None and int(year.group(1)) < 2022
     if legacy:
         # Megatron-LM 2021: unfused softmax attention (pre-FlashAttention), DP all-reduce after
-        # the backward pass (no overlap), no distributed optimizer.
+        # the backward pass (no overlap), no distributed optimizer, blocking PP send/recv.
         return {"attention": "unfused", "overlap_grad_reduce": False,
-                "overlap_param_gather": False, "tp_comm_overlap": False}  # fmt: skip
+                "overlap_param_gather": False, "tp_comm_overlap": False,
+                "overlap_p2p": False}  # fmt: skip
     overlap = "overlap" in fw
     return {"attention": "flash", "overlap_grad_reduce": overlap,
             "overlap_param_gather": overlap, "tp_comm_overlap": overlap}  # fmt: skip
