@@ -86,3 +86,23 @@ def test_catalog_extends_from_yaml(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     wrong.write_text("gpuz: []\n")
     with pytest.raises(ConfigError, match="gpuz"):
         load_catalog(wrong)
+
+
+def test_network_parts() -> None:
+    from starfabric.astral.hardware import get_nic, get_optic, get_switch, list_optics
+
+    th5 = get_switch("51.2t")
+    assert th5.radix(200) == 256 and th5.radix(400) == 128 and th5.radix(800) == 64
+    assert get_switch("TH4").radix(200) == 128
+    for sw in ("25.6T", "51.2T"):
+        s = get_switch(sw)
+        assert all(speed * radix == s.capacity_gbps for speed, radix in s.port_modes.items())
+    with pytest.raises(ConfigError, match="use one of: 100G, 200G, 400G"):
+        get_switch("25.6T").radix(800)
+    nic = get_nic("2x200G")
+    assert nic.ports == 2 and nic.total_gbps == 400
+    assert get_optic("400G-DR4").per_link == 2 and get_optic("DAC-200G").per_link == 1
+    for o in list_optics():
+        assert o.source and (
+            ("assumption" in o.source) or ("IEEE" in o.source) or "MSA" in o.source
+        )

@@ -47,3 +47,15 @@ def test_16k_pod_power_is_dominated_by_gpus_and_hosts() -> None:
     assert r.gpu_w == 16_384 * 700
     assert 0.03 * r.it_w < r.network_w < 0.15 * r.it_w
     assert 9.0 < r.host_kw < 11.5  # astral.md: an 8-GPU server draws about 10-11 kW
+
+
+def test_a_host_bigger_than_a_rack_spans_racks() -> None:
+    spec = ClusterSpec(
+        topology="rail-only", switch="51.2T", port_speed="400G", nic="CX7-400G", gpu="H100",
+        gpus_per_host=256, gpus=32_768,
+    )  # fmt: skip
+    inv = inventory(build(spec), spec)
+    r = power_report(inv, spec.power)
+    assert r.host_kw > r.rack_kw
+    assert r.server_racks == 128 * -(-r.host_kw // r.rack_kw)
+    assert r.rack_density_kw <= r.rack_kw

@@ -37,7 +37,7 @@ class PowerSpec(Spec):
     cooling: Literal["air", "air-liquid", "liquid"] = "air-liquid"
     power_chain: Literal["hvdc", "ac-ups"] = "hvdc"
     host_overhead_w: float = Field(
-        4000.0, ge=0, description="assumption: CPUs, memory, fans, PSU loss per 8-GPU host"
+        4000.0, ge=0, description="assumption: CPUs, memory, fans, PSU loss per 8 GPUs of a host"
     )
     rack_kw: float | None = Field(None, gt=0, description="override the cooling type's budget")
     other_overhead: float = Field(0.03, ge=0, description="assumption: lighting, offices, loss")
@@ -72,6 +72,7 @@ class PowerReport:
     server_racks: int
     network_racks: int
     host_kw: float
+    rack_density_kw: float
     energy_usd_per_year: float
     pods: int
 
@@ -123,8 +124,12 @@ def power_report(inv: Inventory, spec: PowerSpec | None = None) -> PowerReport:
     host_kw = (inv.gpus_per_host * gpu.tdp_w + inv.gpus_per_host * nic.power_w) / 1e3 + (
         spec.host_overhead_w * inv.gpus_per_host / 8.0
     ) / 1e3
-    hosts_per_rack = max(int(rack_kw // host_kw), 0)
-    server_racks = math.ceil(inv.hosts / hosts_per_rack) if hosts_per_rack else inv.hosts
+    hosts_per_rack = int(rack_kw // host_kw)
+    if hosts_per_rack:
+        server_racks = math.ceil(inv.hosts / hosts_per_rack)
+    else:  # a host (e.g. a 256-GPU NVLink domain) spans several racks
+        server_racks = inv.hosts * math.ceil(host_kw / rack_kw)
+    server_kw = inv.hosts * host_kw
     network_racks = math.ceil((switch_w + optics_w) / (rack_kw * 1e3))
     return PowerReport(
         gpu_w=gpu_w,
@@ -146,6 +151,7 @@ def power_report(inv: Inventory, spec: PowerSpec | None = None) -> PowerReport:
         server_racks=server_racks,
         network_racks=network_racks,
         host_kw=host_kw,
+        rack_density_kw=server_kw / server_racks if server_racks else 0.0,
         energy_usd_per_year=facility_w / 1e3 * 24 * 365 * spec.usd_per_kwh,
         pods=inv.pods,
     )

@@ -172,7 +172,8 @@ def topo_build(
     tab.add_row("facility power", f"{pr.facility_w / 1e6:,.2f} MW",
                 f"PUE {pr.pue:.3f} ({spec.power.cooling}, {spec.power.power_chain})")  # fmt: skip
     tab.add_row("racks", f"{pr.server_racks:,} server + {pr.network_racks:,} network",
-                f"{pr.rack_kw:g} kW per rack, {pr.host_kw:.1f} kW per host")  # fmt: skip
+                f"{pr.rack_density_kw:.1f} of {pr.rack_kw:g} kW per rack, "
+                f"{pr.host_kw:.1f} kW per host")  # fmt: skip
     tab.add_row("cost", f"${pr.total_cost_usd / 1e9:,.2f} B",
                 f"network ${pr.network_cost_usd / 1e6:,.1f} M")  # fmt: skip
     con.print(tab)

@@ -2,7 +2,7 @@
 
 import pytest
 
-from starfabric.astral.hardware import SwitchSpec, register_switch
+from starfabric.astral.hardware import NICSpec, SwitchSpec, register_nic, register_switch
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -20,3 +20,14 @@ def small_switches() -> None:
             ),
             replace=True,
         )
+    register_nic(
+        NICSpec(
+            name="test-1x200G",
+            ports=1,
+            port_gbps=200,
+            power_w=20,
+            cost_usd=1000,
+            source="assumption: test NIC",
+        ),
+        replace=True,
+    )

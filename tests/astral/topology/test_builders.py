@@ -147,3 +147,37 @@ def test_fat_tree_is_not_rail_optimized_but_rail_layout_is() -> None:
 def test_arrays_are_read_only(astral_512k: Topology) -> None:
     with pytest.raises(ValueError):
         astral_512k.link_capacity_bps[0] = 1.0
+
+
+def test_inventory_optics_and_largest_cluster() -> None:
+    spec = ClusterSpec(topology="astral", switch="25.6T", pods=1)
+    inv = inventory(build(spec), spec)
+    # 16,384 GPUs x 2 ports: 32,768 links per tier, two transceivers per link
+    assert inv.links == {"nic-tor": 32_768, "tor-agg": 32_768, "agg-core": 32_768, "nvlink": 16_384}
+    assert inv.media == {"nic-tor": "200G-SR4", "tor-agg": "200G-SR4", "agg-core": "200G-FR4"}
+    assert inv.optics == {"200G-SR4": 131_072, "200G-FR4": 65_536}
+    assert inv.ports_used["core"] == 256 * 128 and inv.ports_total == 1280 * 128
+    # largest 1:1 astral with 128-port switches: pods*rails = R groups -> 16 pods
+    assert inv.max_gpus == 16 * 16_384
+    biggest = build(ClusterSpec(topology="astral", switch="test-16x200G", pods=2))
+    assert (
+        biggest.n_gpus
+        == inventory(
+            biggest, ClusterSpec(topology="astral", switch="test-16x200G", pods=2)
+        ).max_gpus
+    )
+    short = ClusterSpec(topology="astral", switch="25.6T", pods=1, agg_core_cable_m=3000)
+    with pytest.raises(InfeasibleError, match="reaches 3000 m"):
+        inventory(build(short), short)
+    dac = ClusterSpec(topology="astral", switch="25.6T", pods=1, media={"agg-core": "DAC-200G"})
+    with pytest.raises(InfeasibleError, match=r"media\.agg-core = DAC-200G"):
+        inventory(build(dac), dac)
+
+
+def test_size_errors_of_other_builders() -> None:
+    with pytest.raises(InfeasibleError, match="use gpus: 8,192 or 16,384"):
+        build(ClusterSpec(topology="dual-plane", switch="25.6T", gpus=10_000))
+    with pytest.raises(InfeasibleError, match="set gpus"):
+        build(ClusterSpec(topology="rail-only"))
+    with pytest.raises(InfeasibleError, match="use gpus: 8,192 or 16,384"):
+        build(ClusterSpec(topology="fat-tree", switch="25.6T", gpus=12_288))

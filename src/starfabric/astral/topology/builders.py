@@ -240,9 +240,9 @@ def _fat_tree(spec: ClusterSpec, pt: _Parts) -> _Plan:
 
 def _rail_only(spec: ClusterSpec, pt: _Parts) -> _Plan:
     r = pt.radix
-    if spec.gpus is None and spec.pods is None:
-        raise InfeasibleError("rail-only needs a size", fix="set gpus: N")
-    n = spec.gpus if spec.gpus is not None else (spec.pods or 1) * r * r
+    if spec.gpus is None:
+        raise InfeasibleError("rail-only: the cluster size is not given", fix="set gpus: N")
+    n = spec.gpus
     if n % pt.rails:
         raise InfeasibleError(
             f"rail-only: gpus = {n:,} is not a whole number of {pt.rails}-GPU hosts",
@@ -292,21 +292,29 @@ def _dual_plane(spec: ClusterSpec, pt: _Parts) -> _Plan:
         raise InfeasibleError("dual-plane puts NIC port k on plane k", fix="set dual_tor: true")
     one_pod = r * (r // 2)
     multi_pod = (r // 2) * (r // 2)
-    if spec.gpus is not None and spec.pods is None:
-        pods = 1 if spec.gpus == one_pod else _pods_from(spec, multi_pod, "dual-plane")
+    valid = [1, *(x for x in range(2, r + 1) if _core_ok(r, x))]
+    sizes = {x: one_pod if x == 1 else x * multi_pod for x in valid}
+    if spec.gpus is not None:
+        by_size = {v: k for k, v in sorted(sizes.items(), reverse=True)}  # fewest pods win
+        if spec.gpus not in by_size or (spec.pods is not None and spec.pods != by_size[spec.gpus]):
+            raise InfeasibleError(
+                f"dual-plane: gpus = {spec.gpus:,} is not a 1:1 dual-plane size at R = {r}"
+                + (f" with pods = {spec.pods}" if spec.pods is not None else ""),
+                fix=f"use gpus: {_nearest(sorted(by_size), spec.gpus)}",
+            )
+        pods = by_size[spec.gpus]
     else:
-        pods = _pods_from(spec, multi_pod if (spec.pods or 1) > 1 else one_pod, "dual-plane")
+        pods = spec.pods or 1
+    if pods not in sizes:
+        raise InfeasibleError(
+            f"dual-plane: pods = {pods} cannot be wired 1:1 at R = {r}",
+            fix=f"use pods: {_nearest(valid, pods)}",
+        )
     tors = r if pods == 1 else r // 2
     if tors % pt.rails:
         raise InfeasibleError(
             f"dual-plane: {tors} ToRs per plane cannot split over {pt.rails} rails",
             fix="use a number of GPUs per host that divides the ToR count",
-        )
-    valid = [1, *(x for x in range(2, r + 1) if _core_ok(r, x))]
-    if pods > 1 and not _core_ok(r, pods):
-        raise InfeasibleError(
-            f"dual-plane: pods = {pods} cannot be wired 1:1 at R = {r}",
-            fix=f"use pods: {_nearest(valid, pods)}",
         )
     down = r // 2
     per_rail = tors // pt.rails
