@@ -181,3 +181,11 @@ def test_size_errors_of_other_builders() -> None:
         build(ClusterSpec(topology="rail-only"))
     with pytest.raises(InfeasibleError, match="use gpus: 8,192 or 16,384"):
         build(ClusterSpec(topology="fat-tree", switch="25.6T", gpus=12_288))
+
+
+def test_astral_package_reexports() -> None:
+    import starfabric.astral as astral
+
+    assert astral.build is build and astral.ClusterSpec is ClusterSpec
+    with pytest.raises(AttributeError):
+        _ = astral.no_such_name  # type: ignore[attr-defined]
