@@ -155,3 +155,17 @@ def test_bad_route_input_is_one_line() -> None:
         route(topo, [0, 1], [1], [1])
     with pytest.raises(ConfigError, match="failed link id"):
         failed_link_mask(topo, links=[-1])
+
+
+def test_arbitrary_topology_routes_by_graph_search() -> None:
+    import dataclasses
+
+    topo = _small("astral")
+    bare = dataclasses.replace(topo, structure=None)
+    s, d = _all_pairs(topo.n_gpus)
+    h = np.arange(s.size, dtype=np.uint64)
+    r = route_flows(bare, s, d, h)  # auto -> BFS: no closed form without structure
+    assert r.reachable.all()
+    assert (r.hops() == route_flows(topo, s, d, h).hops()).all()
+    with pytest.raises(ConfigError, match="closed-form"):
+        route_flows(bare, s, d, h, method="closed-form")

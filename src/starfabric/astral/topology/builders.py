@@ -39,7 +39,7 @@ import numpy as np
 from starfabric.astral.hardware import get_gpu, get_nic, get_switch
 from starfabric.astral.topology.model import Structure, Topology, make_topology
 from starfabric.astral.topology.spec import LIGHT_S_PER_M, ClusterSpec
-from starfabric.errors import InfeasibleError
+from starfabric.errors import ConfigError, InfeasibleError
 
 MAX_GPUS = 1 << 24
 """Refuse clusters above 16M GPUs: arrays would not fit a workstation's memory."""
@@ -375,7 +375,7 @@ def build(spec: ClusterSpec) -> Topology:
     """Compile a ClusterSpec into an array Topology with its builder."""
     b = BUILDERS.get(spec.topology)
     if b is None:
-        raise InfeasibleError(
+        raise ConfigError(
             f"unknown topology {spec.topology!r}", fix=f"use one of: {', '.join(BUILDERS)}"
         )
     pt = _parts(spec)
