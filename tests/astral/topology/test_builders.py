@@ -105,7 +105,7 @@ def test_gpus_and_pods_must_agree() -> None:
 
 
 def test_bad_input_is_one_line() -> None:
-    with pytest.raises(ConfigError, match="unknown topology 'torus'.*astral, fat-tree"):
+    with pytest.raises(ConfigError, match=r"unknown topology 'torus'.*astral, fat-tree"):
         build(ClusterSpec(topology="torus"))
     with pytest.raises(ConfigError, match="no 300G port mode"):
         build(ClusterSpec(port_speed="300G"))
