@@ -232,3 +232,57 @@ def topo_compare(
         con.print(f"png: {plot_compare(rows, png)}")
     if json_path:
         con.print(f"json: {write_json({'rows': [r.as_dict() for r in rows]}, json_path)}")
+
+
+@seer_app.command("search")
+def seer_search(
+    model: str = typer.Argument(..., help="Bundled model name or config.json path."),
+    gpus: int = typer.Option(..., "--gpus", help="Number of GPUs."),
+    gpu: str = typer.Option("H100", "--gpu", help="GPU type from the hardware catalog."),
+    global_batch: int = typer.Option(..., "--global-batch", help="Sequences per iteration."),
+    seq_len: int = typer.Option(..., "--seq-len", help="Sequence length."),
+    precision: str = typer.Option("bf16", "--precision", help="bf16, fp16 or fp8."),
+    nic: str = typer.Option("400G", "--nic", help="Scale-out bandwidth per GPU."),
+    top: int = typer.Option(10, "--top", help="How many layouts to show."),
+    json_path: str = typer.Option("", "--json", help="Write the ranked layouts here."),
+) -> None:
+    """Rank every valid parallel layout by predicted throughput (memory-feasible only)."""
+    import json
+    import time
+    from pathlib import Path
+
+    from rich.console import Console
+    from rich.table import Table
+
+    from starfabric.astral.seer import load_model
+    from starfabric.astral.seer.parallel import SystemSpec
+    from starfabric.astral.seer.search import search
+    from starfabric.config import parse_spec
+    from starfabric.errors import ConfigError
+
+    if precision not in ("bf16", "fp16", "fp8"):
+        raise ConfigError(
+            f"--precision {precision!r} is not supported", fix="use bf16, fp16 or fp8"
+        )
+    system = parse_spec(SystemSpec, {"gpu": gpu, "gpus": gpus, "nic_bandwidth": nic}, "options")
+    t0 = time.perf_counter()
+    res = search(load_model(model), system, global_batch, seq_len, precision)  # type: ignore[arg-type]
+    dt = time.perf_counter() - t0
+    rows = res.top(top)
+    con = Console()
+    con.print(
+        f"{len(res)} layouts ({int(res.feasible.sum())} fit in memory) in {dt:.2f}s "
+        f"({len(res) / dt:,.0f} configs/s)"
+    )
+    tab = Table("#", "tp", "cp", "pp", "vpp", "dp", "ep", "mb", "recompute", "iter s", "tokens/s",
+                "GiB")  # fmt: skip
+    for i, r in enumerate(rows, 1):
+        tab.add_row(
+            str(i), *(str(r[k]) for k in ("tp", "cp", "pp", "vpp", "dp", "ep", "mb")),
+            r["recompute"], f"{r['iteration_s']:.3f}", f"{r['tokens_per_s']:,.0f}",
+            f"{r['memory_gib']:.1f}",
+        )  # fmt: skip
+    con.print(tab)
+    if json_path:
+        Path(json_path).parent.mkdir(parents=True, exist_ok=True)
+        Path(json_path).write_text(json.dumps({"layouts": len(res), "top": rows}, indent=2))

@@ -67,7 +67,8 @@ class PassCost:
         return self.compute + sum(self.comm.values())
 
 
-def _pass(t: OpTable, c: OpCosts, mask: np.ndarray[Any, Any] | None = None) -> PassCost:
+def pass_cost(t: OpTable, c: OpCosts, mask: np.ndarray[Any, Any] | None = None) -> PassCost:
+    """Critical-path cost of the operators of `t` selected by `mask` (all by default)."""
     sel = np.ones(len(t), dtype=bool) if mask is None else mask
     comp = float(c.exposed[sel & (c.kind != COMM)].sum())
     comm: dict[str, float] = {}
@@ -110,14 +111,14 @@ def piece_cost(t: OpTable, ctx: CostContext, recompute: str) -> PieceCost:
     fc = op_costs(t, ctx)
     bt = backward_of(t)
     bc = op_costs(bt, ctx, backward=True)
-    fwd = _pass(t, fc)
+    fwd = pass_cost(t, fc)
     if recompute == "full":
         rec = fwd
     elif recompute == "selective":
-        rec = _pass(t, fc, np.asarray(t.selective, dtype=bool))
+        rec = pass_cost(t, fc, np.asarray(t.selective, dtype=bool))
     else:
         rec = _ZERO
-    return PieceCost(fwd, _pass(bt, bc), rec, t, fc, bt, bc)
+    return PieceCost(fwd, pass_cost(bt, bc), rec, t, fc, bt, bc)
 
 
 def schedule_order(p: int, v: int, m: int) -> tuple[np.ndarray[Any, Any], ...]:
