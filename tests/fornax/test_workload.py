@@ -151,7 +151,7 @@ def test_pcap_replay_windows_and_labels() -> None:
     assert _all(fast)[0].time_ns[-1] == pytest.approx(p.time_ns[-1] / 2, abs=1)
 
 
-def test_real_browsing_trace_has_13_connections() -> None:
+def test_every_scan_syn_opens_a_connection() -> None:
     from starfabric.fornax.pcap import read_pcap
 
     p, _ = read_pcap(ROOT / "tests" / "data" / "pcap" / "zeek_nmap_vsn_syn_rst_udp.pcap")

@@ -7,3 +7,110 @@ import typer
 fornax_app = typer.Typer(
     help="Fornax: hardware-centric SmartNIC session management.", no_args_is_help=True
 )
+
+
+# --- policy: the VPC model (fornax/vpc) -------------------------------------------------------
+policy_app = typer.Typer(help="Tenant network policy: validate and inspect VPC files.")
+fornax_app.add_typer(policy_app, name="policy")
+
+
+@policy_app.command("check")
+def policy_check(
+    vpc_file: str = typer.Argument(..., metavar="VPC.yaml", help="Tenant network (YAML/JSON)."),
+    explain: tuple[str, str, str, int] | None = typer.Option(
+        None,
+        "--explain",
+        metavar="SRC DST PROTO DPORT",
+        help="Decide one first packet and show the rules that did (ICMP: DPORT = type).",
+    ),
+    vni: int | None = typer.Option(
+        None, "--vni", help="VNI of the explained packet (default: its source ENI's VPC)."
+    ),
+    sport: int = typer.Option(40000, "--sport", help="Source port (ICMP: echo id) to explain."),
+    json_out: str | None = typer.Option(None, "--json", help="Also write the result as JSON."),
+) -> None:
+    """Validate VPC.yaml and show what it compiles to."""
+    import json
+    import sys
+    from pathlib import Path
+
+    from rich.console import Console
+    from rich.table import Table
+
+    from starfabric.fornax.vpc import compile_policy, load_vpc_spec
+    from starfabric.fornax.vpc.report import compiled_bytes, summary
+    from starfabric.fornax.vpc.report import explain as explain_packet
+    from starfabric.units import format_bytes
+
+    console = Console(highlight=False, width=None if sys.stdout.isatty() else 120)
+    compiled = compile_policy(load_vpc_spec(vpc_file))
+    rows = summary(compiled)
+    ex = None
+    if explain is not None:  # decided first, so a bad packet fails before any output
+        src, dst, proto, dport = explain
+        ex = explain_packet(compiled, src, dst, proto, dport, sport=sport, vni=vni)
+    table = Table(title=f"{vpc_file}: valid", title_justify="left")
+    for title in ("VPC", "VNI", "subnets", "ENIs", "SGs (rules)", "ACL rules", "prefixes",
+                  "NAT IPs/EIPs", "actions"):  # fmt: skip
+        table.add_column(title, justify="left" if title == "VPC" else "right")
+
+    def cells(r: dict[str, int | str]) -> list[str]:
+        return [
+            str(r["subnets"]),
+            str(r["enis"]),
+            f"{r['security_groups']} ({r['sg_rules']})",
+            str(r["acl_rules"]),
+            str(r["prefixes"]),
+            f"{r['nat_public_ips']}/{r['eips']}",
+            str(r["actions"]),
+        ]
+
+    for r in rows:
+        table.add_row(str(r["vpc"]), str(r["vni"]), *cells(r))
+    keys = ("subnets", "enis", "security_groups", "sg_rules", "acl_rules", "prefixes",
+            "nat_public_ips", "eips", "actions")  # fmt: skip
+    totals: dict[str, int | str] = {k: sum(int(r[k]) for r in rows) for k in keys}
+    table.add_row("total", "", *cells(totals), style="bold")
+    console.print(table)
+    console.print(
+        f"{len(compiled.actions)} action rows, {len(compiled.route_names)} prefixes in "
+        f"{compiled.n_tables} tables, {len(compiled.host_names)} hosts, "
+        f"{len(compiled.peering_names)} peerings; compiled arrays "
+        f"{format_bytes(compiled_bytes(compiled))}"
+    )
+    result: dict[str, object] = {"file": vpc_file, "vpcs": rows, "actions": len(compiled.actions)}
+    if ex is not None:
+        result["explain"] = ex
+        pk = ex["packet"]
+        verdict = "ALLOW" if ex["reason"] == "ALLOW" else f"DROP ({ex['reason']})"
+        steps = Table(
+            title=f"vni {pk['vni']} {pk['src']}:{pk['sport']} -> {pk['dst']}:{pk['dport']} "
+            f"proto {pk['proto']}: {verdict}",
+            title_justify="left",
+        )
+        steps.add_column("stage")
+        steps.add_column("decided by")
+        blame = {
+            "NO_ENI": "eni", "NO_ROUTE": "route", "SG_DENY_OUT": "sg_out",
+            "ACL_DENY_OUT": "acl_out", "ACL_DENY_IN": "acl_in", "SG_DENY_IN": "sg_in",
+        }  # fmt: skip
+        for stage, key in (
+            ("session ENI", "eni"),
+            ("route", "route"),
+            ("SG egress", "sg_out"),
+            ("ACL egress", "acl_out"),
+            ("ACL ingress", "acl_in"),
+            ("SG ingress", "sg_in"),
+        ):
+            shown = ex[key]
+            if shown is None:
+                shown = "no match: default deny" if blame.get(ex["reason"]) == key else "-"
+            steps.add_row(stage, str(shown))
+        steps.add_row("forward action", f"#{ex['handles']['fwd']} {ex['fwd']}")
+        steps.add_row("reply", f"{ex['rev_reason']}: #{ex['handles']['rev']} {ex['rev']}")
+        steps.add_row("NAT", f"{ex['nat_kind']} {ex['nat_pool'] or ''}".strip())
+        steps.add_row("scopes", f"eni {ex['eni']}, vpc {ex['vpc']}; reply vni {ex['rev_vni']}")
+        console.print(steps)
+    if json_out:
+        Path(json_out).parent.mkdir(parents=True, exist_ok=True)
+        Path(json_out).write_text(json.dumps(result, indent=2, default=str))
