@@ -83,3 +83,38 @@ def test_any_file_with_the_same_columns_validates(tmp_path: Path) -> None:
         w.writeheader()
         w.writerows([rows[0], rows[-1]])
     assert [r.row_id for r in validate(p)] == [rows[0]["row_id"], rows[-1]["row_id"]]
+
+
+def test_row_parsing_of_other_sources() -> None:
+    from starfabric.astral.seer.validate import _framework, _gpu, _nic
+
+    assert (
+        _nic({"interconnect": "8x HDR 200Gb/s InfiniBand per node", "gpus_per_node": "8"}, "A100")
+        == "200G"
+    )
+    assert _nic({"interconnect": "3.2 Tbps per node (EFA)", "gpus_per_node": "8"}, "H100") == "400G"
+    assert _nic({"interconnect": "400 Gb/s per GPU RoCE", "gpus_per_node": "8"}, "H800") == "400G"
+    assert _nic({"interconnect": "UNVERIFIED", "gpus_per_node": "8"}, "A100-SXM-80GB") == "200G"
+    assert _gpu({"gpu": "A100-SXM4-40GB"}) == ("A100-SXM-80GB", 40.0)
+    assert _gpu({"gpu": "H100 (SXM, 80GB presumed)"}) == ("H100-SXM", None)
+    legacy = _framework({"framework": "Megatron-LM (2021)"})
+    assert legacy["attention"] == "unfused" and not legacy["overlap_grad_reduce"]
+    modern = _framework({"framework": "NeMo 24.05"})
+    assert modern["overlap_grad_reduce"] and not modern["tp_comm_overlap"]
+
+
+def test_rows_with_time_or_tokens_instead_of_tflops(tmp_path: Path) -> None:
+    rows = list(csv.DictReader(CSV.open()))
+    row = dict(rows[-1])
+    model = row_model(row)
+    expected = published_iteration_s(row, model)
+    by_tokens = dict(row, tflops_per_gpu="", tflops_flop_convention="",
+                     tokens_per_sec_per_gpu=str(12582912 / (expected * 6144)))  # fmt: skip
+    assert published_iteration_s(by_tokens, model) == pytest.approx(expected)
+    p = tmp_path / "one.csv"
+    with p.open("w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(row))
+        w.writeheader()
+        w.writerow(by_tokens)
+    (res,) = validate(p)
+    assert res.convention == "model" and res.published_iter_s == pytest.approx(expected)

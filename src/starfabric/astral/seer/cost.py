@@ -21,6 +21,9 @@ from starfabric.astral.seer.parallel import ExecutionSpec, Layout
 TP_OVERLAP_RESIDUAL = 0.15
 """With TP comm overlap, this fraction of each TP collective stays exposed (pipeline fill of the
 chunked overlap, SMs taken from the GEMM) — assumption."""
+FP8_CAST_BYTES = 3.0
+"""HBM bytes per element to quantize a GEMM's 16-bit input to FP8 (read 2, write 1); the amax
+reduction rides along (Transformer Engine's cast kernels)."""
 CP_OVERLAP_RESIDUAL = 0.10
 """Fraction of ring-attention KV exchange not hidden behind attention (assumption)."""
 
@@ -37,6 +40,7 @@ class CostContext:
     fabric: Fabric
     groups: dict[str, Group]
     tp_comm_overlap: bool
+    fp8: bool = False
 
 
 def make_context(ex: ExecutionSpec, lay: Layout, eff: Efficiency) -> CostContext:
@@ -70,6 +74,7 @@ def make_context(ex: ExecutionSpec, lay: Layout, eff: Efficiency) -> CostContext
         fabric=fabric,
         groups=groups,
         tp_comm_overlap=ex.tp_comm_overlap,
+        fp8=ex.precision == "fp8",
     )
 
 
@@ -95,6 +100,10 @@ def op_costs(t: OpTable, ctx: CostContext, backward: bool = False) -> OpCosts:
             a["m"][g], a["n"][g], a["k"][g], a["batch"][g], ctx.gemm_peak_flops,
             ctx.hbm_bytes_per_s, eff, peak_fraction=ctx.gemm_fraction,
         )  # fmt: skip
+        if ctx.fp8:
+            # FP8 GEMMs first quantize their 16-bit activation operand (read 2 B, write 1 B).
+            time[g] += mem_time(FP8_CAST_BYTES * a["m"][g] * a["k"][g] * a["batch"][g],
+                                ctx.hbm_bytes_per_s, eff)  # fmt: skip
     b = kind == BMM
     if b.any():
         time[b] = gemm_time(

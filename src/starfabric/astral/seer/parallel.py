@@ -65,6 +65,9 @@ class SystemSpec(Spec):
         default="400G", description="scale-out bandwidth per GPU (one rail), e.g. '400G'"
     )
     efficiency: dict[str, Any] = Field(default_factory=dict, description="efficiency overrides")
+    hbm_gib: float | None = Field(
+        default=None, gt=0, description="memory per GPU when the SKU differs (A100 40GB)"
+    )
 
 
 @dataclass(frozen=True)
@@ -102,6 +105,8 @@ def _divisors(n: int) -> list[int]:
 def resolve_layout(model: ModelSpec, ex: ExecutionSpec, system: SystemSpec) -> Layout:
     """Check that `ex` can run `model` on `system`; return the resolved layout or say why not."""
     gpu = get_gpu(system.gpu)
+    if system.hbm_gib is not None:
+        gpu = gpu.model_copy(update={"hbm_gib": system.hbm_gib})
     if ex.precision == "fp8":
         gpu.tflops("fp8")
     mp = ex.tp * ex.pp * ex.cp

@@ -15,11 +15,16 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from starfabric.astral.hardware import get_gpu
 from starfabric.astral.seer.model import ModelSpec
-from starfabric.astral.seer.ops import megatron_model_flops, narayanan_hardware_flops
+from starfabric.astral.seer.ops import (
+    flops_per_token_6nd,
+    megatron_model_flops,
+    narayanan_hardware_flops,
+)
 from starfabric.astral.seer.predict import Prediction, make_job, predict
 from starfabric.config import parse_spec
-from starfabric.errors import DataError, StarfabricError
+from starfabric.errors import ConfigError, DataError, StarfabricError
 
 DEFAULT_NIC_PER_GPU = {
     "A100": "200G",
@@ -34,8 +39,10 @@ MICRO_BATCH_CANDIDATES = (1, 2, 4, 8)
 """Micro-batch sizes Megatron users try when tuning (assumption)."""
 REQUIRED = (
     "row_id", "model", "layers", "hidden", "heads", "vocab", "seq_len", "gpu", "num_gpus",
-    "tp", "pp", "dp", "global_batch_seqs", "tflops_per_gpu", "tflops_flop_convention",
+    "tp", "pp", "global_batch_seqs",
 )  # fmt: skip
+"""Columns every row must fill; the published figure comes from iter_time_s,
+derived_iter_time_s, or tflops_per_gpu with tflops_flop_convention."""
 
 
 def bundled_csv() -> Path:
@@ -99,35 +106,71 @@ def row_model(row: dict[str, str]) -> ModelSpec:
     return parse_spec(ModelSpec, spec, source=f"row {row['row_id']}")
 
 
-def _gpu_name(row: dict[str, str]) -> str:
-    return row["gpu"].split("(")[0].split()[0].strip()
+def _gpu(row: dict[str, str]) -> tuple[str, float | None]:
+    """Catalog name for the row's GPU and an HBM override when the row names another size
+    (e.g. 'A100-SXM4-40GB' → A100 with 40 GiB)."""
+    raw = row["gpu"].split("(")[0].split()[0].strip()
+    parts = raw.split("-")
+    name = raw
+    for n in range(len(parts), 0, -1):
+        cand = "-".join(parts[:n])
+        try:
+            name = get_gpu(cand).name
+        except ConfigError:
+            continue
+        break
+    mem = re.search(r"(\d+)\s*GB", row["gpu"])
+    hbm = float(mem.group(1)) if mem else None
+    if hbm is not None and abs(get_gpu(name).hbm_gib - hbm) < 1e-9:
+        hbm = None
+    return name, hbm
+
+
+_SPEED = r"(\d+(?:\.\d+)?)\s*(G|T)(?:b/?s|bps|bit/s|b\b)"
 
 
 def _nic(row: dict[str, str], gpu: str) -> str:
+    """Scale-out bandwidth per GPU from the interconnect text ('8x HDR 200Gb/s', '3.2 Tbps per
+    node', '400 Gb/s per GPU'), else the reference-design default for the GPU."""
     text = row.get("interconnect") or ""
-    m = re.search(r"(\d+)\s*x\s*[A-Za-z ]*?(\d+)\s*Gb/?s", text)
     per_node = _int(row, "gpus_per_node", 8)
-    if m and not _unverified(text):
-        return f"{int(m.group(1)) * int(m.group(2)) / per_node:g}G"
+    if not _unverified(text):
+        m = re.search(r"(\d+)\s*[x×]\s*(?:[A-Za-z-]+\s+)*?" + _SPEED, text)
+        if m:
+            gbps = int(m.group(1)) * float(m.group(2)) * (1000 if m.group(3) == "T" else 1)
+            return f"{gbps / per_node:g}G"
+        m = re.search(_SPEED + r"\s*(?:per|/)\s*(GPU|node)", text, re.IGNORECASE)
+        if m:
+            gbps = float(m.group(1)) * (1000 if m.group(2) == "T" else 1)
+            return f"{gbps / (per_node if m.group(3).lower() == 'node' else 1):g}G"
     for key, val in DEFAULT_NIC_PER_GPU.items():
         if key in gpu.upper():
             return val
     return "400G"
 
 
-def _framework(row: dict[str, str]) -> dict[str, Any]:
+def _legacy(row: dict[str, str]) -> bool:
     fw = (row.get("framework") or "").lower()
     year = re.search(r"(20\d\d)", fw)
-    legacy = "megatron-lm" in fw and year is not None and int(year.group(1)) < 2022
-    if legacy:
+    return "megatron-lm" in fw and year is not None and int(year.group(1)) < 2022
+
+
+def _framework(row: dict[str, str]) -> dict[str, Any]:
+    fw = (row.get("framework") or "").lower()
+    if _legacy(row):
         # Megatron-LM 2021: unfused softmax attention (pre-FlashAttention), DP all-reduce after
         # the backward pass (no overlap), no distributed optimizer, blocking PP send/recv.
         return {"attention": "unfused", "overlap_grad_reduce": False,
                 "overlap_param_gather": False, "tp_comm_overlap": False,
                 "overlap_p2p": False}  # fmt: skip
-    overlap = "overlap" in fw
-    return {"attention": "flash", "overlap_grad_reduce": overlap,
-            "overlap_param_gather": overlap, "tp_comm_overlap": overlap}  # fmt: skip
+    # Current stacks (Megatron-Core, NeMo, TorchTitan, DeepSpeed) overlap DP communication by
+    # default; TP overlap is opt-in and taken only when the row says so.
+    no_overlap = "no overlap" in fw or "without overlap" in fw
+    sp_text = (row.get("sp") or "").lower()
+    tp_overlap = "tp-comm-overlap" in sp_text or ("overlap" in fw and "tp" in fw)
+    return {"attention": "flash", "overlap_grad_reduce": not no_overlap,
+            "overlap_param_gather": not no_overlap,
+            "tp_comm_overlap": tp_overlap and not no_overlap}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -157,31 +200,50 @@ def _convention(row: dict[str, str]) -> str:
         return "narayanan"
     if "megatron" in text:
         return "megatron"
-    if "6nd" in text or "6n" in text:
+    if "6nd" in text or "6n" in text or not text.strip() or _has_time(row):
         return "model"
     raise DataError(
         f"row {row['row_id']}: unknown FLOP convention {row.get('tflops_flop_convention')!r}",
-        fix="say 'Narayanan Eq.3', 'Megatron model FLOPs' or '6ND'",
+        fix="say 'Narayanan Eq.3', 'Megatron model FLOPs' or '6ND', or give iter_time_s",
     )
 
 
+def _has_time(row: dict[str, str]) -> bool:
+    return any(
+        (row.get(k) or "").strip()
+        for k in ("iter_time_s", "derived_iter_time_s", "tokens_per_sec_per_gpu")
+    )
+
+
+def _convention_flops(row: dict[str, str], model: ModelSpec, conv: str) -> float:
+    tokens = _int(row, "global_batch_seqs") * _int(row, "seq_len")
+    if conv == "narayanan":
+        return narayanan_hardware_flops(model, tokens, model.max_seq_len)
+    if conv == "megatron":
+        return megatron_model_flops(model, tokens, model.max_seq_len)
+    return flops_per_token_6nd(model, model.max_seq_len) * tokens
+
+
 def published_iteration_s(row: dict[str, str], model: ModelSpec) -> float:
-    """The row's iteration time: derived column, or TFLOP/s converted by its convention."""
+    """The row's iteration time: measured or derived column, tokens/s per GPU, or TFLOP/s per
+    GPU converted back with the source's own FLOP formula."""
     for key in ("iter_time_s", "derived_iter_time_s"):
         raw = (row.get(key) or "").strip()
         if raw:
             return float(raw)
     tokens = _int(row, "global_batch_seqs") * _int(row, "seq_len")
-    conv = _convention(row)
-    if conv == "narayanan":
-        flops = narayanan_hardware_flops(model, tokens, model.max_seq_len)
-    elif conv == "megatron":
-        flops = megatron_model_flops(model, tokens, model.max_seq_len)
-    else:
-        from starfabric.astral.seer.ops import flops_per_token_6nd
-
-        flops = flops_per_token_6nd(model, model.max_seq_len) * tokens
-    return flops / (float(row["tflops_per_gpu"]) * 1e12 * _int(row, "num_gpus"))
+    gpus = _int(row, "num_gpus")
+    tps = (row.get("tokens_per_sec_per_gpu") or "").strip()
+    if tps:
+        return tokens / (float(tps) * gpus)
+    tf = (row.get("tflops_per_gpu") or "").strip()
+    if not tf:
+        raise DataError(
+            f"row {row['row_id']}: no published figure (iter_time_s, derived_iter_time_s, "
+            "tokens_per_sec_per_gpu or tflops_per_gpu)",
+            fix="fill one of them",
+        )
+    return _convention_flops(row, model, _convention(row)) / (float(tf) * 1e12 * gpus)
 
 
 def _candidates(row: dict[str, str], model: ModelSpec) -> tuple[list[int], list[int], list[str]]:
@@ -211,36 +273,46 @@ def _candidates(row: dict[str, str], model: ModelSpec) -> tuple[list[int], list[
 def row_job_options(row: dict[str, str]) -> tuple[ModelSpec, dict[str, Any], dict[str, Any]]:
     """Model, fixed execution fields and system of a row (UNVERIFIED fields left out)."""
     model = row_model(row)
-    gpu = _gpu_name(row)
+    gpu, hbm = _gpu(row)
     prec_raw = (row.get("precision") or "").lower()
     precision = "fp8" if "fp8" in prec_raw else ("bf16" if "bf16" in prec_raw else "fp16")
-    zero_raw = (row.get("zero_or_fsdp") or "").lower()
-    zero = 1 if "distributed" in zero_raw or "zero-1" in zero_raw else 0
+    zero_raw = (row.get("zero_or_fsdp") or "").lower().replace(" ", "")
+    zero = 0 if _legacy(row) else 1
+    if "distributed" in zero_raw or "zero-1" in zero_raw or "zero1" in zero_raw:
+        zero = 1
+    elif zero_raw.startswith("none"):
+        zero = 0
     for z in (2, 3):
         if f"zero-{z}" in zero_raw or f"zero{z}" in zero_raw:
             zero = z
+    if "fsdp" in zero_raw:
+        zero = 3
     sp_raw = (row.get("sp") or "").strip().lower()
+    tp, pp, cp = _int(row, "tp"), _int(row, "pp"), _int(row, "cp", 1)
+    gpus = _int(row, "num_gpus")
     ex: dict[str, Any] = {
         "global_batch": _int(row, "global_batch_seqs"),
         "seq_len": _int(row, "seq_len"),
         "precision": precision,
-        "tp": _int(row, "tp"),
-        "pp": _int(row, "pp"),
-        "dp": _int(row, "dp"),
-        "cp": _int(row, "cp", 1),
+        "tp": tp,
+        "pp": pp,
+        "dp": _int(row, "dp", max(1, gpus // (tp * pp * cp))),
+        "cp": cp,
         "ep": _int(row, "ep", 1),
-        "sp": sp_raw.startswith("yes"),
+        "sp": sp_raw.startswith("yes") or (sp_raw == "" and tp > 1 and not _legacy(row)),
         "zero": zero,
         **_framework(row),
     }
-    if (row.get("etp") or "").strip():
+    if (row.get("etp") or "").strip() and not _unverified(row["etp"]):
         ex["etp"] = _int(row, "etp")
-    system = {
+    system: dict[str, Any] = {
         "gpu": gpu,
-        "gpus": _int(row, "num_gpus"),
+        "gpus": gpus,
         "gpus_per_node": _int(row, "gpus_per_node", 8),
         "nic_bandwidth": _nic(row, gpu),
     }
+    if hbm is not None:
+        system["hbm_gib"] = hbm
     return model, ex, system
 
 
@@ -279,13 +351,19 @@ def validate_row(row: dict[str, str]) -> RowResult:
         choices["note"] = "every candidate exceeds GPU memory; least-memory setting used"
     conv = _convention(row)
     published = published_iteration_s(row, model)
+    tf = (row.get("tflops_per_gpu") or "").strip()
+    pub_tf = (
+        float(tf)
+        if tf
+        else _convention_flops(row, model, conv) / (published * _int(row, "num_gpus")) / 1e12
+    )
     return RowResult(
         row_id=row["row_id"],
         model=row["model"],
         gpus=_int(row, "num_gpus"),
         published_iter_s=published,
         predicted_iter_s=pred.iteration_s,
-        published_tflops=float(row["tflops_per_gpu"]),
+        published_tflops=pub_tf,
         predicted_tflops=pred.tflops_per_gpu(conv),
         convention=conv,
         choices=choices,
