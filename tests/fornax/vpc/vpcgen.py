@@ -303,6 +303,8 @@ def random_packets(spec: VpcSpec, rng: random.Random, n: int) -> PacketBatch:
             v6 = False
             src = f"10.{rng.randint(1, 3)}.{rng.randint(0, 2)}.{rng.randint(1, 30)}"
             dst = rng.choice(all_addrs4 or PUBLIC)
+        if rng.random() < 0.02:  # malformed: the two addresses of different families
+            dst = rng.choice(PUBLIC if ":" in src else PUBLIC6)
         proto = rng.choice([6, 6, 17, 17, 58 if v6 else 1, 47])
         if proto in (1, 58):
             sport = rng.randint(0, 5)

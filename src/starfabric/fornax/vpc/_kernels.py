@@ -339,8 +339,9 @@ def evaluate_kernel(
                         subnet_table[sub_a], v4, dhi, dlo)  # fmt: skip
                 b = -1
                 peering = -1
-                if r < 0:
+                if r < 0 or _is_v4(dhi, dlo) != v4:  # mixed families: nothing routes it
                     r_fwd = _R_NO_ROUTE
+                    r = -1
                 else:
                     mr = r
                     t = rt_target[r]

@@ -8,6 +8,8 @@ Conventions (what a packet means to the policy):
 - Any other packet came from a VM: its ENI is found by (vni, source address) — the overlay
   VNI and the VM's own address identify the sending port, so spoofed or unknown senders are
   NO_ENI. The `port` column is not consulted.
+- A packet whose source and destination families differ is NO_ROUTE (NO_DEST from the
+  gateway).
 - Checks, first failure wins: route (NO_ROUTE, BLACKHOLE) → destination (NO_DEST,
   NO_PUBLIC_IP) → sender SG egress → sender subnet ACL egress → receiver subnet ACL ingress →
   receiver SG ingress. Network ACLs apply only across a subnet boundary (as AWS NACLs do;

@@ -218,7 +218,7 @@ class ReferencePolicy:
         found = self._lpm(q, a, dst)
         receiver: tuple[str, Eni] | None = None
         peering: str | None = None
-        if found is None:
+        if found is None or src.version != dst.version:
             out["reason"] = Reason.NO_ROUTE
             return
         out["route"], route, _ = found
