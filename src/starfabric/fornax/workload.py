@@ -86,7 +86,11 @@ class PolicyChange(Spec):
 
 
 class SyntheticWorkload(Spec):
-    """Connections arriving as a Poisson process over the ENIs of a VpcSpec."""
+    """Connections arriving as a Poisson process over the ENIs of a VpcSpec.
+
+    Default shares (protocols, directions, IPv6, resets), sizes and server ports are
+    assumptions (a plausible cloud mix), not figures from the paper; set them per scenario.
+    """
 
     kind: Literal["synthetic"] = "synthetic"
     seed: int = 0

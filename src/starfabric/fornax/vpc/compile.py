@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from starfabric.fornax.packets import ip_to_halves
+from starfabric.fornax.packets import halves_to_ip, ip_to_halves
 from starfabric.fornax.vpc.codes import (
     ACTION_DTYPE,
     DIR_EGRESS,
@@ -189,8 +189,7 @@ class CompiledPolicy:
 
     def eni_id(self, qualified: str) -> int:
         """Id of ENI 'tenant/vpc/eni' (KeyError if it was never compiled)."""
-        i = self.eni_names.index(qualified)
-        return i
+        return self.eni_names.index(qualified)
 
     def vpc_id(self, qualified: str) -> int:
         return self.vpc_names.index(qualified)
@@ -216,8 +215,6 @@ class CompiledPolicy:
 
 
 def _addr(hi: int, lo: int) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
-    from starfabric.fornax.packets import halves_to_ip
-
     return halves_to_ip(hi, lo)
 
 

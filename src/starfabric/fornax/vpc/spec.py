@@ -161,6 +161,8 @@ class Route(Spec):
 
 
 class RouteTable(Spec):
+    """Named routes; the longest matching prefix wins (local routes included)."""
+
     name: str
     routes: tuple[Route, ...] = ()
 
@@ -217,6 +219,9 @@ class Eip(Spec):
 
 
 class Vpc(Spec):
+    """One tenant network: its VNI, address space and everything inside it. Subnets without
+    a route table use `main_route_table`; without either they only reach local addresses."""
+
     name: str
     vni: int = Field(ge=1, le=MAX_VNI)
     cidrs: tuple[str, ...] = Field(min_length=1)
@@ -233,6 +238,8 @@ class Vpc(Spec):
 
 
 class Tenant(Spec):
+    """A customer; its VPCs may reuse addresses other tenants (or its own VPCs) use."""
+
     name: str
     vpcs: tuple[Vpc, ...] = ()
 
