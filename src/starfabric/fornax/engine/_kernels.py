@@ -16,6 +16,7 @@ import numpy as np
 from starfabric._jit import njit
 from starfabric.fornax.engine import interface as itf
 from starfabric.fornax.engine import layout as L
+from starfabric.fornax.engine._intrinsics import prefetch_at, prefetch_row
 from starfabric.fornax.engine.config import TO_GENERIC, TO_ICMP, TO_UDP_ASSURED, TO_UDP_UNREPLIED
 from starfabric.fornax.engine.tcp import TCP_IGNORE, TCP_INVALID, TcpState
 from starfabric.fornax.keys import C_ALT, C_FIN, C_MUL
@@ -30,6 +31,9 @@ from starfabric.fornax.packets import (
     TCP_SYN,
 )
 
+#: Packets between a lookup's record prefetch and its use (assumption: tuned on x86 servers).
+LOOKAHEAD = 8
+KEY_RING = 32  # prepared keys in flight (> 2 * LOOKAHEAD)
 U0 = np.uint64(0)
 U1 = np.uint64(1)
 S8 = np.uint64(8)
@@ -54,6 +58,7 @@ S_OVERALL = np.uint64(32 + N_HALVES)
 M_P = np.uint64((1 << N_HALVES) - 1)
 M_HIGH = np.uint64(((1 << 64) - 1) ^ ((1 << (32 + N_HALVES + 1)) - 1))
 M_LOW = np.uint64((1 << (32 + N_HALVES + 1)) - 1)
+M_CHECK = np.uint64((1 << (32 + N_HALVES)) - 1)
 N_DATA = L.N_DATA_WORDS
 N_EW = itf.N_EVENT_WORDS
 
@@ -203,6 +208,58 @@ def hash_many(a_hi, a_lo, b_hi, b_lo, portsw, proto, seed, out):
 
 
 @njit
+def prep_one(
+    j, vni, proto, src_hi, src_lo, dst_hi, dst_lo, sport, dport, seed, nb, kr, r
+):  # fmt: skip
+    """Canonical key, hash, buckets, tag and direction of packet j into kr[r] (twin of keys.py).
+
+    kr columns: a_hi, a_lo, b_hi, b_lo, ports word, hash, bucket 1, bucket 2, tag, direction.
+    """
+    pr = np.int64(proto[j])
+    sp = np.uint64(sport[j])
+    dp = np.uint64(dport[j])
+    if pr == P_ICMP or pr == P_ICMP6:  # noqa: SIM109
+        ty = dp >> S8
+        if (pr == P_ICMP and (ty == 8 or ty == 0)) or (pr == P_ICMP6 and (ty == 128 or ty == 129)):
+            dp = sp
+        else:
+            sp = U0
+            dp = U0
+    sh = src_hi[j]
+    sl = src_lo[j]
+    dh = dst_hi[j]
+    dl = dst_lo[j]
+    vw = np.uint64(vni[j]) << S32
+    if sh > dh or (sh == dh and (sl > dl or (sl == dl and sp > dp))):
+        kr[r, 0] = dh
+        kr[r, 1] = dl
+        kr[r, 2] = sh
+        kr[r, 3] = sl
+        kr[r, 4] = vw | (dp << S16) | sp
+        kr[r, 9] = U1
+    else:
+        kr[r, 0] = sh
+        kr[r, 1] = sl
+        kr[r, 2] = dh
+        kr[r, 3] = dl
+        kr[r, 4] = vw | (sp << S16) | dp
+        kr[r, 9] = U0
+    h = hash_words(kr[r, 0], kr[r, 1], kr[r, 2], kr[r, 3], kr[r, 4], np.uint64(pr), seed)
+    kr[r, 5] = h
+    b1, b2 = buckets(h, nb)
+    kr[r, 6] = np.uint64(b1)
+    kr[r, 7] = np.uint64(b2)
+    kr[r, 8] = np.uint64(tag_of(h))
+
+
+@njit
+def k_prepare(vni, proto, src_hi, src_lo, dst_hi, dst_lo, sport, dport, seed, nb, kr):
+    """prep_one over a whole batch (kr has one row per packet); for tests and explain."""
+    for j in range(len(vni)):
+        prep_one(j, vni, proto, src_hi, src_lo, dst_hi, dst_lo, sport, dport, seed, nb, kr, j)
+
+
+@njit
 def tag_of(h: np.uint64) -> np.uint16:
     t = np.uint16((h >> S48) & M16)
     if t == 0:
@@ -253,20 +310,41 @@ def _par(x: np.uint64) -> np.uint64:
 
 @njit
 def ecc_encode(rec, s) -> np.uint64:
-    x = U0
+    """Check word of rec[s] (twin of ecc.ecc_encode): both half-word parities per word at once."""
+    acc = U0
     p = U0
-    tot = U0
     for w in range(N_DATA):
         v = rec[s, w]
-        lo = v & M32
-        hi = v >> S32
-        x ^= lo ^ hi
-        plo = _par(lo)
-        phi = _par(hi)
-        p |= (plo << np.uint64(2 * w)) | (phi << np.uint64(2 * w + 1))
-        tot ^= plo ^ phi
+        acc ^= v
+        y = v ^ (v >> S16)
+        y ^= y >> S8
+        y ^= y >> np.uint64(4)
+        y ^= y >> np.uint64(2)
+        y ^= y >> U1
+        p |= ((y & U1) << np.uint64(2 * w)) | (((y >> S32) & U1) << np.uint64(2 * w + 1))
+    check = ((acc & M32) ^ (acc >> S32)) | (p << S32)
+    return check | ((_par(acc) ^ _par(check)) << S_OVERALL)
+
+
+@njit
+def ecc_patch(ecc: np.uint64, w: int, old: np.uint64, new: np.uint64) -> np.uint64:
+    """Check word after data word w changed from old to new (equal to a full re-encode).
+
+    The pipeline patches the few words a hit changes instead of re-encoding all 14.
+    """
+    d = old ^ new
+    low = ecc & M_CHECK
+    data_par = ((ecc >> S_OVERALL) & U1) ^ _par(low)
+    x = (low & M32) ^ (d & M32) ^ (d >> S32)
+    y = new ^ (new >> S16)
+    y ^= y >> S8
+    y ^= y >> np.uint64(4)
+    y ^= y >> np.uint64(2)
+    y ^= y >> U1
+    sh = np.uint64(2 * w)
+    p = ((low >> S32) & ~(np.uint64(3) << sh)) | ((y & U1) << sh) | (((y >> S32) & U1) << (sh + U1))
     check = x | (p << S32)
-    return check | ((tot ^ _par(check)) << S_OVERALL)
+    return check | ((data_par ^ _par(d) ^ _par(check)) << S_OVERALL)
 
 
 @njit
@@ -487,18 +565,19 @@ def key_eq(rec, s, a_hi, a_lo, b_hi, b_lo, pw, proto) -> bool:
 
 
 @njit
-def probe(
-    tags, rec, st, ring, rmeta, ctr, prm, seed, h, a_hi, a_lo, b_hi, b_lo, pw, proto, t, port
-) -> tuple[int, bool]:
-    """Find a key: (slot, False) if found, (-1, False) if absent, (slot, True) on ECC fault."""
-    nb = prm[0]
+def probe_at(
+    tags, rec, st, ring, rmeta, ctr, prm, seed, tag, b1, b2, a_hi, a_lo, b_hi, b_lo, pw, proto,
+    t, port,
+):  # fmt: skip
+    """Find a key in buckets b1, b2: (slot, False) found, (-1, False) absent, (slot, True) fault.
+
+    Every tag-matching record is ECC-checked before its key is compared.
+    """
     bs = prm[1]
-    tag = tag_of(h)
-    b1, b2 = buckets(h, nb)
     for bi in range(2):
-        b = b1 if bi == 0 else b2
+        base = (b1 if bi == 0 else b2) * bs
         for j in range(bs):
-            s = b * bs + j
+            s = base + j
             if tags[s] != tag:
                 continue
             if not read_check(tags, rec, st, ring, rmeta, ctr, prm, seed, s, t, port):
@@ -506,6 +585,18 @@ def probe(
             if key_eq(rec, s, a_hi, a_lo, b_hi, b_lo, pw, proto):
                 return s, False
     return -1, False
+
+
+@njit
+def probe(
+    tags, rec, st, ring, rmeta, ctr, prm, seed, h, a_hi, a_lo, b_hi, b_lo, pw, proto, t, port
+):
+    """probe_at for a hash."""
+    b1, b2 = buckets(h, prm[0])
+    return probe_at(
+        tags, rec, st, ring, rmeta, ctr, prm, seed, tag_of(h), b1, b2,
+        a_hi, a_lo, b_hi, b_lo, pw, proto, t, port,
+    )  # fmt: skip
 
 
 @njit
@@ -534,41 +625,49 @@ def tcp_index(flags):
 
 @njit
 def k_process(
-    tags,
-    rec,
-    st,
-    ring,
-    rmeta,
-    ctr,
-    prm,
-    seed,
-    eni_cur,
-    vpc_cur,
-    stalled,
-    stuck,
-    hung,
-    trans,
-    time,
-    port,
-    proto,
-    flags,
-    length,
-    a_hi,
-    a_lo,
-    b_hi,
-    b_lo,
-    pw,
-    dirs,
-    hashes,
-    o_out,
-    o_reason,
-    o_reply,
-    o_action,
-    o_slot,
-    o_state,
-):
+    tags, rec, st, ring, rmeta, ctr, prm, seed, eni_cur, vpc_cur, stalled, stuck, hung, trans,
+    time, port, vni, proto, src_hi, src_lo, dst_hi, dst_lo, sport, dport, flags, length,
+    o_out, o_reason, o_dir, o_reply, o_action, o_slot, o_state,
+):  # fmt: skip
+    """The packet pipeline: every packet of the batch in order (see interface.py)."""
     drop = np.uint64(prm[2])
-    for i in range(len(time)):
+    nb = prm[0]
+    bs = prm[1]
+    n = len(time)
+    kr = np.zeros((KEY_RING, 10), dtype=np.uint64)
+    for j in range(min(2 * LOOKAHEAD, n)):
+        prep_one(
+            j, vni, proto, src_hi, src_lo, dst_hi, dst_lo, sport, dport, seed, nb, kr, j % KEY_RING
+        )
+    for i in range(n):
+        # Software pipeline (a NIC keeps many lookups in flight): prepare the packet
+        # 2*LOOKAHEAD ahead and fetch its tag lines; fetch the record lines of the first tag
+        # match of the packet LOOKAHEAD ahead. Hints only: results do not depend on them.
+        j = i + 2 * LOOKAHEAD
+        if j < n:
+            rj = j % KEY_RING
+            prep_one(j, vni, proto, src_hi, src_lo, dst_hi, dst_lo, sport, dport, seed, nb, kr, rj)
+            prefetch_row(tags, np.int64(kr[rj, 6]) * bs)
+            prefetch_row(tags, np.int64(kr[rj, 7]) * bs)
+        j = i + LOOKAHEAD
+        if j < n:
+            rj = j % KEY_RING
+            cand = -1
+            tj = np.uint16(kr[rj, 8])
+            for c in range(6, 8):
+                base = np.int64(kr[rj, c]) * bs
+                for q in range(bs):
+                    if tags[base + q] == tj:
+                        cand = base + q
+                        break
+                if cand >= 0:
+                    break
+            if cand >= 0:
+                prefetch_at(rec, cand, 0)
+                prefetch_at(rec, cand, 7)
+                prefetch_at(rec, cand, L.N_WORDS - 1)
+        ri = i % KEY_RING
+        o_dir[i] = np.uint8(kr[ri, 9])
         t = time[i]
         p = np.int64(port[i])
         ctr[C_PACKETS] += 1
@@ -585,25 +684,11 @@ def k_process(
             ctr[C_HUNG] += 1
             continue
         pr = np.uint64(proto[i])
-        s, fault = probe(
-            tags,
-            rec,
-            st,
-            ring,
-            rmeta,
-            ctr,
-            prm,
-            seed,
-            hashes[i],
-            a_hi[i],
-            a_lo[i],
-            b_hi[i],
-            b_lo[i],
-            pw[i],
-            pr,
-            t,
-            p,
-        )
+        s, fault = probe_at(
+            tags, rec, st, ring, rmeta, ctr, prm, seed, np.uint16(kr[ri, 8]),
+            np.int64(kr[ri, 6]), np.int64(kr[ri, 7]),
+            kr[ri, 0], kr[ri, 1], kr[ri, 2], kr[ri, 3], kr[ri, 4], pr, t, p,
+        )  # fmt: skip
         if fault:
             o_out[i] = O_FAULT
             o_reason[i] = R_ECC
@@ -619,7 +704,7 @@ def k_process(
         meta = rec[s, L.W_META]
         fl = (meta >> S16) & M8
         state = np.int64((meta >> S8) & M8)
-        d = np.int64(dirs[i])
+        d = np.int64(kr[ri, 9])
         rel = d ^ np.int64(fl & F_ORIG_B)
         sc = rec[s, L.W_SCOPE]
         ver = rec[s, L.W_VER]
@@ -657,21 +742,35 @@ def k_process(
                     rec[s, L.W_PKTS] = U0
                     rec[s, L.W_BYTES0] = U0
                     rec[s, L.W_BYTES1] = U0
+                    rec[s, L.W_ECC] = ecc_encode(rec, s)
                     fl = (fl & ~(F_ORIG_B | F_SEEN_REPLY)) | np.uint64(d)
                     rel = np.int64(0)
                     reason = R_REOPEN
                 state = new
         elif rel == 1:
             fl |= F_SEEN_REPLY
+        # Update the changed words and patch the check word (== ecc_encode, fewer ops).
+        ecc = rec[s, L.W_ECC]
+        w = rec[s, L.W_PKTS]
         if d == 0:
-            w = rec[s, L.W_PKTS]
-            rec[s, L.W_PKTS] = (w & ~M32) | ((w + U1) & M32)
+            nw = (w & ~M32) | ((w + U1) & M32)
         else:
-            rec[s, L.W_PKTS] = rec[s, L.W_PKTS] + (U1 << S32)
-        rec[s, L.W_BYTES0 + d] += np.uint64(length[i])
-        rec[s, L.W_SEEN] = np.uint64(t)
-        rec[s, L.W_META] = (meta & M8) | (np.uint64(state) << S8) | (fl << S16)
-        rec[s, L.W_ECC] = ecc_encode(rec, s)
+            nw = w + (U1 << S32)
+        rec[s, L.W_PKTS] = nw
+        ecc = ecc_patch(ecc, L.W_PKTS, w, nw)
+        wb = L.W_BYTES0 + d
+        w = rec[s, wb]
+        nw = w + np.uint64(length[i])
+        rec[s, wb] = nw
+        ecc = ecc_patch(ecc, wb, w, nw)
+        w = rec[s, L.W_SEEN]
+        nw = np.uint64(t)
+        rec[s, L.W_SEEN] = nw
+        ecc = ecc_patch(ecc, L.W_SEEN, w, nw)
+        w = rec[s, L.W_META]
+        nw = (meta & M8) | (np.uint64(state) << S8) | (fl << S16)
+        rec[s, L.W_META] = nw
+        rec[s, L.W_ECC] = ecc_patch(ecc, L.W_META, w, nw)
         act = (rec[s, L.W_ACT] >> np.uint64(32 * d)) & M32
         o_reply[i] = rel
         o_action[i] = act
