@@ -38,7 +38,8 @@ class AffectedScopes:
 
 
 class _View:
-    """The parts of a spec the signatures need, indexed by qualified names."""
+    """The parts of a spec the signatures need, indexed by qualified names; shared parts
+    (a subnet with its ACL and routes, a group's rules) are rendered once and reused."""
 
     def __init__(self, spec: VpcSpec) -> None:
         self.spec = spec
@@ -46,7 +47,10 @@ class _View:
         self.enis: dict[str, tuple[str, Vpc, Eni]] = {}
         self.members: dict[tuple[str, str], tuple[str, ...]] = {}
         self.eips: dict[str, str] = {}
+        self.eip_of: dict[str, str] = {}
         self.peers: dict[str, set[str]] = {}
+        self._subnets: dict[tuple[str, str], tuple[Any, ...]] = {}
+        self._group_parts: dict[tuple[str, str, str | None, str], tuple[Any, ...]] = {}
         for t in spec.tenants:
             for v in t.vpcs:
                 q = f"{t.name}/{v.name}"
@@ -60,6 +64,7 @@ class _View:
                     )
                 for x in v.eips:
                     self.eips[x.ip] = f"{q}/{x.eni}"
+                    self.eip_of[f"{q}/{x.eni}"] = x.ip
         self.peerings = {p.name: p for p in spec.peerings}
         for p in spec.peerings:
             self.peers[p.a].add(p.b)
@@ -69,6 +74,10 @@ class _View:
         return None if obj is None else obj.model_dump_json()
 
     def _subnet_parts(self, q: str, v: Vpc, e: Eni) -> tuple[Any, ...]:
+        key = (q, e.subnet)
+        hit = self._subnets.get(key)
+        if hit is not None:
+            return hit
         sub = next(s for s in v.subnets if s.name == e.subnet)
         acl = next((a for a in v.network_acls if a.name == sub.acl), None)
         t_name = sub.route_table or v.main_route_table
@@ -81,33 +90,41 @@ class _View:
                 leads.append((p.name, p.a, p.b, self.vpcs[other].vni))
             elif r.target == "nat_gateway":
                 leads.append(self._dump(next(n for n in v.nat_gateways if n.name == r.via)))
-        return (v.vni, v.cidrs, self._dump(sub), self._dump(acl), self._dump(table), leads)
+        out = (v.vni, v.cidrs, self._dump(sub), self._dump(acl), self._dump(table), leads)
+        self._subnets[key] = out
+        return out
+
+    def _group(self, q: str, v: Vpc, g_name: str, rules_dir: str | None, refs_dir: str) -> Any:
+        key = (q, g_name, rules_dir, refs_dir)
+        hit = self._group_parts.get(key)
+        if hit is None:
+            g = next(g for g in v.security_groups if g.name == g_name)
+            rules = [r for r in g.rules if rules_dir is None or r.direction == rules_dir]
+            refs = sorted({r.sg for r in rules if r.sg is not None and r.direction == refs_dir})
+            hit = (
+                g_name,
+                [r.model_dump_json() for r in rules],
+                [self.members[(q, x)] for x in refs],
+            )
+            self._group_parts[key] = hit
+        return hit
 
     def _groups(
         self, q: str, v: Vpc, e: Eni, rules_dir: str | None, refs_dir: str
     ) -> tuple[Any, ...]:
         """Rules of `e`'s groups (one direction or all) and the members of the groups that
         rules of direction `refs_dir` reference (an SG reference matches only ENI peers)."""
-        out = []
-        for g_name in e.security_groups:
-            g = next(g for g in v.security_groups if g.name == g_name)
-            rules = [r for r in g.rules if rules_dir is None or r.direction == rules_dir]
-            refs = sorted({r.sg for r in rules if r.sg is not None and r.direction == refs_dir})
-            out.append(
-                (g_name, [r.model_dump_json() for r in rules], [self.members[(q, s)] for s in refs])
-            )
-        return tuple(out)
+        return tuple(self._group(q, v, g, rules_dir, refs_dir) for g in e.security_groups)
 
     def owner(self, name: str) -> tuple[Any, ...]:
         """What sessions opened by ENI `name` were decided on."""
         q, v, e = self.enis[name]
-        eip = next((ip for ip, owner in self.eips.items() if owner == name), None)
         return (
             self.spec.gateway_vni,
             self._dump(e),
             self._subnet_parts(q, v, e),
             self._groups(q, v, e, None, "egress"),
-            eip,
+            self.eip_of.get(name),
         )
 
     def target(self, name: str) -> tuple[Any, ...]:
@@ -130,21 +147,23 @@ def affected_scopes(old: CompiledPolicy, new: CompiledPolicy) -> AffectedScopes:
             fix="compile it with compile_policy(spec, previous=old)",
         )
     a, b = _View(old.spec), _View(new.spec)
+    eni_ix = {n: i for i, n in enumerate(new.eni_names)}
+    vpc_ix = {n: i for i, n in enumerate(new.vpc_names)}
     enis: set[int] = set()
     vpcs: set[int] = set()
     everything = a.spec.gateway_vni != b.spec.gateway_vni
     for name in set(a.enis) | set(b.enis):
         in_a, in_b = name in a.enis, name in b.enis
         if everything or not (in_a and in_b) or a.owner(name) != b.owner(name):
-            enis.add(new.eni_names.index(name))
+            enis.add(eni_ix[name])
         if everything or not (in_a and in_b) or a.target(name) != b.target(name):
             q = (a.enis.get(name) or b.enis[name])[0]
             reach = {q} | a.peers.get(q, set()) | b.peers.get(q, set())
-            vpcs |= {new.vpc_names.index(r) for r in reach}
+            vpcs |= {vpc_ix[r] for r in reach}
     for q in set(a.vpcs) | set(b.vpcs):
         va, vb = a.vpcs.get(q), b.vpcs.get(q)
         if everything or va is None or vb is None or (va.vni, va.cidrs) != (vb.vni, vb.cidrs):
-            vpcs |= {new.vpc_names.index(q), GATEWAY_SCOPE}
+            vpcs |= {vpc_ix[q], GATEWAY_SCOPE}
     if everything or a.eips != b.eips:
         vpcs.add(GATEWAY_SCOPE)
     return AffectedScopes(
