@@ -16,7 +16,7 @@ import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -418,45 +418,76 @@ def _windows(end: float, width: float, changes: tuple[PolicyChange, ...]) -> lis
     return sorted(edges)
 
 
-def _emit(
-    t0: float, t1: float, batch: PacketBatch, conn: np.ndarray, reply: np.ndarray
-) -> tuple[WorkloadBatch, tuple[PacketBatch, np.ndarray, np.ndarray]]:
-    """Split pending packets at t1 into this window's batch (time-sorted) and the rest."""
-    now = batch.time_ns < int(round(t1 * 1e9))
-    idx = np.flatnonzero(now)
-    idx = idx[np.argsort(batch.time_ns[idx], kind="stable")]
-    rest = np.flatnonzero(~now)
-    out = WorkloadBatch(
-        t_start_ns=int(round(t0 * 1e9)),
-        t_end_ns=int(round(t1 * 1e9)),
-        packets=batch.take(idx),
-        conn=conn[idx],
-        reply=reply[idx],
-    )
-    return out, (batch.take(rest), conn[rest], reply[rest])
+MERGE_CHUNKS = 16
+"""Pending packet chunks kept apart before they are merged into one (a speed knob)."""
+
+
+class _Pending:
+    """Packets generated but not yet due, as time-sorted chunks with a read cursor each:
+    emitting a window reads a prefix of every chunk, so the cost follows what is emitted,
+    not what is still pending."""
+
+    def __init__(self) -> None:
+        self.chunks: list[list[Any]] = []  # [batch, conn, reply, cursor]
+
+    def add(self, batch: PacketBatch, conn: np.ndarray, reply: np.ndarray) -> None:
+        if len(conn):
+            order = np.argsort(batch.time_ns, kind="stable")
+            self.chunks.append([batch.take(order), conn[order], reply[order], 0])
+        if len(self.chunks) > MERGE_CHUNKS:
+            self.chunks = [self._merged()]
+
+    def _merged(self) -> list[Any]:
+        parts = [(b.take(np.arange(c, len(k))), k[c:], r[c:]) for b, k, r, c in self.chunks]
+        batch = PacketBatch.concat([p[0] for p in parts])
+        order = np.argsort(batch.time_ns, kind="stable")
+        conn = np.concatenate([p[1] for p in parts])[order]
+        return [batch.take(order), conn, np.concatenate([p[2] for p in parts])[order], 0]
+
+    def __len__(self) -> int:
+        return sum(len(k) - c for _, k, _, c in self.chunks)
+
+    def last_ns(self) -> int:
+        return max(int(b.time_ns[-1]) for b, _, _, _ in self.chunks)
+
+    def pop_until(self, t0_ns: int, t1_ns: int) -> WorkloadBatch:
+        """Every pending packet before t1_ns, time-sorted, as one window [t0_ns, t1_ns)."""
+        parts = []
+        for chunk in self.chunks:
+            b, k, r, c = chunk
+            cut = c + int(np.searchsorted(b.time_ns[c:], t1_ns, side="left"))
+            if cut > c:
+                idx = np.arange(c, cut)
+                parts.append((b.take(idx), k[idx], r[idx]))
+            chunk[3] = cut
+        self.chunks = [ch for ch in self.chunks if ch[3] < len(ch[1])]
+        if not parts:
+            empty = PacketBatch.empty()
+            return WorkloadBatch(t0_ns, t1_ns, empty, np.zeros(0, np.int64), np.zeros(0, np.bool_))
+        batch = PacketBatch.concat([p[0] for p in parts])
+        order = np.argsort(batch.time_ns, kind="stable")
+        conn = np.concatenate([p[1] for p in parts])[order]
+        reply = np.concatenate([p[2] for p in parts])[order]
+        return WorkloadBatch(t0_ns, t1_ns, batch.take(order), conn, reply)
 
 
 def synthetic(spec: VpcSpec, wl: SyntheticWorkload) -> Iterator[WorkloadBatch]:
     """Time-ordered windows of `wl`'s traffic over `spec`'s ENIs; after `wl.duration` no new
-    connection starts and windows continue until the last connection has ended."""
+    connection starts and windows (empty ones too: the clock advances, aging needs it)
+    continue until the last connection has ended."""
     gen = _Synth(spec, wl)
-    pending = (PacketBatch.empty(), np.zeros(0, np.int64), np.zeros(0, np.bool_))
+    pending = _Pending()
     edges = _windows(wl.duration, wl.batch, wl.policy_changes)
     for t0, t1 in itertools.pairwise(edges):
-        fresh = gen.expand(gen.connections(t0, t1))
-        merged = (
-            PacketBatch.concat([pending[0], fresh[0]]),
-            np.concatenate([pending[1], fresh[1]]),
-            np.concatenate([pending[2], fresh[2]]),
-        )
-        out, pending = _emit(t0, t1, *merged)
-        yield out
-    t0 = wl.duration
-    while len(pending[0]):
-        t1 = t0 + wl.batch
-        out, pending = _emit(t0, t1, *pending)
-        yield out  # empty windows too: the clock advances (aging needs it)
-        t0 = t1
+        pending.add(*gen.expand(gen.connections(t0, t1)))
+        yield pending.pop_until(int(round(t0 * 1e9)), int(round(t1 * 1e9)))
+    width = int(round(wl.batch * 1e9))
+    t0_ns = int(round(wl.duration * 1e9))
+    if len(pending):
+        pending.chunks = [pending._merged()]
+    while len(pending):
+        yield pending.pop_until(t0_ns, t0_ns + width)
+        t0_ns += width
 
 
 def label_connections(batch: PacketBatch) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
