@@ -15,8 +15,12 @@ Conventions (what a packet means to the policy):
   receiver SG ingress. Network ACLs apply only across a subnet boundary (as AWS NACLs do;
   assumption for Fornax's VPC) and, being stateless, also to the reply; security groups are
   stateful, so the reply needs no SG rule. A peered reply also needs the receiver's route
-  back through the same peering. A reply that would be refused gets `rev_reason` and a DROP
-  reverse action while the forward direction is allowed.
+  back through the same peering; the reply of a gateway-inbound connection leaves through
+  its EIP without a route lookup (assumption: as a 1:1 NAT gateway does). A reply that would
+  be refused gets `rev_reason` and a DROP reverse action while the forward direction is
+  allowed.
+- Refused packets get a DROP row of the action table carrying the reason (both directions),
+  so a drop session can count why; ACTION_DROP (0xFFFFFFFF) stays the hardware's bare drop.
 - Session scopes: the ENI that opened the connection (the receiver's for gateway inbound) and
   its VPC; a packet with no ENI is charged to the VPC of its VNI, or to GATEWAY_SCOPE.
 """
