@@ -9,14 +9,17 @@ excess (plus a fixed fraction) is exposed; CP ring traffic hides behind attentio
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
 from starfabric.astral.seer.comm import Fabric, Group, collective_time, place_group
 from starfabric.astral.seer.efficiency import Efficiency, gemm_time, mem_time
+from starfabric.astral.seer.model import ModelSpec
 from starfabric.astral.seer.ops import BMM, COMM, FLASH, GEMM, MEM, OpTable
 from starfabric.astral.seer.parallel import ExecutionSpec, Layout
+from starfabric.astral.seer.topocomm import TopologyComm
+from starfabric.errors import InvariantError
 
 TP_OVERLAP_RESIDUAL = 0.15
 """With TP comm overlap, this fraction of each TP collective stays exposed (pipeline fill of the
@@ -41,10 +44,21 @@ class CostContext:
     groups: dict[str, Group]
     tp_comm_overlap: bool
     fp8: bool = False
+    topo: TopologyComm | None = None
+    moe: tuple[int, int, int, int] = (0, 0, 0, 0)
+    """(hidden, experts, topk, max_nodes) for topology-simulated expert all-to-all."""
+    etp: int = 1
 
 
-def make_context(ex: ExecutionSpec, lay: Layout, eff: Efficiency) -> CostContext:
-    """Peaks, efficiencies and group placements for one job."""
+def make_context(
+    ex: ExecutionSpec,
+    lay: Layout,
+    eff: Efficiency,
+    topo: TopologyComm | None = None,
+    model: ModelSpec | None = None,
+) -> CostContext:
+    """Peaks, efficiencies and group placements for one job (`topo`: simulate the expert
+    all-to-all of `model` on a built cluster)."""
     gpu = lay.gpu
     peak = gpu.tflops("bf16" if ex.precision != "fp16" else "fp16") * 1e12
     if ex.precision == "fp8":
@@ -75,6 +89,13 @@ def make_context(ex: ExecutionSpec, lay: Layout, eff: Efficiency) -> CostContext
         groups=groups,
         tp_comm_overlap=ex.tp_comm_overlap,
         fp8=ex.precision == "fp8",
+        topo=topo if (model is not None and model.is_moe) else None,
+        moe=(
+            (model.hidden, model.moe_experts, model.moe_topk, model.moe_max_nodes)
+            if model is not None and model.is_moe
+            else (0, 0, 0, 0)
+        ),
+        etp=lay.etp,
     )
 
 
@@ -118,7 +139,10 @@ def op_costs(t: OpTable, ctx: CostContext, backward: bool = False) -> OpCosts:
     exposed = time.copy()
     for i in np.flatnonzero(kind == COMM):
         grp = ctx.groups[t.group[i]]
-        dur = collective_time(t.coll[i], a["nbytes"][i], grp, ctx.fabric)  # type: ignore[arg-type]
+        if ctx.topo is not None and t.group[i] == "ep" and t.coll[i] == "all_to_all":
+            dur = _topology_alltoall(ctx, t.name[i], float(a["nbytes"][i]), grp.size)
+        else:
+            dur = collective_time(t.coll[i], a["nbytes"][i], grp, ctx.fabric)  # type: ignore[arg-type]
         time[i] = dur
         exposed[i] = dur
         if t.group[i] == "tp" and ctx.tp_comm_overlap:
@@ -129,6 +153,23 @@ def op_costs(t: OpTable, ctx: CostContext, backward: bool = False) -> OpCosts:
             attn = _attn_time(t, time)
             exposed[i] = max(0.0, dur - attn) + CP_OVERLAP_RESIDUAL * dur
     return OpCosts(time=time, exposed=exposed, kind=kind)
+
+
+def _topology_alltoall(ctx: CostContext, name: str, nbytes: float, ranks: int) -> float:
+    """Expert dispatch/combine simulated on the cluster; a backward pass moves gradients the
+    opposite way (dispatch's backward travels like a combine, in 16 bit)."""
+    if ctx.topo is None:
+        raise InvariantError("topology all-to-all without a topology", fix="report a bug")
+    h, experts, topk, max_nodes = ctx.moe
+    tokens = max(1, round(nbytes / (2.0 * topk * h)))
+    forward_dispatch = "dispatch" in name and not name.endswith(".bwd")
+    phase: Literal["dispatch", "combine"] = (
+        "dispatch" if ("dispatch" in name) != name.endswith(".bwd") else "combine"
+    )
+    return ctx.topo.moe_alltoall_s(
+        ranks=ranks, stride=ctx.etp, tokens_per_rank=tokens, hidden=h, experts=experts,
+        topk=topk, max_nodes=max_nodes, fp8=ctx.fp8 and forward_dispatch, phase=phase,
+    )  # fmt: skip
 
 
 def _adjacent_gemm(kind: np.ndarray[Any, Any], i: int) -> int:

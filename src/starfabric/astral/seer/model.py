@@ -48,6 +48,9 @@ class ModelSpec(Spec):
     moe_shared_experts: int = Field(default=0, ge=0)
     moe_ffn_hidden: int = Field(default=0, ge=0)
     moe_dense_layers: int = Field(default=0, ge=0, description="first N layers stay dense")
+    moe_max_nodes: int = Field(
+        default=0, ge=0, description="node-limited routing: nodes a token may reach (0 = any)"
+    )
     # Multi-head latent attention (DeepSeek-V2/V3); 0 ranks = ordinary (GQA) attention.
     q_lora_rank: int = Field(default=0, ge=0)
     kv_lora_rank: int = Field(default=0, ge=0)
@@ -274,6 +277,7 @@ def from_hf_config(cfg: dict[str, Any], name: str = "model") -> ModelSpec:
             moe_ffn_hidden=cfg["moe_intermediate_size"],
             moe_shared_experts=cfg.get("n_shared_experts") or 0,
             moe_dense_layers=cfg.get("first_k_dense_replace") or 0,
+            moe_max_nodes=cfg.get("topk_group") or 0,
             q_lora_rank=cfg.get("q_lora_rank") or 0,
             kv_lora_rank=cfg["kv_lora_rank"],
             qk_rope_head_dim=cfg["qk_rope_head_dim"],

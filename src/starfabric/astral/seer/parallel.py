@@ -68,6 +68,16 @@ class SystemSpec(Spec):
     hbm_gib: float | None = Field(
         default=None, gt=0, description="memory per GPU when the SKU differs (A100 40GB)"
     )
+    topology: str | dict[str, Any] | None = Field(
+        default=None,
+        description="cluster (ClusterSpec file or mapping): expert all-to-all is then simulated "
+        "on it (routing + network backend) instead of the bus-bandwidth formula",
+    )
+    network_backend: Literal["analytical", "flow"] = Field(
+        default="flow",
+        description="flow: max-min fair sharing of NICs and links; analytical: each flow alone "
+        "at its bottleneck (congestion-blind)",
+    )
 
 
 @dataclass(frozen=True)

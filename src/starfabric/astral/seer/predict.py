@@ -31,6 +31,7 @@ from starfabric.astral.seer.parallel import (
     resolve_layout,
 )
 from starfabric.astral.seer.schedule import Timeline, build_timeline
+from starfabric.astral.seer.topocomm import TopologyComm, cluster_spec
 from starfabric.config import Spec, parse_spec, read_mapping
 from starfabric.errors import ConfigError
 
@@ -61,7 +62,12 @@ def load_job(path: str | Path) -> Job:
         cand = Path(path).parent / ref
         if cand.is_file():
             ref = str(cand)
-    return Job(load_model(ref), spec.execution, spec.system)
+    system = spec.system
+    if isinstance(system.topology, str) and not Path(system.topology).is_file():
+        cand = Path(path).parent / system.topology
+        if cand.is_file():
+            system = system.model_copy(update={"topology": str(cand)})
+    return Job(load_model(ref), spec.execution, system)
 
 
 def make_job(model: ModelSpec | str | dict[str, Any], execution: dict[str, Any] | ExecutionSpec,
@@ -169,7 +175,12 @@ def predict(job: Job) -> Prediction:
     model, ex = job.model, job.execution
     lay = resolve_layout(model, ex, job.system)
     eff = efficiency_for(lay.gpu, job.system.efficiency)
-    ctx = make_context(ex, lay, eff)
+    topo = None
+    if job.system.topology is not None and model.is_moe and lay.ep > 1:
+        topo = TopologyComm(
+            cluster_spec(job.system.topology, job.system.gpus), job.system.network_backend
+        )
+    ctx = make_context(ex, lay, eff, topo, model)
     tl = build_timeline(model, ex, lay, ctx)
     tokens = float(ex.global_batch) * ex.seq_len
     mem = memory_report(model, ex, lay, tl)
