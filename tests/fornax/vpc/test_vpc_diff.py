@@ -18,7 +18,7 @@ from starfabric.fornax.vpc.spec import parse_vpc_spec
 from .vpcgen import mutate, random_packets, random_spec_data
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(st.integers(0, 2**32 - 1))
 def test_every_changed_decision_is_in_an_affected_scope(seed: int) -> None:
     rng = random.Random(seed)

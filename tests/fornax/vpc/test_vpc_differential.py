@@ -15,7 +15,7 @@ from starfabric.fornax.vpc.reference import ReferencePolicy
 from .vpcgen import random_packets, random_spec
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(st.integers(0, 2**32 - 1))
 def test_kernel_matches_reference(seed: int) -> None:
     rng = random.Random(seed)
