@@ -85,9 +85,9 @@ def seer_validate(
     from rich.console import Console
     from rich.table import Table
 
-    from starfabric.astral.seer.validate import summary, validate
+    from starfabric.astral.seer.validate import summary, validate_all
 
-    results = validate(csv or None)
+    results, failed = validate_all(csv or None)
     con = Console()
     tab = Table("row", "model", "GPUs", "published s", "predicted s", "error",
                 "TFLOP/s pub/pred", "FLOPs")  # fmt: skip
@@ -102,12 +102,14 @@ def seer_validate(
     for r in results:
         chosen = ", ".join(f"{k}={v}" for k, v in r.choices.items())
         con.print(f"  {r.row_id}: {chosen}", soft_wrap=True)
-    s = summary(results)
+    for rid, why in failed:
+        con.print(f"  [red]{rid}: not predicted[/]: {why}", soft_wrap=True)
+    s = summary(results, failed)
     con.print(f"mean |error| {s['mean_abs_error']:.2%}   max |error| {s['max_abs_error']:.2%}")
     if json_path:
         Path(json_path).parent.mkdir(parents=True, exist_ok=True)
         Path(json_path).write_text(json.dumps(s, indent=2))
-    if s["mean_abs_error"] > max_mean or s["max_abs_error"] > max_row:
+    if failed or s["mean_abs_error"] > max_mean or s["max_abs_error"] > max_row:
         con.print(f"[red]FAIL[/]: limits are mean {max_mean:.0%}, max {max_row:.0%}")
         raise typer.Exit(1)
 

@@ -51,3 +51,24 @@ def test_validate_writes_json_and_fails_when_limits_are_exceeded(tmp_path: Path)
         app, ["astral", "seer", "validate", "--csv", str(CSV), "--max-row", "0.0001"]
     )
     assert strict.exit_code == 1 and "FAIL" in strict.output
+
+
+def test_validate_reports_rows_it_cannot_predict(tmp_path: Path) -> None:
+    import csv
+
+    rows = list(csv.DictReader(CSV.open()))
+    bad = dict(rows[0], row_id="X-1", gpu="TPU-v5p")
+    p = tmp_path / "mixed.csv"
+    with p.open("w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows([rows[0], bad])
+    out = tmp_path / "v.json"
+    res = runner.invoke(app, ["astral", "seer", "validate", "--csv", str(p), "--json", str(out)])
+    assert res.exit_code == 1 and "X-1: not predicted" in res.output
+    data = json.loads(out.read_text())
+    assert (
+        data["not_predicted"][0]["row_id"] == "X-1"
+        and "unknown gpu" in data["not_predicted"][0]["reason"]
+    )
+    assert len(data["rows"]) == 1

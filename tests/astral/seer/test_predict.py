@@ -87,3 +87,15 @@ def test_moe_all_to_all_on_the_topology() -> None:
     fp8_token = job.model.hidden * (1 + 4 / 128)
     assert t_topo.time[i] > 4096 * fp8_token / 50e9
     assert on_topo.breakdown["ep"] > 0
+
+
+def test_zero3_shards_memory_and_exposes_gathers_on_a_slow_network() -> None:
+    ex = {"global_batch": 128, "seq_len": 4096, "recompute": "full"}
+    fast = {"gpu": "H100", "gpus": 64}
+    z1 = predict(make_job("llama-3.1-8b", {**ex, "zero": 1}, fast))
+    z3 = predict(make_job("llama-3.1-8b", {**ex, "zero": 3}, fast))
+    assert z3.memory.weights < z1.memory.weights / 32 and z3.memory.grads < z1.memory.grads / 32
+    assert z3.iteration_s == pytest.approx(z1.iteration_s, rel=0.05)  # gathers hide on 400G
+    slow = {**fast, "nic_bandwidth": "10G"}
+    z3_slow = predict(make_job("llama-3.1-8b", {**ex, "zero": 3}, slow))
+    assert z3_slow.breakdown["dp"] > 0.1 * z3_slow.iteration_s

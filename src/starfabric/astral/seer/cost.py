@@ -152,6 +152,13 @@ def op_costs(t: OpTable, ctx: CostContext, backward: bool = False) -> OpCosts:
         elif t.group[i] == "cp":
             attn = _attn_time(t, time)
             exposed[i] = max(0.0, dur - attn) + CP_OVERLAP_RESIDUAL * dur
+    fsdp = (kind == COMM) & np.isin(np.asarray(t.group), ["dp", "edp"])
+    if fsdp.any():
+        # ZeRO-3 gathers/reductions are prefetched on their own stream: together they hide
+        # behind the layer's compute; only the excess stays on the critical path.
+        total = float(time[fsdp].sum())
+        compute = float(time[kind != COMM].sum())
+        exposed[fsdp] = time[fsdp] * (max(0.0, total - compute) / total if total > 0 else 0.0)
     return OpCosts(time=time, exposed=exposed, kind=kind)
 
 

@@ -224,7 +224,26 @@ def layer_ops(model: ModelSpec, ex: ExecutionSpec, lay: Layout, moe: bool) -> Op
         _dense_mlp(t, model, loc, model.ffn_hidden, "mlp")
         _tp_exit(t, loc, h, "mlp")
     t.mem("mlp.dropout_add", (3 * e + MASK_BYTES) * loc.tokens_sp * h)
+    if ex.zero == 3 and lay.dp * lay.cp > 1:
+        _fsdp(t, model, lay, moe)
     return t
+
+
+def _fsdp(t: OpTable, model: ModelSpec, lay: Layout, moe: bool) -> None:
+    """ZeRO-3 / FSDP: gather this layer's 16-bit parameters before its forward (prefetched,
+    so it overlaps the layer's compute); the backward re-gathers them and reduce-scatters the
+    gradients (`backward_of` adds both)."""
+    from starfabric.astral.seer.model import attention_params, mlp_params
+
+    dense = attention_params(model) / lay.tp
+    if moe:
+        shared = model.moe_shared_experts * mlp_params(model, model.moe_ffn_hidden) / lay.tp
+        dense += shared + model.moe_experts * model.hidden
+        experts = model.moe_experts / lay.ep * mlp_params(model, model.moe_ffn_hidden) / lay.etp
+        t.comm("fsdp.expert_param_all_gather", "all_gather", "edp", 2.0 * experts)
+    else:
+        dense += mlp_params(model, model.ffn_hidden) / lay.tp
+    t.comm("fsdp.param_all_gather", "all_gather", "dp", 2.0 * dense)
 
 
 def embedding_ops(model: ModelSpec, ex: ExecutionSpec, lay: Layout) -> OpTable:
@@ -276,6 +295,9 @@ def backward_of(fwd: OpTable) -> OpTable:
             else:
                 factor = ELEMENTWISE_BWD_BYTES_FACTOR
             t.mem(f"{name}.bwd", factor * a["nbytes"][i])
+        elif name.startswith("fsdp."):
+            t.comm(f"{name}.bwd", "all_gather", fwd.group[i], a["nbytes"][i])
+            t.comm(f"{name}.grad_reduce_scatter", "reduce_scatter", fwd.group[i], a["nbytes"][i])
         else:
             coll = _BWD_COLL.get(fwd.coll[i], fwd.coll[i])
             t.comm(f"{name}.bwd", coll, fwd.group[i], a["nbytes"][i])

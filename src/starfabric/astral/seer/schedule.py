@@ -73,7 +73,7 @@ def pass_cost(t: OpTable, c: OpCosts, mask: np.ndarray[Any, Any] | None = None) 
     comp = float(c.exposed[sel & (c.kind != COMM)].sum())
     comm: dict[str, float] = {}
     for i in np.flatnonzero(sel & (c.kind == COMM)):
-        g = t.group[i] if t.group[i] != "etp" else "ep"
+        g = {"etp": "ep", "edp": "dp"}.get(t.group[i], t.group[i])
         comm[g] = comm.get(g, 0.0) + float(c.exposed[i])
     flops = float(np.asarray(t.flops)[sel].sum())
     return PassCost(comp, comm, flops)
@@ -328,6 +328,8 @@ def build_timeline(model: ModelSpec, ex: ExecutionSpec, lay: Layout, ctx: CostCo
             dense_c, exp_c = sp_.dense * share, sp_.expert * share
             t_c = collective_time(coll, dense_c * grad_bytes, dp_group, ctx.fabric)
             t_c += collective_time(coll, exp_c * grad_bytes, ctx.groups["edp"], ctx.fabric)
+            if ex.zero == 3:
+                t_c = 0.0  # ZeRO-3 reduce-scatters gradients inside every backward pass
             total_dp += t_c
             idx = np.flatnonzero((is_fwd[s] == 0) & (chs[s] == c) & (mbs[s] == m - 1))
             b0, b1 = float(start[s, idx[0]]), float(end[s, idx[0]])
@@ -344,7 +346,7 @@ def build_timeline(model: ModelSpec, ex: ExecutionSpec, lay: Layout, ctx: CostCo
             lay.edp if shard else 1
         )
         opt[s] = local * OPTIMIZER_BYTES_PER_PARAM / (ctx.hbm_bytes_per_s * ctx.eff.mem_bw_fraction)
-        if ex.zero >= 1:
+        if ex.zero in (1, 2):
             ag = collective_time("all_gather", sp_.dense * 2.0, dp_group, ctx.fabric)
             ag += collective_time("all_gather", sp_.expert * 2.0, ctx.groups["edp"], ctx.fabric)
             if ex.overlap_param_gather:
@@ -372,7 +374,7 @@ def build_timeline(model: ModelSpec, ex: ExecutionSpec, lay: Layout, ctx: CostCo
             for g, val in parts[key].comm.items():
                 comm[g] = comm.get(g, 0.0) + m * val
     busy = float(fwd[crit].sum() + bwd[crit].sum()) * m
-    bubble = float(total.max() - dp_exposed[crit]) - busy
+    bubble = max(0.0, float(total.max() - dp_exposed[crit]) - busy)
     breakdown = {
         "compute": comp,
         "recompute": rec,
@@ -380,7 +382,7 @@ def build_timeline(model: ModelSpec, ex: ExecutionSpec, lay: Layout, ctx: CostCo
         "cp": comm.get("cp", 0.0),
         "ep": comm.get("ep", 0.0),
         "pp": 0.0,
-        "dp": float(dp_exposed[crit] + ag_exposed.max()),
+        "dp": comm.get("dp", 0.0) + float(dp_exposed[crit] + ag_exposed.max()),
         "bubble": bubble,
         "optimizer": float(opt.max()),
         "overhead": ITERATION_OVERHEAD_S,

@@ -325,13 +325,15 @@ def validate_row(row: dict[str, str]) -> RowResult:
     mbs, vpps, recs = _candidates(row, model)
     best: tuple[float, Prediction, dict[str, Any]] | None = None
     fallback: tuple[float, Prediction, dict[str, Any]] | None = None
+    reason = ""
     for mb in mbs:
         for v in vpps:
             for rec in recs:
                 opts = {"micro_batch": mb, "vpp": v, "recompute": rec}
                 try:
                     pred = predict(make_job(model, {**ex, **opts}, system))
-                except StarfabricError:
+                except StarfabricError as exc:
+                    reason = reason or exc.message
                     continue
                 cand = (pred.iteration_s, pred, opts)
                 if not pred.memory.oom and (best is None or cand[0] < best[0]):
@@ -341,9 +343,9 @@ def validate_row(row: dict[str, str]) -> RowResult:
     chosen = best or fallback
     if chosen is None:
         raise DataError(
-            f"row {row['row_id']}: no valid parallel setting (tp={ex['tp']}, pp={ex['pp']}, "
-            f"dp={ex['dp']})",
-            fix="check the row's parallel columns",
+            f"row {row['row_id']}: cannot be predicted (tp={ex['tp']}, pp={ex['pp']}, "
+            f"dp={ex['dp']}): {reason}",
+            fix="check the row's GPU and parallel columns",
         )
     _, pred, opts = chosen
     choices = dict(opts)
@@ -390,10 +392,28 @@ def validate(path: str | Path | None = None) -> list[RowResult]:
     return [validate_row(r) for r in read_rows(path or bundled_csv())]
 
 
-def summary(results: list[RowResult]) -> dict[str, Any]:
-    """JSON-ready per-row errors and the mean/max absolute error."""
+def validate_all(
+    path: str | Path | None = None,
+) -> tuple[list[RowResult], list[tuple[str, str]]]:
+    """Like `validate`, but a row Seer cannot predict (unknown GPU, unsupported layout) is
+    returned as (row_id, one-line reason) instead of stopping the run."""
+    done: list[RowResult] = []
+    failed: list[tuple[str, str]] = []
+    for row in read_rows(path or bundled_csv()):
+        try:
+            done.append(validate_row(row))
+        except StarfabricError as exc:
+            failed.append((row.get("row_id", "?"), exc.one_line()))
+    return done, failed
+
+
+def summary(
+    results: list[RowResult], failed: list[tuple[str, str]] | None = None
+) -> dict[str, Any]:
+    """JSON-ready per-row errors, the mean/max absolute error and rows not predicted."""
     errs = [abs(r.error) for r in results]
     return {
+        "not_predicted": [{"row_id": rid, "reason": why} for rid, why in (failed or [])],
         "rows": [
             {
                 "row_id": r.row_id,
@@ -424,5 +444,6 @@ __all__ = [
     "row_model",
     "summary",
     "validate",
+    "validate_all",
     "validate_row",
 ]
