@@ -1,4 +1,6 @@
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from starfabric.astral.seer import load_model, make_job, predict
 from starfabric.errors import ConfigError, InfeasibleError
@@ -54,3 +56,18 @@ def test_uneven_pipeline_split_is_accepted() -> None:
                              "pipeline_layers": [7, 9, 9, 7]}, SYS))  # fmt: skip
     assert p.layout.stage_layers == ((7,), (9,), (9,), (7,))
     assert p.iteration_s > 0
+
+
+@given(st.integers(1, 200), st.integers(1, 64))
+def test_uneven_pipeline_split(layers: int, pp: int) -> None:
+    from starfabric.astral.seer.parallel import uneven_pipeline_layers
+
+    if pp > layers:
+        with pytest.raises(InfeasibleError):
+            uneven_pipeline_layers(layers, pp)
+        return
+    split = uneven_pipeline_layers(layers, pp)
+    assert len(split) == pp and sum(split) == layers and min(split) >= 1
+    assert max(split) - min(split) <= 1
+    if pp > 2 and max(split) != min(split):
+        assert split[0] <= min(split[1:-1]) and split[-1] <= min(split[1:-1])

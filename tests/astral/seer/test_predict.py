@@ -99,3 +99,15 @@ def test_zero3_shards_memory_and_exposes_gathers_on_a_slow_network() -> None:
     slow = {**fast, "nic_bandwidth": "10G"}
     z3_slow = predict(make_job("llama-3.1-8b", {**ex, "zero": 3}, slow))
     assert z3_slow.breakdown["dp"] > 0.1 * z3_slow.iteration_s
+
+
+def test_expert_comm_overlap_hides_all_to_all() -> None:
+    base = _moe(64)
+    plain = predict(base)
+    overlapped = predict(
+        make_job(
+            base.model, base.execution.model_copy(update={"ep_comm_overlap": True}), base.system
+        )
+    )
+    assert overlapped.breakdown["ep"] < 0.5 * plain.breakdown["ep"]
+    assert overlapped.iteration_s < plain.iteration_s

@@ -118,3 +118,16 @@ def test_rows_with_time_or_tokens_instead_of_tflops(tmp_path: Path) -> None:
         w.writerow(by_tokens)
     (res,) = validate(p)
     assert res.convention == "model" and res.published_iter_s == pytest.approx(expected)
+
+
+def test_uneven_layer_counts_get_a_first_last_lighter_split(tmp_path: Path) -> None:
+    rows = list(csv.DictReader(CSV.open()))
+    row = dict(rows[-1], row_id="U-1", layers="110")  # 110 layers on pp = 16
+    p = tmp_path / "u.csv"
+    with p.open("w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(row))
+        w.writeheader()
+        w.writerow(row)
+    (res,) = validate(p)
+    split = res.choices["pipeline_layers"]
+    assert sum(split) == 110 and split[0] < split[1] and res.choices["vpp"] == 1

@@ -48,6 +48,7 @@ class CostContext:
     moe: tuple[int, int, int, int] = (0, 0, 0, 0)
     """(hidden, experts, topk, max_nodes) for topology-simulated expert all-to-all."""
     etp: int = 1
+    ep_comm_overlap: bool = False
 
 
 def make_context(
@@ -96,6 +97,7 @@ def make_context(
             else (0, 0, 0, 0)
         ),
         etp=lay.etp,
+        ep_comm_overlap=ex.ep_comm_overlap,
     )
 
 
@@ -152,6 +154,13 @@ def op_costs(t: OpTable, ctx: CostContext, backward: bool = False) -> OpCosts:
         elif t.group[i] == "cp":
             attn = _attn_time(t, time)
             exposed[i] = max(0.0, dur - attn) + CP_OVERLAP_RESIDUAL * dur
+    ep = (kind == COMM) & np.isin(np.asarray(t.group), ["ep", "etp"])
+    if ctx.ep_comm_overlap and ep.any():
+        # Two micro-batches interleaved (DualPipe / A2A overlap): one's dispatch/combine runs
+        # under the other's attention and expert GEMMs; the excess stays exposed.
+        total = float(time[ep].sum())
+        compute = float(time[kind != COMM].sum())
+        exposed[ep] = time[ep] * (max(0.0, total - compute) / total if total > 0 else 0.0)
     fsdp = (kind == COMM) & np.isin(np.asarray(t.group), ["dp", "edp"])
     if fsdp.any():
         # ZeRO-3 gathers/reductions are prefetched on their own stream: together they hide

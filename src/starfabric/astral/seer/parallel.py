@@ -47,6 +47,11 @@ class ExecutionSpec(Spec):
     overlap_grad_reduce: bool = True
     overlap_param_gather: bool = True
     tp_comm_overlap: bool = False
+    ep_comm_overlap: bool = Field(
+        default=False,
+        description="expert all-to-all hidden behind another micro-batch's compute "
+        "(DeepSeek DualPipe, Megatron 1F1B A2A overlap)",
+    )
     overlap_p2p: bool = Field(
         default=True, description="PP send/recv overlapped with compute (else blocking)"
     )
@@ -104,6 +109,29 @@ class Layout:
     gpu: GPUSpec
 
 
+def uneven_pipeline_layers(layers: int, pp: int) -> tuple[int, ...]:
+    """Per-stage layers when pp does not divide the layer count: every stage gets
+    ceil(layers/pp) and the missing layers are taken one each from the first and last stage
+    (which also hold the embedding and the logits), then from the ends inwards (Llama 3 405B: 126 layers on 16 stages
+    = 7, 8 x 14, 7)."""
+    if pp < 1 or layers < pp:
+        raise InfeasibleError(
+            f"cannot split {layers} layers over pp = {pp} stages", fix="use pp <= layers"
+        )
+    base = -(-layers // pp)
+    out = [base] * pp
+    order: list[int] = []
+    lo, hi = 0, pp - 1
+    while lo <= hi:
+        order.append(lo)
+        if hi != lo:
+            order.append(hi)
+        lo, hi = lo + 1, hi - 1
+    for s in order[: base * pp - layers]:  # fewer than pp layers are missing
+        out[s] -= 1
+    return tuple(out)
+
+
 def _fail(msg: str, fix: str) -> InfeasibleError:
     return InfeasibleError(msg, fix=fix)
 
@@ -159,9 +187,14 @@ def resolve_layout(model: ModelSpec, ex: ExecutionSpec, system: SystemSpec) -> L
     else:
         chunks = ex.pp * ex.vpp
         if model.layers % chunks:
+            hint = (
+                f"e.g. pipeline_layers: {list(uneven_pipeline_layers(model.layers, ex.pp))}"
+                if ex.vpp == 1 and model.layers >= ex.pp
+                else "pick pp*vpp dividing the layer count"
+            )
             raise _fail(
                 f"layers = {model.layers} not divisible by pp*vpp = {chunks}",
-                "pick pp*vpp dividing the layer count or give pipeline_layers (vpp = 1)",
+                f"give pipeline_layers with vpp = 1 ({hint})",
             )
         per = model.layers // chunks
         stage_layers = tuple(tuple(per for _ in range(ex.vpp)) for _ in range(ex.pp))

@@ -22,6 +22,7 @@ from starfabric.astral.seer.ops import (
     megatron_model_flops,
     narayanan_hardware_flops,
 )
+from starfabric.astral.seer.parallel import uneven_pipeline_layers
 from starfabric.astral.seer.predict import Prediction, make_job, predict
 from starfabric.config import parse_spec
 from starfabric.errors import ConfigError, DataError, StarfabricError
@@ -152,7 +153,9 @@ def _nic(row: dict[str, str], gpu: str) -> str:
 def _legacy(row: dict[str, str]) -> bool:
     fw = (row.get("framework") or "").lower()
     year = re.search(r"(20\d\d)", fw)
-    return "megatron-lm" in fw and year is not None and int(year.group(1)) < 2022
+    # FlashAttention (2022) reached Megatron in 2023; so did the distributed optimizer's
+    # overlapped reduce-scatter. Earlier Megatron-LM runs use the unfused path.
+    return "megatron-lm" in fw and year is not None and int(year.group(1)) < 2023
 
 
 def _framework(row: dict[str, str]) -> dict[str, Any]:
@@ -168,9 +171,11 @@ def _framework(row: dict[str, str]) -> dict[str, Any]:
     no_overlap = "no overlap" in fw or "without overlap" in fw
     sp_text = (row.get("sp") or "").lower()
     tp_overlap = "tp-comm-overlap" in sp_text or ("overlap" in fw and "tp" in fw)
+    ep_overlap = "dualpipe" in fw or ("overlap" in fw and ("a2a" in fw or "ep" in fw.split("/")))
     return {"attention": "flash", "overlap_grad_reduce": not no_overlap,
             "overlap_param_gather": not no_overlap,
-            "tp_comm_overlap": tp_overlap and not no_overlap}  # fmt: skip
+            "tp_comm_overlap": tp_overlap and not no_overlap,
+            "ep_comm_overlap": ep_overlap}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -253,8 +258,10 @@ def _candidates(row: dict[str, str], model: ModelSpec) -> tuple[list[int], list[
         if not _unverified(row.get("micro_batch", ""))
         else list(MICRO_BATCH_CANDIDATES)
     )
-    if not _unverified(row.get("vpp", "")):
-        vpps = [_int(row, "vpp")]
+    if model.layers % pp:
+        vpps = [1]  # uneven pipelines run without virtual stages
+    elif not _unverified(row.get("vpp", "")):
+        vpps = [_int(row, "vpp", 1)]
     else:
         per = model.layers // pp if model.layers % pp == 0 else 0
         vpps = [1] + ([v for v in range(2, per + 1) if per % v == 0] if pp > 1 and per else [])
@@ -303,6 +310,8 @@ def row_job_options(row: dict[str, str]) -> tuple[ModelSpec, dict[str, Any], dic
         "zero": zero,
         **_framework(row),
     }
+    if model.layers % pp:
+        ex["pipeline_layers"] = list(uneven_pipeline_layers(model.layers, pp))
     if (row.get("etp") or "").strip() and not _unverified(row["etp"]):
         ex["etp"] = _int(row, "etp")
     system: dict[str, Any] = {
@@ -349,6 +358,8 @@ def validate_row(row: dict[str, str]) -> RowResult:
         )
     _, pred, opts = chosen
     choices = dict(opts)
+    if "pipeline_layers" in ex:
+        choices["pipeline_layers"] = ex["pipeline_layers"]
     if best is None:
         choices["note"] = "every candidate exceeds GPU memory; least-memory setting used"
     conv = _convention(row)
