@@ -2,18 +2,20 @@ import numpy as np
 import pytest
 
 from starfabric.astral.seer import load_model, make_job, predict, resolve_layout
-from starfabric.astral.seer.parallel import ExecutionSpec, SystemSpec
+from starfabric.astral.seer.parallel import ExecutionSpec, SystemSpec, uneven_pipeline_layers
 from starfabric.astral.seer.search import COLUMNS, RECOMPUTE, enumerate_configs, search
 from starfabric.errors import ConfigError, InfeasibleError
 
 SYS = SystemSpec(gpu="H100", gpus=64)
 
 
-def _ex(row: dict, gb: int, seq: int) -> ExecutionSpec:
+def _ex(row: dict, gb: int, seq: int, layers: int = 0) -> ExecutionSpec:
+    uneven = layers % row["pp"] if layers else 0
     return ExecutionSpec(
         global_batch=gb, seq_len=seq, micro_batch=row["mb"], tp=row["tp"], cp=row["cp"],
         pp=row["pp"], vpp=row["vpp"], dp=row["dp"], ep=row["ep"], etp=row["etp"],
         recompute=RECOMPUTE[row["rec"]],
+        pipeline_layers=uneven_pipeline_layers(layers, row["pp"]) if uneven else None,
     )  # fmt: skip
 
 
@@ -23,7 +25,7 @@ def test_every_enumerated_layout_is_valid() -> None:
     assert (cfg["ep"] > 1).any()
     for i in range(0, len(cfg["tp"]), 7):
         row = {c: int(cfg[c][i]) for c in COLUMNS}
-        lay = resolve_layout(model, _ex(row, 256, 4096), SYS)
+        lay = resolve_layout(model, _ex(row, 256, 4096, model.layers), SYS)
         assert lay.dp == row["dp"] and lay.gpus == 64
 
 
@@ -51,14 +53,22 @@ def test_analytical_mode_tracks_the_full_timeline() -> None:
     res = search(model, system, 512, 8192)
     for i in res.ranked()[:5]:
         row = {c: int(res.configs[c][i]) for c in COLUMNS}
-        full = predict(make_job(model, _ex(row, 512, 8192), system))
+        full = predict(make_job(model, _ex(row, 512, 8192, model.layers), system))
         assert res.iteration_s[i] == pytest.approx(full.iteration_s, rel=0.10)
         assert res.memory_bytes[i] == pytest.approx(full.memory.total, rel=0.05)
+
+
+def test_uneven_pipelines_are_searched() -> None:
+    model = load_model("deepseek-v3")  # 61 layers: only pp = 1 or 61 would divide them
+    res = search(model, SystemSpec(gpu="H800", gpus=2048), 4096, 4096, "fp8", limit=400)
+    assert set(np.unique(res.configs["pp"])) > {1, 2}
+    uneven = 61 % res.configs["pp"] != 0
+    assert uneven.any() and (res.configs["vpp"][uneven] == 1).all()
 
 
 def test_search_errors() -> None:
     model = load_model("llama-3.1-8b")
     with pytest.raises(InfeasibleError, match="no valid parallel layout"):
-        search(model, SystemSpec(gpu="H100", gpus=7), 3, 4096)
+        search(load_model("gpt2"), SystemSpec(gpu="H100", gpus=13), 3, 4096)
     with pytest.raises(ConfigError, match="unknown search mode"):
         search(model, SYS, 256, 4096, mode="fast")  # type: ignore[arg-type]

@@ -68,18 +68,22 @@ def enumerate_configs(
     eps = [e for e in _divisors(model.moe_experts) if e <= gpus] if model.is_moe else [1]
     for tp in tps:
         for cp in cps:
-            for pp in _divisors(model.layers):
+            # Any pp up to the layer count: uneven splits (first/last stages lighter) run
+            # without virtual stages.
+            for pp in (
+                (d for d in _divisors(gpus // (tp * cp)) if d <= model.layers)
+                if gpus % (tp * cp) == 0
+                else ()
+            ):
                 mp = tp * cp * pp
-                if gpus % mp:
-                    continue
                 dp = gpus // mp
-                per_stage = model.layers // pp
+                per_stage = model.layers // pp if model.layers % pp == 0 else 0
                 for mb in MICRO_BATCHES:
                     if global_batch % (mb * dp):
                         continue
                     m = global_batch // (mb * dp)
                     vpps = [1]
-                    if pp > 1 and m % pp == 0:
+                    if pp > 1 and m % pp == 0 and per_stage:
                         vpps += [v for v in _divisors(per_stage) if 1 < v <= MAX_VPP]
                     for vpp in vpps:
                         for ep in eps:
@@ -222,7 +226,7 @@ def _evaluate(
     b = lc[:, 1] * (1 - model.moe_layers / model.layers) + lc[:, 3] * (
         model.moe_layers / model.layers
     )
-    layers_stage = model.layers / pp
+    layers_stage = np.ceil(model.layers / pp)  # the heaviest stage of an uneven split
     m = global_batch / (mb * dp)
     per_mb_stage = layers_stage * (f + b)
     stage_max = per_mb_stage + lc[:, 4]  # the last stage also runs embedding/logits (pp = 1: all)
