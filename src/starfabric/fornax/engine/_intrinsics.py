@@ -36,8 +36,7 @@ def _emit_prefetch(
     )
 
 
-@intrinsic
-def prefetch_row(typingctx: Any, arr: Any, row: Any) -> Any:
+def _prefetch_row(typingctx: Any, arr: Any, row: Any) -> Any:
     """Prefetch the cache line holding arr[row, 0] (2-D) or arr[row] (1-D)."""
 
     def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
@@ -51,8 +50,7 @@ def prefetch_row(typingctx: Any, arr: Any, row: Any) -> Any:
     return types.void(arr, row), codegen
 
 
-@intrinsic
-def prefetch_at(typingctx: Any, arr: Any, row: Any, col: Any) -> Any:
+def _prefetch_at(typingctx: Any, arr: Any, row: Any, col: Any) -> Any:
     """Prefetch the cache line holding arr[row, col] of a 2-D array."""
 
     def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
@@ -64,5 +62,9 @@ def prefetch_at(typingctx: Any, arr: Any, row: Any, col: Any) -> Any:
 
     return types.void(arr, row, col), codegen
 
+
+#: Typed as Any: numba supplies the typing context when a kernel calls them.
+prefetch_row: Any = intrinsic(_prefetch_row)
+prefetch_at: Any = intrinsic(_prefetch_at)
 
 __all__ = ["prefetch_at", "prefetch_row"]

@@ -32,8 +32,8 @@ from starfabric.fornax.packets import (
 )
 
 #: Packets between a lookup's record prefetch and its use (assumption: tuned on x86 servers).
-LOOKAHEAD = 8
-KEY_RING = 32  # prepared keys in flight (> 2 * LOOKAHEAD)
+LOOKAHEAD = 16
+KEY_RING = 64  # prepared keys in flight (> 3 * LOOKAHEAD, a power of two)
 U0 = np.uint64(0)
 U1 = np.uint64(1)
 S8 = np.uint64(8)
@@ -48,6 +48,9 @@ S48 = np.uint64(48)
 M8 = np.uint64(0xFF)
 M16 = np.uint64(0xFFFF)
 M32 = np.uint64(0xFFFF_FFFF)
+M48 = np.uint64(0xFFFF_FFFF_FFFF)
+LANES_LO = np.uint64(0x0001_0001_0001_0001)
+LANES_HI = np.uint64(0x8000_8000_8000_8000)
 K_MUL = np.uint64(C_MUL)
 K_FIN = np.uint64(C_FIN)
 K_ALT = np.uint64(C_ALT)
@@ -327,7 +330,7 @@ def ecc_encode(rec, s) -> np.uint64:
 
 
 @njit
-def ecc_patch(ecc: np.uint64, w: int, old: np.uint64, new: np.uint64) -> np.uint64:
+def ecc_patch(ecc, w, old, new):
     """Check word after data word w changed from old to new (equal to a full re-encode).
 
     The pipeline patches the few words a hit changes instead of re-encoding all 14.
@@ -522,6 +525,21 @@ def emit_entry(ring, rmeta, ctr, etype, reason, rec, s, slot, t, port, detail) -
 
 
 @njit
+def first_tag(tags64, bucket, wpb, tag):
+    """Index in the bucket of the first slot whose tag equals `tag`, or bs (none): 4 tags per
+    64-bit word compared at once (SWAR), so the probe has no data-dependent branch per slot."""
+    pat = np.uint64(tag) * LANES_LO
+    for w in range(wpb):
+        x = tags64[bucket * wpb + w] ^ pat
+        m = (x - LANES_LO) & ~x & LANES_HI
+        if m != U0:
+            low = m & (~m + U1)
+            lane = np.int64(low > M16) + np.int64(low > M32) + np.int64(low > M48)
+            return w * 4 + lane
+    return wpb * 4
+
+
+@njit
 def invalidate(tags, rec, st, s) -> None:
     tags[s] = 0
     for k in range(L.N_WORDS):
@@ -633,44 +651,48 @@ def k_process(
     drop = np.uint64(prm[2])
     nb = prm[0]
     bs = prm[1]
+    wpb = bs // 4
+    tags64 = tags.view(np.uint64)
     n = len(time)
-    kr = np.zeros((KEY_RING, 10), dtype=np.uint64)
-    for j in range(min(2 * LOOKAHEAD, n)):
+    kr = np.zeros((KEY_RING, 11), dtype=np.uint64)
+    for j in range(min(3 * LOOKAHEAD, n)):
         prep_one(
             j, vni, proto, src_hi, src_lo, dst_hi, dst_lo, sport, dport, seed, nb, kr, j % KEY_RING
         )
+    n_hit = 0
+    n_miss = 0
+    n_bytes = 0
     for i in range(n):
-        # Software pipeline (a NIC keeps many lookups in flight): prepare the packet
-        # 2*LOOKAHEAD ahead and fetch its tag lines; fetch the record lines of the first tag
-        # match of the packet LOOKAHEAD ahead. Hints only: results do not depend on them.
-        j = i + 2 * LOOKAHEAD
+        # Software pipeline (a NIC keeps many lookups in flight), hints only (results never
+        # depend on them): 3 LOOKAHEAD ahead prepare the key and fetch bucket 1's tag line;
+        # 2 LOOKAHEAD ahead scan it and fetch the matching record's lines, or else bucket 2's
+        # tag line; LOOKAHEAD ahead scan bucket 2 when needed and fetch that record.
+        j = i + 3 * LOOKAHEAD
         if j < n:
             rj = j % KEY_RING
             prep_one(j, vni, proto, src_hi, src_lo, dst_hi, dst_lo, sport, dport, seed, nb, kr, rj)
             prefetch_row(tags, np.int64(kr[rj, 6]) * bs)
-            prefetch_row(tags, np.int64(kr[rj, 7]) * bs)
-        j = i + LOOKAHEAD
-        if j < n:
+        for stage in range(2):
+            j = i + (2 - stage) * LOOKAHEAD
+            if j >= n:
+                continue
             rj = j % KEY_RING
-            cand = -1
-            tj = np.uint16(kr[rj, 8])
-            for c in range(6, 8):
-                base = np.int64(kr[rj, c]) * bs
-                for q in range(bs):
-                    if tags[base + q] == tj:
-                        cand = base + q
-                        break
-                if cand >= 0:
-                    break
+            if stage == 1 and kr[rj, 10] != U0:
+                continue
+            b = np.int64(kr[rj, 6 + stage])
+            q = first_tag(tags64, b, wpb, kr[rj, 8])
+            cand = b * bs + q if q < bs else -1
+            kr[rj, 10] = np.uint64(cand + 1)
             if cand >= 0:
                 prefetch_at(rec, cand, 0)
                 prefetch_at(rec, cand, 7)
                 prefetch_at(rec, cand, L.N_WORDS - 1)
+            elif stage == 0:
+                prefetch_row(tags, np.int64(kr[rj, 7]) * bs)
         ri = i % KEY_RING
         o_dir[i] = np.uint8(kr[ri, 9])
         t = time[i]
         p = np.int64(port[i])
-        ctr[C_PACKETS] += 1
         o_slot[i] = -1
         o_reply[i] = 255
         o_action[i] = 0
@@ -684,11 +706,31 @@ def k_process(
             ctr[C_HUNG] += 1
             continue
         pr = np.uint64(proto[i])
-        s, fault = probe_at(
-            tags, rec, st, ring, rmeta, ctr, prm, seed, np.uint16(kr[ri, 8]),
-            np.int64(kr[ri, 6]), np.int64(kr[ri, 7]),
-            kr[ri, 0], kr[ri, 1], kr[ri, 2], kr[ri, 3], kr[ri, 4], pr, t, p,
-        )  # fmt: skip
+        # Probe, written out here: a call carrying the table arrays costs numba reference
+        # counting per call, which would dominate the hit path. ECC is checked before the key
+        # compare; only a failing check takes the (rare) read_check path with its events.
+        tag = np.uint16(kr[ri, 8])
+        s = -1
+        fault = False
+        for c in range(6, 8):
+            b = np.int64(kr[ri, c])
+            base = b * bs
+            for q in range(first_tag(tags64, b, wpb, kr[ri, 8]), bs):
+                sl = base + q
+                if tags[sl] != tag:
+                    continue
+                status, _pos = ecc_check(rec, sl)
+                if status != ECC_CLEAN and not read_check(
+                    tags, rec, st, ring, rmeta, ctr, prm, seed, sl, t, p
+                ):
+                    s = sl
+                    fault = True
+                    break
+                if key_eq(rec, sl, kr[ri, 0], kr[ri, 1], kr[ri, 2], kr[ri, 3], kr[ri, 4], pr):
+                    s = sl
+                    break
+            if s >= 0:
+                break
         if fault:
             o_out[i] = O_FAULT
             o_reason[i] = R_ECC
@@ -698,7 +740,7 @@ def k_process(
         if s < 0:
             o_out[i] = O_MISS
             o_reason[i] = R_NO_ENTRY
-            ctr[C_MISS] += 1
+            n_miss += 1
             continue
         o_slot[i] = s
         meta = rec[s, L.W_META]
@@ -752,7 +794,7 @@ def k_process(
         # Update the changed words and patch the check word (== ecc_encode, fewer ops).
         ecc = rec[s, L.W_ECC]
         w = rec[s, L.W_PKTS]
-        if d == 0:
+        if d == 0:  # noqa: SIM108
             nw = (w & ~M32) | ((w + U1) & M32)
         else:
             nw = w + (U1 << S32)
@@ -782,8 +824,13 @@ def k_process(
         else:
             o_out[i] = O_HIT
             o_reason[i] = reason
-            ctr[C_HIT] += 1
-            ctr[C_BYTES] += length[i]
+            n_hit += 1
+            n_bytes += length[i]
+    # The per-packet hot counters are kept in registers and added once per batch.
+    ctr[C_PACKETS] += n
+    ctr[C_HIT] += n_hit
+    ctr[C_MISS] += n_miss
+    ctr[C_BYTES] += n_bytes
 
 
 # ---------------------------------------------------------------------------- entry ops
@@ -1146,7 +1193,12 @@ def k_scrub(
     s = st[1]
     for _ in range(n_slots):
         ctr[C_SCRUB] += 1
-        if tags[s] != 0 and read_check(tags, rec, st, ring, rmeta, ctr, prm, seed, s, now, 0):
+        ok = tags[s] != 0
+        if ok:
+            status, _pos = ecc_check(rec, s)
+            if status != ECC_CLEAN:
+                ok = read_check(tags, rec, st, ring, rmeta, ctr, prm, seed, s, now, 0)
+        if ok:
             cls = timeout_class(rec, s)
             if now - np.int64(rec[s, L.W_SEEN]) >= timeouts[cls]:
                 meta = rec[s, L.W_META]
