@@ -22,6 +22,7 @@ def seer_predict(
     job: str = typer.Argument(..., help="Job YAML: {model, execution, system}."),
     as_json: bool = typer.Option(False, "--json", help="Print the prediction as JSON."),
     trace: str = typer.Option("", "--trace", help="Write a Chrome-trace JSON of one iteration."),
+    profile: str = typer.Option("", "--profile", help="Calibrated profile from 'seer calibrate'."),
 ) -> None:
     """Predict one iteration: time, breakdown, TFLOP/s, MFU, memory and OOM verdict."""
     import json
@@ -30,8 +31,12 @@ def seer_predict(
     from rich.table import Table
 
     from starfabric.astral.seer import load_job, predict, write_trace
+    from starfabric.astral.seer.calibrate import apply_profile
 
-    pred = predict(load_job(job))
+    the_job = load_job(job)
+    if profile:
+        the_job = apply_profile(the_job, profile)
+    pred = predict(the_job)
     out = pred.summary()
     if trace:
         write_trace(pred, trace)
@@ -288,3 +293,35 @@ def seer_search(
     if json_path:
         Path(json_path).parent.mkdir(parents=True, exist_ok=True)
         Path(json_path).write_text(json.dumps({"layouts": len(res), "top": rows}, indent=2))
+
+
+@seer_app.command("calibrate")
+def seer_calibrate(
+    nccl_tests: list[str] = typer.Option(..., "--nccl-tests", help="nccl-tests logs (repeat)."),
+    gpu: str = typer.Option(..., "--gpu", help="GPU type the logs were measured on."),
+    nic: str = typer.Option(..., "--nic", help="Scale-out bandwidth per GPU, e.g. 400G."),
+    gpus_per_node: int = typer.Option(8, "--gpus-per-node", help="GPUs per node in the logs."),
+    out: str = typer.Option("", "--out", help="Write the profile (YAML) here."),
+) -> None:
+    """Fit collective latency and bus bandwidth per tier from nccl-tests logs; report the
+    error before and after; write a profile `seer predict --profile` applies."""
+    from pathlib import Path
+
+    import yaml
+    from rich.console import Console
+    from rich.table import Table
+
+    from starfabric.astral.seer.calibrate import calibrate_nccl
+
+    cal = calibrate_nccl(nccl_tests, gpu, nic, gpus_per_node)
+    con = Console()
+    tab = Table("log", "collective", "ranks", "tier", "rows", "error before", "error after")
+    for f in cal.logs:
+        tab.add_row(Path(f.path).name, f.collective, str(f.ranks), f.tier, str(f.rows),
+                    f"{f.error_before:.1%}", f"{f.error_after:.1%}")  # fmt: skip
+    con.print(tab)
+    con.print(f"fitted for {cal.gpu}: {cal.fractions}", soft_wrap=True)
+    if out:
+        Path(out).parent.mkdir(parents=True, exist_ok=True)
+        Path(out).write_text(yaml.safe_dump(cal.profile(), sort_keys=False))
+        con.print(f"profile: {out}")

@@ -41,10 +41,21 @@ class Group:
 
 @dataclass(frozen=True)
 class Fabric:
-    """Achievable bandwidths (bytes/s) of the two tiers a group can use."""
+    """Achievable bandwidths (bytes/s) of the two tiers a group can use; `per_kind` overrides
+    them per collective (calibrated: NVLS/SHARP all-reduce beats ring all-gather)."""
 
     nvlink_bus_bytes_per_s: float
     nic_bus_bytes_per_s: float
+    per_kind: tuple[tuple[str, float, float, float, float], ...] = ()
+    """(collective, NVLink bus B/s, NIC bus B/s, NVLink alpha s, NIC alpha s); alpha < 0 =
+    not calibrated (use the step-latency model)."""
+
+    def tiers(self, kind: str) -> tuple[float, float, float, float]:
+        """(NVLink bus, NIC bus, NVLink alpha, NIC alpha) for collective `kind`."""
+        for k, nvl, nic, a_nvl, a_nic in self.per_kind:
+            if k == kind:
+                return nvl, nic, a_nvl, a_nic
+        return self.nvlink_bus_bytes_per_s, self.nic_bus_bytes_per_s, -1.0, -1.0
 
 
 def place_group(size: int, stride: int, gpus_per_node: int) -> Group:
@@ -74,21 +85,23 @@ def collective_time(kind: Kind, nbytes: float, group: Group, fabric: Fabric) -> 
         raise ConfigError(f"unknown collective {kind!r}", fix=f"use one of {sorted(_FACTOR)}")
     factor = _FACTOR[kind](n)
     g, nodes = group.per_node, group.nodes
+    nvl_bw, nic_bw, a_nvl, a_nic = fabric.tiers(kind)
     if kind == "p2p":
-        bw = fabric.nvlink_bus_bytes_per_s if nodes == 1 else fabric.nic_bus_bytes_per_s
+        bw = nvl_bw if nodes == 1 else nic_bw
         lat = NVLINK_STEP_LATENCY_S if nodes == 1 else NIC_STEP_LATENCY_S
         return COLLECTIVE_LAUNCH_S + lat + nbytes / bw
     if nodes == 1:
         steps = (2 if kind == "all_reduce" else 1) * (n - 1)
-        lat = steps * NVLINK_STEP_LATENCY_S
-        return COLLECTIVE_LAUNCH_S + lat + factor * nbytes / fabric.nvlink_bus_bytes_per_s
+        lat = steps * NVLINK_STEP_LATENCY_S + COLLECTIVE_LAUNCH_S if a_nvl < 0 else a_nvl
+        return lat + factor * nbytes / nvl_bw
     if kind == "all_to_all":
         # Each rank sends (n-g)/n of its buffer over its own NIC and (g-1)/n over NVLink.
-        inter = nbytes * (n - g) / n / fabric.nic_bus_bytes_per_s
-        intra = nbytes * (g - 1) / n / fabric.nvlink_bus_bytes_per_s
-        return COLLECTIVE_LAUNCH_S + NIC_STEP_LATENCY_S * np.log2(n) + max(inter, intra)
+        inter = nbytes * (n - g) / n / nic_bw
+        intra = nbytes * (g - 1) / n / nvl_bw
+        lat = COLLECTIVE_LAUNCH_S + NIC_STEP_LATENCY_S * np.log2(n) if a_nic < 0 else a_nic
+        return float(lat + max(inter, intra))
     # Rings cross each node boundary once per channel; a node's g NICs carry the ring traffic.
-    bus = min(fabric.nvlink_bus_bytes_per_s, g * fabric.nic_bus_bytes_per_s)
+    bus = min(nvl_bw, g * nic_bw)
     steps = (2 if kind == "all_reduce" else 1) * (nodes - 1)
-    lat = steps * NIC_STEP_LATENCY_S + (g - 1) * NVLINK_STEP_LATENCY_S
-    return COLLECTIVE_LAUNCH_S + lat + factor * nbytes / bus
+    lat = steps * NIC_STEP_LATENCY_S + (g - 1) * NVLINK_STEP_LATENCY_S + COLLECTIVE_LAUNCH_S
+    return (lat if a_nic < 0 else a_nic) + factor * nbytes / bus

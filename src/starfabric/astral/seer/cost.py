@@ -76,10 +76,7 @@ def make_context(
         "ep": place_group(lay.ep, lay.etp, gpn),
         "edp": place_group(lay.edp, lay.etp * lay.ep, gpn),
     }
-    fabric = Fabric(
-        nvlink_bus_bytes_per_s=gpu.nvlink_gbps * 1e9 * eff.nvlink_bus_fraction,
-        nic_bus_bytes_per_s=lay.nic_bytes_per_s * eff.nic_bus_fraction,
-    )
+    fabric = make_fabric(gpu.nvlink_gbps * 1e9, lay.nic_bytes_per_s, eff)
     return CostContext(
         peak_flops=peak,
         gemm_peak_flops=gemm_peak,
@@ -98,6 +95,26 @@ def make_context(
         ),
         etp=lay.etp,
         ep_comm_overlap=ex.ep_comm_overlap,
+    )
+
+
+def make_fabric(nvlink_bytes_per_s: float, nic_bytes_per_s: float, eff: Efficiency) -> Fabric:
+    """Achievable bus bandwidths from link rates and (calibrated) efficiency fractions; a
+    calibrated fraction of 0 means "not measured" and keeps the default."""
+    per_kind = tuple(
+        (
+            kind,
+            nvlink_bytes_per_s * (nvl or eff.nvlink_bus_fraction),
+            nic_bytes_per_s * (nic or eff.nic_bus_fraction),
+            a_nvl,
+            a_nic,
+        )
+        for kind, nvl, nic, a_nvl, a_nic in eff.collective_bus_fractions
+    )
+    return Fabric(
+        nvlink_bus_bytes_per_s=nvlink_bytes_per_s * eff.nvlink_bus_fraction,
+        nic_bus_bytes_per_s=nic_bytes_per_s * eff.nic_bus_fraction,
+        per_kind=per_kind,
     )
 
 

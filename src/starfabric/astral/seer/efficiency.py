@@ -37,6 +37,9 @@ class Efficiency:
     nvlink_bus_fraction: float
     nic_bus_fraction: float
     fp8_gemm_peak_fraction: float
+    collective_bus_fractions: tuple[tuple[str, float, float, float, float], ...] = ()
+    """Calibrated (collective, NVLink fraction, NIC fraction, NVLink alpha s, NIC alpha s);
+    0 fractions / negative alphas mean "not measured"."""
 
 
 _FIELDS = set(Efficiency.__dataclass_fields__)
@@ -61,12 +64,45 @@ def efficiency_for(gpu: GPUSpec, overrides: dict[str, Any] | None = None) -> Eff
             )
         merged[key] = val
     merged["gemm_tiles"] = tuple((int(a), int(b)) for a, b in merged["gemm_tiles"])
+    merged["collective_bus_fractions"] = _collective_fractions(
+        merged.get("collective_bus_fractions", {})
+    )
     eff = Efficiency(**merged)
-    for name in _FIELDS - {"gemm_tiles", "sms", "kernel_overhead_s", "gemm_k_half"}:
+    skip = {"gemm_tiles", "sms", "kernel_overhead_s", "gemm_k_half", "collective_bus_fractions"}
+    for name in _FIELDS - skip:
         val = getattr(eff, name)
         if not 0 < val <= 1:
             raise ConfigError(f"efficiency {name} = {val} must be in (0, 1]", fix="give a fraction")
     return eff
+
+
+def _collective_fractions(raw: Any) -> tuple[tuple[str, float, float, float, float], ...]:
+    """{kind: {nvlink: f, nic: f, nvlink_alpha_s: a, nic_alpha_s: a}} (as calibrate writes
+    it) → sorted tuples; checked."""
+    if isinstance(raw, tuple):
+        return raw
+    if not isinstance(raw, dict):
+        raise ConfigError(
+            "efficiency.collective_bus_fractions must map a collective to {nvlink, nic}",
+            fix="write e.g. all_reduce: {nvlink: 1.05, nic: 0.9}",
+        )
+    out = []
+    for kind, fr in sorted(raw.items()):
+        keys = {"nvlink", "nic", "nvlink_alpha_s", "nic_alpha_s"}
+        if not isinstance(fr, dict) or set(fr) - keys:
+            raise ConfigError(
+                f"efficiency.collective_bus_fractions.{kind} = {fr!r}",
+                fix=f"use only the keys {sorted(keys)}",
+            )
+        nvl, nic = float(fr.get("nvlink", 0.0)), float(fr.get("nic", 0.0))
+        a_nvl, a_nic = float(fr.get("nvlink_alpha_s", -1.0)), float(fr.get("nic_alpha_s", -1.0))
+        if not (0 <= nvl <= 2 and 0 <= nic <= 2):
+            raise ConfigError(
+                f"efficiency.collective_bus_fractions.{kind}: fractions must be in [0, 2]",
+                fix="give measured busbw / link bandwidth",
+            )
+        out.append((str(kind), nvl, nic, a_nvl, a_nic))
+    return tuple(out)
 
 
 def gemm_time(
