@@ -297,31 +297,54 @@ def seer_search(
 
 @seer_app.command("calibrate")
 def seer_calibrate(
-    nccl_tests: list[str] = typer.Option(..., "--nccl-tests", help="nccl-tests logs (repeat)."),
-    gpu: str = typer.Option(..., "--gpu", help="GPU type the logs were measured on."),
-    nic: str = typer.Option(..., "--nic", help="Scale-out bandwidth per GPU, e.g. 400G."),
+    gpu: str = typer.Option(..., "--gpu", help="GPU type the measurements come from."),
+    nccl_tests: list[str] = typer.Option([], "--nccl-tests", help="nccl-tests logs (repeat)."),
+    kineto: list[str] = typer.Option([], "--kineto", help="Kineto traces with shapes (repeat)."),
+    nic: str = typer.Option("400G", "--nic", help="Scale-out bandwidth per GPU, e.g. 400G."),
     gpus_per_node: int = typer.Option(8, "--gpus-per-node", help="GPUs per node in the logs."),
     out: str = typer.Option("", "--out", help="Write the profile (YAML) here."),
 ) -> None:
-    """Fit collective latency and bus bandwidth per tier from nccl-tests logs; report the
-    error before and after; write a profile `seer predict --profile` applies."""
+    """Fit collective latency/bandwidth per tier (nccl-tests) and GEMM efficiency (Kineto);
+    report the error before and after; write a profile `seer predict --profile` applies."""
     from pathlib import Path
 
     import yaml
     from rich.console import Console
     from rich.table import Table
 
-    from starfabric.astral.seer.calibrate import calibrate_nccl
+    from starfabric.astral.seer.calibrate import calibrate_kineto, calibrate_nccl
+    from starfabric.errors import ConfigError
 
-    cal = calibrate_nccl(nccl_tests, gpu, nic, gpus_per_node)
+    if not nccl_tests and not kineto:
+        raise ConfigError("nothing to calibrate from", fix="give --nccl-tests and/or --kineto")
     con = Console()
-    tab = Table("log", "collective", "ranks", "tier", "rows", "error before", "error after")
-    for f in cal.logs:
-        tab.add_row(Path(f.path).name, f.collective, str(f.ranks), f.tier, str(f.rows),
-                    f"{f.error_before:.1%}", f"{f.error_after:.1%}")  # fmt: skip
-    con.print(tab)
-    con.print(f"fitted for {cal.gpu}: {cal.fractions}", soft_wrap=True)
+    profile: dict = {"gpu": gpu, "efficiency": {}, "fitted_from": []}
+    if nccl_tests:
+        cal = calibrate_nccl(nccl_tests, gpu, nic, gpus_per_node)
+        tab = Table("log", "collective", "ranks", "tier", "rows", "error before", "error after")
+        for f in cal.logs:
+            tab.add_row(Path(f.path).name, f.collective, str(f.ranks), f.tier, str(f.rows),
+                        f"{f.error_before:.1%}", f"{f.error_after:.1%}")  # fmt: skip
+        con.print(tab)
+        con.print(f"collectives on {cal.gpu}: {cal.fractions}", soft_wrap=True)
+        prof = cal.profile()
+        profile["gpu"] = prof["gpu"]
+        profile["efficiency"].update(prof["efficiency"])
+        profile["fitted_from"] += prof["fitted_from"]
+    for trace in kineto:
+        fit = calibrate_kineto(trace, gpu)
+        con.print(
+            f"{Path(trace).name}: {fit.gemms} {fit.dtype} GEMMs, gemm_peak_fraction "
+            f"{fit.gemm_peak_fraction_before:.3f} -> {fit.gemm_peak_fraction:.3f}, error "
+            f"{fit.error_before:.1%} -> {fit.error_after:.1%}",
+            soft_wrap=True,
+        )
+        if fit.dtype in ("bf16", "fp16"):
+            profile["efficiency"]["gemm_peak_fraction"] = round(fit.gemm_peak_fraction, 4)
+            profile["fitted_from"].append(trace)
+        else:
+            con.print(f"  ({fit.dtype} GEMMs: reported only; the profile sets 16-bit GEMMs)")
     if out:
         Path(out).parent.mkdir(parents=True, exist_ok=True)
-        Path(out).write_text(yaml.safe_dump(cal.profile(), sort_keys=False))
+        Path(out).write_text(yaml.safe_dump(profile, sort_keys=False))
         con.print(f"profile: {out}")

@@ -53,11 +53,16 @@ def gemm_time_reference(
     best = math.inf
     frac = eff.gemm_peak_fraction  # type: ignore[attr-defined]
     sms = eff.sms  # type: ignore[attr-defined]
-    k_eff = k / (k + eff.gemm_k_half)  # type: ignore[attr-defined]
+    hbm_eff = hbm * eff.mem_bw_fraction  # type: ignore[attr-defined]
     for tm, tn in eff.gemm_tiles:  # type: ignore[attr-defined]
         tiles = math.ceil(m / tm) * math.ceil(n / tn) * batch
-        waves = math.ceil(tiles / sms)
-        t = waves * (2.0 * tm * tn * k) / (peak * frac * k_eff / sms)
-        best = min(best, t)
+        split = max(1, min(sms // tiles, max(1, k // 256)))
+        for sp in {1, split}:
+            kk = k / sp
+            waves = math.ceil(tiles * sp / sms)
+            t = waves * (2.0 * tm * tn * kk) / (peak * frac * (kk / (kk + eff.gemm_k_half)) / sms)  # type: ignore[attr-defined]
+            if sp > 1:
+                t += (sp + 1) * 4.0 * m * n * batch / hbm_eff + eff.kernel_overhead_s  # type: ignore[attr-defined]
+            best = min(best, t)
     mem = 2.0 * (m * k + k * n + m * n) * batch / (hbm * eff.mem_bw_fraction)  # type: ignore[attr-defined]
     return max(best, mem) + eff.kernel_overhead_s  # type: ignore[attr-defined]

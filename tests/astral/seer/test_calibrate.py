@@ -56,3 +56,16 @@ def test_profile_for_another_gpu_and_bad_logs_are_refused(tmp_path: Path) -> Non
     junk.write_text("#  size count type redop root time algbw busbw\n")
     with pytest.raises(DataError):
         calibrate_nccl([junk], "A100", "200G")
+
+
+def test_kineto_gemms_are_linked_and_fitted() -> None:
+    from starfabric.astral.seer.calibrate import calibrate_kineto, kineto_gemms
+
+    # Rank 3 of an 8-GPU A100 job, from HolisticTraceAnalysis' tests (MIT; see data/SOURCES.md).
+    path = Path(__file__).parent / "data" / "hta_trace_diff_control_a100_ws8_rank3.json.gz"
+    mnk, seconds, dtype = kineto_gemms(path)
+    assert mnk.shape == (len(seconds), 3) and (mnk > 0).all()
+    assert len(seconds) > 1000 and dtype == "float" and (seconds > 0).all()
+    fit = calibrate_kineto(path, "A100")
+    assert fit.dtype == "tf32" and fit.error_after <= fit.error_before
+    assert 0.3 < fit.gemm_peak_fraction <= 1.0

@@ -182,3 +182,120 @@ def apply_profile(job: Job, path: str | Path) -> Job:
         )
     merged = {**job.system.efficiency, **eff}
     return Job(job.model, job.execution, job.system.model_copy(update={"efficiency": merged}))
+
+
+KINETO_GEMM_OPS = ("aten::mm", "aten::addmm")
+"""CPU ops whose recorded input shapes give a GEMM's (M, N, K)."""
+
+
+@dataclass(frozen=True)
+class GemmFit:
+    """GEMM efficiency fitted from a Kineto trace: measured kernels vs the shape model."""
+
+    path: str
+    dtype: str
+    gemms: int
+    gemm_peak_fraction_before: float
+    gemm_peak_fraction: float
+    error_before: float
+    error_after: float
+
+
+def kineto_gemms(path: str | Path) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], str]:
+    """(M, N, K) rows and measured GPU seconds of every aten::mm/addmm in a Kineto trace (ops
+    recorded with shapes), linked to their kernels through the runtime launch's correlation
+    id; plus the input dtype seen most."""
+    import gzip
+    import json
+
+    p = Path(path)
+    try:
+        opener = gzip.open if p.suffix == ".gz" else open
+        with opener(p, "rt") as fh:
+            events = json.load(fh)["traceEvents"]
+    except (OSError, ValueError, KeyError) as exc:
+        raise DataError(
+            f"{p}: not a Kineto trace ({exc.__class__.__name__})", fix="check it"
+        ) from None
+    ops_by_tid: dict[Any, list[dict[str, Any]]] = {}
+    for e in events:
+        named = e.get("cat") == "cpu_op" and e.get("name") in KINETO_GEMM_OPS
+        if named and "Input Dims" in e.get("args", {}):
+            ops_by_tid.setdefault(e.get("tid"), []).append(e)
+    for lst in ops_by_tid.values():
+        lst.sort(key=lambda e: e["ts"])
+    kernel_time: dict[Any, float] = {}
+    for e in events:
+        if e.get("cat") == "kernel":
+            corr = e.get("args", {}).get("correlation")
+            kernel_time[corr] = kernel_time.get(corr, 0.0) + float(e.get("dur", 0.0)) * 1e-6
+    per_op: dict[int, float] = {}
+    op_index: dict[int, dict[str, Any]] = {}
+    for e in events:
+        if e.get("cat") != "cuda_runtime" or "Launch" not in str(e.get("name", "")):
+            continue
+        corr = e.get("args", {}).get("correlation")
+        if corr not in kernel_time:
+            continue
+        ops = ops_by_tid.get(e.get("tid"), [])
+        lo, hi = 0, len(ops)
+        while lo < hi:  # last op starting at or before the launch
+            mid = (lo + hi) // 2
+            if ops[mid]["ts"] <= e["ts"]:
+                lo = mid + 1
+            else:
+                hi = mid
+        if lo and ops[lo - 1]["ts"] + ops[lo - 1].get("dur", 0) >= e["ts"]:
+            op = ops[lo - 1]
+            per_op[id(op)] = per_op.get(id(op), 0.0) + kernel_time[corr]
+            op_index[id(op)] = op
+    rows, times, dtypes = [], [], []
+    for key, t in per_op.items():
+        op = op_index[key]
+        dims = op["args"]["Input Dims"]
+        a, b = (dims[1], dims[2]) if op["name"] == "aten::addmm" else (dims[0], dims[1])
+        if len(a) != 2 or len(b) != 2 or a[1] != b[0] or t <= 0:
+            continue
+        rows.append((a[0], b[1], a[1]))
+        times.append(t)
+        types = op["args"].get("Input type", [])
+        dtypes.append(
+            str(types[1] if op["name"] == "aten::addmm" and len(types) > 1 else (types or [""])[0])
+        )
+    if not rows:
+        raise DataError(
+            f"{p}: no aten::mm/addmm with recorded shapes linked to GPU kernels",
+            fix="profile with record_shapes=True",
+        )
+    dtype = max(set(dtypes), key=dtypes.count)
+    return np.asarray(rows, dtype=np.float64), np.asarray(times), dtype
+
+
+_TORCH_DTYPE = {"float": "tf32", "c10::Half": "fp16", "c10::BFloat16": "bf16", "half": "fp16"}
+
+
+def calibrate_kineto(path: str | Path, gpu: str, dtype: str | None = None) -> GemmFit:
+    """Fit `gemm_peak_fraction` so the shape model (tiles, waves, K) matches the measured GEMM
+    kernels of a Kineto trace (fp32 inputs run on TF32 tensor cores unless `dtype` says)."""
+    from dataclasses import replace
+
+    from starfabric.astral.seer.efficiency import gemm_time
+
+    spec = get_gpu(gpu)
+    base = efficiency_for(spec)
+    mnk, meas, seen = kineto_gemms(path)
+    kind = dtype or _TORCH_DTYPE.get(seen, "bf16")
+    elem = 4.0 if kind in ("tf32", "fp32") else 2.0
+    peak = spec.tflops(kind) * 1e12
+
+    def err(frac: float) -> float:
+        eff = replace(base, gemm_peak_fraction=frac)
+        pred = gemm_time(mnk[:, 0], mnk[:, 1], mnk[:, 2], np.ones(len(mnk)), peak,
+                         spec.hbm_gbps * 1e9, eff, elem_bytes=elem, peak_fraction=frac)  # fmt: skip
+        return float(np.mean(np.abs(np.log(pred / meas))))
+
+    grid = np.linspace(0.05, 1.0, 191)
+    errs = np.array([err(float(f)) for f in grid])
+    best = float(grid[int(np.argmin(errs))])
+    return GemmFit(str(path), kind, len(meas), base.gemm_peak_fraction, best,
+                   err(base.gemm_peak_fraction), float(errs.min()))  # fmt: skip

@@ -44,6 +44,9 @@ class Efficiency:
 
 _FIELDS = set(Efficiency.__dataclass_fields__)
 
+SPLIT_K_MIN = 256
+"""Smallest K slice cuBLAS gives one split-K partition (assumption)."""
+
 
 def _table() -> dict[str, Any]:
     path = resources.files("starfabric.astral.seer") / "efficiency.yaml"
@@ -124,16 +127,28 @@ def gemm_time(
     frac = eff.gemm_peak_fraction if peak_fraction is None else peak_fraction
     flops = 2.0 * m * n * k * batch
     best = np.full(np.broadcast(m, n, k, batch).shape, np.inf)
-    k_eff = k / (k + eff.gemm_k_half)
+    hbm_eff = hbm_bytes_per_s * eff.mem_bw_fraction
     for tm, tn in eff.gemm_tiles:
-        tiles_m = np.ceil(m / tm)
-        tiles_n = np.ceil(n / tn)
-        tiles = tiles_m * tiles_n * batch
-        waves = np.ceil(tiles / eff.sms)
-        # Each wave costs one full tile's time on every SM, whether or not the SM is busy.
-        tile_flops = 2.0 * tm * tn * k
-        t = waves * tile_flops / (peak_flops * frac * k_eff / eff.sms)
-        best = np.minimum(best, t)
+        tiles = np.ceil(m / tm) * np.ceil(n / tn) * batch
+        # Split-K (cuBLAS): when the tiles leave SMs idle, K is cut into slices computed in
+        # parallel and summed by a reduction kernel (fp32 partials through HBM).
+        split = np.clip(np.floor(eff.sms / tiles), 1.0, np.maximum(1.0, np.floor(k / SPLIT_K_MIN)))
+        for sp in (np.ones_like(split), split):
+            kk = k / sp
+            waves = np.ceil(tiles * sp / eff.sms)
+            # Each wave costs one full tile's time on every SM, whether or not the SM is busy.
+            t = (
+                waves
+                * 2.0
+                * tm
+                * tn
+                * kk
+                / (peak_flops * frac * (kk / (kk + eff.gemm_k_half)) / eff.sms)
+            )
+            t = t + np.where(
+                sp > 1, (sp + 1) * 4.0 * m * n * batch / hbm_eff + eff.kernel_overhead_s, 0.0
+            )
+            best = np.minimum(best, t)
     mem = elem_bytes * (m * k + k * n + m * n) * batch / (hbm_bytes_per_s * eff.mem_bw_fraction)
     out: FloatArray = np.maximum(best, mem) + eff.kernel_overhead_s
     return np.where(flops > 0, out, 0.0)
