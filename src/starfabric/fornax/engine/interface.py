@@ -373,9 +373,11 @@ class FlowKeys:
         if unknown:
             raise ValueError(f"FlowKeys: unknown column(s) {sorted(unknown)}")
         n = max((np.size(v) for v in cols.values()), default=0)
+        # Cast with the target dtype up front: a list mixing small ints and ints >= 2**63 would
+        # otherwise pass through float64 and lose address bits.
         return cls(
             **{
-                k: np.ascontiguousarray(np.broadcast_to(np.asarray(cols.get(k, 0)), (n,)), dtype=t)
+                k: np.ascontiguousarray(np.broadcast_to(np.asarray(cols.get(k, 0), dtype=t), (n,)))
                 for k, t in dt.items()
             }
         )
