@@ -2,9 +2,11 @@
 
 Describe a job (model, execution, system), `predict` it, and read the iteration time, its
 breakdown, throughput, memory and a Chrome-trace timeline; `validate` compares against
-published measured runs.
+published measured runs, `search` ranks every parallel layout, `calibrate_*` fit efficiencies
+from nccl-tests logs and Kineto traces.
 """
 
+from starfabric.astral.seer.calibrate import apply_profile, calibrate_kineto, calibrate_nccl
 from starfabric.astral.seer.model import (
     ModelSpec,
     ParamCounts,
@@ -15,8 +17,9 @@ from starfabric.astral.seer.model import (
 )
 from starfabric.astral.seer.parallel import ExecutionSpec, Layout, SystemSpec, resolve_layout
 from starfabric.astral.seer.predict import Job, JobSpec, Prediction, load_job, make_job, predict
+from starfabric.astral.seer.search import SearchResult, search
 from starfabric.astral.seer.trace import build_trace, write_trace
-from starfabric.astral.seer.validate import validate
+from starfabric.astral.seer.validate import validate, validate_all
 
 __all__ = [
     "ExecutionSpec",
@@ -26,9 +29,13 @@ __all__ = [
     "ModelSpec",
     "ParamCounts",
     "Prediction",
+    "SearchResult",
     "SystemSpec",
+    "apply_profile",
     "build_trace",
     "bundled_models",
+    "calibrate_kineto",
+    "calibrate_nccl",
     "from_hf_config",
     "load_job",
     "load_model",
@@ -36,6 +43,8 @@ __all__ = [
     "param_counts",
     "predict",
     "resolve_layout",
+    "search",
     "validate",
+    "validate_all",
     "write_trace",
 ]

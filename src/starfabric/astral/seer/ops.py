@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from starfabric.astral.seer.model import ModelSpec
+from starfabric.astral.seer.model import ModelSpec, attention_params, mlp_params, param_counts
 from starfabric.astral.seer.parallel import ExecutionSpec, Layout
 
 GEMM, FLASH, BMM, MEM, COMM = 0, 1, 2, 3, 4
@@ -233,8 +233,6 @@ def _fsdp(t: OpTable, model: ModelSpec, lay: Layout, moe: bool) -> None:
     """ZeRO-3 / FSDP: gather this layer's 16-bit parameters before its forward (prefetched,
     so it overlaps the layer's compute); the backward re-gathers them and reduce-scatters the
     gradients (`backward_of` adds both)."""
-    from starfabric.astral.seer.model import attention_params, mlp_params
-
     dense = attention_params(model) / lay.tp
     if moe:
         shared = model.moe_shared_experts * mlp_params(model, model.moe_ffn_hidden) / lay.tp
@@ -307,8 +305,6 @@ def backward_of(fwd: OpTable) -> OpTable:
 def flops_per_token_6nd(model: ModelSpec, seq_len: int) -> float:
     """Model FLOPs per token (forward + backward) by the 6N rule plus causal attention:
     6 * active non-embedding params + 6 * seq * layers * heads * (dq + dv) / 2."""
-    from starfabric.astral.seer.model import param_counts
-
     pc = param_counts(model)
     non_emb = pc.active - pc.embedding + model.vocab * model.hidden  # logits GEMM counts
     attn = 6.0 * seq_len * model.layers * model.heads * (model.qk_head_dim + model.vo_head_dim) / 2
