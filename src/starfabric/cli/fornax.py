@@ -114,3 +114,43 @@ def policy_check(
     if json_out:
         Path(json_out).parent.mkdir(parents=True, exist_ok=True)
         Path(json_out).write_text(json.dumps(result, indent=2, default=str))
+
+
+# --- engine: the emulated SmartNIC session engine (fornax/engine) -----------------------------
+@fornax_app.command("trace")
+def engine_trace(
+    src: str = typer.Option(..., "--src", help="Source ADDRESS:PORT (ICMP: PORT = echo id)."),
+    dst: str = typer.Option(..., "--dst", help="Destination ADDRESS:PORT ([v6]:port for IPv6)."),
+    proto: str = typer.Option("tcp", "--proto", help="tcp, udp, icmp or icmpv6."),
+    flags: str = typer.Option("", "--flags", help="TCP flags as letters: S, SA, A, FA, R, ."),
+    vni: int = typer.Option(7, "--vni", help="Overlay VNI of the packet."),
+    port: int = typer.Option(0, "--port", help="Ingress port."),
+    at: str = typer.Option("1s", "--time", help="Packet time on the engine clock (e.g. 1s)."),
+    length: int = typer.Option(64, "--length", help="Packet length in bytes."),
+    icmp_type: int = typer.Option(8, "--icmp-type", help="ICMP type (8 echo request, 0 reply)."),
+    scenario: str | None = typer.Option(
+        None, "--scenario", help="YAML of sessions/bumps/flips/stalls to preload (else a demo set)."
+    ),
+) -> None:
+    """Explain one packet's path through the session engine, stage by stage."""
+    import sys
+
+    from starfabric.config import load_spec
+    from starfabric.fornax.explain import DEFAULT_SCENARIO, Scenario, build_engine, explain_packet
+    from starfabric.units import parse_duration
+
+    sc = load_spec(Scenario, scenario) if scenario else DEFAULT_SCENARIO
+    eng = build_engine(sc)
+    text = explain_packet(
+        eng,
+        vni=vni,
+        proto=proto,
+        src=src,
+        dst=dst,
+        flags=flags,
+        port=port,
+        time_ns=round(parse_duration(at, "--time") * 1e9),
+        length=length,
+        icmp_type=icmp_type,
+    )
+    sys.stdout.write(text)

@@ -91,7 +91,6 @@ def test_plain_codec_detects_double_flips(seed: int, a: int, b: int) -> None:
 @given(st.integers(0, 2**32), st.integers(0, N_DATA_WORDS - 1), st.integers(0, 2**64 - 1))
 def test_patch_equals_full_encode(seed: int, w: int, new: int) -> None:
     rec = random_record(seed)
-    arr = np.array([rec], dtype=np.uint64)
     patched = K.ecc_patch(np.uint64(rec[-1]), w, np.uint64(rec[w]), np.uint64(new))
     rec[w] = new
     assert int(patched) == ecc_encode(rec)

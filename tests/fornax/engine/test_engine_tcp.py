@@ -106,7 +106,7 @@ def test_time_wait_reuse_by_new_syn(make_engine: Callable[..., SessionEngine]) -
     ev = e.poll_events()
     assert ev["type"].tolist() == [EventType.CLOSED] and ev["reason"][0] == Reason.TCP_REOPEN
     assert ev["pkts_orig"][0] == 1 and ev["pkts_reply"][0] == 1  # the old incarnation
-    st, rec = e.query(flow_keys([TCP_FLOW]))
+    _, rec = e.query(flow_keys([TCP_FLOW]))
     assert rec["pkts_orig"][0] == 1 and rec["pkts_reply"][0] == 0  # the SYN opened it
     assert rec["tcp_state"][0] == TcpState.SYN_SENT
     # The entry now reports the responder as the initiator.

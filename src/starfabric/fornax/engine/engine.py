@@ -399,6 +399,9 @@ class FastEngine(SessionEngine):
     def raw_tag(self, slot: int) -> int:
         return int(self._tags[slot])
 
+    def port_stalled(self, port: int) -> bool:
+        return bool(self._stalled[port])
+
 
 def _opt(v: int | None) -> int:
     return -1 if v is None else int(v)

@@ -704,5 +704,16 @@ class ReferenceEngine(SessionEngine):
         self.stuck[port] = -1
         self.hung[port] = False
 
+    # ---- introspection for explain -----------------------------------------------------
+    def raw_record(self, slot: int) -> np.ndarray:
+        """Copy of one slot's record words (debug; no ECC check)."""
+        return np.array(self.rec[slot], dtype=np.uint64)
+
+    def raw_tag(self, slot: int) -> int:
+        return self.tags[slot]
+
+    def port_stalled(self, port: int) -> bool:
+        return bool(self.stalled[port])
+
 
 __all__ = ["ReferenceEngine", "canonical_key"]
