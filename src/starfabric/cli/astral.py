@@ -82,17 +82,29 @@ def seer_validate(
     max_row: float = typer.Option(
         0.10, "--max-row", help="Fail if any row's |error| exceeds this."
     ),
+    plot: str = typer.Option("", "--plot", help="Write a predicted-vs-published PNG here."),
 ) -> None:
     """Predict published measured runs and compare iteration time and TFLOP/s per GPU."""
     import json
     from pathlib import Path
 
     from rich.console import Console
+    from rich.progress import Progress
     from rich.table import Table
 
-    from starfabric.astral.seer.validate import summary, validate_all
+    from starfabric.astral.seer.validate import bundled_csv, read_rows, summary, validate_row
+    from starfabric.errors import StarfabricError
 
-    results, failed = validate_all(csv or None)
+    rows = read_rows(csv or bundled_csv())
+    results, failed = [], []
+    with Progress(transient=True) as prog:
+        task = prog.add_task("predicting published runs", total=len(rows))
+        for row in rows:
+            try:
+                results.append(validate_row(row))
+            except StarfabricError as exc:
+                failed.append((row.get("row_id", "?"), exc.one_line()))
+            prog.advance(task)
     con = Console()
     tab = Table("row", "model", "GPUs", "published s", "predicted s", "error",
                 "TFLOP/s pub/pred", "FLOPs")  # fmt: skip
@@ -114,6 +126,11 @@ def seer_validate(
     if json_path:
         Path(json_path).parent.mkdir(parents=True, exist_ok=True)
         Path(json_path).write_text(json.dumps(s, indent=2))
+    if plot and results:
+        from starfabric.astral.seer.validate import plot_validation
+
+        plot_validation(results, plot)
+        con.print(f"plot: {plot}")
     if failed or s["mean_abs_error"] > max_mean or s["max_abs_error"] > max_row:
         con.print(f"[red]FAIL[/]: limits are mean {max_mean:.0%}, max {max_row:.0%}")
         raise typer.Exit(1)

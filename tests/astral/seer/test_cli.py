@@ -72,3 +72,10 @@ def test_validate_reports_rows_it_cannot_predict(tmp_path: Path) -> None:
         and "unknown gpu" in data["not_predicted"][0]["reason"]
     )
     assert len(data["rows"]) == 1
+
+
+def test_validate_plot(tmp_path: Path) -> None:
+    png = tmp_path / "v.png"
+    res = runner.invoke(app, ["astral", "seer", "validate", "--csv", str(CSV), "--plot", str(png)])
+    assert res.exit_code == 0, res.output
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

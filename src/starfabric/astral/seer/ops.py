@@ -39,6 +39,9 @@ CROSS_ENTROPY_BWD_BYTES_PER_LOGIT = 22.0
 """Backward: softmax - one-hot (r4 w4), scale by the loss grad (r4 w4), cast to 16 bit (r4 w2)."""
 MOE_IMBALANCE = 1.1
 """Busiest expert's tokens / mean tokens per expert with an auxiliary balance loss (assumption)."""
+ROUTER_BYTES_PER_SCORE = 12.0
+"""Router softmax/sigmoid + top-k over fp32 scores: write, re-read and write probabilities
+(3 x 4 bytes per token-expert score; assumption)."""
 MASK_BYTES = 1.0
 """Dropout masks are stored as one byte per element (PyTorch bool)."""
 
@@ -188,7 +191,7 @@ def _moe_mlp(t: OpTable, model: ModelSpec, lay: Layout, loc: Local) -> None:
     tok = loc.tokens_sp  # the token dispatcher works on the local sequence shard
     k, experts = model.moe_topk, model.moe_experts
     t.gemm("moe.router", tok, experts, h)
-    t.mem("moe.topk", 3 * 4 * tok * experts)
+    t.mem("moe.topk", ROUTER_BYTES_PER_SCORE * tok * experts)
     t.mem("moe.permute", 2 * e * tok * k * h)
     t.comm("moe.ep_dispatch", "all_to_all", "ep", e * tok * k * h)
     if lay.etp > 1:

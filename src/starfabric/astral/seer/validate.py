@@ -447,9 +447,40 @@ def summary(
     }
 
 
+def plot_validation(results: list[RowResult], path: str | Path) -> Path:
+    """Predicted vs published iteration time (log-log) with the ±10% band, as a PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    pub = [r.published_iter_s for r in results]
+    pred = [r.predicted_iter_s for r in results]
+    fig, ax = plt.subplots(figsize=(5.5, 5.0))
+    lo, hi = min(pub + pred) * 0.8, max(pub + pred) * 1.25
+    ax.plot([lo, hi], [lo, hi], color="black", lw=1)
+    ax.fill_between([lo, hi], [lo * 0.9, hi * 0.9], [lo * 1.1, hi * 1.1], alpha=0.15, label="±10%")
+    for src in sorted({r.row_id.split("-")[0] for r in results}):
+        sel = [r for r in results if r.row_id.split("-")[0] == src]
+        ax.scatter(
+            [r.published_iter_s for r in sel], [r.predicted_iter_s for r in sel], label=src, s=18
+        )
+    ax.set(xscale="log", yscale="log", xlim=(lo, hi), ylim=(lo, hi),
+           xlabel="published iteration time (s)", ylabel="Seer predicted (s)")  # fmt: skip
+    ax.legend()
+    ax.set_title("Seer vs published training runs")
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(p, dpi=120)
+    plt.close(fig)
+    return p
+
+
 __all__ = [
     "RowResult",
     "bundled_csv",
+    "plot_validation",
     "published_iteration_s",
     "read_rows",
     "row_model",
