@@ -16,6 +16,7 @@ from starfabric.fornax.engine.interface import (
     SessionEngine,
     Status,
 )
+from starfabric.fornax.engine.reference import ReferenceEngine
 from starfabric.fornax.engine.tcp import TcpEvent, TcpState, initial_tcp_state
 
 __all__ = [
@@ -29,6 +30,7 @@ __all__ = [
     "Outcome",
     "ProcessResult",
     "Reason",
+    "ReferenceEngine",
     "Scope",
     "ScrubResult",
     "SessionEngine",
