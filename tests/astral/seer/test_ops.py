@@ -94,3 +94,17 @@ def test_flop_conventions_agree_for_gpt() -> None:
     assert (nar - logits) == pytest.approx(4 / 3 * (meg - logits), rel=1e-9)
     assert param_counts(model).total > 0
     assert np.isfinite(nar)
+
+
+@pytest.mark.parametrize("name", ["mixtral-8x7b-v0.1", "qwen3-235b-a22b", "llama-3.1-70b"])
+def test_megatron_formula_is_6n_active_plus_full_attention(name: str) -> None:
+    model = load_model(name)
+    tokens, s = 1e6, 4096
+    pc = param_counts(model)
+    router = model.moe_layers * model.moe_experts * model.hidden
+    norms = model.layers * pc.norms_per_layer + pc.final
+    qk_norm = model.layers * 2 * model.head_dim if model.qk_norm else 0
+    n = pc.active - pc.embedding + model.vocab * model.hidden - router - norms - qk_norm
+    attn = 12 * s * model.layers * model.heads * model.head_dim * tokens
+    expected = 6 * n * tokens + attn
+    assert megatron_model_flops(model, tokens, s) == pytest.approx(expected, rel=1e-6)

@@ -315,17 +315,21 @@ def flops_per_token_6nd(model: ModelSpec, seq_len: int) -> float:
 
 
 def megatron_model_flops(model: ModelSpec, tokens: float, seq_len: int) -> float:
-    """FLOPs per iteration by Megatron-LM's `num_floating_point_operations` (training.py, r0.8):
-    full (non-causal) attention, gated MLP x1.5, top-k experts, logits; no recompute."""
+    """FLOPs per iteration by Megatron-LM's `num_floating_point_operations` (training.py):
+    full (non-causal) attention, gated MLP x1.5, top-k routed plus shared experts on MoE layers
+    and the dense MLP on the others (later Megatron-Core; r0.8 is the same for dense models),
+    logits; no recompute."""
     h, L = model.hidden, model.layers
     qproj = model.heads * model.head_dim / h
     gated = 1.5 if model.activation == "swiglu" else 1.0
-    ffn, routed = (model.moe_ffn_hidden, model.moe_topk) if model.is_moe else (model.ffn_hidden, 1)
+    mlp = model.dense_layers * model.ffn_hidden
+    if model.is_moe:
+        mlp += model.moe_layers * model.moe_ffn_hidden * (model.moe_topk + model.moe_shared_experts)
     return (
         12.0 * tokens * L * h * h
         * (
             (1 + model.kv_heads / model.heads + seq_len / h) * qproj
-            + ffn / h * routed * gated
+            + mlp / (L * h) * gated
             + model.vocab / (2 * L * h)
         )
     )  # fmt: skip
