@@ -131,3 +131,14 @@ def test_uneven_layer_counts_get_a_first_last_lighter_split(tmp_path: Path) -> N
     (res,) = validate(p)
     split = res.choices["pipeline_layers"]
     assert sum(split) == 110 and split[0] < split[1] and res.choices["vpp"] == 1
+
+
+def test_batch_from_tokens_and_glu_variants() -> None:
+    from starfabric.astral.seer.validate import global_batch_seqs
+
+    rows = list(csv.DictReader(CSV.open()))
+    row = dict(rows[0], global_batch_seqs="", tokens_per_batch="1048576", activation="GeGLU")
+    assert global_batch_seqs(row) == 512
+    assert row_model(row).activation == "swiglu"
+    with pytest.raises(DataError, match="tokens_per_batch"):
+        global_batch_seqs(dict(row, tokens_per_batch="1000"))

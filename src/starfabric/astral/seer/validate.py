@@ -40,10 +40,11 @@ MICRO_BATCH_CANDIDATES = (1, 2, 4, 8)
 """Micro-batch sizes Megatron users try when tuning (assumption)."""
 REQUIRED = (
     "row_id", "model", "layers", "hidden", "heads", "vocab", "seq_len", "gpu", "num_gpus",
-    "tp", "pp", "global_batch_seqs",
+    "tp", "pp",
 )  # fmt: skip
 """Columns every row must fill; the published figure comes from iter_time_s,
-derived_iter_time_s, or tflops_per_gpu with tflops_flop_convention."""
+derived_iter_time_s, tokens_per_sec_per_gpu, or tflops_per_gpu with tflops_flop_convention;
+the batch from global_batch_seqs or tokens_per_batch."""
 
 
 def bundled_csv() -> Path:
@@ -67,6 +68,20 @@ def _int(row: dict[str, str], key: str, default: int | None = None) -> int:
     return int(m.group(0))
 
 
+def global_batch_seqs(row: dict[str, str]) -> int:
+    """Sequences per iteration: the column, or tokens_per_batch / seq_len."""
+    if (row.get("global_batch_seqs") or "").strip():
+        return _int(row, "global_batch_seqs")
+    tokens, seq = _int(row, "tokens_per_batch", 0), _int(row, "seq_len")
+    if tokens <= 0 or tokens % seq:
+        raise DataError(
+            f"row {row.get('row_id', '?')}: no global_batch_seqs and tokens_per_batch "
+            f"{tokens} is not a multiple of seq_len {seq}",
+            fix="fill global_batch_seqs",
+        )
+    return tokens // seq
+
+
 def _unverified(val: str) -> bool:
     return not val.strip() or val.strip().upper().startswith("UNVERIFIED")
 
@@ -77,7 +92,8 @@ def row_model(row: dict[str, str]) -> ModelSpec:
     h = _int(row, "hidden")
     heads = _int(row, "heads")
     act_raw = (row.get("activation") or "").lower()
-    act = "swiglu" if ("silu" in act_raw or "swiglu" in act_raw) else "gelu"
+    gated = ("silu", "swiglu", "geglu", "glu")
+    act = "swiglu" if any(g in act_raw for g in gated) else "gelu"  # same FLOPs for any GLU
     gpt = "gpt" in row["model"].lower()
     spec: dict[str, Any] = {
         "name": row["model"],
@@ -221,7 +237,7 @@ def _has_time(row: dict[str, str]) -> bool:
 
 
 def _convention_flops(row: dict[str, str], model: ModelSpec, conv: str) -> float:
-    tokens = _int(row, "global_batch_seqs") * _int(row, "seq_len")
+    tokens = global_batch_seqs(row) * _int(row, "seq_len")
     if conv == "narayanan":
         return narayanan_hardware_flops(model, tokens, model.max_seq_len)
     if conv == "megatron":
@@ -236,7 +252,7 @@ def published_iteration_s(row: dict[str, str], model: ModelSpec) -> float:
         raw = (row.get(key) or "").strip()
         if raw:
             return float(raw)
-    tokens = _int(row, "global_batch_seqs") * _int(row, "seq_len")
+    tokens = global_batch_seqs(row) * _int(row, "seq_len")
     gpus = _int(row, "num_gpus")
     tps = (row.get("tokens_per_sec_per_gpu") or "").strip()
     if tps:
@@ -270,7 +286,7 @@ def _candidates(row: dict[str, str], model: ModelSpec) -> tuple[list[int], list[
         recs = ["none", "selective", "full"]
     elif rec_raw.startswith("full"):
         recs = ["full"]
-    elif rec_raw.startswith("selective"):
+    elif rec_raw.startswith(("selective", "partial")):
         recs = ["selective"]
     else:
         recs = ["none"]
@@ -298,7 +314,7 @@ def row_job_options(row: dict[str, str]) -> tuple[ModelSpec, dict[str, Any], dic
     tp, pp, cp = _int(row, "tp"), _int(row, "pp"), _int(row, "cp", 1)
     gpus = _int(row, "num_gpus")
     ex: dict[str, Any] = {
-        "global_batch": _int(row, "global_batch_seqs"),
+        "global_batch": global_batch_seqs(row),
         "seq_len": _int(row, "seq_len"),
         "precision": precision,
         "tp": tp,
