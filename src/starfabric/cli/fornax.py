@@ -154,3 +154,42 @@ def engine_trace(
         icmp_type=icmp_type,
     )
     sys.stdout.write(text)
+
+
+# --- run: workload through engine + manager (fornax/manager) -----------------------------------
+@fornax_app.command("run")
+def run(
+    scenario_file: str = typer.Argument(..., metavar="SCENARIO.yaml", help="Scenario (YAML/JSON)."),
+    json_out: str | None = typer.Option(None, "--json", help="Write the run summary as JSON."),
+    prometheus_out: str | None = typer.Option(
+        None, "--prometheus", help="Write the manager's metrics as Prometheus text."
+    ),
+) -> None:
+    """Replay a workload against a VPC through the emulated NIC and the software manager."""
+    import json
+    import sys
+    from pathlib import Path
+
+    from rich.console import Console
+    from rich.progress import Progress
+
+    from starfabric.fornax.manager.report import print_summary
+    from starfabric.fornax.manager.scenario import load_scenario, run_scenario
+
+    console = Console(highlight=False, width=None if sys.stdout.isatty() else 120)
+    scenario, base = load_scenario(scenario_file)
+    metrics: dict[str, bytes] = {}
+    with Progress(console=console, transient=True, disable=not sys.stdout.isatty()) as bar:
+        task = bar.add_task("replaying", total=1.0)
+        result = run_scenario(
+            scenario, base, progress=lambda f: bar.update(task, completed=f), metrics_out=metrics
+        )
+    print_summary(console, result, title=scenario_file)
+    if json_out:
+        Path(json_out).parent.mkdir(parents=True, exist_ok=True)
+        Path(json_out).write_text(json.dumps(result, indent=2, sort_keys=True))
+        console.print(f"wrote {json_out}")
+    if prometheus_out:
+        Path(prometheus_out).parent.mkdir(parents=True, exist_ok=True)
+        Path(prometheus_out).write_bytes(metrics["prometheus"])
+        console.print(f"wrote {prometheus_out}")

@@ -1,0 +1,510 @@
+"""The light-weight software manager: it reacts to punted packets and hardware events and keeps
+almost nothing per session (only SNAT bitmaps, nat.py); everything else is read back from the
+engine through the interface (query/dump/events), as a driver would.
+
+Packet path (`process`): the engine forwards the batch; its punted packets (MISS, STALE, FAULT)
+go through the software datapath (softpath.py) in batch order, in rounds — a packet with no
+software session makes its key's first packet a *first packet*, decided by policy in batch,
+and a session carrying both directions' actions, scopes and cookie is created in the software
+table; the key's packets are then forwarded by software as the engine would have (TCP
+tracking continues). A packet that finds a STALE engine session has that session read back
+(query), decided again under the current policy and moved into the software table. At the
+end of the batch every session created or re-decided is pushed to hardware — ONE insert (or,
+for a re-decided session with unchanged scopes, one modify) per connection, carrying the TCP
+state software reached — within the setup budget (a token bucket shared by inserts and
+modifies). What hardware refuses (table full, insert failed, budget spent) stays in software
+and keeps forwarding there; `tick` promotes such sessions later.
+
+Policy (`apply_policy`): recompile with stable ids, bump each affected ENI/VPC scope once in
+the engine and in the software table (O(1) each). Stale sessions are never forwarded with
+their old actions (engine and softpath both refuse them), so no packet is forwarded under a
+policy older than the latest bump. A session the new policy refuses becomes a drop session
+(`install_drop_sessions`) or is forgotten: the packet that found it is dropped and the next
+one is a first packet again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from starfabric.errors import ConfigError
+from starfabric.fornax.engine import FlowKeys, Outcome, Scope, SessionEngine, Status
+from starfabric.fornax.keys import CanonicalKeys, canonicalize_columns, key_hash
+from starfabric.fornax.manager import cookie
+from starfabric.fornax.manager.accounting import DropReason, Fate, Final, Ledger
+from starfabric.fornax.manager.config import ManagerConfig, TokenBucket
+from starfabric.fornax.manager.decide import (
+    decide,
+    original_from_entries,
+    original_from_sessions,
+    packets_of,
+)
+from starfabric.fornax.manager.metrics import Metrics
+from starfabric.fornax.manager.nat import NatPools
+from starfabric.fornax.packets import PacketBatch
+from starfabric.fornax.softpath import SoftOutcome, SoftPath, SoftPathConfig, SoftStatus
+from starfabric.fornax.vpc import CompiledPolicy, VpcSpec, recompile
+
+_PUNT = (int(Outcome.MISS), int(Outcome.STALE), int(Outcome.FAULT))
+#: Promote software sessions only while the engine is below this fill (assumption: leave
+#: headroom so promotion does not turn into a storm of TABLE_FULL events).
+PROMOTE_MAX_FILL = 0.95
+
+
+def take_keys(ck: CanonicalKeys, idx: npt.ArrayLike) -> CanonicalKeys:
+    """Rows `idx` of canonical keys."""
+    return CanonicalKeys(*(getattr(ck, f)[idx] for f in ck.__dataclass_fields__))
+
+
+def keys_of_flow(k: FlowKeys) -> CanonicalKeys:
+    return canonicalize_columns(k.vni, k.proto, k.src_hi, k.src_lo, k.dst_hi, k.dst_lo,
+                                k.sport, k.dport)  # fmt: skip
+
+
+def _group(ck: CanonicalKeys) -> npt.NDArray[np.int64]:
+    """Group id of each row by canonical key (equal keys, equal ids)."""
+    if not len(ck):
+        return np.zeros(0, np.int64)
+    rec = np.empty(len(ck), [("w", np.uint64, 5), ("p", np.uint8)])
+    rec["w"] = np.stack([ck.a_hi, ck.a_lo, ck.b_hi, ck.b_lo, ck.ports_word()], 1)
+    rec["p"] = ck.proto
+    _, inv = np.unique(rec, return_inverse=True)
+    return np.asarray(inv, np.int64).ravel()
+
+
+def _first_of_groups(gid: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """Index of the first row of each group, in row order."""
+    _, first = np.unique(gid, return_index=True)
+    return np.sort(first)
+
+
+class Manager:
+    """Light-weight Fornax session manager over any SessionEngine (see the module docstring)."""
+
+    def __init__(
+        self,
+        engine: SessionEngine,
+        policy: CompiledPolicy,
+        config: ManagerConfig | None = None,
+        *,
+        softpath: SoftPath | None = None,
+        softpath_config: SoftPathConfig | None = None,
+    ) -> None:
+        self.engine = engine
+        self.config = config or ManagerConfig()
+        self._check_scopes(policy)
+        if engine.config.drop_action < len(policy.actions):
+            raise ConfigError(
+                f"engine drop_action = {engine.config.drop_action} is an action handle of the "
+                f"policy ({len(policy.actions)} actions)",
+                fix="keep the engine's default drop_action 0xFFFFFFFF",
+            )
+        self.policy = policy
+        self.softpath = softpath or SoftPath(engine.config, softpath_config)
+        self.nat = NatPools(policy, self.config.nat_port_min, self.config.nat_port_max)
+        self.budget = TokenBucket(self.config.setup_rate, self.config.setup_burst)
+        self.metrics = Metrics()
+        self.ledger = Ledger()
+        self.drop = int(engine.config.drop_action)
+        self.now_ns = 0
+        self.connections = 0
+        self._pending_new: list[npt.NDArray[np.int64]] = []
+        self._pending_mod: list[npt.NDArray[np.int64]] = []
+        self._redecided = np.zeros(0, np.uint64)
+        self._patrol_cursor = 0
+
+    def _check_scopes(self, policy: CompiledPolicy) -> None:
+        cfg = self.engine.config
+        if len(policy.eni_names) > cfg.eni_scopes or len(policy.vpc_names) > cfg.vpc_scopes:
+            raise ConfigError(
+                f"policy has {len(policy.eni_names)} ENIs / {len(policy.vpc_names)} VPC scopes, "
+                f"engine holds eni_scopes={cfg.eni_scopes}, vpc_scopes={cfg.vpc_scopes}",
+                fix="raise the engine's eni_scopes/vpc_scopes",
+            )
+
+    # ---- engine calls (counted, their CPU is the emulated hardware's) ---------------------
+    def _call(self, op: str, fn: Callable[..., Any], *args: Any, n: int = 1, **kw: Any) -> Any:
+        with self.metrics.engine_call(op, n):
+            return fn(*args, **kw)
+
+    def _versions(self, scope: Scope, ids: npt.NDArray[np.uint32]) -> npt.NDArray[np.uint32]:
+        """Current engine versions of scope ids (one read per distinct scope)."""
+        uniq, inv = np.unique(ids, return_inverse=True)
+        cur = np.array([self.engine.scope_version(scope, int(s)) for s in uniq], np.uint32)
+        return cur[np.asarray(inv).ravel()] if len(ids) else np.zeros(0, np.uint32)
+
+    # ---- the packet path --------------------------------------------------------------
+    def process(self, batch: PacketBatch) -> Fate:
+        """Forward one batch through hardware and, for punted packets, software."""
+        n = len(batch)
+        if n:
+            self.now_ns = max(self.now_ns, int(batch.time_ns[-1]))
+        self.budget.refill(self.now_ns)
+        res = self._call("datapath", self.engine.process, batch, n=0)
+        final = np.empty(n, np.uint8)
+        action = np.zeros(n, np.uint32)
+        reason = np.zeros(n, np.uint8)
+        o = res.outcome
+        hw = o == Outcome.HIT
+        final[hw] = Final.HW_FORWARDED
+        action[hw] = res.action[hw]
+        final[o == Outcome.DROP_HW] = Final.POLICY_DROP
+        hung = o == Outcome.PORT_HUNG
+        final[hung] = Final.NAMED_DROP
+        reason[hung] = DropReason.PORT_HUNG
+        punt = np.flatnonzero(np.isin(o, _PUNT))
+        self._redecided = np.zeros(0, np.uint64)
+        if len(punt):
+            with self.metrics.activity("miss"):
+                f, a, r = self._punted(batch.take(punt), o[punt])
+            final[punt], action[punt], reason[punt] = f, a, r
+        fate = Fate(final, action, reason)
+        self.ledger.add(fate)
+        return fate
+
+    def _punted(
+        self, pb: PacketBatch, eng: npt.NDArray[np.uint8]
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        n = len(pb)
+        ck = canonicalize_columns(pb.vni, pb.proto, pb.src_hi, pb.src_lo, pb.dst_hi, pb.dst_lo,
+                                  pb.sport, pb.dport)  # fmt: skip
+        final = np.full(n, 255, np.uint8)
+        action = np.zeros(n, np.uint32)
+        reason = np.zeros(n, np.uint8)
+        pending = np.ones(n, bool)
+        gid = _group(ck)
+        stale = eng == Outcome.STALE
+        if stale.any():
+            dropped = self._import_stale(pb, ck, gid, stale)
+            final[dropped] = Final.POLICY_DROP
+            pending[dropped] = False
+        self.metrics.count("punted_packets", n)
+        for _ in range(n + 1):
+            idx = np.flatnonzero(pending)
+            if not len(idx):
+                break
+            r = self.softpath.process(pb.take(idx), take_keys(ck, idx))
+            so = r.outcome
+            done = np.isin(so, (SoftOutcome.HIT, SoftOutcome.DROP, SoftOutcome.OVERLOAD))
+            fwd = so == SoftOutcome.HIT
+            final[idx[fwd]] = Final.SW_FORWARDED
+            action[idx[fwd]] = r.action[fwd]
+            final[idx[so == SoftOutcome.DROP]] = Final.POLICY_DROP
+            ov = idx[so == SoftOutcome.OVERLOAD]
+            final[ov] = Final.NAMED_DROP
+            reason[ov] = DropReason.SOFTPATH_OVERLOAD
+            pending[idx[done]] = False
+            st = so == SoftOutcome.STALE
+            if st.any():
+                drop_first = self._redecide_soft(idx[st], r.slot[st], gid[idx[st]])
+                final[drop_first] = Final.POLICY_DROP
+                pending[drop_first] = False
+            miss = so == SoftOutcome.MISS
+            if miss.any():
+                f_idx, f_final, f_reason = self._first_packets(pb, ck, gid, idx[miss])
+                final[f_idx] = f_final
+                reason[f_idx] = f_reason
+                pending[f_idx] = False
+        self._flush()
+        return final, action, reason
+
+    def _first_packets(
+        self,
+        pb: PacketBatch,
+        ck: CanonicalKeys,
+        gid: npt.NDArray[np.int64],
+        miss: npt.NDArray[np.int64],
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Decide the first missing packet of each key and create software sessions; returns
+        the packets resolved without a session (index, final, reason)."""
+        g = gid[miss]
+        first = miss[_first_of_groups(g)]
+        d = decide(self.policy, pb.take(first), self.nat, drop_action=self.drop,
+                   drop_sessions=self.config.install_drop_sessions)  # fmt: skip
+        mk = first[d.session]
+        fk = take_keys(ck, mk)
+        status, slot = self.softpath.insert(
+            fk, orig_dir=fk.direction, action_orig=d.action_orig[d.session],
+            action_reply=d.action_reply[d.session], eni_scope=d.eni_scope[d.session],
+            vpc_scope=d.vpc_scope[d.session], now_ns=self.now_ns, aux=d.aux[d.session],
+        )  # fmt: skip
+        ok = status == SoftStatus.OK
+        self._pending_new.append(slot[ok])
+        self.connections += int(ok.sum())
+        self.metrics.count("sessions_created", int(ok.sum()))
+        full_aux = d.aux[d.session][~ok]
+        self._release(full_aux)
+        # keys resolved without a session: denied (no drop session), NAT exhausted, SW full
+        no_sess = np.zeros(len(first), bool)
+        no_sess[~d.session] = True
+        why = np.zeros(len(first), np.uint8)
+        why[d.nat_exhausted] = DropReason.NAT_EXHAUSTED
+        full_pos = np.flatnonzero(d.session)[~ok]
+        no_sess[full_pos] = True
+        why[full_pos] = DropReason.SOFTPATH_FULL
+        self.metrics.count("denied_first_packets", int((~d.allowed).sum()))
+        if not no_sess.any():
+            return np.zeros(0, np.int64), np.zeros(0, np.uint8), np.zeros(0, np.uint8)
+        # Packets of such a key that go the first packet's way share its fate; a packet the
+        # other way is a new first packet (decided in the next round), and so are its followers.
+        firsts_g = gid[first]
+        dead = np.full(int(gid.max()) + 1, -1, np.int64)
+        dead[firsts_g[no_sess]] = np.flatnonzero(no_sess)
+        k = dead[g]
+        rows = np.flatnonzero(k >= 0)
+        kk = k[rows]
+        same = ck.direction[miss[rows]] == ck.direction[first[kk]]
+        cut = np.full(len(first), np.iinfo(np.int64).max)
+        np.minimum.at(cut, kk[~same], miss[rows[~same]])
+        sel = miss[rows] < cut[kk]
+        out_idx = miss[rows[sel]]
+        w = why[kk[sel]]
+        fin = np.where(w == 0, Final.POLICY_DROP, Final.NAMED_DROP).astype(np.uint8)
+        return out_idx, fin, w.astype(np.uint8)
+
+    def _import_stale(
+        self,
+        pb: PacketBatch,
+        ck: CanonicalKeys,
+        gid: npt.NDArray[np.int64],
+        stale: npt.NDArray[np.bool_],
+    ) -> npt.NDArray[np.int64]:
+        """Read stale engine sessions back, decide them again and move them into the software
+        table (pushed back by `_flush`); returns packets dropped because the session is now
+        refused and forgotten."""
+        idx = np.flatnonzero(stale)
+        first = idx[_first_of_groups(gid[idx])]
+        st, rec = self._call("query", self.engine.query, FlowKeys.from_batch(pb.take(first)),
+                             n=len(first))  # fmt: skip
+        ok = st == Status.OK
+        first, rec = first[ok], rec[ok]
+        if not len(first):
+            return np.zeros(0, np.int64)
+        orig = original_from_entries(rec)
+        d = decide(self.policy, packets_of(orig, self.now_ns), self.nat, drop_action=self.drop,
+                   drop_sessions=self.config.install_drop_sessions, old_aux=rec["aux"])  # fmt: skip
+        self.metrics.count("redecided", len(first))
+        ock = keys_of_flow(orig)
+        self._redecided = np.concatenate([self._redecided, key_hash(ock)])
+        gone = ~d.session
+        if gone.any():
+            self._call("delete", self.engine.delete, orig.take(gone), n=int(gone.sum()))
+            self._release(d.aux[gone])
+            self.metrics.count("sessions_refused_after_change", int(gone.sum()))
+        keep = d.session
+        same = keep & (d.eni_scope == rec["eni_scope"]) & (d.vpc_scope == rec["vpc_scope"])
+        moved = keep & ~same
+        if moved.any():  # scopes changed: the entry must be re-created, not modified
+            self._call("delete", self.engine.delete, orig.take(moved), n=int(moved.sum()))
+        status, slot = self.softpath.insert(
+            take_keys(ock, keep), orig_dir=ock.direction[keep],
+            action_orig=d.action_orig[keep], action_reply=d.action_reply[keep],
+            eni_scope=d.eni_scope[keep], vpc_scope=d.vpc_scope[keep], now_ns=self.now_ns,
+            tcp_state=rec["tcp_state"][keep], aux=d.aux[keep],
+        )  # fmt: skip
+        okk = status == SoftStatus.OK
+        same_k = same[keep]
+        self._pending_mod.append(slot[okk & same_k])
+        self._pending_new.append(slot[okk & ~same_k])
+        if (~okk).any():  # software full: the stale entry stays in hardware, punted again
+            self._release(d.aux[keep][~okk])
+        return first[gone]
+
+    def _redecide_soft(
+        self,
+        rows: npt.NDArray[np.int64],
+        slots: npt.NDArray[np.int64],
+        gids: npt.NDArray[np.int64],
+    ) -> npt.NDArray[np.int64]:
+        """Stale software sessions: decide again in place (no engine op); returns the packets
+        dropped because their session is now refused and forgotten."""
+        _, fi = np.unique(gids, return_index=True)
+        rows, slots = rows[fi], slots[fi]
+        recs = self.softpath.sessions(slots)
+        orig = original_from_sessions(recs)
+        d = decide(self.policy, packets_of(orig, self.now_ns), self.nat, drop_action=self.drop,
+                   drop_sessions=self.config.install_drop_sessions, old_aux=recs["aux"])  # fmt: skip
+        self.metrics.count("redecided", len(slots))
+        gone = ~d.session
+        self._release(d.aux[gone])
+        self.softpath.delete(slots[gone])
+        keep = d.session
+        self.softpath.update(slots[keep], action_orig=d.action_orig[keep],
+                             action_reply=d.action_reply[keep], aux=d.aux[keep],
+                             eni_scope=d.eni_scope[keep], vpc_scope=d.vpc_scope[keep])  # fmt: skip
+        return rows[gone]
+
+    def _release(self, aux: npt.NDArray[np.uint64]) -> int:
+        held = cookie.has_nat(aux)
+        if not held.any():
+            return 0
+        freed = self.nat.release(cookie.nat_ip(aux[held]), cookie.nat_port(aux[held]))
+        self.metrics.count("nat_released", freed)
+        return freed
+
+    # ---- software -> hardware ---------------------------------------------------------
+    def _flush(self) -> None:
+        """Push the sessions created or re-decided in this batch to hardware (budgeted)."""
+        mod = np.concatenate(self._pending_mod) if self._pending_mod else np.zeros(0, np.int64)
+        new = np.concatenate(self._pending_new) if self._pending_new else np.zeros(0, np.int64)
+        self._pending_mod, self._pending_new = [], []
+        if len(mod):
+            grant = self.budget.take(len(mod))
+            recs = self.softpath.sessions(mod[:grant])
+            keys = original_from_sessions(recs)
+            st = self._call(
+                "modify", self.engine.modify, keys, n=grant,
+                action_orig=recs["action_orig"], action_reply=recs["action_reply"],
+                eni_version=self._versions(Scope.ENI, recs["eni_scope"]),
+                vpc_version=self._versions(Scope.VPC, recs["vpc_scope"]),
+                aux=recs["aux"], tcp_state=recs["tcp_state"],
+            )  # fmt: skip
+            done = mod[:grant][st == Status.OK]
+            self.softpath.delete(done)
+            self.metrics.count("modified", len(done))
+            lost = mod[:grant][st != Status.OK]  # entry vanished meanwhile: insert instead
+            late = mod[grant:]  # no budget: the session moves to software
+            if len(late):
+                lk = original_from_sessions(self.softpath.sessions(late))
+                self._call("delete", self.engine.delete, lk, n=len(late))
+                self.metrics.count("moved_to_software", len(late))
+            new = np.concatenate([new, lost])
+        if len(new):
+            self._insert_from_soft(new)
+
+    def _insert_from_soft(self, slots: npt.NDArray[np.int64]) -> int:
+        grant = self.budget.take(len(slots))
+        self.metrics.count("budget_deferred", len(slots) - grant)
+        if not grant:
+            return 0
+        slots = slots[:grant]
+        recs = self.softpath.sessions(slots)
+        keys = original_from_sessions(recs)
+        st = self._call(
+            "insert", self.engine.insert, keys, n=grant,
+            action_orig=recs["action_orig"], action_reply=recs["action_reply"],
+            eni_scope=recs["eni_scope"], vpc_scope=recs["vpc_scope"],
+            eni_version=self._versions(Scope.ENI, recs["eni_scope"]),
+            vpc_version=self._versions(Scope.VPC, recs["vpc_scope"]),
+            now_ns=np.maximum(recs["last_seen_ns"], 0), tcp_state=recs["tcp_state"],
+            aux=recs["aux"],
+        )  # fmt: skip
+        ok = st == Status.OK
+        self.softpath.delete(slots[ok])
+        self.metrics.count("inserted", int(ok.sum()))
+        for s in (Status.TABLE_FULL, Status.INSERT_FAILED, Status.EXISTS, Status.BAD_SCOPE):
+            k = int((st == s).sum())
+            if k:
+                self.metrics.count(f"insert_{s.name.lower()}", k)
+        return int(ok.sum())
+
+    # ---- policy ----------------------------------------------------------------------
+    def apply_policy(self, spec: VpcSpec) -> dict[str, int]:
+        """Recompile with stable ids and bump exactly the affected scopes (O(1) each)."""
+        with self.metrics.activity("policy"):
+            new, affected = recompile(self.policy, spec)
+            self._check_scopes(new)
+            for scope, ids in ((Scope.ENI, affected.eni), (Scope.VPC, affected.vpc)):
+                for s in ids:
+                    self._call("bump_version", self.engine.bump_version, scope, int(s))
+                    self.softpath.bump_version(scope, int(s))
+            self.policy = new
+            self.nat.set_policy(new)
+            self.metrics.count("policy_changes")
+        return {"eni_scopes": len(affected.eni), "vpc_scopes": len(affected.vpc)}
+
+    # ---- time --------------------------------------------------------------------------
+    def tick(self, now_ns: int, scrub_slots: int | None = None) -> None:
+        """One tick of the simulated clock: hardware scrub, software aging, events, promotion."""
+        from starfabric.fornax.manager.events import handle_events
+
+        self.now_ns = max(self.now_ns, now_ns)
+        self.budget.refill(self.now_ns)
+        self._call("datapath", self.engine.scrub, self.now_ns, scrub_slots, n=0)
+        with self.metrics.activity("aging"):
+            recs, closed = self.softpath.expire(self.now_ns)
+            self._release(recs["aux"])
+            self.metrics.count("softpath_aged", int((~closed).sum()))
+            self.metrics.count("softpath_closed", int(closed.sum()))
+        handle_events(self)
+        with self.metrics.activity("promote"):
+            self._promote()
+
+    def _promote(self) -> None:
+        """Move software-resident sessions back to hardware while it has room and budget."""
+        cap = self.engine.config.capacity
+        room = int(cap * PROMOTE_MAX_FILL) - self.engine.occupancy()
+        k = min(self.config.promote_per_tick, room, self.softpath.occupancy())
+        if k <= 0:
+            return
+        slots = np.flatnonzero(self.softpath.used == 1)[:k]
+        self.metrics.count("promoted", self._insert_from_soft(slots))
+
+    # ---- state ---------------------------------------------------------------------
+    @property
+    def software_bytes(self) -> int:
+        """Bytes of the manager's own per-session state: the SNAT bitmaps (nat.py)."""
+        return self.nat.nbytes
+
+    def sessions(self) -> int:
+        """Live sessions: hardware entries plus software-resident sessions."""
+        return int(self.engine.occupancy()) + self.softpath.occupancy()
+
+    def summary(self) -> dict[str, Any]:
+        """Metrics, accounting and state as plain data (for JSON)."""
+        ops = self.metrics.control_ops
+        sessions = self.sessions()
+        return self.metrics.as_dict(
+            {
+                "packets": self.ledger.as_dict(),
+                "connections": self.connections,
+                "sessions": {
+                    "hardware": int(self.engine.occupancy()),
+                    "software": self.softpath.occupancy(),
+                },
+                "nat_allocated": self.nat.allocated(),
+                "software_bytes": self.software_bytes,
+                "software_bytes_per_session": self.software_bytes / max(sessions, 1),
+                "softpath_table_bytes": self.softpath.nbytes_table,
+                "softpath_cpu_s": self.softpath.cpu_s,
+                "engine_ops_per_connection": ops / max(self.connections, 1),
+            }
+        )
+
+    def prometheus(self) -> bytes:
+        """Prometheus text of the metrics plus gauges of state."""
+        return self.metrics.prometheus(
+            {
+                "sessions_hardware": float(self.engine.occupancy()),
+                "sessions_software": float(self.softpath.occupancy()),
+                "software_bytes": float(self.software_bytes),
+                "nat_allocated": float(self.nat.allocated()),
+                "packets_offered": float(self.ledger.offered),
+            }
+        )
+
+    @classmethod
+    def recover(
+        cls,
+        engine: SessionEngine,
+        policy: CompiledPolicy,
+        config: ManagerConfig | None = None,
+        *,
+        softpath: SoftPath | None = None,
+        between_chunks: Callable[[], None] | None = None,
+    ) -> Manager:
+        """A new manager whose state is rebuilt from the engine (and the surviving software
+        datapath) by chunked dumps, while traffic keeps flowing between chunks."""
+        from starfabric.fornax.manager.recover import rebuild
+
+        m = cls(engine, policy, config, softpath=softpath)
+        with m.metrics.activity("recovery"):
+            rebuild(m, between_chunks)
+        return m
+
+
+__all__ = ["Manager", "take_keys"]

@@ -1,0 +1,396 @@
+"""CPU software forwarding: the datapath for punted packets and sessions hardware could not
+take (table full, setup budget spent), with the engine's semantics and its own costs.
+
+Same semantics as the engine (engine/interface.py): sessions keyed canonically (keys.py), one
+bidirectional entry with per-direction actions, nf_conntrack TCP tracking through the engine's
+own transition table (engine/tcp.py), ENI/VPC version snapshots (a stale session is not
+forwarded, it is reported STALE), and aging by the engine's timeout classes. Unlike the engine
+it has a finite packet rate as well as a finite table: packets beyond `max_pps` of simulated
+time are dropped as OVERLOAD and sessions beyond `capacity` are refused as FULL — named
+outcomes, never silent. Its CPU time is measured (time.thread_time) per call.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from enum import IntEnum
+
+import numpy as np
+import numpy.typing as npt
+from pydantic import Field
+
+from starfabric.config import Spec
+from starfabric.errors import ConfigError
+from starfabric.fornax import _softpath_kernels as K
+from starfabric.fornax.engine import EngineConfig, Scope
+from starfabric.fornax.engine.tcp import TRANSITIONS, TcpEvent, TcpState
+from starfabric.fornax.keys import CanonicalKeys, canonicalize, key_hash
+from starfabric.fornax.packets import (
+    PROTO_ICMP,
+    PROTO_ICMPV6,
+    PROTO_TCP,
+    PROTO_UDP,
+    TCP_ACK,
+    TCP_FIN,
+    TCP_RST,
+    TCP_SYN,
+    PacketBatch,
+)
+
+
+class SoftOutcome(IntEnum):
+    """What the software datapath did with one packet."""
+
+    HIT = K.SP_HIT  # forwarded with the direction's action
+    MISS = K.SP_MISS  # no software session
+    STALE = K.SP_STALE  # session's scope version is old: not forwarded, needs re-evaluation
+    DROP = K.SP_DROP  # the direction's action is drop
+    OVERLOAD = 4  # beyond the packet-rate budget: dropped (named reason)
+
+
+class SoftStatus(IntEnum):
+    OK = K.ST_OK
+    EXISTS = K.ST_EXISTS
+    FULL = K.ST_FULL
+
+
+class SoftPathConfig(Spec):
+    """Size and speed of the software datapath."""
+
+    capacity: int = Field(
+        262144, ge=1, le=1 << 26, description="sessions the CPU table holds (assumption)"
+    )
+    max_pps: float = Field(
+        2.0e6,
+        gt=0,
+        description="packets per simulated second it forwards (assumption: a few DPDK cores)",
+    )
+    burst_s: float = Field(
+        0.01, gt=0, description="rate-budget burst, seconds of max_pps (assumption)"
+    )
+
+
+SESSION_DTYPE = np.dtype(
+    [
+        ("slot", np.int64),
+        ("vni", np.uint32),
+        ("proto", np.uint8),
+        ("orig_dir", np.uint8),
+        ("tcp_state", np.uint8),
+        ("a_hi", np.uint64),
+        ("a_lo", np.uint64),
+        ("b_hi", np.uint64),
+        ("b_lo", np.uint64),
+        ("a_port", np.uint16),
+        ("b_port", np.uint16),
+        ("action_orig", np.uint32),
+        ("action_reply", np.uint32),
+        ("eni_scope", np.uint32),
+        ("vpc_scope", np.uint32),
+        ("last_seen_ns", np.int64),
+        ("pkts_orig", np.uint64),
+        ("pkts_reply", np.uint64),
+        ("aux", np.uint64),
+    ]
+)
+"""A software session read back (canonical key plus which side is ORIGINAL)."""
+
+
+def tcp_events(flags: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint8]:
+    """Vectorized engine/tcp.tcp_event: RST, then SYN(-ACK), FIN, ACK, none."""
+    ev = np.full(len(flags), int(TcpEvent.NONE), dtype=np.uint8)
+    ev[(flags & TCP_ACK) != 0] = TcpEvent.ACK
+    ev[(flags & TCP_FIN) != 0] = TcpEvent.FIN
+    syn = (flags & TCP_SYN) != 0
+    ev[syn] = TcpEvent.SYN
+    ev[syn & ((flags & TCP_ACK) != 0)] = TcpEvent.SYNACK
+    ev[(flags & TCP_RST) != 0] = TcpEvent.RST
+    return ev
+
+
+def key_words(ck: CanonicalKeys) -> npt.NDArray[np.uint64]:
+    """Canonical keys as uint64[n, 5] (a_hi, a_lo, b_hi, b_lo, ports word)."""
+    return np.ascontiguousarray(np.stack([ck.a_hi, ck.a_lo, ck.b_hi, ck.b_lo, ck.ports_word()], 1))
+
+
+def _words_to_keys(words: npt.NDArray[np.uint64], proto: npt.NDArray[np.uint8]) -> CanonicalKeys:
+    """Inverse of `key_words` (direction bits are not part of a stored key: zeros)."""
+    return CanonicalKeys(
+        vni=(words[:, 4] >> np.uint64(32)).astype(np.uint32),
+        proto=proto,
+        a_hi=words[:, 0].copy(),
+        a_lo=words[:, 1].copy(),
+        b_hi=words[:, 2].copy(),
+        b_lo=words[:, 3].copy(),
+        a_port=((words[:, 4] >> np.uint64(16)) & np.uint64(0xFFFF)).astype(np.uint16),
+        b_port=(words[:, 4] & np.uint64(0xFFFF)).astype(np.uint16),
+        direction=np.zeros(len(proto), np.uint8),
+    )
+
+
+@dataclass(frozen=True)
+class SoftResult:
+    """Per-packet results of `SoftPath.process`, in batch order."""
+
+    outcome: npt.NDArray[np.uint8]
+    action: npt.NDArray[np.uint32]
+    slot: npt.NDArray[np.int64]
+
+
+class SoftPath:
+    """The CPU session table and forwarding loop (see the module docstring)."""
+
+    def __init__(self, engine_config: EngineConfig, config: SoftPathConfig | None = None) -> None:
+        self.config = config or SoftPathConfig()
+        self.engine_config = engine_config
+        self.drop_action = np.uint32(engine_config.drop_action)
+        size = 1 << max(4, int(2 * self.config.capacity - 1).bit_length())  # load <= 1/2
+        self._mask = size - 1
+        self.used = np.zeros(size, np.uint8)
+        self.key = np.zeros((size, 5), np.uint64)
+        self.kproto = np.zeros(size, np.uint8)
+        self.orig_dir = np.zeros(size, np.uint8)
+        self.act = np.zeros((size, 2), np.uint32)
+        self.scope = np.zeros((size, 2), np.uint32)
+        self.ver = np.zeros((size, 2), np.uint32)
+        self.tcp = np.zeros(size, np.uint8)
+        self.seen_reply = np.zeros(size, np.uint8)
+        self.last_ns = np.zeros(size, np.int64)
+        self.pkts = np.zeros((size, 2), np.uint64)
+        self.nbytes = np.zeros((size, 2), np.uint64)
+        self.aux = np.zeros(size, np.uint64)
+        self.eni_cur = np.zeros(engine_config.eni_scopes, np.uint32)
+        self.vpc_cur = np.zeros(engine_config.vpc_scopes, np.uint32)
+        self.count = 0
+        self.tombstones = 0
+        self.cpu_s = 0.0
+        self.packets = 0
+        self.overload = 0
+        self._tokens = self.config.max_pps * self.config.burst_s
+        self._last_ns: int | None = None
+        self._timeouts = engine_config.timeouts_ns()
+
+    # ---- table -----------------------------------------------------------------------
+    def _hash(self, ck: CanonicalKeys) -> npt.NDArray[np.uint64]:
+        return key_hash(ck, self.engine_config.hash_seed)
+
+    def lookup(self, ck: CanonicalKeys) -> npt.NDArray[np.int64]:
+        """Slot of each canonical key, -1 where there is no software session."""
+        out = np.empty(len(ck), np.int64)
+        K.sp_lookup(self._hash(ck), key_words(ck), ck.proto, self.key, self.kproto, self.used, out)
+        return out
+
+    def insert(
+        self,
+        ck: CanonicalKeys,
+        *,
+        orig_dir: npt.ArrayLike,
+        action_orig: npt.ArrayLike,
+        action_reply: npt.ArrayLike,
+        eni_scope: npt.ArrayLike,
+        vpc_scope: npt.ArrayLike,
+        now_ns: int,
+        tcp_state: npt.ArrayLike = 0,
+        aux: npt.ArrayLike = 0,
+    ) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64]]:
+        """Create sessions at the current scope versions; (SoftStatus, slot) per key."""
+        n = len(ck)
+        eni = np.broadcast_to(np.asarray(eni_scope, np.uint32), (n,))
+        vpc = np.broadcast_to(np.asarray(vpc_scope, np.uint32), (n,))
+        if n and (eni.max() >= len(self.eni_cur) or vpc.max() >= len(self.vpc_cur)):
+            raise ConfigError(
+                f"softpath insert: scope id {int(max(eni.max(), vpc.max()))} out of range",
+                fix="use scope ids below the engine's eni_scopes/vpc_scopes",
+            )
+        status = np.empty(n, np.uint8)
+        slot = np.empty(n, np.int64)
+        self.count = int(
+            K.sp_insert(
+                self._hash(ck), key_words(ck), ck.proto, self.count, self.config.capacity,
+                self.key, self.kproto, self.used, status, slot,
+            )
+        )  # fmt: skip
+        ok = status == SoftStatus.OK
+        s = slot[ok]
+        self.orig_dir[s] = np.broadcast_to(np.asarray(orig_dir, np.uint8), (n,))[ok]
+        self.act[s, 0] = np.broadcast_to(np.asarray(action_orig, np.uint32), (n,))[ok]
+        self.act[s, 1] = np.broadcast_to(np.asarray(action_reply, np.uint32), (n,))[ok]
+        self.scope[s, 0] = eni[ok]
+        self.scope[s, 1] = vpc[ok]
+        self.ver[s, 0] = self.eni_cur[eni[ok]]
+        self.ver[s, 1] = self.vpc_cur[vpc[ok]]
+        self.tcp[s] = np.broadcast_to(np.asarray(tcp_state, np.uint8), (n,))[ok]
+        self.seen_reply[s] = 0
+        self.last_ns[s] = now_ns
+        self.pkts[s] = 0
+        self.nbytes[s] = 0
+        self.aux[s] = np.broadcast_to(np.asarray(aux, np.uint64), (n,))[ok]
+        return status, slot
+
+    def update(
+        self,
+        slots: npt.NDArray[np.int64],
+        *,
+        action_orig: npt.ArrayLike,
+        action_reply: npt.ArrayLike,
+        aux: npt.ArrayLike | None = None,
+        eni_scope: npt.ArrayLike | None = None,
+        vpc_scope: npt.ArrayLike | None = None,
+    ) -> None:
+        """Re-decided sessions: new actions (and scopes), snapshots at the current versions."""
+        self.act[slots, 0] = action_orig
+        self.act[slots, 1] = action_reply
+        if aux is not None:
+            self.aux[slots] = aux
+        if eni_scope is not None:
+            self.scope[slots, 0] = eni_scope
+        if vpc_scope is not None:
+            self.scope[slots, 1] = vpc_scope
+        self.ver[slots, 0] = self.eni_cur[self.scope[slots, 0]]
+        self.ver[slots, 1] = self.vpc_cur[self.scope[slots, 1]]
+
+    def delete(self, slots: npt.NDArray[np.int64]) -> None:
+        """Remove sessions by slot (tombstones keep other probe chains intact)."""
+        slots = np.unique(slots[slots >= 0])
+        slots = slots[self.used[slots] == 1]
+        self.used[slots] = 2
+        self.count -= len(slots)
+        self.tombstones += len(slots)
+        if self.tombstones > len(self.used) // 4:
+            self._rehash()
+
+    def _rehash(self) -> None:
+        """Rebuild the probe chains without tombstones (amortized over the deletes)."""
+        s = np.flatnonzero(self.used == 1)
+        cols: list[np.ndarray] = [self.orig_dir, self.act, self.scope, self.ver, self.tcp, self.seen_reply,
+                self.last_ns, self.pkts, self.nbytes, self.aux]  # fmt: skip
+        saved = [c[s].copy() for c in cols]
+        words, proto = self.key[s].copy(), self.kproto[s].copy()
+        self.used[:] = 0
+        h = key_hash(_words_to_keys(words, proto), self.engine_config.hash_seed)
+        status = np.empty(len(s), np.uint8)
+        slot = np.empty(len(s), np.int64)
+        K.sp_insert(h, words, proto, 0, len(self.used), self.key, self.kproto, self.used,
+                    status, slot)  # fmt: skip
+        for c, v in zip(cols, saved, strict=True):
+            c[slot] = v
+        self.tombstones = 0
+
+    def sessions(self, slots: npt.NDArray[np.int64] | None = None) -> np.ndarray:
+        """SESSION_DTYPE records of the given slots (default: every valid session)."""
+        s = np.flatnonzero(self.used == 1) if slots is None else np.asarray(slots, np.int64)
+        out = np.zeros(len(s), SESSION_DTYPE)
+        out["slot"] = s
+        out["vni"] = (self.key[s, 4] >> np.uint64(32)).astype(np.uint32)
+        out["proto"] = self.kproto[s]
+        out["orig_dir"] = self.orig_dir[s]
+        out["tcp_state"] = self.tcp[s]
+        for j, name in enumerate(("a_hi", "a_lo", "b_hi", "b_lo")):
+            out[name] = self.key[s, j]
+        out["a_port"] = (self.key[s, 4] >> np.uint64(16)) & np.uint64(0xFFFF)
+        out["b_port"] = self.key[s, 4] & np.uint64(0xFFFF)
+        out["action_orig"] = self.act[s, 0]
+        out["action_reply"] = self.act[s, 1]
+        out["eni_scope"] = self.scope[s, 0]
+        out["vpc_scope"] = self.scope[s, 1]
+        out["last_seen_ns"] = self.last_ns[s]
+        out["pkts_orig"] = self.pkts[s, 0]
+        out["pkts_reply"] = self.pkts[s, 1]
+        out["aux"] = self.aux[s]
+        return out
+
+    def occupancy(self) -> int:
+        return self.count
+
+    @property
+    def nbytes_table(self) -> int:
+        """Bytes of the software table (allocated, whatever its occupancy)."""
+        arrays = (self.used, self.key, self.kproto, self.orig_dir, self.act, self.scope,
+                  self.ver, self.tcp, self.seen_reply, self.last_ns, self.pkts, self.nbytes,
+                  self.aux)  # fmt: skip
+        return int(sum(a.nbytes for a in arrays))
+
+    # ---- versions --------------------------------------------------------------------
+    def bump_version(self, scope: Scope, scope_id: int) -> None:
+        """Mirror of the engine's O(1) bump: the scope's sessions become STALE."""
+        cur = self.eni_cur if scope == Scope.ENI else self.vpc_cur
+        cur[scope_id] += np.uint32(1)
+
+    # ---- packet path -----------------------------------------------------------------
+    def process(self, batch: PacketBatch, ck: CanonicalKeys | None = None) -> SoftResult:
+        """Forward packets in order (as the engine does); OVERLOAD beyond the rate budget."""
+        t0 = time.thread_time()
+        n = len(batch)
+        ck = canonicalize(batch) if ck is None else ck
+        outcome = np.empty(n, np.uint8)
+        action = np.zeros(n, np.uint32)
+        slot = np.full(n, -1, np.int64)
+        admit = self._admit(batch)
+        if admit < n:
+            outcome[admit:] = SoftOutcome.OVERLOAD
+            self.overload += n - admit
+        if admit:
+            sub = slice(0, admit)
+            ckk = CanonicalKeys(*(getattr(ck, f)[sub] for f in ck.__dataclass_fields__))
+            K.sp_process(
+                self._hash(ckk), key_words(ckk), ckk.proto, ckk.direction,
+                tcp_events(batch.tcp_flags[sub]), batch.length[sub], batch.time_ns[sub],
+                self.key, self.kproto, self.used, self.orig_dir, self.act, self.scope, self.ver,
+                self.tcp, self.seen_reply, self.last_ns, self.pkts, self.nbytes,
+                self.eni_cur, self.vpc_cur, TRANSITIONS, self.drop_action,
+                outcome[sub], action[sub], slot[sub],
+            )  # fmt: skip
+        self.packets += n
+        self.cpu_s += time.thread_time() - t0
+        return SoftResult(outcome, action, slot)
+
+    def _admit(self, batch: PacketBatch) -> int:
+        """How many packets of the batch the rate budget admits (a token bucket)."""
+        if not len(batch):
+            return 0
+        now = int(batch.time_ns[-1])
+        burst = self.config.max_pps * self.config.burst_s
+        if self._last_ns is not None and now > self._last_ns:
+            self._tokens = min(
+                burst, self._tokens + (now - self._last_ns) * 1e-9 * self.config.max_pps
+            )
+        self._last_ns = now if self._last_ns is None else max(now, self._last_ns)
+        admit = min(len(batch), int(self._tokens))
+        self._tokens -= admit
+        return admit
+
+    # ---- aging -----------------------------------------------------------------------
+    def expire(self, now_ns: int) -> tuple[np.ndarray, npt.NDArray[np.bool_]]:
+        """Remove sessions idle past their class's timeout (the engine's classes);
+        returns their records and whether each ended CLOSED (TIME_WAIT/CLOSE) or AGED."""
+        t0 = time.thread_time()
+        s = np.flatnonzero(self.used == 1)
+        proto = self.kproto[s]
+        cls = np.full(len(s), 13, np.int64)  # generic
+        tcp = proto == PROTO_TCP
+        cls[tcp] = self.tcp[s][tcp]
+        udp = proto == PROTO_UDP
+        cls[udp] = np.where(self.seen_reply[s][udp] == 1, 11, 10)
+        cls[(proto == PROTO_ICMP) | (proto == PROTO_ICMPV6)] = 12
+        idle = now_ns - self.last_ns[s]
+        gone = s[idle > self._timeouts[cls]]
+        recs = self.sessions(gone)
+        closed = (recs["proto"] == PROTO_TCP) & np.isin(
+            recs["tcp_state"], (TcpState.TIME_WAIT, TcpState.CLOSE)
+        )
+        self.delete(gone)
+        self.cpu_s += time.thread_time() - t0
+        return recs, closed
+
+
+__all__ = [
+    "SESSION_DTYPE",
+    "SoftOutcome",
+    "SoftPath",
+    "SoftPathConfig",
+    "SoftResult",
+    "SoftStatus",
+    "key_words",
+    "tcp_events",
+]
