@@ -4,6 +4,7 @@ the table, the setup budget or nothing constrained."""
 
 from __future__ import annotations
 
+import itertools
 import random
 from typing import Any
 
@@ -11,12 +12,12 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from fornax.vpc.vpcgen import mutate, random_packets, random_spec_data
 from starfabric.fornax.manager import Final, Manager, ManagerConfig
 from starfabric.fornax.packets import PacketBatch, halves_to_ip
 from starfabric.fornax.vpc import ActionKind, compile_policy
 from starfabric.fornax.vpc.spec import parse_vpc_spec
 
-from fornax.vpc.vpcgen import mutate, random_packets, random_spec_data
 from .conftest import NO_AGING, make_engine
 from .reference import ConntrackReference
 
@@ -97,7 +98,7 @@ def run_differential(seed: int, kind: str, config: str) -> dict[str, int]:
     change_at = cuts[len(cuts) // 2]
     new_spec = parse_vpc_spec(mutate(data, rng))
     seen = {"forwarded": 0, "dropped": 0, "software": 0}
-    for a, b in zip(cuts, cuts[1:], strict=False):
+    for a, b in itertools.pairwise(cuts):
         if a == change_at:
             m.apply_policy(new_spec)
             ref.set_policy(new_spec)
