@@ -1,0 +1,713 @@
+"""Synthesize a training job's four-layer telemetry on a topology, with faults in the physics.
+
+The job is TP inside each host (NVLink) and a data-parallel ring all-reduce per rail across
+hosts (each rank opens `qps_per_rank` RDMA QPs to the same-rail GPU of the next host in the
+ring). Seer gives the healthy phase times; ECMP routing on the topology gives each QP's path.
+A fault changes a rate, a capacity, a route or a clock; the layers then see what follows from
+it (slower QPs, waiting ranks, counters) — never a label. Everything is vectorized numpy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from pydantic import Field
+
+from starfabric.astral.monitor import _kernels as K
+from starfabric.astral.monitor.cluster import build_cluster, cluster_for, seer_baseline
+from starfabric.astral.monitor.faults import (
+    CPU_CONTENTION,
+    ECMP_HOTSPOT,
+    GPU_THROTTLE,
+    GPU_XID,
+    LINK_CRC,
+    MISCONFIG_DCQCN,
+    MISCONFIG_MTU,
+    NIC_PORT_DOWN,
+    NVLINK_DEGRADED,
+    OPTICAL_FAILING,
+    PFC_STORM,
+    Fault,
+    write_truth,
+)
+from starfabric.astral.monitor.schema import (
+    THROTTLE_HW_THERMAL,
+    THROTTLE_SW_POWER_CAP,
+    THROTTLE_SW_THERMAL,
+)
+from starfabric.astral.monitor.store import TelemetryStore
+from starfabric.astral.routing import failed_link_mask, route_flows
+from starfabric.astral.topology import LINK_NIC, LINK_NVLINK, Topology
+from starfabric.config import Spec
+from starfabric.errors import ConfigError
+
+F64 = npt.NDArray[np.float64]
+I64 = npt.NDArray[np.int64]
+
+BALANCE_PASSES = 3
+"""Assumption: local-search passes of path-aware QP placement (Astral's ECMP path control)."""
+MTU_BYTES = 4096
+"""Healthy RoCE MTU (bytes); packet counts for counters use it."""
+GPU_CLOCK_MHZ = 1980.0
+"""H800 SXM boost clock (NVIDIA datasheet)."""
+QP_NOISE = 0.02
+"""Assumption: relative noise of a QP's busy-time throughput per iteration (1 sigma)."""
+MS_NOISE = 0.06
+"""Assumption: relative noise of one millisecond throughput sample."""
+BASE_QUEUE_US = 1.0
+"""Assumption: queueing delay (us) at 50% utilization in the INT latency model (M/M/1 shape)."""
+XID_CODES = (48, 74, 79, 94, 95, 119)
+"""Critical Xids a failing GPU raises (DBE ECC, NVLink, fell off the bus, contained/uncontained
+ECC, GSP timeout: NVIDIA Xid catalog)."""
+XID_MESSAGES = {
+    48: "An uncorrectable double bit error (DBE) has been detected on GPU",
+    74: "NVLink Error",
+    79: "GPU has fallen off the bus",
+    94: "Contained ECC error",
+    95: "Uncontained ECC error",
+    119: "Timeout after 6s of waiting for RPC response from GPU System Processor (GSP)",
+}
+
+
+class SynthSpec(Spec):
+    """What to synthesize: cluster size, job, iterations, QPs, noise, seeds."""
+
+    gpus: int = Field(1024, ge=8, description="cluster GPUs (1024 or a multiple of 16384)")
+    model: str = "llama-3.1-8b"
+    seq_len: int = Field(4096, ge=128)
+    iterations: int = Field(6, ge=3, le=1000)
+    qps_per_rank: int = Field(2, ge=1, le=16, description="RDMA QPs per rank per ring (channels)")
+    ecmp_candidates: int = Field(
+        16, ge=1, le=64, description="assumption: source ports tried by path-aware QP placement"
+    )
+    timing_noise: float = Field(
+        0.01, ge=0, le=0.2, description="assumption: timing noise (1 sigma)"
+    )
+    seed: int = 0
+    placement_seed: int = Field(0, description="host order of the DP ring (scheduler placement)")
+    ms_series: bool = Field(True, description="write the 1 ms QP throughput series (last iter)")
+
+
+@dataclass(frozen=True)
+class Job:
+    """Compiled job: ranks, hosts, DP rings, QPs and their ECMP candidates."""
+
+    topo: Topology
+    n: int
+    gph: int
+    hosts: int
+    ports: int
+    q: int
+    n_cand: int
+    ring_next: I64
+    qp_src: I64
+    qp_dst: I64
+    cand_hash: npt.NDArray[np.uint64]
+    demand_bps: float
+    base: dict[str, float]
+
+
+@dataclass(frozen=True)
+class NetState:
+    """The network as one fault state leaves it: chosen paths, per-QP rates, link loads."""
+
+    offsets: I64
+    links: I64
+    reachable: npt.NDArray[np.bool_]
+    rate_bps: F64
+    cap_eff: F64
+    nq: I64
+    loss: F64
+    pfc_frac: F64
+    qp_hash: npt.NDArray[np.uint64]
+
+
+def compile_job(topo: Topology, spec: SynthSpec) -> Job:
+    """Ranks = GPUs; DP rings per rail over a seeded host permutation; QP ECMP candidates."""
+    st = topo.structure
+    if st is None:
+        raise ConfigError("monitor synth needs a structured topology", fix="use a Clos builder")
+    n, gph = topo.n_gpus, st.gpus_per_host
+    hosts = n // gph
+    if hosts < 2:
+        raise ConfigError(f"{n} GPUs is a single host", fix="use at least two hosts")
+    order = np.random.default_rng(spec.placement_seed).permutation(hosts)
+    nxt_host = np.empty(hosts, dtype=np.int64)
+    nxt_host[order] = np.roll(order, -1)
+    g = np.arange(n, dtype=np.int64)
+    ring_next = nxt_host[g // gph] * gph + g % gph
+    q = spec.qps_per_rank
+    qp_src = np.repeat(g, q)
+    qp_dst = ring_next[qp_src]
+    rng = np.random.default_rng(spec.seed ^ 0x5EED)
+    cand = rng.integers(0, 2**62, size=(n * q, spec.ecmp_candidates), dtype=np.int64)
+    nic_lo, _ = topo.links_of_kind(LINK_NIC)
+    port_bps = float(topo.link_capacity_bps[nic_lo])
+    ports = int(st.gpu_tor.shape[1])
+    base = seer_baseline(n, gph, spec.model, spec.seq_len)
+    return Job(
+        topo=topo,
+        n=n,
+        gph=gph,
+        hosts=hosts,
+        ports=ports,
+        q=q,
+        n_cand=spec.ecmp_candidates,
+        ring_next=ring_next,
+        qp_src=qp_src,
+        qp_dst=qp_dst,
+        cand_hash=cand.astype(np.uint64),
+        demand_bps=port_bps * ports / q,
+        base=base,
+    )
+
+
+def _path_min(values: F64, offsets: I64, empty: float) -> F64:
+    """Minimum of values over each CSR path (empty paths get `empty`)."""
+    lens = np.diff(offsets)
+    out = np.full(lens.size, empty)
+    nz = lens > 0
+    if values.size:
+        red = np.minimum.reduceat(values, offsets[:-1][nz])
+        out[nz] = red
+    return out
+
+
+def _path_sum(values: F64, offsets: I64) -> F64:
+    """Sum of values over each CSR path."""
+    cs = np.concatenate([[0.0], np.cumsum(values)])
+    return cs[offsets[1:]] - cs[offsets[:-1]]
+
+
+def network_state(job: Job, faults: list[Fault], seed: int) -> NetState:
+    """Route every QP (path-aware pick among ECMP candidates) and rate it under `faults`."""
+    topo = job.topo
+    down = [f.target for f in faults if f.kind == NIC_PORT_DOWN]
+    failed = failed_link_mask(topo, links=[2 * c for c in down]) if down else None
+    nf = job.qp_src.size * job.n_cand
+    r = route_flows(
+        topo,
+        np.repeat(job.qp_src, job.n_cand),
+        np.repeat(job.qp_dst, job.n_cand),
+        job.cand_hash.ravel(),
+        failed=failed,
+    )
+    load = np.zeros(topo.n_links, dtype=np.int64)
+    chosen = K.balance_pick(r.offsets, r.links, job.qp_src.size, job.n_cand, load, BALANCE_PASSES)
+    flow = np.arange(job.qp_src.size, dtype=np.int64) * job.n_cand + chosen
+    for f in faults:
+        if f.kind == ECMP_HOTSPOT:
+            flow = _hotspot(job, r.offsets, r.links, flow, f, nf)
+    lens = r.offsets[flow + 1] - r.offsets[flow]
+    offsets = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
+    idx = np.repeat(r.offsets[flow], lens) + (
+        np.arange(offsets[-1]) - np.repeat(offsets[:-1], lens)
+    )
+    links = r.links[idx].astype(np.int64)
+    reachable = r.reachable[flow] & (lens > 0)
+    nq = np.bincount(links, minlength=topo.n_links).astype(np.int64)
+    cap = topo.link_capacity_bps.astype(np.float64).copy()
+    loss = np.zeros(topo.n_links)
+    pfc = np.zeros(topo.n_links)
+    nic_factor = np.ones(job.n)
+    for f in faults:
+        both = (
+            np.array([2 * f.target, 2 * f.target + 1]) if f.target * 2 + 1 < topo.n_links else None
+        )
+        if f.kind == LINK_CRC and both is not None:
+            loss[both] = 10.0 ** (-7.0 + 2.0 * f.severity)
+            cap[both] *= 1.0 - 0.6 * f.severity
+        elif f.kind == OPTICAL_FAILING and both is not None:
+            up = 2 * f.target
+            loss[up] = 10.0 ** (-8.0 + 2.0 * f.severity)
+            cap[up] *= 1.0 - 0.55 * f.severity
+        elif f.kind == PFC_STORM and both is not None:
+            pfc[2 * f.target] = 0.5 + 0.45 * f.severity
+            cap[2 * f.target] *= 1.0 - pfc[2 * f.target]
+        elif f.kind in (MISCONFIG_MTU, MISCONFIG_DCQCN) and f.target < job.n:
+            nic_factor[f.target] = 0.72 - 0.35 * f.severity
+    share = cap / np.maximum(nq, 1)
+    path_share = _path_min(share[links], offsets, 0.0)
+    demand = job.demand_bps * nic_factor[job.qp_src]
+    rate = np.where(reachable, np.minimum(demand, path_share), 0.0)
+    return NetState(
+        offsets=offsets,
+        links=links,
+        reachable=reachable,
+        rate_bps=rate,
+        cap_eff=cap,
+        nq=nq,
+        loss=loss,
+        pfc_frac=pfc,
+        qp_hash=job.cand_hash.ravel()[flow],
+    )
+
+
+def _hotspot(job: Job, off: I64, links: I64, flow: I64, f: Fault, nf: int) -> I64:
+    """ECMP hash polarization at one uplink: up to k QPs whose candidates cross it all pick it."""
+    target = 2 * f.target
+    hit_flow = np.repeat(np.arange(nf), np.diff(off))[links == target]
+    qps = np.unique(hit_flow // job.n_cand)
+    k = 5 + int(round(3 * f.severity))
+    pick = qps[:k]
+    out = flow.copy()
+    for qp in pick:
+        cands = hit_flow[hit_flow // job.n_cand == qp]
+        out[qp] = int(cands[0])
+    return out
+
+
+@dataclass(frozen=True)
+class _Phase:
+    comp: F64
+    tp: F64
+    dp: F64
+    iter_ms: float
+    broken_qps: I64
+
+
+def _phase_times(
+    job: Job, faults: list[Fault], net: NetState, rng: np.random.Generator, noise: float
+) -> _Phase:
+    """One iteration's per-rank compute/TP/DP times (ms) under `faults` and the network state."""
+    n, gph, hosts = job.n, job.gph, job.hosts
+    b = job.base
+    slow = np.ones(n)
+    hslow = np.ones(hosts)
+    nvl = np.ones(n)
+    for f in faults:
+        if f.kind == GPU_THROTTLE and f.target < n:
+            slow[f.target] *= 1.2 + 0.5 * f.severity
+        elif f.kind == CPU_CONTENTION and f.target < hosts:
+            hslow[f.target] *= 1.08 + 0.25 * f.severity
+        elif f.kind == NVLINK_DEGRADED and f.target < n:
+            nvl[f.target] = 1.0 - 0.7 * f.severity
+    comp = (
+        b["compute_s"] * 1e3 * slow * np.repeat(hslow, gph) * (1 + noise * rng.standard_normal(n))
+    )
+    hready = comp.reshape(hosts, gph).max(axis=1)
+    tpx = (
+        b["tp_s"]
+        * 1e3
+        / nvl.reshape(hosts, gph).min(axis=1)
+        * (1 + noise * rng.standard_normal(hosts))
+    )
+    h_of = np.arange(n) // gph
+    tp = tpx[h_of] + hready[h_of] - comp
+    after = hready + tpx
+    ring_ready = float(after.max())
+    rank_rate = np.bincount(job.qp_src, weights=net.rate_bps, minlength=n)
+    slowdown = np.where(rank_rate > 0, job.demand_bps * job.q / np.maximum(rank_rate, 1.0), np.inf)
+    rail = np.arange(n) % gph
+    ring_slow = np.array([slowdown[rail == k].max() for k in range(gph)])
+    ring_t = b["dp_s"] * 1e3 * ring_slow * (1 + noise * rng.standard_normal(gph))
+    dp = ring_ready - after[h_of] + ring_t[rail]
+    it = ring_ready + float(np.max(ring_t)) + b["overhead_s"] * 1e3
+    broken = np.flatnonzero(~net.reachable)
+    return _Phase(comp, tp, dp, it, broken)
+
+
+def _split(faults: list[Fault], it: int) -> list[Fault]:
+    return [f for f in faults if f.onset_iter <= it]
+
+
+def synthesize(spec: SynthSpec, faults: list[Fault], store: TelemetryStore) -> dict[str, Any]:
+    """Run the job for `spec.iterations` iterations with `faults` and write every layer to `store`."""
+    fields = cluster_for(spec.gpus)
+    topo = build_cluster(fields)
+    job = compile_job(topo, spec)
+    _check_targets(job, faults)
+    rng = np.random.default_rng(spec.seed)
+    store.set_meta("cluster", fields)
+    store.set_meta(
+        "job",
+        {
+            "model": spec.model,
+            "seq_len": spec.seq_len,
+            "gpus": job.n,
+            "gpus_per_host": job.gph,
+            "qps_per_rank": job.q,
+            "placement_seed": spec.placement_seed,
+            "qp_demand_gbps": job.demand_bps / 1e9,
+        },
+    )
+    store.set_meta("seer", job.base)
+    states: dict[tuple[int, ...], NetState] = {}
+    t0 = 0.0
+    stopped_at = -1
+    per_iter: list[tuple[int, list[Fault], NetState, _Phase]] = []
+    for it in range(spec.iterations):
+        act = _split(faults, it)
+        key = tuple(sorted(id(f) for f in act if f.kind in _NET_KINDS))
+        if key not in states:
+            states[key] = network_state(job, [f for f in act if f.kind in _NET_KINDS], spec.seed)
+        net = states[key]
+        ph = _phase_times(job, act, net, rng, spec.timing_noise)
+        dead = [f for f in act if f.kind == GPU_XID]
+        if dead or ph.broken_qps.size:
+            stopped_at = it
+            _write_abort(job, store, it, dead, ph, t0)
+            per_iter.append((it, act, net, ph))
+            break
+        _write_app(job, store, it, ph, t0, rng)
+        _write_transport(job, store, it, net, rng, ms=spec.ms_series and it == spec.iterations - 1)
+        t0 += ph.iter_ms
+        per_iter.append((it, act, net, ph))
+    last_it = per_iter[-1][0]
+    done = [p for p in per_iter if p[0] != stopped_at]
+    int_iters = {done[0][0], done[-1][0]} if done else set()
+    for it, act, net, _ in per_iter:
+        if it in int_iters:
+            _write_int(job, store, it, net)
+        _write_ports(job, store, it, act, net, rng)
+        _write_gpus(job, store, it, act, rng)
+    _write_optics(job, store, last_it, _split(faults, last_it), rng)
+    _write_config(job, store, faults)
+    return {
+        "gpus": job.n,
+        "iterations": last_it + 1,
+        "stopped_at": stopped_at,
+        "faults": len(faults),
+    }
+
+
+_NET_KINDS = {
+    NIC_PORT_DOWN,
+    LINK_CRC,
+    OPTICAL_FAILING,
+    PFC_STORM,
+    ECMP_HOTSPOT,
+    MISCONFIG_MTU,
+    MISCONFIG_DCQCN,
+}
+
+
+def _check_targets(job: Job, faults: list[Fault]) -> None:
+    n_cables = job.topo.n_links // 2
+    limits = {"gpu": job.n, "nic": job.n, "host": job.hosts, "cable": n_cables}
+    for f in faults:
+        kind = f.component.split(":")[0]
+        if f.target >= limits[kind]:
+            raise ConfigError(
+                f"fault {f.kind}: target {f.target} is not a {kind} of this cluster (0..{limits[kind] - 1})",
+                fix="pick a valid id",
+            )
+        if kind == "cable" and int(job.topo.link_kind[2 * f.target]) == LINK_NVLINK:
+            raise ConfigError(
+                f"fault {f.kind}: cable {f.target} is an NVLink", fix="pick a network cable"
+            )
+
+
+def _write_app(
+    job: Job, store: TelemetryStore, it: int, ph: _Phase, t0: float, rng: np.random.Generator
+) -> None:
+    n = job.n
+    store.write(
+        "app_iteration",
+        {
+            "iter": np.full(n, it, dtype=np.int32),
+            "rank": np.arange(n, dtype=np.int32),
+            "start_ms": np.full(n, t0),
+            "compute_ms": ph.comp,
+            "tp_ms": ph.tp,
+            "dp_ms": ph.dp,
+            "iter_ms": ph.iter_ms * (1 + 0.001 * rng.standard_normal(n)),
+        },
+    )
+
+
+def _write_abort(
+    job: Job, store: TelemetryStore, it: int, dead: list[Fault], ph: _Phase, t0: float
+) -> None:
+    """A dead GPU or an unreachable QP: the job hangs; NCCL watchdogs time out on the peers."""
+    ranks: list[I64] = []
+    peers: list[I64] = []
+    gph = job.gph
+    for f in dead:
+        g = f.target
+        host_peers = np.arange((g // gph) * gph, (g // gph + 1) * gph)
+        prev = np.flatnonzero(job.ring_next == g)
+        rs = np.setdiff1d(np.concatenate([host_peers, prev, [job.ring_next[g]]]), [g])
+        ranks.append(rs)
+        peers.append(np.full(rs.size, g))
+        store.write(
+            "phys_xid",
+            {
+                "ts_ms": np.array([t0 + 0.5 * ph.iter_ms]),
+                "gpu": np.array([g], dtype=np.int32),
+                "pci": np.array([f"0000:{(g % job.gph) * 16 + 0x18:02x}:00"]),
+                "xid": np.array([XID_CODES[f.target % len(XID_CODES)]], dtype=np.int32),
+                "message": np.array([XID_MESSAGES[XID_CODES[f.target % len(XID_CODES)]]]),
+            },
+        )
+    if ph.broken_qps.size:
+        src = job.qp_src[ph.broken_qps]
+        dst = job.qp_dst[ph.broken_qps]
+        ranks += [src, dst]
+        peers += [dst, src]
+    r = np.concatenate(ranks).astype(np.int32)
+    p = np.concatenate(peers).astype(np.int32)
+    store.write(
+        "app_nccl_error",
+        {
+            "iter": np.full(r.size, it, dtype=np.int32),
+            "rank": r,
+            "peer": p,
+            "error": np.full(
+                r.size, "NCCL watchdog timeout: collective ALLREDUCE ran for 600000 ms"
+            ),
+        },
+    )
+
+
+def _ips(job: Job, gpus: I64) -> npt.NDArray[np.uint32]:
+    return (0x0A000000 + gpus).astype(np.uint32)
+
+
+def _write_transport(
+    job: Job, store: TelemetryStore, it: int, net: NetState, rng: np.random.Generator, ms: bool
+) -> None:
+    nqp = job.qp_src.size
+    rate = net.rate_bps / 1e9 * (1 + QP_NOISE * rng.standard_normal(nqp))
+    bytes_qp = job.base["dp_s"] * job.demand_bps / 8.0
+    pkts = bytes_qp / MTU_BYTES
+    path_loss = _path_sum(net.loss[net.links], net.offsets)
+    offered = net.nq * job.demand_bps / np.maximum(net.cap_eff, 1.0)
+    mark = np.clip((offered - 0.95) / 0.5, 0.0, 1.0)
+    path_mark = np.minimum(_path_sum(mark[net.links], net.offsets), 1.0)
+    store.write(
+        "transport_qp",
+        {
+            "iter": np.full(nqp, it, dtype=np.int32),
+            "qp": np.arange(nqp, dtype=np.int32),
+            "rank": job.qp_src.astype(np.int32),
+            "src_ip": _ips(job, job.qp_src),
+            "dst_ip": _ips(job, job.qp_dst),
+            "src_port": (49152 + (net.qp_hash % np.uint64(16384))).astype(np.uint16),
+            "dst_port": np.full(nqp, 4791, dtype=np.uint16),
+            "proto": np.full(nqp, 17, dtype=np.uint8),
+            "dst_rank": job.qp_dst.astype(np.int32),
+            "gbps_mean": rate,
+            "gbps_min": rate * (1 - 2.5 * MS_NOISE),
+            "gbps_max": rate * (1 + 2.5 * MS_NOISE),
+            "bytes": np.full(nqp, bytes_qp),
+            "retrans": rng.poisson(pkts * np.minimum(path_loss * 8 * MTU_BYTES, 1.0)),
+            "cnp_rx": rng.poisson(pkts * 0.05 * path_mark),
+        },
+    )
+    if ms:
+        t = max(int(round(bytes_qp * 8 / job.demand_bps * 1e3)), 1)
+        t = min(t, 50)
+        q = np.repeat(np.arange(nqp, dtype=np.int32), t)
+        store.write(
+            "transport_qp_ms",
+            {
+                "iter": np.full(q.size, it, dtype=np.int32),
+                "qp": q,
+                "t_ms": np.tile(np.arange(t, dtype=np.int32), nqp),
+                "gbps": (
+                    np.repeat(net.rate_bps / 1e9, t) * (1 + MS_NOISE * rng.standard_normal(q.size))
+                ).astype(np.float32),
+            },
+        )
+
+
+def _write_int(job: Job, store: TelemetryStore, it: int, net: NetState) -> None:
+    """INT-style per-hop samples of every QP: the reconstructed route and per-hop latency."""
+    topo = job.topo
+    lens = np.diff(net.offsets)
+    qp = np.repeat(np.arange(lens.size, dtype=np.int32), lens)
+    hop = (np.arange(net.links.size) - np.repeat(net.offsets[:-1], lens)).astype(np.int8)
+    util = np.minimum(net.nq * job.demand_bps / np.maximum(net.cap_eff, 1.0), 0.99)
+    queue = BASE_QUEUE_US * util / (1 - util) + 20.0 * net.pfc_frac
+    lat = topo.link_latency_s[net.links] * 1e6 + queue[net.links]
+    store.write(
+        "network_hop",
+        {
+            "iter": np.full(qp.size, it, dtype=np.int32),
+            "qp": qp,
+            "hop": hop,
+            "link": net.links.astype(np.int32),
+            "node": topo.link_dst[net.links].astype(np.int32),
+            "latency_us": lat.astype(np.float32),
+        },
+    )
+
+
+def _net_links(topo: Topology) -> I64:
+    lo, hi = topo.links_of_kind(LINK_NVLINK)
+    return np.concatenate([np.arange(0, lo), np.arange(hi, topo.n_links)]).astype(np.int64)
+
+
+def _write_ports(
+    job: Job,
+    store: TelemetryStore,
+    it: int,
+    act: list[Fault],
+    net: NetState,
+    rng: np.random.Generator,
+) -> None:
+    """Per-port counters polled once per iteration (deltas): bytes, ECN, CNP, PFC, CRC, state."""
+    topo = job.topo
+    ls = _net_links(topo)
+    m = ls.size
+    bytes_qp = job.base["dp_s"] * job.demand_bps / 8.0
+    tx = np.bincount(net.links, minlength=topo.n_links)[ls] * bytes_qp
+    pkts = tx / MTU_BYTES
+    offered = net.nq * job.demand_bps / np.maximum(net.cap_eff, 1.0)
+    mark = np.clip((offered - 0.95) / 0.5, 0.0, 1.0)[ls]
+    bits = tx * 8
+    ber = net.loss / (8 * MTU_BYTES)
+    crc = rng.poisson(0.02, m) + rng.poisson(np.minimum(bits * ber[ls] * 1e3, 1e9))
+    pfc_lam = np.where(offered[ls] > 1.0, 50.0 * (offered[ls] - 1.0), 0.2) + net.pfc_frac[ls] * 4e5
+    # A paused port backs up its upstream hop: the links that feed the paused link's source.
+    storm = np.flatnonzero(net.pfc_frac > 0)
+    upstream = np.zeros(topo.n_links)
+    for e in storm:
+        feeders = np.flatnonzero(topo.link_dst == topo.link_src[e])
+        feeders = feeders[(feeders ^ 1) != e]
+        upstream[feeders] += net.pfc_frac[e] * 2e4
+    pfc_lam = pfc_lam + upstream[ls]
+    down = np.zeros(topo.n_links, dtype=bool)
+    for f in act:
+        if f.kind == NIC_PORT_DOWN:
+            down[[2 * f.target, 2 * f.target + 1]] = True
+    store.write(
+        "phys_port",
+        {
+            "iter": np.full(m, it, dtype=np.int32),
+            "link": ls.astype(np.int32),
+            "tx_bytes": tx,
+            "ecn_marked": rng.poisson(pkts * mark),
+            "cnp_sent": rng.poisson(pkts * mark * 0.05),
+            "pfc_pause_rx": rng.poisson(pfc_lam),
+            "crc_errors": crc,
+            "symbol_errors": crc * 4 + rng.poisson(0.1, m),
+            "link_downed": down[ls].astype(np.int32),
+            "state_up": ~down[ls],
+        },
+    )
+
+
+def _write_gpus(
+    job: Job, store: TelemetryStore, it: int, act: list[Fault], rng: np.random.Generator
+) -> None:
+    n = job.n
+    temp = 60 + 4 * rng.standard_normal(n)
+    power = 550 + 40 * rng.standard_normal(n)
+    clock = GPU_CLOCK_MHZ * (1 + 0.004 * rng.standard_normal(n))
+    reasons = np.where(rng.random(n) < 0.01, THROTTLE_SW_POWER_CAP, 0).astype(np.int32)
+    ecc_c = rng.poisson(0.01, n)
+    ecc_u = np.zeros(n, dtype=np.int64)
+    replay = rng.poisson(0.05, n)
+    nvcrc = rng.poisson(0.05, n)
+    for f in act:
+        g = f.target
+        if f.kind == GPU_THROTTLE:
+            temp[g] = 88 + 6 * f.severity
+            clock[g] = GPU_CLOCK_MHZ / (1.2 + 0.5 * f.severity)
+            power[g] = 420.0
+            reasons[g] |= THROTTLE_HW_THERMAL | THROTTLE_SW_THERMAL
+        elif f.kind == NVLINK_DEGRADED:
+            replay[g] += int(1e3 + 1e5 * f.severity)
+            nvcrc[g] += int(1e2 + 1e4 * f.severity)
+        elif f.kind == GPU_XID and XID_CODES[g % len(XID_CODES)] in (48, 94, 95):
+            ecc_u[g] += 1
+    store.write(
+        "phys_gpu",
+        {
+            "iter": np.full(n, it, dtype=np.int32),
+            "gpu": np.arange(n, dtype=np.int32),
+            "temperature_c": temp.astype(np.float32),
+            "power_w": power.astype(np.float32),
+            "sm_clock_mhz": clock.astype(np.float32),
+            "throttle_reasons": reasons,
+            "ecc_corrected": ecc_c,
+            "ecc_uncorrected": ecc_u,
+            "nvlink_replay": replay,
+            "nvlink_crc": nvcrc,
+        },
+    )
+    h = job.hosts
+    cpu = np.clip(35 + 10 * rng.standard_normal(h), 5, 80)
+    for f in act:
+        if f.kind == CPU_CONTENTION:
+            cpu[f.target] = 92 + 7 * f.severity
+    store.write(
+        "phys_host",
+        {
+            "iter": np.full(h, it, dtype=np.int32),
+            "host": np.arange(h, dtype=np.int32),
+            "cpu_util_pct": cpu.astype(np.float32),
+        },
+    )
+
+
+def _write_optics(
+    job: Job, store: TelemetryStore, it: int, act: list[Fault], rng: np.random.Generator
+) -> None:
+    """Optical DDM of every network cable end (end 0 = lower tier, end 1 = upper)."""
+    topo = job.topo
+    cables = _net_links(topo)[::2] // 2
+    m = cables.size
+    tx = 0.5 * rng.standard_normal((m, 2))
+    rx = -1.0 + 0.7 * rng.standard_normal((m, 2))
+    temp = 45 + 3 * rng.standard_normal((m, 2))
+    bias = 7.5 + 0.4 * rng.standard_normal((m, 2))
+    pos = {int(c): i for i, c in enumerate(cables)} if act else {}
+    for f in act:
+        if f.kind == OPTICAL_FAILING and f.target in pos:
+            i = pos[f.target]
+            tx[i, 0] = -5.0 - 4.0 * f.severity
+            rx[i, 1] = -9.0 - 4.0 * f.severity
+            temp[i, 0] = 70 + 10 * f.severity
+            bias[i, 0] = 11.5 + 2 * f.severity
+    store.write(
+        "phys_optics",
+        {
+            "iter": np.full(2 * m, it, dtype=np.int32),
+            "cable": np.repeat(cables, 2).astype(np.int32),
+            "cable_end": np.tile(np.array([0, 1], dtype=np.int8), m),
+            "tx_power_dbm": tx.ravel().astype(np.float32),
+            "rx_power_dbm": rx.ravel().astype(np.float32),
+            "temperature_c": temp.ravel().astype(np.float32),
+            "bias_ma": bias.ravel().astype(np.float32),
+        },
+    )
+
+
+def _write_config(job: Job, store: TelemetryStore, faults: list[Fault]) -> None:
+    n = job.n
+    mtu = np.full(n, MTU_BYTES, dtype=np.int32)
+    ai = np.full(n, 5, dtype=np.int32)
+    reset = np.full(n, 300, dtype=np.int32)
+    for f in faults:
+        if f.kind == MISCONFIG_MTU:
+            mtu[f.target] = 1024
+        elif f.kind == MISCONFIG_DCQCN:
+            ai[f.target] = 1
+            reset[f.target] = 3000
+    store.write(
+        "config_nic",
+        {
+            "gpu": np.arange(n, dtype=np.int32),
+            "mtu": mtu,
+            "dcqcn_enabled": np.ones(n, dtype=bool),
+            "dcqcn_rpg_ai_rate_mbps": ai,
+            "dcqcn_rpg_time_reset_us": reset,
+        },
+    )
+
+
+def synth_to_file(spec: SynthSpec, faults: list[Fault], db: Path) -> dict[str, Any]:
+    """Synthesize into a fresh DuckDB file and write the injection record next to it."""
+    if db.exists():
+        db.unlink()
+    with TelemetryStore(db) as st:
+        summary = synthesize(spec, faults, st)
+    write_truth(db, faults)
+    return summary
