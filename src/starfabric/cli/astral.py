@@ -365,3 +365,133 @@ def seer_calibrate(
         Path(out).parent.mkdir(parents=True, exist_ok=True)
         Path(out).write_text(yaml.safe_dump(profile, sort_keys=False))
         con.print(f"profile: {out}")
+
+
+# --- monitor: four-layer telemetry, fault synthesis, cross-layer localization (issue 9) ------
+
+monitor_app = typer.Typer(
+    help="Monitor: synthesize telemetry with faults, ingest real logs, localize, evaluate.",
+    no_args_is_help=True,
+)
+astral_app.add_typer(monitor_app, name="monitor")
+
+
+@monitor_app.command("synth")
+def monitor_synth(
+    out: str = typer.Argument(..., help="DuckDB file to write (replaced if it exists)."),
+    gpus: int = typer.Option(1024, "--gpus", help="Cluster GPUs: 1024 or a multiple of 16384."),
+    fault: list[str] = typer.Option(
+        [], "--fault", help="KIND:TARGET[:SEVERITY[:ONSET_ITER]], repeatable."
+    ),
+    iterations: int = typer.Option(6, "--iterations", help="Training iterations to record."),
+    seed: int = typer.Option(0, "--seed", help="Noise and ECMP seed."),
+    placement_seed: int = typer.Option(0, "--placement-seed", help="DP ring host order."),
+    parquet: str = typer.Option("", "--parquet", help="Also export every table to this folder."),
+) -> None:
+    """Run a training job on the cluster and write its four layers' telemetry (truth aside)."""
+    from pathlib import Path
+
+    from rich.console import Console
+
+    from starfabric.astral.monitor import SynthSpec, TelemetryStore, synth_to_file
+    from starfabric.astral.monitor.faults import parse_fault, truth_path
+
+    faults = [parse_fault(f) for f in fault]
+    spec = SynthSpec(gpus=gpus, iterations=iterations, seed=seed, placement_seed=placement_seed)
+    db = Path(out)
+    db.parent.mkdir(parents=True, exist_ok=True)
+    summ = synth_to_file(spec, faults, db)
+    con = Console()
+    con.print(
+        f"{db}: {summ['gpus']} GPUs, {summ['iterations']} iterations, {len(faults)} fault(s)"
+        + (f", job hung at iteration {summ['stopped_at']}" if summ["stopped_at"] >= 0 else "")
+    )
+    con.print(f"injection record (for eval only): {truth_path(db)}")
+    if parquet:
+        with TelemetryStore(db, read_only=True) as st:
+            files = st.export_parquet(parquet)
+        con.print(f"parquet: {len(files)} tables in {parquet}")
+
+
+@monitor_app.command("diagnose")
+def monitor_diagnose(
+    db: str = typer.Argument(..., help="Telemetry DuckDB written by 'monitor synth'."),
+    json_path: str = typer.Option("", "--json", help="Write the diagnosis as JSON here."),
+    top: int = typer.Option(5, "--top", help="Causes to print."),
+) -> None:
+    """Localize root causes from the telemetry alone; print ranked causes and evidence."""
+    import json
+    from pathlib import Path
+
+    from rich.console import Console
+
+    from starfabric.astral.monitor import TelemetryStore, diagnose
+
+    with TelemetryStore(db, read_only=True) as st:
+        d = diagnose(st)
+    con = Console()
+    for a in d.anomalies:
+        con.print(f"[yellow]anomaly[/] {a}", soft_wrap=True)
+    for dep in d.seer_departure:
+        con.print(f"[cyan]seer[/] {dep}", soft_wrap=True)
+    rep = d.reported()
+    if not rep:
+        con.print("[green]no root cause above the report threshold[/]")
+    for i, c in enumerate(d.causes[:top], 1):
+        con.print(
+            f"[bold]{i}. {c.fault}[/] at {c.component} ({c.label}) confidence {c.confidence:.2f}"
+        )
+        for e in c.evidence:
+            con.print(f"     {e}", soft_wrap=True)
+    con.print(f"localized in {d.elapsed_s:.2f} s")
+    if json_path:
+        Path(json_path).write_text(json.dumps(d.to_dict(), indent=1))
+
+
+@monitor_app.command("ingest")
+def monitor_ingest(
+    db: str = typer.Argument(..., help="DuckDB file to append to (created if missing)."),
+    files: list[str] = typer.Argument(
+        ..., help="Kineto JSON(.gz), nccl-tests logs, sysfs TSV/dir, ethtool -m, dmesg, CSVs."
+    ),
+    kind: str = typer.Option("", "--kind", help="Force the format (default: detect)."),
+) -> None:
+    """Load real telemetry files into the store and print what they show."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from starfabric.astral.monitor import TelemetryStore, ingest_path
+    from starfabric.astral.monitor.findings import ingested_findings
+
+    con = Console()
+    with TelemetryStore(db) as st:
+        for f in files:
+            k, n = ingest_path(st, f, kind or None)
+            con.print(f"{f}: {k}, {n} rows")
+        found = ingested_findings(st)
+    tab = Table("layer", "component", "finding", "severity")
+    for x in found:
+        tab.add_row(x.layer, x.component, x.what, x.severity)
+    con.print(tab if found else "[green]nothing abnormal found[/]")
+
+
+@monitor_app.command("eval")
+def monitor_eval(
+    gpus: int = typer.Option(1024, "--gpus", help="Cluster GPUs: 1024 or a multiple of 16384."),
+    json_path: str = typer.Option("", "--json", help="Write f1, top1, fp_rate, ... here."),
+    seeds: int = typer.Option(3, "--seeds", help="Seeds/placements per fault class."),
+    healthy: int = typer.Option(6, "--healthy", help="Healthy runs (false positives)."),
+    multi: int = typer.Option(4, "--multi", help="Multi-fault runs."),
+) -> None:
+    """Scenario suite: each fault class x seeds, multi-fault, healthy → P/R/F1, top-1, FP, time."""
+    import json
+    from pathlib import Path
+
+    from rich.console import Console
+
+    from starfabric.astral.monitor import evaluate
+
+    summ = evaluate(gpus, seeds=seeds, healthy=healthy, multi=multi, console=Console())
+    if json_path:
+        Path(json_path).parent.mkdir(parents=True, exist_ok=True)
+        Path(json_path).write_text(json.dumps(summ, indent=1))

@@ -106,3 +106,23 @@ def read_truth(db: Path) -> list[Fault]:
         return [Fault(**r) for r in rows]
     except (OSError, ValueError, TypeError) as e:
         raise DataError(f"{p}: cannot read the injection record ({e})", fix="re-run synth") from e
+
+
+def parse_fault(text: str) -> Fault:
+    """Parse 'KIND:TARGET[:SEVERITY[:ONSET_ITER]]' (e.g. 'link_crc:1234:0.7:2') into a Fault."""
+    parts = text.split(":")
+    if len(parts) < 2 or len(parts) > 4:
+        raise ConfigError(
+            f"--fault {text!r} is not KIND:TARGET[:SEVERITY[:ONSET]]",
+            fix="e.g. gpu_throttle:17:0.6",
+        )
+    try:
+        target = int(parts[1])
+        sev = float(parts[2]) if len(parts) > 2 else 0.6
+        onset = int(parts[3]) if len(parts) > 3 else 2
+    except ValueError:
+        raise ConfigError(
+            f"--fault {text!r}: target and onset must be integers, severity a number",
+            fix="e.g. link_crc:1234:0.7:2",
+        ) from None
+    return Fault(parts[0], target, sev, onset)
