@@ -33,7 +33,8 @@ from starfabric.fornax.packets import (
 
 #: Packets between a lookup's record prefetch and its use (assumption: tuned on x86 servers).
 LOOKAHEAD = 16
-KEY_RING = 64  # prepared keys in flight (> 3 * LOOKAHEAD, a power of two)
+TAG_AHEAD = 3 * LOOKAHEAD  # packets between preparing a key (tag prefetch) and use
+KEY_RING = 64  # prepared keys in flight (> TAG_AHEAD, a power of two)
 U0 = np.uint64(0)
 U1 = np.uint64(1)
 S8 = np.uint64(8)
@@ -351,6 +352,33 @@ def ecc_patch(ecc, w, old, new):
 
 
 @njit
+def _pair_parity(v):
+    """Parities of the low and high 32-bit halves of v, in bits 0 and 32."""
+    y = v ^ (v >> S16)
+    y ^= y >> S8
+    y ^= y >> np.uint64(4)
+    y ^= y >> np.uint64(2)
+    y ^= y >> U1
+    return y & (U1 | (U1 << S32))
+
+
+@njit
+def ecc_patch4(ecc, w1, o1, n1, w2, o2, n2, w3, o3, n3, w4, o4, n4):
+    """ecc_patch for four distinct changed words at once (the hit path's update)."""
+    d = (o1 ^ n1) ^ (o2 ^ n2) ^ (o3 ^ n3) ^ (o4 ^ n4)
+    low = ecc & M_CHECK
+    data_par = ((ecc >> S_OVERALL) & U1) ^ _par(low)
+    x = (low & M32) ^ (d & M32) ^ (d >> S32)
+    p = low >> S32
+    for w, v in ((w1, n1), (w2, n2), (w3, n3), (w4, n4)):
+        y = _pair_parity(v)
+        sh = np.uint64(2 * w)
+        p = (p & ~(np.uint64(3) << sh)) | ((y & U1) << sh) | ((y >> S32) << (sh + U1))
+    check = x | (p << S32)
+    return check | ((data_par ^ _par(d) ^ _par(check)) << S_OVERALL)
+
+
+@njit
 def _one_bit(x: np.uint64) -> bool:
     return x != U0 and (x & (x - U1)) == U0
 
@@ -655,7 +683,7 @@ def k_process(
     tags64 = tags.view(np.uint64)
     n = len(time)
     kr = np.zeros((KEY_RING, 11), dtype=np.uint64)
-    for j in range(min(3 * LOOKAHEAD, n)):
+    for j in range(min(TAG_AHEAD, n)):
         prep_one(
             j, vni, proto, src_hi, src_lo, dst_hi, dst_lo, sport, dport, seed, nb, kr, j % KEY_RING
         )
@@ -667,7 +695,7 @@ def k_process(
         # depend on them): 3 LOOKAHEAD ahead prepare the key and fetch bucket 1's tag line;
         # 2 LOOKAHEAD ahead scan it and fetch the matching record's lines, or else bucket 2's
         # tag line; LOOKAHEAD ahead scan bucket 2 when needed and fetch that record.
-        j = i + 3 * LOOKAHEAD
+        j = i + TAG_AHEAD
         if j < n:
             rj = j % KEY_RING
             prep_one(j, vni, proto, src_hi, src_lo, dst_hi, dst_lo, sport, dport, seed, nb, kr, rj)
@@ -791,28 +819,26 @@ def k_process(
                 state = new
         elif rel == 1:
             fl |= F_SEEN_REPLY
-        # Update the changed words and patch the check word (== ecc_encode, fewer ops).
-        ecc = rec[s, L.W_ECC]
-        w = rec[s, L.W_PKTS]
-        if d == 0:  # noqa: SIM108
-            nw = (w & ~M32) | ((w + U1) & M32)
-        else:
-            nw = w + (U1 << S32)
-        rec[s, L.W_PKTS] = nw
-        ecc = ecc_patch(ecc, L.W_PKTS, w, nw)
+        # Update the four changed words and patch the check word once (== ecc_encode).
         wb = L.W_BYTES0 + d
-        w = rec[s, wb]
-        nw = w + np.uint64(length[i])
-        rec[s, wb] = nw
-        ecc = ecc_patch(ecc, wb, w, nw)
-        w = rec[s, L.W_SEEN]
-        nw = np.uint64(t)
-        rec[s, L.W_SEEN] = nw
-        ecc = ecc_patch(ecc, L.W_SEEN, w, nw)
-        w = rec[s, L.W_META]
-        nw = (meta & M8) | (np.uint64(state) << S8) | (fl << S16)
-        rec[s, L.W_META] = nw
-        rec[s, L.W_ECC] = ecc_patch(ecc, L.W_META, w, nw)
+        o_pk = rec[s, L.W_PKTS]
+        o_by = rec[s, wb]
+        o_se = rec[s, L.W_SEEN]
+        if d == 0:  # noqa: SIM108
+            n_pk = (o_pk & ~M32) | ((o_pk + U1) & M32)
+        else:
+            n_pk = o_pk + (U1 << S32)
+        n_by = o_by + np.uint64(length[i])
+        n_se = np.uint64(t)
+        n_me = (meta & M8) | (np.uint64(state) << S8) | (fl << S16)
+        rec[s, L.W_PKTS] = n_pk
+        rec[s, wb] = n_by
+        rec[s, L.W_SEEN] = n_se
+        rec[s, L.W_META] = n_me
+        rec[s, L.W_ECC] = ecc_patch4(
+            rec[s, L.W_ECC], L.W_PKTS, o_pk, n_pk, wb, o_by, n_by, L.W_SEEN, o_se, n_se,
+            L.W_META, meta, n_me,
+        )  # fmt: skip
         act = (rec[s, L.W_ACT] >> np.uint64(32 * d)) & M32
         o_reply[i] = rel
         o_action[i] = act
