@@ -34,7 +34,16 @@ def _transpose(ptr: IntArray, idx: IntArray, n_cols: int) -> tuple[IntArray, Int
 class FlowSim:
     """The flow-level backend: `submit` flows, `advance` time, read `results()`."""
 
-    def __init__(self, capacity_bps: npt.ArrayLike, latency_s: npt.ArrayLike | None = None) -> None:
+    def __init__(
+        self,
+        capacity_bps: npt.ArrayLike,
+        latency_s: npt.ArrayLike | None = None,
+        *,
+        rel_tol: float = 0.0,
+    ) -> None:
+        if not 0.0 <= rel_tol < 1.0:
+            raise ConfigError(f"netsim.rel_tol = {rel_tol}", fix="use 0 (exact) up to e.g. 0.02")
+        self.rel_tol = rel_tol
         cap = np.asarray(capacity_bps, dtype=np.float64).copy()
         if cap.ndim != 1 or (cap < 0).any():
             raise ConfigError(
@@ -61,8 +70,6 @@ class FlowSim:
         self._tx_done = np.full(n, np.nan)
         self._rate = np.zeros(n)
         self.link_bytes = np.zeros(len(cap))
-        self._link_ptr: IntArray | None = None
-        self._link_flows: IntArray | None = None
         self._pre = np.zeros(0, np.int64)
         self._wait = np.zeros(0, np.int64)
         self._dep_ptr = np.zeros(1, np.int64)
@@ -102,13 +109,7 @@ class FlowSim:
             [self._wait, np.repeat(np.arange(n, dtype=np.int64), np.diff(f.dep_ptr)) + base]
         )
         self._dep_ptr, self._dep_flows = _group(self._pre, self._wait, self.n_flows)
-        self._link_ptr = None
         return np.arange(base, base + n, dtype=np.int64)
-
-    def _incidence(self) -> tuple[IntArray, IntArray]:
-        if self._link_ptr is None or self._link_flows is None:
-            self._link_ptr, self._link_flows = _transpose(self._ptr, self._links, len(self.cap))
-        return self._link_ptr, self._link_flows
 
     def set_capacity(self, links: npt.ArrayLike, capacity_bps: npt.ArrayLike) -> None:
         """Change capacities now (degradation; 0 = failed link, which strands its flows)."""
@@ -146,19 +147,15 @@ class FlowSim:
         )
         new_links[new_ptr[owner_new] + offset_new] = path_links
         self._ptr, self._links = new_ptr, new_links
-        self._link_ptr = None
 
     def advance(self, until_s: float = float("inf"), max_events: int = 10_000_000) -> float:
         """Run events up to `until_s` (or to completion); return the new time."""
-        link_ptr, link_flows = self._incidence()
         before = self._state.copy()
         self.t, ev = K.run_until(
             self.t,
             until_s,
             self._ptr,
             self._links,
-            link_ptr,
-            link_flows,
             self.cap,
             self._latency,
             self._start,
@@ -172,6 +169,7 @@ class FlowSim:
             self.link_bytes,
             self._rate,
             max_events,
+            self.rel_tol,
         )
         self.events += int(ev)
         started = (before == _PENDING) & (self._state != _PENDING)
