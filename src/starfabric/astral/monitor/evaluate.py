@@ -8,6 +8,7 @@ scenarios, false-positive rate over healthy runs, and time to localize.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -60,7 +61,7 @@ class ScenarioResult:
     localize_s: float
 
 
-def _targets(gpus: int, seed: int) -> dict[str, Any]:
+def job_targets(gpus: int, seed: int) -> dict[str, Any]:
     """Healthy routes of a placement: the links that carry QPs (where link faults can bite)."""
     spec = SynthSpec(gpus=gpus, seed=seed, placement_seed=seed)
     topo = build_cluster(cluster_for(gpus))
@@ -81,7 +82,9 @@ def _targets(gpus: int, seed: int) -> dict[str, Any]:
     }
 
 
-def _fault(kind: str, rng: np.random.Generator, t: dict[str, Any], exclude: set[int]) -> Fault:
+def random_fault(
+    kind: str, rng: np.random.Generator, t: dict[str, Any], exclude: set[int]
+) -> Fault:
     job = t["job"]
     sev = float(rng.uniform(0.5, 1.0))
     onset = int(rng.integers(1, 6 - WINDOW_ITERS + 1))
@@ -96,7 +99,7 @@ def _fault(kind: str, rng: np.random.Generator, t: dict[str, Any], exclude: set[
     else:
         tgt = int(rng.choice(t["net_up"]))
     if tgt in exclude:
-        return _fault(kind, rng, t, exclude)
+        return random_fault(kind, rng, t, exclude)
     return Fault(kind, tgt, round(sev, 3), onset)
 
 
@@ -112,14 +115,14 @@ def scenarios(gpus: int, seeds: int = 3, healthy: int = 6, multi: int = 4) -> li
     def tg(s: int) -> dict[str, Any]:
         if s not in cache:
             cache.clear()
-            cache[s] = _targets(gpus, s)
+            cache[s] = job_targets(gpus, s)
         return cache[s]
 
     for s in range(seeds):
         t = tg(s)
         for k, kind in enumerate(FAULT_KINDS):
             rng = np.random.default_rng([s, k, gpus])
-            out.append(Scenario(f"{kind}/{s}", (_fault(kind, rng, t, set()),), s, s))
+            out.append(Scenario(f"{kind}/{s}", (random_fault(kind, rng, t, set()),), s, s))
     for m in range(multi):
         s = seeds + m
         t = tg(s)
@@ -130,7 +133,7 @@ def scenarios(gpus: int, seeds: int = 3, healthy: int = 6, multi: int = 4) -> li
         for kind in kinds.tolist():
             if kind == GPU_XID and fs:
                 continue
-            f = _fault(kind, rng, t, used)
+            f = random_fault(kind, rng, t, used)
             used.add(f.target)
             fs.append(f)
         out.append(Scenario("multi/" + "+".join(f.kind for f in fs), tuple(fs), s, s))
@@ -159,8 +162,13 @@ def score(sc: Scenario, d: Diagnosis) -> ScenarioResult:
     )
 
 
-def run_scenario(gpus: int, sc: Scenario, iterations: int = 6) -> tuple[ScenarioResult, Diagnosis]:
-    """Synthesize one scenario into an in-memory store and diagnose it."""
+def run_scenario(
+    gpus: int,
+    sc: Scenario,
+    iterations: int = 6,
+    localizer: Callable[[TelemetryStore], Diagnosis] = diagnose,
+) -> tuple[ScenarioResult, Diagnosis]:
+    """Synthesize one scenario into an in-memory store and diagnose it with `localizer`."""
     spec = SynthSpec(
         gpus=gpus,
         iterations=iterations,
@@ -170,7 +178,7 @@ def run_scenario(gpus: int, sc: Scenario, iterations: int = 6) -> tuple[Scenario
     )
     with TelemetryStore() as st:
         synthesize(spec, list(sc.faults), st)
-        d = diagnose(st)
+        d = localizer(st)
     return score(sc, d), d
 
 
@@ -204,6 +212,7 @@ def evaluate(
     healthy: int = 6,
     multi: int = 4,
     console: Console | None = None,
+    localizer: Callable[[TelemetryStore], Diagnosis] = diagnose,
 ) -> dict[str, Any]:
     """Run the suite; returns the summary plus per-scenario rows (and prints a table)."""
     suite = scenarios(gpus, seeds, healthy, multi)
@@ -212,7 +221,7 @@ def evaluate(
     with Progress(console=con, transient=True) as prog:
         task = prog.add_task(f"monitor eval at {gpus} GPUs", total=len(suite))
         for sc in suite:
-            r, _ = run_scenario(gpus, sc)
+            r, _ = run_scenario(gpus, sc, localizer=localizer)
             results.append(r)
             prog.advance(task)
     summ = summarize(results)

@@ -247,12 +247,10 @@ def ingest_dmesg(store: TelemetryStore, path: str | Path) -> int:
 
 
 _DDM = {
-    "tx": re.compile(r"^\s*Laser output power\s*:.*?(-?[\d.]+|-inf)\s*dBm", re.I),
-    "rx": re.compile(
-        r"^\s*Receiver signal (?:average )?optical power\s*:.*?(-?[\d.]+|-inf)\s*dBm", re.I
-    ),
+    "tx": re.compile(r"^\s*Laser output power[^:]*:.*?(-?[\d.]+|-inf)\s*dBm", re.I),
+    "rx": re.compile(r"^\s*Receiver signal[^:]*optical power[^:]*:.*?(-?[\d.]+|-inf)\s*dBm", re.I),
     "temp": re.compile(r"^\s*Module temperature\s*:\s*(-?[\d.]+)\s*degrees C", re.I),
-    "bias": re.compile(r"^\s*Laser bias current\s*:\s*(-?[\d.]+)\s*mA", re.I),
+    "bias": re.compile(r"^\s*Laser (?:tx )?bias current[^:]*:\s*(-?[\d.]+)\s*mA", re.I),
 }
 
 
