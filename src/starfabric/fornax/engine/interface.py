@@ -87,7 +87,10 @@ flip_bits(slot, bits) flips record bits (word*64+bit) without any check; stall_p
 unstall_port stop a port's pipeline. A stalled port's packets get PORT_HUNG; when one has
 waited watchdog_timeout_s a PIPELINE_HANG event (once per stall) is raised.
 
-Counters: `counters()` returns named totals; the packet outcomes always sum to PACKETS.
+Counters: `counters()` returns named totals, consistent after every call (an implementation
+may add per-packet counts at the end of a batch); the packet outcomes always sum to PACKETS.
+
+Concurrency: one caller at a time (a NIC queue pair); calls are not thread-safe.
 """
 
 from __future__ import annotations
