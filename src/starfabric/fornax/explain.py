@@ -18,10 +18,19 @@ from pydantic import Field
 
 from starfabric.config import Spec
 from starfabric.errors import ConfigError, InvariantError
-from starfabric.fornax.engine import FastEngine, FlowKeys, Outcome, Scope, SessionEngine, TcpState
+from starfabric.fornax.engine import (
+    EventType,
+    FastEngine,
+    FlowKeys,
+    Outcome,
+    Scope,
+    SessionEngine,
+    TcpState,
+)
 from starfabric.fornax.engine import layout as L
 from starfabric.fornax.engine.config import EngineConfig, make_config
 from starfabric.fornax.engine.ecc import ECC_CLEAN, ECC_CORRECTED, ecc_decode
+from starfabric.fornax.engine.reference import canonical_key
 from starfabric.fornax.engine.tcp import TCP_IGNORE, TCP_INVALID, TRANSITIONS, TcpEvent, is_reopen
 from starfabric.fornax.engine.tcp import tcp_event as classify
 from starfabric.fornax.keys import DEFAULT_HASH_SEED, bucket_pair, hash_key_py, tag_of
@@ -242,8 +251,6 @@ def explain_packet(
         raise ConfigError(f"port {port} outside 0..{cfg.n_ports - 1}", fix="pick an existing port")
     sh, sl = ip_to_halves(sa)
     dh, dl = ip_to_halves(da)
-    from starfabric.fornax.engine.reference import canonical_key
-
     key, d = canonical_key(vni, pnum, (sh, sl), (dh, dl), sp, dp)
     lines = [
         f"packet   vni {vni} {proto} {src} -> {dst} flags {_flags_text(fbits)} "
@@ -273,8 +280,6 @@ def explain_packet(
     lines.append(f"verdict  {got.name}{action} (decided by: {reason_stage})")
     events = engine.poll_events()
     for ev in events:
-        from starfabric.fornax.engine import EventType
-
         lines.append(f"event    {EventType(int(ev['type'])).name} slot {int(ev['slot'])}")
     return "\n".join(lines) + "\n"
 
