@@ -120,7 +120,9 @@ def policy_check(
 @fornax_app.command("trace")
 def engine_trace(
     src: str = typer.Option(..., "--src", help="Source ADDRESS:PORT (ICMP: PORT = echo id)."),
-    dst: str = typer.Option(..., "--dst", help="Destination ADDRESS:PORT ([v6]:port for IPv6)."),
+    dst: str = typer.Option(
+        ..., "--dst", help="Destination ADDRESS:PORT (IPv6: \\[2001:db8::2]:443)."
+    ),
     proto: str = typer.Option("tcp", "--proto", help="tcp, udp, icmp or icmpv6."),
     flags: str = typer.Option("", "--flags", help="TCP flags as letters: S, SA, A, FA, R, ."),
     vni: int = typer.Option(7, "--vni", help="Overlay VNI of the packet."),
