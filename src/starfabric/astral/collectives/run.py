@@ -1,0 +1,178 @@
+"""Run a collective's plan on a topology: placement → ECMP paths → network backend → times.
+
+Each distinct step is simulated once with all its flows starting together; its time stands for
+its `repeat` identical steps, and a sampled step's bandwidth time is scaled up by `scale`.
+Every step also pays `step_latency_s` (NCCL's per-step software and protocol latency), which
+the flow model does not see. Results are reported the way nccl-tests does (algbw, busbw).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from starfabric.astral.collectives.plan import IntArray, Plan, Step
+from starfabric.astral.netsim import Analytical, Flows, FlowSim
+from starfabric.astral.routing import route_flows
+from starfabric.astral.topology import LINK_NVLINK, Topology
+from starfabric.errors import ConfigError, InfeasibleError
+
+STEP_LATENCY_S = 5e-6
+"""Assumption: per-step latency of an NCCL step (kernel + protocol handshake), ~5 µs; fitted
+per fabric from nccl-tests small-message times by `fit`."""
+
+_M64 = np.uint64(0xFFFF_FFFF_FFFF_FFFF)
+
+
+def flow_hash(src: IntArray, dst: IntArray, qp: IntArray, seed: int = 0) -> npt.NDArray[np.uint64]:
+    """A 64-bit 5-tuple hash per flow (splitmix64 of src, dst, QP): what ECMP sees."""
+    with np.errstate(over="ignore"):
+        x = (src.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)) ^ (
+            dst.astype(np.uint64) << np.uint64(21)
+        )
+        x ^= qp.astype(np.uint64) * np.uint64(0xBF58476D1CE4E5B9) + np.uint64(seed)
+        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return x ^ (x >> np.uint64(31))
+
+
+@dataclass(frozen=True)
+class StepTime:
+    phase: str
+    flows: int
+    time_s: float  # one instance, bandwidth part, already scaled
+    repeat: int
+    max_link_util: float  # busiest link's bytes / (capacity × time)
+    imbalance: float  # max / mean bytes over the network links the step used
+
+
+@dataclass(frozen=True)
+class CollectiveResult:
+    """Time and bandwidths of one collective, per nccl-tests' definitions."""
+
+    op: str
+    algorithm: str
+    ranks: int
+    size_bytes: float
+    time_s: float
+    bus_factor: float
+    steps: tuple[StepTime, ...]
+    link_bytes: npt.NDArray[np.float64] = field(repr=False)
+
+    @property
+    def algbw_gbps(self) -> float:
+        return self.size_bytes / self.time_s / 1e9
+
+    @property
+    def busbw_gbps(self) -> float:
+        return self.algbw_gbps * self.bus_factor
+
+
+def _concat_paths(
+    p1: IntArray, l1: IntArray, p2: IntArray, l2: IntArray
+) -> tuple[IntArray, IntArray]:
+    """Per flow, path 1 followed by path 2 (CSR)."""
+    n = len(p1) - 1
+    len1, len2 = np.diff(p1), np.diff(p2)
+    ptr = np.zeros(n + 1, np.int64)
+    np.cumsum(len1 + len2, out=ptr[1:])
+    out = np.empty(int(ptr[-1]), np.int64)
+    o1 = np.repeat(np.arange(n), len1)
+    out[ptr[o1] + np.arange(len(l1)) - p1[o1]] = l1
+    o2 = np.repeat(np.arange(n), len2)
+    out[ptr[o2] + len1[o2] + np.arange(len(l2)) - p2[o2]] = l2
+    return ptr, out
+
+
+def step_paths(
+    topo: Topology,
+    step: Step,
+    gpus: IntArray,
+    *,
+    seed: int = 0,
+    polarized: bool = False,
+    failed: npt.NDArray[np.bool_] | None = None,
+) -> tuple[IntArray, IntArray]:
+    """ECMP paths (CSR) of a step's flows; forwarded flows go src → via over NVLink, then on."""
+    src, dst = gpus[step.src], gpus[step.dst]
+    h = flow_hash(src, dst, step.qp, seed)
+    if step.via is None or not (step.via >= 0).any():
+        r = route_flows(topo, src, dst, h, seed=seed, polarized=polarized, failed=failed)
+        bad = ~r.reachable
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise InfeasibleError(
+                f"no path from GPU {src[i]} to GPU {dst[i]}", fix="restore failed links"
+            )
+        return r.offsets, r.links
+    hop = np.where(step.via >= 0, gpus[np.maximum(step.via, 0)], src)
+    r1 = route_flows(topo, src, hop, h, seed=seed, polarized=polarized, failed=failed)
+    r2 = route_flows(topo, hop, dst, h, seed=seed, polarized=polarized, failed=failed)
+    if not (r1.reachable.all() and r2.reachable.all()):
+        raise InfeasibleError("a forwarded flow has no path", fix="restore failed links")
+    return _concat_paths(r1.offsets, r1.links, r2.offsets, r2.links)
+
+
+def run_plan(
+    topo: Topology,
+    plan: Plan,
+    *,
+    placement: npt.ArrayLike | None = None,
+    backend: str = "flow",
+    step_latency_s: float = STEP_LATENCY_S,
+    seed: int = 0,
+    polarized: bool = False,
+    failed: npt.NDArray[np.bool_] | None = None,
+) -> CollectiveResult:
+    """Simulate `plan` on `topo`; `placement[r]` is rank r's GPU (default: GPU r)."""
+    if backend not in ("flow", "analytical"):
+        raise ConfigError(f"backend {backend!r}", fix="use flow or analytical")
+    gpus = (
+        np.arange(plan.ranks, dtype=np.int64)
+        if placement is None
+        else np.asarray(placement, np.int64)
+    )
+    if gpus.shape != (plan.ranks,) or gpus.min() < 0 or gpus.max() >= topo.n_gpus:
+        raise InfeasibleError(
+            f"collective over {plan.ranks} ranks does not fit a topology of {topo.n_gpus} GPUs",
+            fix=f"use at most {topo.n_gpus} GPUs or build a larger cluster",
+        )
+    cap, lat = topo.link_capacity_bps, topo.link_latency_s
+    nvl_lo, nvl_hi = topo.links_of_kind(LINK_NVLINK)
+    link_bytes = np.zeros(topo.n_links)
+    times: list[StepTime] = []
+    total = 0.0
+    for step in plan.steps:
+        ptr, links = step_paths(topo, step, gpus, seed=seed, polarized=polarized, failed=failed)
+        flows = Flows(step.size_bytes.astype(np.float64), ptr, links)
+        sim = FlowSim(cap, lat) if backend == "flow" else Analytical(cap, lat)
+        sim.submit(flows)
+        sim.advance()
+        res = sim.results()
+        t = res.makespan_s * step.scale
+        lb = res.link_bytes
+        link_bytes += lb * step.repeat * step.scale
+        used = lb > 0
+        net = used.copy()
+        net[nvl_lo:nvl_hi] = False
+        util = (
+            float((lb[used] * 8 / (cap[used] * res.makespan_s)).max())
+            if used.any() and res.makespan_s > 0
+            else 0.0
+        )
+        imb = float(lb[net].max() / lb[net].mean()) if net.any() else 1.0
+        times.append(StepTime(step.phase, len(step), t, step.repeat, util, imb))
+        total += step.repeat * (t + step_latency_s)
+    total += plan.notes.get("latency_steps", 0.0) * step_latency_s
+    return CollectiveResult(
+        plan.op,
+        plan.algorithm,
+        plan.ranks,
+        plan.size_bytes,
+        total,
+        plan.bus_factor,
+        tuple(times),
+        link_bytes,
+    )
