@@ -343,6 +343,8 @@ def detect_kind(path: str | Path) -> str:
     head = _open_text(p)[:4000]
     if '"traceEvents"' in head or ("kineto" in name and name.endswith((".json", ".json.gz"))):
         return "kineto"
+    if "/sys/class/infiniband/" in head:
+        return "sys-infiniband"
     if "NVRM: Xid" in head or "dmesg" in name:
         return "dmesg"
     if "batch_time" in head.splitlines()[0] if head else False:

@@ -1,0 +1,78 @@
+"""`starfabric astral monitor ...` commands end to end, and the demo entry point."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from rich.console import Console
+from typer.testing import CliRunner
+
+from starfabric.astral.monitor.demo import monitor_demo
+from starfabric.cli import app
+
+runner = CliRunner()
+DATA = Path(__file__).resolve().parents[2] / "data"
+
+
+def test_synth_then_diagnose(tmp_path: Path) -> None:
+    db = tmp_path / "j.duckdb"
+    res = runner.invoke(
+        app,
+        [
+            "astral",
+            "monitor",
+            "synth",
+            str(db),
+            "--fault",
+            "cpu_contention:9:0.8:1",
+            "--parquet",
+            str(tmp_path / "pq"),
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    assert db.is_file() and (tmp_path / "j.truth.json").is_file()
+    assert (tmp_path / "pq" / "phys_port.parquet").is_file()
+    out = tmp_path / "d.json"
+    res = runner.invoke(app, ["astral", "monitor", "diagnose", str(db), "--json", str(out)])
+    assert res.exit_code == 0, res.output
+    assert "cpu_contention at host:9" in res.output
+    d = json.loads(out.read_text())
+    assert d["causes"][0]["component"] == "host:9"
+
+
+def test_user_errors_are_one_line(tmp_path: Path) -> None:
+    res = runner.invoke(
+        app, ["astral", "monitor", "synth", str(tmp_path / "x.duckdb"), "--fault", "gpu_throttle"]
+    )
+    assert res.exit_code == 2 and res.output.startswith("error: --fault 'gpu_throttle'")
+    res = runner.invoke(app, ["astral", "monitor", "diagnose", str(tmp_path / "none.duckdb")])
+    assert res.exit_code == 2 and "no such telemetry database" in res.output
+    res = runner.invoke(
+        app, ["astral", "monitor", "synth", str(tmp_path / "x.duckdb"), "--gpus", "1000"]
+    )
+    assert res.exit_code == 2 and "no monitored cluster layout" in res.output
+
+
+def test_ingest_command(tmp_path: Path) -> None:
+    res = runner.invoke(
+        app,
+        [
+            "astral",
+            "monitor",
+            "ingest",
+            str(tmp_path / "real.duckdb"),
+            str(DATA / "telemetry" / "gpud_dmesg_xid119_gsp_timeout.log"),
+            str(DATA / "telemetry" / "alibaba_v2020_minibatch_time_job_1_norm.csv"),
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    assert "rank:6" in res.output and "Xid 119" in res.output
+
+
+def test_demo(tmp_path: Path) -> None:
+    con = Console(record=True, width=120)
+    s = monitor_demo(tmp_path, 1, con)
+    assert s["top1_correct"] and s["injected"] == s["reported"][:1]
+    assert json.loads((tmp_path / "monitor.json").read_text())["gpus"] == 1024
+    assert "root cause: link_crc" in con.export_text()
