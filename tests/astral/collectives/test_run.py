@@ -73,3 +73,10 @@ def test_moe_and_alltoall_run() -> None:
 def test_too_many_ranks_is_refused() -> None:
     with pytest.raises(InfeasibleError, match="does not fit"):
         run_plan(TOPO, ring("all_reduce", 2, 1e6), placement=[0, 10**6])
+
+
+def test_completion_tolerance_changes_little() -> None:
+    plan = alltoall(96, 2**28, local=8)
+    exact = run_plan(TOPO, plan)
+    approx = run_plan(TOPO, plan, rel_tol=0.02)
+    assert approx.time_s == pytest.approx(exact.time_s, rel=0.02)

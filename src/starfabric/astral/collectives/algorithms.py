@@ -14,7 +14,7 @@ from starfabric.astral.collectives.plan import FloatArray, IntArray, Plan, Step
 from starfabric.astral.nccltests import busbw_factor
 from starfabric.errors import ConfigError
 
-MAX_A2A_FLOWS = 4_000_000
+MAX_A2A_FLOWS = 262_144
 """Assumption: above this many flows, an all-to-all is simulated on a sample of its shifts."""
 
 

@@ -125,8 +125,12 @@ def run_plan(
     seed: int = 0,
     polarized: bool = False,
     failed: npt.NDArray[np.bool_] | None = None,
+    rel_tol: float = 0.0,
 ) -> CollectiveResult:
-    """Simulate `plan` on `topo`; `placement[r]` is rank r's GPU (default: GPU r)."""
+    """Simulate `plan` on `topo`; `placement[r]` is rank r's GPU (default: GPU r).
+
+    `rel_tol` is FlowSim's completion tolerance (0 = exact; ~0.02 for steps of 100K+ flows).
+    """
     if backend not in ("flow", "analytical"):
         raise ConfigError(f"backend {backend!r}", fix="use flow or analytical")
     gpus = (
@@ -147,7 +151,7 @@ def run_plan(
     for step in plan.steps:
         ptr, links = step_paths(topo, step, gpus, seed=seed, polarized=polarized, failed=failed)
         flows = Flows(step.size_bytes.astype(np.float64), ptr, links)
-        sim = FlowSim(cap, lat) if backend == "flow" else Analytical(cap, lat)
+        sim = FlowSim(cap, lat, rel_tol=rel_tol) if backend == "flow" else Analytical(cap, lat)
         sim.submit(flows)
         sim.advance()
         res = sim.results()
