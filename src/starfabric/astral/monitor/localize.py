@@ -65,6 +65,20 @@ TX_POWER_LOW_DBM = -4.0
 """Assumption: optical Tx power below -4 dBm (nominal about 0 dBm) is a failing laser."""
 CPU_BUSY_PCT = 88.0
 """Assumption: a host above 88% CPU starves NCCL proxy threads and kernel launches."""
+CRC_MIN = 50.0
+"""Assumption: CRC errors over the window below this are never a fault (background is ~0.02/poll)."""
+PFC_MIN = 2e3
+"""Assumption: PFC pause frames over the window below this are ordinary incast, not a storm."""
+NVLINK_ERR_MIN = 100.0
+"""Assumption: NVLink replay+CRC errors over the window that mean a degraded link."""
+FLEET_FACTOR = 20.0
+"""Assumption: a counter must also exceed 20x the fleet's upper quantile (+1) to be anomalous."""
+HOT_QP_RATE = 0.6
+"""Assumption: QPs on an over-subscribed link below 0.6x their demand confirm a hot spot."""
+SEER_TOLERANCE = 0.1
+"""Assumption: observed phase time more than 10% over Seer's prediction is flagged as a departure."""
+REGRESSION = 0.03
+"""Assumption: iteration time 3% over the earlier iterations' median is a regression."""
 THROTTLE_BITS = THROTTLE_HW_SLOWDOWN | THROTTLE_HW_THERMAL | THROTTLE_SW_THERMAL
 CLOCK_DROP = 0.92
 """Assumption: an SM clock below 92% of the fleet median is throttled."""
@@ -276,7 +290,7 @@ def _stragglers(c: _Ctx) -> None:
         ev = [
             f"application: host{h} TP collectives {floor[h] / fmed:.2f}x the median even for its fastest rank"
         ]
-        if errs.max() > 100:
+        if errs.max() > NVLINK_ERR_MIN:
             ev.append(f"physical: gpu{g} NVLink replay+CRC errors {int(errs.max())}")
             c.add(f"gpu:{g}", f"gpu{g}", NVLINK_DEGRADED, 0.93, ev)
         else:
@@ -303,10 +317,14 @@ class _Phys:
         self.pfc[li] = p["pfc"]
         self.ecn[li] = p["ecn"]
         self.crc_thr = (
-            max(50.0, 20.0 * (float(np.quantile(p["crc"], 0.999)) + 1.0)) if li.size else 50.0
+            max(CRC_MIN, FLEET_FACTOR * (float(np.quantile(p["crc"], 0.999)) + 1.0))
+            if li.size
+            else CRC_MIN
         )
         self.pfc_thr = (
-            max(2e3, 20.0 * (float(np.quantile(p["pfc"], 0.99)) + 1.0)) if li.size else 2e3
+            max(PFC_MIN, FLEET_FACTOR * (float(np.quantile(p["pfc"], 0.99)) + 1.0))
+            if li.size
+            else PFC_MIN
         )
         o = c.st.query(
             "SELECT cable, cable_end, rx_power_dbm AS rx, tx_power_dbm AS tx, temperature_c AS t FROM phys_optics "
@@ -414,7 +432,7 @@ def _network(c: _Ctx, ph: _Phys) -> None:
         on = np.unique(hq[hl == e])
         g_on = gbps[on]
         spill = covered[on].any() if e % 2 else covered[on].mean() >= 0.5
-        if np.nanmedian(g_on) >= 0.6 * demand or spill:
+        if np.nanmedian(g_on) >= HOT_QP_RATE * demand or spill:
             continue
         sib = np.flatnonzero(
             (topo.link_src == topo.link_src[e]) & (topo.link_kind == topo.link_kind[e])
@@ -556,7 +574,7 @@ def _physical_scan(c: _Ctx, ph: _Phys) -> None:
                     "no impact seen above",
                 ]
                 c.add(f"gpu:{g}", f"gpu{g}", GPU_THROTTLE, 0.55, ev)
-        nv_thr = max(100.0, 20.0 * (float(np.quantile(gpu["nv"], 0.99)) + 1.0))
+        nv_thr = max(NVLINK_ERR_MIN, FLEET_FACTOR * (float(np.quantile(gpu["nv"], 0.99)) + 1.0))
         for g, nv in zip(gpu["gpu"].tolist(), gpu["nv"].tolist(), strict=True):
             if nv >= nv_thr and f"gpu:{g}" not in seen:
                 c.add(
@@ -614,12 +632,16 @@ def _seer(c: _Ctx) -> tuple[dict[str, float], list[str]]:
         out[f"{k}_predicted_s"] = pred[k]
         ratio = obs[k] / max(pred[k], 1e-9)
         out[f"{k}_ratio"] = ratio
-        if ratio > 1.1:
+        if ratio > 1.0 + SEER_TOLERANCE:
             dep.append(
                 f"{k}: observed {obs[k] * 1e3:.1f} ms is {ratio:.2f}x Seer's {pred[k] * 1e3:.1f} ms"
             )
     base = c.st.query("SELECT median(iter_ms) AS m FROM app_iteration WHERE iter < ?", [c.w0])["m"]
-    if base.size and not np.isnan(base[0]) and obs["iteration"] * 1e3 > 1.03 * float(base[0]):
+    if (
+        base.size
+        and not np.isnan(base[0])
+        and obs["iteration"] * 1e3 > (1.0 + REGRESSION) * float(base[0])
+    ):
         c.anomalies.append(
             f"application: iteration time {obs['iteration'] * 1e3:.0f} ms vs {float(base[0]):.0f} ms before"
         )

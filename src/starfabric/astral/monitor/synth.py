@@ -48,6 +48,93 @@ from starfabric.errors import ConfigError
 F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
 
+CRC_LOG10_BER = (-9.0, 4.0)
+"""Assumption: a CRC/BER-degraded link has BER = 10**(-9 + 4*severity) (1e-7 .. 1e-5 over the
+eval's severities; healthy links run below 1e-12, IEEE 802.3 requires 1e-12 before FEC)."""
+CRC_GOODPUT_LOSS = 0.6
+"""Assumption: goodput lost to go-back-N retransmission at full severity (RoCE NACK recovery)."""
+OPTIC_LOG10_BER = (-10.0, 4.0)
+"""Assumption: a failing optic's low Rx power gives BER = 10**(-10 + 4*severity)."""
+OPTIC_GOODPUT_LOSS = 0.55
+"""Assumption: goodput lost at full severity of a failing optic (errors, retraining, flaps)."""
+CRC_BACKGROUND = 0.02
+"""Assumption: mean CRC errors per healthy port per poll (rare cosmic/background errors)."""
+FAULT_EFFECT: dict[str, tuple[float, float]] = {
+    "pfc_paused_fraction": (0.5, 0.45),
+    "misconfig_rate_factor": (0.72, -0.35),
+    "hotspot_qps": (5.0, 3.0),
+    "throttle_slowdown": (1.2, 0.5),
+    "throttle_temp_c": (88.0, 6.0),
+    "cpu_slowdown": (1.08, 0.25),
+    "cpu_util_pct": (92.0, 7.0),
+    "nvlink_bw_factor": (1.0, -0.7),
+    "nvlink_replays": (1e3, 1e5),
+    "optic_tx_dbm": (-5.0, -4.0),
+    "optic_rx_dbm": (-9.0, -4.0),
+    "optic_temp_c": (70.0, 10.0),
+    "optic_bias_ma": (11.5, 2.0),
+}
+"""Assumptions: each fault's physical effect as (value at severity 0, change per unit severity):
+fraction of time a PFC-stormed port is paused; rate factor of a NIC with a wrong MTU (packet-rate
+bound) or DCQCN (slow recovery); QPs an ECMP polarization piles onto one uplink; compute slowdown,
+die temperature of a thermally throttled GPU (its clock drops by the same factor); compute
+slowdown and CPU load of a contended host (late kernel launches, starved NCCL proxies); NVLink
+bandwidth left and replay errors of a degraded NVLink; Tx/Rx power, temperature and laser bias
+of a failing optic (a dying laser runs hot with high bias)."""
+
+HEALTHY: dict[str, tuple[float, float]] = {
+    "gpu_temp_c": (60.0, 4.0),
+    "gpu_power_w": (550.0, 40.0),
+    "gpu_clock_rel_noise": (0.0, 0.004),
+    "host_cpu_pct": (35.0, 10.0),
+    "optic_tx_dbm": (0.0, 0.5),
+    "optic_rx_dbm": (-1.0, 0.7),
+    "optic_temp_c": (45.0, 3.0),
+    "optic_bias_ma": (7.5, 0.4),
+}
+"""Assumptions: healthy readings as (mean, sigma) of a normal distribution."""
+THROTTLED_POWER_W = 420.0
+"""Assumption: board power of a thermally throttled H800 (below its 700 W limit)."""
+HEALTHY_POWER_CAP_SHARE = 0.01
+"""Assumption: share of healthy GPUs showing the benign SW power-cap throttle bit in a poll."""
+ECC_CORRECTED_BACKGROUND = 0.01
+"""Assumption: mean corrected ECC errors per healthy GPU per poll."""
+NVLINK_ERR_BACKGROUND = 0.05
+"""Assumption: mean NVLink replay/CRC errors per healthy GPU per poll."""
+CNP_PER_MARK = 0.05
+"""Assumption: CNPs per ECN-marked packet (receivers coalesce CNPs, one per ~50 us per QP)."""
+ECN_KMIN_LOAD, ECN_RAMP = 0.95, 0.5
+"""Assumption: ECN marking probability ramps from 0 at 95% offered load to 1 at 145% (RED-like)."""
+PFC_HEALTHY = 0.2
+"""Assumption: mean PFC pause frames per healthy port per poll."""
+PFC_PER_OVERLOAD = 50.0
+"""Assumption: PFC pause frames per poll per unit of offered load above capacity (incast)."""
+PFC_STORM_FRAMES = 4e5
+"""Assumption: pause frames per poll at a port paused all the time (PFC storm)."""
+PFC_UPSTREAM_SHARE = 0.05
+"""Assumption: share of a storm's pauses that back up into the hop feeding the paused port."""
+PFC_PAUSE_DELAY_US = 20.0
+"""Assumption: INT hop latency added per unit of paused fraction."""
+SYMBOLS_PER_CRC = 4
+"""Assumption: PHY symbol errors per CRC-errored frame (before FEC gives up)."""
+SYMBOL_BACKGROUND = 0.1
+"""Assumption: mean symbol errors per healthy port per poll."""
+
+
+def _eff(name: str, severity: float) -> float:
+    base, slope = FAULT_EFFECT[name]
+    return base + slope * severity
+
+
+def _healthy(name: str, rng: np.random.Generator, shape: int | tuple[int, ...]) -> F64:
+    mean, sigma = HEALTHY[name]
+    return mean + sigma * rng.standard_normal(shape)
+
+
+def _ecn_mark(offered: F64) -> F64:
+    return np.clip((offered - ECN_KMIN_LOAD) / ECN_RAMP, 0.0, 1.0)
+
+
 BALANCE_PASSES = 3
 """Assumption: local-search passes of path-aware QP placement (Astral's ECMP path control)."""
 MTU_BYTES = 4096
@@ -121,7 +208,7 @@ class NetState:
     rate_bps: F64
     cap_eff: F64
     nq: I64
-    loss: F64
+    ber: F64
     pfc_frac: F64
     qp_hash: npt.NDArray[np.uint64]
 
@@ -177,6 +264,11 @@ def _path_min(values: F64, offsets: I64, empty: float) -> F64:
     return out
 
 
+def _per(ber: F64) -> F64:
+    """Packet error rate of MTU-sized packets at a bit error rate."""
+    return -np.expm1(8 * MTU_BYTES * np.log1p(-np.minimum(ber, 0.5)))
+
+
 def _path_sum(values: F64, offsets: I64) -> F64:
     """Sum of values over each CSR path."""
     cs = np.concatenate([[0.0], np.cumsum(values)])
@@ -211,7 +303,7 @@ def network_state(job: Job, faults: list[Fault], seed: int) -> NetState:
     reachable = r.reachable[flow] & (lens > 0)
     nq = np.bincount(links, minlength=topo.n_links).astype(np.int64)
     cap = topo.link_capacity_bps.astype(np.float64).copy()
-    loss = np.zeros(topo.n_links)
+    ber = np.zeros(topo.n_links)
     pfc = np.zeros(topo.n_links)
     nic_factor = np.ones(job.n)
     for f in faults:
@@ -219,17 +311,17 @@ def network_state(job: Job, faults: list[Fault], seed: int) -> NetState:
             np.array([2 * f.target, 2 * f.target + 1]) if f.target * 2 + 1 < topo.n_links else None
         )
         if f.kind == LINK_CRC and both is not None:
-            loss[both] = 10.0 ** (-7.0 + 2.0 * f.severity)
-            cap[both] *= 1.0 - 0.6 * f.severity
+            ber[both] = 10.0 ** (CRC_LOG10_BER[0] + CRC_LOG10_BER[1] * f.severity)
+            cap[both] *= 1.0 - CRC_GOODPUT_LOSS * f.severity
         elif f.kind == OPTICAL_FAILING and both is not None:
             up = 2 * f.target
-            loss[up] = 10.0 ** (-8.0 + 2.0 * f.severity)
-            cap[up] *= 1.0 - 0.55 * f.severity
+            ber[up] = 10.0 ** (OPTIC_LOG10_BER[0] + OPTIC_LOG10_BER[1] * f.severity)
+            cap[up] *= 1.0 - OPTIC_GOODPUT_LOSS * f.severity
         elif f.kind == PFC_STORM and both is not None:
-            pfc[2 * f.target] = 0.5 + 0.45 * f.severity
+            pfc[2 * f.target] = _eff("pfc_paused_fraction", f.severity)
             cap[2 * f.target] *= 1.0 - pfc[2 * f.target]
         elif f.kind in (MISCONFIG_MTU, MISCONFIG_DCQCN) and f.target < job.n:
-            nic_factor[f.target] = 0.72 - 0.35 * f.severity
+            nic_factor[f.target] = _eff("misconfig_rate_factor", f.severity)
     share = cap / np.maximum(nq, 1)
     path_share = _path_min(share[links], offsets, 0.0)
     demand = job.demand_bps * nic_factor[job.qp_src]
@@ -241,7 +333,7 @@ def network_state(job: Job, faults: list[Fault], seed: int) -> NetState:
         rate_bps=rate,
         cap_eff=cap,
         nq=nq,
-        loss=loss,
+        ber=ber,
         pfc_frac=pfc,
         qp_hash=job.cand_hash.ravel()[flow],
     )
@@ -252,7 +344,7 @@ def _hotspot(job: Job, off: I64, links: I64, flow: I64, f: Fault, nf: int) -> I6
     target = 2 * f.target
     hit_flow = np.repeat(np.arange(nf), np.diff(off))[links == target]
     qps = np.unique(hit_flow // job.n_cand)
-    k = 5 + int(round(3 * f.severity))
+    k = int(round(_eff("hotspot_qps", f.severity)))
     pick = qps[:k]
     out = flow.copy()
     for qp in pick:
@@ -281,11 +373,11 @@ def _phase_times(
     nvl = np.ones(n)
     for f in faults:
         if f.kind == GPU_THROTTLE and f.target < n:
-            slow[f.target] *= 1.2 + 0.5 * f.severity
+            slow[f.target] *= _eff("throttle_slowdown", f.severity)
         elif f.kind == CPU_CONTENTION and f.target < hosts:
-            hslow[f.target] *= 1.08 + 0.25 * f.severity
+            hslow[f.target] *= _eff("cpu_slowdown", f.severity)
         elif f.kind == NVLINK_DEGRADED and f.target < n:
-            nvl[f.target] = 1.0 - 0.7 * f.severity
+            nvl[f.target] = _eff("nvlink_bw_factor", f.severity)
     comp = (
         b["compute_s"] * 1e3 * slow * np.repeat(hslow, gph) * (1 + noise * rng.standard_normal(n))
     )
@@ -475,9 +567,9 @@ def _write_transport(
     rate = net.rate_bps / 1e9 * (1 + QP_NOISE * rng.standard_normal(nqp))
     bytes_qp = job.base["dp_s"] * job.demand_bps / 8.0
     pkts = bytes_qp / MTU_BYTES
-    path_loss = _path_sum(net.loss[net.links], net.offsets)
+    path_per = np.minimum(_path_sum(_per(net.ber)[net.links], net.offsets), 1.0)
     offered = net.nq * job.demand_bps / np.maximum(net.cap_eff, 1.0)
-    mark = np.clip((offered - 0.95) / 0.5, 0.0, 1.0)
+    mark = _ecn_mark(offered)
     path_mark = np.minimum(_path_sum(mark[net.links], net.offsets), 1.0)
     store.write(
         "transport_qp",
@@ -495,8 +587,8 @@ def _write_transport(
             "gbps_min": rate * (1 - 2.5 * MS_NOISE),
             "gbps_max": rate * (1 + 2.5 * MS_NOISE),
             "bytes": np.full(nqp, bytes_qp),
-            "retrans": rng.poisson(pkts * np.minimum(path_loss * 8 * MTU_BYTES, 1.0)),
-            "cnp_rx": rng.poisson(pkts * 0.05 * path_mark),
+            "retrans": rng.poisson(pkts * path_per),
+            "cnp_rx": rng.poisson(pkts * CNP_PER_MARK * path_mark),
         },
     )
     if ms:
@@ -523,7 +615,7 @@ def _write_int(job: Job, store: TelemetryStore, it: int, net: NetState) -> None:
     qp = np.repeat(np.arange(lens.size, dtype=np.int32), lens)
     hop = (np.arange(net.links.size) - np.repeat(net.offsets[:-1], lens)).astype(np.int8)
     util = np.minimum(net.nq * job.demand_bps / np.maximum(net.cap_eff, 1.0), 0.99)
-    queue = BASE_QUEUE_US * util / (1 - util) + 20.0 * net.pfc_frac
+    queue = BASE_QUEUE_US * util / (1 - util) + PFC_PAUSE_DELAY_US * net.pfc_frac
     lat = topo.link_latency_s[net.links] * 1e6 + queue[net.links]
     store.write(
         "network_hop",
@@ -559,18 +651,17 @@ def _write_ports(
     tx = np.bincount(net.links, minlength=topo.n_links)[ls] * bytes_qp
     pkts = tx / MTU_BYTES
     offered = net.nq * job.demand_bps / np.maximum(net.cap_eff, 1.0)
-    mark = np.clip((offered - 0.95) / 0.5, 0.0, 1.0)[ls]
-    bits = tx * 8
-    ber = net.loss / (8 * MTU_BYTES)
-    crc = rng.poisson(0.02, m) + rng.poisson(np.minimum(bits * ber[ls] * 1e3, 1e9))
-    pfc_lam = np.where(offered[ls] > 1.0, 50.0 * (offered[ls] - 1.0), 0.2) + net.pfc_frac[ls] * 4e5
+    mark = _ecn_mark(offered)[ls]
+    crc = rng.poisson(CRC_BACKGROUND, m) + rng.poisson(pkts * _per(net.ber)[ls])
+    over = np.maximum(offered[ls] - 1.0, 0.0)
+    pfc_lam = PFC_HEALTHY + PFC_PER_OVERLOAD * over + net.pfc_frac[ls] * PFC_STORM_FRAMES
     # A paused port backs up its upstream hop: the links that feed the paused link's source.
     storm = np.flatnonzero(net.pfc_frac > 0)
     upstream = np.zeros(topo.n_links)
     for e in storm:
         feeders = np.flatnonzero(topo.link_dst == topo.link_src[e])
         feeders = feeders[(feeders ^ 1) != e]
-        upstream[feeders] += net.pfc_frac[e] * 2e4
+        upstream[feeders] += net.pfc_frac[e] * PFC_STORM_FRAMES * PFC_UPSTREAM_SHARE
     pfc_lam = pfc_lam + upstream[ls]
     down = np.zeros(topo.n_links, dtype=bool)
     for f in act:
@@ -583,10 +674,10 @@ def _write_ports(
             "link": ls.astype(np.int32),
             "tx_bytes": tx,
             "ecn_marked": rng.poisson(pkts * mark),
-            "cnp_sent": rng.poisson(pkts * mark * 0.05),
+            "cnp_sent": rng.poisson(pkts * mark * CNP_PER_MARK),
             "pfc_pause_rx": rng.poisson(pfc_lam),
             "crc_errors": crc,
-            "symbol_errors": crc * 4 + rng.poisson(0.1, m),
+            "symbol_errors": crc * SYMBOLS_PER_CRC + rng.poisson(SYMBOL_BACKGROUND, m),
             "link_downed": down[ls].astype(np.int32),
             "state_up": ~down[ls],
         },
@@ -597,24 +688,25 @@ def _write_gpus(
     job: Job, store: TelemetryStore, it: int, act: list[Fault], rng: np.random.Generator
 ) -> None:
     n = job.n
-    temp = 60 + 4 * rng.standard_normal(n)
-    power = 550 + 40 * rng.standard_normal(n)
-    clock = GPU_CLOCK_MHZ * (1 + 0.004 * rng.standard_normal(n))
-    reasons = np.where(rng.random(n) < 0.01, THROTTLE_SW_POWER_CAP, 0).astype(np.int32)
-    ecc_c = rng.poisson(0.01, n)
+    temp = _healthy("gpu_temp_c", rng, n)
+    power = _healthy("gpu_power_w", rng, n)
+    clock = GPU_CLOCK_MHZ * (1 + _healthy("gpu_clock_rel_noise", rng, n))
+    power_cap = rng.random(n) < HEALTHY_POWER_CAP_SHARE
+    reasons = np.where(power_cap, THROTTLE_SW_POWER_CAP, 0).astype(np.int32)
+    ecc_c = rng.poisson(ECC_CORRECTED_BACKGROUND, n)
     ecc_u = np.zeros(n, dtype=np.int64)
-    replay = rng.poisson(0.05, n)
-    nvcrc = rng.poisson(0.05, n)
+    replay = rng.poisson(NVLINK_ERR_BACKGROUND, n)
+    nvcrc = rng.poisson(NVLINK_ERR_BACKGROUND, n)
     for f in act:
         g = f.target
         if f.kind == GPU_THROTTLE:
-            temp[g] = 88 + 6 * f.severity
-            clock[g] = GPU_CLOCK_MHZ / (1.2 + 0.5 * f.severity)
-            power[g] = 420.0
+            temp[g] = _eff("throttle_temp_c", f.severity)
+            clock[g] = GPU_CLOCK_MHZ / _eff("throttle_slowdown", f.severity)
+            power[g] = THROTTLED_POWER_W
             reasons[g] |= THROTTLE_HW_THERMAL | THROTTLE_SW_THERMAL
         elif f.kind == NVLINK_DEGRADED:
-            replay[g] += int(1e3 + 1e5 * f.severity)
-            nvcrc[g] += int(1e2 + 1e4 * f.severity)
+            replay[g] += int(_eff("nvlink_replays", f.severity))
+            nvcrc[g] += int(_eff("nvlink_replays", f.severity) / 10)
         elif f.kind == GPU_XID and XID_CODES[g % len(XID_CODES)] in (48, 94, 95):
             ecc_u[g] += 1
     store.write(
@@ -633,10 +725,10 @@ def _write_gpus(
         },
     )
     h = job.hosts
-    cpu = np.clip(35 + 10 * rng.standard_normal(h), 5, 80)
+    cpu = np.clip(_healthy("host_cpu_pct", rng, h), 5, 80)
     for f in act:
         if f.kind == CPU_CONTENTION:
-            cpu[f.target] = 92 + 7 * f.severity
+            cpu[f.target] = _eff("cpu_util_pct", f.severity)
     store.write(
         "phys_host",
         {
@@ -654,18 +746,18 @@ def _write_optics(
     topo = job.topo
     cables = _net_links(topo)[::2] // 2
     m = cables.size
-    tx = 0.5 * rng.standard_normal((m, 2))
-    rx = -1.0 + 0.7 * rng.standard_normal((m, 2))
-    temp = 45 + 3 * rng.standard_normal((m, 2))
-    bias = 7.5 + 0.4 * rng.standard_normal((m, 2))
+    tx = _healthy("optic_tx_dbm", rng, (m, 2))
+    rx = _healthy("optic_rx_dbm", rng, (m, 2))
+    temp = _healthy("optic_temp_c", rng, (m, 2))
+    bias = _healthy("optic_bias_ma", rng, (m, 2))
     pos = {int(c): i for i, c in enumerate(cables)} if act else {}
     for f in act:
         if f.kind == OPTICAL_FAILING and f.target in pos:
             i = pos[f.target]
-            tx[i, 0] = -5.0 - 4.0 * f.severity
-            rx[i, 1] = -9.0 - 4.0 * f.severity
-            temp[i, 0] = 70 + 10 * f.severity
-            bias[i, 0] = 11.5 + 2 * f.severity
+            tx[i, 0] = _eff("optic_tx_dbm", f.severity)
+            rx[i, 1] = _eff("optic_rx_dbm", f.severity)
+            temp[i, 0] = _eff("optic_temp_c", f.severity)
+            bias[i, 0] = _eff("optic_bias_ma", f.severity)
     store.write(
         "phys_optics",
         {
