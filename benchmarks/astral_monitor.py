@@ -23,7 +23,7 @@ from rich.console import Console
 from rich.progress import Progress
 
 from starfabric.astral.monitor.baseline import diagnose_app_only
-from starfabric.astral.monitor.evaluate import render_table, scenarios, score, summarize
+from starfabric.astral.monitor.evaluate import occurred, render_table, scenarios, score, summarize
 from starfabric.astral.monitor.localize import diagnose
 from starfabric.astral.monitor.store import TelemetryStore
 from starfabric.astral.monitor.synth import SynthSpec, synthesize
@@ -47,10 +47,11 @@ def main(argv: list[str] | None = None) -> int:
             )
             with TelemetryStore() as st:
                 t0 = time.perf_counter()
-                synthesize(spec, list(sc.faults), st)
+                summ = synthesize(spec, list(sc.faults), st)
                 synth_s.append(time.perf_counter() - t0)
-                full.append(score(sc, diagnose(st)))
-                base.append(score(sc, diagnose_app_only(st)))
+                seen = occurred(sc, summ)
+                full.append(score(seen, diagnose(st)))
+                base.append(score(seen, diagnose_app_only(st)))
             prog.advance(task)
     s = summarize(full)
     b = summarize(base)

@@ -9,7 +9,7 @@ import pytest
 from rich.console import Console
 
 from starfabric.astral.monitor import FAULT_KINDS, Fault, evaluate, scenarios
-from starfabric.astral.monitor.evaluate import Scenario, score, summarize
+from starfabric.astral.monitor.evaluate import Scenario, occurred, score, summarize
 from starfabric.astral.monitor.localize import Cause, Diagnosis
 from starfabric.errors import ConfigError
 
@@ -57,3 +57,24 @@ def test_score_and_summary_by_hand() -> None:
     assert s["recall"] == pytest.approx(1 / 2)
     assert s["f1"] == pytest.approx(0.4)
     assert s["fp_rate"] == 1.0 and s["top1"] == 1.0
+
+
+@pytest.mark.slow
+def test_other_seeds_and_milder_faults_still_localized() -> None:
+    summ = evaluate(
+        1024,
+        seeds=1,
+        healthy=4,
+        multi=3,
+        seed0=57,
+        severity=(0.25, 0.5),
+        console=Console(file=io.StringIO()),
+    )
+    assert summ["f1"] >= 0.95 and summ["top1"] >= 0.9 and summ["fp_rate"] == 0.0
+
+
+def test_occurred_drops_faults_after_a_hang() -> None:
+    sc = Scenario("m", (Fault("gpu_xid", 1, 0.5, 1), Fault("link_crc", 2, 0.5, 3)), 0, 0)
+    assert occurred(sc, {"iterations": 2}).faults == (Fault("gpu_xid", 1, 0.5, 1),)
+    with pytest.raises(ConfigError, match="severity range"):
+        scenarios(1024, severity=(0.0, 0.5))

@@ -82,11 +82,20 @@ def job_targets(gpus: int, seed: int) -> dict[str, Any]:
     }
 
 
+SEVERITY_RANGE = (0.5, 1.0)
+"""Assumption: severities the suite draws from (uniform); lower ones may leave no visible impact."""
+
+
 def random_fault(
-    kind: str, rng: np.random.Generator, t: dict[str, Any], exclude: set[int]
+    kind: str,
+    rng: np.random.Generator,
+    t: dict[str, Any],
+    exclude: set[int],
+    severity: tuple[float, float] = SEVERITY_RANGE,
 ) -> Fault:
+    """A fault of `kind` at a random component the job uses (links that carry its QPs)."""
     job = t["job"]
-    sev = float(rng.uniform(0.5, 1.0))
+    sev = float(rng.uniform(*severity))
     onset = int(rng.integers(1, 6 - WINDOW_ITERS + 1))
     if kind in (GPU_THROTTLE, GPU_XID, NVLINK_DEGRADED, MISCONFIG_MTU, MISCONFIG_DCQCN):
         tgt = int(rng.integers(0, job.n))
@@ -99,16 +108,29 @@ def random_fault(
     else:
         tgt = int(rng.choice(t["net_up"]))
     if tgt in exclude:
-        return random_fault(kind, rng, t, exclude)
+        return random_fault(kind, rng, t, exclude, severity)
     return Fault(kind, tgt, round(sev, 3), onset)
 
 
-def scenarios(gpus: int, seeds: int = 3, healthy: int = 6, multi: int = 4) -> list[Scenario]:
-    """The suite: each fault class x `seeds`, `multi` two/three-fault runs, `healthy` clean runs."""
+def scenarios(
+    gpus: int,
+    seeds: int = 3,
+    healthy: int = 6,
+    multi: int = 4,
+    *,
+    seed0: int = 0,
+    severity: tuple[float, float] = SEVERITY_RANGE,
+) -> list[Scenario]:
+    """The suite: each fault class x `seeds`, `multi` two/three-fault runs, `healthy` clean runs.
+
+    Seeds (placements, targets, noise) start at `seed0`, so other suites are one argument away.
+    """
     if seeds < 1 or healthy < 0 or multi < 0:
         raise ConfigError(
             f"seeds={seeds}, healthy={healthy}, multi={multi}", fix="seeds >= 1, others >= 0"
         )
+    if not 0.0 < severity[0] <= severity[1] <= 1.0:
+        raise ConfigError(f"severity range {severity}", fix="use 0 < low <= high <= 1")
     out: list[Scenario] = []
     cache: dict[int, dict[str, Any]] = {}
 
@@ -118,13 +140,15 @@ def scenarios(gpus: int, seeds: int = 3, healthy: int = 6, multi: int = 4) -> li
             cache[s] = job_targets(gpus, s)
         return cache[s]
 
-    for s in range(seeds):
+    for s in range(seed0, seed0 + seeds):
         t = tg(s)
         for k, kind in enumerate(FAULT_KINDS):
             rng = np.random.default_rng([s, k, gpus])
-            out.append(Scenario(f"{kind}/{s}", (random_fault(kind, rng, t, set()),), s, s))
+            out.append(
+                Scenario(f"{kind}/{s}", (random_fault(kind, rng, t, set(), severity),), s, s)
+            )
     for m in range(multi):
-        s = seeds + m
+        s = seed0 + seeds + m
         t = tg(s)
         rng = np.random.default_rng([s, 99, gpus])
         kinds = rng.choice(FAULT_KINDS, size=2 + m % 2, replace=False)
@@ -133,13 +157,21 @@ def scenarios(gpus: int, seeds: int = 3, healthy: int = 6, multi: int = 4) -> li
         for kind in kinds.tolist():
             if kind == GPU_XID and fs:
                 continue
-            f = random_fault(kind, rng, t, used)
+            f = random_fault(kind, rng, t, used, severity)
             used.add(f.target)
             fs.append(f)
         out.append(Scenario("multi/" + "+".join(f.kind for f in fs), tuple(fs), s, s))
     for h in range(healthy):
-        out.append(Scenario(f"healthy/{h}", (), 1000 + h, 1000 + h))
+        out.append(Scenario(f"healthy/{h}", (), 1000 + seed0 + h, 1000 + seed0 + h))
     return out
+
+
+def occurred(sc: Scenario, summary: dict[str, Any]) -> Scenario:
+    """The scenario less faults whose onset came after the job had already hung (never seen)."""
+    last = int(summary["iterations"]) - 1
+    return Scenario(
+        sc.name, tuple(f for f in sc.faults if f.onset_iter <= last), sc.seed, sc.placement_seed
+    )
 
 
 def score(sc: Scenario, d: Diagnosis) -> ScenarioResult:
@@ -177,9 +209,9 @@ def run_scenario(
         ms_series=False,
     )
     with TelemetryStore() as st:
-        synthesize(spec, list(sc.faults), st)
+        summ = synthesize(spec, list(sc.faults), st)
         d = localizer(st)
-    return score(sc, d), d
+    return score(occurred(sc, summ), d), d
 
 
 def summarize(results: list[ScenarioResult]) -> dict[str, Any]:
@@ -213,9 +245,11 @@ def evaluate(
     multi: int = 4,
     console: Console | None = None,
     localizer: Callable[[TelemetryStore], Diagnosis] = diagnose,
+    seed0: int = 0,
+    severity: tuple[float, float] = SEVERITY_RANGE,
 ) -> dict[str, Any]:
     """Run the suite; returns the summary plus per-scenario rows (and prints a table)."""
-    suite = scenarios(gpus, seeds, healthy, multi)
+    suite = scenarios(gpus, seeds, healthy, multi, seed0=seed0, severity=severity)
     results: list[ScenarioResult] = []
     con = console or Console(stderr=True)
     with Progress(console=con, transient=True) as prog:

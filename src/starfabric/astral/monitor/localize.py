@@ -322,7 +322,7 @@ class _Phys:
             else CRC_MIN
         )
         self.pfc_thr = (
-            max(PFC_MIN, FLEET_FACTOR * (float(np.quantile(p["pfc"], 0.99)) + 1.0))
+            max(PFC_MIN, FLEET_FACTOR * (float(np.quantile(p["pfc"], 0.9)) + 1.0))
             if li.size
             else PFC_MIN
         )
