@@ -418,6 +418,7 @@ def monitor_diagnose(
     db: str = typer.Argument(..., help="Telemetry DuckDB written by 'monitor synth'."),
     json_path: str = typer.Option("", "--json", help="Write the diagnosis as JSON here."),
     top: int = typer.Option(5, "--top", help="Causes to print."),
+    trace: str = typer.Option("", "--trace", help="Chrome-trace of suspect vs healthy ranks."),
 ) -> None:
     """Localize root causes from the telemetry alone; print ranked causes and evidence."""
     import json
@@ -426,9 +427,12 @@ def monitor_diagnose(
     from rich.console import Console
 
     from starfabric.astral.monitor import TelemetryStore, diagnose
+    from starfabric.astral.monitor.timeline import write_timeline
 
     with TelemetryStore(db, read_only=True) as st:
         d = diagnose(st)
+        if trace:
+            write_timeline(st, d, trace)
     con = Console()
     for a in d.anomalies:
         con.print(f"[yellow]anomaly[/] {a}", soft_wrap=True)
@@ -480,6 +484,7 @@ def monitor_eval(
     gpus: int = typer.Option(1024, "--gpus", help="Cluster GPUs: 1024 or a multiple of 16384."),
     json_path: str = typer.Option("", "--json", help="Write f1, top1, fp_rate, ... here."),
     seeds: int = typer.Option(3, "--seeds", help="Seeds/placements per fault class."),
+    seed0: int = typer.Option(0, "--seed0", help="First seed (another suite: another seed0)."),
     healthy: int = typer.Option(6, "--healthy", help="Healthy runs (false positives)."),
     multi: int = typer.Option(4, "--multi", help="Multi-fault runs."),
 ) -> None:
@@ -491,7 +496,7 @@ def monitor_eval(
 
     from starfabric.astral.monitor import evaluate
 
-    summ = evaluate(gpus, seeds=seeds, healthy=healthy, multi=multi, console=Console())
+    summ = evaluate(gpus, seeds=seeds, healthy=healthy, multi=multi, seed0=seed0, console=Console())
     if json_path:
         Path(json_path).parent.mkdir(parents=True, exist_ok=True)
         Path(json_path).write_text(json.dumps(summ, indent=1))

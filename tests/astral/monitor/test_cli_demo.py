@@ -34,8 +34,13 @@ def test_synth_then_diagnose(tmp_path: Path) -> None:
     assert db.is_file() and (tmp_path / "j.truth.json").is_file()
     assert (tmp_path / "pq" / "phys_port.parquet").is_file()
     out = tmp_path / "d.json"
-    res = runner.invoke(app, ["astral", "monitor", "diagnose", str(db), "--json", str(out)])
+    tr = tmp_path / "t.json"
+    res = runner.invoke(
+        app, ["astral", "monitor", "diagnose", str(db), "--json", str(out), "--trace", str(tr)]
+    )
     assert res.exit_code == 0, res.output
+    names = {e.get("args", {}).get("name") for e in json.loads(tr.read_text())["traceEvents"]}
+    assert {"suspect ranks", "reference ranks", "rank 72"} <= names
     assert "cpu_contention at host:9" in res.output
     d = json.loads(out.read_text())
     assert d["causes"][0]["component"] == "host:9"
