@@ -387,6 +387,7 @@ def monitor_synth(
     seed: int = typer.Option(0, "--seed", help="Noise and ECMP seed."),
     placement_seed: int = typer.Option(0, "--placement-seed", help="DP ring host order."),
     parquet: str = typer.Option("", "--parquet", help="Also export every table to this folder."),
+    spec_file: str = typer.Option("", "--spec", help="YAML run spec (examples/monitor-*.yaml)."),
 ) -> None:
     """Run a training job on the cluster and write its four layers' telemetry (truth aside)."""
     from pathlib import Path
@@ -395,9 +396,13 @@ def monitor_synth(
 
     from starfabric.astral.monitor import SynthSpec, TelemetryStore, synth_to_file
     from starfabric.astral.monitor.faults import parse_fault, truth_path
+    from starfabric.config import load_spec
 
-    faults = [parse_fault(f) for f in fault]
-    spec = SynthSpec(gpus=gpus, iterations=iterations, seed=seed, placement_seed=placement_seed)
+    if spec_file:
+        spec = load_spec(SynthSpec, spec_file)
+    else:
+        spec = SynthSpec(gpus=gpus, iterations=iterations, seed=seed, placement_seed=placement_seed)
+    faults = [parse_fault(f) for f in [*spec.faults, *fault]]
     db = Path(out)
     db.parent.mkdir(parents=True, exist_ok=True)
     summ = synth_to_file(spec, faults, db)

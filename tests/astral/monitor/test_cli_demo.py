@@ -81,3 +81,16 @@ def test_demo(tmp_path: Path) -> None:
     assert s["top1_correct"] and s["injected"] == s["reported"][:1]
     assert json.loads((tmp_path / "monitor.json").read_text())["gpus"] == 1024
     assert "root cause: link_crc" in con.export_text()
+
+
+def test_example_spec_runs_and_is_diagnosed(tmp_path: Path) -> None:
+    ex = Path(__file__).resolve().parents[3] / "examples" / "monitor-1k-two-faults.yaml"
+    db = tmp_path / "ex.duckdb"
+    res = runner.invoke(app, ["astral", "monitor", "synth", str(db), "--spec", str(ex)])
+    assert res.exit_code == 0, res.output
+    res = runner.invoke(app, ["astral", "monitor", "diagnose", str(db)])
+    assert "misconfig_dcqcn at nic:640" in res.output and "gpu_throttle at gpu:301" in res.output
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("gpus: 1024\nfautls: []\n")
+    res = runner.invoke(app, ["astral", "monitor", "synth", str(db), "--spec", str(bad)])
+    assert res.exit_code == 2 and "fautls" in res.output

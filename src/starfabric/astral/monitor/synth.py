@@ -177,6 +177,9 @@ class SynthSpec(Spec):
     seed: int = 0
     placement_seed: int = Field(0, description="host order of the DP ring (scheduler placement)")
     ms_series: bool = Field(True, description="write the 1 ms QP throughput series (last iter)")
+    faults: list[str] = Field(
+        default_factory=list, description="faults as 'KIND:TARGET[:SEVERITY[:ONSET]]' (spec files)"
+    )
 
 
 @dataclass(frozen=True)
