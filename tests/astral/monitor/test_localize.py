@@ -68,3 +68,25 @@ def test_two_faults_at_once_both_found() -> None:
         d = diagnose(st)
     got = {(c.component, c.fault) for c in d.reported()}
     assert got == {(f.component, f.kind) for f in fs}
+
+
+@pytest.mark.slow
+def test_bad_link_the_job_does_not_use_is_still_found_at_16k() -> None:
+    # Same-rail Astral: DP rings never cross the Core, so only the PHY counters can tell.
+    from starfabric.astral.monitor.cluster import build_cluster, cluster_for
+
+    topo = build_cluster(cluster_for(16384))
+    core_cable = topo.links_of_kind(2)[0] // 2 + 123
+    with TelemetryStore() as st:
+        spec = SynthSpec(gpus=16384, seed=3, placement_seed=3, ms_series=False)
+        synthesize(spec, [Fault("link_crc", core_cable, 0.6, 2)], st)
+        d = diagnose(st)
+        assert (
+            st.query("SELECT count(*) AS n FROM network_hop WHERE link // 2 = ?", [core_cable])[
+                "n"
+            ][0]
+            == 0
+        )
+    (top,) = d.reported()
+    assert (top.component, top.fault) == (f"cable:{core_cable}", "link_crc")
+    assert "symbol errors" in top.evidence[0]

@@ -67,6 +67,8 @@ CPU_BUSY_PCT = 88.0
 """Assumption: a host above 88% CPU starves NCCL proxy threads and kernel launches."""
 CRC_MIN = 50.0
 """Assumption: CRC errors over the window below this are never a fault (background is ~0.02/poll)."""
+SYMBOL_MIN = 200.0
+"""Assumption: PHY symbol errors over the window below this are background (~0.1/poll)."""
 PFC_MIN = 2e3
 """Assumption: PFC pause frames over the window below this are ordinary incast, not a storm."""
 NVLINK_ERR_MIN = 100.0
@@ -305,17 +307,25 @@ class _Phys:
     def __init__(self, c: _Ctx) -> None:
         n_links = c.topo.n_links
         p = c.st.query(
-            "SELECT link, sum(crc_errors) AS crc, sum(pfc_pause_rx) AS pfc, sum(ecn_marked) AS ecn "
+            "SELECT link, sum(crc_errors) AS crc, sum(symbol_errors) AS sym, sum(pfc_pause_rx) AS pfc, "
+            "sum(ecn_marked) AS ecn "
             "FROM phys_port WHERE iter >= ? GROUP BY link",
             [c.p0],
         )
         self.crc = np.zeros(n_links)
+        self.sym = np.zeros(n_links)
         self.pfc = np.zeros(n_links)
         self.ecn = np.zeros(n_links)
         li = p["link"].astype(np.int64)
         self.crc[li] = p["crc"]
+        self.sym[li] = p["sym"]
         self.pfc[li] = p["pfc"]
         self.ecn[li] = p["ecn"]
+        self.sym_thr = (
+            max(SYMBOL_MIN, FLEET_FACTOR * (float(np.quantile(p["sym"], 0.999)) + 1.0))
+            if li.size
+            else SYMBOL_MIN
+        )
         self.crc_thr = (
             max(CRC_MIN, FLEET_FACTOR * (float(np.quantile(p["crc"], 0.999)) + 1.0))
             if li.size
@@ -364,19 +374,26 @@ class _Phys:
     def magnitude(self, e: int) -> float:
         """How far a directed link's error/pause counters exceed their thresholds (ranking)."""
         crc = self.crc[e] + self.crc[e ^ 1]
-        return float(max(crc / self.crc_thr, self.pfc[e] / self.pfc_thr))
+        sym = self.sym[e] + self.sym[e ^ 1]
+        return float(max(crc / self.crc_thr, sym / self.sym_thr, self.pfc[e] / self.pfc_thr))
 
     def link_fault(self, topo: Topology, e: int) -> tuple[str, float, str] | None:
         """Fault class, strength in (0, 1] and physical evidence of a directed link, if any."""
         cable = e // 2
         crc = self.crc[e] + self.crc[e ^ 1]
+        sym = self.sym[e] + self.sym[e ^ 1]
         if cable in self.optic_bad:
-            return OPTICAL_FAILING, 1.0, f"optical DDM{self.optic_bad[cable]} CRC errors {int(crc)}"
-        if crc >= self.crc_thr:
+            return (
+                OPTICAL_FAILING,
+                1.0,
+                f"optical DDM{self.optic_bad[cable]} CRC errors {int(crc)}, symbol errors {int(sym)}",
+            )
+        if crc >= self.crc_thr or sym >= self.sym_thr:
             return (
                 LINK_CRC,
                 1.0,
-                f"{int(crc)} CRC errors on {_cable_label(topo, cable)} (threshold {self.crc_thr:.0f})",
+                f"{int(crc)} CRC and {int(sym)} symbol errors on {_cable_label(topo, cable)} "
+                f"(thresholds {self.crc_thr:.0f}, {self.sym_thr:.0f})",
             )
         if self.pfc[e] >= self.pfc_thr:
             return (
@@ -523,10 +540,8 @@ def _physical_scan(c: _Ctx, ph: _Phys) -> None:
     storm_src = {int(topo.link_src[2 * cab]) for cab in storms} | {
         int(topo.link_src[2 * cab + 1]) for cab in storms
     }
-    sus = np.flatnonzero((ph.crc >= ph.crc_thr) | (ph.pfc >= ph.pfc_thr))
-    order = np.argsort(
-        -np.maximum(ph.crc[sus] / ph.crc_thr, ph.pfc[sus] / ph.pfc_thr), kind="stable"
-    )
+    sus = np.flatnonzero((ph.crc >= ph.crc_thr) | (ph.sym >= ph.sym_thr) | (ph.pfc >= ph.pfc_thr))
+    order = np.argsort([-ph.magnitude(int(e)) for e in sus], kind="stable")
     for e in sus[order].tolist():
         comp = f"cable:{e // 2}"
         if comp in seen:

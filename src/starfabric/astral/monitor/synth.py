@@ -455,10 +455,11 @@ def synthesize(spec: SynthSpec, faults: list[Fault], store: TelemetryStore) -> d
     last_it = per_iter[-1][0]
     done = [p for p in per_iter if p[0] != stopped_at]
     int_iters = {done[0][0], done[-1][0]} if done else set()
-    for it, act, net, _ in per_iter:
+    for it, act, net, ph in per_iter:
         if it in int_iters:
             _write_int(job, store, it, net)
-        _write_ports(job, store, it, act, net, rng)
+        poll_s = ph.iter_ms / 1e3 if np.isfinite(ph.iter_ms) else job.base["iteration_s"]
+        _write_ports(job, store, it, act, net, rng, poll_s)
         _write_gpus(job, store, it, act, rng)
     _write_optics(job, store, last_it, _split(faults, last_it), rng)
     _write_config(job, store, faults)
@@ -645,8 +646,13 @@ def _write_ports(
     act: list[Fault],
     net: NetState,
     rng: np.random.Generator,
+    poll_s: float,
 ) -> None:
-    """Per-port counters polled once per iteration (deltas): bytes, ECN, CNP, PFC, CRC, state."""
+    """Per-port counters polled once per iteration (deltas): bytes, ECN, CNP, PFC, CRC, state.
+
+    CRC errors need frames; PHY symbol errors accrue on every bit the link carries, idle
+    symbols included, so a bad link shows them even when the job does not use it.
+    """
     topo = job.topo
     ls = _net_links(topo)
     m = ls.size
@@ -656,6 +662,7 @@ def _write_ports(
     offered = net.nq * job.demand_bps / np.maximum(net.cap_eff, 1.0)
     mark = _ecn_mark(offered)[ls]
     crc = rng.poisson(CRC_BACKGROUND, m) + rng.poisson(pkts * _per(net.ber)[ls])
+    line_bits = topo.link_capacity_bps[ls] * poll_s
     over = np.maximum(offered[ls] - 1.0, 0.0)
     pfc_lam = PFC_HEALTHY + PFC_PER_OVERLOAD * over + net.pfc_frac[ls] * PFC_STORM_FRAMES
     # A paused port backs up its upstream hop: the links that feed the paused link's source.
@@ -680,7 +687,8 @@ def _write_ports(
             "cnp_sent": rng.poisson(pkts * mark * CNP_PER_MARK),
             "pfc_pause_rx": rng.poisson(pfc_lam),
             "crc_errors": crc,
-            "symbol_errors": crc * SYMBOLS_PER_CRC + rng.poisson(SYMBOL_BACKGROUND, m),
+            "symbol_errors": crc * SYMBOLS_PER_CRC
+            + rng.poisson(SYMBOL_BACKGROUND + line_bits * net.ber[ls]),
             "link_downed": down[ls].astype(np.int32),
             "state_up": ~down[ls],
         },
