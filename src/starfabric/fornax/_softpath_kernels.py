@@ -6,10 +6,11 @@ Kernels take arrays and scalars only. Table columns (one row per slot):
   key[s, 0:5]    a_hi, a_lo, b_hi, b_lo, ports word (keys.CanonicalKeys.ports_word)
   kproto[s]      protocol
   orig_dir[s]    canonical direction bit of the ORIGINAL direction
-  act[s, 0:2]    action handle of ORIGINAL (0) and REPLY (1)
+  act[s, 0:2]    action handle per canonical direction (as the engine keeps them: a TCP
+                 reopen from the other side flips ORIGINAL, not the actions)
   scope[s, 0:2]  ENI, VPC scope ids;  ver[s, 0:2] their version snapshots
   tcp[s]         TcpState;  seen_reply[s] a REPLY packet was forwarded
-  last_ns[s], pkts[s, 0:2], nbytes[s, 0:2], aux[s]
+  last_ns[s], pkts[s, 0:2], nbytes[s, 0:2] (per canonical direction), aux[s]
 """
 
 from __future__ import annotations
@@ -111,16 +112,24 @@ def sp_process(
             out_outcome[i] = SP_STALE
             out_action[i] = 0
             continue
-        r = 1 if direction[i] != orig_dir[s] else 0
+        d = direction[i]
+        r = 1 if d != orig_dir[s] else 0
         if proto[i] == 6:
-            new = transitions[r, tcp_ev[i], tcp[s]]
+            old = tcp[s]
+            new = transitions[r, tcp_ev[i], old]
             if new < 10:
+                if new == 1 and (old == 7 or old == 8):  # reopen: a new incarnation
+                    orig_dir[s] = d
+                    seen_reply[s] = 0
+                    for j in range(2):
+                        pkts[s, j] = 0
+                        nbytes[s, j] = 0
                 tcp[s] = new
-        if r == 1:
+        elif r == 1:
             seen_reply[s] = 1
-        a = act[s, r]
+        a = act[s, d]
         out_action[i] = a
         out_outcome[i] = SP_DROP if a == drop_action else SP_HIT
         last_ns[s] = time_ns[i]
-        pkts[s, r] += 1
-        nbytes[s, r] += length[i]
+        pkts[s, d] += 1
+        nbytes[s, d] += length[i]

@@ -213,9 +213,10 @@ class SoftPath:
         )  # fmt: skip
         ok = status == SoftStatus.OK
         s = slot[ok]
-        self.orig_dir[s] = np.broadcast_to(np.asarray(orig_dir, np.uint8), (n,))[ok]
-        self.act[s, 0] = np.broadcast_to(np.asarray(action_orig, np.uint32), (n,))[ok]
-        self.act[s, 1] = np.broadcast_to(np.asarray(action_reply, np.uint32), (n,))[ok]
+        od = np.broadcast_to(np.asarray(orig_dir, np.uint8), (n,))[ok].astype(np.int64)
+        self.orig_dir[s] = od
+        self.act[s, od] = np.broadcast_to(np.asarray(action_orig, np.uint32), (n,))[ok]
+        self.act[s, 1 - od] = np.broadcast_to(np.asarray(action_reply, np.uint32), (n,))[ok]
         self.scope[s, 0] = eni[ok]
         self.scope[s, 1] = vpc[ok]
         self.ver[s, 0] = self.eni_cur[eni[ok]]
@@ -239,8 +240,9 @@ class SoftPath:
         vpc_scope: npt.ArrayLike | None = None,
     ) -> None:
         """Re-decided sessions: new actions (and scopes), snapshots at the current versions."""
-        self.act[slots, 0] = action_orig
-        self.act[slots, 1] = action_reply
+        od = self.orig_dir[slots].astype(np.int64)
+        self.act[slots, od] = action_orig
+        self.act[slots, 1 - od] = action_reply
         if aux is not None:
             self.aux[slots] = aux
         if eni_scope is not None:
@@ -290,13 +292,14 @@ class SoftPath:
             out[name] = self.key[s, j]
         out["a_port"] = (self.key[s, 4] >> np.uint64(16)) & np.uint64(0xFFFF)
         out["b_port"] = self.key[s, 4] & np.uint64(0xFFFF)
-        out["action_orig"] = self.act[s, 0]
-        out["action_reply"] = self.act[s, 1]
+        od = self.orig_dir[s].astype(np.int64)
+        out["action_orig"] = self.act[s, od]
+        out["action_reply"] = self.act[s, 1 - od]
         out["eni_scope"] = self.scope[s, 0]
         out["vpc_scope"] = self.scope[s, 1]
         out["last_seen_ns"] = self.last_ns[s]
-        out["pkts_orig"] = self.pkts[s, 0]
-        out["pkts_reply"] = self.pkts[s, 1]
+        out["pkts_orig"] = self.pkts[s, od]
+        out["pkts_reply"] = self.pkts[s, 1 - od]
         out["aux"] = self.aux[s]
         return out
 

@@ -1,0 +1,107 @@
+"""Hardware limits and events: a full table keeps traffic flowing in software, a ring
+overflow runs the patrol (which frees SNAT ports whose events were lost), aging releases
+ports, and the accounting adds up in every case."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from starfabric.fornax.engine import FastEngine
+from starfabric.fornax.manager import Final, Manager, ManagerConfig, patrol
+from starfabric.fornax.vpc import compile_policy
+
+from .conftest import NO_AGING
+from .helpers import example_spec, example_traffic
+
+
+def _run(m: Manager, **kw: object) -> None:
+    for wb in example_traffic(**kw):  # type: ignore[arg-type]
+        m.process(wb.packets)
+        m.tick(wb.t_end_ns)
+    m.ledger.check()
+
+
+def test_table_full_traffic_flows_in_software() -> None:
+    eng = FastEngine(capacity=64, bucket_size=4, max_displacement=4, **NO_AGING)
+    m = Manager(eng, compile_policy(example_spec()))
+    _run(m)
+    s = m.summary()
+    assert s["counts"]["insert_table_full"] > 0
+    assert s["events"]["table_full"] > 0
+    assert m.softpath.occupancy() > 0
+    p = s["packets"]
+    assert p["sw_forwarded"] > p["hw_forwarded"] > 0
+    assert p["named_drop"] == 0  # nothing lost: software carried what hardware could not
+    assert m.sessions() == eng.occupancy() + m.softpath.occupancy()
+
+
+def test_same_run_with_room_stays_in_hardware() -> None:
+    """Contrast for the test above: with room, software forwards first packets only."""
+    m = Manager(FastEngine(capacity=1 << 14, **NO_AGING), compile_policy(example_spec()))
+    _run(m)
+    p = m.summary()["packets"]
+    assert p["hw_forwarded"] > 5 * p["sw_forwarded"]
+    assert m.softpath.occupancy() == 0
+
+
+def test_ring_overflow_runs_the_patrol_and_frees_lost_ports() -> None:
+    cfg = dict.fromkeys(NO_AGING, 0.05)  # every timeout short
+    eng = FastEngine(capacity=1 << 12, ring_capacity=8, **cfg)
+    m = Manager(eng, compile_policy(example_spec()), ManagerConfig(event_poll_max=4))
+    _run(m, duration=0.4)
+    m.tick(m.now_ns + 10**9, scrub_slots=1 << 12)
+    for _ in range(50):  # drain
+        m.tick(m.now_ns + 10**6)
+    s = m.summary()
+    assert s["events"]["ring_overflow"] > 0
+    assert s["counts"]["patrol_passes"] > 0
+    assert eng.counters()["events_lost"] > 0
+    # every session aged out; ports whose AGED events were lost were freed by the patrol
+    assert eng.occupancy() == 0 and m.softpath.occupancy() == 0
+    assert m.nat.allocated() == 0
+    assert s["counts"].get("patrol_nat_freed", 0) > 0
+
+
+def test_aging_releases_nat_ports() -> None:
+    eng = FastEngine(capacity=1 << 12, **dict.fromkeys(NO_AGING, 0.01))
+    m = Manager(eng, compile_policy(example_spec()))
+    _run(m, duration=0.2)
+    assert m.summary()["counts"].get("nat_released", 0) > 0
+    m.tick(m.now_ns + 10**9, scrub_slots=1 << 12)
+    m.tick(m.now_ns + 10**6)
+    assert eng.occupancy() == 0 and m.nat.allocated() == 0
+
+
+def test_patrol_is_bounded_and_resumes() -> None:
+    eng = FastEngine(capacity=1 << 12, **NO_AGING)
+    m = Manager(eng, compile_policy(example_spec()),
+                ManagerConfig(patrol_chunk=256, patrol_max_entries=256))  # fmt: skip
+    _run(m)
+    before = m.metrics.ops["dump"]
+    out = patrol(m)
+    assert out["entries"] <= 256 + 256
+    assert m.metrics.ops["dump"] - before <= 2
+    assert 0 < m._patrol_cursor < eng.config.capacity
+
+
+def test_setup_budget_defers_to_software() -> None:
+    m = Manager(FastEngine(capacity=1 << 14, **NO_AGING), compile_policy(example_spec()),
+                ManagerConfig(setup_rate=2000.0, setup_burst=10))  # fmt: skip
+    _run(m)
+    s = m.summary()
+    assert s["counts"]["budget_deferred"] > 0
+    assert s["packets"]["named_drop"] == 0
+    # the budget bounds inserts+modifies (promotions share it): rate x time + burst
+    spent = s["engine_ops"]["insert"] + s["engine_ops"]["modify"]
+    assert spent <= 2000 * m.now_ns / 1e9 + 10 + 1
+
+
+def test_port_hung_is_a_named_drop() -> None:
+    eng = FastEngine(capacity=1 << 12, **NO_AGING)
+    m = Manager(eng, compile_policy(example_spec()))
+    eng.stall_port(0)
+    _run(m, duration=0.05)
+    p = m.summary()["packets"]
+    assert p["named_drop_reasons"]["port_hung"] == p["offered"] > 0
+    assert int(m.ledger.final[Final.NAMED_DROP]) == p["offered"]
+    np.testing.assert_equal(m.ledger.final.sum(), m.ledger.offered)
