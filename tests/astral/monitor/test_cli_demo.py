@@ -73,6 +73,8 @@ def test_ingest_command(tmp_path: Path) -> None:
     )
     assert res.exit_code == 0, res.output
     assert "rank:6" in res.output and "Xid 119" in res.output
+    res = runner.invoke(app, ["astral", "monitor", "diagnose", str(tmp_path / "real.duckdb")])
+    assert res.exit_code == 2 and "not written by 'monitor synth'" in res.output
 
 
 def test_demo(tmp_path: Path) -> None:

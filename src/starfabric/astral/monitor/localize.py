@@ -39,6 +39,7 @@ from starfabric.astral.monitor.schema import (
 )
 from starfabric.astral.monitor.store import TelemetryStore
 from starfabric.astral.topology import LINK_NIC, Topology
+from starfabric.errors import DataError
 
 F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
@@ -140,6 +141,11 @@ class _Ctx:
 
     def __init__(self, st: TelemetryStore) -> None:
         self.st = st
+        if not st.has_meta("cluster"):
+            raise DataError(
+                f"{st.path}: no cluster/job description (not written by 'monitor synth')",
+                fix="diagnose synthesized jobs; 'monitor ingest' prints findings for real files",
+            )
         self.fields = st.meta("cluster")
         self.job = st.meta("job")
         self.seer = st.meta("seer")
