@@ -10,6 +10,7 @@ from starfabric.fornax.manager.events import handle_events, patrol
 from starfabric.fornax.manager.manager import Manager
 from starfabric.fornax.manager.metrics import Metrics
 from starfabric.fornax.manager.nat import NatPools
+from starfabric.fornax.manager.scenario import Scenario, load_scenario, run_scenario
 
 __all__ = [
     "DropReason",
@@ -20,7 +21,10 @@ __all__ = [
     "ManagerConfig",
     "Metrics",
     "NatPools",
+    "Scenario",
     "TokenBucket",
     "handle_events",
+    "load_scenario",
     "patrol",
+    "run_scenario",
 ]

@@ -112,6 +112,7 @@ class Manager:
         self.drop = int(engine.config.drop_action)
         self.now_ns = 0
         self.connections = 0
+        self.peak_sessions = 0
         self._pending_new: list[npt.NDArray[np.int64]] = []
         self._pending_mod: list[npt.NDArray[np.int64]] = []
         self._redecided = np.zeros(0, np.uint64)
@@ -433,6 +434,7 @@ class Manager:
         handle_events(self)
         with self.metrics.activity("promote"):
             self._promote()
+        self.peak_sessions = max(self.peak_sessions, self.sessions())
 
     def _promote(self) -> None:
         """Move software-resident sessions back to hardware while it has room and budget."""
@@ -469,6 +471,9 @@ class Manager:
                 "nat_allocated": self.nat.allocated(),
                 "software_bytes": self.software_bytes,
                 "software_bytes_per_session": self.software_bytes / max(sessions, 1),
+                "peak_sessions": max(self.peak_sessions, sessions),
+                "software_bytes_per_peak_session": self.software_bytes
+                / max(self.peak_sessions, sessions, 1),
                 "softpath_table_bytes": self.softpath.nbytes_table,
                 "softpath_cpu_s": self.softpath.cpu_s,
                 "engine_ops_per_connection": ops / max(self.connections, 1),

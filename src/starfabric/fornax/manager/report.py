@@ -13,7 +13,8 @@ from starfabric.units import format_bytes
 def print_summary(console: Console, s: dict[str, Any], title: str = "fornax run") -> None:
     """Packets by final outcome, sessions, events, CPU by activity, software bytes."""
     p = s["packets"]
-    t = Table(title=f"{title}: packets by final outcome", title_justify="left")
+    console.print(f"[bold]{title}[/bold]")
+    t = Table(title="packets by final outcome", title_justify="left")
     t.add_column("outcome")
     t.add_column("packets", justify="right")
     t.add_column("share", justify="right")
@@ -44,7 +45,8 @@ def print_summary(console: Console, s: dict[str, Any], title: str = "fornax run"
     t2.add_row("engine ops / connection", f"{s['engine_ops_per_connection']:.2f}")
     t2.add_row("manager software bytes",
                f"{format_bytes(s['software_bytes'])} "
-               f"({s['software_bytes_per_session']:.2f} B/session)")  # fmt: skip
+               f"({s['software_bytes_per_peak_session']:.2f} B/session at the peak of "
+               f"{s['peak_sessions']:,})")  # fmt: skip
     console.print(t2)
 
 
