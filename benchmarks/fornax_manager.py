@@ -52,7 +52,7 @@ def spec_with_nat_ips(n_ips: int) -> Any:
     return parse_vpc_spec(data)
 
 
-def first_packets(start: int, n: int) -> PacketBatch:
+def first_packets(start: int, n: int, t_ns: int = 0) -> PacketBatch:
     """n distinct allowed first packets (connection ids start..start+n)."""
     i = np.arange(start, start + n, dtype=np.int64)
     kind = i % 4  # 0, 1, 3: web ENIs to the internet (EIP); 2: app ENIs through the NAT pool
@@ -64,7 +64,7 @@ def first_packets(start: int, n: int) -> PacketBatch:
     sport = (1024 + j % 50000).astype(np.uint16)
     dport = np.where(kind == 3, 80, 443)
     return PacketBatch.from_columns(
-        time_ns=0, vni=1001, src_lo=s_lo, dst_lo=d_lo, sport=sport, dport=dport,
+        time_ns=t_ns, vni=1001, src_lo=s_lo, dst_lo=d_lo, sport=sport, dport=dport,
         proto=PROTO_TCP, tcp_flags=TCP_SYN, length=64,
     )  # fmt: skip
 
@@ -75,8 +75,7 @@ def fill(m: Manager, n: int, t0_ns: int, bar: Progress | None = None) -> float:
     task = bar.add_task(f"setting up {n:,} connections", total=n) if bar else None
     for start in range(0, n, BATCH):
         k = min(BATCH, n - start)
-        b = first_packets(start, k)
-        b = PacketBatch.from_columns(**{**b.columns(), "time_ns": t0_ns + start * 1000})
+        b = first_packets(start, k, t0_ns + start * 1000)
         t = time.perf_counter()
         fate = m.process(b)
         wall += time.perf_counter() - t
