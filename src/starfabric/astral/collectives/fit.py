@@ -14,8 +14,11 @@ Model of one collective call (times in seconds):
   across nodes each algorithm (tree, ring, p2p) has its own, and a pipeline the fit never saw
   gets no fill (assumption: its fill is small against the bandwidth time at >= 64 MiB).
 
-Only the bottleneck's fraction is identifiable from an all_reduce: NVLink inside one node, the
-NIC across nodes (the other keeps its named default). Nothing is fitted per row or per size.
+Below ~1 MiB NCCL switches to its LL/LL128 protocols, which have no large-slice fill; the model
+charges the fill at every size, so it overestimates small-message times (its accuracy claims
+are at >= 64 MiB). Only the bottleneck's fraction is identifiable from an all_reduce: NVLink
+inside one node, the NIC across nodes (the other keeps its named default). Nothing is fitted
+per row or per size.
 """
 
 from __future__ import annotations
