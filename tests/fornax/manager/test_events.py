@@ -8,6 +8,8 @@ import numpy as np
 
 from starfabric.fornax.engine import FastEngine
 from starfabric.fornax.manager import Final, Manager, ManagerConfig, patrol
+from starfabric.fornax.manager.decide import original_from_entries, original_from_sessions
+from starfabric.fornax.manager.manager import keys_of_flow
 from starfabric.fornax.vpc import compile_policy
 
 from .conftest import NO_AGING
@@ -105,3 +107,29 @@ def test_port_hung_is_a_named_drop() -> None:
     assert p["named_drop_reasons"]["port_hung"] == p["offered"] > 0
     assert int(m.ledger.final[Final.NAMED_DROP]) == p["offered"]
     np.testing.assert_equal(m.ledger.final.sum(), m.ledger.offered)
+
+
+def test_promotion_never_hands_hardware_a_stale_decision() -> None:
+    from starfabric.fornax.vpc import load_vpc_spec
+
+    eng = FastEngine(capacity=64, bucket_size=4, max_displacement=4, **NO_AGING)
+    m = Manager(eng, compile_policy(example_spec()), ManagerConfig(promote_per_tick=0))
+    for wb in example_traffic(duration=0.2):
+        m.process(wb.packets)
+    resident = m.softpath.occupancy()
+    assert resident > 20
+    m.apply_policy(load_vpc_spec("examples/scenario-policy-v2.yaml"))
+    sp = m.softpath
+    live = np.flatnonzero(sp.used == 1)
+    stale = (sp.ver[live, 0] != sp.eni_cur[sp.scope[live, 0]]) | (
+        sp.ver[live, 1] != sp.vpc_cur[sp.scope[live, 1]]
+    )
+    assert stale.any()
+    stale_keys = keys_of_flow(original_from_sessions(sp.sessions(live[stale])))
+    recs, cursor = eng.dump(0, 1 << 10)
+    eng.delete(original_from_entries(recs))  # room in hardware
+    object.__setattr__(m, "config", ManagerConfig(promote_per_tick=1 << 10))
+    m.tick(m.now_ns + 1)
+    assert m.summary()["counts"]["promoted"] > 0
+    assert (sp.lookup(stale_keys) >= 0).all()  # stale sessions stay until re-decided
+    assert (eng.slot_of(original_from_sessions(sp.sessions(live[stale]))) < 0).all()

@@ -443,7 +443,14 @@ class Manager:
         k = min(self.config.promote_per_tick, room, self.softpath.occupancy())
         if k <= 0:
             return
-        slots = np.flatnonzero(self.softpath.used == 1)[:k]
+        sp = self.softpath
+        live = np.flatnonzero(sp.used == 1)
+        # only sessions decided under the current policy: a stale one is re-decided on its
+        # next packet first (promoting it would hand hardware an old decision as current)
+        cur = (sp.ver[live, 0] == sp.eni_cur[sp.scope[live, 0]]) & (
+            sp.ver[live, 1] == sp.vpc_cur[sp.scope[live, 1]]
+        )
+        slots = live[cur][:k]
         self.metrics.count("promoted", self._insert_from_soft(slots))
 
     # ---- state ---------------------------------------------------------------------
