@@ -126,7 +126,7 @@ def test_promotion_never_hands_hardware_a_stale_decision() -> None:
     )
     assert stale.any()
     stale_keys = keys_of_flow(original_from_sessions(sp.sessions(live[stale])))
-    recs, cursor = eng.dump(0, 1 << 10)
+    recs, _ = eng.dump(0, 1 << 10)
     eng.delete(original_from_entries(recs))  # room in hardware
     object.__setattr__(m, "config", ManagerConfig(promote_per_tick=1 << 10))
     m.tick(m.now_ns + 1)
