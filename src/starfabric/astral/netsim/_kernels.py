@@ -221,6 +221,8 @@ def run_until(
     scratch_flows = np.empty(max(1, flow_links.shape[0]), np.int64)
     events = 0
     eps = 1e-12
+    dirty = True  # the set of transmitting flows changed: rates must be recomputed
+    n_active = 0
     while events < max_events:
         # Start flows whose time has come; finish drains that are due, releasing dependents.
         released = True
@@ -229,6 +231,7 @@ def run_until(
             for f in range(n_flows):
                 if state[f] == 0 and waiting_deps[f] == 0 and start_s[f] <= t_now + eps:
                     state[f] = 1
+                    dirty = True
                     if remaining[f] <= 0.0:
                         state[f] = 2
                         tx_done_s[f] = t_now
@@ -242,9 +245,9 @@ def run_until(
                             start_s[g] = finish_s[f]
                         if waiting_deps[g] == 0:
                             released = True
-        n_active = 0
         t_ref = INF
         t_next = t_stop
+        n_active = 0
         for f in range(n_flows):
             s = state[f]
             if s == 1:
@@ -255,14 +258,16 @@ def run_until(
             elif s == 0 and waiting_deps[f] == 0:
                 if start_s[f] < t_next:
                     t_next = start_s[f]
-            elif s == 2:
+            elif s == 2 and dep_ptr[f + 1] > dep_ptr[f]:
+                # only a drain that releases dependents is an event; others end on their own
                 t_fin = tx_done_s[f] + latency_s[f]
                 if t_fin < t_next:
                     t_next = t_fin
-        if n_active > 0:
+        if n_active > 0 and dirty:
             _active_rates(
                 flow_ptr, flow_links, cap, active_idx, n_active, rate, scratch_ptr, scratch_flows
             )
+            dirty = False
         # Next event: a transmission ends, a pending flow starts, or a drain completes.
         t_end_min = INF
         for i in range(n_active):
@@ -314,8 +319,13 @@ def run_until(
             if t_end <= window:
                 sent = remaining[f]
                 remaining[f] = 0.0
-                state[f] = 2
                 tx_done_s[f] = t_end
+                dirty = True
+                if dep_ptr[f + 1] > dep_ptr[f]:
+                    state[f] = 2
+                else:
+                    state[f] = 3
+                    finish_s[f] = t_end + latency_s[f]
             else:
                 sent = min(remaining[f], rate[f] * dt / 8.0)
                 remaining[f] -= sent
