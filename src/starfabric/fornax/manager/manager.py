@@ -188,7 +188,8 @@ class Manager:
             idx = np.flatnonzero(pending)
             if not len(idx):
                 break
-            r = self.softpath.process(pb.take(idx), take_keys(ck, idx))
+            with self.metrics.softpath_call():
+                r = self.softpath.process(pb.take(idx), take_keys(ck, idx))
             so = r.outcome
             done = np.isin(so, (SoftOutcome.HIT, SoftOutcome.DROP, SoftOutcome.OVERLOAD))
             fwd = so == SoftOutcome.HIT

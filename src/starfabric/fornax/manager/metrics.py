@@ -21,6 +21,7 @@ class Metrics:
     def __init__(self) -> None:
         self.cpu_s = dict.fromkeys(ACTIVITIES, 0.0)
         self.engine_cpu_s = 0.0  # time inside engine calls (emulated hardware), not management
+        self.softpath_cpu_s = 0.0  # time forwarding punted packets in software (a datapath)
         self.ops = dict.fromkeys((*OPS, "datapath"), 0)
         self.events: dict[str, int] = {}
         self.counts: dict[str, int] = {}
@@ -30,17 +31,19 @@ class Metrics:
     def activity(self, name: str) -> Iterator[None]:
         """Charge the thread CPU time of the block (minus engine calls) to `name`.
 
-        Nested activities charge only the outer one."""
+        Nested activities charge only the outer one; engine calls and software forwarding
+        (datapaths, not management) are subtracted."""
         if self._stack:
             yield
             return
         self._stack.append(name)
-        t0, hw0 = time.thread_time(), self.engine_cpu_s
+        t0, hw0, sw0 = time.thread_time(), self.engine_cpu_s, self.softpath_cpu_s
         try:
             yield
         finally:
             self._stack.pop()
-            self.cpu_s[name] += (time.thread_time() - t0) - (self.engine_cpu_s - hw0)
+            datapath = (self.engine_cpu_s - hw0) + (self.softpath_cpu_s - sw0)
+            self.cpu_s[name] += (time.thread_time() - t0) - datapath
 
     @contextmanager
     def engine_call(self, op: str, n: int = 1) -> Iterator[None]:
@@ -55,6 +58,14 @@ class Metrics:
     def control_ops(self) -> int:
         """Entry operations issued (dumps counted per entry read back; polls not counted)."""
         return sum(v for k, v in self.ops.items() if k not in ("datapath", "dump", "poll"))
+
+    @contextmanager
+    def softpath_call(self) -> Iterator[None]:
+        t0 = time.thread_time()
+        try:
+            yield
+        finally:
+            self.softpath_cpu_s += time.thread_time() - t0
 
     def count(self, name: str, n: int = 1) -> None:
         self.counts[name] = self.counts.get(name, 0) + n
@@ -71,6 +82,7 @@ class Metrics:
             "mgmt_cpu_s": self.mgmt_cpu_s,
             "cpu_s_by_activity": dict(self.cpu_s),
             "engine_emulation_cpu_s": self.engine_cpu_s,
+            "software_forwarding_cpu_s": self.softpath_cpu_s,
             "engine_ops": dict(self.ops),
             "events": dict(self.events),
             "counts": dict(self.counts),
