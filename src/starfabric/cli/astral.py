@@ -8,6 +8,11 @@ astral_app = typer.Typer(
     help="Astral: LLM-training datacenter network, power, Seer and monitor.", no_args_is_help=True
 )
 
+# --- sim: collectives on a topology, design comparison, DeepEP, nccl-tests fit (issue 5) -----
+from starfabric.cli.astral_sim import sim_app  # noqa: E402
+
+astral_app.add_typer(sim_app, name="sim")
+
 
 # --- seer: operator-level training performance prediction (issue 7) -------------------------
 

@@ -1,8 +1,11 @@
-"""Analytical backend: alpha-beta timing of the same flows, blind to congestion.
+"""Analytical backend: alpha-beta timing of the same flows, blind to congestion dynamics.
 
-Each flow runs alone at its path's bottleneck capacity (beta) after its path latency plus any
-per-message overhead (alpha). It is what formula-based simulators compute, and the reference the
-flow-level backend is compared with: both agree wherever no two flows share a link.
+Each flow runs at a static rate: the smallest, over the links of its path, of the link's
+capacity divided equally among the flows of the same batch that cross it (beta), after its
+path latency plus any per-message overhead (alpha). Rates never change as flows finish, and
+ECMP collisions only count where they split a link evenly. It is what bus-bandwidth formulas
+compute, and the reference the flow-level backend is compared with: both agree wherever no
+two flows share a link.
 """
 
 from __future__ import annotations
@@ -51,8 +54,9 @@ class Analytical:
             n = len(f)
             hops = np.diff(f.path_ptr)
             owner = np.repeat(np.arange(n), hops)
+            sharing = np.bincount(f.path_links, minlength=len(self.cap))
             bottleneck = np.full(n, np.inf)
-            np.minimum.at(bottleneck, owner, self.cap[f.path_links])
+            np.minimum.at(bottleneck, owner, self.cap[f.path_links] / sharing[f.path_links])
             if (bottleneck <= 0).any():
                 raise ConfigError(
                     "analytical: a flow crosses a failed link", fix="reroute it first"

@@ -1,0 +1,289 @@
+"""`starfabric astral sim …`: collectives on a topology, design comparison, DeepEP, nccl-tests fit."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from starfabric.errors import ConfigError
+
+sim_app = typer.Typer(
+    help="Network simulation: collectives, design comparison, DeepEP, nccl-tests fit.",
+    no_args_is_help=True,
+)
+
+ALGOS = ("auto", "ring", "hierarchical-ring", "hierarchical-tree", "direct", "pxn")
+OPS = ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast")
+
+
+def _plan(op: str, algo: str, n: int, size: float, local: int):
+    from starfabric.astral.collectives import alltoall, hierarchical, ring
+    from starfabric.astral.collectives.fit import nccl_plan
+
+    if op not in OPS:
+        raise ConfigError(f"--op {op!r} is not a collective", fix=f"use one of {', '.join(OPS)}")
+    if algo not in ALGOS:
+        raise ConfigError(f"--algo {algo!r}", fix=f"use one of {', '.join(ALGOS)}")
+    loc = local if n % local == 0 else 1
+    if op == "alltoall":
+        if algo in ("auto", "pxn", "direct"):
+            return alltoall(n, size, local=loc, pxn=algo != "direct")
+        raise ConfigError(
+            f"--algo {algo} does not apply to alltoall", fix="use auto, direct or pxn"
+        )
+    if algo == "auto":
+        return nccl_plan(op, n, size, loc) if op != "broadcast" else ring(op, n, size)
+    if algo == "ring":
+        return ring(op, n, size)
+    if algo.startswith("hierarchical"):
+        return hierarchical(op, n, size, loc, inter=algo.split("-")[1])
+    raise ConfigError(
+        f"--algo {algo} does not apply to {op}", fix="use auto, ring or hierarchical-*"
+    )
+
+
+@sim_app.command("collective")
+def sim_collective(
+    topo: Path = typer.Option(..., "--topo", help="Cluster YAML (see examples/cluster-*.yaml)."),
+    op: str = typer.Option("all_reduce", "--op", help=f"One of: {', '.join(OPS)}."),
+    size: str = typer.Option("1GiB", "--size", help="Buffer size as nccl-tests counts it."),
+    gpus: int = typer.Option(..., "--gpus", help="Ranks (GPU ids 0..N-1 of the topology)."),
+    backend: str = typer.Option(
+        "flow", "--backend", help="flow (max-min, congestion-aware) or analytical."
+    ),
+    algo: str = typer.Option("auto", "--algo", help=f"One of: {', '.join(ALGOS)}."),
+    sweep: bool = typer.Option(False, "--sweep", help="nccl-tests-style table over sizes."),
+    min_size: str = typer.Option("1MiB", "--min-size", help="Smallest size of --sweep."),
+    max_size: str = typer.Option(
+        "", "--max-size", help="Largest size of --sweep (default --size)."
+    ),
+    polarized: bool = typer.Option(False, "--polarized", help="Same ECMP hash at every tier."),
+    step_latency_us: float = typer.Option(
+        5.0, "--step-latency-us", help="Per-step NCCL latency (assumption)."
+    ),
+    seed: int = typer.Option(0, "--seed", help="ECMP hash seed."),
+    json_path: Path | None = typer.Option(None, "--json", help="Write results as JSON."),
+) -> None:
+    """Simulate one collective (or a size sweep) on a topology and report algbw/busbw."""
+    from starfabric.astral.collectives.run import run_plan
+    from starfabric.astral.topology import ClusterSpec, build
+    from starfabric.config import load_spec
+    from starfabric.units import parse_bytes
+
+    if backend not in ("flow", "analytical"):
+        raise ConfigError(f"--backend {backend!r}", fix="use flow or analytical")
+    t = build(load_spec(ClusterSpec, topo))
+    if not 2 <= gpus <= t.n_gpus:
+        raise ConfigError(
+            f"--gpus {gpus}: the topology has {t.n_gpus:,} GPUs", fix=f"use 2..{t.n_gpus}"
+        )
+    local = t.structure.gpus_per_host if t.structure is not None else 1
+    top = parse_bytes(max_size or size, "--max-size")
+    sizes = [parse_bytes(size, "--size")]
+    if sweep:
+        lo = parse_bytes(min_size, "--min-size")
+        if lo <= 0 or lo > top:
+            raise ConfigError(f"--min-size {min_size} must be in 1..{top}", fix="lower --min-size")
+        sizes = []
+        s = lo
+        while s <= top:
+            sizes.append(s)
+            s *= 2
+    con = Console()
+    rows = []
+    for s in sizes:
+        plan = _plan(op, algo, gpus, float(s), local)
+        res = run_plan(
+            t,
+            plan,
+            backend=backend,
+            polarized=polarized,
+            seed=seed,
+            step_latency_s=step_latency_us * 1e-6,
+            rel_tol=0.02 if len(plan.steps[0]) > 50_000 else 0.0,
+        )
+        rows.append(
+            {
+                "size_bytes": s,
+                "algorithm": plan.algorithm,
+                "time_us": res.time_s * 1e6,
+                "algbw_gbps": res.algbw_gbps,
+                "busbw_gbps": res.busbw_gbps,
+                "steps": [
+                    {
+                        "phase": st.phase,
+                        "flows": st.flows,
+                        "time_us": st.time_s * 1e6,
+                        "repeat": st.repeat,
+                        "imbalance": st.imbalance,
+                        "max_link_util": st.max_link_util,
+                    }
+                    for st in res.steps
+                ],
+            }
+        )
+    tab = Table(title=f"{op} on {gpus:,} GPUs of {t.name} ({backend}, {rows[0]['algorithm']})")
+    for col in ("size (B)", "time (us)", "algbw (GB/s)", "busbw (GB/s)"):
+        tab.add_column(col, justify="right")
+    for r in rows:
+        tab.add_row(
+            f"{r['size_bytes']:,}",
+            f"{r['time_us']:.1f}",
+            f"{r['algbw_gbps']:.2f}",
+            f"{r['busbw_gbps']:.2f}",
+        )
+    con.print(tab)
+    if not sweep:
+        st = Table(title="steps")
+        for col in ("phase", "flows", "time (us)", "repeat", "imbalance", "max link util"):
+            st.add_column(col, justify="right")
+        for s in rows[0]["steps"]:
+            st.add_row(
+                s["phase"],
+                f"{s['flows']:,}",
+                f"{s['time_us']:.2f}",
+                str(s["repeat"]),
+                f"{s['imbalance']:.2f}",
+                f"{s['max_link_util']:.2f}",
+            )
+        con.print(st)
+    if json_path:
+        json_path.parent.mkdir(parents=True, exist_ok=True)
+        json_path.write_text(
+            json.dumps(
+                {"topology": t.name, "op": op, "gpus": gpus, "backend": backend, "rows": rows},
+                indent=2,
+            )
+        )
+
+
+@sim_app.command("compare")
+def sim_compare(
+    topo: Path = typer.Option(
+        ..., "--topo", help="Cluster YAML; its GPU count is kept for every design."
+    ),
+    png: Path | None = typer.Option(None, "--png", help="Write the bar chart."),
+    json_path: Path | None = typer.Option(None, "--json", help="Write the rows as JSON."),
+    seed: int = typer.Option(0, "--seed", help="ECMP hash seed."),
+) -> None:
+    """Same-rail 3-tier vs fat-tree vs rail-only: DP all-reduce and all-to-all, ECMP vs polarized."""
+    from dataclasses import asdict
+
+    from starfabric.astral.collectives.compare import compare_designs, plot_compare
+    from starfabric.astral.topology import ClusterSpec
+    from starfabric.config import load_spec
+
+    rows = compare_designs(load_spec(ClusterSpec, topo), seed=seed, progress=True)
+    tab = Table(title=f"designs at {rows[0].gpus:,} GPUs")
+    for col in ("design", "workload", "hashing", "time (ms)", "busbw (GB/s)", "imbalance max/mean"):
+        tab.add_column(col, justify="right")
+    for r in rows:
+        if not r.feasible:
+            tab.add_row(
+                r.design,
+                r.workload,
+                "polarized" if r.polarized else "ECMP",
+                "infeasible",
+                "",
+                r.reason[:40],
+            )
+            continue
+        tab.add_row(
+            r.design,
+            r.workload,
+            "polarized" if r.polarized else "ECMP",
+            f"{r.time_ms:.2f}",
+            f"{r.busbw_gbps:.2f}",
+            f"{r.imbalance:.2f}",
+        )
+    Console().print(tab)
+    if png:
+        fig = plot_compare([r for r in rows if r.feasible])
+        png.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(png, dpi=110, bbox_inches="tight")
+    if json_path:
+        json_path.parent.mkdir(parents=True, exist_ok=True)
+        json_path.write_text(json.dumps([asdict(r) for r in rows], indent=2))
+
+
+@sim_app.command("deepep")
+def sim_deepep(
+    eps: str = typer.Option("32,64", "--eps", help="EP sizes, comma-separated."),
+    qps: str = typer.Option("1,2,4,8,16", "--qps", help="QPs per peer, comma-separated."),
+    seeds: int = typer.Option(3, "--seeds", help="ECMP seeds averaged per point."),
+    json_path: Path | None = typer.Option(None, "--json", help="Write the rows as JSON."),
+) -> None:
+    """DeepEP dispatch/combine bandwidth per GPU vs QPs per peer, beside the published H800 figures."""
+    from dataclasses import asdict
+
+    from starfabric.astral.collectives.deepep import deepep_sweep, format_rows
+
+    def ints(text: str, name: str) -> tuple[int, ...]:
+        try:
+            vals = tuple(int(x) for x in text.split(",") if x.strip())
+        except ValueError:
+            raise ConfigError(
+                f"{name} {text!r}: not a list of integers", fix=f"write e.g. {name} 1,2,4"
+            ) from None
+        if not vals or min(vals) < 1:
+            raise ConfigError(
+                f"{name} {text!r}: need positive integers", fix=f"write e.g. {name} 1,2,4"
+            )
+        return vals
+
+    if seeds < 1:
+        raise ConfigError(f"--seeds {seeds}", fix="use 1 or more")
+    rows = deepep_sweep(
+        ints(eps, "--eps"), ints(qps, "--qps"), seeds=tuple(range(seeds)), progress=True
+    )
+    Console().print(format_rows(rows), markup=False, highlight=False)
+    if json_path:
+        json_path.parent.mkdir(parents=True, exist_ok=True)
+        json_path.write_text(json.dumps([asdict(r) for r in rows], indent=2))
+
+
+@sim_app.command("fit")
+def sim_fit(
+    all_reduce_log: Path = typer.Argument(..., help="nccl-tests all_reduce output of the fabric."),
+    predict: list[Path] = typer.Option(
+        [], "--predict", help="Other nccl-tests logs of the same hardware."
+    ),
+    min_size: str = typer.Option("64MiB", "--min-size", help="Compare sizes from this one up."),
+) -> None:
+    """Fit the fabric on an all_reduce log, then predict other collectives' logs on the same hardware."""
+    import numpy as np
+
+    from starfabric.astral.collectives.fit import fabric_for, fit_fabric, predict_run
+    from starfabric.astral.nccltests import parse_nccl_tests
+    from starfabric.units import parse_bytes
+
+    lo = parse_bytes(min_size, "--min-size")
+    run = parse_nccl_tests(all_reduce_log)
+    if run.collective != "all_reduce":
+        raise ConfigError(
+            f"{all_reduce_log}: is a {run.collective} log", fix="fit on an all_reduce log"
+        )
+    fit = fit_fabric(fabric_for(str(all_reduce_log)), run)
+    con = Console()
+    con.print(f"fitted {fit.spec.name}: {fit.params}")
+    tab = Table(title="predicted vs measured busbw at sizes >= " + min_size)
+    for col in ("log", "op", "rows", "mean |err|", "max |err|"):
+        tab.add_column(col, justify="right")
+    for path in [all_reduce_log, *predict]:
+        other = parse_nccl_tests(path).at_least(lo)
+        if len(other) == 0:
+            continue
+        pred = predict_run(fit, other.collective, other.size_bytes)
+        err = np.abs(np.array([p.busbw_gbps for p in pred]) / other.busbw_gbps - 1)
+        tab.add_row(
+            Path(path).name[:48],
+            other.collective,
+            str(len(other)),
+            f"{err.mean():.1%}",
+            f"{err.max():.1%}",
+        )
+    con.print(tab)
