@@ -95,16 +95,20 @@ def decide(
     )
 
 
+def _keys(*cols: np.ndarray) -> FlowKeys:
+    """FlowKeys from columns in field order, cast to the interface's dtypes."""
+    dtypes = (np.uint32, np.uint8, np.uint64, np.uint64, np.uint64, np.uint64, np.uint16,
+              np.uint16)  # fmt: skip
+    return FlowKeys(*(np.ascontiguousarray(c, dtype=t) for c, t in zip(cols, dtypes, strict=True)))
+
+
 def original_from_entries(entries: np.ndarray) -> FlowKeys:
     """ORIGINAL-direction keys of engine records (ENTRY_DTYPE/EVENT_DTYPE), ICMP type from aux."""
     dport = entries["dport"].copy()
     icmp = is_icmp(entries["proto"])
     dport[icmp] = cookie.icmp_word(entries["aux"][icmp])
-    return FlowKeys.from_columns(
-        vni=entries["vni"], proto=entries["proto"], src_hi=entries["src_hi"],
-        src_lo=entries["src_lo"], dst_hi=entries["dst_hi"], dst_lo=entries["dst_lo"],
-        sport=entries["sport"], dport=dport,
-    )  # fmt: skip
+    return _keys(entries["vni"], entries["proto"], entries["src_hi"], entries["src_lo"],
+                 entries["dst_hi"], entries["dst_lo"], entries["sport"], dport)  # fmt: skip
 
 
 def original_from_sessions(s: np.ndarray) -> FlowKeys:
@@ -113,11 +117,10 @@ def original_from_sessions(s: np.ndarray) -> FlowKeys:
     dport = np.where(sw, s["a_port"], s["b_port"])
     icmp = is_icmp(s["proto"])
     dport[icmp] = cookie.icmp_word(s["aux"][icmp])
-    return FlowKeys.from_columns(
-        vni=s["vni"], proto=s["proto"],
-        src_hi=np.where(sw, s["b_hi"], s["a_hi"]), src_lo=np.where(sw, s["b_lo"], s["a_lo"]),
-        dst_hi=np.where(sw, s["a_hi"], s["b_hi"]), dst_lo=np.where(sw, s["a_lo"], s["b_lo"]),
-        sport=np.where(sw, s["b_port"], s["a_port"]), dport=dport,
+    return _keys(
+        s["vni"], s["proto"], np.where(sw, s["b_hi"], s["a_hi"]),
+        np.where(sw, s["b_lo"], s["a_lo"]), np.where(sw, s["a_hi"], s["b_hi"]),
+        np.where(sw, s["a_lo"], s["b_lo"]), np.where(sw, s["b_port"], s["a_port"]), dport,
     )  # fmt: skip
 
 
