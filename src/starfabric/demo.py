@@ -19,8 +19,18 @@ DemoStep = Callable[[Path, int, Console], dict[str, Any]]
 
 def _steps() -> list[tuple[str, DemoStep]]:
     """The demo's steps in order, imported lazily so `--help` stays fast."""
-    steps: list[tuple[str, DemoStep]] = []
-    return steps
+    from starfabric.astral.demo import network_demo, seer_demo
+    from starfabric.astral.monitor.demo import monitor_demo
+    from starfabric.fornax.engine.demo import engine_demo
+    from starfabric.fornax.manager.demo import manager_demo
+
+    return [
+        ("fornax engine", engine_demo),
+        ("fornax manager", manager_demo),
+        ("astral network", network_demo),
+        ("astral seer", seer_demo),
+        ("astral monitor", monitor_demo),
+    ]
 
 
 def run_demo(out: Path, *, seed: int = 1, console: Console | None = None) -> dict[str, Any]:

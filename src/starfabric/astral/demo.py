@@ -1,0 +1,79 @@
+"""Astral's demo steps: the network (designs, collectives) and Seer, at demo scale."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+DEMO_JOB: dict[str, Any] = {
+    "model": "llama-3.1-70b",
+    "execution": {
+        "global_batch": 1024, "micro_batch": 1, "seq_len": 8192, "precision": "bf16",
+        "tp": 8, "sp": True, "pp": 4, "vpp": 5, "zero": 1, "recompute": "selective",
+    },
+    "system": {"gpu": "H100", "gpus": 1024, "gpus_per_node": 8, "nic_bandwidth": "400G"},
+}  # fmt: skip
+"""The demo's training job: Llama-3.1-70B on 1,024 H100s (Megatron-style TP8 PP4 VPP5 DP32)."""
+
+
+def network_demo(out: Path, seed: int, console: Console) -> dict[str, Any]:
+    """Build the 16K-GPU pod, compare designs, sweep an all-reduce; write astral_network.json."""
+    from dataclasses import asdict
+
+    from starfabric.astral.collectives.compare import compare_designs, plot_compare
+    from starfabric.astral.collectives.fit import sweep
+    from starfabric.astral.topology import ClusterSpec, build
+    from starfabric.astral.topology.inventory import inventory
+
+    spec = ClusterSpec(
+        name="astral-16k", topology="astral", switch="25.6T", port_speed="200G", pods=1
+    )
+    topo = build(spec)
+    inv = inventory(topo, spec)
+    rows = compare_designs(spec, seed=seed, progress=True)
+    tab = Table(title=f"designs at {topo.n_gpus:,} GPUs (1 GiB per collective)")
+    for col in ("design", "workload", "hashing", "time (ms)", "busbw (GB/s)", "imbalance"):
+        tab.add_column(col, justify="right")
+    for r in rows:
+        tab.add_row(r.design, r.workload, "polarized" if r.polarized else "ECMP",
+                    f"{r.time_ms:.2f}", f"{r.busbw_gbps:.1f}", f"{r.imbalance:.2f}")  # fmt: skip
+    console.print(tab)
+    fig = plot_compare([r for r in rows if r.feasible])
+    fig.savefig(out / "astral_compare.png", dpi=110, bbox_inches="tight")
+    sizes = [2**k for k in range(20, 31, 2)]
+    curve = [asdict(r) for r in sweep(topo, "all_reduce", 1024, sizes)]
+    summary = {
+        "gpus": topo.n_gpus,
+        "inventory": inv.as_dict(),
+        "compare": [asdict(r) for r in rows],
+        "allreduce_1024_sweep": curve,
+    }
+    (out / "astral_network.json").write_text(json.dumps(summary, indent=2, default=float))
+    return {
+        "gpus": topo.n_gpus,
+        "designs": len({r.design for r in rows}),
+        "sweep_points": len(curve),
+    }
+
+
+def seer_demo(out: Path, seed: int, console: Console) -> dict[str, Any]:
+    """Predict the demo job's iteration and write its Perfetto timeline and breakdown."""
+    from starfabric.astral.seer import make_job, predict, write_trace
+
+    job = make_job(DEMO_JOB["model"], DEMO_JOB["execution"], DEMO_JOB["system"])
+    pred = predict(job)
+    summ = pred.summary()
+    write_trace(pred, out / "seer_timeline.json")
+    (out / "seer_prediction.json").write_text(json.dumps(summ, indent=2, default=float))
+    tab = Table(title=f"Seer: {summ['model']} on {summ['gpus']} x {summ['gpu']}")
+    tab.add_column("component")
+    tab.add_column("seconds", justify="right")
+    for key, val in summ["breakdown_s"].items():
+        tab.add_row(key, f"{val:.4f}")
+    tab.add_row("iteration", f"{summ['iteration_s']:.4f}")
+    console.print(tab)
+    return {"iteration_s": summ["iteration_s"], "trace": "seer_timeline.json"}
