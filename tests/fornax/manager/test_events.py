@@ -198,3 +198,29 @@ def test_tenants_with_the_same_addresses_stay_apart() -> None:
     assert len(got) >= 2
     for v, row in got.items():
         assert row["kind"] in (ActionKind.DELIVER,) and int(row["vni"]) == v
+
+
+def test_tcp_reopen_keeps_the_nat_port() -> None:
+    """RST then a new SYN on the same 5-tuple: the engine closes the incarnation (CLOSED,
+    reason TCP_REOPEN) but keeps the entry, so its SNAT port must stay held."""
+    from starfabric.fornax.manager import cookie
+    from starfabric.fornax.packets import PacketBatch, ip_to_halves
+
+    eng = FastEngine(capacity=1 << 10, **NO_AGING)
+    m = Manager(eng, compile_policy(example_spec()))
+    _, sl = ip_to_halves("10.0.2.10")  # app-1: outbound through the shared-IP NAT gateway
+    _, dl = ip_to_halves("198.18.0.9")
+
+    def pkt(flags: int, t: int) -> PacketBatch:
+        return PacketBatch.from_columns(vni=1001, src_lo=sl, dst_lo=dl, proto=6, sport=40001,
+                                        dport=443, tcp_flags=flags, time_ns=t, length=64)  # fmt: skip
+
+    assert m.process(pkt(0x02, 1)).final[0] == Final.SW_FORWARDED  # SYN: session + port
+    assert m.nat.allocated() == 1
+    assert m.process(pkt(0x04, 2)).final[0] == Final.HW_FORWARDED  # RST: CLOSE
+    assert m.process(pkt(0x02, 3)).final[0] == Final.HW_FORWARDED  # SYN: reopen in place
+    m.tick(4)
+    assert m.summary()["counts"]["tcp_reopen"] == 1
+    assert eng.occupancy() == 1 and m.nat.allocated() == 1
+    st, rec = eng.query(original_from_entries(eng.dump(0, 16)[0]))
+    assert cookie.has_nat(rec["aux"]).all()
