@@ -223,4 +223,4 @@ def test_tcp_reopen_keeps_the_nat_port() -> None:
     assert m.summary()["counts"]["tcp_reopen"] == 1
     assert eng.occupancy() == 1 and m.nat.allocated() == 1
     st, rec = eng.query(original_from_entries(eng.dump(0, 16)[0]))
-    assert cookie.has_nat(rec["aux"]).all()
+    assert (st == 0).all() and cookie.has_nat(rec["aux"]).all()
