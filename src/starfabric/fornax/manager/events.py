@@ -49,6 +49,7 @@ def handle_events(m: Manager) -> int:
         mm = ev[t == EventType.VERSION_MISMATCH]
         if len(mm):
             _resync(m, mm)
+        m._redecided = np.zeros(0, np.uint64)  # keys re-decided on the punt path since last poll
         overflow = bool((t == EventType.RING_OVERFLOW).any())
     if overflow:
         patrol(m)

@@ -158,7 +158,6 @@ class Manager:
         final[hung] = Final.NAMED_DROP
         reason[hung] = DropReason.PORT_HUNG
         punt = np.flatnonzero(np.isin(o, _PUNT))
-        self._redecided = np.zeros(0, np.uint64)
         if len(punt):
             with self.metrics.activity("miss"):
                 f, a, r = self._punted(batch.take(punt), o[punt])
