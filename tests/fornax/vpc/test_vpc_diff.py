@@ -6,7 +6,7 @@ from __future__ import annotations
 import random
 
 import numpy as np
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from starfabric.fornax.vpc.codes import GATEWAY_SCOPE, NO_SCOPE
@@ -17,8 +17,16 @@ from starfabric.fornax.vpc.spec import parse_vpc_spec
 
 from .vpcgen import mutate, random_packets, random_spec_data
 
+PROVENANCE = ("route", "sg_out", "acl_out", "acl_in", "sg_in")
+"""Which rule matched: renumbered when an earlier rule goes, without changing the decision."""
+
+
+def _decision(d: dict) -> dict:
+    return {k: v for k, v in d.items() if k not in PROVENANCE}
+
 
 @settings(max_examples=150, deadline=None)
+@example(seed=1159)  # an earlier SG rule removed: the matching rule's index moved, nothing else
 @given(st.integers(0, 2**32 - 1))
 def test_every_changed_decision_is_in_an_affected_scope(seed: int) -> None:
     rng = random.Random(seed)
@@ -32,7 +40,7 @@ def test_every_changed_decision_is_in_an_affected_scope(seed: int) -> None:
     r_old, r_new = evaluate(old, batch), evaluate(new, batch)
     eni_set, vpc_set = set(scopes.eni.tolist()), set(scopes.vpc.tolist())
     for i in range(len(batch)):
-        if describe(old, r_old, i) == describe(new, r_new, i):
+        if _decision(describe(old, r_old, i)) == _decision(describe(new, r_new, i)):
             # unchanged decisions keep their handles (sessions under untouched scopes stay valid)
             if int(r_old.eni_scope[i]) not in eni_set and int(r_old.vpc_scope[i]) not in vpc_set:
                 assert r_old.fwd_action[i] == r_new.fwd_action[i]
