@@ -2,6 +2,16 @@
 
 from starfabric.astral.netsim.analytical import Analytical
 from starfabric.astral.netsim.backend import FlowResults, Flows, NetworkBackend
+from starfabric.astral.netsim.failures import LinkEvent, run_with_failures
 from starfabric.astral.netsim.flowsim import FlowSim, maxmin
 
-__all__ = ["Analytical", "FlowResults", "FlowSim", "Flows", "NetworkBackend", "maxmin"]
+__all__ = [
+    "Analytical",
+    "FlowResults",
+    "FlowSim",
+    "Flows",
+    "LinkEvent",
+    "NetworkBackend",
+    "maxmin",
+    "run_with_failures",
+]
