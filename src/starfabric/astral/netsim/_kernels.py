@@ -181,6 +181,16 @@ def _active_rates(
 
 
 @njit
+def _tx_end(t_now, remaining, rate):
+    """When a transmission at `rate` (bit/s) with `remaining` bytes ends (inf if stalled)."""
+    if rate == INF:
+        return t_now
+    if rate > 0.0:
+        return t_now + remaining * 8.0 / rate
+    return INF
+
+
+@njit
 def run_until(
     t_now,
     t_stop,
@@ -272,12 +282,7 @@ def run_until(
         t_end_min = INF
         for i in range(n_active):
             f = active_idx[i]
-            if rate[f] == INF:
-                t_end = t_now
-            elif rate[f] > 0.0:
-                t_end = t_now + remaining[f] * 8.0 / rate[f]
-            else:
-                t_end = INF
+            t_end = _tx_end(t_now, remaining[f], rate[f])
             if t_end < t_end_min:
                 t_end_min = t_end
         horizon = t_next
@@ -299,23 +304,13 @@ def run_until(
         t_adv = horizon
         for i in range(n_active):
             f = active_idx[i]
-            if rate[f] == INF:
-                t_end = t_now
-            elif rate[f] > 0.0:
-                t_end = t_now + remaining[f] * 8.0 / rate[f]
-            else:
-                t_end = INF
+            t_end = _tx_end(t_now, remaining[f], rate[f])
             if t_end <= window and t_end > t_adv:
                 t_adv = t_end
         dt = max(t_adv - t_now, 0.0)
         for i in range(n_active):
             f = active_idx[i]
-            if rate[f] == INF:
-                t_end = t_now
-            elif rate[f] > 0.0:
-                t_end = t_now + remaining[f] * 8.0 / rate[f]
-            else:
-                t_end = INF
+            t_end = _tx_end(t_now, remaining[f], rate[f])
             if t_end <= window:
                 sent = remaining[f]
                 remaining[f] = 0.0

@@ -1,4 +1,4 @@
-"""Small switches so that every pair of a whole cluster can be routed in a test."""
+"""Small test switches and NICs, so that every pair of a whole cluster can be routed in a test."""
 
 import pytest
 
