@@ -1,8 +1,9 @@
-"""A cache-prefetch hint for numba kernels (LLVM's llvm.prefetch), used to pipeline lookups.
+"""LLVM intrinsics for numba kernels: a cache-prefetch hint and a population count.
 
 A NIC's lookup pipeline keeps many packets in flight; a CPU emulating it one packet at a time
 stalls on every table miss unless it asks for the next packets' buckets and records early.
-The hint never changes results: it only moves cache lines.
+The hint never changes results: it only moves cache lines. `popcount` (llvm.ctpop, one POPCNT
+instruction on x86-64) lets the ECC check take a half-word's parity in one step.
 """
 
 from __future__ import annotations
@@ -63,8 +64,20 @@ def _prefetch_at(typingctx: Any, arr: Any, row: Any, col: Any) -> Any:
     return types.void(arr, row, col), codegen
 
 
+def _popcount(typingctx: Any, x: Any) -> Any:
+    """Number of set bits of a uint64, as a uint64."""
+
+    def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
+        return builder.ctpop(args[0])
+
+    if x == types.uint64:
+        return types.uint64(types.uint64), codegen
+    return None
+
+
 #: Typed as Any: numba supplies the typing context when a kernel calls them.
 prefetch_row: Any = intrinsic(_prefetch_row)
 prefetch_at: Any = intrinsic(_prefetch_at)
+popcount: Any = intrinsic(_popcount)
 
-__all__ = ["prefetch_at", "prefetch_row"]
+__all__ = ["popcount", "prefetch_at", "prefetch_row"]

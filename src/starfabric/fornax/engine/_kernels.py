@@ -16,7 +16,7 @@ import numpy as np
 from starfabric._jit import njit
 from starfabric.fornax.engine import interface as itf
 from starfabric.fornax.engine import layout as L
-from starfabric.fornax.engine._intrinsics import prefetch_at, prefetch_row
+from starfabric.fornax.engine._intrinsics import popcount, prefetch_at, prefetch_row
 from starfabric.fornax.engine.config import TO_GENERIC, TO_ICMP, TO_UDP_ASSURED, TO_UDP_UNREPLIED
 from starfabric.fornax.engine.tcp import TCP_IGNORE, TCP_INVALID, TcpState
 from starfabric.fornax.keys import C_ALT, C_FIN, C_MUL
@@ -303,31 +303,30 @@ def rng_next(rng) -> np.uint64:
 
 @njit
 def _par(x: np.uint64) -> np.uint64:
-    x = x ^ (x >> S32)
-    x = x ^ (x >> S16)
-    x = x ^ (x >> S8)
-    x = x ^ (x >> np.uint64(4))
-    x = x ^ (x >> np.uint64(2))
-    x = x ^ (x >> U1)
-    return x & U1
+    return popcount(x) & U1
+
+
+@njit
+def _half_parities(v: np.uint64) -> np.uint64:
+    """Parities of the low (bit 0) and high (bit 1) 32-bit halves of v: two POPCNTs."""
+    return (popcount(v & M32) & U1) | ((popcount(v >> S32) & U1) << U1)
 
 
 @njit
 def ecc_encode(rec, s) -> np.uint64:
-    """Check word of rec[s] (twin of ecc.ecc_encode): both half-word parities per word at once."""
+    """Check word of rec[s] (twin of ecc.ecc_encode).
+
+    Parity is linear, so the overall bit (parity of the data and check bits 0..59) is the
+    parity of (XOR of the data words) ^ (check bits): one POPCNT instead of a bit-by-bit sum.
+    """
     acc = U0
     p = U0
     for w in range(N_DATA):
         v = rec[s, w]
         acc ^= v
-        y = v ^ (v >> S16)
-        y ^= y >> S8
-        y ^= y >> np.uint64(4)
-        y ^= y >> np.uint64(2)
-        y ^= y >> U1
-        p |= ((y & U1) << np.uint64(2 * w)) | (((y >> S32) & U1) << np.uint64(2 * w + 1))
+        p |= _half_parities(v) << np.uint64(2 * w)
     check = ((acc & M32) ^ (acc >> S32)) | (p << S32)
-    return check | ((_par(acc) ^ _par(check)) << S_OVERALL)
+    return check | (_par(acc ^ check) << S_OVERALL)
 
 
 @njit
@@ -338,28 +337,17 @@ def ecc_patch(ecc, w, old, new):
     """
     d = old ^ new
     low = ecc & M_CHECK
-    data_par = ((ecc >> S_OVERALL) & U1) ^ _par(low)
     x = (low & M32) ^ (d & M32) ^ (d >> S32)
-    y = new ^ (new >> S16)
-    y ^= y >> S8
-    y ^= y >> np.uint64(4)
-    y ^= y >> np.uint64(2)
-    y ^= y >> U1
-    sh = np.uint64(2 * w)
-    p = ((low >> S32) & ~(np.uint64(3) << sh)) | ((y & U1) << sh) | (((y >> S32) & U1) << (sh + U1))
-    check = x | (p << S32)
-    return check | ((data_par ^ _par(d) ^ _par(check)) << S_OVERALL)
+    check = x | (_set_pair(low >> S32, w, new) << S32)
+    # The old overall bit makes (ecc & M_LOW) carry the data parity; parity is linear.
+    return check | (_par((ecc & M_LOW) ^ d ^ check) << S_OVERALL)
 
 
 @njit
-def _pair_parity(v):
-    """Parities of the low and high 32-bit halves of v, in bits 0 and 32."""
-    y = v ^ (v >> S16)
-    y ^= y >> S8
-    y ^= y >> np.uint64(4)
-    y ^= y >> np.uint64(2)
-    y ^= y >> U1
-    return y & (U1 | (U1 << S32))
+def _set_pair(p, w, v):
+    """The parity field p with word w's two half-word parities replaced by those of v."""
+    sh = np.uint64(2 * w)
+    return (p & ~(np.uint64(3) << sh)) | (_half_parities(v) << sh)
 
 
 @njit
@@ -367,15 +355,11 @@ def ecc_patch4(ecc, w1, o1, n1, w2, o2, n2, w3, o3, n3, w4, o4, n4):
     """ecc_patch for four distinct changed words at once (the hit path's update)."""
     d = (o1 ^ n1) ^ (o2 ^ n2) ^ (o3 ^ n3) ^ (o4 ^ n4)
     low = ecc & M_CHECK
-    data_par = ((ecc >> S_OVERALL) & U1) ^ _par(low)
     x = (low & M32) ^ (d & M32) ^ (d >> S32)
-    p = low >> S32
-    for w, v in ((w1, n1), (w2, n2), (w3, n3), (w4, n4)):
-        y = _pair_parity(v)
-        sh = np.uint64(2 * w)
-        p = (p & ~(np.uint64(3) << sh)) | ((y & U1) << sh) | ((y >> S32) << (sh + U1))
+    p = _set_pair(_set_pair(_set_pair(_set_pair(low >> S32, w1, n1), w2, n2), w3, n3), w4, n4)
     check = x | (p << S32)
-    return check | ((data_par ^ _par(d) ^ _par(check)) << S_OVERALL)
+    # The old overall bit makes (ecc & M_LOW) carry the data parity; parity is linear.
+    return check | (_par((ecc & M_LOW) ^ d ^ check) << S_OVERALL)
 
 
 @njit
@@ -396,6 +380,8 @@ def ecc_check(rec, s):
     """(status, flipped bit position or -1); twin of ecc.ecc_decode."""
     stored = rec[s, L.W_ECC]
     want = ecc_encode(rec, s)
+    if stored == want:  # the only clean case (a clean record's check word is its encoding)
+        return ECC_CLEAN, -1
     diff = stored ^ want
     sx = diff & M32
     sp = (diff >> S32) & M_P
@@ -747,8 +733,17 @@ def k_process(
                 sl = base + q
                 if tags[sl] != tag:
                     continue
-                status, _pos = ecc_check(rec, sl)
-                if status != ECC_CLEAN and not read_check(
+                # ecc_encode written out (a call passing the record array costs more than the
+                # check itself); ecc_check is CLEAN exactly when the stored word equals it.
+                acc = U0
+                par = U0
+                for w in range(N_DATA):
+                    v = rec[sl, w]
+                    acc ^= v
+                    par |= _half_parities(v) << np.uint64(2 * w)
+                chk = ((acc & M32) ^ (acc >> S32)) | (par << S32)
+                chk |= _par(acc ^ chk) << S_OVERALL
+                if chk != rec[sl, L.W_ECC] and not read_check(
                     tags, rec, st, ring, rmeta, ctr, prm, seed, sl, t, p
                 ):
                     s = sl
