@@ -274,6 +274,9 @@ def seer_search(
     nic: str = typer.Option("400G", "--nic", help="Scale-out bandwidth per GPU."),
     top: int = typer.Option(10, "--top", help="How many layouts to show."),
     json_path: str = typer.Option("", "--json", help="Write the ranked layouts here."),
+    ray: str = typer.Option(
+        "", "--ray", help="Spread the sweep over Ray: 'local' or a cluster ADDRESS (host:port)."
+    ),
 ) -> None:
     """Rank every valid parallel layout by predicted throughput (memory-feasible only)."""
     import json
@@ -295,7 +298,10 @@ def seer_search(
         )
     system = parse_spec(SystemSpec, {"gpu": gpu, "gpus": gpus, "nic_bandwidth": nic}, "options")
     t0 = time.perf_counter()
-    res = search(load_model(model), system, global_batch, seq_len, precision)  # type: ignore[arg-type]
+    res = search(
+        load_model(model), system, global_batch, seq_len, precision,  # type: ignore[arg-type]
+        ray=ray or None,
+    )  # fmt: skip
     dt = time.perf_counter() - t0
     rows = res.top(top)
     con = Console()

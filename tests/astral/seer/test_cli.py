@@ -79,3 +79,13 @@ def test_validate_plot(tmp_path: Path) -> None:
     res = runner.invoke(app, ["astral", "seer", "validate", "--csv", str(CSV), "--plot", str(png)])
     assert res.exit_code == 0, res.output
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_search_bad_ray_address_is_one_line_exit_2() -> None:
+    res = runner.invoke(
+        app, ["astral", "seer", "search", "llama-3.1-8b", "--gpus", "8", "--global-batch", "64",
+              "--seq-len", "2048", "--ray", "nowhere"],
+    )  # fmt: skip
+    assert res.exit_code == 2
+    assert res.output.startswith("error: --ray 'nowhere' is not a Ray address")
+    assert res.output.count("\n") == 1

@@ -41,6 +41,10 @@ extra p2p traffic outweighs the smaller bubble)."""
 MAX_CP = 16
 """Largest context-parallel size the search tries."""
 RECOMPUTE = ("none", "selective", "full")
+RAY_MIN_CHUNK = 256
+"""Fewest layouts per Ray task when the chunk size is chosen automatically (one chunk per
+cluster CPU otherwise; assumption: below this Ray's per-task overhead of milliseconds
+outweighs the work)."""
 
 COLUMNS = ("tp", "cp", "pp", "vpp", "dp", "ep", "etp", "mb", "rec")
 """Integer columns of a configuration table (rec indexes RECOMPUTE)."""
@@ -281,6 +285,32 @@ def _evaluate(
     return iteration, mem
 
 
+def _evaluate_vectorized(
+    model: ModelSpec,
+    system: SystemSpec,
+    cfg: dict[str, np.ndarray[Any, Any]],
+    global_batch: int,
+    seq_len: int,
+    precision: str,
+) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    """Price each distinct layer shape of `cfg` once, then evaluate every layout as vectors
+    (the search's analytical mode; also what each Ray task runs on its chunk)."""
+    nic = parse_bandwidth(system.nic_bandwidth, "system.nic_bandwidth") / 8.0
+    stacked = np.stack([cfg[k] for k in _LAYER_KEYS], axis=1)
+    uniq, inverse = np.unique(stacked, axis=0, return_inverse=True)
+    table = np.stack(
+        [
+            _layer_costs(model, system, _LayerKey(*map(int, u)), seq_len, precision, nic)
+            for u in uniq
+        ]
+    )
+    lc = table[inverse.reshape(-1), cfg["rec"]]
+    return _evaluate(model, system, cfg, lc, global_batch, seq_len, precision)
+
+
+_LAYER_KEYS = ("tp", "cp", "mb", "ep", "etp")
+
+
 def search(
     model: ModelSpec,
     system: SystemSpec,
@@ -289,11 +319,19 @@ def search(
     precision: Literal["bf16", "fp16", "fp8"] = "bf16",
     mode: Literal["vectorized", "scalar"] = "vectorized",
     limit: int | None = None,
+    ray: str | None = None,
+    ray_chunk: int | None = None,
 ) -> SearchResult:
     """Rank every valid layout of `model` on `system` by predicted throughput (`limit`: an
-    evenly spread subset of that many layouts)."""
+        evenly spread subset of that many layouts; `ray`: "local" or a cluster address to spread
+        the vectorized sweep over Ray tasks of `ray_chunk` layouts each, by default one per cluster
+    CPU — same results)."""
     if mode not in ("vectorized", "scalar"):
         raise ConfigError(f"unknown search mode {mode!r}", fix="use vectorized or scalar")
+    if ray is not None and mode != "vectorized":
+        raise ConfigError(
+            f"mode = {mode!r} cannot run on Ray", fix="use mode vectorized with ray, or no ray"
+        )
     cfg = enumerate_configs(model, system, global_batch, seq_len)
     if limit is not None and limit < len(cfg["tp"]):
         if limit < 1:
@@ -302,24 +340,20 @@ def search(
         cfg = {c: v[pick] for c, v in cfg.items()}
     nic = parse_bandwidth(system.nic_bandwidth, "system.nic_bandwidth") / 8.0
     n = len(cfg["tp"])
-    keys = ("tp", "cp", "mb", "ep", "etp")
-    if mode == "vectorized":
-        stacked = np.stack([cfg[k] for k in keys], axis=1)
-        uniq, inverse = np.unique(stacked, axis=0, return_inverse=True)
-        table = np.stack(
-            [
-                _layer_costs(model, system, _LayerKey(*map(int, u)), seq_len, precision, nic)
-                for u in uniq
-            ]
+    if ray is not None:
+        from starfabric.astral.seer.distributed import evaluate_on_ray
+
+        it, mem = evaluate_on_ray(
+            ray, model, system, cfg, global_batch, seq_len, precision, ray_chunk, RAY_MIN_CHUNK
         )
-        lc = table[inverse.reshape(-1), cfg["rec"]]
-        it, mem = _evaluate(model, system, cfg, lc, global_batch, seq_len, precision)
+    elif mode == "vectorized":
+        it, mem = _evaluate_vectorized(model, system, cfg, global_batch, seq_len, precision)
     else:
         it = np.zeros(n)
         mem = np.zeros(n)
         for i in range(n):
             one = {c: cfg[c][i : i + 1] for c in COLUMNS}
-            key = _LayerKey(*(int(cfg[k][i]) for k in keys))
+            key = _LayerKey(*(int(cfg[k][i]) for k in _LAYER_KEYS))
             costs = _layer_costs(model, system, key, seq_len, precision, nic)
             lc1 = costs[int(cfg["rec"][i])][None, :]
             a, bm = _evaluate(model, system, one, lc1, global_batch, seq_len, precision)
