@@ -18,11 +18,13 @@ from starfabric.astral.seer.model import (
 from starfabric.astral.seer.parallel import ExecutionSpec, Layout, SystemSpec, resolve_layout
 from starfabric.astral.seer.predict import Job, JobSpec, Prediction, load_job, make_job, predict
 from starfabric.astral.seer.search import SearchResult, search
+from starfabric.astral.seer.topocoll import GroupShape, TopologyCollectives, megatron_shapes
 from starfabric.astral.seer.trace import build_trace, write_trace
 from starfabric.astral.seer.validate import validate, validate_all
 
 __all__ = [
     "ExecutionSpec",
+    "GroupShape",
     "Job",
     "JobSpec",
     "Layout",
@@ -31,6 +33,7 @@ __all__ = [
     "Prediction",
     "SearchResult",
     "SystemSpec",
+    "TopologyCollectives",
     "apply_profile",
     "build_trace",
     "bundled_models",
@@ -40,6 +43,7 @@ __all__ = [
     "load_job",
     "load_model",
     "make_job",
+    "megatron_shapes",
     "param_counts",
     "predict",
     "resolve_layout",

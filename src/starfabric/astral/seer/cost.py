@@ -1,7 +1,8 @@
 """Time of every operator in an OpTable: roofline compute, HBM-bound kernels, collectives.
 
 Compute kernels are timed with the shape-aware efficiency model; collectives with the
-hierarchical model of `comm.py` on the group's placement. With TP communication overlap
+hierarchical model of `comm.py` on the group's placement, or — when the job names a topology —
+with the collectives models on the placed ranks (`topocoll.py`). With TP communication overlap
 (Megatron `--tp-comm-overlap`) a TP collective hides behind the adjacent GEMM and only the
 excess (plus a fixed fraction) is exposed; CP ring traffic hides behind attention.
 """
@@ -18,6 +19,7 @@ from starfabric.astral.seer.efficiency import Efficiency, gemm_time, mem_time
 from starfabric.astral.seer.model import ModelSpec
 from starfabric.astral.seer.ops import BMM, COMM, FLASH, GEMM, MEM, OpTable
 from starfabric.astral.seer.parallel import ExecutionSpec, Layout
+from starfabric.astral.seer.topocoll import GroupShape, TopologyCollectives, megatron_shapes
 from starfabric.astral.seer.topocomm import TopologyComm
 from starfabric.errors import InvariantError
 
@@ -49,6 +51,10 @@ class CostContext:
     """(hidden, experts, topk, max_nodes) for topology-simulated expert all-to-all."""
     etp: int = 1
     ep_comm_overlap: bool = False
+    net: TopologyCollectives | None = None
+    """Times TP/CP/DP/PP collectives on the built cluster (None: `comm.py` formulas)."""
+    shapes: dict[str, GroupShape] | None = None
+    """Representative placed group per parallel dimension (with `net`)."""
 
 
 def make_context(
@@ -57,9 +63,10 @@ def make_context(
     eff: Efficiency,
     topo: TopologyComm | None = None,
     model: ModelSpec | None = None,
+    net: TopologyCollectives | None = None,
 ) -> CostContext:
     """Peaks, efficiencies and group placements for one job (`topo`: simulate the expert
-    all-to-all of `model` on a built cluster)."""
+    all-to-all of `model` on a built cluster; `net`: time the other collectives there)."""
     gpu = lay.gpu
     peak = gpu.tflops("bf16" if ex.precision != "fp16" else "fp16") * 1e12
     if ex.precision == "fp8":
@@ -95,7 +102,27 @@ def make_context(
         ),
         etp=lay.etp,
         ep_comm_overlap=ex.ep_comm_overlap,
+        net=net,
+        shapes=(
+            megatron_shapes(lay.tp, lay.cp, lay.dp, lay.pp, lay.ep, lay.etp, lay.edp)
+            if net is not None
+            else None
+        ),
     )
+
+
+def comm_time(
+    ctx: CostContext, kind: str, nbytes: float, group: str, fallback: Group | None = None
+) -> float:
+    """Seconds of one collective on parallel group `group` ("tp", "cp", "dp", "dp_cp", "pp",
+    "etp", "ep", "edp"): simulated on the placed ranks when the context has a topology, else
+    the bus-bandwidth formula on `fallback` (default: the context's group of that name)."""
+    if ctx.net is not None and ctx.shapes is not None and group in ctx.shapes:
+        if kind == "p2p" and group != "pp":
+            kind = "ring_p2p"  # ring-attention KV exchange among the group's neighbours
+        return ctx.net.time(kind, float(nbytes), ctx.shapes[group])
+    grp = fallback if fallback is not None else ctx.groups[group]
+    return collective_time(kind, nbytes, grp, ctx.fabric)  # type: ignore[arg-type]
 
 
 def make_fabric(nvlink_bytes_per_s: float, nic_bytes_per_s: float, eff: Efficiency) -> Fabric:
@@ -161,7 +188,7 @@ def op_costs(t: OpTable, ctx: CostContext, backward: bool = False) -> OpCosts:
         if ctx.topo is not None and t.group[i] == "ep" and t.coll[i] == "all_to_all":
             dur = _topology_alltoall(ctx, t.name[i], float(a["nbytes"][i]), grp.size)
         else:
-            dur = collective_time(t.coll[i], a["nbytes"][i], grp, ctx.fabric)  # type: ignore[arg-type]
+            dur = comm_time(ctx, t.coll[i], float(a["nbytes"][i]), t.group[i], grp)
         time[i] = dur
         exposed[i] = dur
         if t.group[i] == "tp" and ctx.tp_comm_overlap:

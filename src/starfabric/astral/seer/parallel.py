@@ -75,8 +75,9 @@ class SystemSpec(Spec):
     )
     topology: str | dict[str, Any] | None = Field(
         default=None,
-        description="cluster (ClusterSpec file or mapping): expert all-to-all is then simulated "
-        "on it (routing + network backend) instead of the bus-bandwidth formula",
+        description="cluster (ClusterSpec file or mapping): TP/CP/DP/PP collectives and the "
+        "expert all-to-all of the placed ranks are then simulated on it (routing + network "
+        "backend) instead of the bus-bandwidth formulas",
     )
     network_backend: Literal["analytical", "flow"] = Field(
         default="flow",

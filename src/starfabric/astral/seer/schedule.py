@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 
 from starfabric.astral.seer import _kernels
-from starfabric.astral.seer.comm import Kind, collective_time
-from starfabric.astral.seer.cost import CostContext, OpCosts, op_costs
+from starfabric.astral.seer.comm import Kind
+from starfabric.astral.seer.cost import CostContext, OpCosts, comm_time, op_costs
 from starfabric.astral.seer.model import ModelSpec, attention_params, mlp_params
 from starfabric.astral.seer.ops import (
     COMM,
@@ -257,9 +257,9 @@ def build_timeline(model: ModelSpec, ex: ExecutionSpec, lay: Layout, ctx: CostCo
     act_bytes = 2.0 * ex.micro_batch * ex.seq_len / lay.cp * model.hidden / lay.tp
     p2p = 0.0
     if p > 1:
-        p2p = collective_time("p2p", act_bytes, ctx.groups["pp"], ctx.fabric)
+        p2p = comm_time(ctx, "p2p", act_bytes, "pp")
         if lay.tp > 1 and not lay.sp:
-            p2p += collective_time("all_gather", act_bytes * lay.tp, ctx.groups["tp"], ctx.fabric)
+            p2p += comm_time(ctx, "all_gather", act_bytes * lay.tp, "tp")
     blocking = p > 1 and not ex.overlap_p2p
     fwd = np.zeros((p, v))
     bwd = np.zeros((p, v))
@@ -312,6 +312,7 @@ def build_timeline(model: ModelSpec, ex: ExecutionSpec, lay: Layout, ctx: CostCo
         dp_group = type(dp_group)(
             size=lay.dp * lay.cp, per_node=min(lay.dp * lay.cp, max(1, dp_group.per_node * lay.cp))
         )
+    dp_name = "dp_cp" if lay.cp > 1 else "dp"
     coll: Kind = "reduce_scatter" if ex.zero >= 1 else "all_reduce"
     tails = np.zeros(p)
     dp_exposed = np.zeros(p)
@@ -326,8 +327,8 @@ def build_timeline(model: ModelSpec, ex: ExecutionSpec, lay: Layout, ctx: CostCo
         for c in range(v):
             share = sp_.per_chunk[c] / max(sp_.dense + sp_.expert, 1.0)
             dense_c, exp_c = sp_.dense * share, sp_.expert * share
-            t_c = collective_time(coll, dense_c * grad_bytes, dp_group, ctx.fabric)
-            t_c += collective_time(coll, exp_c * grad_bytes, ctx.groups["edp"], ctx.fabric)
+            t_c = comm_time(ctx, coll, dense_c * grad_bytes, dp_name, dp_group)
+            t_c += comm_time(ctx, coll, exp_c * grad_bytes, "edp")
             if ex.zero == 3:
                 t_c = 0.0  # ZeRO-3 reduce-scatters gradients inside every backward pass
             total_dp += t_c
@@ -347,8 +348,8 @@ def build_timeline(model: ModelSpec, ex: ExecutionSpec, lay: Layout, ctx: CostCo
         )
         opt[s] = local * OPTIMIZER_BYTES_PER_PARAM / (ctx.hbm_bytes_per_s * ctx.eff.mem_bw_fraction)
         if ex.zero in (1, 2):
-            ag = collective_time("all_gather", sp_.dense * 2.0, dp_group, ctx.fabric)
-            ag += collective_time("all_gather", sp_.expert * 2.0, ctx.groups["edp"], ctx.fabric)
+            ag = comm_time(ctx, "all_gather", sp_.dense * 2.0, dp_name, dp_group)
+            ag += comm_time(ctx, "all_gather", sp_.expert * 2.0, "edp")
             if ex.overlap_param_gather:
                 nb_all = max(1, int(np.ceil((sp_.dense + sp_.expert) / DP_BUCKET_PARAMS)))
                 first_f = float(fwd[s, 0])

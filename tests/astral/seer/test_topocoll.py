@@ -1,0 +1,91 @@
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from starfabric.astral.seer import load_job, make_job, predict
+from starfabric.astral.seer.comm import collective_time, place_group
+from starfabric.astral.seer.cost import comm_time, make_context
+from starfabric.astral.seer.efficiency import efficiency_for
+from starfabric.astral.seer.parallel import resolve_layout
+from starfabric.astral.seer.topocoll import GroupShape, TopologyCollectives, megatron_shapes
+from starfabric.astral.seer.topocomm import cluster_spec
+from starfabric.errors import ConfigError, InfeasibleError
+
+EXAMPLES = Path(__file__).parents[3] / "examples" / "jobs"
+FT = {"topology": "fat-tree", "gpus_per_host": 8, "gpu": "H100", "gpus": 4096,
+      "nic": "CX7-400G", "port_speed": "400G"}  # fmt: skip
+FT_RAIL = dict(FT, layout="rail")
+FT_200G = dict(FT_RAIL, gpus=8192, nic="CX7-2x200G", port_speed="200G")
+DP_JOB = {"global_batch": 256, "seq_len": 4096, "tp": 1, "pp": 1, "overlap_grad_reduce": False}
+
+
+def _net(spec: dict) -> TopologyCollectives:
+    return TopologyCollectives(cluster_spec(spec, 256), "flow")
+
+
+def _dp(topo: dict | None) -> float:
+    job = make_job("llama-3.1-8b", DP_JOB, {"gpu": "H100", "gpus": 256, "topology": topo})
+    return predict(job).breakdown["dp"]
+
+
+def test_shapes_follow_megatron_placement() -> None:
+    shapes = megatron_shapes(tp=2, cp=2, dp=4, pp=2, ep=4, etp=1, edp=4)
+    assert shapes["tp"] == GroupShape(2, 1) and shapes["cp"] == GroupShape(2, 2)
+    assert shapes["dp"] == GroupShape(4, 4) and shapes["dp_cp"] == GroupShape(8, 2)
+    assert shapes["pp"] == GroupShape(2, 16) and shapes["edp"] == GroupShape(4, 4)
+    # the formulas' groups sit the same way: members per node agree
+    for name in ("tp", "cp", "dp", "pp"):
+        sh = shapes[name]
+        assert place_group(sh.size, sh.stride, 8).per_node == min(sh.size, max(1, 8 // sh.stride))
+
+
+def test_p2p_across_nodes_runs_at_the_nic_rate() -> None:
+    net = _net(FT_RAIL)
+    t = net.time("p2p", 64e6, GroupShape(4, 64))
+    assert t == pytest.approx(64e6 * 8 / 400e9, rel=0.05)
+    assert net.time("p2p", 64e6, GroupShape(1, 64)) == 0.0
+
+
+def test_ring_inside_a_node_agrees_with_the_formula() -> None:
+    job = load_job(EXAMPLES / "llama31_70b_dense.yaml")
+    lay = resolve_layout(job.model, job.execution, job.system)
+    ctx = make_context(job.execution, lay, efficiency_for(lay.gpu, {}))
+    formula = collective_time("all_gather", 256e6, place_group(8, 1, 8), ctx.fabric)
+    sim = _net(FT_RAIL).time("all_gather", 256e6, GroupShape(8, 1))
+    assert sim == pytest.approx(formula, rel=0.5)
+    assert comm_time(ctx, "all_gather", 256e6, "tp") == formula  # no topology: the formula
+
+
+def test_cache_per_op_size_and_shape() -> None:
+    net = _net(FT_RAIL)
+    a = net.time("reduce_scatter", 1e9, GroupShape(32, 8))
+    assert net.time("reduce_scatter", 1e9, GroupShape(32, 8)) == a and len(net._cache) == 1
+    net.time("reduce_scatter", 2e9, GroupShape(32, 8))
+    net.time("all_reduce", 1e9, GroupShape(32, 8))
+    assert len(net._cache) == 3
+
+
+def test_with_and_without_topology_same_order_of_magnitude() -> None:
+    job = load_job(EXAMPLES / "llama31_70b_dense.yaml")
+    base = predict(job)
+    topo = predict(dataclasses.replace(job, system=job.system.model_copy(update={"topology": FT})))
+    assert 0.5 < topo.iteration_s / base.iteration_s < 2.0
+    for g in ("tp", "dp", "pp"):
+        assert 0.2 < topo.breakdown[g] / base.breakdown[g] < 5.0
+    assert topo.breakdown["dp"] != base.breakdown["dp"]  # really timed on the topology
+
+
+def test_dp_time_follows_the_network() -> None:
+    rail, host, slow = _dp(FT_RAIL), _dp(FT), _dp(FT_200G)
+    assert 0.3 < rail / _dp(None) < 3.0
+    assert host > 1.3 * rail  # host layout: rings cross ToRs and collide under ECMP
+    assert slow > 1.6 * rail  # 200G ports instead of 400G
+
+
+def test_errors() -> None:
+    net = _net(FT_RAIL)
+    with pytest.raises(ConfigError, match="unknown collective 'gossip'"):
+        net.time("gossip", 1e6, GroupShape(4, 1))
+    with pytest.raises(InfeasibleError, match="does not fit the 4096-GPU topology"):
+        net.time("all_gather", 1e6, GroupShape(8, 1024))
