@@ -89,3 +89,13 @@ def test_errors() -> None:
         net.time("gossip", 1e6, GroupShape(4, 1))
     with pytest.raises(InfeasibleError, match="does not fit the 4096-GPU topology"):
         net.time("all_gather", 1e6, GroupShape(8, 1024))
+
+
+def test_context_parallel_ring_on_the_topology() -> None:
+    ex = {"global_batch": 64, "seq_len": 32768, "tp": 4, "cp": 2, "pp": 2}
+    base, topo = (
+        predict(make_job("llama-3.1-70b", ex, {"gpu": "H100", "gpus": 256, "topology": t}))
+        for t in (None, FT_RAIL)
+    )
+    for g in ("tp", "cp", "pp", "dp"):
+        assert 0.2 < topo.breakdown[g] / base.breakdown[g] < 5.0, g
