@@ -14,6 +14,9 @@ from starfabric.errors import ConfigError  # noqa: E402
 
 @pytest.fixture(scope="module")
 def local_ray() -> Iterator[None]:
+    if ray.is_initialized():  # another module's cluster: use it, leave it running
+        yield
+        return
     ray.init(num_cpus=2, include_dashboard=False, logging_level="WARNING")
     yield
     ray.shutdown()
