@@ -82,11 +82,16 @@ class Browser:
         self._buf = b""
         self._next_id = 0
         self.events: list[dict[str, Any]] = []
-        target = self.call("Target.createTarget", {"url": "about:blank"})["targetId"]
-        attached = self.call("Target.attachToTarget", {"targetId": target, "flatten": True})
-        self.session = attached["sessionId"]
-        for domain in ("Runtime", "Log", "Page"):
-            self.call(f"{domain}.enable", session=True)
+        self.session = ""
+        try:
+            target = self.call("Target.createTarget", {"url": "about:blank"})["targetId"]
+            attached = self.call("Target.attachToTarget", {"targetId": target, "flatten": True})
+            self.session = attached["sessionId"]
+            for domain in ("Runtime", "Log", "Page"):
+                self.call(f"{domain}.enable", session=True)
+        except BaseException:
+            self.close()
+            raise
 
     def _read_message(self, deadline: float) -> dict[str, Any]:
         while b"\0" not in self._buf:
