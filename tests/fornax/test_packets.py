@@ -31,3 +31,9 @@ def test_vectorized_ipv4_matches_scalar() -> None:
     a = np.array([0x0A000001, 0xC0A80101], dtype=np.uint32)
     hi, lo = ipv4_to_halves(a)
     assert (int(hi[1]), int(lo[1])) == ip_to_halves("192.168.1.1")
+
+
+def test_full_64_bit_halves_survive_mixed_lists() -> None:
+    # a list mixing small ints with ints >= 2**63 must not pass through float64
+    b = PacketBatch.from_columns(src_lo=[1, 2**64 - 1], dst_hi=[2**63, 5])
+    assert int(b.src_lo[1]) == 2**64 - 1 and int(b.dst_hi[0]) == 2**63

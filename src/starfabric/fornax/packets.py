@@ -81,11 +81,11 @@ class PacketBatch:
     @classmethod
     def from_columns(cls, **cols: npt.ArrayLike) -> PacketBatch:
         """Build a batch casting each column to its dtype; missing columns are zeros."""
-        n = max(len(np.atleast_1d(np.asarray(v))) for v in cols.values()) if cols else 0
+        n = max(np.size(v) for v in cols.values()) if cols else 0
         out = {}
         for k, t in _DTYPES.items():
             if k in cols:
-                out[k] = np.ascontiguousarray(np.broadcast_to(np.asarray(cols[k]), (n,)), dtype=t)
+                out[k] = np.ascontiguousarray(np.broadcast_to(np.asarray(cols[k], dtype=t), (n,)))
             else:
                 out[k] = np.zeros(n, dtype=t)
         unknown = set(cols) - set(_DTYPES)
