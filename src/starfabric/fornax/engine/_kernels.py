@@ -692,8 +692,8 @@ def k_process(
             b = np.int64(kr[rj, 6])
             q = first_tag(tags64, b, wpb, kr[rj, 8])
             if q < bs:
-                kr[rj, 10] = U1
                 cand = b * bs + q
+                kr[rj, 10] = np.uint64(cand + 1)
                 prefetch_at(rec, cand, 0)
                 prefetch_at(rec, cand, 7)
                 prefetch_at(rec, cand, L.N_WORDS - 1)
@@ -736,10 +736,18 @@ def k_process(
             tag = np.uint16(kr[ri, 8])
             s = -1
             fault = False
+            # Stage g+2 found bucket 1's first tag match at slot kr[ri, 10] - 1 (0: none). The
+            # pipeline never sets a tag (it may clear one), so a slot still holding the tag is
+            # still the first match and the scan can start there; otherwise scan afresh.
+            hint = np.int64(kr[ri, 10]) - 1
             for c in range(6, 8):
                 b = np.int64(kr[ri, c])
                 base = b * bs
-                for q in range(first_tag(tags64, b, wpb, kr[ri, 8]), bs):
+                if c == 6 and hint >= 0 and tags[hint] == tag:
+                    q0 = hint - base
+                else:
+                    q0 = first_tag(tags64, b, wpb, kr[ri, 8])
+                for q in range(q0, bs):
                     sl = base + q
                     if tags[sl] != tag:
                         continue
