@@ -6,8 +6,7 @@ Kernels take arrays and scalars only. Table columns (one row per slot):
   key[s, 0:5]    a_hi, a_lo, b_hi, b_lo, ports word (keys.CanonicalKeys.ports_word)
   kproto[s]      protocol
   orig_dir[s]    canonical direction bit of the ORIGINAL direction
-  act[s, 0:2]    action handle per canonical direction (as the engine keeps them: a TCP
-                 reopen from the other side flips ORIGINAL, not the actions)
+  act[s, 0:2]    action handle per canonical direction (as the engine keeps them)
   scope[s, 0:2]  ENI, VPC scope ids;  ver[s, 0:2] their version snapshots
   tcp[s]         TcpState;  seen_reply[s] a REPLY packet was forwarded
   last_ns[s], pkts[s, 0:2], nbytes[s, 0:2] (per canonical direction), aux[s]
@@ -118,12 +117,13 @@ def sp_process(
             old = tcp[s]
             new = transitions[r, tcp_ev[i], old]
             if new < 10:
-                if new == 1 and (old == 7 or old == 8):  # reopen: a new incarnation
-                    orig_dir[s] = d
-                    seen_reply[s] = 0
-                    for j in range(2):
-                        pkts[s, j] = 0
-                        nbytes[s, j] = 0
+                if new == 1 and (old == 7 or old == 8):
+                    # reopen: a new connection (as nf_conntrack); the old session goes and the
+                    # SYN is a MISS for the manager to decide
+                    used[s] = 2
+                    out_outcome[i] = SP_MISS
+                    out_action[i] = 0
+                    continue  # out_slot keeps s: the caller releases what the session held
                 tcp[s] = new
         elif r == 1:
             seen_reply[s] = 1

@@ -367,7 +367,11 @@ def _hit(
         elif new == TCP_IGNORE:
             what = f"ignored (state stays {sname})"
         elif is_reopen(state, new):
-            what = f"{TcpState(new).name}: new incarnation (CLOSED event for the old one)"
+            lines.append(
+                f"tcp      {dname} {TcpEvent(evn).name} in {TcpState(state).name} -> a new "
+                "connection: old session CLOSED and removed, SYN punted to software"
+            )
+            return Outcome.MISS, "tcp"
         else:
             what = TcpState(new).name
         lines.append(f"tcp      {dname} {TcpEvent(evn).name} in {sname} -> {what}")

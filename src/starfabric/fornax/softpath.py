@@ -136,6 +136,7 @@ class SoftResult:
     outcome: npt.NDArray[np.uint8]
     action: npt.NDArray[np.uint32]
     slot: npt.NDArray[np.int64]
+    reopened_aux: npt.NDArray[np.uint64]  # cookies of sessions a reopening SYN ended
 
 
 class SoftPath:
@@ -344,9 +345,15 @@ class SoftPath:
                 self.eni_cur, self.vpc_cur, TRANSITIONS, self.drop_action,
                 outcome[sub], action[sub], slot[sub],
             )  # fmt: skip
+        # a SYN that reopened a finished session ended it in the kernel (MISS with its slot)
+        reo = (outcome == SoftOutcome.MISS) & (slot >= 0)
+        reopened_aux = self.aux[slot[reo]].copy()
+        self.count -= int(reo.sum())
+        self.tombstones += int(reo.sum())
+        slot[reo] = -1
         self.packets += n
         self.cpu_s += time.thread_time() - t0
-        return SoftResult(outcome, action, slot)
+        return SoftResult(outcome, action, slot, reopened_aux)
 
     def _admit(self, batch: PacketBatch) -> int:
         """How many packets of the batch the rate budget admits (a token bucket)."""

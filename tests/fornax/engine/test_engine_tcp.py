@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from starfabric.fornax.engine import EventType, Outcome, Reason, SessionEngine, TcpState
+from starfabric.fornax.engine import EventType, Outcome, Reason, SessionEngine, Status, TcpState
 from starfabric.fornax.engine.tcp import TRANSITIONS, TcpEvent, initial_tcp_state, tcp_event
 from starfabric.fornax.packets import TCP_ACK, TCP_FIN, TCP_RST, TCP_SYN
 
@@ -101,17 +101,17 @@ def test_time_wait_reuse_by_new_syn(make_engine: Callable[..., SessionEngine]) -
     new_session(e, TcpState.TIME_WAIT)
     run(e, [(0, ACK), (1, ACK)])
     res = e.process(packets([(TCP_FLOW, 1, SYN, 60, 0, 10)]))  # the *responder* reconnects
-    assert res.reason[0] == Reason.TCP_REOPEN and res.tcp_state[0] == TcpState.SYN_SENT
-    assert res.reply[0] == 0  # the new SYN's direction is the new ORIGINAL
+    # as nf_conntrack does, the old session ends and the SYN is a new connection to decide:
+    # the datapath never forwards it with the old session's actions
+    assert res.outcome[0] == Outcome.MISS and res.reason[0] == Reason.TCP_REOPEN
+    assert res.slot[0] == -1 and res.action[0] == 0
     ev = e.poll_events()
     assert ev["type"].tolist() == [EventType.CLOSED] and ev["reason"][0] == Reason.TCP_REOPEN
     assert ev["pkts_orig"][0] == 1 and ev["pkts_reply"][0] == 1  # the old incarnation
-    _, rec = e.query(flow_keys([TCP_FLOW]))
-    assert rec["pkts_orig"][0] == 1 and rec["pkts_reply"][0] == 0  # the SYN opened it
-    assert rec["tcp_state"][0] == TcpState.SYN_SENT
-    # The entry now reports the responder as the initiator.
-    assert rec["src_lo"][0] == flow_keys([TCP_FLOW]).dst_lo[0]
-    assert run(e, [(0, SYNACK), (1, ACK)], t0=20) == [TcpState.SYN_RECV, TcpState.ESTABLISHED]
+    st, _ = e.query(flow_keys([TCP_FLOW]))
+    assert st[0] == Status.NOT_FOUND and e.occupancy() == 0
+    c = e.counters()
+    assert c["tcp_reopen"] == 1 and c["miss"] == 1 and c["closed"] == 1
 
 
 def test_invalid_and_ignored_segments_keep_state(make_engine: Callable[..., SessionEngine]) -> None:

@@ -73,6 +73,7 @@ def _desc(batch: PacketBatch, i: int) -> tuple[Any, ...]:
         int(batch.proto[i]),
         int(batch.sport[i]),
         int(batch.dport[i]),
+        int(batch.tcp_flags[i]),
     )
 
 

@@ -200,9 +200,11 @@ def test_tenants_with_the_same_addresses_stay_apart() -> None:
         assert row["kind"] in (ActionKind.DELIVER,) and int(row["vni"]) == v
 
 
-def test_tcp_reopen_keeps_the_nat_port() -> None:
-    """RST then a new SYN on the same 5-tuple: the engine closes the incarnation (CLOSED,
-    reason TCP_REOPEN) but keeps the entry, so its SNAT port must stay held."""
+def test_tcp_reopen_is_a_new_connection() -> None:
+    """RST then a new SYN on the same 5-tuple: as nf_conntrack, the old session ends (CLOSED,
+    reason TCP_REOPEN, its SNAT port released) and the SYN is decided as a new connection
+    with its own port; a reopening SYN from the other side is decided in its own direction,
+    so it cannot open what policy refuses (here: the internet calling in without an EIP)."""
     from starfabric.fornax.manager import cookie
     from starfabric.fornax.packets import PacketBatch, ip_to_halves
 
@@ -211,16 +213,26 @@ def test_tcp_reopen_keeps_the_nat_port() -> None:
     _, sl = ip_to_halves("10.0.2.10")  # app-1: outbound through the shared-IP NAT gateway
     _, dl = ip_to_halves("198.18.0.9")
 
-    def pkt(flags: int, t: int) -> PacketBatch:
-        return PacketBatch.from_columns(vni=1001, src_lo=sl, dst_lo=dl, proto=6, sport=40001,
-                                        dport=443, tcp_flags=flags, time_ns=t, length=64)  # fmt: skip
+    def pkt(flags: int, t: int, back: bool = False) -> PacketBatch:
+        src, dst, sp, dp = (dl, sl, 443, 40001) if back else (sl, dl, 40001, 443)
+        return PacketBatch.from_columns(vni=1001, src_lo=src, dst_lo=dst, proto=6, sport=sp,
+                                        dport=dp, tcp_flags=flags, time_ns=t, length=64)  # fmt: skip
 
     assert m.process(pkt(0x02, 1)).final[0] == Final.SW_FORWARDED  # SYN: session + port
     assert m.nat.allocated() == 1
     assert m.process(pkt(0x04, 2)).final[0] == Final.HW_FORWARDED  # RST: CLOSE
-    assert m.process(pkt(0x02, 3)).final[0] == Final.HW_FORWARDED  # SYN: reopen in place
+    assert m.process(pkt(0x02, 3)).final[0] == Final.SW_FORWARDED  # SYN: a new connection
     m.tick(4)
     assert m.summary()["counts"]["tcp_reopen"] == 1
-    assert eng.occupancy() == 1 and m.nat.allocated() == 1
+    assert eng.occupancy() == 1 and m.nat.allocated() == 1  # old port released, new one held
     st, rec = eng.query(original_from_entries(eng.dump(0, 16)[0]))
     assert (st == 0).all() and cookie.has_nat(rec["aux"]).all()
+    # handshake and teardown to TIME_WAIT, then the server side reopens: a new inbound
+    # connection, which the policy refuses (before, it was forwarded with the old actions)
+    for t, (flags, back) in enumerate(
+        [(0x12, True), (0x10, False), (0x11, False), (0x11, True), (0x10, False)], start=5
+    ):
+        assert m.process(pkt(flags, t, back)).final[0] == Final.HW_FORWARDED
+    assert m.process(pkt(0x02, 10, back=True)).final[0] == Final.POLICY_DROP
+    m.tick(11)
+    assert m.nat.allocated() == 0

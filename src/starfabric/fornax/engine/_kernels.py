@@ -819,16 +819,18 @@ def k_process(
                     ctr[C_TCP_IGNORED] += 1
                 else:
                     if new == T_SS and (state == T_TW or state == T_CL):  # noqa: SIM109
+                        # A SYN on a finished session opens a NEW connection: as nf_conntrack
+                        # kills the old entry and runs the SYN through the ruleset, the old
+                        # session closes (final counters) and the SYN is punted for a decision.
                         ctr[C_REOPEN] += 1
                         ctr[C_CLOSED] += 1
                         emit_entry(ring, rmeta, ctr, EV_CLOSED, R_REOPEN, rec, s, s, t, p, 0)
-                        rec[s, L.W_PKTS] = U0
-                        rec[s, L.W_BYTES0] = U0
-                        rec[s, L.W_BYTES1] = U0
-                        rec[s, L.W_ECC] = ecc_encode(rec, s)
-                        fl = (fl & ~(F_ORIG_B | F_SEEN_REPLY)) | np.uint64(d)
-                        rel = np.int64(0)
-                        reason = R_REOPEN
+                        invalidate(tags, rec, st, s)
+                        o_out[i] = O_MISS
+                        o_reason[i] = R_REOPEN
+                        o_slot[i] = -1
+                        n_miss += 1
+                        continue
                     state = new
             elif rel == 1:
                 fl |= F_SEEN_REPLY

@@ -33,7 +33,9 @@ Packet path: `process(batch)`
 Packets are processed strictly in batch order, as if one at a time (the same session twice in
 a batch behaves as two sequential packets). Every packet gets exactly one Outcome:
   PORT_HUNG  ingress port stalled (fault hook): the packet is not processed, and is counted.
-  MISS       no entry: punt to software.
+  MISS       no entry: punt to software. Also a SYN that reopens a TIME_WAIT/CLOSE session
+             (reason TCP_REOPEN): as in nf_conntrack, the old session ends (CLOSED event with
+             its final counters, entry removed) and the SYN is a new connection to decide.
   FAULT      the probe found a tag-matching entry whose ECC is uncorrectable: the entry is
              invalidated, an ECC_UNCORRECTABLE event is raised, the packet is punted.
   STALE      entry found but its ENI or VPC snapshot differs from the scope's current version:
@@ -132,7 +134,7 @@ class Reason(IntEnum):
     PORT_STALLED = 6
     TCP_INVALID = 7  # HIT, but nf_conntrack calls the segment invalid here (state unchanged)
     TCP_IGNORED = 8  # HIT, segment ignored by the state machine (state unchanged)
-    TCP_REOPEN = 9  # HIT, SYN on a TIME_WAIT/CLOSE session started a new incarnation
+    TCP_REOPEN = 9  # MISS: a SYN on a TIME_WAIT/CLOSE session opens a new connection
     KEY_CONSISTENT = 10  # ECC_UNCORRECTABLE event: the key read back hashes to its slot
     KEY_SUSPECT = 11  # ECC_UNCORRECTABLE event: the key read back may itself be corrupted
 

@@ -351,13 +351,13 @@ class ReferenceEngine(SessionEngine):
                 c[Counter.TCP_IGNORED] += 1
             else:
                 if is_reopen(state, new):
+                    # a new connection: close the old session, punt the SYN for a decision
                     c[Counter.TCP_REOPEN] += 1
                     c[Counter.CLOSED] += 1
                     self._event_from(EventType.CLOSED, Reason.TCP_REOPEN, r, s, t, p, 0)
-                    r[L.W_PKTS] = r[L.W_BYTES0] = r[L.W_BYTES1] = 0
-                    fl = (fl & ~(L.FLAG_ORIG_B | L.FLAG_SEEN_REPLY)) | d
-                    rel = 0
-                    reason = Reason.TCP_REOPEN
+                    self._invalidate(s)
+                    c[Counter.MISS] += 1
+                    return Outcome.MISS, Reason.TCP_REOPEN, d, 255, 0, -1, 0
                 state = new
         elif rel == 1:
             fl |= L.FLAG_SEEN_REPLY

@@ -102,8 +102,9 @@ def initial_tcp_state(flags: int) -> int:
 def is_reopen(old_state: int, new_state: int) -> bool:
     """A SYN that moves a TIME_WAIT/CLOSE session to SYN_SENT starts a new incarnation.
 
-    The kernel kills the old conntrack and creates a new one (tcp_packet, "reopen"); the
-    engine closes the old incarnation (CLOSED event with its counters) and restarts in place.
+    The kernel kills the old conntrack and runs the SYN through the ruleset as a new one
+    (tcp_packet, "reopen"); so do the datapaths here: the old session ends (CLOSED event with
+    its counters) and the SYN is punted as a MISS, to be decided as a new connection.
     """
     return new_state == TcpState.SYN_SENT and old_state in (TcpState.TIME_WAIT, TcpState.CLOSE)
 

@@ -1,7 +1,8 @@
 """Hardware events and the patrol: what the manager does when the engine tells it something.
 
-- AGED / CLOSED: the session is gone; its SNAT allocation (in the event's aux) is released —
-  except a CLOSED of reason TCP_REOPEN: the entry restarted in place and keeps its port.
+- AGED / CLOSED: the session is gone; its SNAT allocation (in the event's aux) is released.
+  A CLOSED of reason TCP_REOPEN too: the reopening SYN was punted and decided as a new
+  connection with its own allocation.
 - VERSION_MISMATCH: the session is decided again and modified (budgeted); a session the punt
   path already re-decided in the same batch is skipped, one not granted budget stays stale
   and is re-decided on its next packet (stale sessions are never forwarded).
@@ -39,11 +40,9 @@ def handle_events(m: Manager) -> int:
             if counts[t]:
                 m.metrics.event(t.name.lower(), int(counts[t]))
         t = ev["type"]
-        # a CLOSED raised by a TCP reopen ends one incarnation, not the entry: it lives on in
-        # place with its cookie, so its SNAT port stays held
         reopen = (t == EventType.CLOSED) & (ev["reason"] == Reason.TCP_REOPEN)
         m.metrics.count("tcp_reopen", int(reopen.sum()))
-        gone = ((t == EventType.AGED) | (t == EventType.CLOSED)) & ~reopen
+        gone = (t == EventType.AGED) | (t == EventType.CLOSED)
         gone |= (t == EventType.ECC_UNCORRECTABLE) & (ev["reason"] == Reason.KEY_CONSISTENT)
         m._release(ev["aux"][gone])
         mm = ev[t == EventType.VERSION_MISMATCH]

@@ -190,6 +190,9 @@ class Manager:
             with self.metrics.softpath_call():
                 r = self.softpath.process(pb.take(idx), take_keys(ck, idx))
             so = r.outcome
+            if len(r.reopened_aux):  # software sessions a reopening SYN ended
+                self.metrics.count("tcp_reopen", len(r.reopened_aux))
+                self._release(r.reopened_aux)
             done = np.isin(so, (SoftOutcome.HIT, SoftOutcome.DROP, SoftOutcome.OVERLOAD))
             fwd = so == SoftOutcome.HIT
             final[idx[fwd]] = Final.SW_FORWARDED
