@@ -14,7 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from starfabric.astral.netsim import _kernels as K
-from starfabric.astral.netsim.backend import FlowResults, Flows, IntArray
+from starfabric.astral.netsim.backend import CheckedFlows, FlowResults, Flows, IntArray
 from starfabric.astral.netsim.flowsim import _group
 from starfabric.errors import ConfigError
 
@@ -27,13 +27,12 @@ class Analytical:
         self.link_latency = (
             np.zeros_like(self.cap) if latency_s is None else np.asarray(latency_s, np.float64)
         )
-        self._batches: list[Flows] = []
+        self._batches: list[CheckedFlows] = []
         self.t = 0.0
 
     def submit(self, flows: Flows) -> IntArray:
-        flows.validated(len(self.cap))
         base = sum(len(b) for b in self._batches)
-        self._batches.append(flows)
+        self._batches.append(flows.validated(len(self.cap)))
         return np.arange(base, base + len(flows), dtype=np.int64)
 
     def set_capacity(self, links: npt.ArrayLike, capacity_bps: npt.ArrayLike) -> None:
@@ -49,8 +48,7 @@ class Analytical:
         sizes, starts, rates, lats, pre, wait = [], [], [], [], [], []
         link_bytes = np.zeros(len(self.cap))
         base = 0
-        for b in self._batches:
-            f = b.validated(len(self.cap))
+        for f in self._batches:
             n = len(f)
             hops = np.diff(f.path_ptr)
             owner = np.repeat(np.arange(n), hops)
