@@ -75,6 +75,14 @@ class NcclRun:
     def __len__(self) -> int:
         return int(self.size_bytes.shape[0])
 
+    @property
+    def busbw_mean_gbps(self) -> npt.NDArray[np.float64]:
+        """busbw averaged over the out-of-place and in-place columns where both were measured
+        (nccl-tests' own "Avg bus bandwidth" averages both): two measurements of the same
+        collective at the same size, so one run's dip in one column weighs half."""
+        both = np.stack([self.busbw_gbps, self.busbw_gbps_inplace])
+        return np.asarray(np.nanmean(both, axis=0), np.float64)
+
     def at_least(self, min_bytes: int) -> NcclRun:
         """Rows with size >= min_bytes."""
         keep = self.size_bytes >= min_bytes

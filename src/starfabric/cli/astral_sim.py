@@ -270,7 +270,7 @@ def sim_fit(
     fit = fit_fabric(fabric_for(str(all_reduce_log)), run)
     con = Console()
     con.print(f"fitted {fit.spec.name}: {fit.params}")
-    tab = Table(title="predicted vs measured busbw at sizes >= " + min_size)
+    tab = Table(title="predicted vs measured busbw (mean of out/in-place) at sizes >= " + min_size)
     for col in ("log", "op", "rows", "mean |err|", "max |err|"):
         tab.add_column(col, justify="right")
     for path in [all_reduce_log, *predict]:
@@ -278,7 +278,7 @@ def sim_fit(
         if len(other) == 0:
             continue
         pred = predict_run(fit, other.collective, other.size_bytes)
-        err = np.abs(np.array([p.busbw_gbps for p in pred]) / other.busbw_gbps - 1)
+        err = np.abs(np.array([p.busbw_gbps for p in pred]) / other.busbw_mean_gbps - 1)
         tab.add_row(
             Path(path).name[:48],
             other.collective,

@@ -298,7 +298,7 @@ def fit_fabric(spec: FabricSpec, run: NcclRun, min_bytes: int = FIT_MIN_BYTES) -
     launch = measured_launch_s(run)
     pipe = pipeline_of("all_reduce", spec.gpus, local)
     sizes = big.size_bytes.astype(np.float64)
-    meas = big.busbw_gbps
+    meas = big.busbw_mean_gbps  # both columns, as nccl-tests' average
 
     def params_of(x: npt.NDArray[np.float64]) -> FabricParams:
         eff, fill_us = float(x[0]), float(x[1])
