@@ -257,7 +257,7 @@ def sim_fit(
     """Fit the fabric on an all_reduce log, then predict other collectives' logs on the same hardware."""
     import numpy as np
 
-    from starfabric.astral.collectives.fit import fabric_for, fit_fabric, predict_run
+    from starfabric.astral.collectives.fit import fabric_for, fit_fabric, fit_verdict, predict_run
     from starfabric.astral.nccltests import parse_nccl_tests
     from starfabric.units import parse_bytes
 
@@ -271,19 +271,21 @@ def sim_fit(
     con = Console()
     con.print(f"fitted {fit.spec.name}: {fit.params}")
     tab = Table(title="predicted vs measured busbw (mean of out/in-place) at sizes >= " + min_size)
-    for col in ("log", "op", "rows", "mean |err|", "max |err|"):
+    for col in ("log", "op", "rows", "mean |err|", "max |err|", "verdict"):
         tab.add_column(col, justify="right")
     for path in [all_reduce_log, *predict]:
         other = parse_nccl_tests(path).at_least(lo)
         if len(other) == 0:
             continue
         pred = predict_run(fit, other.collective, other.size_bytes)
-        err = np.abs(np.array([p.busbw_gbps for p in pred]) / other.busbw_mean_gbps - 1)
+        signed = np.array([p.busbw_gbps for p in pred]) / other.busbw_mean_gbps - 1
+        err = np.abs(signed)
         tab.add_row(
             Path(path).name[:48],
             other.collective,
             str(len(other)),
             f"{err.mean():.1%}",
             f"{err.max():.1%}",
+            fit_verdict(signed),
         )
     con.print(tab)

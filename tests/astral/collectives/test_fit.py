@@ -13,6 +13,7 @@ from starfabric.astral.collectives.fit import (
     fabric_for,
     fabric_topology,
     fit_fabric,
+    fit_verdict,
     format_table,
     nccl_plan,
     pipelined,
@@ -91,6 +92,8 @@ def test_degraded_v100_alltoall_is_beyond_the_physics() -> None:
     The test pins the miss so that a change of model that hides it is noticed."""
     err = _errors(V100 + "all_reduce.txt", V100 + "alltoall.txt")
     assert all(0.3 < e < 0.8 for e in err.values()), err
+    assert fit_verdict(list(err.values())).startswith("anomaly: measured below")
+    assert fit_verdict(list(_errors(SB + "allreduce.log", SB + "alltoall.log").values())) == "ok"
 
 
 def test_two_node_tree_all_reduce_beats_the_ring_all_gather_per_nic() -> None:

@@ -323,6 +323,22 @@ def fit_fabric(spec: FabricSpec, run: NcclRun, min_bytes: int = FIT_MIN_BYTES) -
     return FabricFit(spec, params_of(sol.x), fitted, rel)
 
 
+#: Predicted-vs-measured busbw error beyond which a log is called anomalous (issue 5's bound).
+ANOMALY_REL_ERR = 0.15
+
+
+def fit_verdict(signed_err: npt.ArrayLike) -> str:
+    """'ok' when every row is within ANOMALY_REL_ERR of the fitted fabric; otherwise which way
+    it misses: measured far below the model is the signature of a degraded collective (a
+    fault the physics of a healthy fabric does not have, e.g. nccl-tests#78's alltoall)."""
+    e = np.asarray(signed_err, np.float64)
+    if not len(e) or np.abs(e).max() <= ANOMALY_REL_ERR:
+        return "ok"
+    worst = float(e[np.argmax(np.abs(e))])
+    side = "below" if worst > 0 else "above"
+    return f"anomaly: measured {side} the fitted fabric (model {worst:+.0%})"
+
+
 def predict_run(fit: FabricFit, op: str, sizes: npt.ArrayLike) -> list[SweepRow]:
     """Predicted table of `op` on the fitted hardware at `sizes`."""
     spec = fit.spec
