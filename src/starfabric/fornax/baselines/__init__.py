@@ -1,0 +1,61 @@
+"""Software-centric baselines of Fornax, built from the same manager with different knobs.
+
+`SoftwareCentric(engine, policy, ovs_like())` is an OVS-like controller, `doca_like()` a
+DOCA-Flow-CT-like one, `fornax()` the Fornax manager's behaviour and `ablation(knob)` Fornax
+with one knob flipped; all satisfy `ControlPlane`.
+"""
+
+from starfabric.fornax.baselines.config import (
+    ABLATIONS,
+    OVS_MAX_IDLE_S,
+    OVS_MAX_REVALIDATOR_S,
+    OVS_OFFLOADED_STATS_DELAY_S,
+    PRESETS,
+    FlowLimitConfig,
+    SoftwareCentricConfig,
+    ablation,
+    doca_like,
+    fornax,
+    ovs_like,
+    software_centric_config,
+)
+from starfabric.fornax.baselines.controller import (
+    BASELINE_ACTIVITIES,
+    SoftwareCentric,
+    make_control_plane,
+)
+from starfabric.fornax.baselines.engines import DelegatingEngine, PerDirectionEngine
+from starfabric.fornax.baselines.flowlimit import DynamicFlowLimit
+from starfabric.fornax.baselines.mirror import (
+    OVS_UKEY_BYTES,
+    UKEY_DTYPE,
+    FlowMirror,
+    MirroredEngine,
+)
+from starfabric.fornax.baselines.protocol import ControlPlane
+
+__all__ = [
+    "ABLATIONS",
+    "BASELINE_ACTIVITIES",
+    "OVS_MAX_IDLE_S",
+    "OVS_MAX_REVALIDATOR_S",
+    "OVS_OFFLOADED_STATS_DELAY_S",
+    "OVS_UKEY_BYTES",
+    "PRESETS",
+    "UKEY_DTYPE",
+    "ControlPlane",
+    "DelegatingEngine",
+    "DynamicFlowLimit",
+    "FlowLimitConfig",
+    "FlowMirror",
+    "MirroredEngine",
+    "PerDirectionEngine",
+    "SoftwareCentric",
+    "SoftwareCentricConfig",
+    "ablation",
+    "doca_like",
+    "fornax",
+    "make_control_plane",
+    "ovs_like",
+    "software_centric_config",
+]

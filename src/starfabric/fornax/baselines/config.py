@@ -1,0 +1,218 @@
+"""SoftwareCentricConfig: the knobs that turn the one controller family into Fornax, an
+OVS-like or a DOCA-like software-centric manager, or a one-knob ablation of Fornax.
+
+Facts cite /work/shared/reference/fornax.md (OVS `ofproto-dpif-upcall.c` defaults and the
+`other_config` options of ovs-vswitchd.conf.db(5)); everything else says "assumption".
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
+
+from starfabric.config import Spec, parse_spec
+
+#: OVS `other_config:max-revalidator` default (ms -> s): the revalidators' longest sleep [fact].
+OVS_MAX_REVALIDATOR_S = 0.5
+#: OVS `other_config:max-idle` default (ms -> s): a datapath flow idle this long is deleted [fact].
+OVS_MAX_IDLE_S = 10.0
+#: OVS `other_config:offloaded-stats-delay` default (s): hardware counters reach software late.
+OVS_OFFLOADED_STATS_DELAY_S = 2.0
+
+
+class FlowLimitConfig(Spec):
+    """OVS's dynamic datapath flow limit (udpif_revalidator in ofproto-dpif-upcall.c) [facts],
+    with the dump duration taken on the simulated clock (`dump_ns_per_flow`, assumption)."""
+
+    start: int = Field(10000, ge=1, description="initial dynamic limit (OVS: 10000) [fact]")
+    maximum: int = Field(
+        200000, ge=1, description="ceiling, OVS other_config:flow-limit default 200000 [fact]"
+    )
+    minimum: int = Field(1000, ge=1, description="floor of the dynamic limit (OVS: 1000) [fact]")
+    grow: int = Field(1000, ge=1, description="growth after a fast dump (OVS: +1000) [fact]")
+    slow_dump_s: float = Field(
+        2.0, gt=0, description="dump slower than this: limit /= duration in s (OVS: 2 s) [fact]"
+    )
+    shrink_dump_s: float = Field(
+        1.3, gt=0, description="dump slower than this: limit *= 3/4 (OVS: 1.3 s) [fact]"
+    )
+    fast_dump_s: float = Field(
+        1.0, gt=0, description="dump faster than this may grow the limit (OVS: 1 s) [fact]"
+    )
+    idle_above_limit_s: float = Field(
+        0.1, gt=0, description="idle timeout while flows exceed the limit (OVS: 100 ms) [fact]"
+    )
+    flush_factor: float = Field(
+        2.0, gt=1, description="flows above factor x limit: flush all flows (OVS: 2) [fact]"
+    )
+    dump_ns_per_flow: float = Field(
+        5000.0,
+        gt=0,
+        description="simulated dump time per datapath flow (assumption: ~200k offloaded flows "
+        "dumped per second by the revalidator threads, so a 200k table dumps in ~1 s)",
+    )
+
+    @model_validator(mode="after")
+    def _order(self) -> FlowLimitConfig:
+        if not self.minimum <= self.start <= self.maximum:
+            raise ValueError(
+                f"need minimum <= start <= maximum, got {self.minimum}, {self.start}, "
+                f"{self.maximum}"
+            )
+        if not self.fast_dump_s <= self.shrink_dump_s <= self.slow_dump_s:
+            raise ValueError("need fast_dump_s <= shrink_dump_s <= slow_dump_s")
+        return self
+
+
+class SoftwareCentricConfig(Spec):
+    """How the controller manages sessions (see the module docstring); defaults are Fornax."""
+
+    entries: Literal["bidirectional", "per_direction"] = Field(
+        "bidirectional",
+        description="one engine entry per connection (Fornax, DOCA CT) or one per direction "
+        "(OVS datapath flows: two per connection) [fact, reference/fornax.md]",
+    )
+    aging: Literal["events", "poll", "revalidate"] = Field(
+        "events",
+        description="hardware ages and raises AGED/CLOSED events (Fornax); a software thread "
+        "polls every connection's counters (DOCA-like); revalidators dump every flow (OVS)",
+    )
+    policy: Literal["versions", "rescan"] = Field(
+        "versions",
+        description="O(1) scope-version bumps (Fornax) or software re-evaluates every flow of "
+        "an affected scope and modifies/deletes entries (software-centric)",
+    )
+    mirror: Literal["none", "full"] = Field(
+        "none", description="no per-flow software state (Fornax) or an OVS udpif_key mirror"
+    )
+    flow_limit: FlowLimitConfig | None = Field(
+        None, description="OVS dynamic flow limit; None: no limit beyond the table itself"
+    )
+    stats_lag_s: float = Field(
+        0.0,
+        ge=0,
+        description="hardware counters visible to software only at this period (OVS "
+        "offloaded-stats-delay: 2 s) [fact]; 0: current counters",
+    )
+    poll_period_s: float = Field(
+        1.0,
+        gt=0,
+        description="period of the DOCA-like aging thread's pass over every connection "
+        "(assumption: 1 s, the granularity of DOCA Flow aging timeouts)",
+    )
+    revalidate_period_s: float | None = Field(
+        None,
+        gt=0,
+        description="period of the revalidators' full dump; None: min(idle timeout, "
+        "max-revalidator 0.5 s) as OVS [fact]",
+    )
+    idle_timeout_s: float | None = Field(
+        None,
+        gt=0,
+        description="software aging's idle timeout; None: the engine's timeout classes (TCP "
+        "state, UDP, ICMP, other) as hardware aging uses; OVS: max-idle 10 s [fact]",
+    )
+    chunk: int = Field(
+        65536, ge=1, description="entries per dump call of a software pass (assumption)"
+    )
+
+    @model_validator(mode="after")
+    def _consistent(self) -> SoftwareCentricConfig:
+        if self.stats_lag_s > 0 and self.mirror != "full":
+            raise ValueError(
+                f"stats_lag_s = {self.stats_lag_s} needs mirror = 'full' (lagged counters are "
+                "kept in the mirror's stats); set stats_lag_s: 0 or mirror: full"
+            )
+        if self.stats_lag_s > 0 and self.aging != "revalidate":
+            raise ValueError(
+                f"stats_lag_s = {self.stats_lag_s} is read by revalidators only; use "
+                "aging: revalidate or stats_lag_s: 0"
+            )
+        if self.flow_limit is not None and self.aging != "revalidate":
+            raise ValueError(
+                "flow_limit is enforced by revalidators (dump duration, idle timeout, flush); "
+                "use aging: revalidate or flow_limit: null"
+            )
+        return self
+
+    @property
+    def entries_per_connection(self) -> int:
+        return 2 if self.entries == "per_direction" else 1
+
+    def period_s(self) -> float:
+        """Seconds between two software aging passes (poll or revalidate)."""
+        if self.aging == "poll":
+            return self.poll_period_s
+        if self.revalidate_period_s is not None:
+            return self.revalidate_period_s
+        idle = self.idle_timeout_s if self.idle_timeout_s is not None else OVS_MAX_IDLE_S
+        return min(idle, OVS_MAX_REVALIDATOR_S)
+
+
+def software_centric_config(
+    data: dict[str, Any], source: str = "baseline"
+) -> SoftwareCentricConfig:
+    """Validate a mapping; a bad field is a one-line ConfigError naming it."""
+    return parse_spec(SoftwareCentricConfig, data, source=source)
+
+
+def fornax() -> SoftwareCentricConfig:
+    """Fornax: bidirectional entries, hardware events, O(1) versions, no per-flow mirror."""
+    return SoftwareCentricConfig()
+
+
+def ovs_like() -> SoftwareCentricConfig:
+    """Open vSwitch with hardware offload: per-direction flows, udpif_key mirror, revalidators
+    every min(max-idle, 500 ms), dynamic flow limit, 2 s offloaded-stats delay, rescan."""
+    return SoftwareCentricConfig(
+        entries="per_direction",
+        aging="revalidate",
+        policy="rescan",
+        mirror="full",
+        flow_limit=FlowLimitConfig(),
+        stats_lag_s=OVS_OFFLOADED_STATS_DELAY_S,
+        idle_timeout_s=OVS_MAX_IDLE_S,
+    )
+
+
+def doca_like() -> SoftwareCentricConfig:
+    """NVIDIA DOCA Flow CT-like: bidirectional entries, a software aging thread polling every
+    connection's counters, software-driven policy re-evaluation; no per-flow mirror."""
+    return SoftwareCentricConfig(aging="poll", policy="rescan")
+
+
+def ablation(knob: str) -> SoftwareCentricConfig:
+    """Fornax with one knob flipped: per_direction | no_events | no_versions | full_mirror."""
+    flips: dict[str, dict[str, Any]] = {
+        "per_direction": {"entries": "per_direction"},
+        "no_events": {"aging": "poll"},
+        "no_versions": {"policy": "rescan"},
+        "full_mirror": {"mirror": "full"},
+    }
+    if knob not in flips:
+        from starfabric.errors import ConfigError
+
+        raise ConfigError(
+            f"ablation = {knob!r} is not a knob of Fornax", fix=f"use one of {sorted(flips)}"
+        )
+    return SoftwareCentricConfig(**flips[knob])
+
+
+ABLATIONS = ("per_direction", "no_events", "no_versions", "full_mirror")
+PRESETS = {"fornax": fornax, "ovs_like": ovs_like, "doca_like": doca_like}
+
+__all__ = [
+    "ABLATIONS",
+    "OVS_MAX_IDLE_S",
+    "OVS_MAX_REVALIDATOR_S",
+    "OVS_OFFLOADED_STATS_DELAY_S",
+    "PRESETS",
+    "FlowLimitConfig",
+    "SoftwareCentricConfig",
+    "ablation",
+    "doca_like",
+    "fornax",
+    "ovs_like",
+    "software_centric_config",
+]

@@ -1,0 +1,384 @@
+"""One controller family for Fornax and the software-centric baselines: `SoftwareCentric` is
+the Fornax Manager with the knobs of SoftwareCentricConfig (config.py) applied, so Fornax,
+the OVS-like and DOCA-like baselines and the ablations run the same code for everything
+they share (miss path, policy decision, NAT, software datapath, setup budget, metrics).
+
+What the knobs change:
+- entries=per_direction: the engine is wrapped in PerDirectionEngine (two entries per
+  connection, engines.py); aging a connection deletes both (it is idle when both are).
+- aging=poll|revalidate: hardware does not age (the scrub tick expires nothing); every
+  `period_s` a software pass dumps EVERY hardware entry in chunks and deletes the idle ones
+  (poll: the DOCA-like aging thread; revalidate: OVS revalidators, which also look each flow
+  up in the mirror, refresh its stats, sweep ukeys whose flow is gone and run the dynamic
+  flow limit). Idle means: now - last use visible to software > the idle timeout.
+- stats_lag_s: hardware counters reach the mirror only at each multiple of the lag (the
+  first tick at or after it syncs them; the sync is the driver's work, not charged to
+  management), so a revalidator judges a flow by counters up to a lag old.
+- policy=rescan: no version bumps; software finds every flow of the affected scopes (the
+  mirror, or the engine's scope-filtered dump without one), decides each again and issues
+  modify / delete / delete+insert. Software-resident sessions keep the software datapath's
+  lazy versions in every mode. Rescan ops take setup tokens but are never deferred (in the
+  baselines' favour: no stale window).
+- mirror=full: MirroredEngine keeps one udpif_key-like record per hardware entry.
+- flow_limit: inserts above OVS's dynamic limit are refused by software; those sessions
+  stay in the software datapath (as any session hardware cannot take).
+Management CPU of these passes is charged to the activities "poll", "revalidate", "rescan".
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from starfabric.fornax.baselines.config import SoftwareCentricConfig, software_centric_config
+from starfabric.fornax.baselines.engines import (
+    DelegatingEngine,
+    PerDirectionEngine,
+    connection_ids,
+    to_original,
+)
+from starfabric.fornax.baselines.flowlimit import DynamicFlowLimit
+from starfabric.fornax.baselines.mirror import OVS_UKEY_BYTES, FlowMirror, MirroredEngine
+from starfabric.fornax.engine import ENTRY_DTYPE, Scope, SessionEngine, Status
+from starfabric.fornax.engine.config import TO_GENERIC, TO_ICMP, TO_UDP_ASSURED, TO_UDP_UNREPLIED
+from starfabric.fornax.engine.layout import FLAG_SEEN_REPLY
+from starfabric.fornax.manager import Manager, ManagerConfig
+from starfabric.fornax.manager.decide import decide, is_icmp, original_from_entries, packets_of
+from starfabric.fornax.packets import PROTO_TCP, PROTO_UDP
+from starfabric.fornax.softpath import SoftPath, SoftPathConfig
+from starfabric.fornax.vpc import CompiledPolicy, VpcSpec, recompile
+
+BASELINE_ACTIVITIES = ("poll", "revalidate", "rescan")
+_KEY_FIELDS = ("vni", "proto", "src_hi", "src_lo", "dst_hi", "dst_lo", "sport", "dport")
+
+
+class SoftwareCentric(Manager):
+    """The Fornax manager with software-centric knobs (see the module docstring)."""
+
+    def __init__(
+        self,
+        engine: SessionEngine,
+        policy: CompiledPolicy,
+        baseline: SoftwareCentricConfig | dict[str, Any] | None = None,
+        config: ManagerConfig | None = None,
+        *,
+        softpath: SoftPath | None = None,
+        softpath_config: SoftPathConfig | None = None,
+    ) -> None:
+        b = (
+            software_centric_config(baseline)
+            if isinstance(baseline, dict)
+            else baseline or SoftwareCentricConfig()
+        )
+        self.baseline = b
+        self.hw = engine
+        hw_aging = b.aging == "events"
+        self.mirror = FlowMirror() if b.mirror == "full" else None
+        per_dir = b.entries == "per_direction"
+        lower: DelegatingEngine
+        if self.mirror is not None:
+            lower = MirroredEngine(engine, self.mirror, hardware_aging=hw_aging or per_dir)
+        else:
+            lower = DelegatingEngine(engine, hardware_aging=hw_aging or per_dir)
+        top = PerDirectionEngine(lower, hardware_aging=hw_aging) if per_dir else lower
+        self._wrappers = [top, lower] if per_dir else [lower]
+        super().__init__(top, policy, config, softpath=softpath, softpath_config=softpath_config)
+        for w in self._wrappers:
+            w.metrics = self.metrics
+        for a in BASELINE_ACTIVITIES:
+            self.metrics.cpu_s.setdefault(a, 0.0)
+        self.flow_limit = DynamicFlowLimit(b.flow_limit) if b.flow_limit is not None else None
+        self._period_ns = round(b.period_s() * 1e9)
+        self._next_pass_ns: int | None = None
+        self._lag_ns = round(b.stats_lag_s * 1e9)
+        self._sync_epoch = -1
+        self.passes = 0
+
+    # ---- hardware view -----------------------------------------------------------------
+    @property
+    def per_direction(self) -> bool:
+        return self.baseline.entries == "per_direction"
+
+    def flows(self) -> int:
+        """Hardware entries (datapath flows): two per connection with per_direction."""
+        return int(self.hw.occupancy())
+
+    def _hw_connections(self) -> int:
+        top = self._wrappers[0]
+        if isinstance(top, PerDirectionEngine):
+            return top.connections()
+        return self.flows()
+
+    def _dump_all(self, **filters: Any) -> np.ndarray:
+        """Every raw hardware entry (matching `filters`), read in chunks."""
+        out, cursor, cap = [], 0, self.hw.config.capacity
+        while cursor < cap:
+            recs, cursor = self._call("dump", self.hw.dump, cursor, self.baseline.chunk,
+                                      **filters)  # fmt: skip
+            self.metrics.ops["dump_entries"] += len(recs)
+            out.append(recs)
+        return np.concatenate(out) if out else np.zeros(0, ENTRY_DTYPE)
+
+    def _connections_of(self, raw: np.ndarray) -> tuple[np.ndarray, npt.NDArray[np.int64]]:
+        """Raw entries -> one record per connection in ORIGINAL orientation (the ORIGINAL
+        entry preferred) and, per raw entry, the index of its connection."""
+        if not self.per_direction:
+            return raw, np.arange(len(raw))
+        conv, rep = to_original(raw)
+        cid = connection_ids(conv)
+        order = np.lexsort((rep, cid))  # per connection, the ORIGINAL entry first
+        _, first, inv = np.unique(cid[order], return_index=True, return_inverse=True)
+        conn_of = np.empty(len(raw), np.int64)
+        conn_of[order] = np.asarray(inv).ravel()
+        return conv[order[first]], conn_of
+
+    # ---- setup (flow limit) ------------------------------------------------------------
+    def _insert_from_soft(self, slots: npt.NDArray[np.int64]) -> int:
+        if self.flow_limit is not None and len(slots):
+            room = self.flow_limit.room(self.flows()) // self.baseline.entries_per_connection
+            if room < len(slots):
+                self.metrics.count("flow_limit_refused", len(slots) - room)
+                slots = slots[:room]
+        if not len(slots):
+            return 0
+        return super()._insert_from_soft(slots)
+
+    # ---- time: software aging ----------------------------------------------------------
+    def tick(self, now_ns: int, scrub_slots: int | None = None) -> None:
+        """Manager's tick (hardware aging only with aging=events), then stats sync and the
+        software aging pass when its period has come."""
+        super().tick(now_ns, scrub_slots)
+        if self.baseline.aging == "events":
+            return
+        if self._lag_ns:
+            epoch = self.now_ns // self._lag_ns
+            if epoch > self._sync_epoch:
+                self._sync_epoch = epoch
+                self._call("datapath", self._sync_stats, n=0)
+        if self._next_pass_ns is None:
+            self._next_pass_ns = self.now_ns + self._period_ns
+        elif self.now_ns >= self._next_pass_ns:
+            self._next_pass_ns = self.now_ns + self._period_ns
+            self.aging_pass()
+
+    def _sync_stats(self) -> None:
+        """Hardware counters reach the mirror (the driver's periodic stats sync)."""
+        if self.mirror is None:
+            return
+        raw = self.hw.dump(0, self.hw.config.capacity)[0]
+        rows = self.mirror.lookup(raw)
+        ok = rows >= 0
+        self.mirror.rows["hw_used_ns"][rows[ok]] = raw["last_seen_ns"][ok]
+
+    def _class_timeouts_ns(self, raw: np.ndarray) -> npt.NDArray[np.int64]:
+        """Per-entry idle timeout: idle_timeout_s, or the engine's timeout classes."""
+        if self.baseline.idle_timeout_s is not None:
+            return np.full(len(raw), round(self.baseline.idle_timeout_s * 1e9), np.int64)
+        cls = np.full(len(raw), TO_GENERIC, np.int64)
+        tcp = raw["proto"] == PROTO_TCP
+        cls[tcp] = raw["tcp_state"][tcp]
+        udp = raw["proto"] == PROTO_UDP
+        seen = (raw["flags"] & FLAG_SEEN_REPLY) != 0
+        cls[udp] = np.where(seen[udp], TO_UDP_ASSURED, TO_UDP_UNREPLIED)
+        cls[is_icmp(raw["proto"])] = TO_ICMP
+        return np.asarray(self.hw.config.timeouts_ns()[cls], np.int64)
+
+    def aging_pass(self) -> dict[str, int]:
+        """One software pass over every hardware entry: age idle connections (see the module
+        docstring); returns what it did."""
+        name = "revalidate" if self.baseline.aging == "revalidate" else "poll"
+        with self.metrics.activity(name):
+            self.passes += 1
+            self.metrics.count(f"{name}_passes")
+            raw = self._dump_all()
+            n_flows = len(raw)
+            now = self.now_ns
+            used = raw["last_seen_ns"].astype(np.int64)
+            if self.mirror is not None:
+                rows = self.mirror.lookup(raw)
+                known = rows >= 0
+                r = self.mirror.rows
+                kr = rows[known]
+                if self._lag_ns:
+                    vis = np.maximum(r["created_ns"][kr], r["hw_used_ns"][kr])
+                else:
+                    vis = used[known]
+                    r["pkts"][kr] = raw["pkts_orig"][known] + raw["pkts_reply"][known]
+                    r["bytes"][kr] = raw["bytes_orig"][known] + raw["bytes_reply"][known]
+                r["used_ns"][kr] = vis
+                r["dump_seq"][kr] = self.mirror.dump_seq
+                used = np.full(n_flows, np.iinfo(np.int64).min // 2, np.int64)  # no ukey: delete
+                used[known] = vis
+            timeout = self._class_timeouts_ns(raw)
+            flush = False
+            if self.flow_limit is not None:
+                fl = self.flow_limit
+                if n_flows > fl.limit:
+                    timeout = np.minimum(timeout, round(fl.config.idle_above_limit_s * 1e9))
+                flush = fl.must_flush(n_flows)
+            idle = (now - used > timeout) | flush
+            conns, conn_of = self._connections_of(raw)
+            busy = np.zeros(len(conns), bool)
+            busy[conn_of[~idle]] = True
+            dead = conns[~busy]
+            if len(dead):
+                keys = original_from_entries(dead)
+                self._call("delete", self.engine.delete, keys, n=len(dead))
+                self._release(dead["aux"])
+            self.metrics.count(f"{name}_aged", len(dead))
+            if flush:
+                self.metrics.count("flow_limit_flushes")
+            if self.mirror is not None:  # sweep ukeys whose flow hardware no longer holds
+                live = self.mirror.live_rows()
+                gone = live[self.mirror.rows["dump_seq"][live] != self.mirror.dump_seq]
+                self.mirror.remove_rows(gone)
+                self.mirror.dump_seq += np.uint64(1)
+            if self.flow_limit is not None:
+                dur = self.flow_limit.dump_duration_ms(n_flows)
+                self.flow_limit.after_dump(n_flows, dur)
+        return {"flows": n_flows, "aged": len(dead), "flushed": int(flush)}
+
+    # ---- policy: rescan --------------------------------------------------------------
+    def apply_policy(self, spec: VpcSpec) -> dict[str, int]:
+        """versions: Manager's O(1) bumps; rescan: re-evaluate every flow of the scopes."""
+        if self.baseline.policy == "versions":
+            return super().apply_policy(spec)
+        with self.metrics.activity("rescan"):
+            new, affected = recompile(self.policy, spec)
+            self._check_scopes(new)
+            for scope, ids in ((Scope.ENI, affected.eni), (Scope.VPC, affected.vpc)):
+                for s in ids:  # software-resident sessions: the softpath's lazy versions
+                    self.softpath.bump_version(scope, int(s))
+            self.policy = new
+            self.nat.set_policy(new)
+            self.metrics.count("policy_changes")
+            for w in self._wrappers:
+                if isinstance(w, MirroredEngine):
+                    w.reval_seq += 1
+            eni = np.asarray(sorted(int(s) for s in affected.eni), np.uint32)
+            vpc = np.asarray(sorted(int(s) for s in affected.vpc), np.uint32)
+            raw = self._flows_in_scope(eni, vpc)
+            self.metrics.count("rescanned_flows", len(raw))
+            conns, _ = self._connections_of(raw)
+            done = self._reevaluate(conns)
+        return {"eni_scopes": len(eni), "vpc_scopes": len(vpc), "rescanned_flows": len(raw),
+                **done}  # fmt: skip
+
+    def _flows_in_scope(self, eni: np.ndarray, vpc: np.ndarray) -> np.ndarray:
+        """Raw entries of the scopes: from the mirror, or the engine's filtered dumps."""
+        if self.mirror is not None:
+            live = self.mirror.live_rows()
+            r = self.mirror.rows[live]
+            hit = np.isin(r["eni_scope"], eni) | np.isin(r["vpc_scope"], vpc)
+            r = r[hit]
+            out = np.zeros(len(r), ENTRY_DTYPE)
+            for f in (*_KEY_FIELDS, "eni_scope", "vpc_scope", "action_orig", "action_reply",
+                      "aux"):  # fmt: skip
+                out[f] = r[f]
+            out["slot"] = -1
+            out["last_seen_ns"] = r["used_ns"]
+            return out
+        parts = [self._dump_all(eni_scope=int(s)) for s in eni]
+        parts += [self._dump_all(vpc_scope=int(s)) for s in vpc]
+        if not parts:
+            return np.zeros(0, ENTRY_DTYPE)
+        raw = np.concatenate(parts)
+        _, first = np.unique(raw["slot"], return_index=True)
+        return raw[np.sort(first)]
+
+    def _reevaluate(self, conns: np.ndarray) -> dict[str, int]:
+        """Decide connections again under the current policy and fix their entries."""
+        if not len(conns):
+            return {"modified": 0, "deleted": 0, "moved": 0}
+        orig = original_from_entries(conns)
+        d = decide(self.policy, packets_of(orig, self.now_ns), self.nat, drop_action=self.drop,
+                   drop_sessions=self.config.install_drop_sessions,
+                   old_aux=conns["aux"])  # fmt: skip
+        same = d.session & (d.eni_scope == conns["eni_scope"]) & (d.vpc_scope == conns["vpc_scope"])
+        changed = same & (
+            (d.action_orig != conns["action_orig"])
+            | (d.action_reply != conns["action_reply"])
+            | (d.aux != conns["aux"])
+        )
+        moved = d.session & ~same
+        gone = ~d.session
+        self.budget.take(int(changed.sum() + 2 * moved.sum() + gone.sum()))  # shares setup
+        if changed.any():
+            self._call(
+                "modify", self.engine.modify, orig.take(changed), n=int(changed.sum()),
+                action_orig=d.action_orig[changed], action_reply=d.action_reply[changed],
+                aux=d.aux[changed],
+            )  # fmt: skip
+        if gone.any():
+            self._call("delete", self.engine.delete, orig.take(gone), n=int(gone.sum()))
+            self._release(d.aux[gone])
+            self.metrics.count("sessions_refused_after_change", int(gone.sum()))
+        if moved.any():  # scopes changed: re-create the entry, keeping TCP state and time
+            mk = orig.take(moved)
+            st, rec = self._call("query", self.engine.query, mk, n=len(mk))
+            self._call("delete", self.engine.delete, mk, n=len(mk))
+            ok = st == Status.OK
+            idx = np.flatnonzero(moved)[ok]
+            if len(idx):
+                self._call(
+                    "insert", self.engine.insert, orig.take(idx), n=len(idx),
+                    action_orig=d.action_orig[idx], action_reply=d.action_reply[idx],
+                    eni_scope=d.eni_scope[idx], vpc_scope=d.vpc_scope[idx],
+                    eni_version=self._versions(Scope.ENI, d.eni_scope[idx]),
+                    vpc_version=self._versions(Scope.VPC, d.vpc_scope[idx]),
+                    now_ns=rec["last_seen_ns"][ok], tcp_state=rec["tcp_state"][ok],
+                    aux=d.aux[idx],
+                )  # fmt: skip
+        out = {"modified": int(changed.sum()), "deleted": int(gone.sum()),
+               "moved": int(moved.sum())}  # fmt: skip
+        for k, v in out.items():
+            self.metrics.count(f"rescan_{k}", v)
+        return out
+
+    # ---- state -------------------------------------------------------------------------
+    @property
+    def software_bytes(self) -> int:
+        """Measured bytes of per-session/per-flow software state: SNAT bitmaps plus, with
+        mirror=full, the live udpif_key records and their index."""
+        return int(self.nat.nbytes + (self.mirror.live_nbytes if self.mirror else 0))
+
+    @property
+    def ovs_ukey_model_bytes(self) -> int:
+        """Model figure: hardware flows x sizeof(udpif_key) (~1.5 KB, reference/fornax.md)."""
+        return self.flows() * OVS_UKEY_BYTES
+
+    def sessions(self) -> int:
+        """Live connections: in hardware plus software-resident."""
+        return self._hw_connections() + self.softpath.occupancy()
+
+    def summary(self) -> dict[str, Any]:
+        out = super().summary()
+        out["sessions"]["hardware"] = self._hw_connections()
+        out.update(
+            {
+                "baseline": self.baseline.model_dump(),
+                "hardware_flows": self.flows(),
+                "mirror_bytes": self.mirror.live_nbytes if self.mirror else 0,
+                "mirror_allocated_bytes": self.mirror.allocated_nbytes if self.mirror else 0,
+                "ovs_ukey_model_bytes": self.ovs_ukey_model_bytes,
+                "flow_limit": self.flow_limit.limit if self.flow_limit else None,
+                "aging_passes": self.passes,
+            }
+        )
+        return out
+
+
+def make_control_plane(
+    engine: SessionEngine,
+    policy: CompiledPolicy,
+    baseline: SoftwareCentricConfig | dict[str, Any] | None = None,
+    config: ManagerConfig | None = None,
+    **kw: Any,
+) -> SoftwareCentric:
+    """A controller of the family over `engine` (Fornax when `baseline` is None)."""
+    return SoftwareCentric(engine, policy, baseline, config, **kw)
+
+
+__all__ = ["BASELINE_ACTIVITIES", "SoftwareCentric", "make_control_plane"]
