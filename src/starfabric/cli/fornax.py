@@ -195,3 +195,39 @@ def run(
         Path(prometheus_out).parent.mkdir(parents=True, exist_ok=True)
         Path(prometheus_out).write_bytes(metrics["prometheus"])
         console.print(f"wrote {prometheus_out}")
+
+
+# --- experiment: the paper's experiments against the baselines (fornax/experiments) -----------
+@fornax_app.command("experiment")
+def experiment(
+    name: str = typer.Argument(..., metavar="NAME|all", help="E1..E9, hero, or all."),
+    scale: str = typer.Option("default", "--scale", help="ci (seconds), default or paper."),
+    json_out: str | None = typer.Option(None, "--json", help="Write every result as JSON."),
+    out_dir: str = typer.Option(
+        "out/experiments", "--out", help="Folder for one PNG plot per experiment."
+    ),
+) -> None:
+    """Run the Fornax paper's experiments with Fornax and the software-centric baselines."""
+    import sys
+    from pathlib import Path
+
+    from rich.console import Console
+    from rich.progress import Progress
+
+    from starfabric.fornax.experiments import get_scale
+    from starfabric.fornax.experiments.output import write_json
+    from starfabric.fornax.experiments.runner import names_for, run_experiments
+
+    names_for(name)  # a bad name or scale fails before anything runs
+    get_scale(scale)
+    console = Console(highlight=False, width=None if sys.stdout.isatty() else 140)
+    with Progress(console=console, transient=True, disable=not sys.stdout.isatty()) as bar:
+        doc = run_experiments(name, scale, out_dir=Path(out_dir), console=console, progress=bar)
+    for key in ("storage_ratio", "cpu_ratio", "zero_drop_cps_ratio"):
+        if key in doc:
+            v = doc[key]
+            console.print(f"{key} (Fornax / OVS-like): {'-' if v is None else f'{v:.4g}'}")
+    console.print(f"plots in {out_dir}/")
+    if json_out:
+        write_json(doc, Path(json_out))
+        console.print(f"wrote {json_out}")

@@ -1,0 +1,225 @@
+"""Shared machinery of the experiments: the control planes compared (Fornax's Manager and the
+software-centric baselines, all on the same emulated engine), filling a table, replaying
+traffic on the simulated clock with ticks, and progress.
+
+Controllers are built one after another and dropped before the next one is built (the
+machine is shared): an experiment asks `ctx.contenders` for factories, never for instances.
+"""
+
+from __future__ import annotations
+
+import gc
+import time
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from starfabric.fornax.engine import EngineConfig
+from starfabric.fornax.experiments import traffic
+from starfabric.fornax.experiments.scales import Scale
+from starfabric.fornax.manager import Fate, Final, Ledger
+from starfabric.fornax.packets import PacketBatch
+from starfabric.fornax.vpc import CompiledPolicy, VpcSpec, compile_policy
+from starfabric.fornax.workload import WorkloadBatch
+
+#: Engine slots per session given to every contender: the same NIC table for all, sized so a
+#: per-direction design (two entries per connection) fits at 80% fill (assumption).
+SLOTS_PER_SESSION = 2.5
+#: Simulated seconds between ticks (scrub, events, aging threads, revalidators); assumption,
+#: as the scenario runner's default.
+TICK_S = 0.01
+#: Simulated connection rate of a table fill (assumption: below the setup budget of every
+#: contender so a fill itself drops nothing).
+FILL_CPS = 1.0e6
+
+
+class ControlPlane(Protocol):
+    """What an experiment needs of a controller (Manager satisfies it, so do the baselines)."""
+
+    ledger: Ledger
+    metrics: Any
+
+    def process(self, batch: PacketBatch) -> Fate: ...
+    def apply_policy(self, spec: VpcSpec) -> Any: ...
+    def tick(self, now_ns: int) -> None: ...
+    @property
+    def software_bytes(self) -> int: ...
+    def sessions(self) -> int: ...
+    def summary(self) -> dict[str, Any]: ...
+
+
+Builder = Callable[[EngineConfig, CompiledPolicy, "float | None"], ControlPlane]
+"""(engine config, policy, software idle timeout or None for the controller's default)."""
+
+
+@dataclass(frozen=True)
+class Contender:
+    """A named control plane and how to build it on a given engine config and policy.
+
+    role: "fornax" (the Manager), "baseline" (software-centric presets), "reference" (the
+    baseline family's Fornax preset, E9's yardstick) or "ablation"."""
+
+    name: str
+    build: Builder
+    role: str = "baseline"
+
+
+def engine_config(sessions: int, **overrides: Any) -> EngineConfig:
+    """The engine every contender gets for a table of `sessions` (see SLOTS_PER_SESSION)."""
+    cap = max(1024, -(-int(sessions * SLOTS_PER_SESSION) // 8) * 8)
+    return EngineConfig(capacity=cap, **overrides)
+
+
+def forwarded(ledger: Ledger) -> int:
+    return int(ledger.final[Final.HW_FORWARDED] + ledger.final[Final.SW_FORWARDED])
+
+
+def dropped(ledger: Ledger) -> int:
+    """Packets not forwarded (policy drops included: the experiments' traffic is allowed)."""
+    return int(ledger.offered) - forwarded(ledger)
+
+
+@dataclass
+class Run:
+    """One contender under test: the controller, its clock and its next tick."""
+
+    name: str
+    cp: ControlPlane
+    now_ns: int = 0
+    next_tick_ns: int = 0
+    ticks: int = 0
+
+    def advance(self, until_ns: int) -> None:
+        """Run every tick due up to `until_ns`."""
+        step = int(TICK_S * 1e9)
+        while self.next_tick_ns <= until_ns:
+            self.cp.tick(self.next_tick_ns)
+            self.now_ns = self.next_tick_ns
+            self.next_tick_ns += step
+            self.ticks += 1
+
+    def offer(self, batch: PacketBatch) -> Fate:
+        if len(batch):
+            self.advance(int(batch.time_ns[0]))
+            self.now_ns = max(self.now_ns, int(batch.time_ns[-1]))
+        return self.cp.process(batch)
+
+    def replay(self, batches: Iterable[WorkloadBatch]) -> int:
+        """Offer workload windows; returns the end of the last window (ns)."""
+        end = self.now_ns
+        for wb in batches:
+            self.advance(wb.t_start_ns)
+            if len(wb.packets):
+                self.cp.process(wb.packets)
+            end = wb.t_end_ns
+        self.advance(end)
+        return end
+
+    def fill(
+        self,
+        n: int,
+        *,
+        tcp_share: float = 0.0,
+        handshake: bool = False,
+        on_batch: Callable[[int], None] | None = None,
+    ) -> None:
+        """Set up background sessions 0..n-1 (no ticks while filling: a fill is not part of
+        any measurement); `handshake` completes TCP sessions (SYN-ACK, ACK)."""
+        t0 = self.now_ns
+        for b in traffic.background_fill_batches(n, t0, FILL_CPS, tcp_share=tcp_share):
+            self.cp.process(b)
+            if on_batch is not None:
+                on_batch(len(b))
+        self.now_ns = t0 + int(n * 1e9 / FILL_CPS) + 1
+        if handshake and tcp_share > 0:
+            for start in range(0, n, traffic.BATCH):
+                ids = np.arange(start, min(n, start + traffic.BATCH), dtype=np.int64)
+                ids = ids[(ids % 1000) < int(round(tcp_share * 1000))]
+                self.cp.process(
+                    traffic.keepalive(ids, self.now_ns, self.now_ns + 1000, tcp_share=1.0)
+                )
+                self.cp.process(traffic.ack_packets(ids, self.now_ns + 2000))
+                if on_batch is not None:
+                    on_batch(0)
+            self.now_ns += 3000
+        self.next_tick_ns = self.now_ns + int(TICK_S * 1e9)
+
+
+@dataclass
+class Context:
+    """What an experiment runs with: its scale, the contenders, progress reporting."""
+
+    scale: Scale
+    contenders: list[Contender]
+    progress: Any = None  # rich.progress.Progress or None
+    log: list[str] = field(default_factory=list)
+
+    def by_role(self, *roles: str) -> list[Contender]:
+        return [c for c in self.contenders if c.role in roles]
+
+    @contextmanager
+    def task(self, description: str, total: float) -> Iterator[Callable[[float], None]]:
+        """A progress bar (when one is shown); yields `advance(amount)`."""
+        if self.progress is None:
+            yield lambda _x: None
+            return
+        tid = self.progress.add_task(description, total=total)
+        try:
+            yield lambda x: self.progress.advance(tid, x)
+        finally:
+            self.progress.remove_task(tid)
+
+    @contextmanager
+    def controller(
+        self,
+        c: Contender,
+        sessions: int,
+        spec: VpcSpec,
+        *,
+        idle_timeout_s: float | None = None,
+        **engine: Any,
+    ) -> Iterator[Run]:
+        """Build `c` for a table of `sessions` (engine timeouts in `engine`, a software idle
+        timeout for controllers that age in software); freed (and collected) on exit, so the
+        next contender never shares the machine's memory with it."""
+        cfg = engine_config(sessions, **engine)
+        run = Run(c.name, c.build(cfg, compile_policy(spec), idle_timeout_s))
+        try:
+            yield run
+        finally:
+            del run
+            gc.collect()
+
+
+def ratio(a: float, b: float) -> float | None:
+    """a / b, or None when b is 0 (JSON null)."""
+    return float(a) / float(b) if b else None
+
+
+def cpu_now(run: Run) -> float:
+    return float(run.cp.metrics.mgmt_cpu_s)
+
+
+def wall() -> float:
+    return time.perf_counter()
+
+
+__all__ = [
+    "FILL_CPS",
+    "SLOTS_PER_SESSION",
+    "TICK_S",
+    "Builder",
+    "Contender",
+    "Context",
+    "ControlPlane",
+    "Run",
+    "cpu_now",
+    "dropped",
+    "engine_config",
+    "forwarded",
+    "ratio",
+    "wall",
+]

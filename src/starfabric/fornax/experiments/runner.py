@@ -1,0 +1,76 @@
+"""Run one experiment or all of them at a scale, in one process, and assemble the JSON
+(`all` adds the headline ratios: storage_ratio, cpu_ratio, zero_drop_cps_ratio)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from starfabric.fornax.experiments.contenders import default_contenders
+from starfabric.fornax.experiments.harness import Contender, Context
+from starfabric.fornax.experiments.output import print_result, write_png
+from starfabric.fornax.experiments.registry import EXPERIMENTS, get_experiment
+from starfabric.fornax.experiments.scales import get_scale
+
+#: The software-centric baseline the headline ratios are taken against (the issue's margins).
+HEADLINE_BASELINE = "ovs_like"
+
+
+def names_for(name: str) -> list[str]:
+    """Experiment names `name` stands for (`all`: every registered one, in order)."""
+    return list(EXPERIMENTS) if name == "all" else [get_experiment(name).name]
+
+
+def headline(results: dict[str, dict[str, Any]]) -> dict[str, float | None]:
+    """Fornax / OVS-like: software bytes (E1) and management CPU (E2) at the largest size,
+    highest zero-drop CPS (E3)."""
+
+    def pick(exp: str) -> float | None:
+        r = results.get(exp)
+        if r is None:
+            return None
+        v = r["summary"].get("ratio_vs", {}).get(HEADLINE_BASELINE)
+        return None if v is None else float(v)
+
+    return {"storage_ratio": pick("E1"), "cpu_ratio": pick("E2"),
+            "zero_drop_cps_ratio": pick("E3")}  # fmt: skip
+
+
+def run_experiments(
+    name: str,
+    scale: str,
+    *,
+    out_dir: Path | None = None,
+    console: Console | None = None,
+    progress: Any = None,
+    contenders: list[Contender] | None = None,
+) -> dict[str, Any]:
+    """Run `name` (or `all`) at `scale`; prints a table per experiment when `console` is
+    given, writes `out_dir/NAME.png`; returns the JSON document."""
+    names = names_for(name)
+    sc = get_scale(scale)
+    ctx = Context(sc, contenders if contenders is not None else default_contenders(), progress)
+    doc: dict[str, Any] = {"scale": sc.name, "contenders": [c.name for c in ctx.contenders],
+                           "experiments": {}}  # fmt: skip
+    t0 = time.perf_counter()
+    for n in names:
+        exp = EXPERIMENTS[n]
+        t = time.perf_counter()
+        res = exp.run(ctx)
+        d = res.as_dict()
+        d["wall_s"] = time.perf_counter() - t
+        if out_dir is not None:
+            d["plot"] = str(write_png(res, exp.plot, out_dir / f"{n}.png"))
+        doc["experiments"][n] = d
+        if console is not None:
+            print_result(console, res)
+    doc["wall_s"] = time.perf_counter() - t0
+    if name == "all":
+        doc.update(headline(doc["experiments"]))
+    return doc
+
+
+__all__ = ["HEADLINE_BASELINE", "headline", "names_for", "run_experiments"]
