@@ -1,0 +1,45 @@
+"""`starfabric fornax experiment`: one-line errors for a bad name or scale, JSON of one run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from starfabric.cli import app
+from starfabric.errors import ConfigError
+from starfabric.fornax.experiments import SCALES, get_experiment, get_scale
+
+
+@pytest.mark.parametrize(
+    ("args", "word"),
+    [(["E77"], "E77"), (["E1", "--scale", "huge"], "huge"), (["e1"], "e1")],
+)
+def test_bad_name_or_scale_is_one_line_exit_2(args: list[str], word: str) -> None:
+    res = CliRunner().invoke(app, ["fornax", "experiment", *args])
+    assert res.exit_code == 2
+    lines = [ln for ln in res.output.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error:") and word in lines[0]
+
+
+def test_lookups_name_the_choices() -> None:
+    with pytest.raises(ConfigError, match="E1, E2"):
+        get_experiment("nope")
+    with pytest.raises(ConfigError, match="ci, default, paper"):
+        get_scale("nope")
+    assert SCALES["paper"].sizes[-1] == 1 << 24 and SCALES["paper"].cps == 100_000
+
+
+def test_one_experiment_writes_json_and_png(tmp_path: Path) -> None:
+    res = CliRunner().invoke(app, ["fornax", "experiment", "E1", "--scale", "ci",
+                                   "--json", str(tmp_path / "e1.json"),
+                                   "--out", str(tmp_path)])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    doc = json.loads((tmp_path / "e1.json").read_text())
+    assert doc["scale"] == "ci" and list(doc["experiments"]) == ["E1"]
+    assert "storage_ratio" not in doc  # headline ratios belong to `all`
+    e1 = doc["experiments"]["E1"]
+    assert {"rows", "summary", "title"} <= set(e1)
+    assert (tmp_path / "E1.png").exists()
