@@ -28,6 +28,7 @@ class DropReason(IntEnum):
     SOFTPATH_OVERLOAD = 2  # beyond the software datapath's packet rate
     SOFTPATH_FULL = 3  # hardware could not take the session and the software table is full
     NAT_EXHAUSTED = 4  # the NAT gateway's pool has no free (public IP, port)
+    SESSION_LOST = 5  # its session was lost to a hardware fault and cannot be rebuilt safely
 
 
 @dataclass(frozen=True)

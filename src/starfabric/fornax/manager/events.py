@@ -7,10 +7,17 @@
   path already re-decided in the same batch is skipped, one not granted budget stays stale
   and is re-decided on its next packet (stale sessions are never forwarded).
 - TABLE_FULL / INSERT_FAILED: counted; the session is already forwarding in software.
-- ECC_UNCORRECTABLE: the entry is gone; with a consistent key its allocation is released.
+- ECC_UNCORRECTABLE: the entry is gone; with a consistent key its allocation is released
+  (a manager with `on_fault_events`, failover.ResilientManager, rebuilds the session instead
+  and keeps the allocation; it also takes ECC_CORRECTED and PIPELINE_HANG there).
 - RING_OVERFLOW: events were lost, so a patrol pass runs (a bounded dump-based scan that
-  frees SNAT ports whose AGED/CLOSED events were lost). The full patrol with integrity checks
-  is issue 8's.
+  frees SNAT ports whose AGED/CLOSED events were lost).
+
+`patrol_step` is the periodic, rate-bounded part of the patrol: each call inspects the next
+entries from the patrol cursor and checks integrity (the engine checks every entry's ECC as
+it is read: errors become events; the key must find its own entry again) and that the
+entry's actions are what the CURRENT policy gives it (entries whose version snapshot is
+current; stale ones are re-decided on their next packet anyway), repairing drift by modify.
 """
 
 from __future__ import annotations
@@ -19,11 +26,17 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from starfabric.fornax.engine import EventType, Reason, Scope, Status
+from starfabric.fornax.engine import EventType, FlowKeys, Reason, Scope, Status
 from starfabric.fornax.keys import key_hash
 from starfabric.fornax.manager import cookie
-from starfabric.fornax.manager.decide import decide, original_from_entries, packets_of
+from starfabric.fornax.manager.decide import (
+    decide,
+    hw_actions,
+    original_from_entries,
+    packets_of,
+)
 from starfabric.fornax.manager.nat import NatPools
+from starfabric.fornax.vpc import evaluate
 
 if TYPE_CHECKING:
     from starfabric.fornax.manager.manager import Manager
@@ -43,8 +56,12 @@ def handle_events(m: Manager) -> int:
         reopen = (t == EventType.CLOSED) & (ev["reason"] == Reason.TCP_REOPEN)
         m.metrics.count("tcp_reopen", int(reopen.sum()))
         gone = (t == EventType.AGED) | (t == EventType.CLOSED)
-        gone |= (t == EventType.ECC_UNCORRECTABLE) & (ev["reason"] == Reason.KEY_CONSISTENT)
+        on_fault = getattr(m, "on_fault_events", None)
+        if on_fault is None:
+            gone |= (t == EventType.ECC_UNCORRECTABLE) & (ev["reason"] == Reason.KEY_CONSISTENT)
         m._release(ev["aux"][gone])
+        if on_fault is not None:
+            on_fault(ev)
         mm = ev[t == EventType.VERSION_MISMATCH]
         if len(mm):
             _resync(m, mm)
@@ -138,6 +155,93 @@ def patrol(m: Manager) -> dict[str, int]:
         return {"entries": read, "nat_freed": freed}
 
 
+def patrol_step(m: Manager, n_entries: int, chunk: int = 4096) -> dict[str, int]:
+    """Inspect up to n_entries hardware sessions from the patrol cursor (see the module
+    docstring); returns what was read, found and repaired, and whether the cursor wrapped."""
+    out = {"entries": 0, "key_inconsistent": 0, "policy_drift": 0, "repaired": 0, "wrapped": 0}
+    cap = m.engine.config.capacity
+    with m.metrics.activity("patrol"):
+        while out["entries"] < n_entries:
+            want = min(chunk, n_entries - out["entries"])
+            recs, cursor = m._call("dump", m.engine.dump, m._patrol_cursor, want)
+            m.metrics.ops["dump_entries"] += len(recs)
+            out["entries"] += len(recs)
+            m._patrol_cursor = 0 if cursor >= cap else cursor
+            if cursor >= cap:
+                out["wrapped"] = 1
+            if len(recs):
+                _inspect(m, recs, out)
+            if cursor >= cap or not len(recs):
+                break
+        m.metrics.count("patrol_entries", out["entries"])
+        m.metrics.count("patrol_key_inconsistent", out["key_inconsistent"])
+        m.metrics.count("patrol_policy_drift", out["policy_drift"])
+        m.metrics.count("patrol_repaired", out["repaired"])
+    return out
+
+
+def policy_fields(m: Manager, keys: FlowKeys) -> tuple[np.ndarray, ...]:
+    """(action_orig, action_reply, eni_scope, vpc_scope) the current policy gives these
+    ORIGINAL keys, as hardware handles, without allocating anything (no SNAT port)."""
+    r = evaluate(m.policy, packets_of(keys, m.now_ns))
+    fwd = np.where(r.reason == 0, r.fwd_action, np.uint32(m.drop)).astype(np.uint32)
+    return (
+        hw_actions(m.policy, fwd, m.drop),
+        hw_actions(m.policy, r.rev_action, m.drop),
+        r.eni_scope.astype(np.uint32),
+        r.vpc_scope.astype(np.uint32),
+    )
+
+
+def _inspect(m: Manager, recs: np.ndarray, out: dict[str, int]) -> None:
+    """Key consistency and policy agreement of dumped entries; drift repaired by modify."""
+    keys = original_from_entries(recs)
+    st, q = m._call("query", m.engine.query, keys, n=len(recs))
+    lost = (st == Status.OK) & (q["slot"] != recs["slot"])  # moved meanwhile: not a fault
+    bad = (st == Status.NOT_FOUND) & ~lost
+    out["key_inconsistent"] += int(bad.sum())
+    cur_e = m._versions(Scope.ENI, recs["eni_scope"])
+    cur_v = m._versions(Scope.VPC, recs["vpc_scope"])
+    fresh = (st == Status.OK) & (recs["eni_version"] == cur_e) & (recs["vpc_version"] == cur_v)
+    if not fresh.any():
+        return
+    r = recs[fresh]
+    k = keys.take(fresh)
+    a_o, a_r, eni, vpc = policy_fields(m, k)
+    drift = (a_o != r["action_orig"]) | (a_r != r["action_reply"])
+    drift |= (eni != r["eni_scope"]) | (vpc != r["vpc_scope"])
+    if not drift.any():
+        return
+    out["policy_drift"] += int(drift.sum())
+    r, k = r[drift], k.take(drift)
+    d = decide(m.policy, packets_of(k, m.now_ns), m.nat, drop_action=m.drop,
+               drop_sessions=m.config.install_drop_sessions, old_aux=r["aux"])  # fmt: skip
+    same = d.session & (d.eni_scope == r["eni_scope"]) & (d.vpc_scope == r["vpc_scope"])
+    if same.any():
+        st2 = m._call(
+            "modify", m.engine.modify, k.take(same), n=int(same.sum()),
+            action_orig=d.action_orig[same], action_reply=d.action_reply[same],
+            eni_version=m._versions(Scope.ENI, d.eni_scope[same]),
+            vpc_version=m._versions(Scope.VPC, d.vpc_scope[same]), aux=d.aux[same],
+        )  # fmt: skip
+        out["repaired"] += int((st2 == Status.OK).sum())
+    other = ~same  # refused now (removed), or its scopes moved (re-created)
+    if other.any():
+        m._call("delete", m.engine.delete, k.take(other), n=int(other.sum()))
+        m._release(d.aux[other & ~d.session])
+        out["repaired"] += int(other.sum())
+    moved = other & d.session
+    if moved.any():
+        m._call(
+            "insert", m.engine.insert, k.take(moved), n=int(moved.sum()),
+            action_orig=d.action_orig[moved], action_reply=d.action_reply[moved],
+            eni_scope=d.eni_scope[moved], vpc_scope=d.vpc_scope[moved],
+            eni_version=m._versions(Scope.ENI, d.eni_scope[moved]),
+            vpc_version=m._versions(Scope.VPC, d.vpc_scope[moved]),
+            now_ns=r["last_seen_ns"][moved], tcp_state=r["tcp_state"][moved], aux=d.aux[moved],
+        )  # fmt: skip
+
+
 def _mark(into: NatPools, like: NatPools, aux: np.ndarray) -> None:
     """Mark the allocations of cookies in `into`, whose IP numbering follows `like`'s."""
     held = cookie.has_nat(aux)
@@ -151,4 +255,4 @@ def _mark(into: NatPools, like: NatPools, aux: np.ndarray) -> None:
     into.mark(cookie.nat_ip(aux[held]), cookie.nat_port(aux[held]))
 
 
-__all__ = ["handle_events", "patrol"]
+__all__ = ["handle_events", "patrol", "patrol_step", "policy_fields"]

@@ -1,0 +1,500 @@
+"""ResilientManager: the Fornax manager with its fault tolerance — ECC rebuild, hang failover,
+the rate-bounded patrol, and failover of a session, port, VPC or the whole engine to software
+forwarding with failback (health.py decides which).
+
+What moves where:
+- Table scopes (session, VPC, engine after many faults): the scope's sessions are moved from
+  hardware to the software table and *pinned* there (never promoted, new sessions of the scope
+  stay in software too); the engine pipeline still looks packets up, misses, and punts them.
+- A hung port (PIPELINE_HANG event, or PORT_HUNG outcomes for a watchdog timeout after a
+  restart lost the event): its packets no longer enter the engine; they go straight to the
+  software datapath, which takes over each session it needs from hardware (query, decide
+  under the current policy, delete from hardware), keeping TCP state and SNAT cookie. Packets
+  of a key that also arrive on healthy ports in the batch go the same way, so a connection's
+  packets stay in order. After `port_reset_s` the port is reset (unstall) and probed with one
+  packet; a probe that misses (the pipeline answered) fails the port back, else it is reset
+  again after `probe_backoff_s`.
+- The whole engine (enough ports and VPCs failed at once): every packet goes to software.
+Software forwarding has the engine's semantics and finite capacity (softpath.py); what it
+cannot carry is a named drop, never silent.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from starfabric.errors import InvariantError
+from starfabric.fornax.engine import (
+    EVENT_DTYPE,
+    EventType,
+    FlowKeys,
+    Outcome,
+    Reason,
+    SessionEngine,
+    Status,
+)
+from starfabric.fornax.keys import CanonicalKeys, canonicalize, key_hash
+from starfabric.fornax.manager.accounting import DropReason, Fate, Final
+from starfabric.fornax.manager.config import ManagerConfig
+from starfabric.fornax.manager.decide import decide, original_from_entries, packets_of
+from starfabric.fornax.manager.events import patrol_step
+from starfabric.fornax.manager.health import FaultKind, Health, HealthConfig, ScopeKind
+from starfabric.fornax.manager.manager import PROMOTE_MAX_FILL, Manager, take_keys
+from starfabric.fornax.manager.rebuild import event_keys, match_suspects, rebuild
+from starfabric.fornax.packets import PacketBatch
+from starfabric.fornax.softpath import SoftPath, SoftPathConfig, SoftStatus
+from starfabric.fornax.vpc import CompiledPolicy
+
+#: Probe packet: a key no tenant uses (VNI 2**24-1, IANA experimental protocol 253), so the
+#: engine answers MISS when the port's pipeline works.
+PROBE_VNI = (1 << 24) - 1
+PROBE_PROTO = 253
+
+
+def _soft_keys(recs: np.ndarray) -> CanonicalKeys:
+    """Canonical keys of softpath records."""
+    return CanonicalKeys(
+        recs["vni"], recs["proto"], recs["a_hi"], recs["a_lo"], recs["b_hi"], recs["b_lo"],
+        recs["a_port"], recs["b_port"], recs["orig_dir"],
+    )  # fmt: skip
+
+
+class ResilientManager(Manager):
+    """Manager plus fault detection, rebuild and failover (see the module docstring)."""
+
+    def __init__(
+        self,
+        engine: SessionEngine,
+        policy: CompiledPolicy,
+        config: ManagerConfig | None = None,
+        *,
+        softpath: SoftPath | None = None,
+        softpath_config: SoftPathConfig | None = None,
+        health: HealthConfig | None = None,
+    ) -> None:
+        super().__init__(engine, policy, config, softpath=softpath,
+                         softpath_config=softpath_config)  # fmt: skip
+        cfg = engine.config
+        self.health = Health(health or HealthConfig(), cfg.n_ports, cfg.vpc_scopes)
+        self.suspects = np.zeros(0, EVENT_DTYPE)  # KEY_SUSPECT losses not yet matched
+        self.quarantined = np.zeros(0, np.uint64)  # key hashes never forwarded on a guess
+        self._q_seen = np.zeros(0, np.int64)  # last packet time of each quarantined key
+        self.port_pins: dict[int, npt.NDArray[np.uint64]] = {}
+        self._pinned = np.zeros(0, np.uint64)
+        self._hung_since = np.full(cfg.n_ports, -1, np.int64)
+        self._reset_at = np.full(cfg.n_ports, -1, np.int64)
+        self._fault_keys: dict[int, tuple[int, ...]] = {}  # key hash -> FlowKeys row (rare)
+        self._ecc_seen = int(engine.counters().get("ecc_uncorrectable", 0))
+        self._last_patrol_ns: int | None = None
+        self._patrol_credit = 0.0
+        self._in_punt = False
+        self.timeline: list[dict[str, Any]] = []  # failovers/failbacks (few)
+        self.ecc_log: list[npt.NDArray[np.int64]] = []  # rows (slot, type, handled ns)
+        self.patrol_cycles: list[tuple[int, int]] = []  # (start ns, end ns) of full cycles
+        self._cycle_start = 0
+        self.overflows: list[int] = []  # times a RING_OVERFLOW record was read
+        self.diverted = 0
+        self.probes = 0
+
+    @classmethod
+    def recover(
+        cls,
+        engine: SessionEngine,
+        policy: CompiledPolicy,
+        config: ManagerConfig | None = None,
+        *,
+        softpath: SoftPath | None = None,
+        between_chunks: Any = None,
+        health: HealthConfig | None = None,
+    ) -> ResilientManager:
+        """Restart: rebuild from the engine (Manager.recover); failover state is re-learned
+        (hung ports from PORT_HUNG outcomes, table faults from new events)."""
+        m = super().recover(engine, policy, config, softpath=softpath,
+                            between_chunks=between_chunks)  # fmt: skip
+        if not isinstance(m, ResilientManager):
+            raise InvariantError(f"recover built a {type(m).__name__}, not a ResilientManager")
+        if health is not None:
+            m.health = Health(health, engine.config.n_ports, engine.config.vpc_scopes)
+        return m
+
+    # ---- pinning -------------------------------------------------------------------
+    def _repin(self) -> None:
+        parts = [self.health.session_failed, self.quarantined, *self.port_pins.values()]
+        self._pinned = np.unique(np.concatenate(parts)) if parts else np.zeros(0, np.uint64)
+
+    def pinned(self, recs: np.ndarray) -> npt.NDArray[np.bool_]:
+        """Which software sessions must stay in software (their scope is failed over)."""
+        if self.health.engine_failed:
+            return np.ones(len(recs), bool)
+        vpc = recs["vpc_scope"].astype(np.int64)
+        out = self.health.vpc_failed[np.minimum(vpc, len(self.health.vpc_failed) - 1)].copy()
+        if len(self._pinned) and len(recs):
+            out |= np.isin(key_hash(_soft_keys(recs)), self._pinned)
+        return out
+
+    def _insert_from_soft(self, slots: npt.NDArray[np.int64]) -> int:
+        if len(slots):
+            slots = slots[~self.pinned(self.softpath.sessions(slots))]
+        return super()._insert_from_soft(slots)
+
+    def _flush(self) -> None:
+        """As Manager._flush, but a pinned session re-decided in software leaves hardware."""
+        if self._pending_mod:
+            mod = np.concatenate(self._pending_mod)
+            recs = self.softpath.sessions(mod)
+            pin = self.pinned(recs)
+            if pin.any():
+                keys = original_from_entries_soft(recs[pin])
+                self._call("delete", self.engine.delete, keys, n=int(pin.sum()))
+            self._pending_mod = [mod[~pin]]
+        super()._flush()
+
+    def _promote(self) -> None:
+        cap = self.engine.config.capacity
+        room = int(cap * PROMOTE_MAX_FILL) - self.engine.occupancy()
+        k = min(self.config.promote_per_tick, room, self.softpath.occupancy())
+        if k <= 0:
+            return
+        sp = self.softpath
+        live = np.flatnonzero(sp.used == 1)
+        cur = (sp.ver[live, 0] == sp.eni_cur[sp.scope[live, 0]]) & (
+            sp.ver[live, 1] == sp.vpc_cur[sp.scope[live, 1]]
+        )
+        live = live[cur]
+        live = live[~self.pinned(sp.sessions(live))][:k]
+        self.metrics.count("promoted", super()._insert_from_soft(live))
+
+    # ---- packet path ---------------------------------------------------------------
+    def _divert_mask(self, batch: PacketBatch) -> npt.NDArray[np.bool_]:
+        if self.health.engine_failed:
+            return np.ones(len(batch), bool)
+        if not self.health.port_failed.any() or not len(batch):
+            return np.zeros(len(batch), bool)
+        div = self.health.port_failed[batch.port]
+        if div.any():  # a key's packets all go one way, so they stay in order
+            h = key_hash(canonicalize(batch))
+            div |= np.isin(h, h[div])
+        return np.asarray(div)
+
+    def process(self, batch: PacketBatch) -> Fate:
+        """Hardware for healthy scopes, software for failed-over ports or engine."""
+        n = len(batch)
+        if n:
+            self.now_ns = max(self.now_ns, int(batch.time_ns[-1]))
+        div = self._divert_mask(batch)
+        if not div.any():
+            fate = super().process(batch)
+        else:
+            keep, dv = np.flatnonzero(~div), np.flatnonzero(div)
+            f1 = super().process(batch.take(keep))
+            f2 = self._software(batch.take(dv))
+            final = np.empty(n, np.uint8)
+            action = np.zeros(n, np.uint32)
+            reason = np.zeros(n, np.uint8)
+            for idx, f in ((keep, f1), (dv, f2)):
+                final[idx], action[idx], reason[idx] = f.final, f.action, f.reason
+            fate = Fate(final, action, reason)
+        self._watch_hung(batch, fate)
+        return fate
+
+    def _software(self, pb: PacketBatch) -> Fate:
+        """Forward diverted packets in software, taking their sessions over from hardware."""
+        n = len(pb)
+        ck = canonicalize(pb)
+        h = key_hash(ck)
+        if not self.health.engine_failed:
+            for p in np.unique(pb.port):
+                if self.health.port_failed[p]:
+                    old = self.port_pins.get(int(p), np.zeros(0, np.uint64))
+                    self.port_pins[int(p)] = np.union1d(old, h[pb.port == p])
+            self._repin()
+        eng = np.full(n, int(Outcome.MISS), np.uint8)
+        eng[self.softpath.lookup(ck) < 0] = Outcome.STALE  # held by hardware? take it over
+        with self.metrics.activity("miss"):
+            f, a, r = self._punted(pb, eng)
+        fate = Fate(f, a, r)
+        self.ledger.add(fate)
+        self.diverted += n
+        self.metrics.count("diverted_packets", n)
+        return fate
+
+    def _punted(
+        self, pb: PacketBatch, eng: npt.NDArray[np.uint8]
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """ECC losses are rebuilt before punted packets are decided (so a lost session's next
+        packet is never decided as a new connection); quarantined keys are dropped as lost."""
+        self._in_punt = True
+        try:
+            self._ecc_sync(bool((eng == Outcome.FAULT).any()))
+            # a FAULT packet's own session may still be in hardware (the faulty entry can be
+            # another key with the same tag): read it back as for a stale one
+            eng = np.where(eng == Outcome.FAULT, np.uint8(Outcome.STALE), eng).astype(np.uint8)
+            ck = canonicalize(pb)
+            if len(self.suspects):
+                ev, keys = match_suspects(self, ck, FlowKeys.from_batch(pb))
+                if len(ev):
+                    rebuild(self, ev, keys)
+            n = len(pb)
+            final = np.zeros(n, np.uint8)
+            action = np.zeros(n, np.uint32)
+            reason = np.zeros(n, np.uint8)
+            q = np.zeros(n, bool)
+            if len(self.quarantined):
+                h = key_hash(ck)
+                q = np.isin(h, self.quarantined)
+                if q.any():
+                    pos = np.searchsorted(self.quarantined, h[q])
+                    np.maximum.at(self._q_seen, pos, pb.time_ns[q])
+            final[q] = Final.NAMED_DROP
+            reason[q] = DropReason.SESSION_LOST
+            rest = np.flatnonzero(~q)
+            if len(rest):
+                f, a, r = super()._punted(pb.take(rest), eng[rest])
+                final[rest], action[rest], reason[rest] = f, a, r
+            return final, action, reason
+        finally:
+            self._in_punt = False
+
+    def quarantine(self, ck: CanonicalKeys) -> int:
+        """Never forward these keys on a guess: their packets are lost until they go idle."""
+        h = key_hash(ck)
+        new = np.setdiff1d(h, self.quarantined)
+        allh = np.concatenate([self.quarantined, new])
+        seen = np.concatenate([self._q_seen, np.full(len(new), self.now_ns, np.int64)])
+        order = np.argsort(allh)
+        self.quarantined, self._q_seen = allh[order], seen[order]
+        self._repin()
+        return len(new)
+
+    def _watch_hung(self, batch: PacketBatch, fate: Fate) -> None:
+        """A port whose packets keep getting PORT_HUNG for a watchdog timeout is hung, even
+        if its PIPELINE_HANG event was lost (ring overflow, manager restart)."""
+        hung = (fate.final == Final.NAMED_DROP) & (fate.reason == DropReason.PORT_HUNG)
+        if not len(batch):
+            return
+        ports_ok = np.setdiff1d(np.unique(batch.port[~hung]), np.unique(batch.port[hung]))
+        self._hung_since[ports_ok] = -1
+        if not hung.any():
+            return
+        limit = round(self.engine.config.watchdog_timeout_s * 1e9)
+        for p in np.unique(batch.port[hung]):
+            t = int(batch.time_ns[hung][batch.port[hung] == p].min())
+            if self._hung_since[p] < 0:
+                self._hung_since[p] = t
+            elif self.now_ns - self._hung_since[p] >= limit:
+                self._port_failover(int(p), "port_hung_outcomes")
+
+    # ---- events --------------------------------------------------------------------
+    def _ecc_sync(self, force: bool) -> None:
+        """Handle events now when the engine found an uncorrectable entry since last time."""
+        c = int(self.engine.counters().get("ecc_uncorrectable", 0))
+        if force or c != self._ecc_seen:
+            from starfabric.fornax.manager.events import handle_events
+
+            handle_events(self)
+            self._ecc_seen = c
+
+    def on_fault_events(self, ev: np.ndarray) -> None:
+        """ECC and hang events (called by events.handle_events)."""
+        t = ev["type"]
+        now = self.now_ns
+        for typ in (EventType.ECC_CORRECTED, EventType.ECC_UNCORRECTABLE):
+            e = ev[t == typ]
+            if len(e):
+                self.ecc_log.append(
+                    np.stack([e["slot"], np.full(len(e), int(typ)), np.full(len(e), now)], 1)
+                )
+        corr = ev[t == EventType.ECC_CORRECTED]
+        if len(corr):
+            self._record(corr, FaultKind.ECC_CORRECTED)
+        unc = ev[t == EventType.ECC_UNCORRECTABLE]
+        if len(unc):
+            self._ecc_seen = int(self.engine.counters().get("ecc_uncorrectable", 0))
+            suspect = unc["reason"] == Reason.KEY_SUSPECT
+            s = unc[suspect].copy()
+            s["time_ns"] = now
+            self.suspects = np.concatenate([self.suspects, s])
+            self.metrics.count("ecc_key_suspect", int(suspect.sum()))
+            good = unc[~suspect]
+            if len(good):
+                self._record(good, FaultKind.ECC_UNCORRECTABLE)
+                rebuild(self, good)
+                if not self._in_punt:
+                    self._flush()
+            if suspect.any():
+                self.health.record(now, FaultKind.ECC_UNCORRECTABLE, n=int(suspect.sum()))
+        if (t == EventType.RING_OVERFLOW).any():
+            self.overflows.append(now)
+        for p in np.unique(ev["port"][t == EventType.PIPELINE_HANG]):
+            if int(p) < len(self.health.port_failed):
+                self._port_failover(int(p), "watchdog")
+        keep = now - round(self.health.config.suspect_keep_s * 1e9)
+        self.suspects = self.suspects[self.suspects["time_ns"] >= keep]
+
+    def _record(self, ev: np.ndarray, kind: FaultKind) -> None:
+        """Log table faults per session and VPC; remember the keys of faulted sessions."""
+        k = original_from_entries(ev)
+        h = key_hash(event_keys(ev))
+        vpc = np.where(ev["vpc_scope"] < len(self.health.vpc_failed), ev["vpc_scope"], -1)
+        self.health.record(self.now_ns, kind, key=h, vpc=vpc.astype(np.int64), n=len(ev))
+        for j in range(len(ev)):  # faults are rare: a row per fault, not per session
+            self._fault_keys[int(h[j])] = tuple(int(getattr(k, f)[j]) for f in
+                                                k.__dataclass_fields__)  # fmt: skip
+
+    # ---- ports ---------------------------------------------------------------------
+    def _port_failover(self, p: int, how: str) -> None:
+        if self.health.port_failed[p]:
+            return
+        self.health.port_failed[p] = True
+        self.health.record(self.now_ns, FaultKind.PORT_HANG, port=p)
+        self._reset_at[p] = self.now_ns + round(self.health.config.port_reset_s * 1e9)
+        self._hung_since[p] = -1
+        self.timeline.append({"scope": "port", "id": p, "failover_ns": self.now_ns, "how": how})
+        self.metrics.count("port_failovers")
+
+    def _ports(self) -> None:
+        """Reset due ports, probe them, fail back the ones that answer."""
+        due = np.flatnonzero(self.health.port_failed & (self._reset_at >= 0)
+                             & (self._reset_at <= self.now_ns))  # fmt: skip
+        for p in due:
+            self.engine.unstall_port(int(p))  # the reset
+            self.metrics.count("port_resets")
+            if not self._probe(int(p)):
+                self._reset_at[p] = self.now_ns + round(self.health.config.probe_backoff_s * 1e9)
+                self.metrics.count("probe_failed")
+                continue
+            self.health.port_failed[p] = False
+            self._reset_at[p] = -1
+            self.port_pins.pop(int(p), None)
+            self._repin()
+            self.timeline.append({"scope": "port", "id": int(p), "failback_ns": self.now_ns})
+            self.metrics.count("port_failbacks")
+
+    # ---- table scopes --------------------------------------------------------------
+    def _probe(self, p: int) -> bool:
+        """One probe packet through port p: True when the pipeline answered."""
+        probe = PacketBatch.from_columns(time_ns=[self.now_ns], port=[p], vni=[PROBE_VNI],
+                                         proto=[PROBE_PROTO])  # fmt: skip
+        res = self._call("datapath", self.engine.process, probe, n=0)
+        self.probes += 1
+        return int(res.outcome[0]) != Outcome.PORT_HUNG
+
+    def _apply(self) -> None:
+        for ch in self.health.evaluate(self.now_ns):
+            if ch.kind == ScopeKind.ENGINE and not ch.failover:
+                # verify every port before traffic returns to the pipeline
+                for p in range(self.engine.config.n_ports):
+                    if not self.health.port_failed[p] and not self._probe(p):
+                        self._port_failover(p, "probe")
+            name = ch.kind.name.lower()
+            rec: dict[str, Any] = {"scope": name, "id": ch.scope_id if ch.kind != ScopeKind.SESSION
+                                   else ch.key_hash}  # fmt: skip
+            rec["failover_ns" if ch.failover else "failback_ns"] = self.now_ns
+            self.timeline.append(rec)
+            self.metrics.count(f"{name}_{'failovers' if ch.failover else 'failbacks'}")
+            if ch.failover and ch.kind == ScopeKind.VPC:
+                self._migrate_vpc(ch.scope_id)
+            if ch.failover and ch.kind == ScopeKind.SESSION:
+                row = self._fault_keys.get(ch.key_hash)
+                if row is not None:
+                    self._migrate(FlowKeys.from_columns(
+                        **{f: [v] for f, v in zip(FlowKeys.__dataclass_fields__, row, strict=True)}
+                    ))  # fmt: skip
+        self._repin()
+
+    def _migrate_vpc(self, vpc: int) -> None:
+        cap = self.engine.config.capacity
+        cursor = 0
+        while cursor < cap:
+            recs, cursor = self._call("dump", self.engine.dump, cursor,
+                                      self.config.patrol_chunk, vpc_scope=vpc)  # fmt: skip
+            self.metrics.ops["dump_entries"] += len(recs)
+            if len(recs):
+                self._migrate(original_from_entries(recs))
+
+    def _migrate(self, keys: FlowKeys) -> int:
+        """Move sessions from hardware to software, decided under the current policy."""
+        st, rec = self._call("query", self.engine.query, keys, n=len(keys))
+        ok = st == Status.OK
+        if not ok.any():
+            return 0
+        rec = rec[ok]
+        orig = original_from_entries(rec)
+        d = decide(self.policy, packets_of(orig, self.now_ns), self.nat, drop_action=self.drop,
+                   drop_sessions=self.config.install_drop_sessions, old_aux=rec["aux"])  # fmt: skip
+        from starfabric.fornax.manager.manager import keys_of_flow
+
+        ck = keys_of_flow(orig)
+        keep = d.session
+        sub = take_keys(ck, np.flatnonzero(keep))
+        status, _ = self.softpath.insert(
+            sub, orig_dir=sub.direction, action_orig=d.action_orig[keep],
+            action_reply=d.action_reply[keep], eni_scope=d.eni_scope[keep],
+            vpc_scope=d.vpc_scope[keep], now_ns=self.now_ns, tcp_state=rec["tcp_state"][keep],
+            aux=d.aux[keep],
+        )  # fmt: skip
+        moved = np.zeros(len(rec), bool)
+        moved[np.flatnonzero(keep)[status == SoftStatus.OK]] = True
+        gone = ~keep
+        self._release(d.aux[gone])
+        out = moved | gone  # software full: the session stays in hardware (reported)
+        self._call("delete", self.engine.delete, orig.take(out), n=int(out.sum()))
+        self.metrics.count("migrated_to_software", int(moved.sum()))
+        self.metrics.count("migrate_softpath_full", int((keep & ~moved).sum()))
+        return int(moved.sum())
+
+    # ---- time ----------------------------------------------------------------------
+    def tick(self, now_ns: int, scrub_slots: int | None = None) -> None:
+        """Manager.tick, then the patrol's share of the period, port resets/probes, and the
+        health evaluation (failover/failback)."""
+        super().tick(now_ns, scrub_slots)
+        self._flush()
+        self._patrol(now_ns)
+        self._ports()
+        self._apply()
+        idle = now_ns - round(self.health.config.suspect_keep_s * 1e9)
+        live = self._q_seen >= idle
+        if not live.all():
+            self.quarantined, self._q_seen = self.quarantined[live], self._q_seen[live]
+            self._repin()
+
+    def _patrol(self, now_ns: int) -> None:
+        if self._last_patrol_ns is None:
+            self._last_patrol_ns = now_ns
+            self._cycle_start = now_ns
+            return
+        dt = max(0, now_ns - self._last_patrol_ns) * 1e-9
+        self._last_patrol_ns = now_ns
+        self._patrol_credit += dt * self.health.config.patrol_rate
+        n = int(self._patrol_credit)
+        if n <= 0:
+            return
+        self._patrol_credit -= n
+        r = patrol_step(self, n, chunk=self.health.config.patrol_chunk)
+        for kind, count in (("key_inconsistent", FaultKind.KEY_INCONSISTENT),
+                            ("policy_drift", FaultKind.POLICY_DRIFT)):  # fmt: skip
+            if r[kind]:
+                self.health.record(now_ns, count, n=r[kind])
+        if r["wrapped"]:
+            self.patrol_cycles.append((self._cycle_start, now_ns))
+            self._cycle_start = now_ns
+
+    def summary(self) -> dict[str, Any]:
+        out = super().summary()
+        out["health"] = self.health.as_dict()
+        out["diverted_packets"] = self.diverted
+        out["probe_packets"] = self.probes
+        out["quarantined_keys"] = len(self.quarantined)
+        return out
+
+
+def original_from_entries_soft(recs: np.ndarray) -> FlowKeys:
+    from starfabric.fornax.manager.decide import original_from_sessions
+
+    return original_from_sessions(recs)
+
+
+__all__ = ["PROBE_PROTO", "PROBE_VNI", "ResilientManager"]
