@@ -32,8 +32,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from starfabric.fornax.baselines import _kernels as kernels
 from starfabric.fornax.baselines.config import SoftwareCentricConfig, software_centric_config
 from starfabric.fornax.baselines.engines import (
+    REPLY_MARK,
     DelegatingEngine,
     PerDirectionEngine,
     connection_ids,
@@ -134,6 +136,22 @@ class SoftwareCentric(Manager):
         conn_of[order] = np.asarray(inv).ravel()
         return conv[order[first]], conn_of
 
+    def _idle_connections(self, raw: np.ndarray, idle: npt.NDArray[np.bool_]) -> np.ndarray:
+        """One record (ORIGINAL orientation) per connection all of whose entries are idle."""
+        if not self.per_direction or not idle.any():
+            return raw[idle]
+        ch = np.empty(len(raw), np.uint64)
+        r = raw
+        kernels.conn_hash(r["vni"], r["proto"], r["src_hi"], r["src_lo"], r["dst_hi"],
+                          r["dst_lo"], r["sport"], r["dport"], ch)  # fmt: skip
+        cand = np.flatnonzero(idle)
+        cand = cand[~np.isin(ch[cand], ch[~idle])]  # a busy entry keeps its connection
+        rep = (raw["aux"][cand] & REPLY_MARK) != 0
+        cand = cand[np.lexsort((rep, ch[cand]))]  # per connection, the ORIGINAL entry first
+        _, first = np.unique(ch[cand], return_index=True)
+        dead, _ = to_original(raw[cand[first]])
+        return dead
+
     # ---- setup (flow limit) ------------------------------------------------------------
     def _insert_from_soft(self, slots: npt.NDArray[np.int64]) -> int:
         if self.flow_limit is not None and len(slots):
@@ -219,10 +237,7 @@ class SoftwareCentric(Manager):
                     timeout = np.minimum(timeout, round(fl.config.idle_above_limit_s * 1e9))
                 flush = fl.must_flush(n_flows)
             idle = (now - used > timeout) | flush
-            conns, conn_of = self._connections_of(raw)
-            busy = np.zeros(len(conns), bool)
-            busy[conn_of[~idle]] = True
-            dead = conns[~busy]
+            dead = self._idle_connections(raw, idle)
             if len(dead):
                 keys = original_from_entries(dead)
                 self._call("delete", self.engine.delete, keys, n=len(dead))
