@@ -243,6 +243,8 @@ class Injector:
         self.flip_bits = np.zeros(0, np.int64)
         self.flip_key = np.zeros(0, np.uint64)
         self.flip_silent = np.zeros(0, bool)
+        self.lost0: dict[int, int] = {}
+        self.lost: dict[int, int] = {}
         self.crash_due = sorted(round(c.at * 1e9) for c in spec.faults.crashes)
 
     def _windows(self, now: int) -> None:
@@ -258,6 +260,13 @@ class Injector:
         for p in np.flatnonzero(faulty & ~e.faulty_ports):
             e.inner.stall_port(int(p))
         e.faulty_ports = faulty
+        lost = int(e.inner.counters().get("events_lost", 0))
+        for i, w in enumerate(f.ring_overflows):
+            active = w.at * 1e9 <= now < (w.at + w.duration) * 1e9
+            if active and i not in self.lost0:
+                self.lost0[i] = lost
+            if not active and i in self.lost0 and i not in self.lost:
+                self.lost[i] = lost - self.lost0[i]  # events the ring dropped meanwhile
         e.poll_paused = any(w.at * 1e9 <= now < (w.at + w.duration) * 1e9
                             for w in f.ring_overflows)  # fmt: skip
 
@@ -322,10 +331,10 @@ class _Trace:
         self.parts: list[dict[str, np.ndarray]] = []
 
     def add(self, pb: PacketBatch, final: np.ndarray, action: np.ndarray, reason: np.ndarray,
-            soft: bool) -> None:  # fmt: skip
+            diverted: np.ndarray) -> None:  # fmt: skip
         self.parts.append({
             "t": pb.time_ns, "port": pb.port.astype(np.int64), "key": key_hash(canonicalize(pb)),
-            "final": final, "action": action, "reason": reason,
+            "final": final, "action": action, "reason": reason, "div": diverted,
         })  # fmt: skip
 
     def col(self, name: str) -> np.ndarray:
@@ -372,6 +381,7 @@ def run_chaos(
         nonlocal next_tick, m
         while next_tick <= t:
             if inj.step(next_tick):
+                _close_scopes(m, next_tick)
                 managers.append(m)
                 ledgers.append(m.ledger)
                 w0 = time.perf_counter()
@@ -392,7 +402,7 @@ def run_chaos(
                 on_policy(new)
         pb = assign_ports(wb.packets, n_ports)
         fate = m.process(pb)
-        trace.add(pb, fate.final, fate.action, fate.reason, False)
+        trace.add(pb, fate.final, fate.action, fate.reason, m.last_diverted)
         packets.append(pb)
         if on_batch is not None:
             on_batch(pb, fate)
@@ -422,6 +432,31 @@ def run_chaos(
     return report
 
 
+def _close_scopes(m: ResilientManager, now: int) -> None:
+    """A crashed manager's failovers end with it (its successor re-learns them)."""
+    h = m.health
+    open_ = [("port", int(p)) for p in np.flatnonzero(h.port_failed)]
+    open_ += [("vpc", int(v)) for v in np.flatnonzero(h.vpc_failed)]
+    open_ += [("engine", 0)] if h.engine_failed else []
+    for scope, sid in open_:
+        m.timeline.append({"scope": scope, "id": sid, "failback_ns": now, "how": "restart"})
+
+
+def _isolated_at(timeline: list[dict[str, Any]], ports: list[int], t0: int) -> bool:
+    """Whether every one of `ports` (or the whole engine) was failed over at time t0."""
+
+    def failed(scope: str, sid: int) -> bool:
+        last = None
+        for r in timeline:
+            if r.get("scope") == scope and r.get("id") == sid:
+                t = r.get("failover_ns", r.get("failback_ns", 0))
+                if t <= t0:
+                    last = "failover_ns" in r
+        return bool(last)
+
+    return failed("engine", 0) or all(failed("port", p) for p in ports)
+
+
 class _ByKey:
     """Packet times grouped by key (sorted once) for first-packet-after queries."""
 
@@ -446,7 +481,7 @@ def _report(spec: ChaosSpec, inj: Injector, managers: list[ResilientManager], tr
     timeline = [r for mm in managers for r in mm.timeline]
     cycles = [c for mm in managers for c in mm.patrol_cycles]
     period = max((b - a for a, b in cycles), default=0)
-    t, key, port = trace.col("t"), trace.col("key"), trace.col("port")
+    t, key, port, div = trace.col("t"), trace.col("key"), trace.col("port"), trace.col("div")
     by_key = _ByKey(t, key)
     cfg = spec.engine
     scrub_cover = -(-cfg.capacity // cfg.scrub_slots_per_tick) * tick_ns
@@ -464,6 +499,10 @@ def _report(spec: ChaosSpec, inj: Injector, managers: list[ResilientManager], tr
             cand = [t0 + scrub_cover] + ([first] if first >= 0 else [])
             bound = min(cand) - t0 + tick_ns + batch_ns
             cls = "ecc_single" if inj.flip_bits[i] == 1 else "ecc_multi"
+        for w in spec.faults.ring_overflows:  # events wait while the poller is stuck
+            a, b = round(w.at * 1e9), round((w.at + w.duration) * 1e9)
+            if a <= t0 + bound and b >= t0:
+                bound = max(bound, b - t0 + tick_ns + batch_ns)
         rows.append({
             "fault": cls, "at_s": t0 / 1e9, "slot": slot, "bits": int(inj.flip_bits[i]),
             "occupied": bool(inj.flip_key[i]), "scope": "session",
@@ -477,7 +516,8 @@ def _report(spec: ChaosSpec, inj: Injector, managers: list[ResilientManager], tr
         for w in wins:
             t0, t1 = round(w.at * 1e9), round((w.at + w.duration) * 1e9)
             ports = [w.port] if isinstance(w, PortStall) else list(range(cfg.n_ports))
-            on = np.isin(port, ports) & (t >= t0)
+            # the first packet that reached the stalled pipeline (not diverted around it)
+            on = np.isin(port, ports) & (t >= t0) & ~div.astype(bool)
             first = int(t[on].min()) if on.any() else -1
             fo = [r for r in timeline if r.get("scope") in ("port", "engine")
                   and "failover_ns" in r and r["failover_ns"] >= t0
@@ -486,6 +526,8 @@ def _report(spec: ChaosSpec, inj: Injector, managers: list[ResilientManager], tr
                   and r.get("scope") in ("port", "engine")
                   and (r["scope"] == "engine" or r["id"] in ports)]  # fmt: skip
             det = min((r["failover_ns"] for r in fo), default=-1)
+            if _isolated_at(timeline, ports, t0):  # already carried by software: no harm
+                det, first = t0, t0
             scope = "engine" if any(r["scope"] == "engine" for r in fo) else "port"
             rows.append({
                 "fault": kind, "at_s": w.at, "duration_s": w.duration, "scope": scope,
@@ -497,11 +539,12 @@ def _report(spec: ChaosSpec, inj: Injector, managers: list[ResilientManager], tr
                 "failback_s": (max(r["failback_ns"] for r in fb) - t1) / 1e9 if fb else None,
             })  # fmt: skip
     overflows = [o for mm in managers for o in mm.overflows]
-    for w in f.ring_overflows:
+    for i, w in enumerate(f.ring_overflows):
         t0, t1 = round(w.at * 1e9), round((w.at + w.duration) * 1e9)
         seen = [o for o in overflows if o >= t0]
         rows.append({
             "fault": "ring_overflow", "at_s": w.at, "duration_s": w.duration, "scope": "engine",
+            "events_lost": inj.lost.get(i, 0),
             "detect_s": (min(seen) - t0) / 1e9 if seen else None,
             "bound_s": (t1 - t0 + 2 * tick_ns) / 1e9, "failover_s": None,
         })  # fmt: skip
@@ -557,7 +600,7 @@ def _oracle(spec: ChaosSpec, vspec: Any, packets: list[PacketBatch],
     mis = fwd & (~o_fwd | (action != o_action))
     lost = ~fwd & (o_fwd | named)
     trace.parts = [{"mis": mis, "lost": lost, **{k: trace.col(k) for k in
-                    ("t", "port", "key", "final", "reason")}}]  # fmt: skip
+                    ("t", "port", "key", "final", "reason", "div")}}]  # fmt: skip
     return {"misforwarded": int(mis.sum()), "lost": int(lost.sum()),
             "oracle_forwarded": int(o_fwd.sum()), "forwarded": int(fwd.sum())}  # fmt: skip
 

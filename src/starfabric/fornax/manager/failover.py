@@ -95,6 +95,7 @@ class ResilientManager(Manager):
         self.ecc_log: list[npt.NDArray[np.int64]] = []  # rows (slot, type, handled ns)
         self.patrol_cycles: list[tuple[int, int]] = []  # (start ns, end ns) of full cycles
         self._cycle_start = 0
+        self.last_diverted = np.zeros(0, bool)  # which packets of the last batch went around
         self.overflows: list[int] = []  # times a RING_OVERFLOW record was read
         self.diverted = 0
         self.probes = 0
@@ -185,6 +186,7 @@ class ResilientManager(Manager):
         if n:
             self.now_ns = max(self.now_ns, int(batch.time_ns[-1]))
         div = self._divert_mask(batch)
+        self.last_diverted = div
         if not div.any():
             fate = super().process(batch)
         else:
