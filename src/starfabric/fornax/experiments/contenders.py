@@ -50,12 +50,16 @@ def default_contenders() -> list[Contender]:
     """Fornax, the baseline presets, the family's Fornax preset and its ablations."""
     from starfabric.fornax.baselines import ABLATIONS, ablation, doca_like, fornax, ovs_like
 
+    def mirrored(make: Any) -> bool:
+        return bool(make().mirror == "full")
+
     out = [Contender("fornax", _fornax, "fornax"),
-           Contender("ovs_like", _preset(ovs_like), "baseline"),
-           Contender("doca_like", _preset(doca_like), "baseline"),
+           Contender("ovs_like", _preset(ovs_like), "baseline", mirrored(ovs_like)),
+           Contender("doca_like", _preset(doca_like), "baseline", mirrored(doca_like)),
            Contender("fornax_preset", _preset(fornax), "reference")]  # fmt: skip
     for knob in ABLATIONS:
-        out.append(Contender(knob, _preset(lambda k=knob: ablation(k)), "ablation"))
+        make = lambda k=knob: ablation(k)  # noqa: E731
+        out.append(Contender(knob, _preset(make), "ablation", mirrored(make)))
     return out
 
 

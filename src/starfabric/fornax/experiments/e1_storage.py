@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from starfabric.fornax.experiments import traffic
-from starfabric.fornax.experiments.harness import Context, ratio
+from starfabric.fornax.experiments.harness import Context, common_ratio, ratio
 from starfabric.fornax.experiments.output import Result, line_plot
 
 COLUMNS = [("sessions", "sessions"), ("controller", "controller"), ("live", "live"),
@@ -17,11 +17,10 @@ COLUMNS = [("sessions", "sessions"), ("controller", "controller"), ("live", "liv
 
 def run(ctx: Context) -> Result:
     res = Result("E1", "software storage vs table size", COLUMNS)
-    largest: dict[str, float] = {}
     for n in ctx.scale.sizes:
         spec = traffic.vpc_spec(n)
         fornax_bytes = 0.0
-        for c in ctx.by_role("fornax", "baseline"):
+        for c in ctx.runnable(n, res.notes, "fornax", "baseline"):
             with ctx.task(f"E1 {c.name} {n:,}", n) as adv, ctx.controller(c, n, spec) as r:
                 r.fill(n, on_batch=adv)
                 sw, live = int(r.cp.software_bytes), int(r.cp.sessions())
@@ -30,14 +29,7 @@ def run(ctx: Context) -> Result:
             res.rows.append({"sessions": n, "controller": c.name, "live": live,
                              "software_bytes": sw, "bytes_per_session": sw / max(live, 1),
                              "fornax_ratio": ratio(fornax_bytes, sw)})  # fmt: skip
-            if n == ctx.scale.sizes[-1]:
-                largest[c.name] = sw
-    fx = next((c.name for c in ctx.by_role("fornax")), "")
-    res.summary = {
-        "largest_sessions": ctx.scale.sizes[-1],
-        "software_bytes_at_largest": largest,
-        "ratio_vs": {k: ratio(largest.get(fx, 0.0), v) for k, v in largest.items() if k != fx},
-    }
+    res.summary = common_ratio(res.rows, "software_bytes", ctx)
     return res
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from starfabric.fornax.experiments import traffic
-from starfabric.fornax.experiments.harness import Context, cpu_now, dropped, ratio
+from starfabric.fornax.experiments.harness import Context, common_ratio, cpu_now, dropped, ratio
 from starfabric.fornax.experiments.output import Result, line_plot
 
 COLUMNS = [("sessions", "sessions"), ("controller", "controller"), ("cpu_s", "mgmt CPU s"),
@@ -19,11 +19,10 @@ COLUMNS = [("sessions", "sessions"), ("controller", "controller"), ("cpu_s", "mg
 def run(ctx: Context) -> Result:
     sc = ctx.scale
     res = Result("E2", f"management CPU vs table size at {sc.cps:,.0f} CPS", COLUMNS)
-    largest: dict[str, float] = {}
     for n in sc.sizes:
         spec = traffic.vpc_spec(n)
         fornax_cpu = 0.0
-        for c in ctx.by_role("fornax", "baseline"):
+        for c in ctx.runnable(n, res.notes, "fornax", "baseline"):
             with ctx.task(f"E2 {c.name} {n:,}", n) as adv, ctx.controller(c, n, spec) as r:
                 r.fill(n, on_batch=adv)
                 cpu0, drop0 = cpu_now(r), dropped(r.cp.ledger)
@@ -35,16 +34,8 @@ def run(ctx: Context) -> Result:
             res.rows.append({"sessions": n, "controller": c.name, "cpu_s": cpu,
                              "cpu_per_sim_s": cpu / sc.measure_s, "drops": drops,
                              "fornax_ratio": ratio(fornax_cpu, cpu)})  # fmt: skip
-            if n == sc.sizes[-1]:
-                largest[c.name] = cpu
-    fx = next((c.name for c in ctx.by_role("fornax")), "")
-    res.summary = {
-        "largest_sessions": sc.sizes[-1],
-        "cps": sc.cps,
-        "measure_s": sc.measure_s,
-        "mgmt_cpu_s_at_largest": largest,
-        "ratio_vs": {k: ratio(largest.get(fx, 0.0), v) for k, v in largest.items() if k != fx},
-    }
+    res.summary = {"cps": sc.cps, "measure_s": sc.measure_s,
+                   **common_ratio(res.rows, "cpu_s", ctx)}  # fmt: skip
     return res
 
 

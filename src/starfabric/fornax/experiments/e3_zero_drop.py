@@ -20,7 +20,7 @@ def run(ctx: Context) -> Result:
     spec = traffic.vpc_spec(sc.table)
     res = Result("E3", f"highest zero-drop CPS on a {sc.table:,}-session table", COLUMNS)
     best: dict[str, float] = {}
-    for c in ctx.by_role("fornax", "baseline"):
+    for c in ctx.runnable(sc.table, res.notes, "fornax", "baseline"):
         with (
             ctx.task(f"E3 {c.name}", sc.table + len(sc.e3_cps)) as adv,
             ctx.controller(c, sc.table, spec) as r,

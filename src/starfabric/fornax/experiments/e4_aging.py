@@ -14,7 +14,7 @@ import numpy as np
 
 from starfabric.fornax.experiments import traffic
 from starfabric.fornax.experiments.harness import FILL_CPS, Context, Run
-from starfabric.fornax.experiments.output import Result, line_plot
+from starfabric.fornax.experiments.output import Result, by_controller, line_plot
 from starfabric.fornax.manager import Final
 
 COLUMNS = [("timeout_s", "timeout s"), ("controller", "controller"),
@@ -70,7 +70,7 @@ def run(ctx: Context) -> Result:
     spec = traffic.vpc_spec(n)
     res = Result("E4", f"aging accuracy and occupancy ({n:,} sessions, half active)", COLUMNS)
     for t in sc.e4_timeouts:
-        for c in ctx.by_role("fornax", "baseline"):
+        for c in ctx.runnable(n, res.notes, "fornax", "baseline"):
             with (
                 ctx.task(f"E4 {c.name} T={t:g}s", n) as adv,
                 ctx.controller(c, n, spec, idle_timeout_s=t, **timeouts(t)) as r,
@@ -79,9 +79,8 @@ def run(ctx: Context) -> Result:
                 m = _measure(r, n, t)
             res.rows.append({"timeout_s": t, "controller": c.name, **m})
     res.summary = {"sessions": n, "active": n // 2, "rounds_per_t": ROUNDS}
-    for c in ctx.by_role("fornax", "baseline"):
-        rows = [r for r in res.rows if r["controller"] == c.name]
-        res.summary[c.name] = {
+    for name, rows in by_controller(res.rows).items():
+        res.summary[name] = {
             "active_aged_share_max": max(r["active_aged_share"] for r in rows),
             "idle_overstay_s_max": max(r["idle_overstay_s"] for r in rows),
         }

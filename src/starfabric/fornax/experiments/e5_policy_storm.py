@@ -16,7 +16,7 @@ import numpy as np
 
 from starfabric.fornax.experiments import traffic
 from starfabric.fornax.experiments.harness import Context, cpu_now
-from starfabric.fornax.experiments.output import Result, line_plot
+from starfabric.fornax.experiments.output import Result, by_controller, line_plot
 from starfabric.fornax.manager import Final
 
 #: Shares of the table that send a packet after the update (assumption: most sessions of a
@@ -74,7 +74,7 @@ def run(ctx: Context) -> Result:
     res = Result("E5", f"policy-update storm on {n:,} sessions", COLUMNS)
     for f in sc.e5_fractions:
         for a in ACTIVE_SHARES:
-            for c in ctx.by_role("fornax", "baseline"):
+            for c in ctx.runnable(n, res.notes, "fornax", "baseline"):
                 with (
                     ctx.task(f"E5 {c.name} {f:.0%}/{a:.0%}", n) as adv,
                     ctx.controller(c, n, spec) as r,
@@ -83,9 +83,8 @@ def run(ctx: Context) -> Result:
                     m = storm(r, n, f, sc.measure_s, a)
                 res.rows.append({"fraction": f, "active": a, "controller": c.name, **m})
     res.summary = {"sessions": n}
-    for c in ctx.by_role("fornax", "baseline"):
-        rows = [r for r in res.rows if r["controller"] == c.name]
-        res.summary[c.name] = {
+    for name, rows in by_controller(res.rows).items():
+        res.summary[name] = {
             "stale_forwarded": sum(r["stale_forwarded"] for r in rows),
             "stale_window_s_max": max(r["stale_window_s"] for r in rows),
             "cpu_s": sum(r["cpu_s"] for r in rows),

@@ -11,7 +11,7 @@ import numpy as np
 
 from starfabric.fornax.experiments import traffic
 from starfabric.fornax.experiments.harness import Context, Run
-from starfabric.fornax.experiments.output import Result, bar_plot
+from starfabric.fornax.experiments.output import Result, bar_plot, by_controller
 from starfabric.fornax.manager import Final
 
 COLUMNS = [("controller", "controller"), ("phase", "phase"), ("cps", "CPS"),
@@ -63,7 +63,7 @@ def run(ctx: Context) -> Result:
     pre = min(1.0, sc.surge_s)
     res = Result("E6", f"x{SURGE:g} CPS surge for {sc.surge_s:g} s on {sc.table:,} sessions",
                  COLUMNS)  # fmt: skip
-    for c in ctx.by_role("fornax", "baseline"):
+    for c in ctx.runnable(sc.table, res.notes, "fornax", "baseline"):
         with ctx.task(f"E6 {c.name}", sc.table + 3) as adv, ctx.controller(c, sc.table, spec) as r:
             r.fill(sc.table, on_batch=adv)
             for k, (name, cps, dur) in enumerate(
@@ -73,9 +73,8 @@ def run(ctx: Context) -> Result:
                                  **phase(r, spec, cps, dur, seed=20 + k)})  # fmt: skip
                 adv(1)
     res.summary = {"table_sessions": sc.table, "base_cps": base, "surge_cps": hi}
-    for c in ctx.by_role("fornax", "baseline"):
-        rows = [r for r in res.rows if r["controller"] == c.name]
-        res.summary[c.name] = {"drops": sum(r["drops"] for r in rows),
+    for name, rows in by_controller(res.rows).items():
+        res.summary[name] = {"drops": sum(r["drops"] for r in rows),
                                "surge_drops": rows[1]["drops"],
                                "surge_offload_p99_ms": rows[1]["offload_p99_ms"]}  # fmt: skip
     return res

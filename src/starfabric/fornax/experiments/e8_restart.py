@@ -74,7 +74,7 @@ def run(ctx: Context) -> Result:
     n = sc.table
     spec = traffic.vpc_spec(n)
     res = Result("E8", f"manager restart with {n:,} sessions and traffic flowing", COLUMNS)
-    for c in ctx.by_role("fornax", "baseline"):
+    for c in ctx.runnable(n, res.notes, "fornax", "baseline"):
         with ctx.task(f"E8 {c.name}", n) as adv, ctx.controller(c, n, spec) as r:
             r.fill(n, on_batch=adv)
             r.advance(r.now_ns + 1)

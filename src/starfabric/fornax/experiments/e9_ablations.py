@@ -66,7 +66,7 @@ def run(ctx: Context) -> Result:
     ref = _measure(ctx, refs[0], n, spec)
     ref["costs"] = "(reference)"
     res.rows.append(ref)
-    for c in ctx.by_role("ablation"):
+    for c in ctx.runnable(n, res.notes, "ablation"):
         row = _measure(ctx, c, n, spec)
         row["costs"] = ", ".join(costs(row, ref)) or "nothing"
         res.rows.append(row)

@@ -65,6 +65,8 @@ class Contender:
     name: str
     build: Builder
     role: str = "baseline"
+    mirror: bool = False
+    """Keeps a per-flow software mirror (memory grows with the table: see Scale)."""
 
 
 def engine_config(sessions: int, **overrides: Any) -> EngineConfig:
@@ -160,6 +162,22 @@ class Context:
     def by_role(self, *roles: str) -> list[Contender]:
         return [c for c in self.contenders if c.role in roles]
 
+    def runnable(self, n: int, notes: list[str], *roles: str) -> list[Contender]:
+        """Contenders of `roles` that fit the scale's memory budget at `n` sessions; a note
+        in `notes` names each one left out."""
+        cap = self.scale.mirror_max_sessions
+        out = []
+        for c in self.by_role(*roles):
+            if c.mirror and cap is not None and n > cap:
+                msg = (f"{c.name} not run at {n:,} sessions: its per-flow mirror (measured "
+                       f"~1.1 KB per session) would not fit the memory budget of this scale "
+                       f"(mirror_max_sessions = {cap:,})")  # fmt: skip
+                if msg not in notes:
+                    notes.append(msg)
+                continue
+            out.append(c)
+        return out
+
     @contextmanager
     def task(self, description: str, total: float) -> Iterator[Callable[[float], None]]:
         """A progress bar (when one is shown); yields `advance(amount)`."""
@@ -199,6 +217,25 @@ def ratio(a: float, b: float) -> float | None:
     return float(a) / float(b) if b else None
 
 
+def common_ratio(rows: list[dict[str, Any]], key: str, ctx: Context) -> dict[str, Any]:
+    """Fornax / each other contender of `key`, at the largest table size both ran at."""
+    fx = next((c.name for c in ctx.by_role("fornax")), "")
+    at: dict[str, int] = {}
+    vals: dict[str, float] = {}
+    mine = {r["sessions"]: float(r[key]) for r in rows if r["controller"] == fx}
+    for r in rows:
+        name, n = str(r["controller"]), int(r["sessions"])
+        if name != fx and n in mine and n >= at.get(name, -1):
+            at[name], vals[name] = n, float(r[key])
+    return {
+        "largest_sessions": max(mine) if mine else 0,
+        f"{key}_fornax": mine,
+        "compared_at_sessions": at,
+        f"{key}_at_compared": vals,
+        "ratio_vs": {k: ratio(mine[at[k]], v) for k, v in vals.items()},
+    }
+
+
 def cpu_now(run: Run) -> float:
     return float(run.cp.metrics.mgmt_cpu_s)
 
@@ -216,6 +253,7 @@ __all__ = [
     "Context",
     "ControlPlane",
     "Run",
+    "common_ratio",
     "cpu_now",
     "dropped",
     "engine_config",

@@ -27,7 +27,7 @@ def run(ctx: Context) -> Result:
     spec = traffic.vpc_spec(n)
     res = Result("hero", f"SONiC-DASH hero shape: {n:,} live sessions at {cps:,.0f} CPS, "
                  f"{HERO_AGING_S:g} s aging", COLUMNS)  # fmt: skip
-    for c in ctx.by_role("fornax", "baseline"):
+    for c in ctx.runnable(n, res.notes, "fornax", "baseline"):
         steps = int(sc.hero_s / HERO_BATCH_S) + 1
         with (
             ctx.task(f"hero {c.name}", steps) as adv,
