@@ -17,6 +17,7 @@ from starfabric.fornax.vpc import VpcSpec, compile_policy, parse_vpc_spec
 
 EXAMPLE = "examples/vpc.yaml"
 WEB = ("10.0.1.10", "10.0.1.11")  # acme/prod web-1, web-2 (vni 1001), allowed to the internet
+APP = ("10.0.2.10", "10.0.2.11")  # acme/prod app-1, app-2: to the internet through SNAT
 
 
 def example_data() -> dict[str, Any]:
@@ -74,11 +75,16 @@ def controller(
 
 
 def web_packets(
-    conn: np.ndarray, t_ns: int | np.ndarray, *, reply: bool = False, flags: int = TCP_SYN
+    conn: np.ndarray,
+    t_ns: int | np.ndarray,
+    *,
+    reply: bool = False,
+    flags: int = TCP_SYN,
+    hosts: tuple[str, str] = WEB,
 ) -> PacketBatch:
     """One packet of each connection id: web-1/web-2 -> 198.18.x.y:443 (or the reply)."""
     conn = np.asarray(conn, np.int64)
-    web = np.array([ip_to_halves(a)[1] for a in WEB], np.uint64)
+    web = np.array([ip_to_halves(a)[1] for a in hosts], np.uint64)
     src = web[conn % 2]
     dst = np.uint64(ip_to_halves("198.18.0.0")[1]) + (conn // 20000).astype(np.uint64)
     sport = (1024 + conn % 20000).astype(np.uint16)

@@ -272,14 +272,15 @@ class PerDirectionEngine(DelegatingEngine):
         if not len(ev):
             return ev
         keyed = np.isin(ev["type"], (*_GONE, int(EventType.VERSION_MISMATCH)))
-        out, _ = to_original(ev)
+        out, rep = to_original(ev)
         cid = np.where(keyed, connection_ids(out), np.arange(len(out), dtype=np.uint64))
         grp = np.where(np.isin(out["type"], _GONE), 0, out["type"]).astype(np.uint64)
-        rec = np.empty(len(out), [("c", np.uint64), ("g", np.uint64)])
-        rec["c"], rec["g"] = cid, grp
-        _, first = np.unique(rec, return_index=True)
+        # one event per connection and kind, the ORIGINAL entry's (it holds the SNAT flag)
+        order = np.lexsort((rep, grp, cid))
+        new = np.ones(len(out), bool)
+        new[1:] = (cid[order][1:] != cid[order][:-1]) | (grp[order][1:] != grp[order][:-1])
         keep = np.zeros(len(out), bool)
-        keep[first] = True
+        keep[order[new]] = True
         keep |= ~keyed
         gone = np.flatnonzero(keep & np.isin(out["type"], _GONE) & keyed)
         if len(gone):
