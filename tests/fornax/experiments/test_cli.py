@@ -10,18 +10,24 @@ from typer.testing import CliRunner
 
 from starfabric.cli import app
 from starfabric.errors import ConfigError
-from starfabric.fornax.experiments import SCALES, get_experiment, get_scale
+from starfabric.fornax.experiments import EXPERIMENTS, SCALES, get_experiment, get_scale
+from starfabric.fornax.experiments.runner import names_for
 
 
 @pytest.mark.parametrize(
     ("args", "word"),
-    [(["E77"], "E77"), (["E1", "--scale", "huge"], "huge"), (["e1"], "e1")],
+    [(["E77"], "E77"), (["E1", "--scale", "huge"], "huge"), (["e1"], "e1"), (["E1,E99"], "E99")],
 )
 def test_bad_name_or_scale_is_one_line_exit_2(args: list[str], word: str) -> None:
     res = CliRunner().invoke(app, ["fornax", "experiment", *args])
     assert res.exit_code == 2
     lines = [ln for ln in res.output.splitlines() if ln.strip()]
     assert len(lines) == 1 and lines[0].startswith("error:") and word in lines[0]
+
+
+def test_names_all_one_or_a_list() -> None:
+    assert names_for("all") == list(EXPERIMENTS)
+    assert names_for("E2, E1") == ["E2", "E1"]
 
 
 def test_lookups_name_the_choices() -> None:
@@ -39,7 +45,7 @@ def test_one_experiment_writes_json_and_png(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     doc = json.loads((tmp_path / "e1.json").read_text())
     assert doc["scale"] == "ci" and list(doc["experiments"]) == ["E1"]
-    assert "storage_ratio" not in doc  # headline ratios belong to `all`
+    assert doc["storage_ratio"] is not None and doc["cpu_ratio"] is None  # E2 did not run
     e1 = doc["experiments"]["E1"]
     assert {"rows", "summary", "title"} <= set(e1)
     assert (tmp_path / "E1.png").exists()

@@ -20,8 +20,11 @@ HEADLINE_BASELINE = "ovs_like"
 
 
 def names_for(name: str) -> list[str]:
-    """Experiment names `name` stands for (`all`: every registered one, in order)."""
-    return list(EXPERIMENTS) if name == "all" else [get_experiment(name).name]
+    """Experiment names `name` stands for: `all` (every registered one, in order), one name,
+    or a comma-separated list."""
+    if name == "all":
+        return list(EXPERIMENTS)
+    return [get_experiment(part.strip()).name for part in name.split(",")]
 
 
 def headline(results: dict[str, dict[str, Any]]) -> dict[str, float | None]:
@@ -68,7 +71,7 @@ def run_experiments(
         if console is not None:
             print_result(console, res)
     doc["wall_s"] = time.perf_counter() - t0
-    if name == "all":
+    if name == "all" or {"E1", "E2", "E3"} & set(names):
         doc.update(headline(doc["experiments"]))
     return doc
 
