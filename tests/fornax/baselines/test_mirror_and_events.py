@@ -63,3 +63,25 @@ def test_per_direction_hardware_aging_ends_the_connection_and_frees_snat_once() 
     m.tick(3_100_000_000)  # connection 40's ORIGINAL entry idle 1.1 s, its REPLY one 0.4 s
     assert m.hw.occupancy() == 0 and m.nat.allocated() == 0
     assert m.metrics.counts["nat_released"] == 42
+
+
+def test_restart_recovers_snat_and_rebuilds_the_mirror_from_hardware() -> None:
+    from starfabric.fornax.baselines import SoftwareCentric, ovs_like
+
+    cfg = ovs_like().model_copy(update={"idle_timeout_s": 1.0})
+    old = controller(cfg)
+    old.process(web_packets(np.arange(30), 1_000_000, hosts=APP))
+    old.tick(2_000_000)
+    assert old.mirror is not None and old.mirror.count == 60
+    new = SoftwareCentric.recover(old.hw, old.policy, softpath=old.softpath, baseline=cfg)
+    assert new.mirror is not None and new.mirror.count == 60
+    assert new.nat.allocated() == 30 and new.metrics.counts["ukeys_adopted"] == 60
+    assert new.metrics.cpu_s["recovery"] > 0
+    # the rebuilt ukeys carry the entries' data: traffic keeps flowing, nothing ages early
+    for t in (300_000_000, 700_000_000):
+        f = new.process(web_packets(np.arange(30), t, hosts=APP, flags=ACK))
+        assert (f.final == Final.HW_FORWARDED).all()
+        new.tick(t)
+    assert new.metrics.counts.get("revalidate_aged", 0) == 0
+    new.tick(2_900_000_000)  # idle 2.2 s > 1 s with counters synced at 2 s: aged, freed
+    assert new.sessions() == 0 and new.nat.allocated() == 0 and new.mirror.count == 0

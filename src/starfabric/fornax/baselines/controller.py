@@ -27,6 +27,7 @@ Management CPU of these passes is charged to the activities "poll", "revalidate"
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -152,6 +153,45 @@ class SoftwareCentric(Manager):
         dead, _ = to_original(raw[cand[first]])
         return dead
 
+    def adopt(self, raw: np.ndarray) -> int:
+        """Create mirror records for raw hardware entries that have none (OVS: a ukey from
+        the dumped flow, ukey_create_from_dpif_flow); returns how many were created."""
+        if self.mirror is None or not len(raw):
+            return 0
+        raw = raw[self.mirror.lookup(raw) < 0]
+        seq = next((w.reval_seq for w in self._wrappers if isinstance(w, MirroredEngine)), 0)
+        self.mirror.add(
+            original_from_entries(raw), action_orig=raw["action_orig"],
+            action_reply=raw["action_reply"], eni_scope=raw["eni_scope"],
+            vpc_scope=raw["vpc_scope"], aux=raw["aux"], reval_seq=seq,
+            now_ns=np.maximum(raw["last_seen_ns"], self.now_ns),  # created now (or later)
+        )  # fmt: skip
+        self.metrics.count("ukeys_adopted", len(raw))
+        return len(raw)
+
+    @classmethod
+    def recover(
+        cls,
+        engine: SessionEngine,
+        policy: CompiledPolicy,
+        config: ManagerConfig | None = None,
+        *,
+        softpath: SoftPath | None = None,
+        between_chunks: Callable[[], None] | None = None,
+        baseline: SoftwareCentricConfig | dict[str, Any] | None = None,
+    ) -> SoftwareCentric:
+        """A new controller over `engine` (the raw engine, not a wrapper) rebuilt from it:
+        SNAT bitmaps by chunked dumps as the Manager does and, with a mirror, one udpif_key
+        per hardware entry from one more full dump (as OVS's revalidators after a restart)."""
+        from starfabric.fornax.manager.recover import rebuild
+
+        m = cls(engine, policy, baseline, config, softpath=softpath)
+        with m.metrics.activity("recovery"):
+            rebuild(m, between_chunks)
+            if m.mirror is not None:
+                m.adopt(m._dump_all())
+        return m
+
     # ---- setup (flow limit) ------------------------------------------------------------
     def _insert_from_soft(self, slots: npt.NDArray[np.int64]) -> int:
         if self.flow_limit is not None and len(slots):
@@ -227,8 +267,11 @@ class SoftwareCentric(Manager):
                     r["bytes"][kr] = raw["bytes_orig"][known] + raw["bytes_reply"][known]
                 r["used_ns"][kr] = vis
                 r["dump_seq"][kr] = self.mirror.dump_seq
-                used = np.full(n_flows, np.iinfo(np.int64).min // 2, np.int64)  # no ukey: delete
                 used[known] = vis
+                unknown = ~known
+                if unknown.any():  # OVS creates the ukey of a dumped flow it has none for
+                    self.adopt(raw[unknown])
+                    used[unknown] = now
             timeout = self._class_timeouts_ns(raw)
             flush = False
             if self.flow_limit is not None:
