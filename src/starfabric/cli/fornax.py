@@ -234,3 +234,55 @@ def experiment(
         write_json(doc, Path(json_out))
         console.print(f"wrote {json_out}")
 
+
+# --- chaos: faults injected under traffic (fornax/manager/chaos.py) ------------------------------
+@fornax_app.command("chaos")
+def chaos(
+    chaos_file: str = typer.Argument(..., metavar="SCENARIO.yaml", help="Chaos spec (YAML/JSON)."),
+    json_out: str | None = typer.Option(None, "--json", help="Write the full report as JSON."),
+) -> None:
+    """Run traffic, policy changes and injected faults together; report each fault class."""
+    import json
+    import sys
+    from pathlib import Path
+
+    from rich.console import Console
+    from rich.progress import Progress
+    from rich.table import Table
+
+    from starfabric.fornax.manager.chaos import load_chaos, run_chaos, summary_rows
+
+    console = Console(highlight=False, width=None if sys.stdout.isatty() else 140)
+    spec, base = load_chaos(chaos_file)
+    with Progress(console=console, transient=True, disable=not sys.stdout.isatty()) as bar:
+        task = bar.add_task("chaos", total=1.0)
+        report = run_chaos(spec, base, progress=lambda f: bar.update(task, completed=f))
+
+    def fmt(v: object) -> str:
+        return "-" if v is None else f"{v * 1e3:.1f}" if isinstance(v, float) else str(v)
+
+    table = Table(title=f"{chaos_file}: faults", title_justify="left")
+    for col in ("fault", "count", "detected", "in bound", "scope", "detect ms (max)",
+                "failover ms", "failback ms", "lost", "misforwarded"):  # fmt: skip
+        table.add_column(col, justify="left" if col in ("fault", "scope") else "right")
+    for r in summary_rows(report):
+        table.add_row(
+            r["fault"], str(r["count"]), str(r["detected"]), str(r["within_bound"]),
+            ",".join(r["scopes"]), fmt(r["detect_s_max"]), fmt(r["failover_s_max"]),
+            fmt(r["failback_s_max"]), str(r["lost"]), str(r["misforwarded"]),
+        )  # fmt: skip
+    console.print(table)
+    p, o = report["packets"], report["oracle"]
+    console.print(
+        f"packets {p['offered']}: hardware {p['hw_forwarded']}, software {p['sw_forwarded']}, "
+        f"policy drop {p['policy_drop']}, lost {p['named_drop']} "
+        f"({', '.join(f'{k} {v}' for k, v in p['named_drop_reasons'].items() if v) or 'none'})"
+    )
+    console.print(
+        f"against the fault-free oracle: misforwarded {o['misforwarded']}, lost {o['lost']}; "
+        f"patrol period {report['patrol_period_s'] * 1e3:.1f} ms"
+    )
+    if json_out:
+        Path(json_out).parent.mkdir(parents=True, exist_ok=True)
+        Path(json_out).write_text(json.dumps(report, indent=2, sort_keys=True, default=int))
+        console.print(f"wrote {json_out}")

@@ -426,6 +426,7 @@ def run_chaos(
         _attribute(report, trace)
     for r in report["faults"]:
         r.pop("_key", None)
+        r.pop("_ports", None)
     report["packets"] = total.as_dict()
     report["manager"] = m.summary()
     report["wall_s"] = time.perf_counter() - wall0
@@ -440,6 +441,20 @@ def _close_scopes(m: ResilientManager, now: int) -> None:
     open_ += [("engine", 0)] if h.engine_failed else []
     for scope, sid in open_:
         m.timeline.append({"scope": scope, "id": sid, "failback_ns": now, "how": "restart"})
+
+
+def _first_back(fb: list[dict[str, Any]], ports: list[int], eng_fo: list[int]) -> int:
+    """When traffic of all `ports` is back in hardware: each port's first failback, and the
+    engine's first, whichever comes last."""
+    times = []
+    for p in ports:
+        t = [r["failback_ns"] for r in fb if r["scope"] == "port" and r["id"] == p]
+        if t:
+            times.append(min(t))
+    eng = [r["failback_ns"] for r in fb if r["scope"] == "engine"]
+    if eng and (not times or any(t <= min(times) for t in eng_fo)):
+        times.append(min(eng))
+    return max(times) if times else min(eng)
 
 
 def _isolated_at(timeline: list[dict[str, Any]], ports: list[int], t0: int) -> bool:
@@ -528,7 +543,10 @@ def _report(spec: ChaosSpec, inj: Injector, managers: list[ResilientManager], tr
             det = min((r["failover_ns"] for r in fo), default=-1)
             if _isolated_at(timeline, ports, t0):  # already carried by software: no harm
                 det, first = t0, t0
-            scope = "engine" if any(r["scope"] == "engine" for r in fo) else "port"
+            eng_fo = [r["failover_ns"] for r in fo if r["scope"] == "engine"]
+            until = t1 + (det - t0 if det >= 0 else 0)
+            scope = "engine" if any(r["scope"] == "engine" and r["failover_ns"] <= until
+                                    for r in fo) else "port"  # fmt: skip
             rows.append({
                 "fault": kind, "at_s": w.at, "duration_s": w.duration, "scope": scope,
                 "first_hit_s": (first - t0) / 1e9 if first >= 0 else None,
@@ -536,7 +554,8 @@ def _report(spec: ChaosSpec, inj: Injector, managers: list[ResilientManager], tr
                 "bound_s": ((first - t0) + watchdog + tick_ns + batch_ns) / 1e9
                 if first >= 0 else None,
                 "failover_s": (det - t0) / 1e9 if det >= 0 else None,
-                "failback_s": (max(r["failback_ns"] for r in fb) - t1) / 1e9 if fb else None,
+                "failback_s": (_first_back(fb, ports, eng_fo) - t1) / 1e9 if fb else None,
+                "_ports": ports,
             })  # fmt: skip
     overflows = [o for mm in managers for o in mm.overflows]
     for i, w in enumerate(f.ring_overflows):
@@ -554,8 +573,15 @@ def _report(spec: ChaosSpec, inj: Injector, managers: list[ResilientManager], tr
             "detect_s": 0.0, "bound_s": tick_ns / 1e9, "failover_s": None,
             "recover_wall_s": c["recover_wall_s"],
         })  # fmt: skip
+    lost_windows = [(round(w.at * 1e9), round((w.at + w.duration) * 1e9))
+                    for i, w in enumerate(f.ring_overflows) if inj.lost.get(i, 0)]  # fmt: skip
     for r in rows:
         r["detected"] = r["detect_s"] is not None
+        t0 = round(r["at_s"] * 1e9)
+        # its event may have been one the stuck poller lost (the patrol cannot see a gone entry)
+        r["event_lost"] = not r["detected"] and any(
+            t0 <= b and t0 + round(r["bound_s"] * 1e9) >= a for a, b in lost_windows
+        )
         r["within_bound"] = r["detected"] and (
             r["bound_s"] is None or r["detect_s"] <= r["bound_s"]
         )
@@ -608,14 +634,15 @@ def _oracle(spec: ChaosSpec, vspec: Any, packets: list[PacketBatch],
 def _attribute(report: dict[str, Any], trace: _Trace) -> None:
     """Lost and misforwarded packets per fault: within the fault's window and scope."""
     t, mis, lost = trace.col("t"), trace.col("mis"), trace.col("lost")
-    key, reason = trace.col("key"), trace.col("reason")
+    key, reason, port = trace.col("key"), trace.col("reason"), trace.col("port")
     for r in report["faults"]:
         t0 = round(r["at_s"] * 1e9)
         end = t0 + round(((r.get("duration_s") or 0) + (r.get("failback_s") or 0)) * 1e9)
         end = max(end, t0 + round((r["detect_s"] or 0) * 1e9))
         win = (t >= t0) & (t <= end)
         if r["fault"] in ("port_stall", "engine_failure"):
-            sel = win & ((reason == DropReason.PORT_HUNG) | mis)
+            on = np.isin(port, r["_ports"])
+            sel = win & on & ((reason == DropReason.PORT_HUNG) | mis)
         elif "_key" in r:  # a table fault: its session's packets from then on
             sel = (t >= t0) & (key == np.uint64(r["_key"])) & r["occupied"]
         else:
@@ -624,6 +651,7 @@ def _attribute(report: dict[str, Any], trace: _Trace) -> None:
         r["misforwarded"] = int((sel & mis).sum())
     for r in report["faults"]:
         r.pop("_key", None)
+        r.pop("_ports", None)
 
 
 def summary_rows(report: dict[str, Any]) -> list[dict[str, Any]]:

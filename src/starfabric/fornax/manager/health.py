@@ -109,6 +109,7 @@ class Health:
         self.vpc_since = np.zeros(n_vpcs, np.int64)
         self.engine_failed = False
         self.engine_since = 0
+        self._scopes_clear_ns = 0
         self.session_failed = np.zeros(0, np.uint64)  # key hashes
         self.session_since = np.zeros(0, np.int64)
 
@@ -184,7 +185,7 @@ class Health:
             out.append(ScopeChange(ScopeKind.ENGINE, 0, 0, True))
         # failbacks (hysteresis: a scope must stay quiet healthy_s after its last fault, and
         # the faults it failed over for are then forgotten, so they cannot fail it over again)
-        last_any, last_vpc, last_key = self._last_fault_ns()
+        _, last_vpc, last_key = self._last_fault_ns()
         forget = np.zeros(len(self.t_ns), bool)
         for vid in np.flatnonzero(self.vpc_failed):
             if now_ns - max(int(self.vpc_since[vid]), last_vpc.get(int(vid), 0)) >= quiet_ns:
@@ -200,7 +201,10 @@ class Health:
         self.session_failed = self.session_failed[~back]
         self.session_since = self.session_since[~back]
         n_failed = int(self.port_failed.sum() + self.vpc_failed.sum())
-        engine_quiet = now_ns - max(self.engine_since, last_any) >= quiet_ns
+        if n_failed:
+            self._scopes_clear_ns = now_ns
+        # the engine fails back once every smaller scope has been healthy for healthy_s
+        engine_quiet = now_ns - max(self.engine_since, self._scopes_clear_ns) >= quiet_ns
         if self.engine_failed and n_failed == 0 and engine_quiet:
             self.engine_failed = False
             forget[:] = True
