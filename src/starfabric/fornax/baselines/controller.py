@@ -137,22 +137,6 @@ class SoftwareCentric(Manager):
         conn_of[order] = np.asarray(inv).ravel()
         return conv[order[first]], conn_of
 
-    def _idle_connections(self, raw: np.ndarray, idle: npt.NDArray[np.bool_]) -> np.ndarray:
-        """One record (ORIGINAL orientation) per connection all of whose entries are idle."""
-        if not self.per_direction or not idle.any():
-            return raw[idle]
-        ch = np.empty(len(raw), np.uint64)
-        r = raw
-        kernels.conn_hash(r["vni"], r["proto"], r["src_hi"], r["src_lo"], r["dst_hi"],
-                          r["dst_lo"], r["sport"], r["dport"], ch)  # fmt: skip
-        cand = np.flatnonzero(idle)
-        cand = cand[~np.isin(ch[cand], ch[~idle])]  # a busy entry keeps its connection
-        rep = (raw["aux"][cand] & REPLY_MARK) != 0
-        cand = cand[np.lexsort((rep, ch[cand]))]  # per connection, the ORIGINAL entry first
-        _, first = np.unique(ch[cand], return_index=True)
-        dead, _ = to_original(raw[cand[first]])
-        return dead
-
     def adopt(self, raw: np.ndarray) -> int:
         """Create mirror records for raw hardware entries that have none (OVS: a ukey from
         the dumped flow, ukey_create_from_dpif_flow); returns how many were created."""
@@ -225,10 +209,12 @@ class SoftwareCentric(Manager):
         """Hardware counters reach the mirror (the driver's periodic stats sync)."""
         if self.mirror is None:
             return
-        raw = self.hw.dump(0, self.hw.config.capacity)[0]
-        rows = self.mirror.lookup(raw)
-        ok = rows >= 0
-        self.mirror.rows["hw_used_ns"][rows[ok]] = raw["last_seen_ns"][ok]
+        cursor, cap = 0, self.hw.config.capacity
+        while cursor < cap:
+            raw, cursor = self.hw.dump(cursor, self.baseline.chunk)
+            rows = self.mirror.lookup(raw)
+            ok = rows >= 0
+            self.mirror.rows["hw_used_ns"][rows[ok]] = raw["last_seen_ns"][ok]
 
     def _class_timeouts_ns(self, raw: np.ndarray) -> npt.NDArray[np.int64]:
         """Per-entry idle timeout: idle_timeout_s, or the engine's timeout classes."""
@@ -244,43 +230,42 @@ class SoftwareCentric(Manager):
         return np.asarray(self.hw.config.timeouts_ns()[cls], np.int64)
 
     def aging_pass(self) -> dict[str, int]:
-        """One software pass over every hardware entry: age idle connections (see the module
-        docstring); returns what it did."""
+        """One software pass over every hardware entry, chunk by chunk as dumped: refresh
+        the mirror, then delete the connections whose entries are all idle (see the module
+        docstring); returns what it did. As OVS, the flow count before the dump decides the
+        100 ms idle timeout and the flush, the entries dumped the dump's duration."""
         name = "revalidate" if self.baseline.aging == "revalidate" else "poll"
         with self.metrics.activity(name):
             self.passes += 1
             self.metrics.count(f"{name}_passes")
-            raw = self._dump_all()
-            n_flows = len(raw)
-            now = self.now_ns
-            used = raw["last_seen_ns"].astype(np.int64)
-            if self.mirror is not None:
-                rows = self.mirror.lookup(raw)
-                known = rows >= 0
-                r = self.mirror.rows
-                kr = rows[known]
-                if self._lag_ns:
-                    vis = np.maximum(r["created_ns"][kr], r["hw_used_ns"][kr])
-                else:
-                    vis = used[known]
-                    r["pkts"][kr] = raw["pkts_orig"][known] + raw["pkts_reply"][known]
-                    r["bytes"][kr] = raw["bytes_orig"][known] + raw["bytes_reply"][known]
-                r["used_ns"][kr] = vis
-                r["dump_seq"][kr] = self.mirror.dump_seq
-                used[known] = vis
-                unknown = ~known
-                if unknown.any():  # OVS creates the ukey of a dumped flow it has none for
-                    self.adopt(raw[unknown])
-                    used[unknown] = now
-            timeout = self._class_timeouts_ns(raw)
-            flush = False
-            if self.flow_limit is not None:
-                fl = self.flow_limit
-                if n_flows > fl.limit:
-                    timeout = np.minimum(timeout, round(fl.config.idle_above_limit_s * 1e9))
-                flush = fl.must_flush(n_flows)
-            idle = (now - used > timeout) | flush
-            dead = self._idle_connections(raw, idle)
+            fl = self.flow_limit
+            n_before = self.flows()
+            flush = fl is not None and fl.must_flush(n_before)
+            cap_ns: int | None = None
+            if fl is not None and n_before > fl.limit:
+                cap_ns = round(fl.config.idle_above_limit_s * 1e9)
+            idle_parts: list[np.ndarray] = []
+            idle_ch: list[np.ndarray] = []
+            busy_ch: list[np.ndarray] = []
+            n_flows, cursor, cap = 0, 0, self.hw.config.capacity
+            while cursor < cap:
+                raw, cursor = self._call("dump", self.hw.dump, cursor, self.baseline.chunk)
+                self.metrics.ops["dump_entries"] += len(raw)
+                n_flows += len(raw)
+                timeout = self._class_timeouts_ns(raw)
+                if cap_ns is not None:
+                    timeout = np.minimum(timeout, cap_ns)
+                idle = (self.now_ns - self._visible_used(raw) > timeout) | flush
+                idle_parts.append(raw[idle])
+                if self.per_direction:
+                    ch = self._conn_hash(raw)
+                    idle_ch.append(ch[idle])
+                    busy_ch.append(ch[~idle])
+            dead = np.concatenate(idle_parts) if idle_parts else np.zeros(0, ENTRY_DTYPE)
+            if self.per_direction and len(dead):
+                dead = self._whole_connections(
+                    dead, np.concatenate(idle_ch), np.concatenate(busy_ch)
+                )
             if len(dead):
                 keys = original_from_entries(dead)
                 self._call("delete", self.engine.delete, keys, n=len(dead))
@@ -293,10 +278,55 @@ class SoftwareCentric(Manager):
                 gone = live[self.mirror.rows["dump_seq"][live] != self.mirror.dump_seq]
                 self.mirror.remove_rows(gone)
                 self.mirror.dump_seq += np.uint64(1)
-            if self.flow_limit is not None:
-                dur = self.flow_limit.dump_duration_ms(n_flows)
-                self.flow_limit.after_dump(n_flows, dur)
+            if fl is not None:
+                fl.after_dump(n_flows, fl.dump_duration_ms(n_flows))
         return {"flows": n_flows, "aged": len(dead), "flushed": int(flush)}
+
+    def _visible_used(self, raw: np.ndarray) -> npt.NDArray[np.int64]:
+        """Last use of each dumped entry as software sees it; with a mirror, the ukey's stats
+        are refreshed (lagged: the last synced counters) and missing ukeys are created."""
+        used = raw["last_seen_ns"].astype(np.int64)
+        if self.mirror is None:
+            return used
+        rows = self.mirror.lookup(raw)
+        known = rows >= 0
+        r = self.mirror.rows
+        kr = rows[known]
+        if self._lag_ns:
+            vis = np.maximum(r["created_ns"][kr], r["hw_used_ns"][kr])
+        else:
+            vis = used[known]
+            r["pkts"][kr] = raw["pkts_orig"][known] + raw["pkts_reply"][known]
+            r["bytes"][kr] = raw["bytes_orig"][known] + raw["bytes_reply"][known]
+        r["used_ns"][kr] = vis
+        r["dump_seq"][kr] = self.mirror.dump_seq
+        used[known] = vis
+        unknown = ~known
+        if unknown.any():  # OVS creates the ukey of a dumped flow it has none for
+            self.adopt(raw[unknown])
+            used[unknown] = self.now_ns
+        return used
+
+    @staticmethod
+    def _conn_hash(raw: np.ndarray) -> npt.NDArray[np.uint64]:
+        ch = np.empty(len(raw), np.uint64)
+        kernels.conn_hash(raw["vni"], raw["proto"], raw["src_hi"], raw["src_lo"], raw["dst_hi"],
+                          raw["dst_lo"], raw["sport"], raw["dport"], ch)  # fmt: skip
+        return ch
+
+    @staticmethod
+    def _whole_connections(
+        idle: np.ndarray, idle_ch: npt.NDArray[np.uint64], busy_ch: npt.NDArray[np.uint64]
+    ) -> np.ndarray:
+        """Idle per-direction entries -> one record (ORIGINAL orientation) per connection
+        none of whose entries is busy (an entry's connection id: `_conn_hash`)."""
+        keep = ~np.isin(idle_ch, busy_ch)
+        idle, ch = idle[keep], idle_ch[keep]
+        rep = (idle["aux"] & REPLY_MARK) != 0
+        order = np.lexsort((rep, ch))  # per connection, the ORIGINAL entry first
+        _, first = np.unique(ch[order], return_index=True)
+        dead, _ = to_original(idle[order[first]])
+        return dead
 
     # ---- policy: rescan --------------------------------------------------------------
     def apply_policy(self, spec: VpcSpec) -> dict[str, int]:
