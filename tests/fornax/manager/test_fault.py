@@ -69,7 +69,7 @@ def _setup(**health: float) -> tuple[ResilientManager, FastEngine, int]:
 def test_uncorrectable_entry_is_rebuilt_at_first_hit_with_state_relearned() -> None:
     m, eng, reply_action = _setup()
     slot = int(eng.slot_of(_key())[0])
-    st, rec = eng.query_one(_key())
+    rec = eng.query_one(_key())[1]
     assert rec["tcp_state"] == TcpState.ESTABLISHED
     eng.flip_bits(slot, [L.W_BYTES0 * 64 + 3, L.W_BYTES1 * 64 + 9])  # two flips: uncorrectable
     f = m.process(_pkts([(True, 0x18)], 4_000_000))
@@ -80,7 +80,7 @@ def test_uncorrectable_entry_is_rebuilt_at_first_hit_with_state_relearned() -> N
     assert m.metrics.counts["ecc_rebuilt"] == 1
     # pushed back to hardware at once; never guessed open: ESTABLISHED is re-learned from
     # SYN_RECV (its short timeout) ...
-    st, rec = eng.query_one(_key())
+    rec = eng.query_one(_key())[1]
     assert rec["tcp_state"] == TcpState.SYN_RECV and rec["action_reply"] == reply_action
     f = m.process(_pkts([(False, 0x10)], 4_100_000))  # ... until an ORIGINAL-direction ACK
     assert f.final[0] == Final.HW_FORWARDED
