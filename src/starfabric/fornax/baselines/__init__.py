@@ -7,6 +7,8 @@ with one knob flipped; all satisfy `ControlPlane`.
 
 from starfabric.fornax.baselines.config import (
     ABLATIONS,
+    MODELLED,
+    NOT_MODELLED,
     OVS_MAX_IDLE_S,
     OVS_MAX_REVALIDATOR_S,
     OVS_OFFLOADED_STATS_DELAY_S,
@@ -37,6 +39,8 @@ from starfabric.fornax.baselines.protocol import ControlPlane
 __all__ = [
     "ABLATIONS",
     "BASELINE_ACTIVITIES",
+    "MODELLED",
+    "NOT_MODELLED",
     "OVS_MAX_IDLE_S",
     "OVS_MAX_REVALIDATOR_S",
     "OVS_OFFLOADED_STATS_DELAY_S",
