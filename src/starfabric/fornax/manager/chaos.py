@@ -33,6 +33,7 @@ from starfabric.config import Spec, load_spec
 from starfabric.fornax.engine import (
     EVENT_DTYPE,
     EngineConfig,
+    EventType,
     FastEngine,
     FlowKeys,
     ProcessResult,
@@ -55,6 +56,9 @@ from starfabric.fornax.workload import SyntheticWorkload, parse_workload, worklo
 from starfabric.units import parse_duration
 
 RECORD_BITS = N_WORDS * 64
+_HIDDEN_EVENTS = (int(EventType.ECC_CORRECTED), int(EventType.ECC_UNCORRECTABLE),
+                  int(EventType.PIPELINE_HANG))  # fmt: skip
+_FAULT_EVENTS = (*_HIDDEN_EVENTS, int(EventType.RING_OVERFLOW))
 
 
 def _dur(v: Any) -> Any:
@@ -146,13 +150,22 @@ class ChaosEngine(SessionEngine):
     (or the whole pipeline) stays stalled while its fault lasts, and a stuck event poller
     sees nothing while the ring fills. Everything else is the wrapped engine."""
 
-    def __init__(self, inner: SessionEngine) -> None:
+    def __init__(self, inner: SessionEngine, *, hide_faults: bool = False) -> None:
         self.inner = inner
         self.config = inner.config
         self.faulty_ports = np.zeros(inner.config.n_ports, bool)
         self.poll_paused = False
+        self.hide_faults = hide_faults
+        self.now = 0
+        # (slot, event type, ns) of every fault event software learned of: ECC, hang and
+        # overflow records when polled; with hide_faults (a NIC without such events, as
+        # under OVS TC offload) ECC/hang records are withheld and logged at the time the
+        # hardware read that found them, which software caused (a packet or a dump)
+        self.log: list[np.ndarray] = []
 
     def process(self, batch: PacketBatch) -> ProcessResult:
+        if len(batch):
+            self.now = max(self.now, int(batch.time_ns[-1]))
         return self.inner.process(batch)
 
     def insert(self, keys: FlowKeys, **kw: Any) -> npt.NDArray[np.uint8]:
@@ -179,10 +192,26 @@ class ChaosEngine(SessionEngine):
     def poll_events(self, max_n: int = 1 << 30) -> np.ndarray:
         if self.poll_paused:
             return np.zeros(0, EVENT_DTYPE)
-        return self.inner.poll_events(max_n)
+        ev = self.inner.poll_events(max_n)
+        t = ev["type"]
+        fault = np.isin(t, _FAULT_EVENTS)
+        if fault.any():
+            e = ev[fault]
+            when = np.full(len(e), self.now, np.int64)
+            hidden = np.isin(e["type"], _HIDDEN_EVENTS) & self.hide_faults
+            when[hidden] = e["time_ns"][hidden]
+            self.log.append(np.stack([e["slot"], e["type"].astype(np.int64), when], 1))
+            if self.hide_faults:
+                ev = ev[~np.isin(t, _HIDDEN_EVENTS)]
+        return ev
 
     def scrub(self, now_ns: int, n_slots: int | None = None) -> ScrubResult:
+        self.now = max(self.now, int(now_ns))
         return self.inner.scrub(now_ns, n_slots)
+
+    def fault_log(self) -> np.ndarray:
+        """Rows (slot, event type, ns) of fault events (see `log`)."""
+        return np.concatenate(self.log) if self.log else np.zeros((0, 3), np.int64)
 
     def counters(self) -> dict[str, int]:
         return self.inner.counters()
@@ -232,8 +261,9 @@ class Injector:
     """Applies the faults of a spec to a ChaosEngine as simulated time advances; every fault
     drawn is logged as rows of arrays."""
 
-    def __init__(self, spec: ChaosSpec, engine: ChaosEngine) -> None:
+    def __init__(self, spec: ChaosSpec, engine: ChaosEngine, self_heal: bool = False) -> None:
         self.spec = spec
+        self.self_heal = self_heal
         self.engine = engine
         self.rng = np.random.default_rng(spec.seed)
         self.last_ns = 0
@@ -259,6 +289,9 @@ class Injector:
                 faulty[:] = True
         for p in np.flatnonzero(faulty & ~e.faulty_ports):
             e.inner.stall_port(int(p))
+        if self.self_heal:  # a controller that never resets ports: the NIC recovers alone
+            for p in np.flatnonzero(e.faulty_ports & ~faulty):
+                e.inner.unstall_port(int(p))
         e.faulty_ports = faulty
         lost = int(e.inner.counters().get("events_lost", 0))
         for i, w in enumerate(f.ring_overflows):
@@ -302,7 +335,9 @@ class Injector:
             from starfabric.fornax.manager.decide import original_from_entries
             from starfabric.fornax.manager.manager import keys_of_flow
 
-            keys = key_hash(keys_of_flow(original_from_entries(recs[pick])))
+            victims = recs[pick].copy()
+            victims["vni"] &= np.uint32(0xFFFFFF)  # per-direction entries mark bit 31
+            keys = key_hash(keys_of_flow(original_from_entries(victims)))
         else:
             slots = self.rng.integers(0, cap, n)
             keys = np.zeros(n, np.uint64)
@@ -343,18 +378,29 @@ class _Trace:
         return np.concatenate([p[name] for p in self.parts])
 
 
+def resilient(engine: SessionEngine, policy: Any, spec: ChaosSpec) -> ResilientManager:
+    """The Fornax controller of a chaos run (the default `build`)."""
+    return ResilientManager(engine, policy, spec.manager, softpath_config=spec.softpath,
+                            health=spec.health)  # fmt: skip
+
+
 def run_chaos(
     spec: ChaosSpec,
     base: Path,
     *,
+    build: Callable[[SessionEngine, Any, ChaosSpec], Any] = resilient,
+    fault_events: bool = True,
     progress: Callable[[float], None] | None = None,
     oracle: bool = True,
     on_batch: Callable[[PacketBatch, Any], None] | None = None,
     on_policy: Callable[[Any], None] | None = None,
 ) -> dict[str, Any]:
     """Run traffic + policy changes + faults; returns the per-fault report (see the module
-    docstring). `on_batch(packets, fate)` and `on_policy(vpc_spec)` let a test check every
-    packet against its own reference."""
+    docstring). `build(engine, policy, spec)` makes the controller (default: Fornax's
+    ResilientManager); `fault_events=False` models a NIC that reports no ECC or hang events
+    and whose ports recover by themselves when a fault ends (a software-centric baseline);
+    a crash restarts only a ResilientManager. `on_batch(packets, fate)` and
+    `on_policy(vpc_spec)` let a test check every packet against its own reference."""
     wall0 = time.perf_counter()
     vspec = load_vpc_spec(_resolve(base, spec.vpc))
     wl = spec.workload
@@ -362,13 +408,12 @@ def run_chaos(
     wl = wl.model_copy(update={"policy_changes": tuple(changes)})
     pending = sorted(((round(c.at * 1e9), load_vpc_spec(c.vpc)) for c in changes),
                      key=lambda x: x[0])  # fmt: skip
-    eng = ChaosEngine(FastEngine(spec.engine))
-    m = ResilientManager(eng, compile_policy(vspec), spec.manager,
-                         softpath_config=spec.softpath, health=spec.health)  # fmt: skip
-    inj = Injector(spec, eng)
+    eng = ChaosEngine(FastEngine(spec.engine), hide_faults=not fault_events)
+    m = build(eng, compile_policy(vspec), spec)
+    inj = Injector(spec, eng, self_heal=not fault_events)
     tick_ns = round(spec.tick * 1e9)
     next_tick = tick_ns
-    managers: list[ResilientManager] = []
+    managers: list[Any] = []
     ledgers: list[Ledger] = []
     crashes: list[dict[str, Any]] = []
     trace = _Trace()
@@ -380,7 +425,7 @@ def run_chaos(
     def tick_until(t: int) -> None:
         nonlocal next_tick, m
         while next_tick <= t:
-            if inj.step(next_tick):
+            if inj.step(next_tick) and isinstance(m, ResilientManager):
                 _close_scopes(m, next_tick)
                 managers.append(m)
                 ledgers.append(m.ledger)
@@ -402,7 +447,9 @@ def run_chaos(
                 on_policy(new)
         pb = assign_ports(wb.packets, n_ports)
         fate = m.process(pb)
-        trace.add(pb, fate.final, fate.action, fate.reason, m.last_diverted)
+        div = getattr(m, "last_diverted", None)
+        trace.add(pb, fate.final, fate.action, fate.reason,
+                  div if div is not None and len(div) == len(pb) else np.zeros(len(pb), bool))  # fmt: skip
         packets.append(pb)
         if on_batch is not None:
             on_batch(pb, fate)
@@ -421,6 +468,8 @@ def run_chaos(
         total.reasons += lg.reasons
     total.check()
     report = _report(spec, inj, managers, trace, crashes, tick_ns)
+    if not isinstance(m, ResilientManager) and spec.faults.crashes:
+        report["notes"] = ["manager crashes are injected for Fornax's ResilientManager only"]
     if oracle:
         report["oracle"] = _oracle(spec, vspec, packets, change_log, trace)
         _attribute(report, trace)
@@ -487,14 +536,15 @@ class _ByKey:
         return int(self.t[j]) if j < hi else -1
 
 
-def _report(spec: ChaosSpec, inj: Injector, managers: list[ResilientManager], trace: _Trace,
+def _report(spec: ChaosSpec, inj: Injector, managers: list[Any], trace: _Trace,
             crashes: list[dict[str, Any]], tick_ns: int) -> dict[str, Any]:  # fmt: skip
     """One row per fault: detection, scope, failover/failback, bound."""
     rows: list[dict[str, Any]] = []
-    ecc = [np.concatenate(mm.ecc_log) for mm in managers if mm.ecc_log]
-    log = np.concatenate(ecc) if ecc else np.zeros((0, 3), np.int64)
-    timeline = [r for mm in managers for r in mm.timeline]
-    cycles = [c for mm in managers for c in mm.patrol_cycles]
+    log = inj.engine.fault_log()
+    ecc_types = (int(EventType.ECC_CORRECTED), int(EventType.ECC_UNCORRECTABLE))
+    log = log[np.isin(log[:, 1], ecc_types)]
+    timeline = [r for mm in managers for r in getattr(mm, "timeline", [])]
+    cycles = [c for mm in managers for c in getattr(mm, "patrol_cycles", [])]
     period = max((b - a for a, b in cycles), default=0)
     t, key, port, div = trace.col("t"), trace.col("key"), trace.col("port"), trace.col("div")
     by_key = _ByKey(t, key)
@@ -557,7 +607,8 @@ def _report(spec: ChaosSpec, inj: Injector, managers: list[ResilientManager], tr
                 "failback_s": (_first_back(fb, ports, eng_fo) - t1) / 1e9 if fb else None,
                 "_ports": ports,
             })  # fmt: skip
-    overflows = [o for mm in managers for o in mm.overflows]
+    flog = inj.engine.fault_log()
+    overflows = [int(o) for o in flog[flog[:, 1] == int(EventType.RING_OVERFLOW), 2]]
     for i, w in enumerate(f.ring_overflows):
         t0, t1 = round(w.at * 1e9), round((w.at + w.duration) * 1e9)
         seen = [o for o in overflows if o >= t0]
@@ -687,6 +738,7 @@ __all__ = [
     "Window",
     "assign_ports",
     "load_chaos",
+    "resilient",
     "run_chaos",
     "silent_bits",
     "summary_rows",
