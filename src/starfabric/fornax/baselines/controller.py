@@ -39,7 +39,6 @@ from starfabric.fornax.baselines.engines import (
     REPLY_MARK,
     DelegatingEngine,
     PerDirectionEngine,
-    connection_ids,
     to_original,
 )
 from starfabric.fornax.baselines.flowlimit import DynamicFlowLimit
@@ -124,18 +123,16 @@ class SoftwareCentric(Manager):
             out.append(recs)
         return np.concatenate(out) if out else np.zeros(0, ENTRY_DTYPE)
 
-    def _connections_of(self, raw: np.ndarray) -> tuple[np.ndarray, npt.NDArray[np.int64]]:
-        """Raw entries -> one record per connection in ORIGINAL orientation (the ORIGINAL
-        entry preferred) and, per raw entry, the index of its connection."""
+    def _connections_of(self, raw: np.ndarray) -> np.ndarray:
+        """Raw entries -> one record per connection in ORIGINAL orientation: its ORIGINAL
+        entry, or its REPLY entry turned around when that is all hardware holds."""
         if not self.per_direction:
-            return raw, np.arange(len(raw))
-        conv, rep = to_original(raw)
-        cid = connection_ids(conv)
-        order = np.lexsort((rep, cid))  # per connection, the ORIGINAL entry first
-        _, first, inv = np.unique(cid[order], return_index=True, return_inverse=True)
-        conn_of = np.empty(len(raw), np.int64)
-        conn_of[order] = np.asarray(inv).ravel()
-        return conv[order[first]], conn_of
+            return raw
+        rep = (raw["aux"] & REPLY_MARK) != 0
+        ch = self._conn_hash(raw)
+        lone = rep & ~np.isin(ch, ch[~rep])
+        conns, _ = to_original(raw[~rep | lone])
+        return conns
 
     def adopt(self, raw: np.ndarray) -> int:
         """Create mirror records for raw hardware entries that have none (OVS: a ukey from
@@ -309,9 +306,11 @@ class SoftwareCentric(Manager):
 
     @staticmethod
     def _conn_hash(raw: np.ndarray) -> npt.NDArray[np.uint64]:
+        """Connection id of raw entries (ICMP by its identifier: both entries carry it)."""
         ch = np.empty(len(raw), np.uint64)
+        dport = np.where(is_icmp(raw["proto"]), raw["sport"], raw["dport"])
         kernels.conn_hash(raw["vni"], raw["proto"], raw["src_hi"], raw["src_lo"], raw["dst_hi"],
-                          raw["dst_lo"], raw["sport"], raw["dport"], ch)  # fmt: skip
+                          raw["dst_lo"], raw["sport"], dport, ch)  # fmt: skip
         return ch
 
     @staticmethod
@@ -349,7 +348,7 @@ class SoftwareCentric(Manager):
             vpc = np.asarray(sorted(int(s) for s in affected.vpc), np.uint32)
             raw = self._flows_in_scope(eni, vpc)
             self.metrics.count("rescanned_flows", len(raw))
-            conns, _ = self._connections_of(raw)
+            conns = self._connections_of(raw)
             done = self._reevaluate(conns)
         return {"eni_scopes": len(eni), "vpc_scopes": len(vpc), "rescanned_flows": len(raw),
                 **done}  # fmt: skip
@@ -358,15 +357,14 @@ class SoftwareCentric(Manager):
         """Raw entries of the scopes: from the mirror, or the engine's filtered dumps."""
         if self.mirror is not None:
             live = self.mirror.live_rows()
-            r = self.mirror.rows[live]
-            hit = np.isin(r["eni_scope"], eni) | np.isin(r["vpc_scope"], vpc)
-            r = r[hit]
-            out = np.zeros(len(r), ENTRY_DTYPE)
+            r = self.mirror.rows
+            sel = live[np.isin(r["eni_scope"][live], eni) | np.isin(r["vpc_scope"][live], vpc)]
+            out = np.zeros(len(sel), ENTRY_DTYPE)
             for f in (*_KEY_FIELDS, "eni_scope", "vpc_scope", "action_orig", "action_reply",
                       "aux"):  # fmt: skip
-                out[f] = r[f]
+                out[f] = r[f][sel]
             out["slot"] = -1
-            out["last_seen_ns"] = r["used_ns"]
+            out["last_seen_ns"] = r["used_ns"][sel]
             return out
         parts = [self._dump_all(eni_scope=int(s)) for s in eni]
         parts += [self._dump_all(vpc_scope=int(s)) for s in vpc]

@@ -160,27 +160,26 @@ class FlowMirror:
         rows = self.i_row[slot]  # a key repeated in the batch refreshes its one row
         self.live[fresh] = True
         self.count += len(fresh)
-        r = self.rows
-        r["ufid"][rows, 0] = h
-        r["ufid"][rows, 1] = key_hash(canonicalize_columns(
+        rec = np.zeros(n, UKEY_DTYPE)  # built column by column, then stored row by row
+        rec["ufid"][:, 0] = h
+        rec["ufid"][:, 1] = key_hash(canonicalize_columns(
             keys.vni, keys.proto, keys.src_hi, keys.src_lo, keys.dst_hi, keys.dst_lo, keys.sport,
             keys.dport), seed=0x0F1D_0F1D_0F1D_0F1D)  # fmt: skip
         for f in ("vni", "proto", "src_hi", "src_lo", "dst_hi", "dst_lo", "sport", "dport"):
-            r[f][rows] = getattr(keys, f)
-        r["mask_nl"][rows, :41] = 0xFF  # exact match on the explicit key fields
-        r["action_orig"][rows] = action_orig
-        r["action_reply"][rows] = action_reply
-        r["eni_scope"][rows] = eni_scope
-        r["vpc_scope"][rows] = vpc_scope
-        r["aux"][rows] = aux
-        r["reval_seq"][rows] = reval_seq
-        r["dump_seq"][rows] = self.dump_seq
-        r["created_ns"][rows] = now_ns
-        r["used_ns"][rows] = now_ns
-        r["hw_used_ns"][rows] = -1
-        r["pkts"][rows] = 0
-        r["bytes"][rows] = 0
-        r["state"][rows] = 1  # UKEY_OPERATIONAL
+            rec[f] = getattr(keys, f)
+        rec["mask_nl"][:, :41] = 0xFF  # exact match on the explicit key fields
+        rec["action_orig"] = action_orig
+        rec["action_reply"] = action_reply
+        rec["eni_scope"] = eni_scope
+        rec["vpc_scope"] = vpc_scope
+        rec["aux"] = aux
+        rec["reval_seq"] = reval_seq
+        rec["dump_seq"] = self.dump_seq
+        rec["created_ns"] = now_ns
+        rec["used_ns"] = now_ns
+        rec["hw_used_ns"] = -1
+        rec["state"] = 1  # UKEY_OPERATIONAL
+        self.rows[rows] = rec
 
     def update(self, keys: FlowKeys, reval_seq: int, **fields: Any) -> None:
         """Modified flows: new actions/aux (None = unchanged)."""
