@@ -12,6 +12,7 @@ from starfabric.fornax.experiments import (
     e4_aging,
     e5_policy_storm,
     e6_surge,
+    e7_faults,
     e8_restart,
     e9_ablations,
     hero,
@@ -33,6 +34,7 @@ register(Experiment("E3", "highest zero-drop CPS", e3_zero_drop.run, e3_zero_dro
 register(Experiment("E4", "aging accuracy and occupancy", e4_aging.run, e4_aging.plot))
 register(Experiment("E5", "policy-update storm", e5_policy_storm.run, e5_policy_storm.plot))
 register(Experiment("E6", "x10 CPS surge", e6_surge.run, e6_surge.plot))
+register(Experiment("E7", "fault injection", e7_faults.run, e7_faults.plot))
 register(Experiment("E8", "manager restart recovery", e8_restart.run, e8_restart.plot))
 register(Experiment("E9", "ablations", e9_ablations.run, e9_ablations.plot))
 register(Experiment("hero", "SONiC-DASH hero shape", hero.run, hero.plot))

@@ -390,6 +390,8 @@ def run_chaos(
     *,
     build: Callable[[SessionEngine, Any, ChaosSpec], Any] = resilient,
     fault_events: bool = True,
+    vpc: Any = None,
+    changes: list[tuple[float, Any]] | None = None,
     progress: Callable[[float], None] | None = None,
     oracle: bool = True,
     on_batch: Callable[[PacketBatch, Any], None] | None = None,
@@ -400,14 +402,15 @@ def run_chaos(
     ResilientManager); `fault_events=False` models a NIC that reports no ECC or hang events
     and whose ports recover by themselves when a fault ends (a software-centric baseline);
     a crash restarts only a ResilientManager. `on_batch(packets, fate)` and
-    `on_policy(vpc_spec)` let a test check every packet against its own reference."""
+    `on_policy(vpc_spec)` let a test check every packet against its own reference. `vpc` (a
+    VpcSpec) and `changes` ((seconds, VpcSpec) pairs) replace the spec's files."""
     wall0 = time.perf_counter()
-    vspec = load_vpc_spec(_resolve(base, spec.vpc))
+    vspec = vpc if vpc is not None else load_vpc_spec(_resolve(base, spec.vpc))
     wl = spec.workload
-    changes = [c.model_copy(update={"vpc": _resolve(base, c.vpc)}) for c in wl.policy_changes]
-    wl = wl.model_copy(update={"policy_changes": tuple(changes)})
-    pending = sorted(((round(c.at * 1e9), load_vpc_spec(c.vpc)) for c in changes),
-                     key=lambda x: x[0])  # fmt: skip
+    files = [c.model_copy(update={"vpc": _resolve(base, c.vpc)}) for c in wl.policy_changes]
+    wl = wl.model_copy(update={"policy_changes": tuple(files)})
+    pairs = [(c.at, load_vpc_spec(c.vpc)) for c in files] if changes is None else changes
+    pending = sorted(((round(at * 1e9), v) for at, v in pairs), key=lambda x: x[0])
     eng = ChaosEngine(FastEngine(spec.engine), hide_faults=not fault_events)
     m = build(eng, compile_policy(vspec), spec)
     inj = Injector(spec, eng, self_heal=not fault_events)
