@@ -40,6 +40,8 @@ NL_MASK_BYTES = 152
 #: Encoded datapath actions (assumption: set(tunnel) nest 48 + ct 8 + output 8 = 64 bytes).
 NL_ACTIONS_BYTES = 64
 
+_KEY_FIELDS = ("vni", "proto", "src_hi", "src_lo", "dst_hi", "dst_lo", "sport", "dport")
+
 UKEY_DTYPE = np.dtype(
     [
         ("ufid", np.uint64, 2),  # OVS ufid is 128 bits [fact]
@@ -99,6 +101,11 @@ class FlowMirror:
         self.i_row = np.full(size, -1, np.int64)
         self.tombstones = 0
 
+    def keys_of(self, rows: npt.NDArray[np.int64]) -> FlowKeys:
+        """The directed flow keys stored in these rows (gathered field by field)."""
+        r = self.rows
+        return FlowKeys(*(np.ascontiguousarray(r[f][rows]) for f in _KEY_FIELDS))
+
     # ---- index ---------------------------------------------------------------------------
     def lookup(self, keys: Any) -> npt.NDArray[np.int64]:
         """Row of each key (FlowKeys or records with key fields), -1 when not mirrored."""
@@ -111,7 +118,7 @@ class FlowMirror:
         rows = np.flatnonzero(self.live)
         self._new_index(size)
         if len(rows):
-            h, w, p = _canon(self.rows[rows])
+            h, w, p = _canon(self.keys_of(rows))
             st = np.empty(len(rows), np.uint8)
             slot = np.empty(len(rows), np.int64)
             K.sp_insert(h, w, p, 0, size, self.i_key, self.i_proto, self.i_used, st, slot)
@@ -121,8 +128,9 @@ class FlowMirror:
         if self._n_free < n:
             old = len(self.rows)
             grow = max(old, n - self._n_free)
-            self.rows = np.concatenate([self.rows, np.zeros(grow, UKEY_DTYPE)])
-            self.live = np.concatenate([self.live, np.zeros(grow, bool)])
+            # realloc in place (new rows zeroed); no view of the arrays outlives a call here
+            self.rows.resize(old + grow, refcheck=False)
+            self.live.resize(old + grow, refcheck=False)
             extra = np.arange(old + grow - 1, old - 1, -1, dtype=np.int64)
             self._free = np.concatenate([extra, self._free[: self._n_free]])
             self._n_free = len(self._free)
@@ -197,7 +205,7 @@ class FlowMirror:
         rows = rows[self.live[rows]]
         if not len(rows):
             return
-        h, w, p = _canon(self.rows[rows])
+        h, w, p = _canon(self.keys_of(rows))
         slot = np.empty(len(rows), np.int64)
         K.sp_lookup(h, w, p, self.i_key, self.i_proto, self.i_used, slot)
         slot = slot[slot >= 0]
