@@ -32,6 +32,9 @@ from starfabric.fornax.manager import Final, HealthConfig, ResilientManager, pat
 from starfabric.fornax.softpath import SoftPathConfig
 from starfabric.fornax.vpc import compile_policy
 
+#: Fill rate below the manager's setup budget (4M/s), so every session ends up in hardware.
+FILL_CPS = 2.0e6
+
 
 def filled(n: int) -> tuple[ResilientManager, FastEngine, int]:
     """A manager over an engine holding n background sessions; returns the clock (ns)."""
@@ -39,9 +42,9 @@ def filled(n: int) -> tuple[ResilientManager, FastEngine, int]:
     sp = SoftPathConfig(capacity=max(1024, n), max_pps=1e12)
     m = ResilientManager(eng, compile_policy(traffic.vpc_spec(n)), softpath_config=sp,
                          health=HealthConfig(patrol_rate=1.0))  # fmt: skip
-    for b in traffic.background_fill_batches(n, 0, 1e7):
+    for b in traffic.background_fill_batches(n, 0, FILL_CPS):
         m.process(b)
-    now = int(n * 100) + 1
+    now = int(n * 1e9 / FILL_CPS) + 1
     m.tick(now)
     return m, eng, now
 

@@ -43,6 +43,7 @@ CASES: dict[str, list[list[str]]] = {
     "policy_scenario_policy_v2": [["fornax", "policy", "check", "examples/scenario-policy-v2.yaml"]],
     "run_scenario": [["fornax", "run", "examples/scenario.yaml"]],
     "run_scenario_pcap": [["fornax", "run", "examples/scenario-pcap.yaml"]],
+    "chaos_mixed": [["fornax", "chaos", "examples/chaos-mixed.yaml"]],
     "topo_cluster_small": [
         ["astral", "topo", "build", "examples/cluster-small.yaml"],
         ["astral", "topo", "compare", "examples/cluster-small.yaml"],
