@@ -14,7 +14,7 @@ import numpy as np
 
 from starfabric.fornax.experiments import traffic
 from starfabric.fornax.experiments.harness import FILL_CPS, Context, Run
-from starfabric.fornax.experiments.output import Result, by_controller, line_plot
+from starfabric.fornax.experiments.output import Result, by_controller
 from starfabric.fornax.manager import Final
 
 COLUMNS = [("timeout_s", "timeout s"), ("controller", "controller"),
@@ -88,5 +88,19 @@ def run(ctx: Context) -> Result:
 
 
 def plot(res: Result) -> Any:
-    return line_plot(res, "timeout_s", "idle_overstay_s", "idle timeout T (s)",
-                     "mean idle residency beyond T (s)")  # fmt: skip
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(9.6, 3.8))
+    panels = (("active_aged_share", "active packets that missed hardware"),
+              ("idle_overstay_s", "idle residency beyond T (s)"))  # fmt: skip
+    for ax, (key, label) in zip(axes, panels, strict=True):
+        for name, rows in by_controller(res.rows).items():
+            ax.plot([r["timeout_s"] for r in rows], [r[key] for r in rows], marker="o",
+                    label=name)  # fmt: skip
+        ax.set_xscale("log")
+        ax.set_xlabel("idle timeout T (s)")
+        ax.set_ylabel(label)
+        ax.grid(True, which="both", alpha=0.3)
+    axes[0].legend()
+    fig.suptitle(f"{res.name}: {res.title}")
+    return fig

@@ -11,7 +11,7 @@ from typing import Any
 from starfabric.fornax.experiments import traffic
 from starfabric.fornax.experiments.e5_policy_storm import ACTIVE_SHARES, storm
 from starfabric.fornax.experiments.harness import Context, cpu_now, dropped
-from starfabric.fornax.experiments.output import Result, bar_plot
+from starfabric.fornax.experiments.output import Result
 
 #: An ablation costs CPU or control operations only beyond this factor of the reference
 #: (assumption: CPU measured on a shared machine is noisy).
@@ -76,4 +76,26 @@ def run(ctx: Context) -> Result:
 
 
 def plot(res: Result) -> Any:
-    return bar_plot(res, "cpu_s", "management CPU s", logy=False)
+    """Each ablation's metrics relative to the reference preset (1 = no cost)."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    fig, ax = plt.subplots(figsize=(7.2, 4.0))
+    if not res.rows:
+        return fig
+    ref, rest = res.rows[0], res.rows[1:]
+    keys = (("software_bytes", "software bytes"), ("cpu_s", "mgmt CPU"),
+            ("control_ops", "control ops"))  # fmt: skip
+    x = np.arange(len(rest))
+    w = 0.8 / len(keys)
+    for i, (k, label) in enumerate(keys):
+        vals = [max(r[k], 1e-12) / max(ref[k], 1e-12) for r in rest]
+        ax.bar(x + (i - 1) * w, vals, w, label=label)
+    ax.axhline(1.0, color="black", lw=0.8)
+    ax.set_yscale("log")
+    ax.set_xticks(x, [str(r["controller"]) for r in rest])
+    ax.set_ylabel(f"relative to {ref['controller']}")
+    ax.set_title(f"{res.name}: {res.title}")
+    ax.grid(True, axis="y", which="both", alpha=0.3)
+    ax.legend()
+    return fig
