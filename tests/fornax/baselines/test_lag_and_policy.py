@@ -75,6 +75,7 @@ def test_rescan_touching_one_eni_re_evaluates_exactly_its_flows(cfg: SoftwareCen
     assert m.metrics.counts["rescanned_flows"] == out["rescanned_flows"]
     assert out["modified"] == 300  # now drop sessions (the egress to 443 is refused)
     assert m.metrics.ops["bump_version"] == before["bump_version"] == 0
+    assert m.metrics.cpu_s["rescan"] > 0 and m.metrics.cpu_s["policy"] == 0
     f = m.process(web_packets(np.arange(600), 3 * MS, flags=ACK))
     assert (f.final[0::2] == Final.HW_FORWARDED).all()
     assert (f.final[1::2] == Final.POLICY_DROP).all()  # enforced at once, in hardware

@@ -12,6 +12,7 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from starfabric.config import Spec, parse_spec
+from starfabric.errors import ConfigError
 
 #: OVS `other_config:max-revalidator` default (ms -> s): the revalidators' longest sleep [fact].
 OVS_MAX_REVALIDATOR_S = 0.5
@@ -191,8 +192,6 @@ def ablation(knob: str) -> SoftwareCentricConfig:
         "full_mirror": {"mirror": "full"},
     }
     if knob not in flips:
-        from starfabric.errors import ConfigError
-
         raise ConfigError(
             f"ablation = {knob!r} is not a knob of Fornax", fix=f"use one of {sorted(flips)}"
         )
