@@ -54,6 +54,14 @@ PROBE_VNI = (1 << 24) - 1
 PROBE_PROTO = 253
 
 
+def member(sorted_arr: npt.NDArray[np.uint64], x: npt.NDArray[np.uint64]) -> npt.NDArray[np.bool_]:
+    """x in sorted_arr, element-wise (binary search: O(n log m), no sort of x)."""
+    if not len(sorted_arr) or not len(x):
+        return np.zeros(len(x), bool)
+    pos = np.minimum(np.searchsorted(sorted_arr, x), len(sorted_arr) - 1)
+    return np.asarray(sorted_arr[pos] == x)
+
+
 def _soft_keys(recs: np.ndarray) -> CanonicalKeys:
     """Canonical keys of softpath records."""
     return CanonicalKeys(
@@ -133,7 +141,7 @@ class ResilientManager(Manager):
         vpc = recs["vpc_scope"].astype(np.int64)
         out = self.health.vpc_failed[np.minimum(vpc, len(self.health.vpc_failed) - 1)].copy()
         if len(self._pinned) and len(recs):
-            out |= np.isin(key_hash(_soft_keys(recs)), self._pinned)
+            out |= member(self._pinned, key_hash(_soft_keys(recs)))
         return out
 
     def _insert_from_soft(self, slots: npt.NDArray[np.int64]) -> int:
@@ -175,9 +183,9 @@ class ResilientManager(Manager):
         if not self.health.port_failed.any() or not len(batch):
             return np.zeros(len(batch), bool)
         div = self.health.port_failed[batch.port]
-        if div.any():  # a key's packets all go one way, so they stay in order
+        if div.any() and not div.all():  # a key's packets all go one way: they stay in order
             h = key_hash(canonicalize(batch))
-            div |= np.isin(h, h[div])
+            div |= member(np.unique(h[div]), h)
         return np.asarray(div)
 
     def process(self, batch: PacketBatch) -> Fate:
@@ -207,12 +215,15 @@ class ResilientManager(Manager):
         n = len(pb)
         ck = canonicalize(pb)
         h = key_hash(ck)
-        if not self.health.engine_failed:
-            for p in np.unique(pb.port):
-                if self.health.port_failed[p]:
-                    old = self.port_pins.get(int(p), np.zeros(0, np.uint64))
-                    self.port_pins[int(p)] = np.union1d(old, h[pb.port == p])
-            self._repin()
+        if not self.health.engine_failed:  # pin the keys of failed ports to software
+            new = ~member(self._pinned, h)
+            if new.any():
+                for p in np.unique(pb.port[new]):
+                    if self.health.port_failed[p]:
+                        add = np.unique(h[new & (pb.port == p)])
+                        old = self.port_pins.get(int(p), np.zeros(0, np.uint64))
+                        self.port_pins[int(p)] = np.union1d(old, add)
+                        self._pinned = np.union1d(self._pinned, add)
         eng = np.full(n, int(Outcome.MISS), np.uint8)
         eng[self.softpath.lookup(ck) < 0] = Outcome.STALE  # held by hardware? take it over
         with self.metrics.activity("miss"):
@@ -246,7 +257,7 @@ class ResilientManager(Manager):
             q = np.zeros(n, bool)
             if len(self.quarantined):
                 h = key_hash(ck)
-                q = np.isin(h, self.quarantined)
+                q = member(self.quarantined, h)
                 if q.any():
                     pos = np.searchsorted(self.quarantined, h[q])
                     np.maximum.at(self._q_seen, pos, pb.time_ns[q])
@@ -499,4 +510,4 @@ def original_from_entries_soft(recs: np.ndarray) -> FlowKeys:
     return original_from_sessions(recs)
 
 
-__all__ = ["PROBE_PROTO", "PROBE_VNI", "ResilientManager"]
+__all__ = ["PROBE_PROTO", "PROBE_VNI", "ResilientManager", "member"]
