@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from starfabric.cli import app
 from starfabric.fornax.engine import FastEngine, FlowKeys, Outcome, TcpState
 from starfabric.fornax.engine import layout as L
-from starfabric.fornax.manager.accounting import Final
+from starfabric.fornax.manager.accounting import DropReason, Final
 from starfabric.fornax.manager.chaos import ChaosEngine, silent_bits
 from starfabric.fornax.manager.failover import ResilientManager
 from starfabric.fornax.manager.health import FaultKind, Health, HealthConfig, ScopeKind
@@ -203,3 +203,31 @@ def test_bad_chaos_yaml_is_one_line_naming_the_field(tmp_path: Path, text: str,
     assert r.exit_code == 2, r.output
     line = r.output.strip()
     assert line.startswith("error:") and "\n" not in line and field in line, line
+
+
+def test_lost_ecc_event_never_guesses_then_late_event_restores() -> None:
+    """The poller is stuck, so the uncorrectable entry's event does not arrive: the engine's
+    counter is ahead of the events, and a mid-stream segment with no session is not decided
+    as a new connection (the reply-first decision could differ): it is lost instead. When
+    the event arrives late, the session is rebuilt and forwards again."""
+    eng0 = FastEngine(capacity=4096, n_ports=4, **NO_AGING)
+    eng = ChaosEngine(eng0)
+    m = ResilientManager(eng, compile_policy(load_vpc_spec("examples/vpc.yaml")))
+    handshake = [(False, 0x02), (True, 0x12), (False, 0x10)]
+    m.process(_pkts(handshake, 1_000_000))
+    m.tick(2_000_000)
+    f = m.process(_pkts([(True, 0x18)], 3_000_000))
+    reply_action = int(f.action[0])
+    assert f.final[0] == Final.HW_FORWARDED
+    eng.poll_paused = True
+    slot = int(eng0.slot_of(_key())[0])
+    eng0.flip_bits(slot, [L.W_BYTES0 * 64 + 3, L.W_BYTES1 * 64 + 9])
+    f = m.process(_pkts([(True, 0x18), (True, 0x18)], 4_000_000))
+    assert m.unknown_losses
+    assert (f.final == Final.NAMED_DROP).all() and (f.reason == DropReason.SESSION_LOST).all()
+    eng.poll_paused = False
+    m.tick(5_000_000)  # the event arrives: rebuilt, quarantine lifted
+    assert not m.unknown_losses
+    f = m.process(_pkts([(True, 0x18)], 6_000_000))
+    assert f.final[0] in (Final.HW_FORWARDED, Final.SW_FORWARDED)
+    assert int(f.action[0]) == reply_action

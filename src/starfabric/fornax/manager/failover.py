@@ -96,6 +96,9 @@ class ResilientManager(Manager):
         self._reset_at = np.full(cfg.n_ports, -1, np.int64)
         self._fault_keys: dict[int, tuple[int, ...]] = {}  # key hash -> FlowKeys row (rare)
         self._ecc_seen = int(engine.counters().get("ecc_uncorrectable", 0))
+        self._ecc_base = self._ecc_seen  # uncorrectable errors before this manager
+        self._ecc_events = 0  # ECC_UNCORRECTABLE events this manager received
+        self._deficit_since = -1  # when the counter first ran ahead of the events
         self._last_patrol_ns: int | None = None
         self._patrol_credit = 0.0
         self._in_punt = False
@@ -242,14 +245,16 @@ class ResilientManager(Manager):
         self._in_punt = True
         try:
             self._ecc_sync(bool((eng == Outcome.FAULT).any()))
-            # a FAULT packet's own session may still be in hardware (the faulty entry can be
-            # another key with the same tag): read it back as for a stale one
-            eng = np.where(eng == Outcome.FAULT, np.uint8(Outcome.STALE), eng).astype(np.uint8)
             ck = canonicalize(pb)
             if len(self.suspects):
                 ev, keys = match_suspects(self, ck, FlowKeys.from_batch(pb))
                 if len(ev):
                     rebuild(self, ev, keys)
+            if self.unknown_losses:
+                self._guard(pb, ck, eng)
+            # a FAULT packet's own session may still be in hardware (the faulty entry can be
+            # another key with the same tag): read it back as for a stale one
+            eng = np.where(eng == Outcome.FAULT, np.uint8(Outcome.STALE), eng).astype(np.uint8)
             n = len(pb)
             final = np.zeros(n, np.uint8)
             action = np.zeros(n, np.uint32)
@@ -270,6 +275,13 @@ class ResilientManager(Manager):
             return final, action, reason
         finally:
             self._in_punt = False
+
+    def unquarantine(self, ck: CanonicalKeys) -> None:
+        """Lift the quarantine of keys whose session was rebuilt after all (late event)."""
+        if len(self.quarantined) and len(ck):
+            keep = ~np.isin(self.quarantined, key_hash(ck))
+            self.quarantined, self._q_seen = self.quarantined[keep], self._q_seen[keep]
+            self._repin()
 
     def quarantine(self, ck: CanonicalKeys) -> int:
         """Never forward these keys on a guess: their packets are lost until they go idle."""
@@ -302,13 +314,65 @@ class ResilientManager(Manager):
 
     # ---- events --------------------------------------------------------------------
     def _ecc_sync(self, force: bool) -> None:
-        """Handle events now when the engine found an uncorrectable entry since last time."""
+        """Handle events now when the engine found an uncorrectable entry since last time;
+        track whether the engine's counter is ahead of the events received (lost victims)."""
         c = int(self.engine.counters().get("ecc_uncorrectable", 0))
         if force or c != self._ecc_seen:
             from starfabric.fornax.manager.events import handle_events
 
             handle_events(self)
             self._ecc_seen = c
+        self._update_deficit(c)
+
+    def _update_deficit(self, c: int) -> None:
+        """Whether the engine's uncorrectable counter `c` is ahead of the events received."""
+        if c - self._ecc_base > self._ecc_events:
+            if self._deficit_since < 0:
+                self._deficit_since = self.now_ns
+            elif self.now_ns - self._deficit_since > round(
+                self.health.config.suspect_keep_s * 1e9
+            ):  # forgiven: such sessions would have aged by now
+                self._ecc_base = c - self._ecc_events
+                self._deficit_since = -1
+        else:
+            self._deficit_since = -1
+
+    @property
+    def unknown_losses(self) -> bool:
+        """Uncorrectable errors whose events software has not received (stuck or overflowed
+        ring): some sessions may be gone without software knowing which."""
+        return self._deficit_since >= 0
+
+    def _guard(self, pb: PacketBatch, ck: CanonicalKeys, eng: npt.NDArray[np.uint8]) -> None:
+        """While sessions may be lost unseen, a TCP segment that is not a SYN and has no
+        session anywhere may be such a session's: it is decided as a new connection only
+        when both orientations forward alike, otherwise its key is quarantined (never
+        forwarded on a guess; conntrack with tcp_loose=0 also refuses such pickups)."""
+        from starfabric.fornax.manager.events import policy_fields
+        from starfabric.fornax.manager.rebuild import swapped
+
+        punted = (eng == Outcome.MISS) | (eng == Outcome.FAULT)
+        cand = punted & (pb.proto == 6) & ((pb.tcp_flags & 0x02) == 0)
+        if not cand.any():
+            return
+        idx = np.flatnonzero(cand)
+        idx = idx[self.softpath.lookup(take_keys(ck, idx)) < 0]
+        fault = eng[idx] == Outcome.FAULT
+        if fault.any():  # a FAULT packet's own session may still be in hardware
+            st, _ = self._call("query", self.engine.query, FlowKeys.from_batch(pb.take(idx[fault])),
+                               n=int(fault.sum()))  # fmt: skip
+            gone = np.ones(len(idx), bool)
+            gone[np.flatnonzero(fault)[st == Status.OK]] = False
+            idx = idx[gone]
+        if not len(idx):
+            return
+        keys = FlowKeys.from_batch(pb.take(idx))
+        o = policy_fields(self, keys)
+        r = policy_fields(self, swapped(keys))
+        same = (o[0] == r[1]) & (o[1] == r[0]) & (o[2] == r[2]) & (o[3] == r[3])
+        if (~same).any():
+            self.metrics.count("guard_quarantined", int((~same).sum()))
+            self.quarantine(take_keys(ck, idx[~same]))
 
     def on_fault_events(self, ev: np.ndarray) -> None:
         """ECC and hang events (called by events.handle_events)."""
@@ -324,6 +388,7 @@ class ResilientManager(Manager):
         if len(corr):
             self._record(corr, FaultKind.ECC_CORRECTED)
         unc = ev[t == EventType.ECC_UNCORRECTABLE]
+        self._ecc_events += len(unc)
         if len(unc):
             self._ecc_seen = int(self.engine.counters().get("ecc_uncorrectable", 0))
             suspect = unc["reason"] == Reason.KEY_SUSPECT
@@ -464,6 +529,7 @@ class ResilientManager(Manager):
         """Manager.tick, then the patrol's share of the period, port resets/probes, and the
         health evaluation (failover/failback)."""
         super().tick(now_ns, scrub_slots)
+        self._update_deficit(int(self.engine.counters().get("ecc_uncorrectable", 0)))
         self._flush()
         self._patrol(now_ns)
         self._ports()

@@ -150,6 +150,7 @@ def rebuild(m: ResilientManager, ev: np.ndarray, keys: FlowKeys | None = None) -
         )  # fmt: skip
         done = status == SoftStatus.OK
         m._pending_new.append(slot[done])
+        m.unquarantine(_take(sub, np.flatnonzero(done)))  # a late event confirmed them
         m._release(d.aux[keep][~done])
         rebuilt = int(done.sum())
         ok[gone_sel] = False  # refused by the current policy: quarantined (never forwarded)
