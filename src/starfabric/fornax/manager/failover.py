@@ -176,8 +176,20 @@ class ResilientManager(Manager):
             sp.ver[live, 1] == sp.vpc_cur[sp.scope[live, 1]]
         )
         live = live[cur]
-        live = live[~self.pinned(sp.sessions(live))][:k]
-        self.metrics.count("promoted", super()._insert_from_soft(live))
+        if self.health.engine_failed:
+            return
+        if self.health.vpc_failed.any() or len(self._pinned):  # skip pinned, chunk by chunk
+            picked: list[npt.NDArray[np.int64]] = []
+            got = 0
+            for start in range(0, len(live), 4 * k):
+                chunk = live[start : start + 4 * k]
+                chunk = chunk[~self.pinned(sp.sessions(chunk))]
+                picked.append(chunk)
+                got += len(chunk)
+                if got >= k:
+                    break
+            live = np.concatenate(picked) if picked else live[:0]
+        self.metrics.count("promoted", super()._insert_from_soft(live[:k]))
 
     # ---- packet path ---------------------------------------------------------------
     def _divert_mask(self, batch: PacketBatch) -> npt.NDArray[np.bool_]:
