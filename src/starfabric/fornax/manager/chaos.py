@@ -122,6 +122,7 @@ class ChaosSpec(Spec):
 
     vpc: str
     workload: SyntheticWorkload
+    #: default engine of a chaos run (assumption: a small table, so a run is seconds)
     engine: EngineConfig = EngineConfig(capacity=65536, ring_capacity=4096, n_ports=8)
     manager: ManagerConfig = ManagerConfig()
     softpath: SoftPathConfig = SoftPathConfig()

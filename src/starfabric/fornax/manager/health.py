@@ -64,7 +64,9 @@ class HealthConfig(Spec):
         0.002, ge=0, description="time a port reset takes before it is probed (assumption)"
     )
     probe_backoff_s: float = Field(
-        0.05, gt=0, description="wait before resetting a port again after a failed probe"
+        0.05,
+        gt=0,
+        description="wait before resetting a port again after a failed probe (assumption)",
     )
     patrol_rate: float = Field(
         200000.0,
