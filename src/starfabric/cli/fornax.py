@@ -240,6 +240,9 @@ def experiment(
 def chaos(
     chaos_file: str = typer.Argument(..., metavar="SCENARIO.yaml", help="Chaos spec (YAML/JSON)."),
     json_out: str | None = typer.Option(None, "--json", help="Write the full report as JSON."),
+    trace_out: str | None = typer.Option(
+        None, "--trace", help="Write faults and failovers as a Chrome-trace/Perfetto timeline."
+    ),
 ) -> None:
     """Run traffic, policy changes and injected faults together; report each fault class."""
     import json
@@ -286,3 +289,8 @@ def chaos(
         Path(json_out).parent.mkdir(parents=True, exist_ok=True)
         Path(json_out).write_text(json.dumps(report, indent=2, sort_keys=True, default=int))
         console.print(f"wrote {json_out}")
+    if trace_out:
+        from starfabric.fornax.manager.chaos_report import chrome_trace
+
+        chrome_trace(report).write(trace_out)
+        console.print(f"wrote {trace_out}")

@@ -231,3 +231,30 @@ def test_lost_ecc_event_never_guesses_then_late_event_restores() -> None:
     f = m.process(_pkts([(True, 0x18)], 6_000_000))
     assert f.final[0] in (Final.HW_FORWARDED, Final.SW_FORWARDED)
     assert int(f.action[0]) == reply_action
+
+
+def test_chaos_cli_writes_report_and_timeline(tmp_path: Path) -> None:
+    import json
+
+    p = tmp_path / "chaos.yaml"
+    p.write_text(
+        f"vpc: {Path('examples/vpc.yaml').resolve()}\n"
+        "workload: {duration: 0.2, cps: 800, batch: 2ms}\n"
+        "engine: {capacity: 8192, n_ports: 4, watchdog_timeout_s: 0.005}\n"
+        "tick: 4ms\n"
+        "faults: {stalls: [{port: 2, at: 0.05, duration: 0.03}],"
+        " bit_flips: [{rate_per_entry_hour: 50000, bits: 2}]}\n"
+    )
+    out, trace = tmp_path / "r.json", tmp_path / "t.json"
+    r = runner.invoke(app, ["fornax", "chaos", str(p), "--json", str(out), "--trace", str(trace)])
+    assert r.exit_code == 0, r.output
+    assert "port_stall" in r.output and "misforwarded 0" in r.output
+    rep = json.loads(out.read_text())
+    stall = next(x for x in rep["faults"] if x["fault"] == "port_stall")
+    assert stall["detected"] and stall["within_bound"] and stall["failback_s"] is not None
+    p_ = rep["packets"]
+    assert p_["offered"] == sum(p_[k] for k in ("hw_forwarded", "sw_forwarded", "policy_drop",
+                                                "named_drop"))  # fmt: skip
+    events = json.loads(trace.read_text())["traceEvents"]
+    names = {e["name"] for e in events if e["ph"] == "X"}
+    assert {"port_stall", "software"} <= names

@@ -15,6 +15,7 @@ from starfabric.fornax.manager.failover import ResilientManager
 from starfabric.fornax.manager.manager import Manager
 from starfabric.fornax.packets import PacketBatch
 from starfabric.fornax.vpc import compile_policy
+from starfabric.report import ChromeTrace
 
 if TYPE_CHECKING:
     from starfabric.fornax.manager.chaos import ChaosSpec, Injector
@@ -284,4 +285,38 @@ def summary_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-__all__ = ["Trace", "attribute", "close_scopes", "oracle_check", "per_fault", "summary_rows"]
+def chrome_trace(report: dict[str, Any]) -> ChromeTrace:
+    """The run as a Perfetto timeline: each fault from injection to detection (and to its
+    end for windowed faults), each failed-over scope from failover to failback."""
+    tr = ChromeTrace()
+    for r in report["faults"]:
+        det = r.get("detect_s")
+        span = max(r.get("duration_s") or 0.0, det or 0.0)
+        args = {k: r.get(k) for k in ("scope", "detect_s", "lost", "misforwarded")}
+        tr.slice("faults", r["fault"], r["fault"], r["at_s"], span, "fault", args)
+    open_: dict[tuple[str, int], int] = {}
+    end = max((r.get("failback_ns", r.get("failover_ns", 0)) for r in report["timeline"]),
+              default=0)  # fmt: skip
+    for r in sorted(report["timeline"], key=lambda x: x.get("failover_ns", x.get("failback_ns"))):
+        key = (str(r["scope"]), int(r["id"]))
+        if "failover_ns" in r:
+            open_.setdefault(key, int(r["failover_ns"]))
+        elif key in open_:
+            t0 = open_.pop(key)
+            tr.slice("failover", f"{key[0]} {key[1]}", "software", t0 / 1e9,
+                     (int(r["failback_ns"]) - t0) / 1e9, "failover")  # fmt: skip
+    for (scope, sid), t0 in open_.items():  # still failed over at the end
+        tr.slice("failover", f"{scope} {sid}", "software", t0 / 1e9, max(0, end - t0) / 1e9,
+                 "failover")  # fmt: skip
+    return tr
+
+
+__all__ = [
+    "Trace",
+    "attribute",
+    "chrome_trace",
+    "close_scopes",
+    "oracle_check",
+    "per_fault",
+    "summary_rows",
+]
