@@ -169,8 +169,8 @@ class Context:
         out = []
         for c in self.by_role(*roles):
             if c.mirror and cap is not None and n > cap:
-                msg = (f"{c.name} not run at {n:,} sessions: its per-flow mirror (measured "
-                       f"~1.1 KB per session) would not fit the memory budget of this scale "
+                msg = (f"{c.name} not run at {n:,} sessions: its per-flow mirror (over 1 KB "
+                       f"per session measured) would not fit the memory budget of this scale "
                        f"(mirror_max_sessions = {cap:,})")  # fmt: skip
                 if msg not in notes:
                     notes.append(msg)

@@ -39,7 +39,7 @@ class Scale:
     """Simulated seconds of the hero test (DASH: 100 s; longer than the 5 s aging)."""
     mirror_max_sessions: int | None = None
     """Largest table a contender with a per-flow mirror (OVS-like) runs at: its measured
-    ~1.1 KB per session would not fit the ~10 GiB budget of a shared machine beyond
+    1.1-1.3 KB per session would not fit the ~10 GiB budget of a shared machine beyond
     (assumption of the machine, not of the baseline). None: no limit."""
 
 
