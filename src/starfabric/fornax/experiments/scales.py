@@ -57,10 +57,10 @@ SCALES: dict[str, Scale] = {
         surge_s=2.0, hero_sessions=1 << 19, hero_s=6.0,
     ),
     "paper": Scale(
-        name="paper", sizes=(1 << 20, 1 << 22, 1 << 24), cps=100000.0, measure_s=2.0,
+        name="paper", sizes=(1 << 20, 1 << 21, 1 << 22, 1 << 24), cps=100000.0, measure_s=2.0,
         table=1 << 24, e3_cps=(1e4, 3e4, 1e5, 3e5, 1e6, 3e6), probe_s=0.2,
         e4_timeouts=(1.0, 2.0, 5.0), e5_fractions=(0.1, 0.5, 1.0), surge_base_cps=100000.0,
-        surge_s=10.0, hero_sessions=1 << 24, hero_s=6.0, mirror_max_sessions=1 << 22,
+        surge_s=10.0, hero_sessions=1 << 24, hero_s=6.0, mirror_max_sessions=1 << 21,
     ),
 }  # fmt: skip
 
