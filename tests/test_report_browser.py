@@ -196,8 +196,15 @@ def _plot_step(out: Path, seed: int, console: Console) -> dict[str, Any]:
 def test_demo_report_renders_every_plot(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, browser: Browser
 ) -> None:
+    from starfabric.fornax.experiments import demo as fornax_exp_demo
+    from starfabric.fornax.experiments import get_scale
+
+    # the baselines step at ci scale, E1 only (its plot is what the page must render)
+    monkeypatch.setattr(fornax_exp_demo, "DEMO_EXPERIMENTS", "E1")
+    monkeypatch.setattr(fornax_exp_demo, "DEMO_SCALE", get_scale("ci"))
     real = dict(demo._steps())
-    fast = [(n, real[n]) for n in ("fornax engine", "fornax manager", "astral seer")]
+    fast = [(n, real[n]) for n in ("fornax engine", "fornax manager", "fornax vs baselines",
+                                   "fornax chaos", "astral seer")]  # fmt: skip
     steps = [*fast, ("astral network", _plot_step), ("astral monitor", real["astral monitor"])]
     monkeypatch.setattr(demo, "_steps", lambda: steps)
     out = tmp_path / "demo"

@@ -24,11 +24,15 @@ def _steps() -> list[tuple[str, DemoStep]]:
     from starfabric.astral.demo import network_demo, seer_demo
     from starfabric.astral.monitor.demo import monitor_demo
     from starfabric.fornax.engine.demo import engine_demo
+    from starfabric.fornax.experiments.demo import baselines_demo
+    from starfabric.fornax.manager.chaos_demo import chaos_demo
     from starfabric.fornax.manager.demo import manager_demo
 
     return [
         ("fornax engine", engine_demo),
         ("fornax manager", manager_demo),
+        ("fornax vs baselines", baselines_demo),
+        ("fornax chaos", chaos_demo),
         ("astral network", network_demo),
         ("astral seer", seer_demo),
         ("astral monitor", monitor_demo),
@@ -67,7 +71,8 @@ def _report(out: Path, summary: dict[str, Any]) -> HtmlReport:
     rep = HtmlReport("starfabric demo")
     rep.paragraph(
         "Fornax (SmartNIC session offload) and Astral (LLM-training datacenter) end to end at "
-        "demo scale. Timelines open in ui.perfetto.dev (seer_timeline.json beside this page).",
+        "demo scale. Timelines open in ui.perfetto.dev (seer_timeline.json and chaos_trace.json "
+        "beside this page).",
         note=True,
     )
     for name, result in summary.items():
@@ -81,4 +86,8 @@ def _report(out: Path, summary: dict[str, Any]) -> HtmlReport:
     return rep
 
 
-_PLOTS = {"astral network": ("astral_compare.png",)}
+_PLOTS = {
+    "fornax vs baselines": ("fornax_E1.png", "fornax_E2.png", "fornax_E3.png"),
+    "fornax chaos": ("chaos_timeline.png",),
+    "astral network": ("astral_compare.png",),
+}

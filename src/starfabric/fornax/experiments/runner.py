@@ -13,7 +13,7 @@ from starfabric.fornax.experiments.contenders import default_contenders
 from starfabric.fornax.experiments.harness import Contender, Context
 from starfabric.fornax.experiments.output import print_result, write_png
 from starfabric.fornax.experiments.registry import EXPERIMENTS, get_experiment
-from starfabric.fornax.experiments.scales import get_scale
+from starfabric.fornax.experiments.scales import Scale, get_scale
 
 #: The software-centric baseline the headline ratios are taken against (the issue's margins).
 HEADLINE_BASELINE = "ovs_like"
@@ -44,17 +44,17 @@ def headline(results: dict[str, dict[str, Any]]) -> dict[str, float | None]:
 
 def run_experiments(
     name: str,
-    scale: str,
+    scale: str | Scale,
     *,
     out_dir: Path | None = None,
     console: Console | None = None,
     progress: Any = None,
     contenders: list[Contender] | None = None,
 ) -> dict[str, Any]:
-    """Run `name` (or `all`) at `scale`; prints a table per experiment when `console` is
+    """Run `name` (or `all`) at `scale` (a name or a Scale); prints a table per experiment when `console` is
     given, writes `out_dir/NAME.png`; returns the JSON document."""
     names = names_for(name)
-    sc = get_scale(scale)
+    sc = scale if isinstance(scale, Scale) else get_scale(scale)
     ctx = Context(sc, contenders if contenders is not None else default_contenders(), progress)
     doc: dict[str, Any] = {"scale": sc.name, "contenders": [c.name for c in ctx.contenders],
                            "experiments": {}}  # fmt: skip
