@@ -3,6 +3,8 @@ of the changed scope; versions bump in O(1)."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -61,6 +63,9 @@ def test_stats_lag_ages_a_flow_active_within_the_lag() -> None:
     "cfg", [doca_like(), ovs_like(), ablation("no_versions")], ids=["doca", "ovs", "no_versions"]
 )
 def test_rescan_touching_one_eni_re_evaluates_exactly_its_flows(cfg: SoftwareCentricConfig) -> None:
+    # infinite rescan rate: this test checks which flows are re-evaluated and that the result
+    # is enforced in hardware, not the stale window (test_rescan_over_time_... below)
+    cfg = cfg.model_copy(update={"rescan_flows_per_thread_s": math.inf})
     base = web2_own_sg(example_data())
     m = controller(cfg, data=base)
     m.process(web_packets(np.arange(600), MS))  # even ids: web-1, odd ids: web-2
@@ -92,3 +97,40 @@ def test_versions_bump_each_affected_scope_once_whatever_the_table_size() -> Non
         assert ops["bump_version"] == out["eni_scopes"] + out["vpc_scopes"] == 1
         assert sum(v for k, v in ops.items() if k != "bump_version") == 0
         assert m.metrics.counts.get("rescanned_flows", 0) == 0
+
+
+@pytest.mark.parametrize("cfg", [doca_like(), ovs_like()], ids=["doca", "ovs"])
+def test_rescan_over_time_leaves_unreached_entries_stale_then_enforces(
+    cfg: SoftwareCentricConfig,
+) -> None:
+    """300 connections at 10k flows/s in 32-flow chunks: a packet right after the change
+    meets the old actions of every connection not reached yet; once the rescan's time has
+    passed, every one is enforced in hardware."""
+    cfg = cfg.model_copy(
+        update={"rescan_flows_per_thread_s": 10000.0, "rescan_threads": 1, "rescan_chunk": 32}
+    )
+    base = web2_own_sg(example_data())
+    m = controller(cfg, data=base)
+    m.process(web_packets(np.arange(600), MS))
+    m.tick(2 * MS)
+    out = m.apply_policy(spec_of(web2_egress_http_only(base)))
+    per_chunk = 32 // cfg.entries_per_connection
+    assert out["modified"] == per_chunk  # the first chunk at once, the rest over time
+    assert out["pending"] == 300 - per_chunk == m.rescan_pending()
+    span_ns = round(300 * cfg.entries_per_connection / 10000.0 * 1e9)
+    assert m.rescan_end_ns is not None and 2 * MS < m.rescan_end_ns <= 2 * MS + span_ns
+    # one packet of each connection in random order, spread evenly over the rescan's span
+    ids = np.random.default_rng(1).permutation(600)
+    t = 2 * MS + 1 + np.arange(600, dtype=np.int64) * (span_ns // 600)
+    f = m.process(web_packets(ids, t, flags=ACK))
+    web2 = ids % 2 == 1
+    stale = f.final[web2] == Final.HW_FORWARDED
+    assert (f.final[~web2] == Final.HW_FORWARDED).all()  # web-1 untouched
+    assert (f.final[web2][~stale] == Final.POLICY_DROP).all()
+    # packets spread over the span meet about half the connections not reached yet
+    assert 300 // 4 < stale.sum() < 3 * 300 // 4
+    m.tick(2 * MS + span_ns + MS)
+    assert m.rescan_pending() == 0 and m.metrics.counts["rescan_modified"] == 300
+    f = m.process(web_packets(ids, 3 * MS + span_ns, flags=ACK))
+    assert (f.final[web2] == Final.POLICY_DROP).all()
+    assert (f.final[~web2] == Final.HW_FORWARDED).all()

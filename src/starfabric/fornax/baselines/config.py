@@ -20,6 +20,14 @@ OVS_MAX_REVALIDATOR_S = 0.5
 OVS_MAX_IDLE_S = 10.0
 #: OVS `other_config:offloaded-stats-delay` default (s): hardware counters reach software late.
 OVS_OFFLOADED_STATS_DELAY_S = 2.0
+#: Flows one revalidator thread re-evaluates per second after a policy change (assumption:
+#: ~20 us per flow for the ukey lookup, xlate of the flow's OpenFlow pipeline, comparing the
+#: actions and the modify; reference/fornax.md gives no figure). With RESCAN_THREADS it makes
+#: 200k flows/s, the dump rate FlowLimitConfig.dump_ns_per_flow already assumes.
+RESCAN_FLOWS_PER_THREAD_S = 50000.0
+#: Revalidator threads (assumption: a 12-core host; OVS's default n-revalidator-threads is
+#: cores / 4 + 1 = 4 there, ovs-vswitchd.conf.db(5)).
+RESCAN_THREADS = 4
 
 
 class FlowLimitConfig(Spec):
@@ -117,6 +125,27 @@ class SoftwareCentricConfig(Spec):
     chunk: int = Field(
         65536, ge=1, description="entries per dump call of a software pass (assumption)"
     )
+    rescan_flows_per_thread_s: float = Field(
+        RESCAN_FLOWS_PER_THREAD_S,
+        gt=0,
+        description="flows (hardware entries) one thread re-evaluates per simulated second "
+        "after a policy change with policy=rescan (assumption, see RESCAN_FLOWS_PER_THREAD_S); "
+        "entries not reached yet keep forwarding with their old actions; inf: instantaneous",
+    )
+    rescan_threads: int = Field(
+        RESCAN_THREADS,
+        ge=1,
+        description="threads re-evaluating in parallel (assumption: OVS n-revalidator-threads "
+        "on a 12-core host)",
+    )
+    rescan_chunk: int = Field(
+        1024,
+        ge=1,
+        description="flows re-evaluated per step of the simulated rescan (assumption: a "
+        "simulation granularity; each chunk is applied at the simulated time its first flow "
+        "is reached, so an entry is fixed up to rescan_chunk / rate early, in the baseline's "
+        "favour)",
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> SoftwareCentricConfig:
@@ -140,6 +169,10 @@ class SoftwareCentricConfig(Spec):
     @property
     def entries_per_connection(self) -> int:
         return 2 if self.entries == "per_direction" else 1
+
+    def rescan_flows_per_s(self) -> float:
+        """Flows re-evaluated per simulated second by a rescan: per thread x threads."""
+        return self.rescan_flows_per_thread_s * self.rescan_threads
 
     def period_s(self) -> float:
         """Seconds between two software aging passes (poll or revalidate)."""
@@ -211,12 +244,15 @@ MODELLED = {
         "the dynamic flow limit (start 10k, max 200k, shrink on slow dumps, +1000 on fast "
         "ones, 100 ms idle above the limit, flush above 2x); refused flows forwarded in software",
         "offloaded-stats-delay: counters reach software at most every 2 s",
-        "policy change: every flow of the affected scopes re-evaluated, then modify/delete",
+        "policy change: every flow of the affected scopes re-evaluated, then modify/delete, "
+        "at 4 threads x 50k flows/s on the simulated clock: flows not reached yet keep "
+        "forwarding with their old actions (the stale window)",
     ),
     "doca_like": (
         "one bidirectional hardware entry per connection",
         "a software aging thread reading every connection's counters each poll period",
-        "policy change: software re-evaluates every connection of the affected scopes",
+        "policy change: software re-evaluates every connection of the affected scopes at the "
+        "same rescan rate; connections not reached yet forward with their old actions",
     ),
 }
 
@@ -232,8 +268,11 @@ NOT_MODELLED = (
     "revalidator threads' real dump time: the dynamic flow limit uses dump_ns_per_flow",
     "the driver's stats sync costs nothing to management (first tick after each lag boundary)",
     "DOCA polling reads counters by dump chunks, not per-connection queries",
-    "rescan operations are never deferred by the setup budget (no stale window), and their "
+    "rescan operations are never deferred by the setup budget (the rescan's own rate, "
+    "rescan_flows_per_thread_s x rescan_threads, makes the stale window), and their "
     "per-direction conversions count as engine emulation: both in the baselines' favour",
+    "a policy change during a rescan queues its flows behind the rest (OVS restarts a "
+    "revalidation round); the rescan rate does not slow down under setup load",
     "software-resident sessions (above the flow limit, table full) age by the engine's "
     "timeout classes in every preset",
     "with software aging the engine's scrub does not run, so its ECC checks and watchdog "
@@ -249,6 +288,8 @@ __all__ = [
     "OVS_MAX_REVALIDATOR_S",
     "OVS_OFFLOADED_STATS_DELAY_S",
     "PRESETS",
+    "RESCAN_FLOWS_PER_THREAD_S",
+    "RESCAN_THREADS",
     "FlowLimitConfig",
     "SoftwareCentricConfig",
     "ablation",

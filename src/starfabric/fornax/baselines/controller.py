@@ -16,9 +16,13 @@ What the knobs change:
   management), so a revalidator judges a flow by counters up to a lag old.
 - policy=rescan: no version bumps; software finds every flow of the affected scopes (the
   mirror, or the engine's scope-filtered dump without one), decides each again and issues
-  modify / delete / delete+insert. Software-resident sessions keep the software datapath's
-  lazy versions in every mode. Rescan ops take setup tokens but are never deferred (in the
-  baselines' favour: no stale window).
+  modify / delete / delete+insert. The re-evaluation proceeds over simulated time at
+  `rescan_flows_per_s()` (OVS revalidator threads; DOCA-style software re-evaluation), in
+  chunks of `rescan_chunk` flows as tick()/process() advance the clock: an entry not reached
+  yet keeps forwarding with its old actions (the stale window); each chunk re-reads its
+  entries (query) so aged or changed ones are judged as they are now. An infinite rate
+  re-evaluates at once. Software-resident sessions keep the software datapath's lazy
+  versions in every mode. Rescan ops take setup tokens but are never deferred.
 - mirror=full: MirroredEngine keeps one udpif_key-like record per hardware entry.
 - flow_limit: inserts above OVS's dynamic limit are refused by software; those sessions
   stay in the software datapath (as any session hardware cannot take).
@@ -27,6 +31,7 @@ Management CPU of these passes is charged to the activities "poll", "revalidate"
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -46,9 +51,9 @@ from starfabric.fornax.baselines.mirror import OVS_UKEY_BYTES, FlowMirror, Mirro
 from starfabric.fornax.engine import ENTRY_DTYPE, Scope, SessionEngine, Status
 from starfabric.fornax.engine.config import TO_GENERIC, TO_ICMP, TO_UDP_ASSURED, TO_UDP_UNREPLIED
 from starfabric.fornax.engine.layout import FLAG_SEEN_REPLY
-from starfabric.fornax.manager import Manager, ManagerConfig
+from starfabric.fornax.manager import Fate, Manager, ManagerConfig
 from starfabric.fornax.manager.decide import decide, is_icmp, original_from_entries, packets_of
-from starfabric.fornax.packets import PROTO_TCP, PROTO_UDP
+from starfabric.fornax.packets import PROTO_TCP, PROTO_UDP, PacketBatch
 from starfabric.fornax.softpath import SoftPath, SoftPathConfig
 from starfabric.fornax.vpc import CompiledPolicy, VpcSpec, recompile
 
@@ -97,6 +102,14 @@ class SoftwareCentric(Manager):
         self._lag_ns = round(b.stats_lag_s * 1e9)
         self._sync_epoch = -1
         self.passes = 0
+        # the rescan in progress: connections queued, how many done, when it started
+        self._rescan_conn_s = b.rescan_flows_per_s() / b.entries_per_connection
+        self._rescan_step = max(1, b.rescan_chunk // b.entries_per_connection)
+        self._rq: np.ndarray | None = None
+        self._rq_done = 0
+        self._rq_t0 = 0
+        self.rescan_end_ns: int | None = None
+        """Simulated time the last chunk of the latest rescan is (or was) applied."""
 
     # ---- hardware view -----------------------------------------------------------------
     @property
@@ -184,10 +197,38 @@ class SoftwareCentric(Manager):
             return 0
         return super()._insert_from_soft(slots)
 
+    # ---- the packet path: a rescan in progress advances with packet time ----------------
+    def process(self, batch: PacketBatch) -> Fate:
+        """Manager's process; while a rescan is in progress the batch is cut at the times
+        its chunks come due, so each packet meets the entries as revalidated by then."""
+        if self._rq is None or not len(batch):
+            return super().process(batch)
+        t = batch.time_ns
+        if bool(np.any(t[1:] < t[:-1])):  # not time-ordered: revalidate up to its start
+            self._advance_rescan(int(t.min()))
+            return super().process(batch)
+        parts: list[Fate] = []
+        start, n = 0, len(batch)
+        while start < n:
+            self._advance_rescan(int(t[start]))
+            end = n
+            if self._rq is not None:
+                due = self._rescan_due_ns(self._rq_done)
+                end = max(start + 1, int(np.searchsorted(t, due, "left")))
+            whole = start == 0 and end == n
+            parts.append(super().process(batch if whole else batch.take(np.arange(start, end))))
+            start = end
+        if len(parts) == 1:
+            return parts[0]
+        return Fate(np.concatenate([f.final for f in parts]),
+                    np.concatenate([f.action for f in parts]),
+                    np.concatenate([f.reason for f in parts]))  # fmt: skip
+
     # ---- time: software aging ----------------------------------------------------------
     def tick(self, now_ns: int, scrub_slots: int | None = None) -> None:
-        """Manager's tick (hardware aging only with aging=events), then stats sync and the
-        software aging pass when its period has come."""
+        """Rescan chunks due by now, Manager's tick (hardware aging only with aging=events),
+        then stats sync and the software aging pass when its period has come."""
+        self._advance_rescan(now_ns)
         super().tick(now_ns, scrub_slots)
         if self.baseline.aging == "events":
             return
@@ -349,9 +390,64 @@ class SoftwareCentric(Manager):
             raw = self._flows_in_scope(eni, vpc)
             self.metrics.count("rescanned_flows", len(raw))
             conns = self._connections_of(raw)
-            done = self._reevaluate(conns)
+            if math.isinf(self._rescan_conn_s):
+                done = self._reevaluate(conns)
+                self.rescan_end_ns = self.now_ns
+            else:
+                done = self._start_rescan(conns)
         return {"eni_scopes": len(eni), "vpc_scopes": len(vpc), "rescanned_flows": len(raw),
                 **done}  # fmt: skip
+
+    def _start_rescan(self, conns: np.ndarray) -> dict[str, int]:
+        """Queue `conns` (behind what a rescan in progress has left) from now on and apply
+        the first chunk; returns what that chunk did and how many connections wait."""
+        if self._rq is not None:
+            conns = np.concatenate([self._rq[self._rq_done :], conns])
+        self._rq, self._rq_done, self._rq_t0 = conns, 0, self.now_ns
+        self.rescan_end_ns = self._rescan_due_ns(max(0, len(conns) - 1))
+        done = self._advance_rescan(self.now_ns)
+        return {**done, "pending": len(self._rq) - self._rq_done if self._rq is not None else 0}
+
+    def _rescan_due_ns(self, i: int) -> int:
+        """Simulated time the chunk holding queued connection i is applied (its start)."""
+        first = (i // self._rescan_step) * self._rescan_step
+        return self._rq_t0 + math.ceil(first / self._rescan_conn_s * 1e9)
+
+    def _advance_rescan(self, now_ns: int) -> dict[str, int]:
+        """Re-evaluate every queued chunk due by `now_ns` (one vectorized call), re-reading
+        the entries first: aged ones are skipped, changed ones judged as they are now."""
+        zero = {"modified": 0, "deleted": 0, "moved": 0}
+        if self._rq is None:
+            return zero
+        reached = math.floor((now_ns - self._rq_t0) * self._rescan_conn_s / 1e9 + 1e-9)
+        k = min(len(self._rq), (reached // self._rescan_step + 1) * self._rescan_step)
+        out = zero
+        if k > self._rq_done:
+            chunk = self._rq[self._rq_done : k]
+            self._rq_done = k
+            with self.metrics.activity("rescan"):
+                st, rec = self._call("query", self.engine.query, original_from_entries(chunk),
+                                     n=len(chunk))  # fmt: skip
+                ok = st == Status.OK
+                cur = chunk[ok].copy()
+                for f in ("action_orig", "action_reply", "aux", "eni_scope", "vpc_scope"):
+                    cur[f] = rec[f][ok]
+                out = self._reevaluate(cur)
+        if self._rq_done >= len(self._rq):
+            self._rq = None
+            self.metrics.count("rescans_completed")
+        return out
+
+    def rescan_pending(self) -> int:
+        """Connections a rescan in progress has not re-evaluated yet."""
+        return 0 if self._rq is None else len(self._rq) - self._rq_done
+
+    def finish_rescan(self) -> None:
+        """Apply every chunk still queued now (for a caller that wants the whole rescan's
+        CPU without simulating the time it takes; the clock does not move)."""
+        if self._rq is not None:
+            self._advance_rescan(self._rq_t0 + math.ceil(len(self._rq) / self._rescan_conn_s
+                                                         * 1e9))  # fmt: skip
 
     def _flows_in_scope(self, eni: np.ndarray, vpc: np.ndarray) -> np.ndarray:
         """Raw entries of the scopes: from the mirror, or the engine's filtered dumps."""
