@@ -126,14 +126,19 @@ class SoftwareCentric(Manager):
             return top.connections()
         return self.flows()
 
-    def _dump_all(self, **filters: Any) -> np.ndarray:
-        """Every raw hardware entry (matching `filters`), read in chunks."""
+    def _dump_all(
+        self, between_chunks: Callable[[], None] | None = None, **filters: Any
+    ) -> np.ndarray:
+        """Every raw hardware entry (matching `filters`), read in chunks; `between_chunks`
+        runs between two chunks (traffic during a recovery)."""
         out, cursor, cap = [], 0, self.hw.config.capacity
         while cursor < cap:
             recs, cursor = self._call("dump", self.hw.dump, cursor, self.baseline.chunk,
                                       **filters)  # fmt: skip
             self.metrics.ops["dump_entries"] += len(recs)
             out.append(recs)
+            if between_chunks is not None and cursor < cap:
+                between_chunks()
         return np.concatenate(out) if out else np.zeros(0, ENTRY_DTYPE)
 
     def _connections_of(self, raw: np.ndarray) -> np.ndarray:
@@ -176,14 +181,15 @@ class SoftwareCentric(Manager):
     ) -> SoftwareCentric:
         """A new controller over `engine` (the raw engine, not a wrapper) rebuilt from it:
         SNAT bitmaps by chunked dumps as the Manager does and, with a mirror, one udpif_key
-        per hardware entry from one more full dump (as OVS's revalidators after a restart)."""
+        per hardware entry from one more full dump (as OVS's revalidators after a restart);
+        `between_chunks` runs between the chunks of both dumps."""
         from starfabric.fornax.manager.recover import rebuild
 
         m = cls(engine, policy, baseline, config, softpath=softpath)
         with m.metrics.activity("recovery"):
             rebuild(m, between_chunks)
             if m.mirror is not None:
-                m.adopt(m._dump_all())
+                m.adopt(m._dump_all(between_chunks))
         return m
 
     # ---- setup (flow limit) ------------------------------------------------------------

@@ -3,11 +3,12 @@ manager restarts. A new manager is built over the same engine and software datap
 rebuilds its state by chunked dumps while the engine keeps forwarding; the packets offered
 during recovery go to the engine alone (no manager runs), so any packet it punts is lost.
 Measured: recovery CPU and wall time, entries read back, packets lost, and whether the
-rebuilt state matches (SNAT ports held).
+rebuilt state matches (SNAT ports held; with a per-flow mirror also one udpif_key per
+hardware entry).
 
-A baseline whose software keeps a full per-flow mirror (OVS-like) would have to rebuild it
-from the dump; fornax/baselines has no restart path for the mirror, so that row is reported
-as not modelled rather than run with an empty mirror (which would age every flow)."""
+The baselines recover with SoftwareCentric.recover: the same SNAT rebuild and, for the
+OVS-like one, one more full dump from which the udpif_key mirror is rebuilt (as OVS's
+revalidators after a restart), with traffic offered between the chunks of both dumps."""
 
 from __future__ import annotations
 
@@ -21,7 +22,6 @@ from starfabric.fornax.experiments import traffic
 from starfabric.fornax.experiments.harness import Context, Run
 from starfabric.fornax.experiments.output import Result, bar_plot
 from starfabric.fornax.manager import Manager
-from starfabric.fornax.manager.recover import rebuild
 
 COLUMNS = [("controller", "controller"), ("entries", "entries read"),
            ("recovery_cpu_s", "recovery CPU s"), ("recovery_wall_s", "recovery wall s"),
@@ -53,20 +53,25 @@ class _Traffic:
         self.lost += int((out.outcome != Outcome.HIT).sum())
 
 
-def _restart(old: Any, between: Any) -> Any | None:
+def _restart(old: Any, between: Any) -> Any:
     """A new controller of old's kind over old's engine and software datapath, rebuilt by
-    dumps; None when the kind has no restart path (a mirrored baseline)."""
+    dumps (a baseline's mirror too)."""
     cap = old.engine.config.capacity
     cfg = old.config.model_copy(update={"recover_chunk": max(1024, -(-cap // MIN_CHUNKS))})
     if type(old) is Manager:
         return Manager.recover(old.engine, old.policy, cfg, softpath=old.softpath,
                                between_chunks=between)  # fmt: skip
-    if getattr(old, "mirror", None) is not None:
-        return None
-    new = type(old)(old.hw, old.policy, old.baseline, cfg, softpath=old.softpath)
-    with new.metrics.activity("recovery"):
-        rebuild(new, between)
-    return new
+    return type(old).recover(old.hw, old.policy, cfg, softpath=old.softpath,
+                             between_chunks=between, baseline=old.baseline)  # fmt: skip
+
+
+def _state_ok(old_mirror: int | None, new: Any, held: int) -> bool:
+    """SNAT ports held as before and, with a mirror, one live ukey per hardware entry."""
+    ok = int(new.nat.allocated()) == held
+    mirror = getattr(new, "mirror", None)
+    if mirror is not None:
+        ok = ok and mirror.count == old_mirror == new.flows()
+    return bool(ok)
 
 
 def run(ctx: Context) -> Result:
@@ -80,23 +85,18 @@ def run(ctx: Context) -> Result:
             r.advance(r.now_ns + 1)
             cp: Any = r.cp  # a Manager (or a subclass): its engine and SNAT pools
             held = int(cp.nat.allocated())
+            mirror = getattr(cp, "mirror", None)
+            ukeys = int(mirror.count) if mirror is not None else None
             between = _Traffic(r, cp.engine, n)
             t0 = time.perf_counter()
             new = _restart(cp, between)
             wall = time.perf_counter() - t0
-            if new is None:
-                res.rows.append({"controller": c.name, "entries": None, "recovery_cpu_s": None,
-                                 "recovery_wall_s": None, "offered_during": None,
-                                 "lost": None, "state_ok": None})  # fmt: skip
-                res.notes.append(f"{c.name}: restart with a full mirror is not modelled by "
-                                 "fornax/baselines")  # fmt: skip
-                continue
             res.rows.append({
                 "controller": c.name,
-                "entries": int(new.metrics.counts.get("recovered_entries", 0)),
+                "entries": int(new.metrics.ops.get("dump_entries", 0)),
                 "recovery_cpu_s": float(new.metrics.cpu_s["recovery"]),
                 "recovery_wall_s": wall, "offered_during": between.offered,
-                "lost": between.lost, "state_ok": int(new.nat.allocated()) == held,
+                "lost": between.lost, "state_ok": _state_ok(ukeys, new, held),
             })  # fmt: skip
             del new
     res.summary = {"sessions": n,
