@@ -16,7 +16,7 @@ from starfabric.fornax.experiments.runner import names_for
 
 @pytest.mark.parametrize(
     ("args", "word"),
-    [(["E77"], "E77"), (["E1", "--scale", "huge"], "huge"), (["e1"], "e1"), (["E1,E99"], "E99")],
+    [(["E77"], "E77"), (["E1", "--scale", "huge"], "huge"), (["E1x"], "E1x"), (["E1,E99"], "E99")],
 )
 def test_bad_name_or_scale_is_one_line_exit_2(args: list[str], word: str) -> None:
     res = CliRunner().invoke(app, ["fornax", "experiment", *args])
@@ -28,6 +28,7 @@ def test_bad_name_or_scale_is_one_line_exit_2(args: list[str], word: str) -> Non
 def test_names_all_one_or_a_list() -> None:
     assert names_for("all") == list(EXPERIMENTS)
     assert names_for("E2, E1") == ["E2", "E1"]
+    assert names_for("e7,hero") == ["E7", "hero"]  # names are case-insensitive (the e7)
 
 
 def test_lookups_name_the_choices() -> None:

@@ -33,13 +33,15 @@ def register(exp: Experiment) -> Experiment:
 
 
 def get_experiment(name: str) -> Experiment:
-    """The named experiment, or a one-line ConfigError listing the names."""
-    if name not in EXPERIMENTS:
+    """The named experiment (case-insensitive: `e7` is E7), or a one-line ConfigError
+    listing the names."""
+    by_lower = {k.lower(): v for k, v in EXPERIMENTS.items()}
+    if name.lower() not in by_lower:
         raise ConfigError(
             f"experiment = {name!r}: not an experiment",
             fix=f"use one of {', '.join(EXPERIMENTS)} or all",
         )
-    return EXPERIMENTS[name]
+    return by_lower[name.lower()]
 
 
 __all__ = ["EXPERIMENTS", "Experiment", "get_experiment", "register"]
