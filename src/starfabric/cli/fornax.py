@@ -204,7 +204,9 @@ def experiment(
         ..., metavar="NAME|all", help="E1..E9, hero, all, or a comma list (E1,E2,E3)."
     ),
     scale: str = typer.Option("default", "--scale", help="ci (seconds), default or paper."),
-    json_out: str | None = typer.Option(None, "--json", help="Write every result as JSON."),
+    json_out: str | None = typer.Option(
+        None, "--json", help="Write every result as JSON (rewritten after each experiment)."
+    ),
     out_dir: str = typer.Option(
         "out/experiments", "--out", help="Folder for one PNG plot per experiment."
     ),
@@ -224,7 +226,10 @@ def experiment(
     get_scale(scale)
     console = Console(highlight=False, width=None if sys.stdout.isatty() else 140)
     with Progress(console=console, transient=True, disable=not sys.stdout.isatty()) as bar:
-        doc = run_experiments(name, scale, out_dir=Path(out_dir), console=console, progress=bar)
+        doc = run_experiments(
+            name, scale, out_dir=Path(out_dir), console=console, progress=bar,
+            on_result=(lambda d: write_json(d, Path(json_out))) if json_out else None,
+        )  # fmt: skip
     for key in ("storage_ratio", "cpu_ratio", "zero_drop_cps_ratio"):
         if key in doc:
             v = doc[key]

@@ -50,3 +50,25 @@ def test_one_experiment_writes_json_and_png(tmp_path: Path) -> None:
     e1 = doc["experiments"]["E1"]
     assert {"rows", "summary", "title"} <= set(e1)
     assert (tmp_path / "E1.png").exists()
+    assert doc["complete"] is True and not (tmp_path / "e1.json.tmp").exists()
+
+
+def test_partial_results_are_handed_out_after_each_experiment() -> None:
+    from starfabric.fornax.experiments import Result, register
+    from starfabric.fornax.experiments.registry import EXPERIMENTS as REG
+    from starfabric.fornax.experiments.registry import Experiment
+    from starfabric.fornax.experiments.runner import run_experiments
+
+    def boom(ctx: object) -> Result:
+        raise RuntimeError("second experiment fails")
+
+    register(Experiment("ZZ1", "fast", lambda ctx: Result("ZZ1", "fast", []), lambda r: None))
+    register(Experiment("ZZ2", "fails", boom, lambda r: None))
+    seen: list[dict[str, object]] = []
+    try:
+        with pytest.raises(RuntimeError, match="second"):
+            run_experiments("ZZ1,ZZ2", "ci", on_result=seen.append, contenders=[])
+    finally:
+        del REG["ZZ1"], REG["ZZ2"]
+    assert len(seen) == 1 and seen[0]["complete"] is False
+    assert list(seen[0]["experiments"]) == ["ZZ1"]  # type: ignore[call-overload]

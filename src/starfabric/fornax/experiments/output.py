@@ -73,8 +73,12 @@ def write_png(r: Result, plot: Callable[[Result], Any], path: Path) -> Path:
 
 
 def write_json(data: dict[str, Any], path: Path) -> Path:
+    """Write atomically (a temporary file renamed over `path`): an interrupted run leaves the
+    previous complete document, never half of one."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, indent=2, sort_keys=False, default=float))
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=False, default=float))
+    tmp.replace(path)
     return path
 
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -50,9 +51,12 @@ def run_experiments(
     console: Console | None = None,
     progress: Any = None,
     contenders: list[Contender] | None = None,
+    on_result: Callable[[dict[str, Any]], object] | None = None,
 ) -> dict[str, Any]:
     """Run `name` (or `all`) at `scale` (a name or a Scale); prints a table per experiment when `console` is
-    given, writes `out_dir/NAME.png`; returns the JSON document."""
+    given, writes `out_dir/NAME.png`; returns the JSON document (`complete`: True).
+    `on_result(doc)` receives the document so far after each experiment (`complete`: False),
+    so a caller can write partial results."""
     names = names_for(name)
     sc = scale if isinstance(scale, Scale) else get_scale(scale)
     ctx = Context(sc, contenders if contenders is not None else default_contenders(), progress)
@@ -70,10 +74,18 @@ def run_experiments(
         doc["experiments"][n] = d
         if console is not None:
             print_result(console, res)
+        if on_result is not None:  # partial results survive a later failure or interrupt
+            on_result({**doc, **_headline_of(name, names, doc), "complete": False})
     doc["wall_s"] = time.perf_counter() - t0
-    if name == "all" or {"E1", "E2", "E3"} & set(names):
-        doc.update(headline(doc["experiments"]))
+    doc.update(_headline_of(name, names, doc))
+    doc["complete"] = True
     return doc
+
+
+def _headline_of(name: str, names: list[str], doc: dict[str, Any]) -> dict[str, Any]:
+    if name == "all" or {"E1", "E2", "E3"} & set(names):
+        return dict(headline(doc["experiments"]))
+    return {}
 
 
 __all__ = ["HEADLINE_BASELINE", "headline", "names_for", "run_experiments"]
