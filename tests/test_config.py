@@ -50,3 +50,28 @@ def test_missing_file_and_bad_yaml(tmp_path: Path) -> None:
     scalar.write_text("42\n")
     with pytest.raises(ConfigError, match="must be a mapping"):
         load_spec(Switch, scalar)
+
+
+def test_whole_spec_check_is_reported_in_its_own_words() -> None:
+    """A model validator's message names its fields; no '<root>' and no dump of the input."""
+    from pydantic import model_validator
+
+    class Two(Spec):
+        lo: int = 0
+        hi: int = 1
+
+        @model_validator(mode="after")
+        def _order(self) -> "Two":
+            if self.lo >= self.hi:
+                raise ValueError(f"lo {self.lo} >= hi {self.hi}")
+            return self
+
+    class Outer(Spec):
+        two: Two = Two()
+
+    with pytest.raises(ConfigError) as e:
+        parse_spec(Two, {"lo": 5, "hi": 2}, source="x.yaml")
+    assert e.value.one_line() == "x.yaml: lo 5 >= hi 2 (fix: correct the value)"
+    with pytest.raises(ConfigError) as e:
+        parse_spec(Outer, {"two": {"lo": 5, "hi": 2}}, source="y.yaml")
+    assert e.value.one_line() == "y.yaml: field 'two': lo 5 >= hi 2 (fix: correct the value)"

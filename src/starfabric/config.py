@@ -55,10 +55,17 @@ def validation_message(err: ValidationError, source: str = "") -> ConfigError:
     elif kind == "missing":
         text = f"{prefix}field '{where}' is required"
     else:
-        shown = repr(value)
-        if len(shown) > 60:
-            shown = shown[:57] + "..."
-        text = f"{prefix}field '{where}' = {shown}: {msg}"
+        if kind == "value_error":  # our validators' own words, without pydantic's preamble
+            msg = msg.removeprefix("Value error, ")
+        if not first["loc"]:  # a whole-spec check: its message names the fields
+            text = f"{prefix}{msg}"
+        elif isinstance(value, dict | list):  # a section: the message says what is wrong
+            text = f"{prefix}field '{where}': {msg}"
+        else:
+            shown = repr(value)
+            if len(shown) > 60:
+                shown = shown[:57] + "..."
+            text = f"{prefix}field '{where}' = {shown}: {msg}"
     more = len(err.errors()) - 1
     if more:
         text += f" (+{more} more)"
