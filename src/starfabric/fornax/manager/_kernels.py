@@ -67,3 +67,35 @@ def nat_set(ip, port, bitmap, used, value):
             used[ip[i]] -= 1
             changed += 1
     return changed
+
+
+@njit
+def group_ids(words, proto, hashes, out):  # fmt: skip
+    """Group id of each row by exact key (5 words + protocol), numbered in order of first
+    appearance: an open-addressing table keyed by the 64-bit hash, every probe confirmed on
+    the full key (a hash collision never merges two keys). Returns the number of groups."""
+    n = len(hashes)
+    size = 1
+    while size < 2 * n:
+        size *= 2
+    mask = size - 1
+    slot_row = np.full(size, -1, np.int64)
+    slot_gid = np.empty(size, np.int64)
+    g = 0
+    for i in range(n):
+        j = np.int64(hashes[i] & np.uint64(mask))
+        while True:
+            r = slot_row[j]
+            if r < 0:
+                slot_row[j] = i
+                slot_gid[j] = g
+                out[i] = g
+                g += 1
+                break
+            if (hashes[r] == hashes[i] and proto[r] == proto[i] and words[r, 0] == words[i, 0]
+                    and words[r, 1] == words[i, 1] and words[r, 2] == words[i, 2]
+                    and words[r, 3] == words[i, 3] and words[r, 4] == words[i, 4]):  # fmt: skip
+                out[i] = slot_gid[j]
+                break
+            j = (j + 1) & mask
+    return g

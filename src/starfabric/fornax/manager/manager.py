@@ -34,7 +34,7 @@ import numpy.typing as npt
 from starfabric.errors import ConfigError
 from starfabric.fornax.engine import FlowKeys, Outcome, Scope, SessionEngine, Status
 from starfabric.fornax.keys import CanonicalKeys, canonicalize_columns, key_hash
-from starfabric.fornax.manager import cookie
+from starfabric.fornax.manager import _kernels, cookie
 from starfabric.fornax.manager.accounting import DropReason, Fate, Final, Ledger
 from starfabric.fornax.manager.config import ManagerConfig, TokenBucket
 from starfabric.fornax.manager.decide import (
@@ -66,14 +66,14 @@ def keys_of_flow(k: FlowKeys) -> CanonicalKeys:
 
 
 def _group(ck: CanonicalKeys) -> npt.NDArray[np.int64]:
-    """Group id of each row by canonical key (equal keys, equal ids)."""
+    """Group id of each row by canonical key (equal keys, equal ids), numbered in order of
+    first appearance (a numba hash grouping confirmed on the full key)."""
+    out = np.empty(len(ck), np.int64)
     if not len(ck):
-        return np.zeros(0, np.int64)
-    rec = np.empty(len(ck), [("w", np.uint64, 5), ("p", np.uint8)])
-    rec["w"] = np.stack([ck.a_hi, ck.a_lo, ck.b_hi, ck.b_lo, ck.ports_word()], 1)
-    rec["p"] = ck.proto
-    _, inv = np.unique(rec, return_inverse=True)
-    return np.asarray(inv, np.int64).ravel()
+        return out
+    words = np.stack([ck.a_hi, ck.a_lo, ck.b_hi, ck.b_lo, ck.ports_word()], 1)
+    _kernels.group_ids(words, ck.proto, key_hash(ck), out)
+    return out
 
 
 def _first_of_groups(gid: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
