@@ -23,11 +23,11 @@ from starfabric.fornax.engine import (
     EventType,
     FlowKeys,
     ProcessResult,
-    Scope,
     ScrubResult,
     SessionEngine,
     Status,
 )
+from starfabric.fornax.engine.proxy import EngineProxy
 from starfabric.fornax.keys import canonicalize_columns, key_hash
 from starfabric.fornax.manager.decide import is_icmp, original_from_entries
 from starfabric.fornax.manager.metrics import Metrics
@@ -43,12 +43,11 @@ _NAT_FLAG = np.uint64(1 << 63)
 _GONE = (int(EventType.AGED), int(EventType.CLOSED), int(EventType.ECC_UNCORRECTABLE))
 
 
-class DelegatingEngine(SessionEngine):
+class DelegatingEngine(EngineProxy):
     """Forwards every call to `inner`; `hardware_aging=False` makes scrub a no-op tick."""
 
     def __init__(self, inner: SessionEngine, *, hardware_aging: bool = True) -> None:
-        self.inner = inner
-        self.config = inner.config
+        super().__init__(inner)
         self.hardware_aging = hardware_aging
         self.metrics: Metrics | None = None  # set by the controller: extra ops are counted
 
@@ -56,55 +55,10 @@ class DelegatingEngine(SessionEngine):
         if self.metrics is not None and n:
             self.metrics.ops[op] += int(n)
 
-    def process(self, batch: PacketBatch) -> ProcessResult:
-        return self.inner.process(batch)
-
-    def insert(self, keys: FlowKeys, **kw: Any) -> npt.NDArray[np.uint8]:
-        return self.inner.insert(keys, **kw)
-
-    def delete(self, keys: FlowKeys) -> npt.NDArray[np.uint8]:
-        return self.inner.delete(keys)
-
-    def modify(self, keys: FlowKeys, **kw: Any) -> npt.NDArray[np.uint8]:
-        return self.inner.modify(keys, **kw)
-
-    def query(self, keys: FlowKeys) -> tuple[npt.NDArray[np.uint8], np.ndarray]:
-        return self.inner.query(keys)
-
-    def dump(self, cursor: int = 0, max_entries: int = 65536, **kw: Any) -> tuple[np.ndarray, int]:
-        return self.inner.dump(cursor, max_entries, **kw)
-
-    def bump_version(self, scope: Scope, scope_id: int) -> int:
-        return self.inner.bump_version(scope, scope_id)
-
-    def scope_version(self, scope: Scope, scope_id: int) -> int:
-        return self.inner.scope_version(scope, scope_id)
-
-    def poll_events(self, max_n: int = 1 << 30) -> np.ndarray:
-        return self.inner.poll_events(max_n)
-
     def scrub(self, now_ns: int, n_slots: int | None = None) -> ScrubResult:
         if not self.hardware_aging:  # software ages: the hardware keeps every entry
             return ScrubResult(0, 0, 0)
         return self.inner.scrub(now_ns, n_slots)
-
-    def counters(self) -> dict[str, int]:
-        return self.inner.counters()
-
-    def occupancy(self) -> int:
-        return self.inner.occupancy()
-
-    def slot_of(self, keys: FlowKeys) -> npt.NDArray[np.int64]:
-        return self.inner.slot_of(keys)
-
-    def flip_bits(self, slot: int, bits: npt.ArrayLike) -> None:
-        self.inner.flip_bits(slot, bits)
-
-    def stall_port(self, port: int) -> None:
-        self.inner.stall_port(port)
-
-    def unstall_port(self, port: int) -> None:
-        self.inner.unstall_port(port)
 
 
 def direction_of(keys: FlowKeys) -> npt.NDArray[np.uint8]:

@@ -16,6 +16,7 @@ from starfabric.fornax.engine.interface import (
     SessionEngine,
     Status,
 )
+from starfabric.fornax.engine.proxy import EngineProxy
 from starfabric.fornax.engine.reference import ReferenceEngine
 from starfabric.fornax.engine.tcp import TcpEvent, TcpState, initial_tcp_state
 
@@ -24,6 +25,7 @@ __all__ = [
     "EVENT_DTYPE",
     "Counter",
     "EngineConfig",
+    "EngineProxy",
     "EventType",
     "FastEngine",
     "FlowKeys",

@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 from pydantic import Field, field_validator, model_validator
 
 from starfabric.config import Spec, load_spec
@@ -35,14 +34,13 @@ from starfabric.fornax.engine import (
     EngineConfig,
     EventType,
     FastEngine,
-    FlowKeys,
     ProcessResult,
-    Scope,
     ScrubResult,
     SessionEngine,
 )
 from starfabric.fornax.engine.ecc import ecc_encode
 from starfabric.fornax.engine.layout import N_DATA_WORDS, N_WORDS, W_ECC
+from starfabric.fornax.engine.proxy import EngineProxy
 from starfabric.fornax.keys import key_hash
 from starfabric.fornax.manager.accounting import Ledger
 from starfabric.fornax.manager.chaos_report import (
@@ -153,14 +151,13 @@ def load_chaos(path: str | Path) -> tuple[ChaosSpec, Path]:
     return load_spec(ChaosSpec, path), Path(path).resolve().parent
 
 
-class ChaosEngine(SessionEngine):
+class ChaosEngine(EngineProxy):
     """A SessionEngine with hardware faults that software cannot simply reset away: a port
     (or the whole pipeline) stays stalled while its fault lasts, and a stuck event poller
     sees nothing while the ring fills. Everything else is the wrapped engine."""
 
     def __init__(self, inner: SessionEngine, *, hide_faults: bool = False) -> None:
-        self.inner = inner
-        self.config = inner.config
+        super().__init__(inner)
         self.faulty_ports = np.zeros(inner.config.n_ports, bool)
         self.poll_paused = False
         self.hide_faults = hide_faults
@@ -175,27 +172,6 @@ class ChaosEngine(SessionEngine):
         if len(batch):
             self.now = max(self.now, int(batch.time_ns[-1]))
         return self.inner.process(batch)
-
-    def insert(self, keys: FlowKeys, **kw: Any) -> npt.NDArray[np.uint8]:
-        return self.inner.insert(keys, **kw)
-
-    def delete(self, keys: FlowKeys) -> npt.NDArray[np.uint8]:
-        return self.inner.delete(keys)
-
-    def modify(self, keys: FlowKeys, **kw: Any) -> npt.NDArray[np.uint8]:
-        return self.inner.modify(keys, **kw)
-
-    def query(self, keys: FlowKeys) -> tuple[npt.NDArray[np.uint8], np.ndarray]:
-        return self.inner.query(keys)
-
-    def dump(self, cursor: int = 0, max_entries: int = 65536, **kw: Any) -> tuple[np.ndarray, int]:
-        return self.inner.dump(cursor, max_entries, **kw)
-
-    def bump_version(self, scope: Scope, scope_id: int) -> int:
-        return self.inner.bump_version(scope, scope_id)
-
-    def scope_version(self, scope: Scope, scope_id: int) -> int:
-        return self.inner.scope_version(scope, scope_id)
 
     def poll_events(self, max_n: int = 1 << 30) -> np.ndarray:
         if self.poll_paused:
@@ -220,21 +196,6 @@ class ChaosEngine(SessionEngine):
     def fault_log(self) -> np.ndarray:
         """Rows (slot, event type, ns) of fault events (see `log`)."""
         return np.concatenate(self.log) if self.log else np.zeros((0, 3), np.int64)
-
-    def counters(self) -> dict[str, int]:
-        return self.inner.counters()
-
-    def occupancy(self) -> int:
-        return self.inner.occupancy()
-
-    def slot_of(self, keys: FlowKeys) -> npt.NDArray[np.int64]:
-        return self.inner.slot_of(keys)
-
-    def flip_bits(self, slot: int, bits: npt.ArrayLike) -> None:
-        self.inner.flip_bits(slot, bits)
-
-    def stall_port(self, port: int) -> None:
-        self.inner.stall_port(port)
 
     def unstall_port(self, port: int) -> None:
         """A reset: it works only once the port's fault is over."""
