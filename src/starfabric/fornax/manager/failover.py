@@ -42,7 +42,7 @@ from starfabric.fornax.manager.config import ManagerConfig
 from starfabric.fornax.manager.decide import decide, original_from_entries, packets_of
 from starfabric.fornax.manager.events import patrol_step
 from starfabric.fornax.manager.health import FaultKind, Health, HealthConfig, ScopeKind
-from starfabric.fornax.manager.manager import PROMOTE_MAX_FILL, Manager, take_keys
+from starfabric.fornax.manager.manager import Manager, take_keys
 from starfabric.fornax.manager.rebuild import event_keys, match_suspects, rebuild
 from starfabric.fornax.packets import PacketBatch
 from starfabric.fornax.softpath import SoftPath, SoftPathConfig, SoftStatus
@@ -164,21 +164,13 @@ class ResilientManager(Manager):
             self._pending_mod = [mod[~pin]]
         super()._flush()
 
-    def _promote(self) -> None:
-        cap = self.engine.config.capacity
-        room = int(cap * PROMOTE_MAX_FILL) - self.engine.occupancy()
-        k = min(self.config.promote_per_tick, room, self.softpath.occupancy())
-        if k <= 0:
-            return
-        sp = self.softpath
-        live = np.flatnonzero(sp.used == 1)
-        cur = (sp.ver[live, 0] == sp.eni_cur[sp.scope[live, 0]]) & (
-            sp.ver[live, 1] == sp.vpc_cur[sp.scope[live, 1]]
-        )
-        live = live[cur]
+    def _promotable(self, live: npt.NDArray[np.int64], k: int) -> npt.NDArray[np.int64]:
+        """None while the engine is failed over; otherwise the first k not pinned to software
+        (looked up chunk by chunk, never the whole software table)."""
         if self.health.engine_failed:
-            return
+            return live[:0]
         if self.health.vpc_failed.any() or len(self._pinned):  # skip pinned, chunk by chunk
+            sp = self.softpath
             picked: list[npt.NDArray[np.int64]] = []
             got = 0
             for start in range(0, len(live), 4 * k):
@@ -189,7 +181,7 @@ class ResilientManager(Manager):
                 if got >= k:
                     break
             live = np.concatenate(picked) if picked else live[:0]
-        self.metrics.count("promoted", super()._insert_from_soft(live[:k]))
+        return live[:k]
 
     # ---- packet path ---------------------------------------------------------------
     def _divert_mask(self, batch: PacketBatch) -> npt.NDArray[np.bool_]:

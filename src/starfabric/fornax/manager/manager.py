@@ -453,8 +453,12 @@ class Manager:
         cur = (sp.ver[live, 0] == sp.eni_cur[sp.scope[live, 0]]) & (
             sp.ver[live, 1] == sp.vpc_cur[sp.scope[live, 1]]
         )
-        slots = live[cur][:k]
-        self.metrics.count("promoted", self._insert_from_soft(slots))
+        self.metrics.count("promoted", self._insert_from_soft(self._promotable(live[cur], k)))
+
+    def _promotable(self, live: npt.NDArray[np.int64], k: int) -> npt.NDArray[np.int64]:
+        """Up to k of the current-policy software sessions `live` to promote now (a subclass
+        may hold some back)."""
+        return live[:k]
 
     # ---- state ---------------------------------------------------------------------
     @property
