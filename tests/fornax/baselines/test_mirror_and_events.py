@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -85,3 +86,54 @@ def test_restart_recovers_snat_and_rebuilds_the_mirror_from_hardware() -> None:
     assert new.metrics.counts.get("revalidate_aged", 0) == 0
     new.tick(2_900_000_000)  # idle 2.2 s > 1 s with counters synced at 2 s: aged, freed
     assert new.sessions() == 0 and new.nat.allocated() == 0 and new.mirror.count == 0
+
+
+def test_a_spilled_mirror_keeps_its_blobs_in_a_file_and_answers_the_same(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from starfabric.fornax.baselines import mirror as mm
+
+    monkeypatch.setattr(mm, "SPILL_ABOVE_BYTES", 64 * mm.BLOB_DTYPE.itemsize)
+    small, big = FlowMirror(initial_rows=8), FlowMirror(initial_rows=1000)
+    assert not small.spilled and big.spilled
+    ids = np.arange(300)
+    for m in (small, big):
+        m.add(_keys(list(ids)), action_orig=ids, action_reply=0, eni_scope=0, vpc_scope=0,
+              aux=0, now_ns=1, reval_seq=0)  # fmt: skip
+        m.remove(_keys(list(range(0, 300, 3))))
+    assert small.spilled  # it grew past the threshold and moved its rows to the file
+    for m in (small, big):
+        rows = m.lookup(_keys(list(ids)))
+        assert ((rows >= 0) == (ids % 3 != 0)).all()
+        kept = rows[rows >= 0]
+        assert (m.rows["action_orig"][kept] == ids[ids % 3 != 0]).all()
+        assert (m.blobs["mask_nl"][kept, :41] == 0xFF).all()
+        assert m.live_nbytes == m.count * mm.UKEY_DTYPE.itemsize + sum(
+            a.nbytes for a in (m.i_used, m.i_key, m.i_proto, m.i_row)
+        )
+    assert (
+        small.blobs["ufid"][small.lookup(_keys([1]))[0], 0]
+        == big.blobs["ufid"][big.lookup(_keys([1]))[0], 0]
+    )
+
+
+def test_a_large_add_is_built_in_chunks_with_the_same_records(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from starfabric.fornax.baselines import mirror as mm
+
+    ids = np.arange(50)
+    whole = FlowMirror()
+    whole.add(_keys(list(ids)), action_orig=ids, action_reply=7, eni_scope=ids % 4,
+              vpc_scope=1, aux=0, now_ns=ids * 10, reval_seq=3)  # fmt: skip
+    monkeypatch.setattr(mm, "_ADD_CHUNK", 8)
+    chunked = FlowMirror()
+    chunked.add(_keys(list(ids)), action_orig=ids, action_reply=7, eni_scope=ids % 4,
+                vpc_scope=1, aux=0, now_ns=ids * 10, reval_seq=3)  # fmt: skip
+    a, b = whole.lookup(_keys(list(ids))), chunked.lookup(_keys(list(ids)))
+    assert (a >= 0).all() and (b >= 0).all() and chunked.count == 50
+    assert (whole.rows[a] == chunked.rows[b]).all()
+    assert (whole.blobs[a] == chunked.blobs[b]).all()
+    chunked.free()
+    assert chunked.count == 0 and chunked.live_nbytes < 1024
+    assert (chunked.lookup(_keys([1])) == -1).all()

@@ -32,7 +32,7 @@ Management CPU of these passes is charged to the activities "poll", "revalidate"
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -82,7 +82,7 @@ class SoftwareCentric(Manager):
         self.baseline = b
         self.hw = engine
         hw_aging = b.aging == "events"
-        self.mirror = FlowMirror() if b.mirror == "full" else None
+        self.mirror = FlowMirror(engine.config.capacity) if b.mirror == "full" else None
         per_dir = b.entries == "per_direction"
         lower: DelegatingEngine
         if self.mirror is not None:
@@ -126,19 +126,25 @@ class SoftwareCentric(Manager):
             return top.connections()
         return self.flows()
 
-    def _dump_all(
+    def _dump_chunks(
         self, between_chunks: Callable[[], None] | None = None, **filters: Any
-    ) -> np.ndarray:
-        """Every raw hardware entry (matching `filters`), read in chunks; `between_chunks`
-        runs between two chunks (traffic during a recovery)."""
-        out, cursor, cap = [], 0, self.hw.config.capacity
+    ) -> Iterator[np.ndarray]:
+        """Raw hardware entries (matching `filters`), chunk by chunk as read;
+        `between_chunks` runs between two chunks (traffic during a recovery)."""
+        cursor, cap = 0, self.hw.config.capacity
         while cursor < cap:
             recs, cursor = self._call("dump", self.hw.dump, cursor, self.baseline.chunk,
                                       **filters)  # fmt: skip
             self.metrics.ops["dump_entries"] += len(recs)
-            out.append(recs)
+            yield recs
             if between_chunks is not None and cursor < cap:
                 between_chunks()
+
+    def _dump_all(
+        self, between_chunks: Callable[[], None] | None = None, **filters: Any
+    ) -> np.ndarray:
+        """Every raw hardware entry (matching `filters`), read in chunks."""
+        out = list(self._dump_chunks(between_chunks, **filters))
         return np.concatenate(out) if out else np.zeros(0, ENTRY_DTYPE)
 
     def _connections_of(self, raw: np.ndarray) -> np.ndarray:
@@ -189,7 +195,8 @@ class SoftwareCentric(Manager):
         with m.metrics.activity("recovery"):
             rebuild(m, between_chunks)
             if m.mirror is not None:
-                m.adopt(m._dump_all(between_chunks))
+                for recs in m._dump_chunks(between_chunks):
+                    m.adopt(recs)
         return m
 
     # ---- setup (flow limit) ------------------------------------------------------------

@@ -13,6 +13,7 @@ index. The model figure `OVS_UKEY_BYTES` (reference/fornax.md) is reported besid
 
 from __future__ import annotations
 
+import tempfile
 import time
 from typing import Any
 
@@ -40,11 +41,15 @@ NL_MASK_BYTES = 152
 #: Encoded datapath actions (assumption: set(tunnel) nest 48 + ct 8 + output 8 = 64 bytes).
 NL_ACTIONS_BYTES = 64
 
+#: Rows re-hashed per step of a reindex, and ukeys built per step of an add (bounds their
+#: temporary arrays).
+_REINDEX_CHUNK = 1 << 22
+_ADD_CHUNK = 1 << 20
+
 _KEY_FIELDS = ("vni", "proto", "src_hi", "src_lo", "dst_hi", "dst_lo", "sport", "dport")
 
-UKEY_DTYPE = np.dtype(
+HOT_DTYPE = np.dtype(
     [
-        ("ufid", np.uint64, 2),  # OVS ufid is 128 bits [fact]
         ("vni", np.uint32),
         ("proto", np.uint8),
         ("src_hi", np.uint64),
@@ -53,11 +58,8 @@ UKEY_DTYPE = np.dtype(
         ("dst_lo", np.uint64),
         ("sport", np.uint16),
         ("dport", np.uint16),
-        ("key_nl_rest", np.uint8, NL_KEY_REST_BYTES),
-        ("mask_nl", np.uint8, NL_MASK_BYTES),
         ("action_orig", np.uint32),
         ("action_reply", np.uint32),
-        ("actions_nl", np.uint8, NL_ACTIONS_BYTES),
         ("eni_scope", np.uint32),
         ("vpc_scope", np.uint32),
         ("reval_seq", np.uint64),
@@ -71,6 +73,27 @@ UKEY_DTYPE = np.dtype(
         ("state", np.uint8),
     ]
 )
+"""The part of a udpif_key revalidators read and write on every dump (kept in memory)."""
+BLOB_DTYPE = np.dtype(
+    [
+        ("ufid", np.uint64, 2),  # OVS ufid is 128 bits [fact]
+        ("key_nl_rest", np.uint8, NL_KEY_REST_BYTES),
+        ("mask_nl", np.uint8, NL_MASK_BYTES),
+        ("actions_nl", np.uint8, NL_ACTIONS_BYTES),
+    ]
+)
+"""The part written once when the ukey is created (ufid and netlink buffers); it may live
+in a disk-backed map (see SPILL_ABOVE_BYTES) and counts in the measured bytes all the same."""
+UKEY_DTYPE = np.dtype(HOT_DTYPE.descr + BLOB_DTYPE.descr)
+"""One whole udpif_key-like record (HOT_DTYPE + BLOB_DTYPE): its itemsize is the per-flow
+record size of the measured bytes."""
+#: Blob arrays larger than this go to an unlinked temporary file mapped into memory (in
+#: $TMPDIR), so a 16M-session mirror (~15 GB of netlink buffers) runs on a machine whose RAM
+#: holds only its hot part; an implementation limit of ours, not of the baseline.
+SPILL_ABOVE_BYTES = 1 << 30
+#: Most load of the mirror's hash index before it doubles (linear probing; OVS's cmap runs
+#: denser, so this overstates the index a little).
+INDEX_MAX_LOAD = 0.7
 
 
 def _canon(keys: Any) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint64], np.ndarray]:
@@ -82,17 +105,86 @@ def _canon(keys: Any) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint64], n
     return key_hash(ck), key_words(ck), ck.proto
 
 
+class _Blobs:
+    """BLOB_DTYPE rows in memory or, above SPILL_ABOVE_BYTES, in an unlinked temporary file
+    mapped into memory (pages the kernel writes back and drops under memory pressure)."""
+
+    def __init__(self, rows: int) -> None:
+        self._file: Any = None
+        self.arr: np.ndarray = self._make(rows)
+
+    def _make(self, rows: int) -> np.ndarray:
+        nbytes = rows * BLOB_DTYPE.itemsize
+        if nbytes <= SPILL_ABOVE_BYTES and self._file is None:
+            return np.zeros(rows, BLOB_DTYPE)
+        if self._file is None:
+            self._file = tempfile.TemporaryFile(prefix="starfabric-ukeys-")  # noqa: SIM115 - lives as long as the map
+        self._file.truncate(nbytes)  # sparse: untouched rows take no disk
+        return np.memmap(self._file, BLOB_DTYPE, mode="r+", shape=(rows,))
+
+    def resize(self, rows: int) -> None:
+        if self._file is None and rows * BLOB_DTYPE.itemsize <= SPILL_ABOVE_BYTES:
+            self.arr.resize(rows, refcheck=False)
+            return
+        old = self.arr
+        if self._file is None:  # crossing the threshold: move the rows to the file
+            new = self._make(rows)
+            new[: len(old)] = old
+        else:
+            if isinstance(old, np.memmap):
+                old.flush()
+            new = self._make(rows)
+        del old
+        self.arr = new
+
+    @property
+    def spilled(self) -> bool:
+        return self._file is not None
+
+
 class FlowMirror:
-    """udpif_key records in dense rows, found by flow key through an open-addressing index."""
+    """udpif_key records in dense rows, found by flow key through an open-addressing index.
+
+    `initial_rows` reserves rows up front (the controller passes the hardware table's
+    capacity: a mirror never holds more flows than hardware); pages of rows never used are
+    never touched, so a reservation costs address space, not memory."""
 
     def __init__(self, initial_rows: int = 1024) -> None:
-        self.rows = np.zeros(initial_rows, UKEY_DTYPE)
+        initial_rows = max(1, int(initial_rows))
+        self.rows = np.zeros(initial_rows, HOT_DTYPE)
         self.live = np.zeros(initial_rows, bool)
-        self._free = np.arange(initial_rows - 1, -1, -1, dtype=np.int64)
-        self._n_free = initial_rows
-        self._new_index(1 << max(4, int(2 * initial_rows - 1).bit_length()))
+        self._blobs = _Blobs(initial_rows)
+        self._high = 0  # rows below were handed out at least once
+        self._free = np.zeros(0, np.int64)  # freed rows, reused first (a stack)
+        self._n_free = 0
+        self._new_index(16)
         self.count = 0
         self.dump_seq = np.uint64(1)
+
+    @staticmethod
+    def index_slots(flows: int) -> int:
+        """Index slots after a rebuild for `flows` keys (a power of two, at most half full)."""
+        size = 16
+        while flows > size // 2:
+            size <<= 1
+        return size
+
+    @staticmethod
+    def resident_bytes(flows: int) -> int:
+        """In-memory bytes of a mirror of `flows` ukeys whose blobs have spilled: rows, live
+        flags and the hash index (an estimate for planning a run)."""
+        slot = 1 + 5 * 8 + 1 + 8  # i_used, i_key, i_proto, i_row
+        return int(flows * (HOT_DTYPE.itemsize + 1) + FlowMirror.index_slots(flows) * slot)
+
+    @property
+    def blobs(self) -> np.ndarray:
+        """The write-once part of each record (BLOB_DTYPE), row for row with `rows`."""
+        return self._blobs.arr
+
+    @property
+    def spilled(self) -> bool:
+        """Blobs are in a disk-backed map (see SPILL_ABOVE_BYTES)."""
+        return self._blobs.spilled
 
     def _new_index(self, size: int) -> None:
         self.i_used = np.zeros(size, np.uint8)
@@ -116,26 +208,38 @@ class FlowMirror:
 
     def _reindex(self, size: int) -> None:
         rows = np.flatnonzero(self.live)
+        self._new_index(0)  # the old index is freed before the new one is built
         self._new_index(size)
-        if len(rows):
-            h, w, p = _canon(self.keys_of(rows))
-            st = np.empty(len(rows), np.uint8)
-            slot = np.empty(len(rows), np.int64)
+        for s in range(0, len(rows), _REINDEX_CHUNK):
+            part = rows[s : s + _REINDEX_CHUNK]
+            h, w, p = _canon(self.keys_of(part))
+            st = np.empty(len(part), np.uint8)
+            slot = np.empty(len(part), np.int64)
             K.sp_insert(h, w, p, 0, size, self.i_key, self.i_proto, self.i_used, st, slot)
-            self.i_row[slot] = rows
+            self.i_row[slot] = part
+
+    def _index_room(self, n: int) -> None:
+        """Grow (or clean) the index so that `n` more keys keep it under INDEX_MAX_LOAD."""
+        if self.count + n + self.tombstones > INDEX_MAX_LOAD * len(self.i_used):
+            self._reindex(max(self.index_slots(self.count + n), len(self.i_used)))
 
     def _alloc(self, n: int) -> npt.NDArray[np.int64]:
-        if self._n_free < n:
-            old = len(self.rows)
-            grow = max(old, n - self._n_free)
-            # realloc in place (new rows zeroed); no view of the arrays outlives a call here
-            self.rows.resize(old + grow, refcheck=False)
-            self.live.resize(old + grow, refcheck=False)
-            extra = np.arange(old + grow - 1, old - 1, -1, dtype=np.int64)
-            self._free = np.concatenate([extra, self._free[: self._n_free]])
-            self._n_free = len(self._free)
-        got = self._free[self._n_free - n : self._n_free][::-1].copy()
-        self._n_free -= n
+        """n row numbers: freed rows first, then rows never used (growing the arrays past
+        the reservation by half again when needed)."""
+        take = min(n, self._n_free)
+        got = self._free[self._n_free - take : self._n_free][::-1].copy()
+        self._n_free -= take
+        rest = n - take
+        if rest:
+            cap = len(self.rows)
+            if self._high + rest > cap:
+                new = max(self._high + rest, cap + cap // 2)
+                # realloc in place (new rows zeroed); no view of the arrays outlives a call
+                self.rows.resize(new, refcheck=False)
+                self.live.resize(new, refcheck=False)
+                self._blobs.resize(new)
+            got = np.concatenate([got, np.arange(self._high, self._high + rest, dtype=np.int64)])
+            self._high += rest
         return got
 
     # ---- records -------------------------------------------------------------------------
@@ -155,8 +259,16 @@ class FlowMirror:
         n = len(keys)
         if not n:
             return
-        if 2 * (self.count + n + self.tombstones) > len(self.i_used):
-            self._reindex(1 << int(4 * (self.count + n) - 1).bit_length())
+        if n > _ADD_CHUNK:  # bounded temporaries (a recovery adopts a whole table)
+            cols = [np.broadcast_to(np.asarray(v), (n,))
+                    for v in (action_orig, action_reply, eni_scope, vpc_scope, aux, now_ns)]  # fmt: skip
+            for s in range(0, n, _ADD_CHUNK):
+                sl = np.arange(s, min(n, s + _ADD_CHUNK))
+                a0, a1, e, v, x, t = (c[sl] for c in cols)
+                self.add(keys.take(sl), action_orig=a0, action_reply=a1, eni_scope=e,
+                         vpc_scope=v, aux=x, now_ns=t, reval_seq=reval_seq)  # fmt: skip
+            return
+        self._index_room(n)
         h, w, p = _canon(keys)
         st = np.empty(n, np.uint8)
         slot = np.empty(n, np.int64)
@@ -168,14 +280,9 @@ class FlowMirror:
         rows = self.i_row[slot]  # a key repeated in the batch refreshes its one row
         self.live[fresh] = True
         self.count += len(fresh)
-        rec = np.zeros(n, UKEY_DTYPE)  # built column by column, then stored row by row
-        rec["ufid"][:, 0] = h
-        rec["ufid"][:, 1] = key_hash(canonicalize_columns(
-            keys.vni, keys.proto, keys.src_hi, keys.src_lo, keys.dst_hi, keys.dst_lo, keys.sport,
-            keys.dport), seed=0x0F1D_0F1D_0F1D_0F1D)  # fmt: skip
-        for f in ("vni", "proto", "src_hi", "src_lo", "dst_hi", "dst_lo", "sport", "dport"):
+        rec = np.zeros(n, HOT_DTYPE)  # built column by column, then stored row by row
+        for f in _KEY_FIELDS:
             rec[f] = getattr(keys, f)
-        rec["mask_nl"][:, :41] = 0xFF  # exact match on the explicit key fields
         rec["action_orig"] = action_orig
         rec["action_reply"] = action_reply
         rec["eni_scope"] = eni_scope
@@ -188,6 +295,13 @@ class FlowMirror:
         rec["hw_used_ns"] = -1
         rec["state"] = 1  # UKEY_OPERATIONAL
         self.rows[rows] = rec
+        blob = np.zeros(n, BLOB_DTYPE)
+        blob["ufid"][:, 0] = h
+        blob["ufid"][:, 1] = key_hash(canonicalize_columns(
+            keys.vni, keys.proto, keys.src_hi, keys.src_lo, keys.dst_hi, keys.dst_lo, keys.sport,
+            keys.dport), seed=0x0F1D_0F1D_0F1D_0F1D)  # fmt: skip
+        blob["mask_nl"][:, :41] = 0xFF  # exact match on the explicit key fields
+        self.blobs[rows] = blob
 
     def update(self, keys: FlowKeys, reval_seq: int, **fields: Any) -> None:
         """Modified flows: new actions/aux (None = unchanged)."""
@@ -201,6 +315,7 @@ class FlowMirror:
         self.rows["reval_seq"][rows[ok]] = reval_seq
 
     def remove_rows(self, rows: npt.NDArray[np.int64]) -> None:
+        """Sweep these rows' ukeys (their blobs are left to be overwritten on reuse)."""
         rows = np.unique(rows[rows >= 0])
         rows = rows[self.live[rows]]
         if not len(rows):
@@ -213,21 +328,30 @@ class FlowMirror:
         self.i_row[slot] = -1
         self.tombstones += len(slot)
         self.live[rows] = False
-        self.rows[rows] = np.zeros(1, UKEY_DTYPE)
+        self.rows[rows] = np.zeros(1, HOT_DTYPE)
         need = self._n_free + len(rows)
         if need > len(self._free):
-            self._free = np.concatenate([self._free, np.zeros(need - len(self._free), np.int64)])
+            grow = max(need, 2 * len(self._free)) - len(self._free)
+            self._free = np.concatenate([self._free, np.zeros(grow, np.int64)])
         self._free[self._n_free : need] = rows
         self._n_free = need
         self.count -= len(rows)
         if self.tombstones > len(self.i_used) // 4:
             self._reindex(len(self.i_used))
 
+    def free(self) -> None:
+        """Drop every record and the index (the process holding the mirror is gone)."""
+        self.rows, self.live = np.zeros(0, HOT_DTYPE), np.zeros(0, bool)
+        self._blobs = _Blobs(0)
+        self._high = self._n_free = self.count = 0
+        self._free = np.zeros(0, np.int64)
+        self._new_index(16)
+
     def remove(self, keys: Any) -> None:
         self.remove_rows(self.lookup(keys))
 
     def live_rows(self) -> npt.NDArray[np.int64]:
-        return np.flatnonzero(self.live)
+        return np.flatnonzero(self.live[: self._high])
 
     @property
     def live_nbytes(self) -> int:
@@ -237,8 +361,10 @@ class FlowMirror:
 
     @property
     def allocated_nbytes(self) -> int:
+        """Bytes of the rows handed out so far (reserved, never-used rows take no memory),
+        the free list and the index."""
         index = (self.i_used, self.i_key, self.i_proto, self.i_row)
-        return int(self.rows.nbytes + self.live.nbytes + self._free.nbytes
+        return int(self._high * (UKEY_DTYPE.itemsize + 1) + self._free.nbytes
                    + sum(a.nbytes for a in index))  # fmt: skip
 
 
@@ -303,10 +429,14 @@ class MirroredEngine(DelegatingEngine):
 
 
 __all__ = [
+    "BLOB_DTYPE",
+    "HOT_DTYPE",
+    "INDEX_MAX_LOAD",
     "NL_ACTIONS_BYTES",
     "NL_KEY_REST_BYTES",
     "NL_MASK_BYTES",
     "OVS_UKEY_BYTES",
+    "SPILL_ABOVE_BYTES",
     "UKEY_DTYPE",
     "FlowMirror",
     "MirroredEngine",
