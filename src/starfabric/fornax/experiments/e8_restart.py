@@ -87,6 +87,8 @@ def run(ctx: Context) -> Result:
             held = int(cp.nat.allocated())
             mirror = getattr(cp, "mirror", None)
             ukeys = int(mirror.count) if mirror is not None else None
+            if mirror is not None:  # the old process is gone, and its memory with it
+                mirror.free()
             between = _Traffic(r, cp.engine, n)
             t0 = time.perf_counter()
             new = _restart(cp, between)

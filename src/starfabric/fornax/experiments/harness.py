@@ -9,15 +9,19 @@ machine is shared): an experiment asks `ctx.contenders` for factories, never for
 from __future__ import annotations
 
 import gc
+import os
+import pickle
 import time
+import traceback
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
 from starfabric.fornax.engine import EngineConfig
+from starfabric.fornax.engine.layout import BYTES_PER_ENTRY
 from starfabric.fornax.experiments import traffic
 from starfabric.fornax.experiments.scales import Scale
 from starfabric.fornax.manager import Fate, Final, Ledger
@@ -34,6 +38,12 @@ TICK_S = 0.01
 #: Simulated connection rate of a table fill (assumption: below the setup budget of every
 #: contender so a fill itself drops nothing).
 FILL_CPS = 1.0e6
+#: Share of the machine's available memory (MemAvailable when a contender is built) a
+#: contender's estimated resident set may take; above it the contender is left out of that
+#: table size with a note (assumption: room for temporaries and the rest of the process).
+MEMORY_HEADROOM = 0.85
+
+T = TypeVar("T")
 
 
 class ControlPlane(Protocol):
@@ -163,15 +173,23 @@ class Context:
         return [c for c in self.contenders if c.role in roles]
 
     def runnable(self, n: int, notes: list[str], *roles: str) -> list[Contender]:
-        """Contenders of `roles` that fit the scale's memory budget at `n` sessions; a note
-        in `notes` names each one left out."""
+        """Contenders of `roles` that fit at `n` sessions: under the scale's mirror cap (when
+        it sets one) and, by estimate, in the memory this machine has available; a note in
+        `notes` names each one left out and why."""
         cap = self.scale.mirror_max_sessions
+        avail = available_bytes()
         out = []
         for c in self.by_role(*roles):
+            msg = None
             if c.mirror and cap is not None and n > cap:
-                msg = (f"{c.name} not run at {n:,} sessions: its per-flow mirror (over 1 KB "
-                       f"per session measured) would not fit the memory budget of this scale "
-                       f"(mirror_max_sessions = {cap:,})")  # fmt: skip
+                msg = (f"{c.name} not run at {n:,} sessions: the scale caps contenders with a "
+                       f"per-flow mirror at mirror_max_sessions = {cap:,}")  # fmt: skip
+            elif avail is not None and resident_estimate(c, n) > MEMORY_HEADROOM * avail:
+                msg = (f"{c.name} not run at {n:,} sessions: it needs about "
+                       f"{resident_estimate(c, n) / 2**30:.1f} GiB and this machine has "
+                       f"{avail / 2**30:.1f} GiB available (MEMORY_HEADROOM "
+                       f"{MEMORY_HEADROOM:g})")  # fmt: skip
+            if msg is not None:
                 if msg not in notes:
                     notes.append(msg)
                 continue
@@ -212,6 +230,85 @@ class Context:
             gc.collect()
 
 
+def resident_estimate(c: Contender, sessions: int) -> int:
+    """Bytes a contender holds in memory at `sessions` live sessions: the engine table and,
+    with a mirror, two flows per session of in-memory ukey rows plus their hash index (the
+    ukeys' netlink buffers spill to a file-backed map, see baselines.mirror)."""
+    from starfabric.fornax.baselines.mirror import FlowMirror
+
+    est = engine_config(sessions).capacity * BYTES_PER_ENTRY
+    if c.mirror:
+        est += FlowMirror.resident_bytes(2 * sessions)
+    return int(est)
+
+
+def available_bytes() -> int | None:
+    """MemAvailable of /proc/meminfo (None where there is no such file)."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return None
+
+
+def _anon_rss_bytes() -> int | None:
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("RssAnon:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return None
+
+
+def can_branch() -> bool:
+    """Whether `branch` may run a copy-on-write child now: the platform forks, and the child
+    could rewrite every anonymous page of this process within the memory available."""
+    if not hasattr(os, "fork"):
+        return False
+    rss, avail = _anon_rss_bytes(), available_bytes()
+    return rss is not None and avail is not None and rss <= MEMORY_HEADROOM * avail
+
+
+def branch(fn: Callable[[], T]) -> T | None:
+    """fn() run in a forked child on a copy-on-write image of this process (a filled table
+    is measured several times without filling it again); its picklable result, or None when
+    the child died without one (killed, e.g. out of memory). An exception in fn is raised
+    here again."""
+    rfd, wfd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child: never returns
+        code = 0
+        try:
+            os.close(rfd)
+            try:
+                data = pickle.dumps(("ok", fn()))
+            except BaseException as e:
+                data = pickle.dumps(("error", f"{type(e).__name__}: {e}",
+                                     traceback.format_exc()))  # fmt: skip
+            with os.fdopen(wfd, "wb") as w:
+                w.write(data)
+        except BaseException:
+            code = 1
+        finally:
+            os._exit(code)
+    os.close(wfd)
+    with os.fdopen(rfd, "rb") as rd:
+        data = rd.read()
+    os.waitpid(pid, 0)
+    if not data:
+        return None
+    msg = pickle.loads(data)
+    if msg[0] == "error":
+        raise RuntimeError(f"{msg[1]} (in a branched run)\n{msg[2]}")
+    out: T = msg[1]
+    return out
+
+
 def ratio(a: float, b: float) -> float | None:
     """a / b, or None when b is 0 (JSON null)."""
     return float(a) / float(b) if b else None
@@ -246,6 +343,7 @@ def wall() -> float:
 
 __all__ = [
     "FILL_CPS",
+    "MEMORY_HEADROOM",
     "SLOTS_PER_SESSION",
     "TICK_S",
     "Builder",
@@ -253,11 +351,15 @@ __all__ = [
     "Context",
     "ControlPlane",
     "Run",
+    "available_bytes",
+    "branch",
+    "can_branch",
     "common_ratio",
     "cpu_now",
     "dropped",
     "engine_config",
     "forwarded",
     "ratio",
+    "resident_estimate",
     "wall",
 ]
