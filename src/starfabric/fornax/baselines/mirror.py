@@ -13,8 +13,10 @@ index. The model figure `OVS_UKEY_BYTES` (reference/fornax.md) is reported besid
 
 from __future__ import annotations
 
+import os
 import tempfile
 import time
+import weakref
 from typing import Any
 
 import numpy as np
@@ -91,8 +93,8 @@ record size of the measured bytes."""
 #: $TMPDIR), so a 16M-session mirror (~15 GB of netlink buffers) runs on a machine whose RAM
 #: holds only its hot part; an implementation limit of ours, not of the baseline.
 SPILL_ABOVE_BYTES = 1 << 30
-#: Most load of the mirror's hash index before it doubles (linear probing; OVS's cmap runs
-#: denser, so this overstates the index a little).
+#: Most load of the mirror's hash index before it doubles (assumption: linear probing
+#: rebuilt at most half full; OVS's cmap runs denser, so this overstates the index a little).
 INDEX_MAX_LOAD = 0.7
 
 
@@ -107,11 +109,16 @@ def _canon(keys: Any) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint64], n
 
 class _Blobs:
     """BLOB_DTYPE rows in memory or, above SPILL_ABOVE_BYTES, in an unlinked temporary file
-    mapped into memory (pages the kernel writes back and drops under memory pressure)."""
+    mapped into memory (pages the kernel writes back and drops under memory pressure).
+
+    A forked child maps the file copy-on-write (see `_privatize_in_children`): the file is
+    shared, so a child's writes must never reach its parent's records."""
 
     def __init__(self, rows: int) -> None:
         self._file: Any = None
+        self._private = False
         self.arr: np.ndarray = self._make(rows)
+        _SPILLABLE.add(self)
 
     def _make(self, rows: int) -> np.ndarray:
         nbytes = rows * BLOB_DTYPE.itemsize
@@ -119,7 +126,11 @@ class _Blobs:
             return np.zeros(rows, BLOB_DTYPE)
         if self._file is None:
             self._file = tempfile.TemporaryFile(prefix="starfabric-ukeys-")  # noqa: SIM115 - lives as long as the map
-        self._file.truncate(nbytes)  # sparse: untouched rows take no disk
+        self._file.seek(0, os.SEEK_END)
+        if self._file.tell() < nbytes:
+            self._file.truncate(nbytes)  # sparse: untouched rows take no disk
+        if self._private:
+            return np.memmap(self._file, BLOB_DTYPE, mode="c", shape=(rows,))
         return np.memmap(self._file, BLOB_DTYPE, mode="r+", shape=(rows,))
 
     def resize(self, rows: int) -> None:
@@ -127,7 +138,7 @@ class _Blobs:
             self.arr.resize(rows, refcheck=False)
             return
         old = self.arr
-        if self._file is None:  # crossing the threshold: move the rows to the file
+        if self._file is None or self._private:  # rows not (all) in the file: copy them
             new = self._make(rows)
             new[: len(old)] = old
         else:
@@ -137,9 +148,27 @@ class _Blobs:
         del old
         self.arr = new
 
+    def privatize(self) -> None:
+        """Map the file copy-on-write from now on (in a forked child)."""
+        if self._file is not None and not self._private:
+            self._private = True
+            self.arr = np.memmap(self._file, BLOB_DTYPE, mode="c", shape=self.arr.shape)
+
     @property
     def spilled(self) -> bool:
         return self._file is not None
+
+
+_SPILLABLE: weakref.WeakSet[_Blobs] = weakref.WeakSet()
+
+
+def _privatize_in_children() -> None:
+    for b in list(_SPILLABLE):
+        b.privatize()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_privatize_in_children)
 
 
 class FlowMirror:
