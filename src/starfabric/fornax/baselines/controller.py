@@ -61,6 +61,23 @@ BASELINE_ACTIVITIES = ("poll", "revalidate", "rescan")
 _KEY_FIELDS = ("vni", "proto", "src_hi", "src_lo", "dst_hi", "dst_lo", "sport", "dport")
 
 
+#: Connections deleted per engine call of an aging pass, and re-evaluated per step of a
+#: rescan (bounds the temporaries when a pass ages most of a large table, e.g. OVS's flush
+#: above twice the flow limit, or a rescan is finished at once).
+DELETE_CHUNK = 1 << 20
+#: What an aging pass keeps of an idle entry until it deletes it: its key and aux.
+LEAN_DTYPE = np.dtype([(f, ENTRY_DTYPE.fields[f][0]) for f in (  # type: ignore[index]
+    "vni", "proto", "src_hi", "src_lo", "dst_hi", "dst_lo", "sport", "dport", "aux")])  # fmt: skip
+
+
+def _lean(raw: np.ndarray) -> np.ndarray:
+    """The LEAN_DTYPE fields of raw entries (a compact copy)."""
+    out = np.empty(len(raw), LEAN_DTYPE)
+    for f in LEAN_DTYPE.names or ():
+        out[f] = raw[f]
+    return out
+
+
 class SoftwareCentric(Manager):
     """The Fornax manager with software-centric knobs (see the module docstring)."""
 
@@ -307,20 +324,22 @@ class SoftwareCentric(Manager):
                 if cap_ns is not None:
                     timeout = np.minimum(timeout, cap_ns)
                 idle = (self.now_ns - self._visible_used(raw) > timeout) | flush
-                idle_parts.append(raw[idle])
+                idle_parts.append(_lean(raw[idle]))
                 if self.per_direction:
                     ch = self._conn_hash(raw)
                     idle_ch.append(ch[idle])
                     busy_ch.append(ch[~idle])
-            dead = np.concatenate(idle_parts) if idle_parts else np.zeros(0, ENTRY_DTYPE)
+            dead = np.concatenate(idle_parts) if idle_parts else np.zeros(0, LEAN_DTYPE)
+            del idle_parts
             if self.per_direction and len(dead):
                 dead = self._whole_connections(
                     dead, np.concatenate(idle_ch), np.concatenate(busy_ch)
                 )
-            if len(dead):
-                keys = original_from_entries(dead)
-                self._call("delete", self.engine.delete, keys, n=len(dead))
-                self._release(dead["aux"])
+            for s in range(0, len(dead), DELETE_CHUNK):  # bounded temporaries (a flush)
+                part = dead[s : s + DELETE_CHUNK]
+                keys = original_from_entries(part)
+                self._call("delete", self.engine.delete, keys, n=len(part))
+                self._release(part["aux"])
             self.metrics.count(f"{name}_aged", len(dead))
             if flush:
                 self.metrics.count("flow_limit_flushes")
@@ -434,18 +453,20 @@ class SoftwareCentric(Manager):
             return zero
         reached = math.floor((now_ns - self._rq_t0) * self._rescan_conn_s / 1e9 + 1e-9)
         k = min(len(self._rq), (reached // self._rescan_step + 1) * self._rescan_step)
-        out = zero
+        out = dict(zero)
         if k > self._rq_done:
-            chunk = self._rq[self._rq_done : k]
-            self._rq_done = k
+            start, self._rq_done = self._rq_done, k
             with self.metrics.activity("rescan"):
-                st, rec = self._call("query", self.engine.query, original_from_entries(chunk),
-                                     n=len(chunk))  # fmt: skip
-                ok = st == Status.OK
-                cur = chunk[ok].copy()
-                for f in ("action_orig", "action_reply", "aux", "eni_scope", "vpc_scope"):
-                    cur[f] = rec[f][ok]
-                out = self._reevaluate(cur)
+                for s in range(start, k, DELETE_CHUNK):  # bounded temporaries
+                    chunk = self._rq[s : min(k, s + DELETE_CHUNK)]
+                    st, rec = self._call("query", self.engine.query,
+                                         original_from_entries(chunk), n=len(chunk))  # fmt: skip
+                    ok = st == Status.OK
+                    cur = chunk[ok].copy()
+                    for f in ("action_orig", "action_reply", "aux", "eni_scope", "vpc_scope"):
+                        cur[f] = rec[f][ok]
+                    for key, v in self._reevaluate(cur).items():
+                        out[key] += v
         if self._rq_done >= len(self._rq):
             self._rq = None
             self.metrics.count("rescans_completed")

@@ -96,7 +96,8 @@ def to_original(rec: np.ndarray) -> tuple[np.ndarray, npt.NDArray[np.bool_]]:
         icmp = is_icmp(r["proto"])
         for a, b in (("src_hi", "dst_hi"), ("src_lo", "dst_lo"), ("action_orig", "action_reply"),
                      ("pkts_orig", "pkts_reply"), ("bytes_orig", "bytes_reply")):  # fmt: skip
-            r[a], r[b] = r[b].copy(), r[a].copy()
+            if a in (out.dtype.names or ()):  # records may carry the key fields only
+                r[a], r[b] = r[b].copy(), r[a].copy()
         sp = r["sport"].copy()
         r["sport"] = np.where(icmp, sp, r["dport"])
         r["dport"] = np.where(icmp, r["dport"], sp)
