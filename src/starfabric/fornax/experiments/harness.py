@@ -242,27 +242,25 @@ def resident_estimate(c: Contender, sessions: int) -> int:
     return int(est)
 
 
-def available_bytes() -> int | None:
-    """MemAvailable of /proc/meminfo (None where there is no such file)."""
+def _proc_bytes(path: str, field: str) -> int | None:
+    """A "Field:   N kB" line of a /proc file, in bytes (None where there is none)."""
     try:
-        with open("/proc/meminfo") as f:
+        with open(path) as f:
             for line in f:
-                if line.startswith("MemAvailable:"):
+                if line.startswith(field + ":"):
                     return int(line.split()[1]) * 1024
     except OSError:
         return None
     return None
+
+
+def available_bytes() -> int | None:
+    """MemAvailable of /proc/meminfo (None where there is no such file)."""
+    return _proc_bytes("/proc/meminfo", "MemAvailable")
 
 
 def _anon_rss_bytes() -> int | None:
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("RssAnon:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        return None
-    return None
+    return _proc_bytes("/proc/self/status", "RssAnon")
 
 
 def can_branch() -> bool:
