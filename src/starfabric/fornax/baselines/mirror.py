@@ -179,6 +179,10 @@ class FlowMirror:
     never touched, so a reservation costs address space, not memory."""
 
     def __init__(self, initial_rows: int = 1024) -> None:
+        self._reset(initial_rows)
+
+    def _reset(self, initial_rows: int) -> None:
+        """An empty mirror reserving `initial_rows` rows (see the class docstring)."""
         initial_rows = max(1, int(initial_rows))
         self.rows = np.zeros(initial_rows, HOT_DTYPE)
         self.live = np.zeros(initial_rows, bool)
@@ -370,11 +374,7 @@ class FlowMirror:
 
     def free(self) -> None:
         """Drop every record and the index (the process holding the mirror is gone)."""
-        self.rows, self.live = np.zeros(0, HOT_DTYPE), np.zeros(0, bool)
-        self._blobs = _Blobs(0)
-        self._high = self._n_free = self.count = 0
-        self._free = np.zeros(0, np.int64)
-        self._new_index(16)
+        self._reset(1)
 
     def remove(self, keys: Any) -> None:
         self.remove_rows(self.lookup(keys))

@@ -184,9 +184,9 @@ class Context:
             if c.mirror and cap is not None and n > cap:
                 msg = (f"{c.name} not run at {n:,} sessions: the scale caps contenders with a "
                        f"per-flow mirror at mirror_max_sessions = {cap:,}")  # fmt: skip
-            elif avail is not None and resident_estimate(c, n) > MEMORY_HEADROOM * avail:
+            elif avail is not None and (need := resident_estimate(c, n)) > MEMORY_HEADROOM * avail:
                 msg = (f"{c.name} not run at {n:,} sessions: it needs about "
-                       f"{resident_estimate(c, n) / 2**30:.1f} GiB and this machine has "
+                       f"{need / 2**30:.1f} GiB and this machine has "
                        f"{avail / 2**30:.1f} GiB available (MEMORY_HEADROOM "
                        f"{MEMORY_HEADROOM:g})")  # fmt: skip
             if msg is not None:
