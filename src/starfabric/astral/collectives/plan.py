@@ -25,7 +25,9 @@ class Step:
     """Concurrent transfers: rank `src[i]` sends `size_bytes[i]` to rank `dst[i]` on QP `qp[i]`.
 
     `via[i]` ≥ 0 names a rank of the sender's host that forwards over NVLink before the
-    network hop (PXN / DeepEP forwarding); −1 means the sender's own NIC.
+    network hop (PXN / DeepEP forwarding); −1 means the sender's own NIC. `half[i]` = 1 keeps
+    only the first link of the route (into a reducing switch: NVLS, SHARP), 2 only the last
+    (the switch's result back out), 0 the whole route.
     """
 
     src: IntArray
@@ -36,6 +38,7 @@ class Step:
     repeat: int = 1
     scale: float = 1.0
     via: IntArray | None = None
+    half: IntArray | None = None
 
     def __post_init__(self) -> None:
         n = len(self.src)

@@ -86,6 +86,18 @@ def _concat_paths(
     return ptr, out
 
 
+def _halves(ptr: IntArray, links: IntArray, half: IntArray) -> tuple[IntArray, IntArray]:
+    """Keep the first link (half 1), the last link (half 2) or all of each flow's path."""
+    lengths = np.diff(ptr)
+    keep = np.where(half == 0, lengths, np.minimum(lengths, 1))
+    start = np.where(half == 2, ptr[1:] - keep, ptr[:-1])
+    new_ptr = np.zeros(len(ptr), np.int64)
+    np.cumsum(keep, out=new_ptr[1:])
+    owner = np.repeat(np.arange(len(keep)), keep)
+    offset = np.arange(int(new_ptr[-1])) - new_ptr[owner]
+    return new_ptr, links[start[owner] + offset]
+
+
 def step_paths(
     topo: Topology,
     step: Step,
@@ -96,6 +108,21 @@ def step_paths(
     failed: npt.NDArray[np.bool_] | None = None,
 ) -> tuple[IntArray, IntArray]:
     """ECMP paths (CSR) of a step's flows; forwarded flows go src → via over NVLink, then on."""
+    ptr, links = _full_paths(topo, step, gpus, seed=seed, polarized=polarized, failed=failed)
+    if step.half is not None:
+        return _halves(ptr, links, step.half)
+    return ptr, links
+
+
+def _full_paths(
+    topo: Topology,
+    step: Step,
+    gpus: IntArray,
+    *,
+    seed: int,
+    polarized: bool,
+    failed: npt.NDArray[np.bool_] | None,
+) -> tuple[IntArray, IntArray]:
     src, dst = gpus[step.src], gpus[step.dst]
     h = flow_hash(src, dst, step.qp, seed)
     if step.via is None or not (step.via >= 0).any():
@@ -113,6 +140,58 @@ def step_paths(
     if not (r1.reachable.all() and r2.reachable.all()):
         raise InfeasibleError("a forwarded flow has no path", fix="restore failed links")
     return _concat_paths(r1.offsets, r1.links, r2.offsets, r2.links)
+
+
+def _scaled_capacity(
+    cap: npt.NDArray[np.float64], notes: dict[str, float], nvl_lo: int, nvl_hi: int
+) -> npt.NDArray[np.float64]:
+    """Link capacities as a NCCL plan sees them: protocol wire efficiency everywhere, NVLink
+    (and NVLS) efficiency on NVLink, the achievable NIC fraction on network links."""
+    keys = ("proto_bw", "nvlink_scale", "net_scale")
+    if not any(k in notes for k in keys):
+        return cap
+    proto = notes.get("proto_bw", 1.0)
+    out = cap * proto * notes.get("net_scale", 1.0)
+    out[nvl_lo:nvl_hi] = cap[nvl_lo:nvl_hi] * proto * notes.get("nvlink_scale", 1.0)
+    return out
+
+
+def _pipeline_overhead_s(
+    notes: dict[str, float],
+    finish_s: npt.NDArray[np.float64],
+    flows: Flows,
+    link_latency_s: npt.NDArray[np.float64],
+    nvl_lo: int,
+    nvl_hi: int,
+) -> float:
+    """What a pipelined NCCL step adds to its bandwidth time: the path latency of each further
+    sequential step, and the fill of chunks through the tree/NVLS stages.
+
+    A chunk's time on a flow is the flow's time x chunk / its bytes (its steady rate); the fill
+    charges the slowest NVLink-only flow's chunk time per NVLink stage and the slowest network
+    flow's per network stage.
+    """
+    if "chunk_bytes" not in notes or len(flows) == 0:
+        return 0.0
+    ptr, links = flows.path_ptr, flows.path_links
+    owner = np.repeat(np.arange(len(flows)), np.diff(ptr))
+    on_net = np.zeros(len(flows), np.bool_)
+    np.logical_or.at(on_net, owner, (links < nvl_lo) | (links >= nvl_hi))
+    path_lat = np.zeros(len(flows))
+    np.add.at(path_lat, owner, link_latency_s[links])
+    size = np.maximum(flows.size_bytes, 1.0)
+    chunk_t = finish_s * np.minimum(1.0, notes["chunk_bytes"] / size)
+    out = 0.0
+    for mask, steps_key, fill_key in (
+        (on_net, "lat_net_steps", "fill_net_stages"),
+        (~on_net, "lat_nvl_steps", "fill_nvl_stages"),
+    ):
+        if not mask.any():
+            continue
+        extra_steps = max(notes.get(steps_key, 0.0) - 1.0, 0.0)
+        out += extra_steps * float(path_lat[mask].mean())
+        out += notes.get(fill_key, 0.0) * float(chunk_t[mask].max())
+    return out
 
 
 def run_plan(
@@ -145,6 +224,7 @@ def run_plan(
         )
     cap, lat = topo.link_capacity_bps, topo.link_latency_s
     nvl_lo, nvl_hi = topo.links_of_kind(LINK_NVLINK)
+    cap = _scaled_capacity(cap, plan.notes, nvl_lo, nvl_hi)
     link_bytes = np.zeros(topo.n_links)
     times: list[StepTime] = []
     total = 0.0
@@ -156,6 +236,7 @@ def run_plan(
         sim.advance()
         res = sim.results()
         t = res.makespan_s * step.scale
+        total += _pipeline_overhead_s(plan.notes, res.finish_s, flows, lat, nvl_lo, nvl_hi)
         lb = res.link_bytes
         link_bytes += lb * step.repeat * step.scale
         used = lb > 0
@@ -170,6 +251,7 @@ def run_plan(
         times.append(StepTime(step.phase, len(step), t, step.repeat, util, imb))
         total += step.repeat * (t + step_latency_s)
     total += plan.notes.get("latency_steps", 0.0) * step_latency_s
+    total += plan.notes.get("latency_s", 0.0)
     return CollectiveResult(
         plan.op,
         plan.algorithm,

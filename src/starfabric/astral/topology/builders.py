@@ -54,6 +54,7 @@ class _Parts:
     port_bps: float
     nvlink_bps: float
     switch_latency_s: float
+    nic_bps: float
 
 
 @dataclass(frozen=True)
@@ -109,6 +110,7 @@ def _parts(spec: ClusterSpec) -> _Parts:
         port_bps=spec.port_speed,
         nvlink_bps=gpu.nvlink_gbps * 8e9,
         switch_latency_s=sw.latency_ns * 1e-9,
+        nic_bps=spec.nic_rate if spec.nic_rate is not None else spec.port_speed,
     )
 
 
@@ -428,7 +430,7 @@ def _assemble(spec: ClusterSpec, pt: _Parts, plan: _Plan) -> Topology:
     else:
         nv_lo = nv_hi = np.zeros(0, dtype=np.int64)
     sections = [
-        (nic_lo, nic_hi, pt.port_bps, nic_lat + sl, nic_lat),
+        (nic_lo, nic_hi, pt.nic_bps, nic_lat + sl, nic_lat),
         (ta_lo, ta_hi, pt.port_bps, ta_lat + sl, ta_lat + sl),
         (ac_lo, ac_hi, pt.port_bps, ac_lat + sl, ac_lat + sl),
         (nv_lo, nv_hi, pt.nvlink_bps, spec.nvlink_latency_s, spec.nvlink_latency_s),
@@ -456,6 +458,7 @@ def _assemble(spec: ClusterSpec, pt: _Parts, plan: _Plan) -> Topology:
         hosts=hosts,
         rails=pt.rails,
         port_bps=pt.port_bps,
+        nic_bps=pt.nic_bps,
         nvlink_bps=pt.nvlink_bps,
         dual_tor=pt.q == p and p > 1,
     )

@@ -38,6 +38,17 @@ class ClusterSpec(Spec):
     tor_agg_cable_m: float = Field(50.0, gt=0, description="assumption: ToR-Agg cable length")
     agg_core_cable_m: float = Field(500.0, gt=0, description="assumption: Agg-Core cable length")
     nvlink_latency_s: float = Field(1e-6, ge=0, description="assumption: NVLink hop latency")
+    nic_rate: float | None = Field(
+        None,
+        description="NIC link rate per GPU, bit/s, when it differs from the port speed (a NIC "
+        "shared by two GPUs: '50G'); default: port_speed",
+    )
+    transport: Literal["roce", "ib", "efa", "tcpxo", "tcpx"] = Field(
+        "roce", description="RDMA transport of the network (netsim flow control and routing)"
+    )
+    in_network_reduction: bool = Field(
+        False, description="switches reduce in-network (SHARP), which enables NCCL's CollNet"
+    )
     media: dict[Literal["nic-tor", "tor-agg", "agg-core"], str] = Field(
         default_factory=dict, description="optic/cable per link kind (default: cheapest fit)"
     )
@@ -47,6 +58,13 @@ class ClusterSpec(Spec):
     @classmethod
     def _speed(cls, v: object) -> float:
         return parse_bandwidth(v if isinstance(v, str | int | float) else str(v), "port_speed")
+
+    @field_validator("nic_rate", mode="before")
+    @classmethod
+    def _nic_rate(cls, v: object) -> float | None:
+        if v is None:
+            return None
+        return parse_bandwidth(v if isinstance(v, str | int | float) else str(v), "nic_rate")
 
     @field_validator("gpus", mode="before")
     @classmethod

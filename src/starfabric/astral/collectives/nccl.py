@@ -1,0 +1,533 @@
+"""NCCL's algorithms as pipelined plans on the topology: channels, ring, tree, NVLS, CollNet.
+
+A plan here is what NCCL runs at steady state: every channel's transfers at once, each pair
+carrying its total bytes (NCCL pipelines chunks through all steps), so one flow-level step
+gives the bandwidth time on the real paths (ECMP collisions, shared NICs, NVLink). The plan's
+notes carry what the flows cannot see, and `run_plan` adds it:
+
+* latency (tuning.cc's model): base latency + per-step hardware latency of the protocol for
+  each sequential step, NVLink steps and network steps apart, plus the path's own latency;
+* pipeline fill: a chunk (NCCL_STEPS slots, chunk size per protocol) has to cross every stage
+  of a tree or NVLS pipeline before the last chunk leaves, `(stages - 1) x chunk time`;
+* capacity scaling: the protocol's wire efficiency on every link, NVLS efficiency on NVLink,
+  the achievable NIC fraction on the network.
+
+Channels follow NCCL's topology search on NVSwitch hosts with one NIC per GPU (rail-matched):
+`2 x NICs per host` channels (the search duplicates its rings), channel c entering and leaving
+each host on rail c mod local, so every NIC carries the same number of rings and trees.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from starfabric.astral.collectives.algorithms import alltoall, ring
+from starfabric.astral.collectives.plan import IntArray, Plan, Step
+from starfabric.astral.collectives.protocols import (
+    LL_MAX_BW_GBS,
+    LL_MAX_BW_MULTI_GBS,
+    NET_OVERHEAD_US,
+    NVLS_EFFICIENCY,
+    PER_CH_MAX_NVLS_TREE_BW_GBS,
+    PER_CH_MAX_RING_LL128_BW_GBS,
+    PER_CH_MAX_TREE_BW_GBS,
+    PROTOCOLS,
+    TREE_BW_RATIO,
+    get_protocol,
+)
+from starfabric.astral.nccltests import busbw_factor
+from starfabric.astral.topology import Topology
+from starfabric.errors import ConfigError
+
+NVLINK_EFF = 0.8
+"""Assumption: achievable fraction of NVLink for copy/reduce kernels (8xA100 nccl-tests ring
+all_reduce reaches ~235 of 300 GB/s; shared with `fit.NVLINK_EFF`)."""
+
+NIC_EFF = 23.3 / 25.0
+"""Achievable fraction of the NIC line rate: perftest ib_write_bw peaks at 23.3 GB/s on a
+200 Gb/s HDR port (shared/data/telemetry superbench_ib_write_bw_loopback_all_sizes.log),
+0.932; assumption: the same for RoCE, EFA and TCPXO NICs."""
+
+MAX_CHANNELS = 32
+"""NCCL's MAXCHANNELS/2 ceiling on the channels its search builds (assumption: 32 used)."""
+
+NVLS_CHANNELS = {"hopper": 16, "blackwell": 24}
+"""Assumption: NCCL_NVLS_NCHANNELS defaults (16 on Hopper, 24 on Blackwell, nvls.cc)."""
+
+ALGOS = ("ring", "tree", "nvls", "nvls_tree", "collnet_direct", "pxn", "direct")
+"""The algorithms a NCCL plan may name (NCCL_ALGO names, plus all-to-all's pxn/direct)."""
+
+
+@dataclass(frozen=True)
+class NcclShape:
+    """What NCCL's search and tuner see of a communicator: ranks, NVLink domain, NICs, GPU.
+
+    `local` GPUs share one NVLink domain (a host, or a 72-GPU NVL72 rack) and each has its own
+    NIC; `nvswitch` says the domain is switched (NVLS needs Hopper+ NVSwitch); `sharp` says the
+    network switches reduce in-network (CollNet). Bandwidths are per GPU and direction, GB/s.
+    """
+
+    ranks: int
+    local: int
+    generation: str = "hopper"
+    nvlink_gbs: float = 450.0
+    nic_gbs: float = 50.0
+    nvswitch: bool = True
+    sharp: bool = False
+
+    def __post_init__(self) -> None:
+        if self.ranks < 2:
+            raise ConfigError(f"collective: ranks = {self.ranks}", fix="use --gpus >= 2")
+        if self.local < 1 or self.ranks % self.local:
+            raise ConfigError(
+                f"collective: {self.ranks} ranks are not whole domains of {self.local} GPUs",
+                fix="use a multiple of the GPUs per host",
+            )
+
+    @property
+    def nodes(self) -> int:
+        return self.ranks // self.local
+
+    def channels(self, algorithm: str) -> int:
+        """Channels NCCL's search would build: 2 per NIC (or per GPU in one node), <= 32."""
+        if algorithm in ("nvls", "nvls_tree"):
+            return NVLS_CHANNELS.get(self.generation, 16)
+        return max(2, min(MAX_CHANNELS, 2 * self.local))
+
+
+def _rail_rings(shape: NcclShape, channels: int) -> list[IntArray]:
+    """Channel c's ring: host-major, entering and leaving each host on rails c-1 and c."""
+    n, local, hosts = shape.ranks, shape.local, shape.nodes
+    k = np.arange(local, dtype=np.int64)
+    out = []
+    for c in range(channels):
+        r = c % local
+        order = []
+        for h in range(hosts):
+            lr = (r + k) % local if h % 2 == 0 else (r + local - 1 - k) % local
+            order.append(h * local + lr)
+        ring_c = np.concatenate(order) if hosts > 1 else (r + k) % local
+        if c >= local and c // local % 2:
+            ring_c = ring_c[::-1].copy()  # duplicated channels run the other way round
+        out.append(ring_c.astype(np.int64))
+    assert all(len(x) == n for x in out)
+    return out
+
+
+def _dbt(m: int) -> tuple[tuple[IntArray, IntArray], tuple[IntArray, IntArray]]:
+    """NCCL's double binary tree over m nodes: (child, parent) edges of each tree."""
+    if m == 1:
+        e = np.zeros(0, np.int64)
+        return (e, e), (e, e)
+    c1: list[int] = []
+    p1: list[int] = []
+
+    def inorder(lo: int, hi: int, parent: int) -> None:
+        if lo > hi:
+            return
+        mid = (lo + hi + 1) // 2
+        if parent >= 0:
+            c1.append(mid)
+            p1.append(parent)
+        inorder(lo, mid - 1, mid)
+        inorder(mid + 1, hi, mid)
+
+    inorder(0, m - 1, -1)
+    a1, b1 = np.array(c1, np.int64), np.array(p1, np.int64)
+    if m % 2 == 0:
+        a2, b2 = m - 1 - a1, m - 1 - b1
+    else:
+        a2, b2 = (a1 + 1) % m, (b1 + 1) % m
+    return (a1, b1), (a2, b2)
+
+
+def tree_depth(nodes: int) -> int:
+    """Levels of a binary tree over `nodes` nodes (NCCL's log2i rounds down; depth rounds up)."""
+    return int(math.ceil(math.log2(nodes))) if nodes > 1 else 0
+
+
+def _log2i(x: int) -> int:
+    return int(math.floor(math.log2(x))) if x >= 1 else 0
+
+
+@dataclass
+class _Flows:
+    src: list[IntArray]
+    dst: list[IntArray]
+    size: list[np.ndarray]
+    qp: list[IntArray]
+    half: list[IntArray]
+
+    @classmethod
+    def empty(cls) -> _Flows:
+        return cls([], [], [], [], [])
+
+    def add(self, src: IntArray, dst: IntArray, nbytes: float, qp: int, half: int = 0) -> None:
+        if len(src) == 0:
+            return
+        self.src.append(np.asarray(src, np.int64))
+        self.dst.append(np.asarray(dst, np.int64))
+        self.size.append(np.full(len(src), float(nbytes)))
+        self.qp.append(np.full(len(src), qp, np.int64))
+        self.half.append(np.full(len(src), half, np.int64))
+
+    def step(self, phase: str) -> Step:
+        half = np.concatenate(self.half)
+        return Step(
+            np.concatenate(self.src),
+            np.concatenate(self.dst),
+            np.concatenate(self.size),
+            np.concatenate(self.qp),
+            phase,
+            half=half if (half != 0).any() else None,
+        )
+
+
+def _nsteps(op: str, n: int) -> int:
+    return 2 * (n - 1) if op == "all_reduce" else n - 1
+
+
+def _notes(
+    shape: NcclShape, algorithm: str, proto: str, op: str, channels: int
+) -> dict[str, float]:
+    """Latency terms (tuning.cc) and pipeline shape of one algorithm/protocol."""
+    p = get_protocol(proto)
+    n, local, nodes = shape.ranks, shape.local, shape.nodes
+    intra = p.hw_us("nvlink", algorithm)
+    inter = p.hw_us("net", "tree" if local == 1 else algorithm)
+    base = p.base_us(algorithm)
+    net_steps = nvl_steps = 0.0
+    fill_nvl = fill_net = 0.0  # pipeline stages a chunk crosses before the last one leaves
+    depth = tree_depth(nodes)
+    lat = base
+    if algorithm == "ring":
+        nsteps = _nsteps(op, n)
+        n_inter = 0 if nodes == 1 else (2 * (nodes - 1) if op == "all_reduce" else nodes - 1)
+        if nodes > 1:
+            overhead = NET_OVERHEAD_US * (3.0 if proto == "Simple" else 1.0)
+            intra = max(intra, overhead)
+        lat += (nsteps - n_inter) * intra + n_inter * inter
+        net_steps, nvl_steps = float(n_inter), float(nsteps - n_inter)
+    elif algorithm == "tree":
+        lat += 2 * ((local - 1) * intra + _log2i(nodes) * inter)
+        net_steps, nvl_steps = 2.0 * depth, 2.0 * (local - 1)
+        fill_nvl, fill_net = 2.0 * (local - 1), max(2.0 * depth - 1.0, 0.0)
+    elif algorithm == "nvls":
+        lat = intra
+        nvl_steps, fill_nvl = 2.0, 1.0
+    elif algorithm == "nvls_tree":
+        lat += intra + 2 * _log2i(nodes) * inter
+        net_steps, nvl_steps = 2.0 * depth, 2.0
+        fill_nvl, fill_net = 2.0, max(2.0 * depth - 1.0, 0.0)
+    elif algorithm == "collnet_direct":
+        lat += 2 * (min(1, local - 1) * intra + (local - 1) * 0.4) + inter
+        net_steps, nvl_steps, fill_nvl, fill_net = 2.0, 2.0, 2.0, 1.0
+    return {
+        "latency_s": lat * 1e-6,
+        "lat_net_steps": net_steps,
+        "lat_nvl_steps": nvl_steps,
+        "fill_nvl_stages": fill_nvl,
+        "fill_net_stages": fill_net,
+        "chunk_bytes": float(p.chunk_bytes(algorithm)),
+        "channels": float(channels),
+        "proto_bw": p.bw_fraction,
+        "nvlink_scale": NVLINK_EFF
+        * (NVLS_EFFICIENCY.get(shape.generation, 0.0) if algorithm.startswith("nvls") else 1.0),
+        "net_scale": NIC_EFF,
+    }
+
+
+def nccl_ring(op: str, shape: NcclShape, size: float, proto: str = "Simple") -> Plan:
+    """Multi-channel rail-matched rings, pipelined: every ring edge carries its total bytes."""
+    ch = shape.channels("ring")
+    n = shape.ranks
+    per_edge = _nsteps(op, n) * size / n / ch
+    f = _Flows.empty()
+    for c, rc in enumerate(_rail_rings(shape, ch)):
+        f.add(rc, np.roll(rc, -1), per_edge, c)
+    notes = _notes(shape, "ring", proto, op, ch)
+    return Plan(op, "ring", n, size, (f.step("ring"),), busbw_factor(op, n), notes)
+
+
+def _chain(shape: NcclShape, r: int) -> IntArray:
+    """Local ranks of a host's chain for the channel on rail r: the rail GPU (NIC) first."""
+    return (r + np.arange(shape.local, dtype=np.int64)) % shape.local
+
+
+def nccl_tree(shape: NcclShape, size: float, proto: str = "Simple") -> Plan:
+    """NCCL's tree all-reduce: a chain through each host and a double binary tree of hosts.
+
+    Channel c uses rail c mod local to leave the host and tree (c // local) mod 2 of the
+    double binary tree; reduce goes up (chain to the rail GPU, child host to parent host),
+    broadcast comes back down, both pipelined, each carrying the channel's share S / channels.
+    """
+    ch = shape.channels("tree")
+    n, local, hosts = shape.ranks, shape.local, shape.nodes
+    share = size / ch
+    trees = _dbt(hosts)
+    f = _Flows.empty()
+    base = np.arange(hosts, dtype=np.int64) * local
+    for c in range(ch):
+        r = c % local
+        chain = _chain(shape, r)
+        if local > 1:
+            a = (base[:, None] + chain[None, 1:]).ravel()
+            b = (base[:, None] + chain[None, :-1]).ravel()
+            f.add(a, b, share, c)  # reduce up the chain
+            f.add(b, a, share, c)  # broadcast down
+        child, parent = trees[(c // local) % 2 if ch >= 2 * local else c % 2]
+        if len(child):
+            f.add(child * local + r, parent * local + r, share, c)
+            f.add(parent * local + r, child * local + r, share, c)
+    if not f.src:
+        raise ConfigError("tree: nothing to do for one GPU", fix="use --gpus >= 2")
+    notes = _notes(shape, "tree", proto, "all_reduce", ch)
+    return Plan(
+        "all_reduce", "tree", n, size, (f.step("tree"),), busbw_factor("all_reduce", n), notes
+    )
+
+
+def _nvls_flows(f: _Flows, shape: NcclShape, up: float, down: float, ch: int) -> None:
+    """Each GPU's NVLink to its NVSwitch: `up` bytes in, `down` bytes out (half paths)."""
+    n, local = shape.ranks, shape.local
+    g = np.arange(n, dtype=np.int64)
+    peer = (g // local) * local + (g % local + 1) % local  # any GPU of the domain: same link
+    for c in range(ch):
+        f.add(g, peer, up / ch, c, half=1)
+        f.add(peer, g, down / ch, c, half=2)
+
+
+def nvls(op: str, shape: NcclShape, size: float) -> Plan:
+    """NVLink SHARP inside one NVLink domain: the switch reduces (multimem.ld_reduce) and
+    multicasts (multimem.st). Each GPU's link carries about S(1 + 1/n) each way for an
+    all-reduce (its data up, the reduced shard down; its shard up, the multicast down), and
+    S(n-1)/n one way for all_gather / reduce_scatter."""
+    if shape.nodes != 1 or shape.local < 2:
+        raise ConfigError("nvls: needs one NVLink domain of >= 2 GPUs", fix="use nvls_tree")
+    ch = shape.channels("nvls")
+    n = shape.ranks
+    f = _Flows.empty()
+    if op == "all_reduce":
+        _nvls_flows(f, shape, size * (n + 1) / n, size * (n + 1) / n, ch)
+    elif op == "all_gather":
+        _nvls_flows(f, shape, size / n, size * (n - 1) / n, ch)
+    elif op == "reduce_scatter":
+        _nvls_flows(f, shape, size * (n - 1) / n, size / n, ch)
+    else:
+        raise ConfigError(f"nvls: op {op!r}", fix="use all_reduce, all_gather or reduce_scatter")
+    notes = _notes(shape, "nvls", "Simple", op, ch)
+    return Plan(op, "nvls", n, size, (f.step("nvls"),), busbw_factor(op, n), notes)
+
+
+def nvls_tree(shape: NcclShape, size: float) -> Plan:
+    """NVLS inside each domain, a double binary tree of domains per rail between them.
+
+    The NVLS reduce leaves each GPU (a head) with its domain's sum of one shard S/local; heads
+    of the same rail reduce and broadcast it over the network tree; NVLS multicasts back.
+    """
+    if shape.nodes < 2:
+        raise ConfigError("nvls_tree: needs >= 2 NVLink domains", fix="use nvls")
+    ch = shape.channels("nvls_tree")
+    n, local, hosts = shape.ranks, shape.local, shape.nodes
+    f = _Flows.empty()
+    _nvls_flows(f, shape, size * (local + 1) / local, size * (local + 1) / local, ch)
+    shard = size / local
+    trees = _dbt(hosts)
+    rails = np.arange(local, dtype=np.int64)
+    for c in range(ch):  # channel c runs tree c mod 2 for every head (rail), shard / ch each
+        child, parent = trees[c % 2]
+        a = (child[:, None] * local + rails[None, :]).ravel()
+        b = (parent[:, None] * local + rails[None, :]).ravel()
+        f.add(a, b, shard / ch, c)
+        f.add(b, a, shard / ch, c)
+    notes = _notes(shape, "nvls_tree", "Simple", "all_reduce", ch)
+    return Plan(
+        "all_reduce",
+        "nvls_tree",
+        n,
+        size,
+        (f.step("nvls_tree"),),
+        busbw_factor("all_reduce", n),
+        notes,
+    )
+
+
+def collnet_direct(shape: NcclShape, size: float) -> Plan:
+    """CollNet (SHARP): each GPU's NIC sends its reduce-scattered shard into the switches and
+    receives the reduced shard back (one copy per link each way); NVLink does the intra-node
+    reduce-scatter and all-gather directly between the domain's GPUs."""
+    if not shape.sharp:
+        raise ConfigError(
+            "collnet_direct: the fabric has no in-network reduction",
+            fix="set in_network_reduction: true in the cluster, or use another --algo",
+        )
+    ch = shape.channels("collnet_direct")
+    n, local = shape.ranks, shape.local
+    f = _Flows.empty()
+    g = np.arange(n, dtype=np.int64)
+    shard = size / local
+    far = (g + local) % n  # a GPU of another domain on the same rail: the route's NIC hop
+    f.add(g, far, shard, 0, half=1)
+    f.add(far, g, shard, 0, half=2)
+    for k in range(1, local):
+        peer = (g // local) * local + (g % local + k) % local
+        f.add(g, peer, 2 * shard, k % ch)  # reduce-scatter + all-gather over NVLink
+    notes = _notes(shape, "collnet_direct", "Simple", "all_reduce", ch)
+    return Plan(
+        "all_reduce",
+        "collnet_direct",
+        n,
+        size,
+        (f.step("collnet"),),
+        busbw_factor("all_reduce", n),
+        notes,
+    )
+
+
+def enabled(op: str, shape: NcclShape) -> list[tuple[str, str]]:
+    """(algorithm, protocol) pairs NCCL would consider for `op` on `shape` (tuning.cc rules)."""
+    if op == "alltoall":
+        return [("pxn" if shape.nodes > 1 and shape.local > 1 else "direct", "Simple")]
+    out: list[tuple[str, str]] = []
+    protos = list(PROTOCOLS)
+    nvls_ok = shape.nvswitch and NVLS_EFFICIENCY.get(shape.generation, 0.0) > 0 and shape.local > 1
+    for p in protos:
+        out.append(("ring", p))
+        if op == "all_reduce" and shape.nodes > 1:
+            out.append(("tree", p))
+    if nvls_ok and shape.nodes == 1 and op in ("all_reduce", "all_gather", "reduce_scatter"):
+        out.append(("nvls", "Simple"))
+    if nvls_ok and shape.nodes > 1 and op == "all_reduce":
+        out.append(("nvls_tree", "Simple"))
+    if shape.sharp and shape.nodes > 1 and op == "all_reduce" and shape.nvswitch:
+        out.append(("collnet_direct", "Simple"))
+    if op == "broadcast":
+        out = [(a, p) for a, p in out if a == "ring"]
+    return out
+
+
+def tuner_time_s(op: str, algorithm: str, proto: str, nbytes: float, shape: NcclShape) -> float:
+    """NCCL's own cost model (tuning.cc ncclTopoTuneModel + ncclTopoGetAlgoTime), in seconds.
+
+    Per-channel bandwidths come from the shape the way NCCL's search reports them: NVLink per
+    GPU over the channels (bwIntra), the host's NICs over the channels (bwInter).
+    """
+    n, nodes, local = shape.ranks, shape.nodes, shape.local
+    gen = shape.generation
+    idx2 = min(nodes, 3) - 1
+    ch = shape.channels(algorithm)
+    bw_intra = shape.nvlink_gbs / ch
+    bw_inter = shape.nic_gbs * local / ch
+    nsteps = _nsteps(op, n) if op != "broadcast" else n
+    bw = bw_intra if nodes <= 2 or algorithm == "collnet_direct" else bw_inter
+    if nodes > 1 and algorithm == "ring":
+        bw = min(bw_intra, bw_inter)
+    if algorithm == "tree" and nodes == 2:
+        bw = min(bw_intra, bw_inter * 2)
+    if algorithm in ("nvls", "nvls_tree"):
+        intra = bw_intra * NVLS_EFFICIENCY.get(gen, 0.0) * (ch - 1) / ch
+        intra *= 2.0 if op == "all_reduce" else (local - 1) / local
+        inter = bw_inter * (2 if nodes <= 2 and algorithm == "nvls_tree" else 1)
+        cap = PER_CH_MAX_NVLS_TREE_BW_GBS[gen][idx2] if algorithm == "nvls_tree" else math.inf
+        bw = min(intra, inter if nodes > 1 else math.inf, cap)
+    bus = ch * bw
+    if algorithm == "ring" and proto == "LL":
+        ll = LL_MAX_BW_GBS[gen] if nodes == 1 else LL_MAX_BW_MULTI_GBS[min(idx2, 2) // 2]
+        bus = min(ll, bus * 0.5)
+    if algorithm == "ring" and proto == "LL128":
+        bus = min(bus * 0.92, ch * PER_CH_MAX_RING_LL128_BW_GBS[gen])
+    if algorithm == "tree":
+        bus = min(bus * TREE_BW_RATIO, ch * PER_CH_MAX_TREE_BW_GBS[gen][idx2])
+        if proto == "LL":
+            bus = min(bus / 3.8, LL_MAX_BW_MULTI_GBS[min(idx2, 2) // 2])
+        if proto == "LL128":
+            bus *= 7.0 / 9.0 if nodes == 1 else 120.0 / 128.0
+    if algorithm == "collnet_direct":
+        bus *= 0.85 if gen in ("hopper", "blackwell") else 1.0
+    if algorithm in ("ring", "nvls", "nvls_tree"):
+        bus *= n / nsteps
+    elif op == "all_reduce":
+        bus *= 0.5
+    notes = _notes(shape, algorithm, proto, op, ch)
+    lat_us = notes["latency_s"] * 1e6
+    if algorithm == "ring" and proto == "Simple" and nodes > 1 and op == "all_reduce":
+        lat_us *= 1.4  # "plateau effect of ring" (ncclTopoGetAlgoTime)
+    if bus <= 0:
+        return math.inf
+    return lat_us * 1e-6 + nbytes / (bus * 1e9)
+
+
+def choose(op: str, shape: NcclShape, nbytes: float) -> tuple[str, str]:
+    """What NCCL's tuner picks for `op` of `nbytes` on `shape`: the (algorithm, protocol) of
+    least modelled time among the enabled ones."""
+    cands = enabled(op, shape)
+    if op == "alltoall":
+        return cands[0]
+    best = min(cands, key=lambda ap: tuner_time_s(op, ap[0], ap[1], nbytes, shape))
+    return best
+
+
+def nccl_collective(
+    op: str,
+    shape: NcclShape,
+    size: float,
+    algorithm: str = "auto",
+    proto: str = "auto",
+) -> Plan:
+    """The plan of `op` as NCCL would run it: `auto` takes the tuner's choice (see `choose`)."""
+    if size <= 0:
+        raise ConfigError(f"collective: size = {size}; must be positive", fix="use e.g. 1GiB")
+    if algorithm == "auto":
+        algorithm, p = choose(op, shape, size)
+        proto = p if proto == "auto" else proto
+    proto = "Simple" if proto == "auto" else get_protocol(proto).name
+    if algorithm not in ALGOS:
+        raise ConfigError(f"--algo {algorithm!r}", fix=f"use auto or one of {', '.join(ALGOS)}")
+    if op == "alltoall":
+        if algorithm not in ("pxn", "direct"):
+            raise ConfigError(f"--algo {algorithm} does not apply to alltoall", fix="use pxn")
+        plan = alltoall(shape.ranks, size, local=shape.local, pxn=algorithm == "pxn")
+        notes = dict(plan.notes)
+        notes.update({"nvlink_scale": NVLINK_EFF, "net_scale": NIC_EFF})
+        return Plan(plan.op, plan.algorithm, plan.ranks, size, plan.steps, plan.bus_factor, notes)
+    if op == "broadcast":
+        return ring(op, shape.ranks, size)
+    if algorithm == "ring":
+        return nccl_ring(op, shape, size, proto)
+    if op != "all_reduce" and algorithm != "nvls":
+        raise ConfigError(f"--algo {algorithm} does not apply to {op}", fix="use ring or nvls")
+    if algorithm == "tree":
+        if shape.nodes < 2:
+            raise ConfigError("tree: needs >= 2 hosts", fix="use ring or nvls in one host")
+        return nccl_tree(shape, size, proto)
+    if algorithm == "nvls":
+        return nvls(op, shape, size)
+    if algorithm == "nvls_tree":
+        return nvls_tree(shape, size)
+    if algorithm == "collnet_direct":
+        return collnet_direct(shape, size)
+    raise ConfigError(f"--algo {algorithm} does not apply to {op}", fix="use auto")
+
+
+def shape_of(topo: Topology, ranks: int) -> NcclShape:
+    """The NcclShape of the first `ranks` GPUs of a built cluster (its GPU, NVLink, NICs)."""
+    from starfabric.astral.collectives.protocols import gpu_generation
+
+    local = topo.structure.gpus_per_host if topo.structure is not None else 1
+    if ranks % local:
+        local = 1
+    params = topo.params
+    meta = topo.meta
+    nic_bps = float(meta.get("nic_bps", meta.get("port_bps", 400e9)))
+    return NcclShape(
+        ranks=ranks,
+        local=local,
+        generation=gpu_generation(str(params.get("gpu", "H100"))),
+        nvlink_gbs=float(meta.get("nvlink_bps", 0.0)) / 8e9,
+        nic_gbs=nic_bps / 8e9,
+        nvswitch=local > 1,
+        sharp=bool(params.get("in_network_reduction", False)),
+    )
