@@ -117,31 +117,36 @@ def _rail_rings(shape: NcclShape, channels: int) -> list[IntArray]:
     return out
 
 
+def _btree_parents(m: int) -> IntArray:
+    """Parent of every rank in NCCL's binary tree (trees.cc ncclGetBtree): rank 0 is the
+    root with a single child; a rank's parent flips its lowest set bit up one level."""
+    parent = np.full(m, -1, np.int64)
+    for rank in range(1, m):
+        bit = 1
+        while bit < m and not bit & rank:
+            bit <<= 1
+        up = (rank ^ bit) | (bit << 1)
+        if up >= m:
+            up = rank ^ bit
+        parent[rank] = up
+    return parent
+
+
 def _dbt(m: int) -> tuple[tuple[IntArray, IntArray], tuple[IntArray, IntArray]]:
-    """NCCL's double binary tree over m nodes: (child, parent) edges of each tree."""
+    """NCCL's double binary tree over m nodes (ncclGetDtree): the btree, and the btree
+    mirrored (even m) or shifted by one (odd m), so a node interior in one is a leaf in the
+    other. Returns the (child, parent) edges of each tree."""
     if m == 1:
         e = np.zeros(0, np.int64)
         return (e, e), (e, e)
-    c1: list[int] = []
-    p1: list[int] = []
-
-    def inorder(lo: int, hi: int, parent: int) -> None:
-        if lo > hi:
-            return
-        mid = (lo + hi + 1) // 2
-        if parent >= 0:
-            c1.append(mid)
-            p1.append(parent)
-        inorder(lo, mid - 1, mid)
-        inorder(mid + 1, hi, mid)
-
-    inorder(0, m - 1, -1)
-    a1, b1 = np.array(c1, np.int64), np.array(p1, np.int64)
+    parent = _btree_parents(m)
+    child1 = np.arange(1, m, dtype=np.int64)
+    parent1 = parent[1:]
     if m % 2 == 0:
-        a2, b2 = m - 1 - a1, m - 1 - b1
+        child2, parent2 = m - 1 - child1, m - 1 - parent1
     else:
-        a2, b2 = (a1 + 1) % m, (b1 + 1) % m
-    return (a1, b1), (a2, b2)
+        child2, parent2 = (child1 + 1) % m, (parent1 + 1) % m
+    return (child1, parent1), (child2, parent2)
 
 
 def tree_depth(nodes: int) -> int:

@@ -15,6 +15,13 @@ import numpy.typing as npt
 
 from starfabric.astral.collectives.plan import IntArray, Plan, Step
 from starfabric.astral.netsim import Analytical, Flows, FlowSim
+from starfabric.astral.netsim.transport import (
+    ADAPTIVE,
+    AR_CHOICES,
+    adaptive_paths,
+    check_transport,
+    contended_capacity,
+)
 from starfabric.astral.routing import route_flows
 from starfabric.astral.topology import LINK_NVLINK, Topology
 from starfabric.errors import ConfigError, InfeasibleError
@@ -205,11 +212,16 @@ def run_plan(
     polarized: bool = False,
     failed: npt.NDArray[np.bool_] | None = None,
     rel_tol: float = 0.0,
+    transport: str | None = None,
 ) -> CollectiveResult:
     """Simulate `plan` on `topo`; `placement[r]` is rank r's GPU (default: GPU r).
 
     `rel_tol` is FlowSim's completion tolerance (0 = exact; ~0.02 for steps of 100K+ flows).
+    `transport` (netsim.transport: roce, ib, efa, tcpxo, tcpx) chooses how flows are routed
+    and paced; None keeps per-flow ECMP with ideal max-min rates.
     """
+    if transport is not None:
+        check_transport(transport)
     if backend not in ("flow", "analytical"):
         raise ConfigError(f"backend {backend!r}", fix="use flow or analytical")
     gpus = (
@@ -228,10 +240,27 @@ def run_plan(
     link_bytes = np.zeros(topo.n_links)
     times: list[StepTime] = []
     total = 0.0
+    nvl_mask = np.zeros(topo.n_links, np.bool_)
+    nvl_mask[nvl_lo:nvl_hi] = True
     for step in plan.steps:
         ptr, links = step_paths(topo, step, gpus, seed=seed, polarized=polarized, failed=failed)
+        step_cap = cap
+        if transport in ADAPTIVE:
+            cands = [(ptr, links)] + [
+                step_paths(
+                    topo, step, gpus, seed=seed + 7919 * j, polarized=polarized, failed=failed
+                )
+                for j in range(1, AR_CHOICES)
+            ]
+            ptr, links = adaptive_paths(cands, step.size_bytes.astype(np.float64), cap, seed)
+        elif transport is not None:
+            step_cap = contended_capacity(ptr, links, gpus[step.src], cap, transport, nvl_mask)
         flows = Flows(step.size_bytes.astype(np.float64), ptr, links)
-        sim = FlowSim(cap, lat, rel_tol=rel_tol) if backend == "flow" else Analytical(cap, lat)
+        sim = (
+            FlowSim(step_cap, lat, rel_tol=rel_tol)
+            if backend == "flow"
+            else Analytical(step_cap, lat)
+        )
         sim.submit(flows)
         sim.advance()
         res = sim.results()
@@ -243,7 +272,7 @@ def run_plan(
         net = used.copy()
         net[nvl_lo:nvl_hi] = False
         util = (
-            float((lb[used] * 8 / (cap[used] * res.makespan_s)).max())
+            float((lb[used] * 8 / (step_cap[used] * res.makespan_s)).max())
             if used.any() and res.makespan_s > 0
             else 0.0
         )
