@@ -16,34 +16,48 @@ sim_app = typer.Typer(
     no_args_is_help=True,
 )
 
-ALGOS = ("auto", "ring", "hierarchical-ring", "hierarchical-tree", "direct", "pxn")
+ALGOS = (
+    "auto",
+    "ring",
+    "tree",
+    "nvls",
+    "nvls_tree",
+    "collnet_direct",
+    "flat-ring",
+    "hierarchical-ring",
+    "hierarchical-tree",
+    "direct",
+    "pxn",
+)
+"""auto = NCCL's tuner choice; ring/tree/nvls/nvls_tree/collnet_direct = NCCL's algorithms
+(multi-channel, pipelined); flat-ring and hierarchical-* = the step-by-step decompositions."""
+PROTOS = ("auto", "LL", "LL128", "Simple")
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast")
 
 
-def _plan(op: str, algo: str, n: int, size: float, local: int):
+def _plan(op: str, algo: str, n: int, size: float, topo, proto: str = "auto"):
     from starfabric.astral.collectives import alltoall, hierarchical, ring
-    from starfabric.astral.collectives.fit import nccl_plan
+    from starfabric.astral.collectives.nccl import nccl_collective, shape_of
 
     if op not in OPS:
         raise ConfigError(f"--op {op!r} is not a collective", fix=f"use one of {', '.join(OPS)}")
     if algo not in ALGOS:
         raise ConfigError(f"--algo {algo!r}", fix=f"use one of {', '.join(ALGOS)}")
+    if proto not in PROTOS:
+        raise ConfigError(f"--proto {proto!r}", fix=f"use one of {', '.join(PROTOS)}")
+    local = topo.structure.gpus_per_host if topo.structure is not None else 1
     loc = local if n % local == 0 else 1
-    if op == "alltoall":
-        if algo in ("auto", "pxn", "direct"):
-            return alltoall(n, size, local=loc, pxn=algo != "direct")
+    if op == "alltoall" and algo in ("direct",):
+        return alltoall(n, size, local=loc, pxn=False)
+    if op == "alltoall" and algo not in ("auto", "pxn"):
         raise ConfigError(
             f"--algo {algo} does not apply to alltoall", fix="use auto, direct or pxn"
         )
-    if algo == "auto":
-        return nccl_plan(op, n, size, loc) if op != "broadcast" else ring(op, n, size)
-    if algo == "ring":
+    if algo == "flat-ring":
         return ring(op, n, size)
     if algo.startswith("hierarchical"):
         return hierarchical(op, n, size, loc, inter=algo.split("-")[1])
-    raise ConfigError(
-        f"--algo {algo} does not apply to {op}", fix="use auto, ring or hierarchical-*"
-    )
+    return nccl_collective(op, shape_of(topo, n), size, algo, proto)
 
 
 @sim_app.command("collective")
@@ -55,7 +69,13 @@ def sim_collective(
     backend: str = typer.Option(
         "flow", "--backend", help="flow (max-min, congestion-aware) or analytical."
     ),
-    algo: str = typer.Option("auto", "--algo", help=f"One of: {', '.join(ALGOS)}."),
+    algo: str = typer.Option(
+        "auto", "--algo", help=f"One of: {', '.join(ALGOS)} (auto: NCCL's tuner choice)."
+    ),
+    proto: str = typer.Option("auto", "--proto", help=f"NCCL protocol: {', '.join(PROTOS)}."),
+    transport: str = typer.Option(
+        "", "--transport", help="roce, ib, efa, tcpxo or tcpx (default: the cluster's)."
+    ),
     sweep: bool = typer.Option(False, "--sweep", help="nccl-tests-style table over sizes."),
     min_size: str = typer.Option("1MiB", "--min-size", help="Smallest size of --sweep."),
     max_size: str = typer.Option(
@@ -76,12 +96,15 @@ def sim_collective(
 
     if backend not in ("flow", "analytical"):
         raise ConfigError(f"--backend {backend!r}", fix="use flow or analytical")
-    t = build(load_spec(ClusterSpec, topo))
+    from starfabric.astral.netsim.transport import check_transport
+
+    spec = load_spec(ClusterSpec, topo)
+    tr = check_transport(transport or spec.transport)
+    t = build(spec)
     if not 2 <= gpus <= t.n_gpus:
         raise ConfigError(
             f"--gpus {gpus}: the topology has {t.n_gpus:,} GPUs", fix=f"use 2..{t.n_gpus}"
         )
-    local = t.structure.gpus_per_host if t.structure is not None else 1
     top = parse_bytes(max_size or size, "--max-size")
     sizes = [parse_bytes(size, "--size")]
     if sweep:
@@ -96,7 +119,7 @@ def sim_collective(
     con = Console()
     rows = []
     for s in sizes:
-        plan = _plan(op, algo, gpus, float(s), local)
+        plan = _plan(op, algo, gpus, float(s), t, proto)
         res = run_plan(
             t,
             plan,
@@ -105,11 +128,15 @@ def sim_collective(
             seed=seed,
             step_latency_s=step_latency_us * 1e-6,
             rel_tol=0.02 if len(plan.steps[0]) > 50_000 else 0.0,
+            transport=tr,
         )
+        pname = plan.notes.get("proto_bw")
+        proto_name = {0.5: "LL", 120.0 / 128.0: "LL128", 1.0: "Simple"}.get(pname or 0.0, "")
         rows.append(
             {
                 "size_bytes": s,
                 "algorithm": plan.algorithm,
+                "protocol": proto_name,
                 "time_us": res.time_s * 1e6,
                 "algbw_gbps": res.algbw_gbps,
                 "busbw_gbps": res.busbw_gbps,
@@ -126,12 +153,14 @@ def sim_collective(
                 ],
             }
         )
-    tab = Table(title=f"{op} on {gpus:,} GPUs of {t.name} ({backend}, {rows[0]['algorithm']})")
-    for col in ("size (B)", "time (us)", "algbw (GB/s)", "busbw (GB/s)"):
+    tab = Table(title=f"{op} on {gpus:,} GPUs of {t.name} ({backend}, {tr})")
+    for col in ("size (B)", "algorithm", "time (us)", "algbw (GB/s)", "busbw (GB/s)"):
         tab.add_column(col, justify="right")
     for r in rows:
+        chosen = f"{r['algorithm']}/{r['protocol']}" if r["protocol"] else str(r["algorithm"])
         tab.add_row(
             f"{r['size_bytes']:,}",
+            chosen,
             f"{r['time_us']:.1f}",
             f"{r['algbw_gbps']:.2f}",
             f"{r['busbw_gbps']:.2f}",
@@ -155,7 +184,14 @@ def sim_collective(
         json_path.parent.mkdir(parents=True, exist_ok=True)
         json_path.write_text(
             json.dumps(
-                {"topology": t.name, "op": op, "gpus": gpus, "backend": backend, "rows": rows},
+                {
+                    "topology": t.name,
+                    "op": op,
+                    "gpus": gpus,
+                    "backend": backend,
+                    "transport": tr,
+                    "rows": rows,
+                },
                 indent=2,
             )
         )
