@@ -1,0 +1,118 @@
+"""Benchmark: NCCL's algorithms on topologies against real nccl-tests logs and at scale.
+
+1. Every nccl-tests log in tests/data/nccl_tests with a cluster file in its hardware/ folder:
+   `sim collective`'s model (NCCL tuner choice, pipelined plan, flow-level network, no
+   fitting) against the log's busbw at every size >= 64 MiB.
+2. all_reduce of 1 GiB on 1,024 and 4,096 GPUs of an H100 fat-tree with one 400G NIC per GPU
+   (tests/data/clusters/fat-tree-h100-4k.yaml), RoCE and IB transport, against the 400 GB/s
+   line-rate bound (NIC rate x NICs per host).
+Printed last: the 1,024-GPU IB all_reduce busbw over 400 GB/s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import yaml
+
+from starfabric.astral.collectives import nccl as N
+from starfabric.astral.collectives.run import run_plan
+from starfabric.astral.nccltests import parse_nccl_tests
+from starfabric.astral.topology import ClusterSpec, build
+from starfabric.config import load_spec
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "tests" / "data" / "nccl_tests"
+LINE_RATE_BOUND_GBPS = 400.0
+
+
+def logs() -> list[dict[str, object]]:
+    index = yaml.safe_load((DATA / "hardware" / "logs.yaml").read_text())["logs"]
+    out = []
+    for name, entry in index.items():
+        run = parse_nccl_tests(DATA / name).at_least(64 * 2**20)
+        spec = load_spec(ClusterSpec, DATA / "hardware" / entry["cluster"])
+        topo = build(spec)
+        shape = N.shape_of(topo, int(entry["gpus"]))
+        rows = []
+        for size, meas in zip(run.size_bytes, run.busbw_mean_gbps, strict=True):
+            plan = N.nccl_collective(run.collective, shape, float(size))
+            res = run_plan(topo, plan, transport=spec.transport, rel_tol=0.02)
+            rows.append(
+                {
+                    "size_bytes": int(size),
+                    "algorithm": plan.algorithm,
+                    "busbw_gbps": res.busbw_gbps,
+                    "measured_gbps": float(meas),
+                    "rel_err": res.busbw_gbps / float(meas) - 1.0,
+                }
+            )
+        out.append({"log": name, "collective": run.collective, "rows": rows})
+    return out
+
+
+def scale() -> list[dict[str, object]]:
+    spec = load_spec(ClusterSpec, ROOT / "tests" / "data" / "clusters" / "fat-tree-h100-4k.yaml")
+    topo = build(spec)
+    out = []
+    for gpus in (1024, 4096):
+        shape = N.shape_of(topo, gpus)
+        plan = N.nccl_collective("all_reduce", shape, 2.0**30)
+        for transport in ("roce", "ib"):
+            t0 = time.perf_counter()
+            res = run_plan(topo, plan, transport=transport, rel_tol=0.02)
+            out.append(
+                {
+                    "gpus": gpus,
+                    "transport": transport,
+                    "algorithm": plan.algorithm,
+                    "busbw_gbps": res.busbw_gbps,
+                    "bandwidth_part_us": res.steps[0].time_s * 1e6,
+                    "time_us": res.time_s * 1e6,
+                    "wall_s": time.perf_counter() - t0,
+                }
+            )
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("--json", type=Path, default=None, help="write the figures here")
+    args = ap.parse_args(argv)
+    t0 = time.perf_counter()
+    per_log = logs()
+    at_scale = scale()
+    for entry in per_log:
+        rows = entry["rows"]
+        assert isinstance(rows, list)
+        worst = max(abs(r["rel_err"]) for r in rows)
+        big = [abs(r["rel_err"]) for r in rows if r["size_bytes"] >= 2**30]
+        print(
+            f"{entry['log']:<62} {rows[0]['algorithm']:<10} worst>=64MiB {worst:6.1%}"
+            f"  worst>=1GiB {max(big) if big else float('nan'):6.1%}"
+        )
+    for r in at_scale:
+        print(
+            f"fat-tree {r['gpus']:>5} GPUs {r['transport']:<4} {r['algorithm']}: busbw "
+            f"{r['busbw_gbps']:.1f} GB/s (bandwidth part {r['bandwidth_part_us']:.0f} us of "
+            f"{r['time_us']:.0f} us)"
+        )
+    ref = next(r for r in at_scale if r["gpus"] == 1024 and r["transport"] == "ib")
+    out = {
+        "logs": per_log,
+        "scale": at_scale,
+        "wall_s": time.perf_counter() - t0,
+        "busbw_over_line_rate_1024_ib": float(ref["busbw_gbps"]) / LINE_RATE_BOUND_GBPS,
+    }
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(out, indent=2) + "\n")
+    print(f"busbw_over_line_rate_1024_ib: {out['busbw_over_line_rate_1024_ib']:.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
