@@ -251,12 +251,19 @@ def sim_deepep(
     eps: str = typer.Option("32,64", "--eps", help="EP sizes, comma-separated."),
     qps: str = typer.Option("1,2,4,8,16", "--qps", help="QPs per peer, comma-separated."),
     seeds: int = typer.Option(3, "--seeds", help="ECMP seeds averaged per point."),
+    transport: str = typer.Option(
+        "ib", "--transport", help="roce, ib, efa, tcpxo or tcpx (the published runs are IB)."
+    ),
     json_path: Path | None = typer.Option(None, "--json", help="Write the rows as JSON."),
 ) -> None:
-    """DeepEP dispatch/combine bandwidth per GPU vs QPs per peer, beside the published H800 figures."""
+    """DeepEP dispatch/combine bandwidth per GPU vs QPs per peer, beside the published H800
+    figures and the multi-QP gain the same sweep shows on RoCE."""
     from dataclasses import asdict
 
-    from starfabric.astral.collectives.deepep import deepep_sweep, format_rows
+    from starfabric.astral.collectives.deepep import deepep_sweep, format_gains, format_rows
+    from starfabric.astral.netsim.transport import check_transport
+
+    tr = check_transport(transport)
 
     def ints(text: str, name: str) -> tuple[int, ...]:
         try:
@@ -273,13 +280,30 @@ def sim_deepep(
 
     if seeds < 1:
         raise ConfigError(f"--seeds {seeds}", fix="use 1 or more")
-    rows = deepep_sweep(
-        ints(eps, "--eps"), ints(qps, "--qps"), seeds=tuple(range(seeds)), progress=True
+    ep_list, qp_list = ints(eps, "--eps"), ints(qps, "--qps")
+    rows = deepep_sweep(ep_list, qp_list, seeds=tuple(range(seeds)), progress=True, transport=tr)
+    con = Console()
+    con.print(f"transport: {tr}", markup=False, highlight=False)
+    con.print(format_rows(rows), markup=False, highlight=False)
+    ends = (min(qp_list), max(qp_list))
+    roce = (
+        rows
+        if tr == "roce"
+        else deepep_sweep(ep_list, ends, seeds=tuple(range(seeds)), progress=True, transport="roce")
     )
-    Console().print(format_rows(rows), markup=False, highlight=False)
+    con.print(format_gains(rows, roce), markup=False, highlight=False)
     if json_path:
         json_path.parent.mkdir(parents=True, exist_ok=True)
-        json_path.write_text(json.dumps([asdict(r) for r in rows], indent=2))
+        json_path.write_text(
+            json.dumps(
+                {
+                    "transport": tr,
+                    "rows": [asdict(r) for r in rows],
+                    "roce": [asdict(r) for r in roce],
+                },
+                indent=2,
+            )
+        )
 
 
 @sim_app.command("fit")

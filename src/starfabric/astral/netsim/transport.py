@@ -7,8 +7,9 @@
 * InfiniBand (and EFA's SRD, which sprays packets over many paths): adaptive routing lets the
   switches steer traffic to the least-loaded equal-cost port, and credit-based flow control
   keeps links lossless without rate oscillation. At flow level this is a path choice: each
-  flow takes, among `AR_CHOICES` equal-cost candidates, the one whose busiest link is least
-  loaded (rounds of power-of-d choices), and contended links keep their full capacity.
+  flow takes, among `AR_CHOICES` equal-cost candidates leaving by the same NIC port (a QP is
+  bound to its port; only switches adapt), the one whose busiest link is least loaded
+  (rounds of power-of-d choices), and contended links keep their full capacity.
 
 What a flow-level model leaves out compared with a packet simulator (ns-3 in SimAI): queue
 build-up and its latency, ECN marking thresholds and CNP timing, PFC pause propagation and
@@ -84,6 +85,10 @@ def adaptive_paths(
     cap = np.maximum(capacity_bps, 1.0) / 8.0
     choice = np.zeros(n, np.int64)
     owners = [np.repeat(np.arange(n), np.diff(p)) for p, _ in candidates]
+    # a QP is bound to one NIC port: switches adapt, the sender's first hop does not
+    base_ptr, base_links = candidates[0]
+    first = _first_links(base_ptr, base_links)
+    same_port = np.stack([_first_links(p, lk) == first for p, lk in candidates])
     for _ in range(AR_ROUNDS):
         load = np.zeros(len(cap))
         for j, (_, lk) in enumerate(candidates):
@@ -98,6 +103,7 @@ def adaptive_paths(
             lengths = np.diff(p)
             red = np.maximum.reduceat(v, np.minimum(p[:-1], len(lk) - 1)) if len(lk) else v
             cost[j] = np.where(lengths > 0, red, 0.0)
+        cost[~same_port] = np.inf
         best = cost.argmin(axis=0)
         here = cost[choice, np.arange(n)]
         better = cost[best, np.arange(n)] < here * (1 - 1e-9)
@@ -106,6 +112,13 @@ def adaptive_paths(
             break
         choice = np.where(move, best, choice)
     return _gather(candidates, choice)
+
+
+def _first_links(ptr: IntArray, links: IntArray) -> IntArray:
+    """Each flow's first link (-1 for an empty path)."""
+    lengths = np.diff(ptr)
+    safe = np.minimum(ptr[:-1], max(len(links) - 1, 0))
+    return np.where(lengths > 0, links[safe] if len(links) else -1, -1)
 
 
 def _gather(
