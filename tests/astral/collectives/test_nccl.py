@@ -33,7 +33,6 @@ KNOWN_MISSES = {
 
 MEETS_FROM_64MIB = {
     "aws_p4de_2node_a100_efa_all_reduce.txt",
-    "aws_p5_1node_h100_nvswitch_all_reduce_awsbatch.txt",
     "gcp_a3mega_2node_h100_tcpxo_all_gather.txt",
     "superbench_1node_8xa100_40gb_nccl_allreduce.log",
 }

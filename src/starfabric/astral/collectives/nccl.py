@@ -47,15 +47,32 @@ NVLINK_EFF = 0.8
 all_reduce reaches ~235 of 300 GB/s; shared with `fit.NVLINK_EFF`)."""
 
 NIC_EFF = 23.3 / 25.0
-"""Achievable fraction of the NIC line rate: perftest ib_write_bw peaks at 23.3 GB/s on a
+"""Achievable fraction of a 200 Gb/s-class NIC: perftest ib_write_bw peaks at 23.3 GB/s on a
 200 Gb/s HDR port (shared/data/telemetry superbench_ib_write_bw_loopback_all_sizes.log),
-0.932; assumption: the same for RoCE, EFA and TCPXO NICs."""
+0.932; assumption: the same below 200 Gb/s and for RoCE, EFA and TCPX(O) NICs."""
+
+NIC_EFF_400G = 48.5 / 50.0
+"""Achievable fraction of a 400 Gb/s-class NIC: 48.5 of 50 GB/s, the NIC bandwidth SimAI's
+analytical model takes for a 400G NIC (aliyun/SimAI README, `-nic 48.5`, beside `-nv 360`
+for H100 NVLink, i.e. 0.8 of 450 as NVLINK_EFF)."""
+
+
+def nic_eff(nic_gbs: float) -> float:
+    """The achievable NIC fraction for a per-GPU NIC of `nic_gbs` GB/s."""
+    return NIC_EFF_400G if nic_gbs >= 50.0 else NIC_EFF
+
 
 MAX_CHANNELS = 32
 """NCCL's MAXCHANNELS/2 ceiling on the channels its search builds (assumption: 32 used)."""
 
-NVLS_CHANNELS = {"hopper": 16, "blackwell": 24}
-"""Assumption: NCCL_NVLS_NCHANNELS defaults (16 on Hopper, 24 on Blackwell, nvls.cc)."""
+NVLS_CHANNELS_SM90 = 16
+"""NVLS_NCHANNELS_SM90 (transport/nvls.cc)."""
+
+NVLS_CHANNELS_SM100_NVL = 24
+"""NVLS_NCHANNELS_SM100_NVL: Blackwell inside one NVLink domain."""
+
+NVLS_CHANNELS_SM100 = 32
+"""NVLS_NCHANNELS_SM100: Blackwell across domains (ncclNvlsTreeSm100Tuning may lower it)."""
 
 ALGOS = ("ring", "tree", "nvls", "nvls_tree", "collnet_direct", "pxn", "direct")
 """The algorithms a NCCL plan may name (NCCL_ALGO names, plus all-to-all's pxn/direct)."""
@@ -94,8 +111,47 @@ class NcclShape:
     def channels(self, algorithm: str) -> int:
         """Channels NCCL's search would build: 2 per NIC (or per GPU in one node), <= 32."""
         if algorithm in ("nvls", "nvls_tree"):
-            return NVLS_CHANNELS.get(self.generation, 16)
+            return self._nvls_tuning()[0]
         return max(2, min(MAX_CHANNELS, 2 * self.local))
+
+    def _nvls_tuning(self) -> tuple[int, int]:
+        """(channels, tree max chunk) as ncclNvlsTuning sets them (nvls.cc)."""
+        chunk = 128 * 1024
+        if self.generation != "blackwell":
+            return NVLS_CHANNELS_SM90, (65536 if self.nodes >= 4 else chunk)
+        if self.nodes == 1:
+            return NVLS_CHANNELS_SM100_NVL, chunk
+        # ncclNvlsTreeSm100Tuning, NIC attached through a PCIe switch (PXB) as on HGX boards
+        if self.nodes == 2 and self.nic_gbs >= 48.0:
+            tree_max = 64 * 1024 if (self.local >= 16 or self.nic_gbs < 96.0) else chunk
+            return 32, tree_max
+        if self.nic_gbs >= 96.0:
+            if self.local <= 8:
+                return 24, 256 * 1024
+            return 32, (chunk if self.local < 32 else 65536)
+        if self.nic_gbs >= 48.0:
+            return 24, 65536
+        return NVLS_CHANNELS_SM100, (65536 if self.nodes >= 4 else chunk)
+
+    def chunk_bytes(self, algorithm: str, proto: str, nbytes: float) -> int:
+        """The chunk NCCL's computeColl settles on for this size (enqueue.cc rules)."""
+        base = get_protocol(proto).chunk_bytes(algorithm)
+        if algorithm == "nvls":
+            ch = self.channels("nvls")
+            chunk = min(base, 128 * 1024)
+            for mult, floor in ((64, 65536), (8, 32768), (2, 16384)):
+                if nbytes < mult * ch * chunk and chunk > floor:
+                    chunk = floor
+            return chunk
+        if algorithm == "nvls_tree":
+            ch, tree_max = self._nvls_tuning()
+            ops = ch * self.local
+            chunk = min(128 * 1024, tree_max)
+            for mult, floor in ((32, 262144), (16, 131072), (4, 65536), (1, 32768)):
+                if nbytes < mult * ops * chunk and chunk > floor:
+                    chunk = floor
+            return chunk
+        return base
 
 
 def _rail_rings(shape: NcclShape, channels: int) -> list[IntArray]:
@@ -196,7 +252,7 @@ def _nsteps(op: str, n: int) -> int:
 
 
 def _notes(
-    shape: NcclShape, algorithm: str, proto: str, op: str, channels: int
+    shape: NcclShape, algorithm: str, proto: str, op: str, channels: int, nbytes: float = 0.0
 ) -> dict[str, float]:
     """Latency terms (tuning.cc) and pipeline shape of one algorithm/protocol."""
     p = get_protocol(proto)
@@ -236,12 +292,12 @@ def _notes(
         "lat_nvl_steps": nvl_steps,
         "fill_nvl_stages": fill_nvl,
         "fill_net_stages": fill_net,
-        "chunk_bytes": float(p.chunk_bytes(algorithm)),
+        "chunk_bytes": float(shape.chunk_bytes(algorithm, proto, nbytes)),
         "channels": float(channels),
         "proto_bw": p.bw_fraction,
         "nvlink_scale": NVLINK_EFF
         * (NVLS_EFFICIENCY.get(shape.generation, 0.0) if algorithm.startswith("nvls") else 1.0),
-        "net_scale": NIC_EFF,
+        "net_scale": nic_eff(shape.nic_gbs),
     }
 
 
@@ -253,7 +309,7 @@ def nccl_ring(op: str, shape: NcclShape, size: float, proto: str = "Simple") -> 
     f = _Flows.empty()
     for c, rc in enumerate(_rail_rings(shape, ch)):
         f.add(rc, np.roll(rc, -1), per_edge, c)
-    notes = _notes(shape, "ring", proto, op, ch)
+    notes = _notes(shape, "ring", proto, op, ch, size)
     return Plan(op, "ring", n, size, (f.step("ring"),), busbw_factor(op, n), notes)
 
 
@@ -289,7 +345,7 @@ def nccl_tree(shape: NcclShape, size: float, proto: str = "Simple") -> Plan:
             f.add(parent * local + r, child * local + r, share, c)
     if not f.src:
         raise ConfigError("tree: nothing to do for one GPU", fix="use --gpus >= 2")
-    notes = _notes(shape, "tree", proto, "all_reduce", ch)
+    notes = _notes(shape, "tree", proto, "all_reduce", ch, size)
     return Plan(
         "all_reduce", "tree", n, size, (f.step("tree"),), busbw_factor("all_reduce", n), notes
     )
@@ -323,7 +379,7 @@ def nvls(op: str, shape: NcclShape, size: float) -> Plan:
         _nvls_flows(f, shape, size * (n - 1) / n, size / n, ch)
     else:
         raise ConfigError(f"nvls: op {op!r}", fix="use all_reduce, all_gather or reduce_scatter")
-    notes = _notes(shape, "nvls", "Simple", op, ch)
+    notes = _notes(shape, "nvls", "Simple", op, ch, size)
     return Plan(op, "nvls", n, size, (f.step("nvls"),), busbw_factor(op, n), notes)
 
 
@@ -348,7 +404,7 @@ def nvls_tree(shape: NcclShape, size: float) -> Plan:
         b = (parent[:, None] * local + rails[None, :]).ravel()
         f.add(a, b, shard / ch, c)
         f.add(b, a, shard / ch, c)
-    notes = _notes(shape, "nvls_tree", "Simple", "all_reduce", ch)
+    notes = _notes(shape, "nvls_tree", "Simple", "all_reduce", ch, size)
     return Plan(
         "all_reduce",
         "nvls_tree",
@@ -380,7 +436,7 @@ def collnet_direct(shape: NcclShape, size: float) -> Plan:
     for k in range(1, local):
         peer = (g // local) * local + (g % local + k) % local
         f.add(g, peer, 2 * shard, k % ch)  # reduce-scatter + all-gather over NVLink
-    notes = _notes(shape, "collnet_direct", "Simple", "all_reduce", ch)
+    notes = _notes(shape, "collnet_direct", "Simple", "all_reduce", ch, size)
     return Plan(
         "all_reduce",
         "collnet_direct",
