@@ -280,8 +280,15 @@ def sim_deepep(
 
     if seeds < 1:
         raise ConfigError(f"--seeds {seeds}", fix="use 1 or more")
+    from starfabric.astral.collectives.deepep import h800_fabric
+
     ep_list, qp_list = ints(eps, "--eps"), ints(qps, "--qps")
-    rows = deepep_sweep(ep_list, qp_list, seeds=tuple(range(seeds)), progress=True, transport=tr)
+    # the published IB runs had one 400G CX7 port per GPU; RoCE is Astral's 2x200G dual-ToR
+    single = tr in ("ib", "efa")
+    fabric = h800_fabric("CX7-400G" if single else "2x200G", tr)
+    rows = deepep_sweep(
+        ep_list, qp_list, seeds=tuple(range(seeds)), progress=True, transport=tr, topo=fabric
+    )
     con = Console()
     con.print(f"transport: {tr}", markup=False, highlight=False)
     con.print(format_rows(rows), markup=False, highlight=False)
@@ -289,9 +296,16 @@ def sim_deepep(
     roce = (
         rows
         if tr == "roce"
-        else deepep_sweep(ep_list, ends, seeds=tuple(range(seeds)), progress=True, transport="roce")
+        else deepep_sweep(
+            ep_list,
+            ends,
+            seeds=tuple(range(seeds)),
+            progress=True,
+            transport="roce",
+            topo=h800_fabric("2x200G", "roce"),
+        )
     )
-    con.print(format_gains(rows, roce), markup=False, highlight=False)
+    con.print(format_gains(rows, roce), markup=False, highlight=False, soft_wrap=True)
     if json_path:
         json_path.parent.mkdir(parents=True, exist_ok=True)
         json_path.write_text(

@@ -56,19 +56,23 @@ LINE_RATE_GBYTE_S = 50.0
 """400 Gb/s per GPU (2x200G ports), in GB/s (Astral section 3: H800 hosts, 8 NICs of 2x200G)."""
 
 
-def h800_fabric() -> Topology:
-    """One Astral pod of H800 hosts: 25.6T switches, 2x200G NIC per GPU on two ToRs."""
+def h800_fabric(nic: str = "2x200G", transport: str = "roce") -> Topology:
+    """One Astral pod of H800 hosts on 25.6T switches: by default a 2x200G NIC per GPU on two
+    ToRs (Astral's RoCE design); `nic="CX7-400G"` gives one 400 Gb/s port per GPU, as the
+    published IB runs (DeepEP README: H800 with a CX7 InfiniBand 400 Gb/s NIC per GPU)."""
+    single = nic.upper().startswith("CX7-400")
     return build(
         ClusterSpec(
-            name="deepep-h800",
+            name="deepep-h800" if not single else "deepep-h800-400g",
             topology="astral",
             gpu="H800",
             switch="25.6T",
-            port_speed="200G",
-            nic="2x200G",
-            dual_tor=True,
+            port_speed="400G" if single else "200G",
+            nic=nic,
+            dual_tor=not single,
             gpus_per_host=8,
             pods=1,
+            transport=transport,  # type: ignore[arg-type]
         )
     )
 
@@ -106,6 +110,18 @@ def split_qps(plan: Plan, q: int, local: int) -> Plan:
     qp = np.arange(len(idx)) - np.repeat(starts, rep)
     step = Step(s.src[idx], s.dst[idx], s.size_bytes[idx] / rep[idx], qp.astype(np.int64), s.phase)
     return Plan(plan.op, plan.algorithm, plan.ranks, plan.size_bytes, (step,), 1.0, plan.notes)
+
+
+def with_efficiencies(plan: Plan, topo: Topology) -> Plan:
+    """`plan` with the achievable NVLink and NIC fractions every NCCL plan carries (H800
+    NVLink ~160 of 200 GB/s per DeepEP's README is NVLINK_EFF; the NIC's by its rate)."""
+    from starfabric.astral.collectives.nccl import NVLINK_EFF, nic_eff
+
+    lo, hi = topo.links_of_kind(LINK_NIC)
+    nic_gbs = float(topo.link_capacity_bps[lo]) / 8e9 if hi > lo else 50.0
+    notes = dict(plan.notes)
+    notes.update({"nvlink_scale": NVLINK_EFF, "net_scale": nic_eff(nic_gbs)})
+    return Plan(plan.op, plan.algorithm, plan.ranks, plan.size_bytes, plan.steps, 1.0, notes)
 
 
 def deepep_rdma_bytes(shape: MoEShape, phase: str) -> float:
@@ -162,6 +178,8 @@ def deepep_sweep(
             rdma = deepep_rdma_bytes(shape, phase)
             for q in qps:
                 plan = split_qps(base, q, shape.local)
+                if transport is not None:
+                    plan = with_efficiencies(plan, t)
                 time_s = nic_b = util = 0.0
                 for seed in seeds:
                     res = run_plan(
