@@ -76,3 +76,22 @@ def test_more_qps_more_bandwidth_saturating_below_line_rate() -> None:
 def test_bad_qps() -> None:
     with pytest.raises(ConfigError, match="qps_per_peer = 0"):
         split_qps(moe_alltoall(SMALL), 0, SMALL.local)
+
+
+def test_transport_ib_single_port_has_no_multi_qp_gain_roce_dual_port_does() -> None:
+    """With one 400G port per GPU and adaptive routing there is nothing for extra QPs to
+    spread (the published IB gain is NIC-internal); with RoCE ECMP over 2x200G there is."""
+    ib = deepep_sweep(
+        (32,), (1, 16), tokens_per_rank=256, seeds=(0,), transport="ib",
+        topo=h800_fabric("CX7-400G", "ib"),
+    )  # fmt: skip
+    roce = deepep_sweep(
+        (32,), (1, 16), tokens_per_rank=256, seeds=(0,), transport="roce",
+        topo=h800_fabric("2x200G", "roce"),
+    )  # fmt: skip
+    for phase in ("dispatch", "combine"):
+        one, many = (r.rdma_gbyte_s for r in ib if r.phase == phase)
+        assert abs(many / one - 1) < 0.02
+        assert max(r.nic_gbyte_s for r in ib) <= LINE_RATE_GBYTE_S
+        r1, r16 = (r.rdma_gbyte_s for r in roce if r.phase == phase)
+        assert r16 / r1 > 1.2

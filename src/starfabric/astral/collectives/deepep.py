@@ -72,7 +72,7 @@ def h800_fabric(nic: str = "2x200G", transport: str = "roce") -> Topology:
             dual_tor=not single,
             gpus_per_host=8,
             pods=1,
-            transport=transport,  # type: ignore[arg-type]
+            transport=transport,
         )
     )
 
