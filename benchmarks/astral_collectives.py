@@ -1,6 +1,6 @@
 """Benchmark: NCCL's algorithms on topologies against real nccl-tests logs and at scale.
 
-1. Every nccl-tests log in tests/data/nccl_tests with a cluster file in its hardware/ folder:
+1. Every nccl-tests log in tests/data/nccl_tests with a cluster file in tests/data/nccl_hardware:
    `sim collective`'s model (NCCL tuner choice, pipelined plan, flow-level network, no
    fitting) against the log's busbw at every size >= 64 MiB.
 2. all_reduce of 1 GiB on 1,024 and 4,096 GPUs of an H100 fat-tree with one 400G NIC per GPU
@@ -26,15 +26,16 @@ from starfabric.config import load_spec
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data" / "nccl_tests"
+HW = ROOT / "tests" / "data" / "nccl_hardware"
 LINE_RATE_BOUND_GBPS = 400.0
 
 
 def logs() -> list[dict[str, object]]:
-    index = yaml.safe_load((DATA / "hardware" / "logs.yaml").read_text())["logs"]
+    index = yaml.safe_load((HW / "logs.yaml").read_text())["logs"]
     out = []
     for name, entry in index.items():
         run = parse_nccl_tests(DATA / name).at_least(64 * 2**20)
-        spec = load_spec(ClusterSpec, DATA / "hardware" / entry["cluster"])
+        spec = load_spec(ClusterSpec, HW / entry["cluster"])
         topo = build(spec)
         shape = N.shape_of(topo, int(entry["gpus"]))
         rows = []

@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 from starfabric.cli import app
 
 runner = CliRunner()
-HW = Path(__file__).parents[2] / "data" / "nccl_tests" / "hardware"
+HW = Path(__file__).parents[2] / "data" / "nccl_hardware"
 
 
 def test_auto_prints_the_tuners_choice_per_size(tmp_path: Path) -> None:

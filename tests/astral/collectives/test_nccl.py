@@ -18,7 +18,7 @@ from starfabric.config import load_spec
 from starfabric.errors import ConfigError
 
 DATA = Path(__file__).parents[2] / "data" / "nccl_tests"
-HW = DATA / "hardware"
+HW = DATA.parent / "nccl_hardware"
 LOGS: dict[str, dict[str, object]] = yaml.safe_load((HW / "logs.yaml").read_text())["logs"]
 
 KNOWN_MISSES = {
