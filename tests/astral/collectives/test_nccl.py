@@ -25,7 +25,7 @@ KNOWN_MISSES = {
     "gcp_a3high_2node_h100_tcpx_all_gather.txt": "GPUDirect-TCPX is host-CPU bound at ~50% of "
     "its NICs; the model has no CPU-side transport limit",
     "coreweave_gb200_nvl72_1rack_72gpu_all_reduce_excerpt.txt": "NVL72 NVLS reaches ~0.47 of "
-    "NVLink, below NCCL's Blackwell NVLS efficiency x NVLINK_EFF (0.59); slow ramp not modelled",
+    "NVLink, below NCCL's Blackwell NVLS efficiency x NVLINK_EFF (0.59): the model is ~20% high",
     "coreweave_gb200_nvl72_2rack_144gpu_all_reduce_excerpt.txt": "as the 1-rack NVL72",
     "coreweave_gb200_nvl72_20rack_1440gpu_all_reduce_excerpt.txt": "20 racks reach 405 GB/s: "
     "the inter-rack limit (heads/channels NCCL uses per rack) is not modelled",
@@ -33,7 +33,11 @@ KNOWN_MISSES = {
 
 MEETS_FROM_64MIB = {
     "aws_p4de_2node_a100_efa_all_reduce.txt",
+    "aws_p5_1node_h100_nvswitch_all_reduce_awsbatch.txt",
     "gcp_a3mega_2node_h100_tcpxo_all_gather.txt",
+    "lambda_1cc_2node_b200_ib_all_reduce.txt",
+    "nebius_2node_8gpu_ib_all_reduce.txt",
+    "coreweave_h100_64gpu_ib_sharp_all_reduce_excerpt.txt",
     "superbench_1node_8xa100_40gb_nccl_allreduce.log",
 }
 """Logs whose every row from 64 MiB up is within 15% (the others only from 1 GiB up)."""

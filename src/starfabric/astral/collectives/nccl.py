@@ -294,6 +294,8 @@ def _notes(
         "fill_net_stages": fill_net,
         "chunk_bytes": float(shape.chunk_bytes(algorithm, proto, nbytes)),
         "channels": float(channels),
+        # NVLS: a GPU's NVLink flow interleaves one chunk stream per shard owner (head)
+        "nvl_streams": float(local) if algorithm in ("nvls", "nvls_tree") else 1.0,
         "proto_bw": p.bw_fraction,
         "nvlink_scale": NVLINK_EFF
         * (NVLS_EFFICIENCY.get(shape.generation, 0.0) if algorithm.startswith("nvls") else 1.0),

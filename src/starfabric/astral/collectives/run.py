@@ -187,7 +187,9 @@ def _pipeline_overhead_s(
     path_lat = np.zeros(len(flows))
     np.add.at(path_lat, owner, link_latency_s[links])
     size = np.maximum(flows.size_bytes, 1.0)
-    chunk_t = finish_s * np.minimum(1.0, notes["chunk_bytes"] / size)
+    # a flow made of k interleaved chunk streams moves one stream's chunk in k chunk-times
+    streams = np.where(on_net, 1.0, notes.get("nvl_streams", 1.0))
+    chunk_t = finish_s * np.minimum(1.0, notes["chunk_bytes"] * streams / size)
     out = 0.0
     for mask, steps_key, fill_key in (
         (on_net, "lat_net_steps", "fill_net_stages"),
