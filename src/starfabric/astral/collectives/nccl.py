@@ -84,7 +84,8 @@ class NcclShape:
 
     `local` GPUs share one NVLink domain (a host, or a 72-GPU NVL72 rack) and each has its own
     NIC; `nvswitch` says the domain is switched (NVLS needs Hopper+ NVSwitch); `sharp` says the
-    network switches reduce in-network (CollNet). Bandwidths are per GPU and direction, GB/s.
+    network switches reduce in-network (CollNet). Bandwidths are per GPU and direction, GB/s
+    (`nic_port_gbs`: one port's, which sets the NIC's achievable fraction).
     """
 
     ranks: int
@@ -94,6 +95,7 @@ class NcclShape:
     nic_gbs: float = 50.0
     nvswitch: bool = True
     sharp: bool = False
+    nic_port_gbs: float | None = None  # one port's rate when a NIC has several (2x200G)
 
     def __post_init__(self) -> None:
         if self.ranks < 2:
@@ -299,7 +301,7 @@ def _notes(
         "proto_bw": p.bw_fraction,
         "nvlink_scale": NVLINK_EFF
         * (NVLS_EFFICIENCY.get(shape.generation, 0.0) if algorithm.startswith("nvls") else 1.0),
-        "net_scale": nic_eff(shape.nic_gbs),
+        "net_scale": nic_eff(shape.nic_port_gbs or shape.nic_gbs),
     }
 
 
@@ -586,7 +588,8 @@ def shape_of(topo: Topology, ranks: int) -> NcclShape:
         local = 1
     params = topo.params
     meta = topo.meta
-    nic_bps = float(meta.get("nic_bps", meta.get("port_bps", 400e9)))
+    ports = int(meta.get("nic_ports", 1))  # a 2x200G NIC gives its GPU 400G
+    nic_bps = float(meta.get("nic_bps", meta.get("port_bps", 400e9))) * ports
     return NcclShape(
         ranks=ranks,
         local=local,
@@ -595,4 +598,5 @@ def shape_of(topo: Topology, ranks: int) -> NcclShape:
         nic_gbs=nic_bps / 8e9,
         nvswitch=local > 1,
         sharp=bool(params.get("in_network_reduction", False)),
+        nic_port_gbs=nic_bps / ports / 8e9,
     )
