@@ -6,9 +6,12 @@ gives the bandwidth time on the real paths (ECMP collisions, shared NICs, NVLink
 notes carry what the flows cannot see, and `run_plan` adds it:
 
 * latency (tuning.cc's model): base latency + per-step hardware latency of the protocol for
-  each sequential step, NVLink steps and network steps apart, plus the path's own latency;
+  each sequential step, NVLink steps and network steps apart (a path slower than that
+  hardware latency adds the difference per step);
 * pipeline fill: a chunk (NCCL_STEPS slots, chunk size per protocol) has to cross every stage
-  of a tree or NVLS pipeline before the last chunk leaves, `(stages - 1) x chunk time`;
+  of a tree or NVLS pipeline before the last chunk leaves, `(stages - 1) x chunk time` at the
+  channel's share of the link (reduce and broadcast are separate connections, so the
+  bottleneck stays busy with the other direction meanwhile);
 * capacity scaling: the protocol's wire efficiency on every link, NVLS efficiency on NVLink,
   the achievable NIC fraction on the network.
 
@@ -292,6 +295,8 @@ def _notes(
         "latency_s": lat * 1e-6,
         "lat_net_steps": net_steps,
         "lat_nvl_steps": nvl_steps,
+        "hw_net_us": inter,
+        "hw_nvl_us": intra,
         "fill_nvl_stages": fill_nvl,
         "fill_net_stages": fill_net,
         "chunk_bytes": float(shape.chunk_bytes(algorithm, proto, nbytes)),

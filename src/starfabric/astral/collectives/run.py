@@ -163,20 +163,36 @@ def _scaled_capacity(
     return out
 
 
+def _channels_per_link(flows: Flows, qp: IntArray, n_links: int) -> npt.NDArray[np.float64]:
+    """How many distinct channels (QPs) of the step cross each link."""
+    ptr, links = flows.path_ptr, flows.path_links
+    owner = np.repeat(np.arange(len(flows)), np.diff(ptr))
+    key = np.unique(links * (int(qp.max()) + 1) + qp[owner])
+    return np.bincount(key // (int(qp.max()) + 1), minlength=n_links).astype(np.float64)
+
+
 def _pipeline_overhead_s(
     notes: dict[str, float],
     finish_s: npt.NDArray[np.float64],
     flows: Flows,
+    qp: IntArray,
+    cap_bps: npt.NDArray[np.float64],
     link_latency_s: npt.NDArray[np.float64],
     nvl_lo: int,
     nvl_hi: int,
 ) -> float:
-    """What a pipelined NCCL step adds to its bandwidth time: the path latency of each further
-    sequential step, and the fill of chunks through the tree/NVLS stages.
+    """What a pipelined NCCL step adds to its bandwidth time: path latency beyond what NCCL's
+    per-step hardware latency already charges, and the fill of chunks through the tree/NVLS
+    stages.
 
-    A chunk's time on a flow is the flow's time x chunk / its bytes (its steady rate); the fill
-    charges the slowest NVLink-only flow's chunk time per NVLink stage and the slowest network
-    flow's per network stage.
+    NCCL's reduce and broadcast run on separate connections (runTreeSplit, the NVLS-tree warp
+    groups), so while a chunk fills the pipeline the bottleneck NIC is kept busy with the other
+    channels' and the other direction's data, and only the chunk's own crossing is exposed: a
+    stage takes the chunk at its channel's share of the link (link rate / channels crossing
+    it), never slower than the flow's steady rate (chunk x its time / its bytes). An NVLS flow
+    interleaves `nvl_streams` chunk streams (one per head), so its chunk takes that many times
+    longer. The fill charges the slowest NVLink-only flow per NVLink stage and the slowest
+    network flow per network stage.
     """
     if "chunk_bytes" not in notes or len(flows) == 0:
         return 0.0
@@ -187,18 +203,25 @@ def _pipeline_overhead_s(
     path_lat = np.zeros(len(flows))
     np.add.at(path_lat, owner, link_latency_s[links])
     size = np.maximum(flows.size_bytes, 1.0)
-    # a flow made of k interleaved chunk streams moves one stream's chunk in k chunk-times
     streams = np.where(on_net, 1.0, notes.get("nvl_streams", 1.0))
-    chunk_t = finish_s * np.minimum(1.0, notes["chunk_bytes"] * streams / size)
+    chunk = notes["chunk_bytes"] * streams
+    steady_t = finish_s * np.minimum(1.0, chunk / size)
+    per_link_s = _channels_per_link(flows, qp, len(cap_bps)) * 8.0 / np.maximum(cap_bps, 1.0)
+    share_t = np.zeros(len(flows))
+    np.maximum.at(share_t, owner, per_link_s[links])
+    chunk_t = np.minimum(steady_t, share_t * chunk)
     out = 0.0
-    for mask, steps_key, fill_key in (
-        (on_net, "lat_net_steps", "fill_net_stages"),
-        (~on_net, "lat_nvl_steps", "fill_nvl_stages"),
+    for mask, steps_key, hw_key, fill_key in (
+        (on_net, "lat_net_steps", "hw_net_us", "fill_net_stages"),
+        (~on_net, "lat_nvl_steps", "hw_nvl_us", "fill_nvl_stages"),
     ):
         if not mask.any():
             continue
+        # NCCL's hwLat per step is measured end to end on real fabrics, path included: only a
+        # path slower than that adds to each further step
         extra_steps = max(notes.get(steps_key, 0.0) - 1.0, 0.0)
-        out += extra_steps * float(path_lat[mask].mean())
+        beyond = float(path_lat[mask].mean()) - notes.get(hw_key, 0.0) * 1e-6
+        out += extra_steps * max(beyond, 0.0)
         out += notes.get(fill_key, 0.0) * float(chunk_t[mask].max())
     return out
 
@@ -267,7 +290,9 @@ def run_plan(
         sim.advance()
         res = sim.results()
         t = res.makespan_s * step.scale
-        total += _pipeline_overhead_s(plan.notes, res.finish_s, flows, lat, nvl_lo, nvl_hi)
+        total += _pipeline_overhead_s(
+            plan.notes, res.finish_s, flows, step.qp, step_cap, lat, nvl_lo, nvl_hi
+        )
         lb = res.link_bytes
         link_bytes += lb * step.repeat * step.scale
         used = lb > 0
