@@ -29,6 +29,20 @@ RESCAN_FLOWS_PER_THREAD_S = 50000.0
 #: cores / 4 + 1 = 4 there, ovs-vswitchd.conf.db(5)).
 RESCAN_THREADS = 4
 
+#: The OVS release the OVS-like preset's calibration was measured on (benchmarks/ovs_real.py:
+#: Debian's openvswitch-switch, userspace datapath, `upcall/disable-megaflows` so every
+#: datapath flow is exact-match as the model's per-direction flows are; docs/fornax-experiments.md).
+OVS_CALIBRATION_VERSION = "Open vSwitch 3.1.0 (Debian 3.1.0-2), netdev datapath, exact-match flows"
+#: Host bytes per model flow [calibration, OVS_CALIBRATION_VERSION]: ovs-vswitchd's resident
+#: memory growth per connection (udpif_keys, datapath flows, dpcls rules, the conntrack entry,
+#: allocator overhead; ~3 datapath flows per connection there: recirculation after ct()) at
+#: the largest N measured, divided by the model's two flows per connection.
+OVS_HOST_BYTES_PER_FLOW = 1.0
+#: Revalidator CPU per model flow per revalidator pass [calibration, OVS_CALIBRATION_VERSION]:
+#: measured revalidator-thread CPU per second / (2 passes/s x 2 model flows per connection x
+#: connections), the mean over the N measured.
+OVS_REVALIDATE_NS_PER_FLOW = 1.0
+
 
 class FlowLimitConfig(Spec):
     """OVS's dynamic datapath flow limit (udpif_revalidator in ofproto-dpif-upcall.c) [facts],
@@ -125,6 +139,20 @@ class SoftwareCentricConfig(Spec):
     chunk: int = Field(
         65536, ge=1, description="entries per dump call of a software pass (assumption)"
     )
+    host_bytes_per_flow: float | None = Field(
+        None,
+        gt=0,
+        description="software bytes charged per live mirrored flow (a calibration to a "
+        "measured ovs-vswitchd: OVS_HOST_BYTES_PER_FLOW); None: the mirror's measured numpy "
+        "bytes (records and index)",
+    )
+    revalidate_ns_per_flow: float | None = Field(
+        None,
+        gt=0,
+        description="management CPU charged per dumped flow of a revalidator pass in place of "
+        "the pass's measured thread time (a calibration: OVS_REVALIDATE_NS_PER_FLOW); None: "
+        "the measured thread time",
+    )
     rescan_flows_per_thread_s: float = Field(
         RESCAN_FLOWS_PER_THREAD_S,
         gt=0,
@@ -158,6 +186,16 @@ class SoftwareCentricConfig(Spec):
             raise ValueError(
                 f"stats_lag_s = {self.stats_lag_s} is read by revalidators only; use "
                 "aging: revalidate or stats_lag_s: 0"
+            )
+        if self.host_bytes_per_flow is not None and self.mirror != "full":
+            raise ValueError(
+                "host_bytes_per_flow charges the mirror's flows; use mirror: full or "
+                "host_bytes_per_flow: null"
+            )
+        if self.revalidate_ns_per_flow is not None and self.aging != "revalidate":
+            raise ValueError(
+                "revalidate_ns_per_flow charges revalidator passes; use aging: revalidate or "
+                "revalidate_ns_per_flow: null"
             )
         if self.flow_limit is not None and self.aging != "revalidate":
             raise ValueError(
@@ -196,10 +234,17 @@ def fornax() -> SoftwareCentricConfig:
     return SoftwareCentricConfig()
 
 
-def ovs_like() -> SoftwareCentricConfig:
+def ovs_like(calibrated: bool = True) -> SoftwareCentricConfig:
     """Open vSwitch with hardware offload: per-direction flows, udpif_key mirror, revalidators
-    every min(max-idle, 500 ms), dynamic flow limit, 2 s offloaded-stats delay, rescan."""
+    every min(max-idle, 500 ms), dynamic flow limit, 2 s offloaded-stats delay, rescan; with
+    `calibrated`, host bytes and revalidator CPU per flow as measured on a real ovs-vswitchd
+    (OVS_CALIBRATION_VERSION), else the mirror's numpy bytes and its measured thread time."""
+    cal: dict[str, Any] = {}
+    if calibrated:
+        cal = {"host_bytes_per_flow": OVS_HOST_BYTES_PER_FLOW,
+               "revalidate_ns_per_flow": OVS_REVALIDATE_NS_PER_FLOW}  # fmt: skip
     return SoftwareCentricConfig(
+        **cal,
         entries="per_direction",
         aging="revalidate",
         policy="rescan",
@@ -284,9 +329,12 @@ __all__ = [
     "ABLATIONS",
     "MODELLED",
     "NOT_MODELLED",
+    "OVS_CALIBRATION_VERSION",
+    "OVS_HOST_BYTES_PER_FLOW",
     "OVS_MAX_IDLE_S",
     "OVS_MAX_REVALIDATOR_S",
     "OVS_OFFLOADED_STATS_DELAY_S",
+    "OVS_REVALIDATE_NS_PER_FLOW",
     "PRESETS",
     "RESCAN_FLOWS_PER_THREAD_S",
     "RESCAN_THREADS",
