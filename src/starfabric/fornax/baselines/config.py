@@ -32,16 +32,22 @@ RESCAN_THREADS = 4
 #: The OVS release the OVS-like preset's calibration was measured on (benchmarks/ovs_real.py:
 #: Debian's openvswitch-switch, userspace datapath, `upcall/disable-megaflows` so every
 #: datapath flow is exact-match as the model's per-direction flows are; docs/fornax-experiments.md).
-OVS_CALIBRATION_VERSION = "Open vSwitch 3.1.0 (Debian 3.1.0-2), netdev datapath, exact-match flows"
+OVS_CALIBRATION_VERSION = (
+    "Open vSwitch 3.1.0 (Debian 3.1.0-2+deb12u1), netdev datapath, exact-match flows"
+)
 #: Host bytes per model flow [calibration, OVS_CALIBRATION_VERSION]: ovs-vswitchd's resident
-#: memory growth per connection (udpif_keys, datapath flows, dpcls rules, the conntrack entry,
-#: allocator overhead; ~3 datapath flows per connection there: recirculation after ct()) at
-#: the largest N measured, divided by the model's two flows per connection.
-OVS_HOST_BYTES_PER_FLOW = 1.0
+#: memory growth per connection (udpif_keys, datapath flows and dpcls rules, xlate caches, the
+#: conntrack entry, what glibc keeps of the setup's short-lived flows), divided by the model's
+#: two flows per connection. Measured 2026-12-01 by `benchmarks/ovs_real.py --mode exact`
+#: (docs/results/ovs-real-full.json) at the largest level that held: 10,000 connections,
+#: 27,468 B per connection (2,000 CPS; the 50k-200k levels lost connections to the dynamic
+#: flow limit on the shared 2-core VM). Real RSS does not grow linearly with N: see
+#: docs/fornax-experiments.md, "Real Open vSwitch".
+OVS_HOST_BYTES_PER_FLOW = 13734.0
 #: Revalidator CPU per model flow per revalidator pass [calibration, OVS_CALIBRATION_VERSION]:
-#: measured revalidator-thread CPU per second / (2 passes/s x 2 model flows per connection x
-#: connections), the mean over the N measured.
-OVS_REVALIDATE_NS_PER_FLOW = 1.0
+#: measured revalidator-thread CPU per second per connection / (2 model flows x 2 passes/s),
+#: over the levels that held (the same run: 0.0774 CPU s/s at 10,000 connections).
+OVS_REVALIDATE_NS_PER_FLOW = 1934.0
 
 
 class FlowLimitConfig(Spec):
@@ -283,7 +289,10 @@ MODELLED = {
     "ovs_like": (
         "two exact-match hardware entries per connection (one datapath flow per direction)",
         "a udpif_key-like software record per flow: ufid, netlink key and mask, actions, "
-        "stats, policy reference, dump sequence, state (mirror.py; measured bytes)",
+        "stats, policy reference, dump sequence, state (mirror.py); software bytes charged at "
+        "OVS_HOST_BYTES_PER_FLOW per flow and revalidator CPU at OVS_REVALIDATE_NS_PER_FLOW "
+        "per flow and pass, as measured on a real ovs-vswitchd (ovs_like(calibrated=False): "
+        "the records' numpy bytes and the passes' thread time)",
         "revalidators dumping every flow each min(max-idle, 500 ms), comparing counters, "
         "deleting idle flows, creating missing ukeys and sweeping ukeys of vanished flows",
         "the dynamic flow limit (start 10k, max 200k, shrink on slow dumps, +1000 on fast "
@@ -310,7 +319,13 @@ NOT_MODELLED = (
     "hits this, generated workloads do not (the per-direction differential tests use them)",
     "upcall handlers and OpenFlow translation (xlate): every contender uses Fornax's batched "
     "miss path and policy evaluation, so only the management differences are measured",
-    "revalidator threads' real dump time: the dynamic flow limit uses dump_ns_per_flow",
+    "revalidator threads' real dump time: the dynamic flow limit uses dump_ns_per_flow "
+    "(within 0.77-1.75x of a real ovs-vswitchd's dumps, docs/fornax-experiments.md)",
+    "OVS's recirculation after ct(): a real exact-match OVS holds up to 4 datapath flows per "
+    "connection, the model 2 (the calibration charges per model flow what real OVS spends per "
+    "connection / 2)",
+    "RSS that follows the setup's transient flows (rate x max-idle), not the live table: the "
+    "calibration is one bytes-per-flow constant",
     "the driver's stats sync costs nothing to management (first tick after each lag boundary)",
     "DOCA polling reads counters by dump chunks, not per-connection queries",
     "rescan operations are never deferred by the setup budget (the rescan's own rate, "

@@ -50,6 +50,7 @@ class RunConfig:
     flow_limit: int = 4_000_000
     sweep: tuple[float, ...] = ()
     sweep_step_s: float = 1.0
+    warmup: int = WARMUP
 
 
 @dataclass
@@ -63,6 +64,7 @@ class Level:
     open_wall_s: float
     conntrack: int
     flows: int
+    flows_max: int
     ukeys: int
     flow_limit: int
     dump_ms_median: float
@@ -136,10 +138,12 @@ def run(cfg: RunConfig, progress: Callable[[str], None] | None = None) -> RunRes
                             drv.raw_socket(ovs.ns_server, ovs.if_server))  # fmt: skip
         try:
             pid = ovs.vswitchd_pid
-            warm = Connections(WARMUP_FIRST, WARMUP, cm, sm)
-            drv.open_connections(socks, drv.PrebuiltPhases.build(warm, SETUP), cfg.cps)
-            pres: list[drv.PrebuiltPhases] = [drv.PrebuiltPhases.build(warm, KEEPALIVE)]
-            _keepalive_for(socks, pres, 1.0)
+            pres: list[drv.PrebuiltPhases] = []
+            if cfg.warmup:
+                warm = Connections(WARMUP_FIRST, cfg.warmup, cm, sm)
+                drv.open_connections(socks, drv.PrebuiltPhases.build(warm, SETUP), cfg.cps)
+                pres.append(drv.PrebuiltPhases.build(warm, KEEPALIVE))
+                _keepalive_for(socks, pres, 1.0)
             res = RunResult(ovs_version(), cfg.megaflows, ms.rss_bytes(pid),
                             ms.parse_nconns(ovs.appctl("dpctl/ct-get-nconns")))  # fmt: skip
             opened = 0
@@ -201,7 +205,7 @@ def _level(ovs: OvsInstance, socks: drv.Sockets, pres: list[drv.PrebuiltPhases],
     rss = ms.rss_bytes(pid)
     ct = ms.parse_nconns(ovs.appctl("dpctl/ct-get-nconns"))
     return Level(connections=n, cps=cfg.cps, setup_sent=sent, setup_delivered=delivered,
-                 open_wall_s=open_wall, conntrack=ct, flows=last.flows, ukeys=last.ukeys,
+                 open_wall_s=open_wall, conntrack=ct, flows=last.flows, flows_max=last.flows_max, ukeys=last.ukeys,
                  flow_limit=last.limit, dump_ms_median=statistics.median(dumps),
                  dump_ms_max=max(dumps), rss_bytes=rss, rss_growth_bytes=rss - res.base_rss_bytes,
                  cpu_per_s=cpu, window_s=window, warmup=res.warmup_connections)  # fmt: skip
