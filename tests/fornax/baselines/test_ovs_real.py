@@ -120,3 +120,14 @@ def test_private_ovs_sees_1000_connections_and_leaves_nothing() -> None:
     assert lv.cpu_per_s.get("revalidator", 0) > 0 and lv.rss_growth_bytes > 0
     after = leftovers()
     assert not any(after.values()), f"left behind: {after}"
+
+
+def test_unavailable_reason_names_the_missing_tool_and_the_install(monkeypatch) -> None:
+    from starfabric.fornax.baselines.ovs_real import instance
+
+    monkeypatch.setattr(
+        instance, "find_tool", lambda name: None if name == "ovs-vswitchd" else "/bin/true"
+    )
+    reason = instance.unavailable_reason()
+    assert reason is not None
+    assert "ovs-vswitchd" in reason and "apt-get install openvswitch-switch" in reason
