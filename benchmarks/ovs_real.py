@@ -236,4 +236,8 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except KeyboardInterrupt:  # the instance has already removed what it created
+        print("interrupted: the private OVS, its namespaces and folder were removed")
+        sys.exit(130)
