@@ -40,8 +40,8 @@ OVS_CALIBRATION_VERSION = (
 #: conntrack entry, what glibc keeps of the setup's short-lived flows), divided by the model's
 #: two flows per connection. Measured 2026-12-01 by `benchmarks/ovs_real.py --mode exact`
 #: (docs/results/ovs-real-full.json) at the largest level that held: 10,000 connections,
-#: 27,468 B per connection (2,000 CPS; the 50k-200k levels lost connections to the dynamic
-#: flow limit on the shared 2-core VM). Real RSS does not grow linearly with N: see
+#: 27,468 B per connection (2,000 CPS; at 50k-200k, on the shared 2-core VM, setup packets
+#: were lost and the dynamic flow limit shrank). Real RSS does not grow linearly with N: see
 #: docs/fornax-experiments.md, "Real Open vSwitch".
 OVS_HOST_BYTES_PER_FLOW = 13734.0
 #: Revalidator CPU per model flow per revalidator pass [calibration, OVS_CALIBRATION_VERSION]:
