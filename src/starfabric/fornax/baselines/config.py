@@ -29,6 +29,26 @@ RESCAN_FLOWS_PER_THREAD_S = 50000.0
 #: cores / 4 + 1 = 4 there, ovs-vswitchd.conf.db(5)).
 RESCAN_THREADS = 4
 
+#: The OVS release the OVS-like preset's calibration was measured on (benchmarks/ovs_real.py:
+#: Debian's openvswitch-switch, userspace datapath, `upcall/disable-megaflows` so every
+#: datapath flow is exact-match as the model's per-direction flows are; docs/fornax-experiments.md).
+OVS_CALIBRATION_VERSION = (
+    "Open vSwitch 3.1.0 (Debian 3.1.0-2+deb12u1), netdev datapath, exact-match flows"
+)
+#: Host bytes per model flow [calibration, OVS_CALIBRATION_VERSION]: ovs-vswitchd's resident
+#: memory growth per connection (udpif_keys, datapath flows and dpcls rules, xlate caches, the
+#: conntrack entry, what glibc keeps of the setup's short-lived flows), divided by the model's
+#: two flows per connection. Measured 2026-12-01 by `benchmarks/ovs_real.py --mode exact`
+#: (docs/results/ovs-real-full.json) at the largest level that held: 10,000 connections,
+#: 27,468 B per connection (2,000 CPS; at 50k-200k, on the shared 2-core VM, setup packets
+#: were lost and the dynamic flow limit shrank). Real RSS does not grow linearly with N: see
+#: docs/fornax-experiments.md, "Real Open vSwitch".
+OVS_HOST_BYTES_PER_FLOW = 13734.0
+#: Revalidator CPU per model flow per revalidator pass [calibration, OVS_CALIBRATION_VERSION]:
+#: measured revalidator-thread CPU per second per connection / (2 model flows x 2 passes/s),
+#: over the levels that held (the same run: 0.0774 CPU s/s at 10,000 connections).
+OVS_REVALIDATE_NS_PER_FLOW = 1934.0
+
 
 class FlowLimitConfig(Spec):
     """OVS's dynamic datapath flow limit (udpif_revalidator in ofproto-dpif-upcall.c) [facts],
@@ -125,6 +145,20 @@ class SoftwareCentricConfig(Spec):
     chunk: int = Field(
         65536, ge=1, description="entries per dump call of a software pass (assumption)"
     )
+    host_bytes_per_flow: float | None = Field(
+        None,
+        gt=0,
+        description="software bytes charged per live mirrored flow (a calibration to a "
+        "measured ovs-vswitchd: OVS_HOST_BYTES_PER_FLOW); None: the mirror's measured numpy "
+        "bytes (records and index)",
+    )
+    revalidate_ns_per_flow: float | None = Field(
+        None,
+        gt=0,
+        description="management CPU charged per dumped flow of a revalidator pass in place of "
+        "the pass's measured thread time (a calibration: OVS_REVALIDATE_NS_PER_FLOW); None: "
+        "the measured thread time",
+    )
     rescan_flows_per_thread_s: float = Field(
         RESCAN_FLOWS_PER_THREAD_S,
         gt=0,
@@ -158,6 +192,16 @@ class SoftwareCentricConfig(Spec):
             raise ValueError(
                 f"stats_lag_s = {self.stats_lag_s} is read by revalidators only; use "
                 "aging: revalidate or stats_lag_s: 0"
+            )
+        if self.host_bytes_per_flow is not None and self.mirror != "full":
+            raise ValueError(
+                "host_bytes_per_flow charges the mirror's flows; use mirror: full or "
+                "host_bytes_per_flow: null"
+            )
+        if self.revalidate_ns_per_flow is not None and self.aging != "revalidate":
+            raise ValueError(
+                "revalidate_ns_per_flow charges revalidator passes; use aging: revalidate or "
+                "revalidate_ns_per_flow: null"
             )
         if self.flow_limit is not None and self.aging != "revalidate":
             raise ValueError(
@@ -196,10 +240,17 @@ def fornax() -> SoftwareCentricConfig:
     return SoftwareCentricConfig()
 
 
-def ovs_like() -> SoftwareCentricConfig:
+def ovs_like(calibrated: bool = True) -> SoftwareCentricConfig:
     """Open vSwitch with hardware offload: per-direction flows, udpif_key mirror, revalidators
-    every min(max-idle, 500 ms), dynamic flow limit, 2 s offloaded-stats delay, rescan."""
+    every min(max-idle, 500 ms), dynamic flow limit, 2 s offloaded-stats delay, rescan; with
+    `calibrated`, host bytes and revalidator CPU per flow as measured on a real ovs-vswitchd
+    (OVS_CALIBRATION_VERSION), else the mirror's numpy bytes and its measured thread time."""
+    cal: dict[str, Any] = {}
+    if calibrated:
+        cal = {"host_bytes_per_flow": OVS_HOST_BYTES_PER_FLOW,
+               "revalidate_ns_per_flow": OVS_REVALIDATE_NS_PER_FLOW}  # fmt: skip
     return SoftwareCentricConfig(
+        **cal,
         entries="per_direction",
         aging="revalidate",
         policy="rescan",
@@ -238,7 +289,10 @@ MODELLED = {
     "ovs_like": (
         "two exact-match hardware entries per connection (one datapath flow per direction)",
         "a udpif_key-like software record per flow: ufid, netlink key and mask, actions, "
-        "stats, policy reference, dump sequence, state (mirror.py; measured bytes)",
+        "stats, policy reference, dump sequence, state (mirror.py); software bytes charged at "
+        "OVS_HOST_BYTES_PER_FLOW per flow and revalidator CPU at OVS_REVALIDATE_NS_PER_FLOW "
+        "per flow and pass, as measured on a real ovs-vswitchd (ovs_like(calibrated=False): "
+        "the records' numpy bytes and the passes' thread time)",
         "revalidators dumping every flow each min(max-idle, 500 ms), comparing counters, "
         "deleting idle flows, creating missing ukeys and sweeping ukeys of vanished flows",
         "the dynamic flow limit (start 10k, max 200k, shrink on slow dumps, +1000 on fast "
@@ -265,7 +319,13 @@ NOT_MODELLED = (
     "hits this, generated workloads do not (the per-direction differential tests use them)",
     "upcall handlers and OpenFlow translation (xlate): every contender uses Fornax's batched "
     "miss path and policy evaluation, so only the management differences are measured",
-    "revalidator threads' real dump time: the dynamic flow limit uses dump_ns_per_flow",
+    "revalidator threads' real dump time: the dynamic flow limit uses dump_ns_per_flow "
+    "(within 0.77-1.75x of a real ovs-vswitchd's dumps, docs/fornax-experiments.md)",
+    "OVS's recirculation after ct(): a real exact-match OVS holds up to 4 datapath flows per "
+    "connection, the model 2 (the calibration charges per model flow what real OVS spends per "
+    "connection / 2)",
+    "RSS that follows the setup's transient flows (rate x max-idle), not the live table: the "
+    "calibration is one bytes-per-flow constant",
     "the driver's stats sync costs nothing to management (first tick after each lag boundary)",
     "DOCA polling reads counters by dump chunks, not per-connection queries",
     "rescan operations are never deferred by the setup budget (the rescan's own rate, "
@@ -284,9 +344,12 @@ __all__ = [
     "ABLATIONS",
     "MODELLED",
     "NOT_MODELLED",
+    "OVS_CALIBRATION_VERSION",
+    "OVS_HOST_BYTES_PER_FLOW",
     "OVS_MAX_IDLE_S",
     "OVS_MAX_REVALIDATOR_S",
     "OVS_OFFLOADED_STATS_DELAY_S",
+    "OVS_REVALIDATE_NS_PER_FLOW",
     "PRESETS",
     "RESCAN_FLOWS_PER_THREAD_S",
     "RESCAN_THREADS",

@@ -303,6 +303,7 @@ class SoftwareCentric(Manager):
         docstring); returns what it did. As OVS, the flow count before the dump decides the
         100 ms idle timeout and the flush, the entries dumped the dump's duration."""
         name = "revalidate" if self.baseline.aging == "revalidate" else "poll"
+        cpu_before = self.metrics.cpu_s[name]
         with self.metrics.activity(name):
             self.passes += 1
             self.metrics.count(f"{name}_passes")
@@ -350,6 +351,10 @@ class SoftwareCentric(Manager):
                 self.mirror.dump_seq += np.uint64(1)
             if fl is not None:
                 fl.after_dump(n_flows, fl.dump_duration_ms(n_flows))
+        if self.baseline.revalidate_ns_per_flow is not None:  # calibrated: charged per flow
+            self.metrics.cpu_s[name] = (
+                cpu_before + n_flows * self.baseline.revalidate_ns_per_flow / 1e9
+            )
         return {"flows": n_flows, "aged": len(dead), "flushed": int(flush)}
 
     def _visible_used(self, raw: np.ndarray) -> npt.NDArray[np.int64]:
@@ -556,9 +561,15 @@ class SoftwareCentric(Manager):
     # ---- state -------------------------------------------------------------------------
     @property
     def software_bytes(self) -> int:
-        """Measured bytes of per-session/per-flow software state: SNAT bitmaps plus, with
-        mirror=full, the live udpif_key records and their index."""
-        return int(self.nat.nbytes + (self.mirror.live_nbytes if self.mirror else 0))
+        """Bytes of per-session/per-flow software state: SNAT bitmaps plus, with mirror=full,
+        the live udpif_key records and their index as measured, or live flows x
+        host_bytes_per_flow when the baseline is calibrated to a real ovs-vswitchd."""
+        if self.mirror is None:
+            return int(self.nat.nbytes)
+        per = self.baseline.host_bytes_per_flow
+        if per is not None:
+            return int(self.nat.nbytes + self.mirror.count * per)
+        return int(self.nat.nbytes + self.mirror.live_nbytes)
 
     @property
     def ovs_ukey_model_bytes(self) -> int:

@@ -1,0 +1,243 @@
+"""Measure a real Open vSwitch (ovs-vswitchd, userspace datapath) and hold the OVS-like
+baseline model to it, at the same table sizes and connection rates.
+
+Needs root and Debian's openvswitch-switch (README, "Real Open vSwitch"; nothing is installed
+here). Each mode starts a private ovs-vswitchd (fornax/baselines/ovs_real/instance.py) with a
+conntrack security-group pipeline (pipeline.py), opens N connections from pre-built frames on
+raw sockets in two namespaces (TCP handshake + data both ways, UDP request/reply; 3:1), keeps
+them alive, and reads per N: datapath flows and ukeys (upcall/show), the dynamic flow limit,
+the dump duration, conntrack entries, ovs-vswitchd's RSS growth per connection and per flow,
+revalidator / handler / main-thread CPU per second (per-thread CPU time from
+/proc/PID/task/*/schedstat, so other work on the shared cores does not inflate it); and the
+setup rate at which new connections start to be dropped (--sweep).
+
+Modes: `exact` (`upcall/disable-megaflows`: every datapath flow exact-match, the premise of
+the OVS-like model, which keeps one flow per connection direction) and `megaflow` (OVS's
+default wildcarded megaflows; the model does not model megaflows, see baselines/config.py
+NOT_MODELLED). The model runs the same N (fill, then keep-alives every 2 s on the simulated
+clock over the same settle + window) with `ovs_like()` (calibrated) and
+`ovs_like(calibrated=False)`.
+
+    python benchmarks/ovs_real.py [--quick] [--json PATH] [--mode exact|megaflow|both]
+
+Prints, last, the ratios model/real (bytes per connection, revalidator CPU per second, dump
+time) per N of the exact mode.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from rich.console import Console
+from rich.table import Table
+
+from starfabric.fornax.baselines import SoftwareCentric, ovs_like
+from starfabric.fornax.baselines.ovs_real import scenario
+from starfabric.fornax.baselines.ovs_real.instance import leftovers, unavailable_reason
+from starfabric.fornax.experiments import traffic
+from starfabric.fornax.experiments.contenders import _preset
+from starfabric.fornax.experiments.harness import Run, engine_config
+from starfabric.fornax.experiments.output import write_json
+from starfabric.fornax.vpc import compile_policy
+
+FULL = (10_000, 50_000, 100_000, 200_000)
+QUICK = (5_000, 10_000, 20_000)
+#: Connection rates per mode: below the onset of drops measured on the shared 2-core VM
+#: (the exact mode upcalls every new packet: ~10 datapath flows per TCP setup).
+CPS = {"exact": 2_000.0, "megaflow": 10_000.0}
+SWEEP = {"exact": (1_000.0, 2_000.0, 4_000.0, 8_000.0, 16_000.0),
+         "megaflow": (5_000.0, 10_000.0, 20_000.0, 40_000.0, 80_000.0)}  # fmt: skip
+TCP_SHARE = 0.75
+#: Share of a level's connections conntrack must hold for the level to count as held (the
+#: driver's packets are lost at OVS's receive queues when the shared cores are busy).
+HELD_SHARE = 0.97  # as frames.py: three connections in four are TCP
+
+
+def model_level(make: Any, n: int, settle_s: float, window_s: float) -> dict[str, Any]:
+    """The OVS-like model at n connections: fill (75% TCP with handshake), keep-alives every
+    KEEPALIVE_PERIOD_S over settle_s, then the measured window_s (simulated seconds)."""
+    spec = traffic.vpc_spec(n)
+    cfg = engine_config(n)
+    run = Run("ovs_like", _preset(make)(cfg, compile_policy(spec), None))
+    cp: SoftwareCentric = run.cp  # type: ignore[assignment]
+    run.fill(n, tcp_share=TCP_SHARE, handshake=True)
+    ids = np.arange(n, dtype=np.int64)
+    period = scenario.KEEPALIVE_PERIOD_S
+
+    def keepalive(seconds: float) -> None:
+        # every connection once per period, offered in WINDOW_S windows so ticks interleave
+        t_end = run.now_ns + int(seconds * 1e9)
+        w_ns = int(traffic.WINDOW_S * 1e9)
+        per = max(1, round(period / traffic.WINDOW_S))
+        while run.now_ns < t_end:
+            t0 = run.now_ns
+            for w in range(per):
+                a, b = n * w // per, n * (w + 1) // per
+                tw = t0 + w * w_ns
+                if b > a:
+                    run.offer(traffic.keepalive(ids[a:b], tw, tw + w_ns, tcp_share=TCP_SHARE))
+                run.advance(tw + w_ns)
+
+    keepalive(settle_s)
+    cpu0, passes0, t0 = cp.metrics.cpu_s["revalidate"], cp.passes, run.now_ns
+    keepalive(window_s)
+    window_s = (run.now_ns - t0) / 1e9  # whole keep-alive periods: at least window_s
+    cpu = (cp.metrics.cpu_s["revalidate"] - cpu0) / window_s
+    flows = cp.flows()
+    fl = cp.flow_limit
+    out = {"connections": cp.sessions(), "flows": flows,
+           "bytes_per_connection": cp.software_bytes / max(n, 1),
+           "measured_mirror_bytes_per_connection": (cp.mirror.live_nbytes if cp.mirror else 0) / max(n, 1),
+           "revalidator_cpu_per_s": cpu, "passes_per_s": (cp.passes - passes0) / window_s,
+           "dump_ms": fl.dump_duration_ms(flows) if fl else None,
+           "flow_limit": fl.limit if fl else None}  # fmt: skip
+    return out
+
+
+def held(lv: scenario.Level, cfg: scenario.RunConfig) -> bool:
+    """The level held: conntrack has >= HELD_SHARE of its connections and OVS's dynamic flow
+    limit never shrank below the configured one (no slow-dump shrink)."""
+    return lv.connections_held >= HELD_SHARE * lv.connections and lv.flow_limit >= cfg.flow_limit
+
+
+def suggested_calibration(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The OVS-like preset's calibration from an exact-mode run (config.py documents it):
+    host bytes per model flow = real bytes per connection / 2 at the largest level that held;
+    revalidator ns per model flow and pass = real revalidator CPU/s per connection / (2 flows
+    x 2 passes/s), the mean over the levels that held."""
+    ok = [r for r in rows if r["held"]]
+    if not ok:
+        return None
+    per_flow = [r["real"]["cpu_per_s"].get("revalidator", 0.0) / (r["real"]["connections"] * 2 * 2) * 1e9
+                for r in ok]  # fmt: skip
+    top = max(ok, key=lambda r: r["real"]["connections"])
+    return {"host_bytes_per_flow": top["real"]["bytes_per_connection"] / 2,
+            "revalidate_ns_per_flow": float(np.mean(per_flow)),
+            "from_levels": [r["real"]["connections"] for r in ok]}  # fmt: skip
+
+
+def ratio(a: float | None, b: float | None) -> float | None:
+    return None if a is None or b is None or b == 0 else a / b
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--quick", action="store_true", help=f"N in {QUICK} (a few minutes)")
+    ap.add_argument("--json", type=Path, help="write every figure here (atomically)")
+    ap.add_argument("--mode", choices=("exact", "megaflow", "both"), default="both")
+    ap.add_argument("--levels", help="comma list of N (overrides --quick)")
+    ap.add_argument("--window", type=float, default=5.0, help="measured window, s")
+    ap.add_argument("--no-sweep", action="store_true", help="skip the setup-rate sweep")
+    args = ap.parse_args()
+    console = Console(width=max(Console().width, 190))
+    reason = unavailable_reason()
+    if reason is not None:
+        console.print(f"error: a private Open vSwitch cannot run here: {reason}")
+        sys.exit(2)
+    if args.json is not None and not os.access(
+        args.json.parent.resolve() if args.json.parent.exists() else Path.cwd(), os.W_OK
+    ):
+        console.print(f"error: --json {args.json}: directory not writable (fix: another path)")
+        sys.exit(2)
+    levels = (
+        tuple(int(x) for x in args.levels.split(","))
+        if args.levels
+        else QUICK
+        if args.quick
+        else FULL
+    )
+    modes = ("exact", "megaflow") if args.mode == "both" else (args.mode,)
+    t_start = time.time()
+    out: dict[str, Any] = {"levels": list(levels), "quick": args.quick, "window_s": args.window,
+                           "cpu_note": "per-thread CPU time (/proc/PID/task/*/schedstat) per wall "
+                           "second of the window; the 2 cores were shared with other work",
+                           "modes": {}}  # fmt: skip
+    models = {"calibrated": ovs_like, "uncalibrated": lambda: ovs_like(calibrated=False)}
+    out["model_configs"] = {k: m().model_dump() for k, m in models.items()}
+    for mode in modes:
+        cfg = scenario.RunConfig(levels=levels, cps=CPS[mode], megaflows=mode == "megaflow",
+                                 window_s=args.window,
+                                 sweep=() if args.no_sweep else SWEEP[mode])  # fmt: skip
+        console.print(
+            f"[bold]{mode}[/]: real OVS, N = {', '.join(f'{n:,}' for n in levels)} at {cfg.cps:,.0f} CPS"
+        )
+        real = scenario.run(cfg, lambda m: console.print(f"  {m}"))
+        rows = []
+        for lv in real.levels:
+            console.print(f"  model at {lv.connections:,}")
+            mod = {
+                k: model_level(m, lv.connections, cfg.settle_s, cfg.window_s)
+                for k, m in models.items()
+            }
+            gc.collect()  # each model run's engine and mirror are gone before the next
+            c = mod["calibrated"]
+            rows.append({"real": {**lv.__dict__, "connections_held": lv.connections_held},
+                         "held": held(lv, cfg), "model": mod,
+                         "ratio": {"bytes_per_connection": ratio(c["bytes_per_connection"], lv.bytes_per_connection),
+                                   "revalidator_cpu_per_s": ratio(c["revalidator_cpu_per_s"], lv.cpu_per_s.get("revalidator")),
+                                   "dump_ms": ratio(c["dump_ms"], lv.dump_ms_median)}})  # fmt: skip
+        out["modes"][mode] = {"version": real.version, "base_rss_bytes": real.base_rss_bytes,
+                              "rows": rows, "sweep": real.sweep,
+                              "suggested_calibration": suggested_calibration(rows) if mode == "exact" else None,
+                              "drop_onset_cps": real.drop_onset_cps}  # fmt: skip
+    out["wall_s"] = time.time() - t_start
+    out["leftovers"] = leftovers()
+    for mode, res in out["modes"].items():
+        t = Table(title=f"{res['version']}, {mode} datapath flows (real) vs OVS-like model")
+        for col in ("N", "conntrack", "dp flows", "flows/conn", "real B/conn", "model B/conn",
+                    "uncal. B/conn", "real reval CPU/s", "model", "uncal.", "main CPU/s",
+                    "handler CPU/s", "dump ms real", "model", "flow limit real", "model"):  # fmt: skip
+            t.add_column(col, justify="right")
+        for r in res["rows"]:
+            lv, m, u = r["real"], r["model"]["calibrated"], r["model"]["uncalibrated"]
+            t.add_row(f"{lv['connections']:,}", f"{lv['conntrack']:,}", f"{lv['flows']:,}",
+                      f"{lv['flows_per_connection']:.2f}", f"{lv['bytes_per_connection']:,.0f}",
+                      f"{m['bytes_per_connection']:,.0f}", f"{u['bytes_per_connection']:,.0f}",
+                      f"{lv['cpu_per_s'].get('revalidator', 0):.4f}", f"{m['revalidator_cpu_per_s']:.4f}",
+                      f"{u['revalidator_cpu_per_s']:.4f}", f"{lv['cpu_per_s'].get('main', 0):.4f}",
+                      f"{lv['cpu_per_s'].get('handler', 0):.4f}", f"{lv['dump_ms_median']:.0f}",
+                      f"{m['dump_ms']}", f"{lv['flow_limit']:,}", f"{m['flow_limit']:,}")  # fmt: skip
+        console.print(t)
+        if res["sweep"]:
+            s = ", ".join(f"{x['cps']:,.0f}: {x['delivered'] / max(x['expected'], 1):.1%} delivered, "
+                          f"+{x['conntrack_added']:,}/{x['connections']:,} ct" for x in res["sweep"])  # fmt: skip
+            onset = res["drop_onset_cps"]
+            console.print(
+                f"{mode} setup-rate sweep on the full table: {s}; drops begin at "
+                f"{'none up to the top rate' if onset is None else f'{onset:,.0f} CPS'}"
+            )
+    console.print(f"leftovers after the runs: {out['leftovers']}; wall {out['wall_s']:.0f} s")
+    if "exact" in out["modes"]:
+        console.print(
+            f"calibration this run suggests (exact mode): {out['modes']['exact']['suggested_calibration']}; "
+            f"in use: {out['model_configs']['calibrated']['host_bytes_per_flow']} B/flow, "
+            f"{out['model_configs']['calibrated']['revalidate_ns_per_flow']} ns/flow/pass"
+        )
+    if args.json is not None:
+        write_json(out, args.json)
+    for mode in sorted(out["modes"], key=lambda m: m == "exact"):  # exact (the calibrated one) last
+        res = out["modes"][mode]
+        parts = []
+        for r in res["rows"]:
+            q = r["ratio"]
+            f = lambda v: "n/a" if v is None else f"{v:.2f}"  # noqa: E731
+            parts.append(f"N={r['real']['connections']:,}{'' if r['held'] else ' (did not hold)'}: bytes/conn {f(q['bytes_per_connection'])}, "
+                         f"reval CPU {f(q['revalidator_cpu_per_s'])}, dump {f(q['dump_ms'])}")  # fmt: skip
+        console.print(f"model/real ({mode}, calibrated ovs_like): " + "; ".join(parts))
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except KeyboardInterrupt:  # the instance has already removed what it created
+        print("interrupted: the private OVS, its namespaces and folder were removed")
+        sys.exit(130)
