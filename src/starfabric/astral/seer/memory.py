@@ -103,7 +103,8 @@ def memory_report(model: ModelSpec, ex: ExecutionSpec, lay: Layout, tl: Timeline
         def shard(x_dense: float, x_exp: float, on: bool) -> float:
             return x_dense / dp_shard + x_exp / lay.edp if on else x_dense + x_exp
 
-        weights = WEIGHT_BYTES * shard(sp_.dense, sp_.expert, ex.zero >= 3)
+        # ZeRO-3 with pipelines keeps the stage's parameters gathered across micro-batches.
+        weights = WEIGHT_BYTES * shard(sp_.dense, sp_.expert, ex.zero >= 3 and lay.pp == 1)
         grads = grad_b * shard(sp_.dense, sp_.expert, ex.zero >= 2)
         opt = MASTER_OPTIMIZER_BYTES * shard(sp_.dense, sp_.expert, ex.zero >= 1)
         acts = float(tl.peak_inflight_layers[s]) * per_layer

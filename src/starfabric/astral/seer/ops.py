@@ -227,7 +227,7 @@ def layer_ops(model: ModelSpec, ex: ExecutionSpec, lay: Layout, moe: bool) -> Op
         _dense_mlp(t, model, loc, model.ffn_hidden, "mlp")
         _tp_exit(t, loc, h, "mlp")
     t.mem("mlp.dropout_add", (3 * e + MASK_BYTES) * loc.tokens_sp * h)
-    if ex.zero == 3 and lay.dp * lay.cp > 1:
+    if ex.zero == 3 and lay.dp * lay.cp > 1 and lay.pp == 1:
         _fsdp(t, model, lay, moe)
     return t
 

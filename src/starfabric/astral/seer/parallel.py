@@ -40,7 +40,10 @@ class ExecutionSpec(Spec):
     ep: int = Field(default=1, gt=0)
     etp: int | None = Field(default=None, gt=0, description="expert TP; default 1 with ep > 1")
     zero: Literal[0, 1, 2, 3] = Field(
-        default=1, description="0 plain DP all-reduce, 1 distributed optimizer, 2 +grads, 3 +params"
+        default=1,
+        description="0 plain DP all-reduce, 1 distributed optimizer, 2 +grads, 3 +params "
+        "(with pp > 1 parameters are gathered once per step and kept across micro-batches, "
+        "as Llama 3 ran FSDP with pipelines)",
     )
     recompute: Literal["none", "selective", "full"] = "none"
     attention: Literal["flash", "unfused"] = "flash"
@@ -250,12 +253,6 @@ def resolve_layout(model: ModelSpec, ex: ExecutionSpec, system: SystemSpec) -> L
                 "lower ep or etp, or raise dp",
             )
         edp = inner // (ex.ep * etp)
-    if ex.zero == 3 and ex.pp > 1:
-        raise _fail(
-            "zero = 3 with pp > 1: parameters sharded over DP would be re-gathered for every "
-            "micro-batch of every stage (Megatron and DeepSpeed refuse this)",
-            "use zero: 1 (distributed optimizer) with pipelines",
-        )
     return Layout(
         gpus=system.gpus,
         gpus_per_node=system.gpus_per_node,

@@ -329,7 +329,7 @@ def build_timeline(model: ModelSpec, ex: ExecutionSpec, lay: Layout, ctx: CostCo
             dense_c, exp_c = sp_.dense * share, sp_.expert * share
             t_c = comm_time(ctx, coll, dense_c * grad_bytes, dp_name, dp_group)
             t_c += comm_time(ctx, coll, exp_c * grad_bytes, "edp")
-            if ex.zero == 3:
+            if ex.zero == 3 and p == 1:
                 t_c = 0.0  # ZeRO-3 reduce-scatters gradients inside every backward pass
             total_dp += t_c
             idx = np.flatnonzero((is_fwd[s] == 0) & (chs[s] == c) & (mbs[s] == m - 1))
@@ -347,7 +347,7 @@ def build_timeline(model: ModelSpec, ex: ExecutionSpec, lay: Layout, ctx: CostCo
             lay.edp if shard else 1
         )
         opt[s] = local * OPTIMIZER_BYTES_PER_PARAM / (ctx.hbm_bytes_per_s * ctx.eff.mem_bw_fraction)
-        if ex.zero in (1, 2):
+        if ex.zero in (1, 2) or (ex.zero == 3 and p > 1):
             ag = comm_time(ctx, "all_gather", sp_.dense * 2.0, dp_name, dp_group)
             ag += comm_time(ctx, "all_gather", sp_.expert * 2.0, "edp")
             if ex.overlap_param_gather:
