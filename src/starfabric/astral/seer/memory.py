@@ -49,6 +49,9 @@ def activation_bytes_per_layer(
 ) -> float:
     """Bytes one layer keeps for backward for one micro-batch on one rank."""
     e = 2.0
+    # Transformer Engine FP8 saves each GEMM's input for the backward pass as its FP8 cast
+    # (1 byte), not the 16-bit tensor; norms, softmax statistics and residuals stay 16-bit.
+    g = 1.0 if ex.precision == "fp8" else e
     h, t = model.hidden, lay.tp
     tok = ex.micro_batch * ex.seq_len / lay.cp
     sp_div = t if lay.sp else 1
@@ -57,11 +60,19 @@ def activation_bytes_per_layer(
     heads = model.heads / t
     kvh = max(1.0, model.kv_heads / t)
     dq, dv = model.qk_head_dim, model.vo_head_dim
-    # Tensors outside TP regions (divided by t only under SP): 2 norm inputs, QKV input,
-    # fc1 input, 2 dropout masks (1 byte).
-    outside = (4 * e + 2 * e + 2) * h / sp_div
-    qkv = e * (heads * dq + kvh * (dq + dv))
-    proj_in = e * heads * dv
+    # Tensors outside TP regions (divided by t only under SP): 2 norm inputs (16-bit), the
+    # QKV and fc1 inputs (GEMM inputs), and the 2 dropout masks (1 byte) when the model trains
+    # with dropout (Korthikanti et al. Table 2; Llama-style models train without it).
+    masks = 2.0 if model.attention_dropout else 0.0
+    outside = (2 * e + 2 * g + 2 * e + masks) * h / sp_div
+    if model.is_mla and ex.recompute == "selective":
+        # DeepSeek-V3 recomputes the MLA up-projections: only the compressed latents stay.
+        qkv = g * (model.q_lora_rank + model.kv_lora_rank + model.qk_rope_head_dim)
+        qkv += e * heads * (dq + dv)  # the attention kernel's own Q/K/V inputs, 16-bit
+        qkv = min(qkv, e * (heads * dq + kvh * (dq + dv)) + qkv)
+    else:
+        qkv = e * (heads * dq + kvh * (dq + dv))
+    proj_in = g * heads * dv
     per_token = outside + qkv + proj_in
     if ex.attention == "flash":
         per_token += 4.0 * heads  # softmax log-sum-exp statistics, fp32
@@ -71,14 +82,14 @@ def activation_bytes_per_layer(
     if moe:
         k = model.moe_topk
         f = model.moe_ffn_hidden / lay.etp
-        per_token += k * (e * h + e * f * (2 if gated else 1) + e * f)
+        per_token += k * (g * h + e * f * (2 if gated else 1) + g * f)
         per_token += 4.0 * model.moe_experts / sp_div
         if model.moe_shared_experts:
             fs = model.moe_ffn_hidden * model.moe_shared_experts / t
-            per_token += e * fs * (2 if gated else 1) + e * fs
+            per_token += e * fs * (2 if gated else 1) + g * fs
     else:
         f = model.ffn_hidden / t
-        per_token += e * f * (2 if gated else 1) + e * f
+        per_token += e * f * (2 if gated else 1) + g * f
     return per_token * tok
 
 

@@ -241,10 +241,10 @@ def _fsdp(t: OpTable, model: ModelSpec, lay: Layout, moe: bool) -> None:
         shared = model.moe_shared_experts * mlp_params(model, model.moe_ffn_hidden) / lay.tp
         dense += shared + model.moe_experts * model.hidden
         experts = model.moe_experts / lay.ep * mlp_params(model, model.moe_ffn_hidden) / lay.etp
-        t.comm("fsdp.expert_param_all_gather", "all_gather", "edp", 2.0 * experts)
+        t.comm("fsdp.expert_param_all_gather", "all_gather", "fsdp_edp", 2.0 * experts)
     else:
         dense += mlp_params(model, model.ffn_hidden) / lay.tp
-    t.comm("fsdp.param_all_gather", "all_gather", "dp", 2.0 * dense)
+    t.comm("fsdp.param_all_gather", "all_gather", "fsdp_dp", 2.0 * dense)
 
 
 def embedding_ops(model: ModelSpec, ex: ExecutionSpec, lay: Layout) -> OpTable:

@@ -174,9 +174,13 @@ def _nic(row: dict[str, str], gpu: str) -> str:
         if m:
             gbps = int(m.group(1)) * float(m.group(2)) * (1000 if m.group(3) == "T" else 1)
             return f"{gbps / per_node:g}G"
+        m = re.search(r"(\d+(?:\.\d+)?)\s*([GT])B/s\s*(?:per|/)\s*(GPU|node)", text)
+        if m:  # bytes per second ("~50 GB/s per GPU cross-node")
+            gbps = 8 * float(m.group(1)) * (1000 if m.group(2) == "T" else 1)
+            return f"{gbps / (per_node if m.group(3).lower() == 'node' else 1):g}G"
         m = re.search(_SPEED + r"\s*(?:per|/)\s*(GPU|node)", text, re.IGNORECASE)
         if m:
-            gbps = float(m.group(1)) * (1000 if m.group(2) == "T" else 1)
+            gbps = float(m.group(1)) * (1000 if m.group(2).upper() == "T" else 1)
             return f"{gbps / (per_node if m.group(3).lower() == 'node' else 1):g}G"
     for key, val in DEFAULT_NIC_PER_GPU.items():
         if key in gpu.upper():
@@ -195,11 +199,10 @@ def _year(row: dict[str, str]) -> int | None:
 
 
 def _legacy(row: dict[str, str]) -> bool:
-    fw = (row.get("framework") or "").lower()
     year = _year(row)
-    # FlashAttention (2022) reached Megatron in 2023; so did the distributed optimizer's
-    # overlapped reduce-scatter. Earlier Megatron-LM runs use the unfused path.
-    return "megatron-lm" in fw and year is not None and year < 2023
+    # FlashAttention (2022) reached Megatron, DeepSpeed and fairseq/metaseq in 2023; so did
+    # Megatron's overlapped distributed-optimizer reduce-scatter. Earlier runs are unfused.
+    return year is not None and year < 2023
 
 
 def _framework(row: dict[str, str]) -> dict[str, Any]:
@@ -215,7 +218,7 @@ def _framework(row: dict[str, str]) -> dict[str, Any]:
     no_overlap = "no overlap" in fw or "without overlap" in fw
     sp_text = (row.get("sp") or "").lower()
     tp_overlap = "tp-comm-overlap" in sp_text or ("overlap" in fw and "tp" in fw)
-    ep_overlap = "dualpipe" in fw or ("overlap" in fw and ("a2a" in fw or "ep" in fw.split("/")))
+    ep_overlap = "dualpipe" in fw or "dualpipe" in (row.get("vpp") or "").lower() or ("overlap" in fw and ("a2a" in fw or "ep" in fw.split("/")))
     return {"attention": "flash", "overlap_grad_reduce": not no_overlap,
             "overlap_param_gather": not no_overlap,
             "tp_comm_overlap": tp_overlap and not no_overlap,
@@ -310,10 +313,11 @@ def _choices(row: dict[str, str], model: ModelSpec, ex: dict[str, Any]) -> dict[
     framework tries them; the fastest that fits in memory is taken."""
     pp = ex["pp"]
     out: dict[str, list[Any]] = {}
-    if _unverified(row.get("micro_batch", "")) and not cells.is_hint(row.get("micro_batch")):
+    mb_raw = row.get("micro_batch", "")
+    if _unverified(mb_raw) and cells.number(mb_raw) is None:
         out["micro_batch"] = list(MICRO_BATCH_CANDIDATES)
-    elif _unverified(row.get("micro_batch", "")):
-        out["micro_batch"] = [_int(row, "micro_batch", 1)]
+    elif _unverified(mb_raw):
+        out["micro_batch"] = [_int(row, "micro_batch")]  # the source's hint
     else:
         out["micro_batch"] = [_int(row, "micro_batch")]
     vpp_raw = row.get("vpp", "")
@@ -363,8 +367,11 @@ def row_setup(row: dict[str, str]) -> RowSetup:
             read[key] = f"{_int(row, key)} (read from {raw.strip()!r})"
     zero = cells.zero_stage(row.get("zero_or_fsdp"), _legacy(row))
     if zero is None:
-        zero = 0 if _legacy(row) else 1
-        read["zero"] = f"{zero} (unstated: the framework default of that era)"
+        nemo1 = "nemo" in (row.get("framework") or "").lower() and "1.x" in row["framework"]
+        # NeMo 1.x recipes train with Apex DistributedFusedAdam, which shards gradients as
+        # well as optimizer state (ZeRO-2); Megatron-Core's distributed optimizer is ZeRO-1.
+        zero = 0 if _legacy(row) else (2 if nemo1 else 1)
+        read["zero"] = f"{zero} (unstated: the framework's default optimizer sharding)"
     sp_raw = (row.get("sp") or "").strip().lower()
     tp_given = cells.number(row.get("tp")) is not None and not _unverified(row.get("tp", ""))
     tp = _int(row, "tp") if tp_given else None
