@@ -41,6 +41,11 @@ is carried at one NIC's rate (the ZeRO paper's 3Ψ-per-GPU volume over per-GPU b
 Rajbhandari et al. SC'20 §7), not the node-aggregate rate Megatron's rail-aligned groups get.
 This is what makes ZeRO-3 stop scaling at fixed batch (Narayanan et al. SC'21 Table 2) —
 assumption calibrated on that table."""
+BF16_GEMMS = (
+    "head.logits", "head.logits.dgrad", "head.logits.wgrad",
+    "moe.router", "moe.router.dgrad", "moe.router.wgrad",
+)  # fmt: skip
+"""GEMMs an FP8 (Transformer Engine) run still executes in BF16."""
 CP_OVERLAP_RESIDUAL = 0.10
 """Fraction of ring-attention KV exchange not hidden behind attention (assumption)."""
 
@@ -180,6 +185,17 @@ def op_costs(t: OpTable, ctx: CostContext, backward: bool = False) -> OpCosts:
     time = np.zeros(len(t))
     eff = ctx.eff
     g = kind == GEMM
+    if ctx.fp8:
+        # Transformer Engine runs FP8 only inside the transformer layers' TE linears; the
+        # output layer (logits) and the MoE router stay in BF16 (Megatron-Core/NeMo, DeepSeek-V3
+        # section 3.3.1), so they take the 16-bit path below.
+        bf = g & np.isin(np.asarray(t.name), BF16_GEMMS)
+        g = g & ~bf
+        if bf.any():
+            time[bf] = gemm_time(
+                a["m"][bf], a["n"][bf], a["k"][bf], a["batch"][bf], ctx.peak_flops,
+                ctx.hbm_bytes_per_s, eff, peak_fraction=eff.gemm_peak_fraction,
+            )  # fmt: skip
     if g.any():
         time[g] = gemm_time(
             a["m"][g], a["n"][g], a["k"][g], a["batch"][g], ctx.gemm_peak_flops,

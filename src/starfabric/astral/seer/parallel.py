@@ -33,7 +33,8 @@ class ExecutionSpec(Spec):
     pp: int = Field(default=1, gt=0)
     vpp: int = Field(default=1, gt=0, description="virtual stages per PP rank (interleaved 1F1B)")
     pipeline_layers: tuple[int, ...] | None = Field(
-        default=None, description="explicit layers per PP stage (uneven pipelines, vpp = 1)"
+        default=None, description="explicit layers per PP stage (vpp = 1) or per virtual stage in "
+        "schedule order (pp*vpp entries): uneven pipelines"
     )
     dp: int | None = Field(default=None, gt=0, description="default: gpus / (tp * pp * cp)")
     cp: int = Field(default=1, gt=0)
@@ -176,40 +177,46 @@ def resolve_layout(model: ModelSpec, ex: ExecutionSpec, system: SystemSpec) -> L
         )
     if ex.vpp > 1 and ex.pp == 1:
         raise _fail("vpp > 1 needs pp > 1 (virtual stages interleave a pipeline)", "set vpp: 1")
+    chunks = ex.pp * ex.vpp
     if ex.pipeline_layers is not None:
-        if ex.vpp > 1:
-            raise _fail("pipeline_layers with vpp > 1 is not supported", "set vpp: 1")
-        if len(ex.pipeline_layers) != ex.pp or sum(ex.pipeline_layers) != model.layers:
+        pl = list(ex.pipeline_layers)
+        if len(pl) not in (ex.pp, chunks) or (ex.vpp > 1 and len(pl) != chunks):
             raise _fail(
-                f"pipeline_layers {list(ex.pipeline_layers)} must have pp = {ex.pp} entries "
+                f"pipeline_layers has {len(pl)} entries; it needs pp = {ex.pp} (vpp = 1) or "
+                f"pp*vpp = {chunks} (one per virtual stage, in schedule order)",
+                "list one layer count per (virtual) pipeline stage",
+            )
+        if sum(pl) != model.layers:
+            raise _fail(
+                f"pipeline_layers {pl} must have pp = {ex.pp} entries "
                 f"summing to layers = {model.layers}",
                 "list one positive layer count per stage",
             )
-        if min(ex.pipeline_layers) < 1:
+        if min(pl) < 1:
             raise _fail("every pipeline stage needs at least one layer", "fix pipeline_layers")
-        stage_layers: tuple[tuple[int, ...], ...] = tuple((n,) for n in ex.pipeline_layers)
+        # Virtual stage vs = c * pp + s holds pl[vs] layers (Megatron's interleaved order).
+        stage_layers: tuple[tuple[int, ...], ...] = tuple(
+            tuple(pl[c * ex.pp + s] for c in range(ex.vpp)) for s in range(ex.pp)
+        )
+        starts = [0]
+        for n in pl:
+            starts.append(starts[-1] + n)
+        first: list[tuple[int, ...]] = [
+            tuple(starts[c * ex.pp + s] for c in range(ex.vpp)) for s in range(ex.pp)
+        ]
     else:
-        chunks = ex.pp * ex.vpp
         if model.layers % chunks:
             hint = (
-                f"e.g. pipeline_layers: {list(uneven_pipeline_layers(model.layers, ex.pp))}"
-                if ex.vpp == 1 and model.layers >= ex.pp
+                f"e.g. pipeline_layers: {list(uneven_pipeline_layers(model.layers, chunks))}"
+                if model.layers >= chunks
                 else "pick pp*vpp dividing the layer count"
             )
             raise _fail(
                 f"layers = {model.layers} not divisible by pp*vpp = {chunks}",
-                f"give pipeline_layers with vpp = 1 ({hint})",
+                f"give pipeline_layers per (virtual) stage ({hint})",
             )
         per = model.layers // chunks
         stage_layers = tuple(tuple(per for _ in range(ex.vpp)) for _ in range(ex.pp))
-    first: list[tuple[int, ...]] = []
-    if ex.pipeline_layers is not None:
-        acc = 0
-        for n in ex.pipeline_layers:
-            first.append((acc,))
-            acc += n
-    else:
-        per = model.layers // (ex.pp * ex.vpp)
         first = [tuple((c * ex.pp + s) * per for c in range(ex.vpp)) for s in range(ex.pp)]
     seqs_per_step = ex.micro_batch * dp
     if ex.global_batch % seqs_per_step:

@@ -321,9 +321,9 @@ def _choices(row: dict[str, str], model: ModelSpec, ex: dict[str, Any]) -> dict[
     else:
         out["micro_batch"] = [_int(row, "micro_batch")]
     vpp_raw = row.get("vpp", "")
-    per = model.layers // pp if model.layers % pp == 0 else 0
-    if model.layers % pp or pp == 1:
-        out["vpp"] = [1]  # uneven pipelines run without virtual stages
+    per = -(-model.layers // pp)  # layers per stage (uneven: the end stages hold fewer)
+    if pp == 1:
+        out["vpp"] = [1]
     elif cells.number(vpp_raw) is not None and not _unverified(vpp_raw):
         out["vpp"] = [_int(row, "vpp")]
     elif _legacy(row) and not _interleaving_stated(row):
@@ -391,8 +391,6 @@ def row_setup(row: dict[str, str]) -> RowSetup:
     }
     if tp is not None and not _unverified(row.get("dp", "")):
         ex["dp"] = _int(row, "dp", max(1, gpus // (tp * pp * cp)))
-    if model.layers % pp:
-        ex["pipeline_layers"] = list(uneven_pipeline_layers(model.layers, pp))
     if (row.get("etp") or "").strip() and not _unverified(row["etp"]):
         ex["etp"] = _int(row, "etp")
     system: dict[str, Any] = {
@@ -439,6 +437,11 @@ def validate_row(row: dict[str, str]) -> RowResult:
     for combo in itertools.product(*(st.options[k] for k in keys)):
         opts = dict(zip(keys, combo, strict=True))
         full = _fit_batch({**ex, **opts}, system["gpus"], approx_batch)
+        chunks = full["pp"] * full.get("vpp", 1)
+        if model.layers % chunks and model.layers >= chunks:
+            # Uneven pipelines: the first and last (virtual) stages, which also hold the
+            # embedding and the loss, take one layer fewer (Llama 3 section 3.3.2).
+            full["pipeline_layers"] = list(uneven_pipeline_layers(model.layers, chunks))
         try:
             pred = predict(make_job(model, full, system))
         except StarfabricError as exc:
@@ -461,8 +464,8 @@ def validate_row(row: dict[str, str]) -> RowResult:
     choices.update(st.read)
     if full["global_batch"] != ex["global_batch"]:
         choices["global_batch"] = f"{full['global_batch']} (approximate batch rounded to dp)"
-    if "pipeline_layers" in ex:
-        choices["pipeline_layers"] = ex["pipeline_layers"]
+    if "pipeline_layers" in full:
+        choices["pipeline_layers"] = full["pipeline_layers"]
     if best is None:
         choices["note"] = "every candidate exceeds GPU memory; least-memory setting used"
     elif len(st.options["recompute"]) > 1 and opts["recompute"] != "none":
