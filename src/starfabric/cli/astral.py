@@ -127,6 +127,12 @@ def seer_validate(
     for rid, why in failed:
         con.print(f"  [red]{rid}: not predicted[/]: {why}", soft_wrap=True)
     s = summary(results, failed)
+    by_src = Table("source", "rows", "mean |error|", "max |error|", title="error per source")
+    for src, st in s["per_source"].items():
+        by_src.add_row(src, str(st["rows"]), f"{st['mean_abs_error']:.1%}",
+                       f"{st['max_abs_error']:.1%}")  # fmt: skip
+    con.print(by_src)
+    con.print(f"predicted {len(results)} of {len(rows)} rows")
     con.print(f"mean |error| {s['mean_abs_error']:.2%}   max |error| {s['max_abs_error']:.2%}")
     if json_path:
         Path(json_path).parent.mkdir(parents=True, exist_ok=True)

@@ -182,6 +182,9 @@ def _nic(row: dict[str, str], gpu: str) -> str:
         if m:
             gbps = float(m.group(1)) * (1000 if m.group(2).upper() == "T" else 1)
             return f"{gbps / (per_node if m.group(3).lower() == 'node' else 1):g}G"
+    spec = cells.match_gpu(gpu)[0]
+    if spec.nic_gbps is not None:
+        return f"{spec.nic_gbps:g}G"
     for key, val in DEFAULT_NIC_PER_GPU.items():
         if key in gpu.upper():
             return val
@@ -460,7 +463,7 @@ def validate_row(row: dict[str, str]) -> RowResult:
             fix="check the row's GPU and parallel columns",
         )
     _, pred, opts, full = chosen
-    choices: dict[str, Any] = {k: v for k, v in opts.items() if len(st.options[k]) > 1}
+    choices: dict[str, Any] = dict(opts)
     choices.update(st.read)
     if full["global_batch"] != ex["global_batch"]:
         choices["global_batch"] = f"{full['global_batch']} (approximate batch rounded to dp)"
@@ -554,7 +557,18 @@ def summary(
         ],
         "mean_abs_error": sum(errs) / len(errs) if errs else 0.0,
         "max_abs_error": max(errs) if errs else 0.0,
+        "per_source": per_source(results),
     }
+
+
+def per_source(results: list[RowResult]) -> dict[str, dict[str, float]]:
+    """Rows, mean and max |error| of the iteration time per source (the CSV's source_id)."""
+    out: dict[str, dict[str, float]] = {}
+    for src in sorted({r.source for r in results}):
+        errs = [abs(r.error) for r in results if r.source == src]
+        out[src] = {"rows": len(errs), "mean_abs_error": sum(errs) / len(errs),
+                    "max_abs_error": max(errs)}  # fmt: skip
+    return out
 
 
 def plot_validation(results: list[RowResult], path: str | Path) -> Path:
@@ -589,7 +603,10 @@ def plot_validation(results: list[RowResult], path: str | Path) -> Path:
 
 __all__ = [
     "RowResult",
+    "RowSetup",
     "bundled_csv",
+    "per_source",
+    "row_setup",
     "plot_validation",
     "published_iteration_s",
     "read_rows",
