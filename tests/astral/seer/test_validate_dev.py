@@ -90,7 +90,7 @@ def test_gpu_cells_match_by_name_family_and_memory() -> None:
         cells.match_gpu("H100")[0],
         None,
     )
-    with pytest.raises(ConfigError, match="no catalog GPU"):
+    with pytest.raises(ConfigError, match="unknown gpu"):
         cells.match_gpu("TPU v5p")
 
 

@@ -75,7 +75,7 @@ def match_gpu(raw: str) -> tuple[GPUSpec, float | None]:
     if found is None:
         names = ", ".join(g.name for g in list_gpus())
         raise ConfigError(
-            f"GPU {raw!r} matches no catalog GPU by name or family",
+            f"unknown gpu {raw!r}: no catalog GPU matches its name or family",
             fix=f"name one of: {names} (or an architecture family: {', '.join(FAMILY_GPU)})",
         )
     if mem is not None:

@@ -34,13 +34,12 @@ FSDP_OVERLAP_RESIDUAL = 0.20
 that fit under the layer's compute still costs time (stream contention for SMs and HBM,
 prefetch issued one module ahead) — assumption, calibrated on NARAYANAN21_T2 (ZeRO-3 rows at
 384/640 GPUs, where compute and communication are of similar size)."""
-FSDP_RAILS_PER_GPU = 1
-"""NICs a ZeRO-3/FSDP parameter collective over a whole-DP group uses per GPU: each rank's
-partition of every tensor is gathered by a flat ring over all DP ranks, so the per-GPU stream
-is carried at one NIC's rate (the ZeRO paper's 3Ψ-per-GPU volume over per-GPU bandwidth,
-Rajbhandari et al. SC'20 §7), not the node-aggregate rate Megatron's rail-aligned groups get.
-This is what makes ZeRO-3 stop scaling at fixed batch (Narayanan et al. SC'21 Table 2) —
-assumption calibrated on that table."""
+PER_PARAMETER_RAILS = 1
+"""NICs per GPU that per-parameter ZeRO-3 collectives (DeepSpeed 2021: every rank's slice of
+every tensor gathered over all DP ranks) use: the per-GPU 3Ψ stream of the ZeRO paper's
+analysis (Rajbhandari et al. SC'20 §7) at one NIC's rate, not the node-aggregate rate that
+flat-buffer FSDP and Megatron's rail-aligned groups get. This is what makes ZeRO-3 stop scaling
+at fixed batch in Narayanan et al. SC'21 Table 2 — assumption calibrated on that table."""
 BF16_GEMMS = (
     "head.logits", "head.logits.dgrad", "head.logits.wgrad",
     "moe.router", "moe.router.dgrad", "moe.router.wgrad",
@@ -100,12 +99,12 @@ def make_context(
         "ep": place_group(lay.ep, lay.etp, gpn),
         "edp": place_group(lay.edp, lay.etp * lay.ep, gpn),
     }
+    # ZeRO-3/FSDP parameter collectives run on the DP groups (named apart for their overlap);
+    # per-parameter gathers carry each GPU's stream at one NIC's rate (see PER_PARAMETER_RAILS).
     for name in ("dp", "edp"):
         g = groups[name]
-        if g.nodes > 1:
-            groups[f"fsdp_{name}"] = Group(size=g.size, per_node=FSDP_RAILS_PER_GPU)
-        else:
-            groups[f"fsdp_{name}"] = g
+        per_param = ex.fsdp_collectives == "parameter" and g.nodes > 1
+        groups[f"fsdp_{name}"] = Group(g.size, PER_PARAMETER_RAILS) if per_param else g
     fabric = make_fabric(gpu.nvlink_gbps * 1e9, lay.nic_bytes_per_s, eff)
     return CostContext(
         peak_flops=peak,

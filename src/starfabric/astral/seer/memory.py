@@ -64,25 +64,29 @@ def activation_bytes_per_layer(
     # QKV and fc1 inputs (GEMM inputs), and the 2 dropout masks (1 byte) when the model trains
     # with dropout (Korthikanti et al. Table 2; Llama-style models train without it).
     masks = 2.0 if model.attention_dropout else 0.0
-    outside = (2 * e + 2 * g + 2 * e + masks) * h / sp_div
-    if model.is_mla and ex.recompute == "selective":
-        # DeepSeek-V3 recomputes the MLA up-projections: only the compressed latents stay.
+    mods = set(ex.recompute_modules) if ex.recompute == "selective" else set()
+    # Norm recompute (Megatron-Core "layernorm", DeepSeek-V3 section 3.2.3) drops the norm
+    # outputs that feed the QKV and fc1 GEMMs; the norm inputs are kept to re-run them.
+    gemm_in = 0.0 if "layernorm" in mods else 2 * g
+    outside = (2 * e + gemm_in + 2 * e + masks) * h / sp_div
+    if model.is_mla and "mla_up_proj" in mods:
+        # MLA up-projections recomputed: only the compressed latents stay; Q, K, V for the
+        # attention backward are rebuilt from them.
         qkv = g * (model.q_lora_rank + model.kv_lora_rank + model.qk_rope_head_dim)
-        qkv += e * heads * (dq + dv)  # the attention kernel's own Q/K/V inputs, 16-bit
-        qkv = min(qkv, e * (heads * dq + kvh * (dq + dv)) + qkv)
     else:
         qkv = e * (heads * dq + kvh * (dq + dv))
     proj_in = g * heads * dv
     per_token = outside + qkv + proj_in
     if ex.attention == "flash":
         per_token += 4.0 * heads  # softmax log-sum-exp statistics, fp32
-    elif ex.recompute != "selective":
+    elif "core_attn" not in mods:
         per_token += (2 * e + (e + 1 if model.attention_dropout else 0)) * heads * ex.seq_len
     gated = model.activation == "swiglu"
     if moe:
         k = model.moe_topk
         f = model.moe_ffn_hidden / lay.etp
-        per_token += k * (g * h + e * f * (2 if gated else 1) + g * f)
+        act_out = 0.0 if "moe_act" in mods else g * f  # the expert activation's output
+        per_token += k * (g * h + e * f * (2 if gated else 1) + act_out)
         per_token += 4.0 * model.moe_experts / sp_div
         if model.moe_shared_experts:
             fs = model.moe_ffn_hidden * model.moe_shared_experts / t

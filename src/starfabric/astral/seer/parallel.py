@@ -47,6 +47,18 @@ class ExecutionSpec(Spec):
         "as Llama 3 ran FSDP with pipelines)",
     )
     recompute: Literal["none", "selective", "full"] = "none"
+    recompute_modules: tuple[Literal["core_attn", "layernorm", "mla_up_proj", "moe_act"], ...] = (
+        Field(
+            default=("core_attn",),
+            description="what selective recompute re-runs (Megatron-Core --recompute-modules): "
+            "core attention, norms, MLA up-projections, MoE activation",
+        )
+    )
+    fsdp_collectives: Literal["layer", "parameter"] = Field(
+        default="layer",
+        description="ZeRO-3/FSDP gathers: one flat buffer per layer (FSDP, Megatron) or one "
+        "collective per parameter tensor (DeepSpeed ZeRO-3 as of 2021)",
+    )
     attention: Literal["flash", "unfused"] = "flash"
     overlap_grad_reduce: bool = True
     overlap_param_gather: bool = True

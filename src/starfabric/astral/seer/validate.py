@@ -344,10 +344,26 @@ def _choices(row: dict[str, str], model: ModelSpec, ex: dict[str, Any]) -> dict[
         out["recompute"] = ["none"]
     else:  # "selective", "partial", "RMSNorm + MLA up-projections recomputed"
         out["recompute"] = ["selective"]
+        mods = recompute_modules(rec_raw)
+        if mods:
+            out["recompute_modules"] = [mods]
     if ex.get("tp") is None:
         gpn = _int(row, "gpus_per_node", 8)
         out["tp"] = [t for t in (1, 2, 4, 8) if t <= gpn and model.heads % t == 0]
     return out
+
+
+def recompute_modules(text: str) -> tuple[str, ...]:
+    """Megatron-Core recompute modules named in a recompute cell ("RMSNorm + MLA
+    up-projections recomputed" → layernorm, mla_up_proj); empty when none is named."""
+    low = text.lower()
+    named = {
+        "layernorm": ("norm",),
+        "mla_up_proj": ("up-proj", "up proj", "mla"),
+        "moe_act": ("swiglu", "moe act", "expert act"),
+        "core_attn": ("attention", "core_attn", "selective"),
+    }
+    return tuple(m for m, keys in named.items() if any(k in low for k in keys))
 
 
 def _precision(row: dict[str, str]) -> str:
@@ -392,6 +408,10 @@ def row_setup(row: dict[str, str]) -> RowSetup:
         "zero": zero,
         **_framework(row),
     }
+    if zero == 3 and "deepspeed" in (row.get("framework") or "").lower() and _legacy(row):
+        # DeepSpeed ZeRO-3 before 2023 gathered every rank's slice of every parameter tensor
+        # over all DP ranks (no flat, rail-aligned buffers): cost.PER_PARAMETER_RAILS.
+        ex["fsdp_collectives"] = "parameter"
     if tp is not None and not _unverified(row.get("dp", "")):
         ex["dp"] = _int(row, "dp", max(1, gpus // (tp * pp * cp)))
     if (row.get("etp") or "").strip() and not _unverified(row["etp"]):
