@@ -24,8 +24,12 @@ astral_app.add_typer(seer_app, name="seer")
 
 @seer_app.command("predict")
 def seer_predict(
-    job: str = typer.Argument(..., help="Job YAML: {model, execution, system}."),
+    job: str = typer.Argument(
+        ..., help="Job YAML {model, execution, system}, or a Megatron-LM launch script."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the prediction as JSON."),
+    gpu: str = typer.Option("", "--gpu", help="GPU type (overrides the job's system.gpu)."),
+    gpus: int = typer.Option(0, "--gpus", help="GPU count (overrides system.gpus)."),
     trace: str = typer.Option("", "--trace", help="Write a Chrome-trace JSON of one iteration."),
     profile: str = typer.Option("", "--profile", help="Calibrated profile from 'seer calibrate'."),
 ) -> None:
@@ -38,7 +42,12 @@ def seer_predict(
     from starfabric.astral.seer import load_job, predict, write_trace
     from starfabric.astral.seer.calibrate import apply_profile
 
-    the_job = load_job(job)
+    overrides: dict[str, object] = {}
+    if gpu:
+        overrides["gpu"] = gpu
+    if gpus:
+        overrides["gpus"] = gpus
+    the_job = load_job(job, overrides or None)
     if profile:
         the_job = apply_profile(the_job, profile)
     pred = predict(the_job)

@@ -178,6 +178,8 @@ def _attention(t: OpTable, model: ModelSpec, ex: ExecutionSpec, lay: Layout, loc
             flops=2.0 * s_loc * loc.seq * dv * bh, selective=core,
         )  # fmt: skip
     t.gemm("attn.proj", tok, h, loc.heads * dv)
+    if model.parallel_block:
+        return  # the MLP reads the same normed input; one reduction closes both branches
     _tp_exit(t, loc, h, "attn")
     t.mem("attn.dropout_add", (3 * e + MASK_BYTES) * loc.tokens_sp * h)
 
@@ -224,6 +226,15 @@ def layer_ops(model: ModelSpec, ex: ExecutionSpec, lay: Layout, moe: bool) -> Op
     t = OpTable()
     _attention(t, model, ex, lay, loc)
     h, e = model.hidden, loc.elem
+    if model.parallel_block and not moe:
+        # Parallel transformer block (GPT-J/PaLM, MegaScale section 3.1): y = x + attn(n(x)) +
+        # mlp(n(x)): one norm, one SP all-gather and one reduce-scatter per layer.
+        _dense_mlp(t, model, loc, model.ffn_hidden, "mlp")
+        _tp_exit(t, loc, h, "mlp")
+        t.mem("mlp.dropout_add", (4 * e + MASK_BYTES) * loc.tokens_sp * h)
+        if ex.zero == 3 and lay.dp * lay.cp > 1 and lay.pp == 1:
+            _fsdp(t, model, lay, moe)
+        return t
     t.mem("mlp.norm", 2 * e * loc.tokens_sp * h, selective="layernorm" in ex.recompute_modules)
     if moe:
         _moe_mlp(t, model, lay, loc, "moe_act" in ex.recompute_modules)

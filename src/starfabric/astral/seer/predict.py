@@ -16,6 +16,7 @@ from pydantic import Field
 
 from starfabric.astral.seer.cost import make_context
 from starfabric.astral.seer.efficiency import efficiency_for
+from starfabric.astral.seer.megatron_cli import looks_like_megatron, read_megatron_file
 from starfabric.astral.seer.memory import MemoryReport, memory_report
 from starfabric.astral.seer.model import ModelSpec, load_model, param_counts
 from starfabric.astral.seer.ops import (
@@ -54,9 +55,22 @@ class Job:
     system: SystemSpec
 
 
-def load_job(path: str | Path) -> Job:
-    """Read a job YAML/JSON; a relative model path is taken relative to the job file."""
+def load_job(path: str | Path, system: dict[str, Any] | None = None) -> Job:
+    """Read a job YAML/JSON — or a Megatron-LM launch command (a script calling
+    pretrain_gpt.py) as model + execution — a relative model path is taken relative to the job
+    file; `system` fields override (or, for a command line, supply) the job's system."""
+    if looks_like_megatron(path):
+        spec_m = read_megatron_file(path)
+        sys_fields = {**spec_m["system"], **(system or {})}
+        if "gpus" not in sys_fields:
+            raise ConfigError(
+                f"{path}: the command does not say how many GPUs (no torchrun --nnodes)",
+                fix="pass --gpus N (and --gpu NAME) to seer predict",
+            )
+        return make_job(spec_m["model"], spec_m["execution"], sys_fields)
     data = read_mapping(path)
+    if system:
+        data = {**data, "system": {**(data.get("system") or {}), **system}}
     spec = parse_spec(JobSpec, data, source=str(path))
     ref: str | dict[str, Any] = spec.model
     if isinstance(ref, str):

@@ -103,6 +103,12 @@ def _bundled_name(row: dict[str, str]) -> str | None:
     return key if key in bundled_models() else None
 
 
+def _model_text(row: dict[str, str]) -> str:
+    return " ".join(
+        (row.get(k) or "") for k in ("model", "model_notes", "unverified_fields")
+    ).lower()
+
+
 def row_model(row: dict[str, str]) -> ModelSpec:
     """The model of one CSV row (GPT rows: LayerNorm, biases, learned positions, tied heads);
     a row whose attention the columns cannot describe (kv_heads = "MLA") takes the bundled
@@ -139,6 +145,8 @@ def row_model(row: dict[str, str]) -> ModelSpec:
         "learned_pos_emb": gpt,
         "tied_embeddings": gpt,
         "attention_dropout": gpt,
+        "parallel_block": "parallel transformer block" in _model_text(row)
+        or "ptb" in _model_text(row),
     }
     if arch == "moe" or (row.get("moe_experts") or "").strip():
         spec.update(
@@ -220,7 +228,10 @@ def _framework(row: dict[str, str]) -> dict[str, Any]:
     # default; TP overlap is opt-in and taken only when the row says so.
     no_overlap = "no overlap" in fw or "without overlap" in fw
     sp_text = (row.get("sp") or "").lower()
-    tp_overlap = "tp-comm-overlap" in sp_text or ("overlap" in fw and "tp" in fw)
+    # MegaScale overlaps TP/SP collectives with the adjacent GEMMs (MegaScale section 3.2).
+    tp_overlap = (
+        "tp-comm-overlap" in sp_text or ("overlap" in fw and "tp" in fw) or "megascale" in fw
+    )
     ep_overlap = "dualpipe" in fw or "dualpipe" in (row.get("vpp") or "").lower() or ("overlap" in fw and ("a2a" in fw or "ep" in fw.split("/")))
     return {"attention": "flash", "overlap_grad_reduce": not no_overlap,
             "overlap_param_gather": not no_overlap,
