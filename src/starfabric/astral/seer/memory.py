@@ -62,13 +62,14 @@ def activation_bytes_per_layer(
     dq, dv = model.qk_head_dim, model.vo_head_dim
     # Tensors outside TP regions (divided by t only under SP): 2 norm inputs (16-bit), the
     # QKV and fc1 inputs (GEMM inputs), and the 2 dropout masks (1 byte) when the model trains
-    # with dropout (Korthikanti et al. Table 2; Llama-style models train without it).
+    # with dropout: Korthikanti et al.'s 10sbh (section 4.1; Llama-style models train without
+    # dropout, so 8sbh).
     masks = 2.0 if model.attention_dropout else 0.0
     mods = set(ex.recompute_modules) if ex.recompute == "selective" else set()
     # Norm recompute (Megatron-Core "layernorm", DeepSeek-V3 section 3.2.3) drops the norm
     # outputs that feed the QKV and fc1 GEMMs; the norm inputs are kept to re-run them.
     gemm_in = 0.0 if "layernorm" in mods else 2 * g
-    outside = (2 * e + gemm_in + 2 * e + masks) * h / sp_div
+    outside = (2 * e + gemm_in + masks) * h / sp_div
     if model.is_mla and "mla_up_proj" in mods:
         # MLA up-projections recomputed: only the compressed latents stay; Q, K, V for the
         # attention backward are rebuilt from them.
