@@ -358,6 +358,11 @@ def _choices(row: dict[str, str], model: ModelSpec, ex: dict[str, Any]) -> dict[
         mods = recompute_modules(rec_raw)
         if mods:
             out["recompute_modules"] = [mods]
+    fw = (row.get("framework") or "").lower()
+    if not ex["tp_comm_overlap"] and ("nemo" in fw or "megatron-core" in fw) and ex["sp"]:
+        # NeMo / Megatron-Core ship userbuffers TP overlap (--tp-comm-overlap) in their
+        # performance recipes; a tuning user tries it when the source does not say.
+        out["tp_comm_overlap"] = [False, True]
     if ex.get("tp") is None:
         gpn = _int(row, "gpus_per_node", 8)
         out["tp"] = [t for t in (1, 2, 4, 8) if t <= gpn and model.heads % t == 0]
