@@ -36,8 +36,11 @@ class GPUSpec(Spec):
     nic_gbps: float | None = Field(
         default=None, gt=0, description="scale-out NIC line rate per GPU in the reference design"
     )
-    nvlink_domain: int = Field(
-        default=8, ge=1, description="GPUs one NVLink switch fabric joins (72 on GB200 NVL72)"
+    nvlink_domain: int | None = Field(
+        default=None,
+        ge=1,
+        description="GPUs one NVLink switch fabric joins when it spans nodes (72 on GB200 "
+        "NVL72); None: the node",
     )
 
     @field_validator("dense_tflops")

@@ -11,10 +11,10 @@ from starfabric.errors import ConfigError
 
 DEV = Path(__file__).parents[2] / "data" / "published_runs" / "development_runs.csv"
 
-MEAN_REACHED = 0.12
-"""Mean |error| this revision reaches on the development rows (the issue's target is 8%)."""
-MAX_REACHED = 0.70
-"""Max |error| this revision reaches (the issue's target is 20%; Llama 3 405B is the worst)."""
+MEAN_TARGET = 0.08
+"""The issue's mean |error| target on the development rows (this revision: 7.9%)."""
+MAX_REACHED = 0.40
+"""Max |error| this revision reaches (36%: Llama 3 405B on 8K GPUs); the issue's target is 20%."""
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +32,7 @@ def test_at_least_50_of_53_rows_predicted_and_refusals_name_why(dev) -> None:
 
 def test_dev_rows_error_figures(dev) -> None:
     s = summary(*dev)
-    assert s["mean_abs_error"] <= MEAN_REACHED
+    assert s["mean_abs_error"] <= MEAN_TARGET
     assert s["max_abs_error"] <= MAX_REACHED
     # Every source with a readable row is reported on its own.
     assert set(s["per_source"]) >= {
@@ -42,18 +42,19 @@ def test_dev_rows_error_figures(dev) -> None:
     assert sum(v["rows"] for v in s["per_source"].values()) == len(s["rows"])
 
 
-@pytest.mark.xfail(strict=True, reason="issue 15 target not reached yet (see docs/astral.md)")
-def test_dev_rows_meet_the_issue_target(dev) -> None:
-    s = summary(*dev)
-    assert s["mean_abs_error"] <= 0.08 and s["max_abs_error"] <= 0.20
+@pytest.mark.xfail(strict=True, reason="issue 15 max target not reached (Llama 3, docs/astral.md)")
+def test_dev_rows_meet_the_issue_max_target(dev) -> None:
+    assert summary(*dev)["max_abs_error"] <= 0.20
 
 
 def test_mechanism_rows_within_bounds(dev) -> None:
     """Sources whose mechanism this revision models: ZeRO-3 saturation, FP8 via TE, PTD-P."""
     per = summary(*dev)["per_source"]
     assert per["NARAYANAN21_T2"]["max_abs_error"] <= 0.20
-    assert per["NEMO_2407_PERF"]["mean_abs_error"] <= 0.10
-    assert per["DEEPSEEKV3_TR"]["max_abs_error"] <= 0.20
+    assert per["NEMO_2407_PERF"]["mean_abs_error"] <= 0.06
+    assert per["NEMO_2407_PERF"]["max_abs_error"] <= 0.12
+    assert per["DEEPSEEKV3_TR"]["max_abs_error"] <= 0.15
+    assert per["MEGASCALE24_T2"]["max_abs_error"] <= 0.20
 
 
 def test_zero3_time_saturates_with_gpus_at_fixed_batch(dev) -> None:
@@ -63,9 +64,15 @@ def test_zero3_time_saturates_with_gpus_at_fixed_batch(dev) -> None:
     assert z3["N21-T2-09"] > 0.8 * z3["N21-T2-08"]
 
 
+def test_no_run_that_fit_is_called_out_of_memory(dev) -> None:
+    done, _ = dev
+    assert [r.row_id for r in done if "note" in r.choices] == []
+
+
 def test_unverified_choices_are_printed(dev) -> None:
     done, _ = dev
     by = {r.row_id: r for r in done}
+    assert by["DSV3-01"].choices["recompute_modules"] == ("layernorm", "mla_up_proj")
     assert "50000" in by["NEMO2407-01"].choices["vocab"]
     assert "tp" in by["OPT-01"].choices
     assert by["MS-T2-01"].prediction.layout.gpu.name.startswith("A100")

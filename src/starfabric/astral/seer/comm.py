@@ -105,4 +105,3 @@ def collective_time(kind: Kind, nbytes: float, group: Group, fabric: Fabric) -> 
     steps = (2 if kind == "all_reduce" else 1) * (nodes - 1)
     lat = steps * NIC_STEP_LATENCY_S + (g - 1) * NVLINK_STEP_LATENCY_S + COLLECTIVE_LAUNCH_S
     return (lat if a_nic < 0 else a_nic) + factor * nbytes / bus
-

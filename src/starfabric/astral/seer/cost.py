@@ -89,7 +89,11 @@ def make_context(
         gemm_peak, gemm_frac = gpu.tflops("fp8") * 1e12, eff.fp8_gemm_peak_fraction
     else:
         gemm_peak, gemm_frac = peak, eff.gemm_peak_fraction
+    # NVL72 racks (GB200/GB300) join 72 GPUs by NVLink although a tray holds 4: groups are
+    # placed on the NVLink domain, not the node.
     gpn = lay.gpus_per_node
+    if gpu.nvlink_domain is not None:
+        gpn = max(gpn, min(gpu.nvlink_domain, lay.gpus))
     groups = {
         "tp": place_group(lay.tp, 1, gpn),
         "cp": place_group(lay.cp, lay.tp, gpn),

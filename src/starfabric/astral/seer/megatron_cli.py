@@ -127,8 +127,7 @@ def parse_megatron_command(cmd: str | list[str]) -> dict[str, dict[str, Any]]:
     start = next((i for i, a in enumerate(argv) if a.endswith(".py")), None)
     if start is None or not Path(argv[start]).name.startswith("pretrain_"):
         raise ConfigError(
-            "no Megatron training script (pretrain_gpt.py, pretrain_mamba.py, ...) in the "
-            "command",
+            "no Megatron training script (pretrain_gpt.py, pretrain_mamba.py, ...) in the command",
             fix="give the full launch line, e.g. 'torchrun ... pretrain_gpt.py --num-layers 32 ...'",
         )
     out: dict[str, dict[str, Any]] = {"model": {}, "execution": {}, "system": {}}

@@ -33,8 +33,9 @@ class ExecutionSpec(Spec):
     pp: int = Field(default=1, gt=0)
     vpp: int = Field(default=1, gt=0, description="virtual stages per PP rank (interleaved 1F1B)")
     pipeline_layers: tuple[int, ...] | None = Field(
-        default=None, description="explicit layers per PP stage (vpp = 1) or per virtual stage in "
-        "schedule order (pp*vpp entries): uneven pipelines"
+        default=None,
+        description="explicit layers per PP stage (vpp = 1) or per virtual stage in "
+        "schedule order (pp*vpp entries): uneven pipelines",
     )
     dp: int | None = Field(default=None, gt=0, description="default: gpus / (tp * pp * cp)")
     cp: int = Field(default=1, gt=0)

@@ -55,13 +55,13 @@ class Job:
     system: SystemSpec
 
 
-def load_job(path: str | Path, system: dict[str, Any] | None = None) -> Job:
+def load_job(path: str | Path, overrides: dict[str, Any] | None = None) -> Job:
     """Read a job YAML/JSON — or a Megatron-LM launch command (a script calling
     pretrain_gpt.py) as model + execution — a relative model path is taken relative to the job
-    file; `system` fields override (or, for a command line, supply) the job's system."""
+    file; `overrides` (SystemSpec fields) replace or, for a command line, supply the system."""
     if looks_like_megatron(path):
         spec_m = read_megatron_file(path)
-        sys_fields = {**spec_m["system"], **(system or {})}
+        sys_fields = {**spec_m["system"], **(overrides or {})}
         if "gpus" not in sys_fields:
             raise ConfigError(
                 f"{path}: the command does not say how many GPUs (no torchrun --nnodes)",
@@ -69,8 +69,8 @@ def load_job(path: str | Path, system: dict[str, Any] | None = None) -> Job:
             )
         return make_job(spec_m["model"], spec_m["execution"], sys_fields)
     data = read_mapping(path)
-    if system:
-        data = {**data, "system": {**(data.get("system") or {}), **system}}
+    if overrides:
+        data = {**data, "system": {**(data.get("system") or {}), **overrides}}
     spec = parse_spec(JobSpec, data, source=str(path))
     ref: str | dict[str, Any] = spec.model
     if isinstance(ref, str):

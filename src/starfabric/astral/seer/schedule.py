@@ -73,7 +73,9 @@ def pass_cost(t: OpTable, c: OpCosts, mask: np.ndarray[Any, Any] | None = None) 
     comp = float(c.exposed[sel & (c.kind != COMM)].sum())
     comm: dict[str, float] = {}
     for i in np.flatnonzero(sel & (c.kind == COMM)):
-        g = {"etp": "ep", "edp": "dp", "fsdp_dp": "dp", "fsdp_edp": "dp"}.get(t.group[i], t.group[i])
+        g = {"etp": "ep", "edp": "dp", "fsdp_dp": "dp", "fsdp_edp": "dp"}.get(
+            t.group[i], t.group[i]
+        )
         comm[g] = comm.get(g, 0.0) + float(c.exposed[i])
     flops = float(np.asarray(t.flops)[sel].sum())
     return PassCost(comp, comm, flops)
