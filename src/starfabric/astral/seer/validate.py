@@ -37,6 +37,9 @@ DEFAULT_NIC_PER_GPU = {
 }
 """Scale-out bandwidth per GPU when a row does not state it: the DGX SuperPOD reference designs
 (A100: HDR 200 Gb/s per GPU; Hopper/Blackwell: NDR 400 Gb/s per GPU) — assumption."""
+UNDEFINED = "the run is undefined"
+"""Start of the reason for a row that is refused because the source does not define the run
+(such a refusal is reported, not a validation failure)."""
 MICRO_BATCH_CANDIDATES = (1, 2, 4, 8)
 """Micro-batch sizes Megatron users try when tuning (assumption)."""
 REQUIRED = (
@@ -79,7 +82,7 @@ def global_batch_seqs(row: dict[str, str]) -> int:
     tokens, seq = _int(row, "tokens_per_batch", 0), _int(row, "seq_len")
     if tokens <= 0:
         raise DataError(
-            f"row {row.get('row_id', '?')}: the run is undefined: no global batch "
+            f"row {row.get('row_id', '?')}: {UNDEFINED}: no global batch "
             f"(global_batch_seqs = {row.get('global_batch_seqs', '')!r}, no tokens_per_batch)",
             fix="fill global_batch_seqs or tokens_per_batch",
         )
@@ -648,6 +651,7 @@ def plot_validation(results: list[RowResult], path: str | Path) -> Path:
 
 
 __all__ = [
+    "UNDEFINED",
     "RowResult",
     "RowSetup",
     "bundled_csv",
