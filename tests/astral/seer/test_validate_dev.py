@@ -110,3 +110,19 @@ def test_flop_conventions_and_zero_stages_from_prose() -> None:
     assert cells.zero_stage("ZeRO-1 DP", False) == 1
     assert cells.zero_stage("none", False) == 0
     assert cells.zero_stage("UNVERIFIED", False) is None
+
+
+def test_mla_rows_without_a_bundled_config_are_read_from_their_notes() -> None:
+    from starfabric.astral.seer import load_model, param_counts
+    from starfabric.astral.seer.validate import row_model
+
+    row = next(r for r in read_rows(DEV) if r["row_id"] == "DSV3-01")
+    m = row_model(dict(row, model="DeepSeek-V3-style (no bundled config)"))
+    ref = load_model("deepseek-v3")
+    assert (m.kv_lora_rank, m.q_lora_rank, m.qk_rope_head_dim, m.moe_max_nodes) == (
+        512,
+        1536,
+        64,
+        4,
+    )
+    assert param_counts(m).total == pytest.approx(param_counts(ref).total, rel=0.002)

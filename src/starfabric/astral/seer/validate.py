@@ -106,6 +106,28 @@ def _bundled_name(row: dict[str, str]) -> str | None:
     return key if key in bundled_models() else None
 
 
+def _mla_fields(row: dict[str, str], heads: int) -> dict[str, Any]:
+    """Multi-head latent attention shapes from a row's notes ("MLA: q_lora 1536, kv_lora 512")
+    and head_dim ("128 (+64 decoupled RoPE)"), for MLA models without a bundled config."""
+    notes = row.get("model_notes") or ""
+    kv = re.search(r"kv_lora\D{0,12}(\d+)", notes, re.I)
+    if kv is None:
+        raise DataError(
+            f"row {row['row_id']}: MLA attention but model_notes give no kv_lora rank",
+            fix="write e.g. 'MLA: q_lora 1536, kv_lora 512' in model_notes",
+        )
+    q = re.search(r"q_lora\D{0,12}(\d+)", notes, re.I)
+    rope = re.search(r"\+\s*(\d+)", row.get("head_dim") or "")
+    hd = _int(row, "head_dim", _int(row, "hidden") // heads)
+    return {
+        "kv_heads": heads,
+        "kv_lora_rank": int(kv.group(1)),
+        "q_lora_rank": int(q.group(1)) if q else 0,
+        "qk_rope_head_dim": int(rope.group(1)) if rope else 64,  # DeepSeek-V2/V3's RoPE part
+        "v_head_dim": hd,
+    }
+
+
 def _model_text(row: dict[str, str]) -> str:
     return " ".join(
         (row.get(k) or "") for k in ("model", "model_notes", "unverified_fields")
@@ -116,15 +138,17 @@ def row_model(row: dict[str, str]) -> ModelSpec:
     """The model of one CSV row (GPT rows: LayerNorm, biases, learned positions, tied heads);
     a row whose attention the columns cannot describe (kv_heads = "MLA") takes the bundled
     Hugging Face config of the same name."""
-    if cells.number(row.get("kv_heads")) is None and (row.get("kv_heads") or "").strip():
+    mla = cells.number(row.get("kv_heads")) is None and (row.get("kv_heads") or "").strip()
+    if mla:
         name = _bundled_name(row)
-        if name is None:
+        if name is not None:
+            return load_model(name)
+        if "mla" not in (row.get("kv_heads") or "").lower():
             raise DataError(
                 f"row {row['row_id']}: kv_heads = {row['kv_heads']!r} and no bundled config "
                 f"named like {row['model']!r}",
                 fix="give kv_heads as a number or add the model's config.json",
             )
-        return load_model(name)
     arch = (row.get("arch") or "dense").strip().lower()
     h = _int(row, "hidden")
     heads = _int(row, "heads")
@@ -151,6 +175,8 @@ def row_model(row: dict[str, str]) -> ModelSpec:
         "parallel_block": "parallel transformer block" in _model_text(row)
         or "ptb" in _model_text(row),
     }
+    if mla:
+        spec.update(_mla_fields(row, heads))
     if arch == "moe" or (row.get("moe_experts") or "").strip():
         spec.update(
             moe_experts=_int(row, "moe_experts"),
@@ -159,6 +185,9 @@ def row_model(row: dict[str, str]) -> ModelSpec:
             moe_ffn_hidden=_int(row, "moe_ffn_hidden"),
             moe_dense_layers=_int(row, "moe_dense_layers", 0),
         )
+        nodes = re.search(r"<=?\s*(\d+)\s*nodes", row.get("model_notes") or "")
+        if nodes:  # node-limited routing (DeepSeek-V3: each token reaches at most 4 nodes)
+            spec["moe_max_nodes"] = int(nodes.group(1))
     return parse_spec(ModelSpec, spec, source=f"row {row['row_id']}")
 
 
