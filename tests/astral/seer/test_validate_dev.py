@@ -12,9 +12,9 @@ from starfabric.errors import ConfigError
 DEV = Path(__file__).parents[2] / "data" / "published_runs" / "development_runs.csv"
 
 MEAN_TARGET = 0.08
-"""The issue's mean |error| target on the development rows (this revision: 7.9%)."""
-MAX_REACHED = 0.40
-"""Max |error| this revision reaches (36%: Llama 3 405B on 8K GPUs); the issue's target is 20%."""
+"""The issue's mean |error| target on the development rows (this revision: 6.9%)."""
+MAX_TARGET = 0.20
+"""The issue's max |error| target (this revision: 17.2%, a ZeRO-3 row of Narayanan Table 2)."""
 
 
 @pytest.fixture(scope="module")
@@ -33,18 +33,13 @@ def test_at_least_50_of_53_rows_predicted_and_refusals_name_why(dev) -> None:
 def test_dev_rows_error_figures(dev) -> None:
     s = summary(*dev)
     assert s["mean_abs_error"] <= MEAN_TARGET
-    assert s["max_abs_error"] <= MAX_REACHED
+    assert s["max_abs_error"] <= MAX_TARGET
     # Every source with a readable row is reported on its own.
     assert set(s["per_source"]) >= {
         "NARAYANAN21_T2", "LLAMA3_T4", "MEGASCALE24_T2", "MEGASCALE24_F9", "DEEPSEEKV3_TR",
         "NEMO_2407_PERF", "OPT175B_PAPER",
     }  # fmt: skip
     assert sum(v["rows"] for v in s["per_source"].values()) == len(s["rows"])
-
-
-@pytest.mark.xfail(strict=True, reason="issue 15 max target not reached (Llama 3, docs/astral.md)")
-def test_dev_rows_meet_the_issue_max_target(dev) -> None:
-    assert summary(*dev)["max_abs_error"] <= 0.20
 
 
 def test_mechanism_rows_within_bounds(dev) -> None:
@@ -55,6 +50,7 @@ def test_mechanism_rows_within_bounds(dev) -> None:
     assert per["NEMO_2407_PERF"]["max_abs_error"] <= 0.12
     assert per["DEEPSEEKV3_TR"]["max_abs_error"] <= 0.15
     assert per["MEGASCALE24_T2"]["max_abs_error"] <= 0.20
+    assert per["LLAMA3_T4"]["max_abs_error"] <= 0.12
 
 
 def test_zero3_time_saturates_with_gpus_at_fixed_batch(dev) -> None:
@@ -67,6 +63,12 @@ def test_zero3_time_saturates_with_gpus_at_fixed_batch(dev) -> None:
 def test_no_run_that_fit_is_called_out_of_memory(dev) -> None:
     done, _ = dev
     assert [r.row_id for r in done if "note" in r.choices] == []
+    # Llama 3 405B ran TP8/PP16 interleaved without recompute at 8K: Seer finds that it fits
+    # with 8 virtual stages, the first holding only the embedding, the last only the loss.
+    l3 = next(r for r in done if r.row_id == "L3-T4-1")
+    assert l3.choices["recompute"] == "none" and l3.choices["vpp"] == 8
+    assert l3.choices["pipeline_layers"][0] == 0 and l3.choices["pipeline_layers"][-1] == 0
+    assert not l3.prediction.memory.oom
 
 
 def test_unverified_choices_are_printed(dev) -> None:

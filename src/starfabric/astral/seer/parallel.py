@@ -130,11 +130,12 @@ class Layout:
 def uneven_pipeline_layers(layers: int, pp: int) -> tuple[int, ...]:
     """Per-stage layers when pp does not divide the layer count: every stage gets
     ceil(layers/pp) and the missing layers are taken one each from the first and last stage
-    (which also hold the embedding and the logits), then from the ends inwards (Llama 3 405B: 126 layers on 16 stages
-    = 7, 8 x 14, 7)."""
-    if pp < 1 or layers < pp:
+    (which also hold the embedding and the logits), then from the ends inwards (Llama 3 405B:
+    126 layers on 16 stages = 7, 8 x 14, 7; on 128 virtual stages the first holds only the
+    embedding and the last only the loss)."""
+    if pp < 1 or layers < pp - 2 or layers < 1:
         raise InfeasibleError(
-            f"cannot split {layers} layers over pp = {pp} stages", fix="use pp <= layers"
+            f"cannot split {layers} layers over pp = {pp} stages", fix="use pp <= layers + 2"
         )
     base = -(-layers // pp)
     out = [base] * pp
@@ -205,8 +206,12 @@ def resolve_layout(model: ModelSpec, ex: ExecutionSpec, system: SystemSpec) -> L
                 f"summing to layers = {model.layers}",
                 "list one positive layer count per stage",
             )
-        if min(pl) < 1:
-            raise _fail("every pipeline stage needs at least one layer", "fix pipeline_layers")
+        if min(pl[1:-1] or [1]) < 1 or (len(pl) == 1 and pl[0] < 1):
+            raise _fail(
+                "every pipeline stage needs at least one layer (only the first and last "
+                "(virtual) stage, which hold the embedding and the loss, may have none)",
+                "fix pipeline_layers",
+            )
         # Virtual stage vs = c * pp + s holds pl[vs] layers (Megatron's interleaved order).
         stage_layers: tuple[tuple[int, ...], ...] = tuple(
             tuple(pl[c * ex.pp + s] for c in range(ex.vpp)) for s in range(ex.pp)

@@ -519,7 +519,7 @@ def validate_row(row: dict[str, str]) -> RowResult:
         opts = dict(zip(keys, combo, strict=True))
         full = _fit_batch({**ex, **opts}, system["gpus"], approx_batch)
         chunks = full["pp"] * full.get("vpp", 1)
-        if model.layers % chunks and model.layers >= chunks:
+        if model.layers % chunks and model.layers >= chunks - 2:
             # Uneven pipelines: the first and last (virtual) stages, which also hold the
             # embedding and the loss, take one layer fewer (Llama 3 section 3.3.2).
             full["pipeline_layers"] = list(uneven_pipeline_layers(model.layers, chunks))
