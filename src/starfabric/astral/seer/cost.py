@@ -29,11 +29,12 @@ chunked overlap, SMs taken from the GEMM) — assumption."""
 FP8_CAST_BYTES = 3.0
 """HBM bytes per element to quantize a GEMM's 16-bit input to FP8 (read 2, write 1); the amax
 reduction rides along (Transformer Engine's cast kernels)."""
-FSDP_OVERLAP_RESIDUAL = 0.20
-"""ZeRO-3/FSDP prefetch: this fraction of the parameter gathers and gradient reduce-scatters
-that fit under the layer's compute still costs time (stream contention for SMs and HBM,
-prefetch issued one module ahead) — assumption, calibrated on NARAYANAN21_T2 (ZeRO-3 rows at
-384/640 GPUs, where compute and communication are of similar size)."""
+DP_OVERLAP_RESIDUAL = 0.20
+"""Data-parallel collectives overlapped with compute (ZeRO-3/FSDP prefetched gathers, bucketed
+gradient reduce-scatters under the backward) still cost this fraction of their hidden time:
+NCCL kernels take SMs and HBM bandwidth from the GEMMs they run beside — assumption, one value
+for both, calibrated on NARAYANAN21_T2 (ZeRO-3 at 384/640 GPUs, where compute and
+communication are of similar size) and consistent with the Megatron-Core rows (MLM24)."""
 PER_PARAMETER_RAILS = 1
 """NICs per GPU that per-parameter ZeRO-3 collectives (DeepSpeed 2021: every rank's slice of
 every tensor gathered over all DP ranks) use: the per-GPU 3Ψ stream of the ZeRO paper's
@@ -249,7 +250,7 @@ def op_costs(t: OpTable, ctx: CostContext, backward: bool = False) -> OpCosts:
         total = float(time[fsdp].sum())
         compute = float(time[kind != COMM].sum())
         hidden = min(total, compute)
-        excess = total - hidden + FSDP_OVERLAP_RESIDUAL * hidden
+        excess = total - hidden + DP_OVERLAP_RESIDUAL * hidden
         exposed[fsdp] = time[fsdp] * (excess / total if total > 0 else 0.0)
     return OpCosts(time=time, exposed=exposed, kind=kind)
 

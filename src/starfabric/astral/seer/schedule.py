@@ -17,7 +17,13 @@ import numpy as np
 
 from starfabric.astral.seer import _kernels
 from starfabric.astral.seer.comm import Kind
-from starfabric.astral.seer.cost import CostContext, OpCosts, comm_time, op_costs
+from starfabric.astral.seer.cost import (
+    DP_OVERLAP_RESIDUAL,
+    CostContext,
+    OpCosts,
+    comm_time,
+    op_costs,
+)
 from starfabric.astral.seer.model import ModelSpec, attention_params, mlp_params
 from starfabric.astral.seer.ops import (
     COMM,
@@ -326,7 +332,13 @@ def build_timeline(model: ModelSpec, ex: ExecutionSpec, lay: Layout, ctx: CostCo
         free = 0.0
         win: list[tuple[float, float]] = []
         total_dp = 0.0
-        for c in range(v):
+        # Chunks queue their reductions in the order their last backward finishes (under
+        # interleaving chunk v-1 is done first and chunk 0 last).
+        last_b = [
+            float(end[s, np.flatnonzero((is_fwd[s] == 0) & (chs[s] == c) & (mbs[s] == m - 1))[0]])
+            for c in range(v)
+        ]
+        for c in sorted(range(v), key=lambda k: last_b[k]):
             share = sp_.per_chunk[c] / max(sp_.dense + sp_.expert, 1.0)
             dense_c, exp_c = sp_.dense * share, sp_.expert * share
             t_c = comm_time(ctx, coll, dense_c * grad_bytes, dp_name, dp_group)
@@ -343,7 +355,10 @@ def build_timeline(model: ModelSpec, ex: ExecutionSpec, lay: Layout, ctx: CostCo
                 free = t0 + t_c / nb
                 win.append((t0, free))
         windows.append(win)
-        dp_exposed[s] = max(0.0, free - stage_end[s])
+        # Reductions that ran under compute still slow it: NCCL kernels take SMs and HBM
+        # bandwidth from the GEMMs they overlap (the same residual as ZeRO-3 prefetch).
+        hidden = sum(max(0.0, min(w1, stage_end[s]) - w0) for w0, w1 in win)
+        dp_exposed[s] = max(0.0, free - stage_end[s]) + DP_OVERLAP_RESIDUAL * hidden
         shard = ex.zero >= 1
         local = sp_.dense / (lay.dp * lay.cp if shard else 1) + sp_.expert / (
             lay.edp if shard else 1
