@@ -36,11 +36,11 @@ NCCL kernels take SMs and HBM bandwidth from the GEMMs they run beside — assum
 for both, calibrated on NARAYANAN21_T2 (ZeRO-3 at 384/640 GPUs, where compute and
 communication are of similar size) and consistent with the Megatron-Core rows (MLM24)."""
 PER_PARAMETER_RAILS = 1
-"""NICs per GPU that per-parameter ZeRO-3 collectives (DeepSpeed 2021: every rank's slice of
-every tensor gathered over all DP ranks) use: the per-GPU 3Ψ stream of the ZeRO paper's
-analysis (Rajbhandari et al. SC'20 §7) at one NIC's rate, not the node-aggregate rate that
-flat-buffer FSDP and Megatron's rail-aligned groups get. This is what makes ZeRO-3 stop scaling
-at fixed batch in Narayanan et al. SC'21 Table 2 — assumption calibrated on that table."""
+"""NICs per GPU that per-parameter ZeRO-3 collectives use (assumption, calibrated on Narayanan
+et al. SC'21 Table 2, where ZeRO-3 stops scaling at fixed batch): DeepSpeed 2021 gathered every
+rank's slice of every tensor over all DP ranks, so each GPU's 3Ψ stream (Rajbhandari et al.
+SC'20 §7) runs at one NIC's rate, not the node-aggregate rate of flat-buffer FSDP and Megatron's
+rail-aligned groups."""
 BF16_GEMMS = (
     "head.logits", "head.logits.dgrad", "head.logits.wgrad",
     "moe.router", "moe.router.dgrad", "moe.router.wgrad",
