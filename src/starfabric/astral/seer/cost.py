@@ -236,14 +236,15 @@ def op_costs(t: OpTable, ctx: CostContext, backward: bool = False) -> OpCosts:
         elif t.group[i] == "cp":
             attn = _attn_time(t, time)
             exposed[i] = max(0.0, dur - attn) + CP_OVERLAP_RESIDUAL * dur
-    ep = (kind == COMM) & np.isin(np.asarray(t.group), ["ep", "etp"])
+    grp_names = np.asarray(t.group)
+    ep = (kind == COMM) & ((grp_names == "ep") | (grp_names == "etp"))
     if ctx.ep_comm_overlap and ep.any():
         # Two micro-batches interleaved (DualPipe / A2A overlap): one's dispatch/combine runs
         # under the other's attention and expert GEMMs; the excess stays exposed.
         total = float(time[ep].sum())
         compute = float(time[kind != COMM].sum())
         exposed[ep] = time[ep] * (max(0.0, total - compute) / total if total > 0 else 0.0)
-    fsdp = (kind == COMM) & np.isin(np.asarray(t.group), ["fsdp_dp", "fsdp_edp"])
+    fsdp = (kind == COMM) & ((grp_names == "fsdp_dp") | (grp_names == "fsdp_edp"))
     if fsdp.any():
         # ZeRO-3 gathers/reductions are prefetched on their own stream: together they hide
         # behind the layer's compute; only the excess stays on the critical path.
