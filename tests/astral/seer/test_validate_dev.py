@@ -12,7 +12,7 @@ from starfabric.errors import ConfigError
 DEV = Path(__file__).parents[2] / "data" / "published_runs" / "development_runs.csv"
 
 MEAN_TARGET = 0.08
-"""The issue's mean |error| target on the development rows (this revision: 6.9%)."""
+"""The issue's mean |error| target on the development rows (this revision: 7.1%)."""
 MAX_TARGET = 0.20
 """The issue's max |error| target (this revision: 17.2%, a ZeRO-3 row of Narayanan Table 2)."""
 
