@@ -1,27 +1,25 @@
 """Time of every operator in an OpTable: roofline compute, HBM-bound kernels, collectives.
 
-Compute kernels are timed with the shape-aware efficiency model; collectives with the
-hierarchical model of `comm.py` on the group's placement, or — when the job names a topology —
-with the collectives models on the placed ranks (`topocoll.py`). With TP communication overlap
-(Megatron `--tp-comm-overlap`) a TP collective hides behind the adjacent GEMM and only the
-excess (plus a fixed fraction) is exposed; CP ring traffic hides behind attention.
+Compute kernels are timed with the shape-aware efficiency model; collectives with the job's
+`CommModel` (formulas, or the collectives models on a built topology: `simcomm.comm_model`).
+With TP communication overlap (Megatron `--tp-comm-overlap`) a TP collective hides behind the
+adjacent GEMM and only the excess (plus a fixed fraction) is exposed; CP ring traffic hides
+behind attention.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
-from starfabric.astral.seer.comm import Fabric, Group, collective_time, place_group
+from starfabric.astral.seer.comm import CommModel, Phase
 from starfabric.astral.seer.efficiency import Efficiency, gemm_time, mem_time
 from starfabric.astral.seer.model import ModelSpec
 from starfabric.astral.seer.ops import BMM, COMM, FLASH, GEMM, MEM, OpTable
-from starfabric.astral.seer.parallel import ExecutionSpec, Layout
-from starfabric.astral.seer.topocoll import GroupShape, TopologyCollectives, megatron_shapes
-from starfabric.astral.seer.topocomm import TopologyComm
-from starfabric.errors import InvariantError
+from starfabric.astral.seer.parallel import ExecutionSpec, Layout, SystemSpec
+from starfabric.astral.seer.simcomm import comm_model
 
 TP_OVERLAP_RESIDUAL = 0.15
 """With TP comm overlap, this fraction of each TP collective stays exposed (pipeline fill of the
@@ -35,12 +33,6 @@ gradient reduce-scatters under the backward) still cost this fraction of their h
 NCCL kernels take SMs and HBM bandwidth from the GEMMs they run beside — assumption, one value
 for both, calibrated on NARAYANAN21_T2 (ZeRO-3 at 384/640 GPUs, where compute and
 communication are of similar size) and consistent with the Megatron-Core rows (MLM24)."""
-PER_PARAMETER_RAILS = 1
-"""NICs per GPU that per-parameter ZeRO-3 collectives use (assumption, calibrated on Narayanan
-et al. SC'21 Table 2, where ZeRO-3 stops scaling at fixed batch): DeepSpeed 2021 gathered every
-rank's slice of every tensor over all DP ranks, so each GPU's 3Ψ stream (Rajbhandari et al.
-SC'20 §7) runs at one NIC's rate, not the node-aggregate rate of flat-buffer FSDP and Megatron's
-rail-aligned groups."""
 BF16_GEMMS = (
     "head.logits", "head.logits.dgrad", "head.logits.wgrad",
     "moe.router", "moe.router.dgrad", "moe.router.wgrad",
@@ -59,116 +51,38 @@ class CostContext:
     gemm_fraction: float
     hbm_bytes_per_s: float
     eff: Efficiency
-    fabric: Fabric
-    groups: dict[str, Group]
+    comm: CommModel
+    """Times every collective (one model per job, chosen by `simcomm.comm_model`)."""
     tp_comm_overlap: bool
     fp8: bool = False
-    topo: TopologyComm | None = None
-    moe: tuple[int, int, int, int] = (0, 0, 0, 0)
-    """(hidden, experts, topk, max_nodes) for topology-simulated expert all-to-all."""
-    etp: int = 1
     ep_comm_overlap: bool = False
-    net: TopologyCollectives | None = None
-    """Times TP/CP/DP/PP collectives on the built cluster (None: `comm.py` formulas)."""
-    shapes: dict[str, GroupShape] | None = None
-    """Representative placed group per parallel dimension (with `net`)."""
 
 
 def make_context(
     ex: ExecutionSpec,
     lay: Layout,
     eff: Efficiency,
-    topo: TopologyComm | None = None,
+    system: SystemSpec | None = None,
     model: ModelSpec | None = None,
-    net: TopologyCollectives | None = None,
 ) -> CostContext:
-    """Peaks, efficiencies and group placements for one job (`topo`: simulate the expert
-    all-to-all of `model` on a built cluster; `net`: time the other collectives there)."""
+    """Peaks, efficiencies and the communication model for one job (`system` with a
+    `topology`: collectives simulated there, the expert all-to-all of `model` included)."""
     gpu = lay.gpu
     peak = gpu.tflops("bf16" if ex.precision != "fp16" else "fp16") * 1e12
     if ex.precision == "fp8":
         gemm_peak, gemm_frac = gpu.tflops("fp8") * 1e12, eff.fp8_gemm_peak_fraction
     else:
         gemm_peak, gemm_frac = peak, eff.gemm_peak_fraction
-    # NVL72 racks (GB200/GB300) join 72 GPUs by NVLink although a tray holds 4: groups are
-    # placed on the NVLink domain, not the node.
-    gpn = lay.gpus_per_node
-    if gpu.nvlink_domain is not None:
-        gpn = max(gpn, min(gpu.nvlink_domain, lay.gpus))
-    groups = {
-        "tp": place_group(lay.tp, 1, gpn),
-        "cp": place_group(lay.cp, lay.tp, gpn),
-        "dp": place_group(lay.dp, lay.tp * lay.cp, gpn),
-        "pp": place_group(lay.pp, lay.tp * lay.cp * lay.dp, gpn),
-        "etp": place_group(lay.etp, 1, gpn),
-        "ep": place_group(lay.ep, lay.etp, gpn),
-        "edp": place_group(lay.edp, lay.etp * lay.ep, gpn),
-    }
-    # ZeRO-3/FSDP parameter collectives run on the DP groups (named apart for their overlap);
-    # per-parameter gathers carry each GPU's stream at one NIC's rate (see PER_PARAMETER_RAILS).
-    for name in ("dp", "edp"):
-        g = groups[name]
-        per_param = ex.fsdp_collectives == "parameter" and g.nodes > 1
-        groups[f"fsdp_{name}"] = Group(g.size, PER_PARAMETER_RAILS) if per_param else g
-    fabric = make_fabric(gpu.nvlink_gbps * 1e9, lay.nic_bytes_per_s, eff)
     return CostContext(
         peak_flops=peak,
         gemm_peak_flops=gemm_peak,
         gemm_fraction=gemm_frac,
         hbm_bytes_per_s=gpu.hbm_gbps * 1e9,
         eff=eff,
-        fabric=fabric,
-        groups=groups,
+        comm=comm_model(ex, lay, eff, system, model),
         tp_comm_overlap=ex.tp_comm_overlap,
         fp8=ex.precision == "fp8",
-        topo=topo if (model is not None and model.is_moe) else None,
-        moe=(
-            (model.hidden, model.moe_experts, model.moe_topk, model.moe_max_nodes)
-            if model is not None and model.is_moe
-            else (0, 0, 0, 0)
-        ),
-        etp=lay.etp,
         ep_comm_overlap=ex.ep_comm_overlap,
-        net=net,
-        shapes=(
-            megatron_shapes(lay.tp, lay.cp, lay.dp, lay.pp, lay.ep, lay.etp, lay.edp)
-            if net is not None
-            else None
-        ),
-    )
-
-
-def comm_time(
-    ctx: CostContext, kind: str, nbytes: float, group: str, fallback: Group | None = None
-) -> float:
-    """Seconds of one collective on parallel group `group` ("tp", "cp", "dp", "dp_cp", "pp",
-    "etp", "ep", "edp"): simulated on the placed ranks when the context has a topology, else
-    the bus-bandwidth formula on `fallback` (default: the context's group of that name)."""
-    if ctx.net is not None and ctx.shapes is not None and group in ctx.shapes:
-        if kind == "p2p" and group != "pp":
-            kind = "ring_p2p"  # ring-attention KV exchange among the group's neighbours
-        return ctx.net.time(kind, float(nbytes), ctx.shapes[group])
-    grp = fallback if fallback is not None else ctx.groups[group]
-    return collective_time(kind, nbytes, grp, ctx.fabric)  # type: ignore[arg-type]
-
-
-def make_fabric(nvlink_bytes_per_s: float, nic_bytes_per_s: float, eff: Efficiency) -> Fabric:
-    """Achievable bus bandwidths from link rates and (calibrated) efficiency fractions; a
-    calibrated fraction of 0 means "not measured" and keeps the default."""
-    per_kind = tuple(
-        (
-            kind,
-            nvlink_bytes_per_s * (nvl or eff.nvlink_bus_fraction),
-            nic_bytes_per_s * (nic or eff.nic_bus_fraction),
-            a_nvl,
-            a_nic,
-        )
-        for kind, nvl, nic, a_nvl, a_nic in eff.collective_bus_fractions
-    )
-    return Fabric(
-        nvlink_bus_bytes_per_s=nvlink_bytes_per_s * eff.nvlink_bus_fraction,
-        nic_bus_bytes_per_s=nic_bytes_per_s * eff.nic_bus_fraction,
-        per_kind=per_kind,
     )
 
 
@@ -222,11 +136,16 @@ def op_costs(t: OpTable, ctx: CostContext, backward: bool = False) -> OpCosts:
     time[m] = mem_time(a["nbytes"][m], ctx.hbm_bytes_per_s, eff)
     exposed = time.copy()
     for i in np.flatnonzero(kind == COMM):
-        grp = ctx.groups[t.group[i]]
-        if ctx.topo is not None and t.group[i] == "ep" and t.coll[i] == "all_to_all":
-            dur = _topology_alltoall(ctx, t.name[i], float(a["nbytes"][i]), grp.size)
-        else:
-            dur = comm_time(ctx, t.coll[i], float(a["nbytes"][i]), t.group[i], grp)
+        name, coll, grp = t.name[i], t.coll[i], t.group[i]
+        phase: Phase | None = None
+        fp8 = False
+        if grp == "ep" and coll == "all_to_all":
+            # A backward pass moves gradients the opposite way: dispatch's backward travels
+            # like a combine, in 16 bit.
+            bwd = name.endswith(".bwd")
+            phase = "dispatch" if ("dispatch" in name) != bwd else "combine"
+            fp8 = ctx.fp8 and "dispatch" in name and not bwd
+        dur = ctx.comm.time(coll, float(a["nbytes"][i]), grp, phase=phase, fp8=fp8)  # type: ignore[arg-type]
         time[i] = dur
         exposed[i] = dur
         if t.group[i] == "tp" and ctx.tp_comm_overlap:
@@ -254,23 +173,6 @@ def op_costs(t: OpTable, ctx: CostContext, backward: bool = False) -> OpCosts:
         excess = total - hidden + DP_OVERLAP_RESIDUAL * hidden
         exposed[fsdp] = time[fsdp] * (excess / total if total > 0 else 0.0)
     return OpCosts(time=time, exposed=exposed, kind=kind)
-
-
-def _topology_alltoall(ctx: CostContext, name: str, nbytes: float, ranks: int) -> float:
-    """Expert dispatch/combine simulated on the cluster; a backward pass moves gradients the
-    opposite way (dispatch's backward travels like a combine, in 16 bit)."""
-    if ctx.topo is None:
-        raise InvariantError("topology all-to-all without a topology", fix="report a bug")
-    h, experts, topk, max_nodes = ctx.moe
-    tokens = max(1, round(nbytes / (2.0 * topk * h)))
-    forward_dispatch = "dispatch" in name and not name.endswith(".bwd")
-    phase: Literal["dispatch", "combine"] = (
-        "dispatch" if ("dispatch" in name) != name.endswith(".bwd") else "combine"
-    )
-    return ctx.topo.moe_alltoall_s(
-        ranks=ranks, stride=ctx.etp, tokens_per_rank=tokens, hidden=h, experts=experts,
-        topk=topk, max_nodes=max_nodes, fp8=ctx.fp8 and forward_dispatch, phase=phase,
-    )  # fmt: skip
 
 
 def _adjacent_gemm(kind: np.ndarray[Any, Any], i: int) -> int:

@@ -32,8 +32,6 @@ from starfabric.astral.seer.parallel import (
     resolve_layout,
 )
 from starfabric.astral.seer.schedule import Timeline, build_timeline
-from starfabric.astral.seer.topocoll import TopologyCollectives
-from starfabric.astral.seer.topocomm import TopologyComm, cluster_spec
 from starfabric.config import Spec, parse_spec, read_mapping
 from starfabric.errors import ConfigError
 
@@ -190,13 +188,7 @@ def predict(job: Job) -> Prediction:
     model, ex = job.model, job.execution
     lay = resolve_layout(model, ex, job.system)
     eff = efficiency_for(lay.gpu, job.system.efficiency)
-    topo = net = None
-    if job.system.topology is not None:
-        spec = cluster_spec(job.system.topology, job.system.gpus)
-        net = TopologyCollectives(spec, job.system.network_backend)
-        if model.is_moe and lay.ep > 1:
-            topo = TopologyComm(spec, job.system.network_backend)
-    ctx = make_context(ex, lay, eff, topo, model, net)
+    ctx = make_context(ex, lay, eff, job.system, model)
     tl = build_timeline(model, ex, lay, ctx)
     tokens = float(ex.global_batch) * ex.seq_len
     mem = memory_report(model, ex, lay, tl)

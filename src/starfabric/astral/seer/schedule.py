@@ -21,7 +21,6 @@ from starfabric.astral.seer.cost import (
     DP_OVERLAP_RESIDUAL,
     CostContext,
     OpCosts,
-    comm_time,
     op_costs,
 )
 from starfabric.astral.seer.model import ModelSpec, attention_params, mlp_params
@@ -265,9 +264,9 @@ def build_timeline(model: ModelSpec, ex: ExecutionSpec, lay: Layout, ctx: CostCo
     act_bytes = 2.0 * ex.micro_batch * ex.seq_len / lay.cp * model.hidden / lay.tp
     p2p = 0.0
     if p > 1:
-        p2p = comm_time(ctx, "p2p", act_bytes, "pp")
+        p2p = ctx.comm.time("p2p", act_bytes, "pp")
         if lay.tp > 1 and not lay.sp:
-            p2p += comm_time(ctx, "all_gather", act_bytes * lay.tp, "tp")
+            p2p += ctx.comm.time("all_gather", act_bytes * lay.tp, "tp")
     blocking = p > 1 and not ex.overlap_p2p
     fwd = np.zeros((p, v))
     bwd = np.zeros((p, v))
@@ -315,11 +314,6 @@ def build_timeline(model: ModelSpec, ex: ExecutionSpec, lay: Layout, ctx: CostCo
         if (ex.grad_reduce_fp32 if ex.grad_reduce_fp32 is not None else ex.precision != "fp16")
         else 2.0
     )
-    dp_group = ctx.groups["dp"]
-    if lay.cp > 1:
-        dp_group = type(dp_group)(
-            size=lay.dp * lay.cp, per_node=min(lay.dp * lay.cp, max(1, dp_group.per_node * lay.cp))
-        )
     dp_name = "dp_cp" if lay.cp > 1 else "dp"
     coll: Kind = "reduce_scatter" if ex.zero >= 1 else "all_reduce"
     tails = np.zeros(p)
@@ -341,8 +335,8 @@ def build_timeline(model: ModelSpec, ex: ExecutionSpec, lay: Layout, ctx: CostCo
         for c in sorted(range(v), key=lambda k: last_b[k]):
             share = sp_.per_chunk[c] / max(sp_.dense + sp_.expert, 1.0)
             dense_c, exp_c = sp_.dense * share, sp_.expert * share
-            t_c = comm_time(ctx, coll, dense_c * grad_bytes, dp_name, dp_group)
-            t_c += comm_time(ctx, coll, exp_c * grad_bytes, "edp")
+            t_c = ctx.comm.time(coll, dense_c * grad_bytes, dp_name)
+            t_c += ctx.comm.time(coll, exp_c * grad_bytes, "edp")
             if ex.zero == 3 and p == 1:
                 t_c = 0.0  # ZeRO-3 reduce-scatters gradients inside every backward pass
             total_dp += t_c
@@ -365,8 +359,8 @@ def build_timeline(model: ModelSpec, ex: ExecutionSpec, lay: Layout, ctx: CostCo
         )
         opt[s] = local * OPTIMIZER_BYTES_PER_PARAM / (ctx.hbm_bytes_per_s * ctx.eff.mem_bw_fraction)
         if ex.zero in (1, 2) or (ex.zero == 3 and p > 1):
-            ag = comm_time(ctx, "all_gather", sp_.dense * 2.0, dp_name, dp_group)
-            ag += comm_time(ctx, "all_gather", sp_.expert * 2.0, "edp")
+            ag = ctx.comm.time("all_gather", sp_.dense * 2.0, dp_name)
+            ag += ctx.comm.time("all_gather", sp_.expert * 2.0, "edp")
             if ex.overlap_param_gather:
                 nb_all = max(1, int(np.ceil((sp_.dense + sp_.expert) / DP_BUCKET_PARAMS)))
                 first_f = float(fwd[s, 0])

@@ -16,6 +16,7 @@ from typing import Any, Literal
 import numpy as np
 
 from starfabric.astral.hardware import get_gpu
+from starfabric.astral.seer.comm import make_fabric
 from starfabric.astral.seer.cost import DP_OVERLAP_RESIDUAL, CostContext, make_context
 from starfabric.astral.seer.efficiency import efficiency_for
 from starfabric.astral.seer.memory import RESERVED_BYTES, activation_bytes_per_layer
@@ -236,8 +237,9 @@ def _evaluate(
     stage_max = per_mb_stage + lc[:, 4]  # the last stage also runs embedding/logits (pp = 1: all)
     chunk = per_mb_stage / vpp
     # p2p hand-off: inter-node when a PP neighbour sits on another node.
-    nvl = gpu.nvlink_gbps * 1e9 * eff.nvlink_bus_fraction
-    nicb = nic * eff.nic_bus_fraction
+    # The formula CommModel's bus rates (search's closed form is its DP/PP ring on arrays).
+    fabric = make_fabric(gpu.nvlink_gbps * 1e9, nic, eff)
+    nvl, nicb = fabric.nvlink_bus_bytes_per_s, fabric.nic_bus_bytes_per_s
     cross = (tp * cp * dp) >= system.gpus_per_node
     p2p = np.where(pp > 1, lc[:, 6] / np.where(cross, nicb, nvl), 0.0)
     pipeline = m * stage_max + (pp - 1) * (chunk + 2 * p2p)
