@@ -8,8 +8,14 @@ from starfabric.astral.seer.comm import FormulaComm, collective_time, place_grou
 from starfabric.astral.seer.cost import make_context
 from starfabric.astral.seer.efficiency import efficiency_for
 from starfabric.astral.seer.parallel import resolve_layout
-from starfabric.astral.seer.simcomm import GroupShape, SimulatedComm, cluster_spec, megatron_shapes
-from starfabric.errors import ConfigError, InfeasibleError
+from starfabric.astral.seer.simcomm import (
+    GroupShape,
+    SimulatedComm,
+    cluster_spec,
+    comm_model,
+    megatron_shapes,
+)
+from starfabric.errors import ConfigError, InfeasibleError, InvariantError
 
 EXAMPLES = Path(__file__).parents[3] / "examples" / "jobs"
 FT = {"topology": "fat-tree", "gpus_per_host": 8, "gpu": "H100", "gpus": 4096,
@@ -99,3 +105,25 @@ def test_context_parallel_ring_on_the_topology() -> None:
     )
     for g in ("tp", "cp", "pp", "dp"):
         assert 0.2 < topo.breakdown[g] / base.breakdown[g] < 5.0, g
+
+
+def test_comm_model_is_chosen_by_the_topology() -> None:
+    job = load_job(EXAMPLES / "llama31_70b_dense.yaml")
+    lay = resolve_layout(job.model, job.execution, job.system)
+    eff = efficiency_for(lay.gpu, {})
+    plain = job.system.model_copy(update={"topology": None})
+    formula = comm_model(job.execution, lay, eff, plain, job.model)
+    assert isinstance(formula, FormulaComm)
+    with pytest.raises(InvariantError, match="no parallel group 'nope'"):
+        formula.time("all_gather", 1e6, "nope")
+    sim = comm_model(job.execution, lay, eff, plain.model_copy(update={"topology": FT_RAIL}))
+    assert isinstance(sim, SimulatedComm) and sim.moe is None
+    tp = sim.shapes["tp"]
+    assert sim.time("all_gather", 1e8, "tp") == sim.placed("all_gather", 1e8, tp)
+    # ZeRO-3 parameter groups have no placed shape: they take the formulas
+    assert sim.time("all_gather", 1e8, "fsdp_dp") == formula.time("all_gather", 1e8, "fsdp_dp")
+    moe = load_job(EXAMPLES / "deepseek_v3_moe.yaml")
+    mlay = resolve_layout(moe.model, moe.execution, moe.system)
+    msim = comm_model(moe.execution, mlay, eff, moe.system, moe.model)
+    assert isinstance(msim, SimulatedComm) and msim.moe is not None
+    assert msim.moe.topk == moe.model.moe_topk and msim.shapes["ep"].size == mlay.ep
