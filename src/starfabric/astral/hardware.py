@@ -18,7 +18,7 @@ from pydantic import Field, field_validator
 from starfabric.config import Spec, parse_spec, read_mapping
 from starfabric.errors import ConfigError
 
-DTYPES = ("fp32", "tf32", "fp16", "bf16", "fp8")
+DTYPES = ("fp32", "tf32", "fp16", "bf16", "fp8", "mxfp8")
 """Dtypes a GPUSpec may quote dense TFLOP/s for."""
 
 
@@ -33,6 +33,15 @@ class GPUSpec(Spec):
     tdp_w: float = Field(gt=0)
     source: str = Field(min_length=1)
     aliases: tuple[str, ...] = ()
+    nic_gbps: float | None = Field(
+        default=None, gt=0, description="scale-out NIC line rate per GPU in the reference design"
+    )
+    nvlink_domain: int | None = Field(
+        default=None,
+        ge=1,
+        description="GPUs one NVLink switch fabric joins when it spans nodes (72 on GB200 "
+        "NVL72); None: the node",
+    )
 
     @field_validator("dense_tflops")
     @classmethod

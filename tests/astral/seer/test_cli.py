@@ -89,3 +89,40 @@ def test_search_bad_ray_address_is_one_line_exit_2() -> None:
     assert res.exit_code == 2
     assert res.output.startswith("error: --ray 'nowhere' is not a Ray address")
     assert res.output.count("\n") == 1
+
+
+def test_validate_prints_error_per_source_and_reports_undefined_runs(tmp_path: Path) -> None:
+    import csv
+
+    dev = CSV.with_name("development_runs.csv")
+    keep = {"K22-ABS-01", "NEMO2407-05", "N21-T2-09", "MS-T2-01"}
+    rows = [r for r in csv.DictReader(dev.open()) if r["row_id"] in keep]
+    p = tmp_path / "dev.csv"
+    with p.open("w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    res = runner.invoke(
+        app,
+        ["astral", "seer", "validate", "--csv", str(p), "--max-mean", "0.2", "--max-row", "0.3"],
+    )
+    assert res.exit_code == 0, res.output
+    assert "error per source" in res.output and "NEMO_2407_PERF" in res.output
+    assert "predicted 3 of 4 rows" in res.output
+    assert "K22-ABS-01: not predicted" in res.output and "undefined" in res.output
+
+
+def test_predict_reads_a_megatron_launch_script(tmp_path: Path) -> None:
+    script = tmp_path / "train.sh"
+    script.write_text(
+        "torchrun --nproc_per_node 8 --nnodes 1 pretrain_gpt.py --num-layers 24 "
+        "--hidden-size 2048 --num-attention-heads 16 --seq-length 2048 --micro-batch-size 2 "
+        "--global-batch-size 64 --bf16 --tensor-model-parallel-size 2\n"
+    )
+    res = runner.invoke(app, ["astral", "seer", "predict", str(script), "--gpu", "A100"])
+    assert res.exit_code == 0, res.output
+    assert "tp=2" in res.output and "A100" in res.output
+    bad = tmp_path / "bad.sh"
+    bad.write_text(script.read_text().replace("--bf16", "--bf16 --warp-speed 9"))
+    res = runner.invoke(app, ["astral", "seer", "predict", str(bad)])
+    assert res.exit_code == 2 and "--warp-speed" in res.output

@@ -20,7 +20,6 @@ def _job(model: str = "llama-3.1-8b", **ex: object):
         ("llama-3.1-8b", {"pp": 8, "vpp": 3}, "layers = 32 not divisible by pp\\*vpp = 24"),
         ("llama-3.1-8b", {"global_batch": 65}, "global_batch = 65 not divisible"),
         ("llama-3.1-8b", {"ep": 2}, "ep = 2 on a dense model"),
-        ("llama-3.1-8b", {"zero": 3, "pp": 2}, "zero = 3 with pp > 1"),
         ("llama-3.1-8b", {"vpp": 2}, "vpp > 1 needs pp > 1"),
         ("llama-3.1-8b", {"pp": 4, "vpp": 2, "global_batch": 96}, "multiple of pp"),
         ("llama-3.1-8b", {"cp": 64, "seq_len": 4000}, "2\\*cp"),
@@ -62,12 +61,38 @@ def test_uneven_pipeline_split_is_accepted() -> None:
 def test_uneven_pipeline_split(layers: int, pp: int) -> None:
     from starfabric.astral.seer.parallel import uneven_pipeline_layers
 
-    if pp > layers:
+    if pp > layers + 2:
         with pytest.raises(InfeasibleError):
             uneven_pipeline_layers(layers, pp)
         return
     split = uneven_pipeline_layers(layers, pp)
-    assert len(split) == pp and sum(split) == layers and min(split) >= 1
-    assert max(split) - min(split) <= 1
+    assert len(split) == pp and sum(split) == layers and max(split) - min(split) <= 1
+    # Only the end stages (embedding, loss) may be left without a layer.
+    assert min(split[1:-1] or (1,)) >= 1 and min(split) >= 0
     if pp > 2 and max(split) != min(split):
         assert split[0] <= min(split[1:-1]) and split[-1] <= min(split[1:-1])
+
+
+def test_zero3_with_pipelines_keeps_parameters_gathered_across_micro_batches() -> None:
+    """Llama 3 ran FSDP with PP: parameters gathered once per step, not per micro-batch, so
+    weight memory is the stage's full share while gradients and optimizer stay sharded."""
+    z3 = predict(_job(zero=3, pp=2))
+    z1 = predict(_job(zero=1, pp=2))
+    assert z3.memory.weights == pytest.approx(z1.memory.weights)
+    assert z3.memory.grads < z1.memory.grads
+
+
+def test_end_virtual_stages_may_hold_only_embedding_and_loss() -> None:
+    """Llama 3 405B: 126 layers on 16 x 8 virtual stages, the first holding only the embedding
+    and the last only the loss (Llama 3 paper section 3.3.2)."""
+    from starfabric.astral.seer.parallel import uneven_pipeline_layers
+
+    pl = list(uneven_pipeline_layers(126, 128))
+    assert pl[0] == pl[-1] == 0 and set(pl[1:-1]) == {1}
+    p = predict(make_job("llama-3.1-405b", {"global_batch": 64, "seq_len": 4096, "tp": 8,
+                                            "pp": 16, "vpp": 8, "pipeline_layers": pl},
+                         {"gpu": "H100", "gpus": 512}))  # fmt: skip
+    assert p.layout.stage_layers[0][0] == 0 and p.layout.stage_layers[-1][-1] == 0
+    with pytest.raises(InfeasibleError, match="at least one layer"):
+        predict(make_job("llama-3.1-8b", {"global_batch": 64, "seq_len": 4096, "pp": 4,
+                                          "pipeline_layers": [11, 0, 11, 10]}, SYS))  # fmt: skip

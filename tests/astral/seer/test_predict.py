@@ -95,7 +95,8 @@ def test_zero3_shards_memory_and_exposes_gathers_on_a_slow_network() -> None:
     z1 = predict(make_job("llama-3.1-8b", {**ex, "zero": 1}, fast))
     z3 = predict(make_job("llama-3.1-8b", {**ex, "zero": 3}, fast))
     assert z3.memory.weights < z1.memory.weights / 32 and z3.memory.grads < z1.memory.grads / 32
-    assert z3.iteration_s == pytest.approx(z1.iteration_s, rel=0.05)  # gathers hide on 400G
+    # On 400G the gathers hide behind compute except FSDP_OVERLAP_RESIDUAL of them.
+    assert z1.iteration_s < z3.iteration_s < 1.10 * z1.iteration_s
     slow = {**fast, "nic_bandwidth": "10G"}
     z3_slow = predict(make_job("llama-3.1-8b", {**ex, "zero": 3}, slow))
     assert z3_slow.breakdown["dp"] > 0.1 * z3_slow.iteration_s

@@ -7,6 +7,7 @@ from nccl-tests logs and Kineto traces.
 """
 
 from starfabric.astral.seer.calibrate import apply_profile, calibrate_kineto, calibrate_nccl
+from starfabric.astral.seer.comm import CommModel, FormulaComm
 from starfabric.astral.seer.model import (
     ModelSpec,
     ParamCounts,
@@ -18,12 +19,14 @@ from starfabric.astral.seer.model import (
 from starfabric.astral.seer.parallel import ExecutionSpec, Layout, SystemSpec, resolve_layout
 from starfabric.astral.seer.predict import Job, JobSpec, Prediction, load_job, make_job, predict
 from starfabric.astral.seer.search import SearchResult, search
-from starfabric.astral.seer.topocoll import GroupShape, TopologyCollectives, megatron_shapes
+from starfabric.astral.seer.simcomm import GroupShape, SimulatedComm, comm_model, megatron_shapes
 from starfabric.astral.seer.trace import build_trace, write_trace
 from starfabric.astral.seer.validate import validate, validate_all
 
 __all__ = [
+    "CommModel",
     "ExecutionSpec",
+    "FormulaComm",
     "GroupShape",
     "Job",
     "JobSpec",
@@ -32,13 +35,14 @@ __all__ = [
     "ParamCounts",
     "Prediction",
     "SearchResult",
+    "SimulatedComm",
     "SystemSpec",
-    "TopologyCollectives",
     "apply_profile",
     "build_trace",
     "bundled_models",
     "calibrate_kineto",
     "calibrate_nccl",
+    "comm_model",
     "from_hf_config",
     "load_job",
     "load_model",

@@ -18,8 +18,7 @@ import numpy as np
 
 from starfabric.astral.hardware import get_gpu
 from starfabric.astral.nccltests import NcclRun, busbw_factor, parse_nccl_tests
-from starfabric.astral.seer.comm import Group, collective_time
-from starfabric.astral.seer.cost import make_fabric
+from starfabric.astral.seer.comm import Group, collective_time, make_fabric
 from starfabric.astral.seer.efficiency import Efficiency, efficiency_for
 from starfabric.astral.seer.predict import Job
 from starfabric.config import read_mapping

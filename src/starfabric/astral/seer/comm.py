@@ -1,22 +1,40 @@
-"""Collective communication time for a parallel group placed on the cluster.
+"""Seer's one communication contract, `CommModel`, and its formula implementation.
 
-The interface is deliberately small — `Group` (size, members per node) and
-`collective_time(kind, nbytes, group, fabric)` — so it can later be backed by the
-collectives/netsim models on the real topology. The model here is hierarchical alpha-beta with
-NCCL bus-bandwidth factors: a group inside one node runs at NVLink bus bandwidth; a group that
-spans nodes is limited by the NICs (one rail per GPU) of its members on each node.
+`CommModel.time(kind, nbytes, group)` is the seconds of one collective on a parallel group of
+the job's layout ("tp", "cp", "dp", "dp_cp", "pp", "etp", "ep", "edp", "fsdp_dp", "fsdp_edp").
+`FormulaComm` prices it with hierarchical alpha-beta and NCCL bus-bandwidth factors: a group
+inside one node runs at NVLink bus bandwidth; a group that spans nodes is limited by the NICs
+(one rail per GPU) of its members on each node. `simcomm.SimulatedComm` runs the same calls on a
+built topology; `simcomm.comm_model` picks one of the two for a job.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, Protocol
 
 import numpy as np
 
-from starfabric.errors import ConfigError
+from starfabric.astral.seer.efficiency import Efficiency
+from starfabric.astral.seer.parallel import ExecutionSpec, Layout
+from starfabric.errors import ConfigError, InvariantError
 
 Kind = Literal["all_reduce", "all_gather", "reduce_scatter", "all_to_all", "p2p"]
+Phase = Literal["dispatch", "combine"]
+"""Which half of an expert all-to-all (DeepEP dispatch or combine) a collective is."""
+
+
+class CommModel(Protocol):
+    """Seconds of one collective of `kind` over `nbytes` (the full buffer: AR buffer, AG output,
+    RS input, A2A send buffer, P2P message) on parallel group `group` of the job's layout.
+    `phase`/`fp8` describe an expert all-to-all (models that route tokens use them)."""
+
+    def time(
+        self, kind: Kind, nbytes: float, group: str, *, phase: Phase | None = None,
+        fp8: bool = False,
+    ) -> float: ...  # fmt: skip
+
 
 NVLINK_STEP_LATENCY_S = 2.0e-6
 """Per-step latency of an NVLink ring step incl. kernel sync (assumption)."""
@@ -105,3 +123,87 @@ def collective_time(kind: Kind, nbytes: float, group: Group, fabric: Fabric) -> 
     steps = (2 if kind == "all_reduce" else 1) * (nodes - 1)
     lat = steps * NIC_STEP_LATENCY_S + (g - 1) * NVLINK_STEP_LATENCY_S + COLLECTIVE_LAUNCH_S
     return (lat if a_nic < 0 else a_nic) + factor * nbytes / bus
+
+
+def make_fabric(nvlink_bytes_per_s: float, nic_bytes_per_s: float, eff: Efficiency) -> Fabric:
+    """Achievable bus bandwidths from link rates and (calibrated) efficiency fractions; a
+    calibrated fraction of 0 means "not measured" and keeps the default."""
+    per_kind = tuple(
+        (
+            kind,
+            nvlink_bytes_per_s * (nvl or eff.nvlink_bus_fraction),
+            nic_bytes_per_s * (nic or eff.nic_bus_fraction),
+            a_nvl,
+            a_nic,
+        )
+        for kind, nvl, nic, a_nvl, a_nic in eff.collective_bus_fractions
+    )
+    return Fabric(
+        nvlink_bus_bytes_per_s=nvlink_bytes_per_s * eff.nvlink_bus_fraction,
+        nic_bus_bytes_per_s=nic_bytes_per_s * eff.nic_bus_fraction,
+        per_kind=per_kind,
+    )
+
+
+PER_PARAMETER_RAILS = 1
+"""NICs per GPU that per-parameter ZeRO-3 collectives use (assumption, calibrated on Narayanan
+et al. SC'21 Table 2, where ZeRO-3 stops scaling at fixed batch): DeepSpeed 2021 gathered every
+rank's slice of every tensor over all DP ranks, so each GPU's 3Ψ stream (Rajbhandari et al.
+SC'20 §7) runs at one NIC's rate, not the node-aggregate rate of flat-buffer FSDP and Megatron's
+rail-aligned groups."""
+
+
+def layout_groups(ex: ExecutionSpec, lay: Layout) -> dict[str, Group]:
+    """Every parallel group of the layout placed in Megatron rank order (TP fastest, then CP,
+    DP, PP; experts as ETP, EP, EDP), with ZeRO-3/FSDP parameter groups named apart."""
+    # NVL72 racks (GB200/GB300) join 72 GPUs by NVLink although a tray holds 4: groups are
+    # placed on the NVLink domain, not the node.
+    gpn = lay.gpus_per_node
+    if lay.gpu.nvlink_domain is not None:
+        gpn = max(gpn, min(lay.gpu.nvlink_domain, lay.gpus))
+    groups = {
+        "tp": place_group(lay.tp, 1, gpn),
+        "cp": place_group(lay.cp, lay.tp, gpn),
+        "dp": place_group(lay.dp, lay.tp * lay.cp, gpn),
+        "pp": place_group(lay.pp, lay.tp * lay.cp * lay.dp, gpn),
+        "etp": place_group(lay.etp, 1, gpn),
+        "ep": place_group(lay.ep, lay.etp, gpn),
+        "edp": place_group(lay.edp, lay.etp * lay.ep, gpn),
+    }
+    # Gradients of a CP run reduce over DP x CP: CP ranks of one DP rank share its nodes.
+    dp = groups["dp"]
+    groups["dp_cp"] = Group(
+        size=lay.dp * lay.cp, per_node=min(lay.dp * lay.cp, max(1, dp.per_node * lay.cp))
+    )
+    # ZeRO-3/FSDP parameter collectives run on the DP groups (named apart for their overlap);
+    # per-parameter gathers carry each GPU's stream at one NIC's rate (see PER_PARAMETER_RAILS).
+    for name in ("dp", "edp"):
+        g = groups[name]
+        per_param = ex.fsdp_collectives == "parameter" and g.nodes > 1
+        groups[f"fsdp_{name}"] = Group(g.size, PER_PARAMETER_RAILS) if per_param else g
+    return groups
+
+
+@dataclass(frozen=True)
+class FormulaComm:
+    """`CommModel` from bus-bandwidth formulas on the layout's placed groups."""
+
+    fabric: Fabric
+    groups: Mapping[str, Group]
+
+    def time(
+        self, kind: Kind, nbytes: float, group: str, *, phase: Phase | None = None,
+        fp8: bool = False,
+    ) -> float:  # fmt: skip
+        """Seconds of one collective on `group` (see `CommModel`); phase/fp8 do not change
+        the formula."""
+        grp = self.groups.get(group)
+        if grp is None:
+            raise InvariantError(f"no parallel group {group!r}", fix="report a bug")
+        return collective_time(kind, nbytes, grp, self.fabric)
+
+
+def formula_comm(ex: ExecutionSpec, lay: Layout, eff: Efficiency) -> FormulaComm:
+    """The formula model of one job: its placed groups on the GPU's NVLink and NIC rates."""
+    fabric = make_fabric(lay.gpu.nvlink_gbps * 1e9, lay.nic_bytes_per_s, eff)
+    return FormulaComm(fabric, layout_groups(ex, lay))

@@ -8,6 +8,7 @@ run at a fraction of HBM bandwidth. All functions are vectorized over numpy arra
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
@@ -48,7 +49,9 @@ SPLIT_K_MIN = 256
 """Smallest K slice cuBLAS gives one split-K partition (assumption)."""
 
 
+@functools.lru_cache(maxsize=1)
 def _table() -> dict[str, Any]:
+    """The parsed efficiency.yaml, read once per process (callers copy before merging)."""
     path = resources.files("starfabric.astral.seer") / "efficiency.yaml"
     data: dict[str, Any] = yaml.safe_load(path.read_text())
     return data

@@ -42,6 +42,11 @@ class ModelSpec(Spec):
     attention_dropout: bool = Field(
         default=False, description="dropout on attention probabilities (GPT-2/Megatron GPT)"
     )
+    parallel_block: bool = Field(
+        default=False,
+        description="attention and MLP side by side on one normed input (GPT-J, PaLM, "
+        "MegaScale's PTB) instead of one after the other",
+    )
     # Mixture of experts (0 experts = dense everywhere).
     moe_experts: int = Field(default=0, ge=0)
     moe_topk: int = Field(default=0, ge=0)

@@ -135,7 +135,8 @@ def _tp_exit(t: OpTable, loc: Local, h: int, tag: str) -> None:
 
 def _attention(t: OpTable, model: ModelSpec, ex: ExecutionSpec, lay: Layout, loc: Local) -> None:
     h, e, tok = model.hidden, loc.elem, loc.tokens
-    t.mem("attn.norm", 2 * e * loc.tokens_sp * h)
+    mods = set(ex.recompute_modules)
+    t.mem("attn.norm", 2 * e * loc.tokens_sp * h, selective="layernorm" in mods)
     _tp_enter(t, loc, h, "attn")
     dq, dv = model.qk_head_dim, model.vo_head_dim
     if model.is_mla:
@@ -143,11 +144,13 @@ def _attention(t: OpTable, model: ModelSpec, ex: ExecutionSpec, lay: Layout, loc
             t.gemm("attn.q_down", tok, model.q_lora_rank, h)
             t.mem("attn.q_norm", 2 * e * tok * model.q_lora_rank)
             t.gemm("attn.q_up", tok, loc.heads * dq, model.q_lora_rank)
+            t.selective[-1] = "mla_up_proj" in mods
         else:
             t.gemm("attn.q", tok, loc.heads * dq, h)
         t.gemm("attn.kv_down", tok, model.kv_lora_rank + model.qk_rope_head_dim, h)
         t.mem("attn.kv_norm", 2 * e * tok * model.kv_lora_rank)
         t.gemm("attn.kv_up", tok, loc.heads * (model.head_dim + dv), model.kv_lora_rank)
+        t.selective[-1] = "mla_up_proj" in mods
     else:
         t.gemm("attn.qkv", tok, (loc.heads + 2 * loc.kv_heads) * model.head_dim, h)
     if lay.cp > 1:
@@ -155,25 +158,28 @@ def _attention(t: OpTable, model: ModelSpec, ex: ExecutionSpec, lay: Layout, loc
         kv_bytes = e * tok * loc.kv_heads * (dq + dv)
         t.comm("attn.cp_kv_ring", "p2p", "cp", kv_bytes * (lay.cp - 1))
     b = ex.micro_batch
+    core = "core_attn" in mods
     if ex.attention == "flash":
         flops = 2.0 * tok * loc.seq * loc.heads * (dq + dv) * 0.5
-        t.add("attn.core_flash", FLASH, flops=flops, selective=True)
+        t.add("attn.core_flash", FLASH, flops=flops, selective=core)
     else:
         s_loc = tok / b
         bh = b * loc.heads
         t.add(
             "attn.core_qk", BMM, m=s_loc, n=loc.seq, k=dq, batch=bh,
-            flops=2.0 * s_loc * loc.seq * dq * bh, selective=True,
+            flops=2.0 * s_loc * loc.seq * dq * bh, selective=core,
         )  # fmt: skip
         scores = bh * s_loc * loc.seq
-        t.mem("attn.core_softmax", 2 * e * scores, selective=True)
+        t.mem("attn.core_softmax", 2 * e * scores, selective=core)
         if model.attention_dropout:
-            t.mem("attn.core_dropout", (2 * e + MASK_BYTES) * scores, selective=True)
+            t.mem("attn.core_dropout", (2 * e + MASK_BYTES) * scores, selective=core)
         t.add(
             "attn.core_av", BMM, m=s_loc, n=dv, k=loc.seq, batch=bh,
-            flops=2.0 * s_loc * loc.seq * dv * bh, selective=True,
+            flops=2.0 * s_loc * loc.seq * dv * bh, selective=core,
         )  # fmt: skip
     t.gemm("attn.proj", tok, h, loc.heads * dv)
+    if model.parallel_block:
+        return  # the MLP reads the same normed input; one reduction closes both branches
     _tp_exit(t, loc, h, "attn")
     t.mem("attn.dropout_add", (3 * e + MASK_BYTES) * loc.tokens_sp * h)
 
@@ -186,7 +192,7 @@ def _dense_mlp(t: OpTable, model: ModelSpec, loc: Local, ffn: int, tag: str) -> 
     t.gemm(f"{tag}.fc2", tok, h, ffn / loc.tp)
 
 
-def _moe_mlp(t: OpTable, model: ModelSpec, lay: Layout, loc: Local) -> None:
+def _moe_mlp(t: OpTable, model: ModelSpec, lay: Layout, loc: Local, act_rec: bool) -> None:
     h, e = model.hidden, loc.elem
     tok = loc.tokens_sp  # the token dispatcher works on the local sequence shard
     k, experts = model.moe_topk, model.moe_experts
@@ -201,7 +207,8 @@ def _moe_mlp(t: OpTable, model: ModelSpec, lay: Layout, loc: Local) -> None:
     gated = model.activation == "swiglu"
     f = model.moe_ffn_hidden / lay.etp
     t.gemm("moe.expert_fc1", per_expert, (2 if gated else 1) * f, h, batch=local_experts)
-    t.mem("moe.expert_act", e * per_expert * local_experts * f * (3 if gated else 2))
+    t.mem("moe.expert_act", e * per_expert * local_experts * f * (3 if gated else 2),
+          selective=act_rec)  # fmt: skip
     t.gemm("moe.expert_fc2", per_expert, h, f, batch=local_experts)
     if lay.etp > 1:
         t.comm("moe.etp_reduce_scatter", "reduce_scatter", "etp", e * tok * k * h * lay.etp)
@@ -219,15 +226,24 @@ def layer_ops(model: ModelSpec, ex: ExecutionSpec, lay: Layout, moe: bool) -> Op
     t = OpTable()
     _attention(t, model, ex, lay, loc)
     h, e = model.hidden, loc.elem
-    t.mem("mlp.norm", 2 * e * loc.tokens_sp * h)
+    if model.parallel_block and not moe:
+        # Parallel transformer block (GPT-J/PaLM, MegaScale section 3.1): y = x + attn(n(x)) +
+        # mlp(n(x)): one norm, one SP all-gather and one reduce-scatter per layer.
+        _dense_mlp(t, model, loc, model.ffn_hidden, "mlp")
+        _tp_exit(t, loc, h, "mlp")
+        t.mem("mlp.dropout_add", (4 * e + MASK_BYTES) * loc.tokens_sp * h)
+        if ex.zero == 3 and lay.dp * lay.cp > 1 and lay.pp == 1:
+            _fsdp(t, model, lay, moe)
+        return t
+    t.mem("mlp.norm", 2 * e * loc.tokens_sp * h, selective="layernorm" in ex.recompute_modules)
     if moe:
-        _moe_mlp(t, model, lay, loc)
+        _moe_mlp(t, model, lay, loc, "moe_act" in ex.recompute_modules)
     else:
         _tp_enter(t, loc, h, "mlp")
         _dense_mlp(t, model, loc, model.ffn_hidden, "mlp")
         _tp_exit(t, loc, h, "mlp")
     t.mem("mlp.dropout_add", (3 * e + MASK_BYTES) * loc.tokens_sp * h)
-    if ex.zero == 3 and lay.dp * lay.cp > 1:
+    if ex.zero == 3 and lay.dp * lay.cp > 1 and lay.pp == 1:
         _fsdp(t, model, lay, moe)
     return t
 
@@ -235,16 +251,17 @@ def layer_ops(model: ModelSpec, ex: ExecutionSpec, lay: Layout, moe: bool) -> Op
 def _fsdp(t: OpTable, model: ModelSpec, lay: Layout, moe: bool) -> None:
     """ZeRO-3 / FSDP: gather this layer's 16-bit parameters before its forward (prefetched,
     so it overlaps the layer's compute); the backward re-gathers them and reduce-scatters the
-    gradients (`backward_of` adds both)."""
+    gradients (`backward_of` adds both). How fast the gathers run (per-parameter vs flat
+    buffers) is the cost model's business (`cost.PER_PARAMETER_RAILS`)."""
     dense = attention_params(model) / lay.tp
     if moe:
         shared = model.moe_shared_experts * mlp_params(model, model.moe_ffn_hidden) / lay.tp
         dense += shared + model.moe_experts * model.hidden
         experts = model.moe_experts / lay.ep * mlp_params(model, model.moe_ffn_hidden) / lay.etp
-        t.comm("fsdp.expert_param_all_gather", "all_gather", "edp", 2.0 * experts)
+        t.comm("fsdp.expert_param_all_gather", "all_gather", "fsdp_edp", 2.0 * experts)
     else:
         dense += mlp_params(model, model.ffn_hidden) / lay.tp
-    t.comm("fsdp.param_all_gather", "all_gather", "dp", 2.0 * dense)
+    t.comm("fsdp.param_all_gather", "all_gather", "fsdp_dp", 2.0 * dense)
 
 
 def embedding_ops(model: ModelSpec, ex: ExecutionSpec, lay: Layout) -> OpTable:

@@ -33,16 +33,33 @@ class ExecutionSpec(Spec):
     pp: int = Field(default=1, gt=0)
     vpp: int = Field(default=1, gt=0, description="virtual stages per PP rank (interleaved 1F1B)")
     pipeline_layers: tuple[int, ...] | None = Field(
-        default=None, description="explicit layers per PP stage (uneven pipelines, vpp = 1)"
+        default=None,
+        description="explicit layers per PP stage (vpp = 1) or per virtual stage in "
+        "schedule order (pp*vpp entries): uneven pipelines",
     )
     dp: int | None = Field(default=None, gt=0, description="default: gpus / (tp * pp * cp)")
     cp: int = Field(default=1, gt=0)
     ep: int = Field(default=1, gt=0)
     etp: int | None = Field(default=None, gt=0, description="expert TP; default 1 with ep > 1")
     zero: Literal[0, 1, 2, 3] = Field(
-        default=1, description="0 plain DP all-reduce, 1 distributed optimizer, 2 +grads, 3 +params"
+        default=1,
+        description="0 plain DP all-reduce, 1 distributed optimizer, 2 +grads, 3 +params "
+        "(with pp > 1 parameters are gathered once per step and kept across micro-batches, "
+        "as Llama 3 ran FSDP with pipelines)",
     )
     recompute: Literal["none", "selective", "full"] = "none"
+    recompute_modules: tuple[Literal["core_attn", "layernorm", "mla_up_proj", "moe_act"], ...] = (
+        Field(
+            default=("core_attn",),
+            description="what selective recompute re-runs (Megatron-Core --recompute-modules): "
+            "core attention, norms, MLA up-projections, MoE activation",
+        )
+    )
+    fsdp_collectives: Literal["layer", "parameter"] = Field(
+        default="layer",
+        description="ZeRO-3/FSDP gathers: one flat buffer per layer (FSDP, Megatron) or one "
+        "collective per parameter tensor (DeepSpeed ZeRO-3 as of 2021)",
+    )
     attention: Literal["flash", "unfused"] = "flash"
     overlap_grad_reduce: bool = True
     overlap_param_gather: bool = True
@@ -113,11 +130,12 @@ class Layout:
 def uneven_pipeline_layers(layers: int, pp: int) -> tuple[int, ...]:
     """Per-stage layers when pp does not divide the layer count: every stage gets
     ceil(layers/pp) and the missing layers are taken one each from the first and last stage
-    (which also hold the embedding and the logits), then from the ends inwards (Llama 3 405B: 126 layers on 16 stages
-    = 7, 8 x 14, 7)."""
-    if pp < 1 or layers < pp:
+    (which also hold the embedding and the logits), then from the ends inwards (Llama 3 405B:
+    126 layers on 16 stages = 7, 8 x 14, 7; on 128 virtual stages the first holds only the
+    embedding and the last only the loss)."""
+    if pp < 1 or layers < pp - 2 or layers < 1:
         raise InfeasibleError(
-            f"cannot split {layers} layers over pp = {pp} stages", fix="use pp <= layers"
+            f"cannot split {layers} layers over pp = {pp} stages", fix="use pp <= layers + 2"
         )
     base = -(-layers // pp)
     out = [base] * pp
@@ -173,40 +191,50 @@ def resolve_layout(model: ModelSpec, ex: ExecutionSpec, system: SystemSpec) -> L
         )
     if ex.vpp > 1 and ex.pp == 1:
         raise _fail("vpp > 1 needs pp > 1 (virtual stages interleave a pipeline)", "set vpp: 1")
+    chunks = ex.pp * ex.vpp
     if ex.pipeline_layers is not None:
-        if ex.vpp > 1:
-            raise _fail("pipeline_layers with vpp > 1 is not supported", "set vpp: 1")
-        if len(ex.pipeline_layers) != ex.pp or sum(ex.pipeline_layers) != model.layers:
+        pl = list(ex.pipeline_layers)
+        if len(pl) not in (ex.pp, chunks) or (ex.vpp > 1 and len(pl) != chunks):
             raise _fail(
-                f"pipeline_layers {list(ex.pipeline_layers)} must have pp = {ex.pp} entries "
+                f"pipeline_layers has {len(pl)} entries; it needs pp = {ex.pp} (vpp = 1) or "
+                f"pp*vpp = {chunks} (one per virtual stage, in schedule order)",
+                "list one layer count per (virtual) pipeline stage",
+            )
+        if sum(pl) != model.layers:
+            raise _fail(
+                f"pipeline_layers {pl} must have pp = {ex.pp} entries "
                 f"summing to layers = {model.layers}",
                 "list one positive layer count per stage",
             )
-        if min(ex.pipeline_layers) < 1:
-            raise _fail("every pipeline stage needs at least one layer", "fix pipeline_layers")
-        stage_layers: tuple[tuple[int, ...], ...] = tuple((n,) for n in ex.pipeline_layers)
+        if min(pl[1:-1] or [1]) < 1 or (len(pl) == 1 and pl[0] < 1):
+            raise _fail(
+                "every pipeline stage needs at least one layer (only the first and last "
+                "(virtual) stage, which hold the embedding and the loss, may have none)",
+                "fix pipeline_layers",
+            )
+        # Virtual stage vs = c * pp + s holds pl[vs] layers (Megatron's interleaved order).
+        stage_layers: tuple[tuple[int, ...], ...] = tuple(
+            tuple(pl[c * ex.pp + s] for c in range(ex.vpp)) for s in range(ex.pp)
+        )
+        starts = [0]
+        for n in pl:
+            starts.append(starts[-1] + n)
+        first: list[tuple[int, ...]] = [
+            tuple(starts[c * ex.pp + s] for c in range(ex.vpp)) for s in range(ex.pp)
+        ]
     else:
-        chunks = ex.pp * ex.vpp
         if model.layers % chunks:
             hint = (
-                f"e.g. pipeline_layers: {list(uneven_pipeline_layers(model.layers, ex.pp))}"
-                if ex.vpp == 1 and model.layers >= ex.pp
+                f"e.g. pipeline_layers: {list(uneven_pipeline_layers(model.layers, chunks))}"
+                if model.layers >= chunks
                 else "pick pp*vpp dividing the layer count"
             )
             raise _fail(
                 f"layers = {model.layers} not divisible by pp*vpp = {chunks}",
-                f"give pipeline_layers with vpp = 1 ({hint})",
+                f"give pipeline_layers per (virtual) stage ({hint})",
             )
         per = model.layers // chunks
         stage_layers = tuple(tuple(per for _ in range(ex.vpp)) for _ in range(ex.pp))
-    first: list[tuple[int, ...]] = []
-    if ex.pipeline_layers is not None:
-        acc = 0
-        for n in ex.pipeline_layers:
-            first.append((acc,))
-            acc += n
-    else:
-        per = model.layers // (ex.pp * ex.vpp)
         first = [tuple((c * ex.pp + s) * per for c in range(ex.vpp)) for s in range(ex.pp)]
     seqs_per_step = ex.micro_batch * dp
     if ex.global_batch % seqs_per_step:
@@ -250,12 +278,6 @@ def resolve_layout(model: ModelSpec, ex: ExecutionSpec, system: SystemSpec) -> L
                 "lower ep or etp, or raise dp",
             )
         edp = inner // (ex.ep * etp)
-    if ex.zero == 3 and ex.pp > 1:
-        raise _fail(
-            "zero = 3 with pp > 1: parameters sharded over DP would be re-gathered for every "
-            "micro-batch of every stage (Megatron and DeepSpeed refuse this)",
-            "use zero: 1 (distributed optimizer) with pipelines",
-        )
     return Layout(
         gpus=system.gpus,
         gpus_per_node=system.gpus_per_node,

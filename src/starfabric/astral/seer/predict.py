@@ -16,6 +16,7 @@ from pydantic import Field
 
 from starfabric.astral.seer.cost import make_context
 from starfabric.astral.seer.efficiency import efficiency_for
+from starfabric.astral.seer.megatron_cli import looks_like_megatron, read_megatron_file
 from starfabric.astral.seer.memory import MemoryReport, memory_report
 from starfabric.astral.seer.model import ModelSpec, load_model, param_counts
 from starfabric.astral.seer.ops import (
@@ -31,8 +32,6 @@ from starfabric.astral.seer.parallel import (
     resolve_layout,
 )
 from starfabric.astral.seer.schedule import Timeline, build_timeline
-from starfabric.astral.seer.topocoll import TopologyCollectives
-from starfabric.astral.seer.topocomm import TopologyComm, cluster_spec
 from starfabric.config import Spec, parse_spec, read_mapping
 from starfabric.errors import ConfigError
 
@@ -54,9 +53,22 @@ class Job:
     system: SystemSpec
 
 
-def load_job(path: str | Path) -> Job:
-    """Read a job YAML/JSON; a relative model path is taken relative to the job file."""
+def load_job(path: str | Path, overrides: dict[str, Any] | None = None) -> Job:
+    """Read a job YAML/JSON — or a Megatron-LM launch command (a script calling
+    pretrain_gpt.py) as model + execution — a relative model path is taken relative to the job
+    file; `overrides` (SystemSpec fields) replace or, for a command line, supply the system."""
+    if looks_like_megatron(path):
+        spec_m = read_megatron_file(path)
+        sys_fields = {**spec_m["system"], **(overrides or {})}
+        if "gpus" not in sys_fields:
+            raise ConfigError(
+                f"{path}: the command does not say how many GPUs (no torchrun --nnodes)",
+                fix="pass --gpus N (and --gpu NAME) to seer predict",
+            )
+        return make_job(spec_m["model"], spec_m["execution"], sys_fields)
     data = read_mapping(path)
+    if overrides:
+        data = {**data, "system": {**(data.get("system") or {}), **overrides}}
     spec = parse_spec(JobSpec, data, source=str(path))
     ref: str | dict[str, Any] = spec.model
     if isinstance(ref, str):
@@ -176,13 +188,7 @@ def predict(job: Job) -> Prediction:
     model, ex = job.model, job.execution
     lay = resolve_layout(model, ex, job.system)
     eff = efficiency_for(lay.gpu, job.system.efficiency)
-    topo = net = None
-    if job.system.topology is not None:
-        spec = cluster_spec(job.system.topology, job.system.gpus)
-        net = TopologyCollectives(spec, job.system.network_backend)
-        if model.is_moe and lay.ep > 1:
-            topo = TopologyComm(spec, job.system.network_backend)
-    ctx = make_context(ex, lay, eff, topo, model, net)
+    ctx = make_context(ex, lay, eff, job.system, model)
     tl = build_timeline(model, ex, lay, ctx)
     tokens = float(ex.global_batch) * ex.seq_len
     mem = memory_report(model, ex, lay, tl)

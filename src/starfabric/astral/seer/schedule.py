@@ -17,7 +17,12 @@ import numpy as np
 
 from starfabric.astral.seer import _kernels
 from starfabric.astral.seer.comm import Kind
-from starfabric.astral.seer.cost import CostContext, OpCosts, comm_time, op_costs
+from starfabric.astral.seer.cost import (
+    DP_OVERLAP_RESIDUAL,
+    CostContext,
+    OpCosts,
+    op_costs,
+)
 from starfabric.astral.seer.model import ModelSpec, attention_params, mlp_params
 from starfabric.astral.seer.ops import (
     COMM,
@@ -73,7 +78,9 @@ def pass_cost(t: OpTable, c: OpCosts, mask: np.ndarray[Any, Any] | None = None) 
     comp = float(c.exposed[sel & (c.kind != COMM)].sum())
     comm: dict[str, float] = {}
     for i in np.flatnonzero(sel & (c.kind == COMM)):
-        g = {"etp": "ep", "edp": "dp"}.get(t.group[i], t.group[i])
+        g = {"etp": "ep", "edp": "dp", "fsdp_dp": "dp", "fsdp_edp": "dp"}.get(
+            t.group[i], t.group[i]
+        )
         comm[g] = comm.get(g, 0.0) + float(c.exposed[i])
     flops = float(np.asarray(t.flops)[sel].sum())
     return PassCost(comp, comm, flops)
@@ -257,9 +264,9 @@ def build_timeline(model: ModelSpec, ex: ExecutionSpec, lay: Layout, ctx: CostCo
     act_bytes = 2.0 * ex.micro_batch * ex.seq_len / lay.cp * model.hidden / lay.tp
     p2p = 0.0
     if p > 1:
-        p2p = comm_time(ctx, "p2p", act_bytes, "pp")
+        p2p = ctx.comm.time("p2p", act_bytes, "pp")
         if lay.tp > 1 and not lay.sp:
-            p2p += comm_time(ctx, "all_gather", act_bytes * lay.tp, "tp")
+            p2p += ctx.comm.time("all_gather", act_bytes * lay.tp, "tp")
     blocking = p > 1 and not ex.overlap_p2p
     fwd = np.zeros((p, v))
     bwd = np.zeros((p, v))
@@ -307,11 +314,6 @@ def build_timeline(model: ModelSpec, ex: ExecutionSpec, lay: Layout, ctx: CostCo
         if (ex.grad_reduce_fp32 if ex.grad_reduce_fp32 is not None else ex.precision != "fp16")
         else 2.0
     )
-    dp_group = ctx.groups["dp"]
-    if lay.cp > 1:
-        dp_group = type(dp_group)(
-            size=lay.dp * lay.cp, per_node=min(lay.dp * lay.cp, max(1, dp_group.per_node * lay.cp))
-        )
     dp_name = "dp_cp" if lay.cp > 1 else "dp"
     coll: Kind = "reduce_scatter" if ex.zero >= 1 else "all_reduce"
     tails = np.zeros(p)
@@ -324,12 +326,18 @@ def build_timeline(model: ModelSpec, ex: ExecutionSpec, lay: Layout, ctx: CostCo
         free = 0.0
         win: list[tuple[float, float]] = []
         total_dp = 0.0
-        for c in range(v):
+        # Chunks queue their reductions in the order their last backward finishes (under
+        # interleaving chunk v-1 is done first and chunk 0 last).
+        last_b = [
+            float(end[s, np.flatnonzero((is_fwd[s] == 0) & (chs[s] == c) & (mbs[s] == m - 1))[0]])
+            for c in range(v)
+        ]
+        for c in sorted(range(v), key=lambda k: last_b[k]):
             share = sp_.per_chunk[c] / max(sp_.dense + sp_.expert, 1.0)
             dense_c, exp_c = sp_.dense * share, sp_.expert * share
-            t_c = comm_time(ctx, coll, dense_c * grad_bytes, dp_name, dp_group)
-            t_c += comm_time(ctx, coll, exp_c * grad_bytes, "edp")
-            if ex.zero == 3:
+            t_c = ctx.comm.time(coll, dense_c * grad_bytes, dp_name)
+            t_c += ctx.comm.time(coll, exp_c * grad_bytes, "edp")
+            if ex.zero == 3 and p == 1:
                 t_c = 0.0  # ZeRO-3 reduce-scatters gradients inside every backward pass
             total_dp += t_c
             idx = np.flatnonzero((is_fwd[s] == 0) & (chs[s] == c) & (mbs[s] == m - 1))
@@ -341,15 +349,18 @@ def build_timeline(model: ModelSpec, ex: ExecutionSpec, lay: Layout, ctx: CostCo
                 free = t0 + t_c / nb
                 win.append((t0, free))
         windows.append(win)
-        dp_exposed[s] = max(0.0, free - stage_end[s])
+        # Reductions that ran under compute still slow it: NCCL kernels take SMs and HBM
+        # bandwidth from the GEMMs they overlap (the same residual as ZeRO-3 prefetch).
+        hidden = sum(max(0.0, min(w1, stage_end[s]) - w0) for w0, w1 in win)
+        dp_exposed[s] = max(0.0, free - stage_end[s]) + DP_OVERLAP_RESIDUAL * hidden
         shard = ex.zero >= 1
         local = sp_.dense / (lay.dp * lay.cp if shard else 1) + sp_.expert / (
             lay.edp if shard else 1
         )
         opt[s] = local * OPTIMIZER_BYTES_PER_PARAM / (ctx.hbm_bytes_per_s * ctx.eff.mem_bw_fraction)
-        if ex.zero in (1, 2):
-            ag = comm_time(ctx, "all_gather", sp_.dense * 2.0, dp_name, dp_group)
-            ag += comm_time(ctx, "all_gather", sp_.expert * 2.0, "edp")
+        if ex.zero in (1, 2) or (ex.zero == 3 and p > 1):
+            ag = ctx.comm.time("all_gather", sp_.dense * 2.0, dp_name)
+            ag += ctx.comm.time("all_gather", sp_.expert * 2.0, "edp")
             if ex.overlap_param_gather:
                 nb_all = max(1, int(np.ceil((sp_.dense + sp_.expert) / DP_BUCKET_PARAMS)))
                 first_f = float(fwd[s, 0])

@@ -16,7 +16,8 @@ from typing import Any, Literal
 import numpy as np
 
 from starfabric.astral.hardware import get_gpu
-from starfabric.astral.seer.cost import CostContext, make_context
+from starfabric.astral.seer.comm import make_fabric
+from starfabric.astral.seer.cost import DP_OVERLAP_RESIDUAL, CostContext, make_context
 from starfabric.astral.seer.efficiency import efficiency_for
 from starfabric.astral.seer.memory import RESERVED_BYTES, activation_bytes_per_layer
 from starfabric.astral.seer.model import ModelSpec, attention_params, mlp_params
@@ -236,8 +237,9 @@ def _evaluate(
     stage_max = per_mb_stage + lc[:, 4]  # the last stage also runs embedding/logits (pp = 1: all)
     chunk = per_mb_stage / vpp
     # p2p hand-off: inter-node when a PP neighbour sits on another node.
-    nvl = gpu.nvlink_gbps * 1e9 * eff.nvlink_bus_fraction
-    nicb = nic * eff.nic_bus_fraction
+    # The formula CommModel's bus rates (search's closed form is its DP/PP ring on arrays).
+    fabric = make_fabric(gpu.nvlink_gbps * 1e9, nic, eff)
+    nvl, nicb = fabric.nvlink_bus_bytes_per_s, fabric.nic_bus_bytes_per_s
     cross = (tp * cp * dp) >= system.gpus_per_node
     p2p = np.where(pp > 1, lc[:, 6] / np.where(cross, nicb, nvl), 0.0)
     pipeline = m * stage_max + (pp - 1) * (chunk + 2 * p2p)
@@ -266,7 +268,11 @@ def _evaluate(
     t_rs += np.where(edp > 1, grad_b * p_exp * (edp - 1) / np.maximum(edp, 1) / nicb, 0.0)
     nb = np.maximum(1.0, np.ceil((p_dense + p_exp) / DP_BUCKET_PARAMS))
     last_bwd = layers_stage * b
-    dp_exposed = np.maximum(t_rs / nb, t_rs - last_bwd)
+    excess = np.where(vpp > 1, _interleaved_dp_exposed(t_rs, nb, vpp, pp, last_bwd / vpp),
+                      np.maximum(t_rs / nb, t_rs - last_bwd))  # fmt: skip
+    # What ran under the backward still costs DP_OVERLAP_RESIDUAL of it (schedule.py does the
+    # same bucket by bucket).
+    dp_exposed = excess + DP_OVERLAP_RESIDUAL * np.maximum(0.0, t_rs - excess)
     ag = 2.0 * p_dense * (dp_ranks - 1) / dp_ranks / ring
     ag_exposed = ag / nb
     local = p_dense / dp_ranks + p_exp / edp
@@ -283,6 +289,27 @@ def _evaluate(
         + inflight * lc[:, 5] + RESERVED_BYTES
     )  # fmt: skip
     return iteration, mem
+
+
+def _interleaved_dp_exposed(
+    t_rs: np.ndarray[Any, Any],
+    nb: np.ndarray[Any, Any],
+    vpp: np.ndarray[Any, Any],
+    pp: np.ndarray[Any, Any],
+    chunk_bwd: np.ndarray[Any, Any],
+) -> np.ndarray[Any, Any]:
+    """Gradient reduce-scatter left after the pipeline drains under interleaved 1F1B: chunk c
+    finishes its last backward c*pp chunk-backwards before the end (the cool-down runs chunks
+    v-1 ... 0, pp micro-batches each), its 1/v of the gradients then queue on one stream — the
+    closed form of what `schedule.build_timeline` simulates bucket by bucket."""
+    free = np.full(t_rs.shape, -np.inf)
+    per_chunk = t_rs / vpp
+    bucket = chunk_bwd / np.maximum(1.0, nb / vpp)
+    for c in range(int(vpp.max()) - 1, -1, -1):
+        on = c < vpp
+        ready = -(c * pp + 1) * chunk_bwd + bucket
+        free = np.where(on, np.maximum(ready, free) + per_chunk, free)
+    return np.maximum(0.0, free)
 
 
 def _evaluate_vectorized(

@@ -9,14 +9,15 @@ or the published TFLOP/s converted back with the source's own FLOP formula.
 from __future__ import annotations
 
 import csv
+import itertools
 import re
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from starfabric.astral.hardware import get_gpu
-from starfabric.astral.seer.model import ModelSpec
+from starfabric.astral.seer import cells
+from starfabric.astral.seer.model import ModelSpec, bundled_models, load_model
 from starfabric.astral.seer.ops import (
     flops_per_token_6nd,
     megatron_model_flops,
@@ -36,6 +37,9 @@ DEFAULT_NIC_PER_GPU = {
 }
 """Scale-out bandwidth per GPU when a row does not state it: the DGX SuperPOD reference designs
 (A100: HDR 200 Gb/s per GPU; Hopper/Blackwell: NDR 400 Gb/s per GPU) — assumption."""
+UNDEFINED = "the run is undefined"
+"""Start of the reason for a row that is refused because the source does not define the run
+(such a refusal is reported, not a validation failure)."""
 MICRO_BATCH_CANDIDATES = (1, 2, 4, 8)
 """Micro-batch sizes Megatron users try when tuning (assumption)."""
 REQUIRED = (
@@ -56,24 +60,33 @@ def bundled_csv() -> Path:
 
 
 def _int(row: dict[str, str], key: str, default: int | None = None) -> int:
+    """An integer cell; approximate or hinted numbers ("~50K", "UNVERIFIED(1 in Table 5)")
+    are read as numbers, a cell without one takes `default` or is a DataError."""
     raw = (row.get(key) or "").strip()
-    m = re.match(r"\d+", raw)
-    if not m:
+    val = cells.number(raw)
+    if val is None:
         if default is not None:
             return default
         raise DataError(
             f"row {row.get('row_id', '?')}: column {key!r} = {raw!r} is not a number",
             fix="give an integer",
         )
-    return int(m.group(0))
+    return int(round(val))
 
 
 def global_batch_seqs(row: dict[str, str]) -> int:
-    """Sequences per iteration: the column, or tokens_per_batch / seq_len."""
-    if (row.get("global_batch_seqs") or "").strip():
+    """Sequences per iteration: the column (a hint such as "~1024 UNVERIFIED" counts), or
+    tokens_per_batch / seq_len; a row with neither defines no run."""
+    if cells.number(row.get("global_batch_seqs")) is not None:
         return _int(row, "global_batch_seqs")
     tokens, seq = _int(row, "tokens_per_batch", 0), _int(row, "seq_len")
-    if tokens <= 0 or tokens % seq:
+    if tokens <= 0:
+        raise DataError(
+            f"row {row.get('row_id', '?')}: {UNDEFINED}: no global batch "
+            f"(global_batch_seqs = {row.get('global_batch_seqs', '')!r}, no tokens_per_batch)",
+            fix="fill global_batch_seqs or tokens_per_batch",
+        )
+    if tokens % seq:
         raise DataError(
             f"row {row.get('row_id', '?')}: no global_batch_seqs and tokens_per_batch "
             f"{tokens} is not a multiple of seq_len {seq}",
@@ -83,18 +96,66 @@ def global_batch_seqs(row: dict[str, str]) -> int:
 
 
 def _unverified(val: str) -> bool:
-    return not val.strip() or val.strip().upper().startswith("UNVERIFIED")
+    return cells.unverified(val)
+
+
+def _bundled_name(row: dict[str, str]) -> str | None:
+    """The bundled HF config named like the row's model ("DeepSeek-V3 (671B ...)" →
+    deepseek-v3), for rows whose shapes the columns cannot express (MLA attention)."""
+    key = row["model"].split("(")[0].strip().lower().replace(" ", "-")
+    return key if key in bundled_models() else None
+
+
+def _mla_fields(row: dict[str, str], heads: int) -> dict[str, Any]:
+    """Multi-head latent attention shapes from a row's notes ("MLA: q_lora 1536, kv_lora 512")
+    and head_dim ("128 (+64 decoupled RoPE)"), for MLA models without a bundled config."""
+    notes = row.get("model_notes") or ""
+    kv = re.search(r"kv_lora\D{0,12}(\d+)", notes, re.I)
+    if kv is None:
+        raise DataError(
+            f"row {row['row_id']}: MLA attention but model_notes give no kv_lora rank",
+            fix="write e.g. 'MLA: q_lora 1536, kv_lora 512' in model_notes",
+        )
+    q = re.search(r"q_lora\D{0,12}(\d+)", notes, re.I)
+    rope = re.search(r"\+\s*(\d+)", row.get("head_dim") or "")
+    hd = _int(row, "head_dim", _int(row, "hidden") // heads)
+    return {
+        "kv_heads": heads,
+        "kv_lora_rank": int(kv.group(1)),
+        "q_lora_rank": int(q.group(1)) if q else 0,
+        "qk_rope_head_dim": int(rope.group(1)) if rope else 64,  # DeepSeek-V2/V3's RoPE part
+        "v_head_dim": hd,
+    }
+
+
+def _model_text(row: dict[str, str]) -> str:
+    return " ".join(
+        (row.get(k) or "") for k in ("model", "model_notes", "unverified_fields")
+    ).lower()
 
 
 def row_model(row: dict[str, str]) -> ModelSpec:
-    """The model of one CSV row (GPT rows: LayerNorm, biases, learned positions, tied heads)."""
+    """The model of one CSV row (GPT rows: LayerNorm, biases, learned positions, tied heads);
+    a row whose attention the columns cannot describe (kv_heads = "MLA") takes the bundled
+    Hugging Face config of the same name."""
+    mla = cells.number(row.get("kv_heads")) is None and (row.get("kv_heads") or "").strip()
+    if mla:
+        name = _bundled_name(row)
+        if name is not None:
+            return load_model(name)
+        if "mla" not in (row.get("kv_heads") or "").lower():
+            raise DataError(
+                f"row {row['row_id']}: kv_heads = {row['kv_heads']!r} and no bundled config "
+                f"named like {row['model']!r}",
+                fix="give kv_heads as a number or add the model's config.json",
+            )
     arch = (row.get("arch") or "dense").strip().lower()
     h = _int(row, "hidden")
     heads = _int(row, "heads")
     act_raw = (row.get("activation") or "").lower()
     gated = ("silu", "swiglu", "geglu", "glu")
     act = "swiglu" if any(g in act_raw for g in gated) else "gelu"  # same FLOPs for any GLU
-    gpt = "gpt" in row["model"].lower()
+    gpt = "gpt" in row["model"].lower() or "opt" in row["model"].lower()
     spec: dict[str, Any] = {
         "name": row["model"],
         "layers": _int(row, "layers"),
@@ -111,7 +172,11 @@ def row_model(row: dict[str, str]) -> ModelSpec:
         "learned_pos_emb": gpt,
         "tied_embeddings": gpt,
         "attention_dropout": gpt,
+        "parallel_block": "parallel transformer block" in _model_text(row)
+        or "ptb" in _model_text(row),
     }
+    if mla:
+        spec.update(_mla_fields(row, heads))
     if arch == "moe" or (row.get("moe_experts") or "").strip():
         spec.update(
             moe_experts=_int(row, "moe_experts"),
@@ -120,27 +185,20 @@ def row_model(row: dict[str, str]) -> ModelSpec:
             moe_ffn_hidden=_int(row, "moe_ffn_hidden"),
             moe_dense_layers=_int(row, "moe_dense_layers", 0),
         )
+        nodes = re.search(r"<=?\s*(\d+)\s*nodes", row.get("model_notes") or "")
+        if nodes:  # node-limited routing (DeepSeek-V3: each token reaches at most 4 nodes)
+            spec["moe_max_nodes"] = int(nodes.group(1))
     return parse_spec(ModelSpec, spec, source=f"row {row['row_id']}")
 
 
 def _gpu(row: dict[str, str]) -> tuple[str, float | None]:
-    """Catalog name for the row's GPU and an HBM override when the row names another size
-    (e.g. 'A100-SXM4-40GB' → A100 with 40 GiB)."""
-    raw = row["gpu"].split("(")[0].split()[0].strip()
-    parts = raw.split("-")
-    name = raw
-    for n in range(len(parts), 0, -1):
-        cand = "-".join(parts[:n])
-        try:
-            name = get_gpu(cand).name
-        except ConfigError:
-            continue
-        break
-    mem = re.search(r"(\d+)\s*GB", row["gpu"])
-    hbm = float(mem.group(1)) if mem else None
-    if hbm is not None and abs(get_gpu(name).hbm_gib - hbm) < 1e-9:
-        hbm = None
-    return name, hbm
+    """Catalog name for the row's GPU (by name, alias or architecture family) and an HBM
+    override when the row names another size (e.g. 'A100-SXM4-40GB' → A100 with 40 GiB)."""
+    try:
+        gpu, hbm = cells.match_gpu(row["gpu"])
+    except ConfigError as exc:
+        raise DataError(f"row {row.get('row_id', '?')}: {exc.message}", fix=exc.fix) from None
+    return gpu.name, hbm
 
 
 _SPEED = r"(\d+(?:\.\d+)?)\s*(G|T)(?:b/?s|bps|bit/s|b\b)"
@@ -156,22 +214,38 @@ def _nic(row: dict[str, str], gpu: str) -> str:
         if m:
             gbps = int(m.group(1)) * float(m.group(2)) * (1000 if m.group(3) == "T" else 1)
             return f"{gbps / per_node:g}G"
+        m = re.search(r"(\d+(?:\.\d+)?)\s*([GT])B/s\s*(?:per|/)\s*(GPU|node)", text)
+        if m:  # bytes per second ("~50 GB/s per GPU cross-node")
+            gbps = 8 * float(m.group(1)) * (1000 if m.group(2) == "T" else 1)
+            return f"{gbps / (per_node if m.group(3).lower() == 'node' else 1):g}G"
         m = re.search(_SPEED + r"\s*(?:per|/)\s*(GPU|node)", text, re.IGNORECASE)
         if m:
-            gbps = float(m.group(1)) * (1000 if m.group(2) == "T" else 1)
+            gbps = float(m.group(1)) * (1000 if m.group(2).upper() == "T" else 1)
             return f"{gbps / (per_node if m.group(3).lower() == 'node' else 1):g}G"
+    spec = cells.match_gpu(gpu)[0]
+    if spec.nic_gbps is not None:
+        return f"{spec.nic_gbps:g}G"
     for key, val in DEFAULT_NIC_PER_GPU.items():
         if key in gpu.upper():
             return val
     return "400G"
 
 
+def _year(row: dict[str, str]) -> int | None:
+    """Year of the software a row ran: from the framework cell ("Megatron-LM (2021)"), else
+    from the arXiv identifier of its citation (arXiv:2104.04473 → 2021)."""
+    year = re.search(r"(20\d\d)", row.get("framework") or "")
+    if year:
+        return int(year.group(1))
+    arxiv = re.search(r"arXiv:\s*(\d\d)(\d\d)\.\d{4,5}", row.get("citation") or "", re.I)
+    return 2000 + int(arxiv.group(1)) if arxiv else None
+
+
 def _legacy(row: dict[str, str]) -> bool:
-    fw = (row.get("framework") or "").lower()
-    year = re.search(r"(20\d\d)", fw)
-    # FlashAttention (2022) reached Megatron in 2023; so did the distributed optimizer's
-    # overlapped reduce-scatter. Earlier Megatron-LM runs use the unfused path.
-    return "megatron-lm" in fw and year is not None and int(year.group(1)) < 2023
+    year = _year(row)
+    # FlashAttention (2022) reached Megatron, DeepSpeed and fairseq/metaseq in 2023; so did
+    # Megatron's overlapped distributed-optimizer reduce-scatter. Earlier runs are unfused.
+    return year is not None and year < 2023
 
 
 def _framework(row: dict[str, str]) -> dict[str, Any]:
@@ -185,12 +259,25 @@ def _framework(row: dict[str, str]) -> dict[str, Any]:
     # Current stacks (Megatron-Core, NeMo, TorchTitan, DeepSpeed) overlap DP communication by
     # default; TP overlap is opt-in and taken only when the row says so.
     no_overlap = "no overlap" in fw or "without overlap" in fw
+    # Plain Megatron-LM (not Core/NeMo) ships DP and PP overlap as opt-in flags
+    # (--overlap-grad-reduce, --overlap-param-gather, --overlap-p2p-communication): a row that
+    # does not state them ran without (the baseline MegaScale section 3.2 improves on).
+    plain_megatron = fw.strip().startswith("megatron-lm") and "overlap" not in fw
+    dp_overlap = not no_overlap and not plain_megatron
     sp_text = (row.get("sp") or "").lower()
-    tp_overlap = "tp-comm-overlap" in sp_text or ("overlap" in fw and "tp" in fw)
-    ep_overlap = "dualpipe" in fw or ("overlap" in fw and ("a2a" in fw or "ep" in fw.split("/")))
-    return {"attention": "flash", "overlap_grad_reduce": not no_overlap,
-            "overlap_param_gather": not no_overlap,
+    # MegaScale overlaps TP/SP collectives with the adjacent GEMMs (MegaScale section 3.2).
+    tp_overlap = (
+        "tp-comm-overlap" in sp_text or ("overlap" in fw and "tp" in fw) or "megascale" in fw
+    )
+    ep_overlap = (
+        "dualpipe" in fw
+        or "dualpipe" in (row.get("vpp") or "").lower()
+        or ("overlap" in fw and ("a2a" in fw or "ep" in fw.split("/")))
+    )
+    return {"attention": "flash", "overlap_grad_reduce": dp_overlap,
+            "overlap_param_gather": dp_overlap,
             "tp_comm_overlap": tp_overlap and not no_overlap,
+            "overlap_p2p": dp_overlap,
             "ep_comm_overlap": ep_overlap}  # fmt: skip
 
 
@@ -208,6 +295,7 @@ class RowResult:
     convention: str
     choices: dict[str, Any]
     prediction: Prediction
+    source: str = ""
 
     @property
     def error(self) -> float:
@@ -216,17 +304,9 @@ class RowResult:
 
 
 def _convention(row: dict[str, str]) -> str:
-    text = (row.get("tflops_flop_convention") or "").lower()
-    if "narayanan" in text or "eq.3" in text:
-        return "narayanan"
-    if "megatron" in text:
-        return "megatron"
-    if "6nd" in text or "6n" in text or not text.strip() or _has_time(row):
-        return "model"
-    raise DataError(
-        f"row {row['row_id']}: unknown FLOP convention {row.get('tflops_flop_convention')!r}",
-        fix="say 'Narayanan Eq.3', 'Megatron model FLOPs' or '6ND', or give iter_time_s",
-    )
+    """The FLOP formula that turns the row's TFLOP/s into time (see `cells.flop_convention`);
+    rows with a time or tokens/s do not depend on it."""
+    return cells.flop_convention(row.get("tflops_flop_convention"))
 
 
 def _has_time(row: dict[str, str]) -> bool:
@@ -267,67 +347,131 @@ def published_iteration_s(row: dict[str, str], model: ModelSpec) -> float:
     return _convention_flops(row, model, _convention(row)) / (float(tf) * 1e12 * gpus)
 
 
-def _candidates(row: dict[str, str], model: ModelSpec) -> tuple[list[int], list[int], list[str]]:
-    pp = _int(row, "pp")
-    mbs = (
-        [_int(row, "micro_batch")]
-        if not _unverified(row.get("micro_batch", ""))
-        else list(MICRO_BATCH_CANDIDATES)
-    )
-    if model.layers % pp:
-        vpps = [1]  # uneven pipelines run without virtual stages
-    elif not _unverified(row.get("vpp", "")):
-        vpps = [_int(row, "vpp", 1)]
+@dataclass(frozen=True)
+class RowSetup:
+    """What a row fixes (model, execution, system), the settings left to choose and the
+    values read from approximate cells, as printed next to the prediction."""
+
+    model: ModelSpec
+    execution: dict[str, Any]
+    system: dict[str, Any]
+    options: dict[str, list[Any]]
+    read: dict[str, Any]
+
+
+def _interleaving_stated(row: dict[str, str]) -> bool:
+    text = ((row.get("vpp") or "") + " " + (row.get("unverified_fields") or "")).lower()
+    return "interleav" in text
+
+
+def _choices(row: dict[str, str], model: ModelSpec, ex: dict[str, Any]) -> dict[str, list[Any]]:
+    """Candidate values of the settings the source leaves open, as a tuning user of the
+    framework tries them; the fastest that fits in memory is taken."""
+    pp = ex["pp"]
+    out: dict[str, list[Any]] = {}
+    mb_raw = row.get("micro_batch", "")
+    if _unverified(mb_raw) and cells.number(mb_raw) is None:
+        out["micro_batch"] = list(MICRO_BATCH_CANDIDATES)
+    elif _unverified(mb_raw):
+        out["micro_batch"] = [_int(row, "micro_batch")]  # the source's hint
     else:
-        per = model.layers // pp if model.layers % pp == 0 else 0
-        vpps = [1] + ([v for v in range(2, per + 1) if per % v == 0] if pp > 1 and per else [])
+        out["micro_batch"] = [_int(row, "micro_batch")]
+    vpp_raw = row.get("vpp", "")
+    per = -(-model.layers // pp)  # layers per stage (uneven: the end stages hold fewer)
+    if pp == 1:
+        out["vpp"] = [1]
+    elif cells.number(vpp_raw) is not None and not _unverified(vpp_raw):
+        out["vpp"] = [_int(row, "vpp")]
+    elif _legacy(row) and not _interleaving_stated(row):
+        # Megatron-LM before Core: the interleaved schedule is opt-in
+        # (--num-layers-per-virtual-pipeline-stage); a run that does not say so used 1F1B.
+        out["vpp"] = [1]
+    else:
+        out["vpp"] = [1] + [v for v in range(2, per + 1) if per % v == 0]
     rec_raw = (row.get("recompute") or "").lower()
     if _unverified(rec_raw):
-        recs = ["none", "selective", "full"]
+        out["recompute"] = ["none", "selective", "full"]
     elif rec_raw.startswith("full"):
-        recs = ["full"]
-    elif rec_raw.startswith(("selective", "partial")):
-        recs = ["selective"]
-    else:
-        recs = ["none"]
-    return mbs, vpps, recs
+        out["recompute"] = ["full"]
+    elif rec_raw.startswith("none"):
+        out["recompute"] = ["none"]
+    else:  # "selective", "partial", "RMSNorm + MLA up-projections recomputed"
+        out["recompute"] = ["selective"]
+        mods = recompute_modules(rec_raw)
+        if mods:
+            out["recompute_modules"] = [mods]
+    fw = (row.get("framework") or "").lower()
+    if not ex["tp_comm_overlap"] and ("nemo" in fw or "megatron-core" in fw) and ex["sp"]:
+        # NeMo / Megatron-Core ship userbuffers TP overlap (--tp-comm-overlap) in their
+        # performance recipes; a tuning user tries it when the source does not say.
+        out["tp_comm_overlap"] = [False, True]
+    if ex.get("tp") is None:
+        gpn = _int(row, "gpus_per_node", 8)
+        out["tp"] = [t for t in (1, 2, 4, 8) if t <= gpn and model.heads % t == 0]
+    return out
 
 
-def row_job_options(row: dict[str, str]) -> tuple[ModelSpec, dict[str, Any], dict[str, Any]]:
-    """Model, fixed execution fields and system of a row (UNVERIFIED fields left out)."""
+def recompute_modules(text: str) -> tuple[str, ...]:
+    """Megatron-Core recompute modules named in a recompute cell ("RMSNorm + MLA
+    up-projections recomputed" → layernorm, mla_up_proj); empty when none is named."""
+    low = text.lower()
+    named = {
+        "layernorm": ("norm",),
+        "mla_up_proj": ("up-proj", "up proj", "mla"),
+        "moe_act": ("swiglu", "moe act", "expert act"),
+        "core_attn": ("attention", "core_attn", "selective"),
+    }
+    return tuple(m for m, keys in named.items() if any(k in low for k in keys))
+
+
+def _precision(row: dict[str, str]) -> str:
+    raw = (row.get("precision") or "").lower()
+    if "fp8" in raw:
+        return "fp8"
+    if "bf16" in raw or _unverified(raw):
+        return "bf16"  # an unstated mixed precision on Ampere or later: BF16 (same peak)
+    return "fp16"
+
+
+def row_setup(row: dict[str, str]) -> RowSetup:
+    """Model, fixed execution and system of a row, plus the settings still to choose."""
     model = row_model(row)
     gpu, hbm = _gpu(row)
-    prec_raw = (row.get("precision") or "").lower()
-    precision = "fp8" if "fp8" in prec_raw else ("bf16" if "bf16" in prec_raw else "fp16")
-    zero_raw = (row.get("zero_or_fsdp") or "").lower().replace(" ", "")
-    zero = 0 if _legacy(row) else 1
-    if "distributed" in zero_raw or "zero-1" in zero_raw or "zero1" in zero_raw:
-        zero = 1
-    elif zero_raw.startswith("none"):
-        zero = 0
-    for z in (2, 3):
-        if f"zero-{z}" in zero_raw or f"zero{z}" in zero_raw:
-            zero = z
-    if "fsdp" in zero_raw:
-        zero = 3
+    read: dict[str, Any] = {}
+    for key in ("vocab", "global_batch_seqs", "micro_batch", "tp"):
+        raw = row.get(key) or ""
+        if cells.is_hint(raw) and cells.number(raw) is not None:
+            read[key] = f"{_int(row, key)} (read from {raw.strip()!r})"
+    zero = cells.zero_stage(row.get("zero_or_fsdp"), _legacy(row))
+    if zero is None:
+        nemo1 = "nemo" in (row.get("framework") or "").lower() and "1.x" in row["framework"]
+        # NeMo 1.x recipes train with Apex DistributedFusedAdam, which shards gradients as
+        # well as optimizer state (ZeRO-2); Megatron-Core's distributed optimizer is ZeRO-1.
+        zero = 0 if _legacy(row) else (2 if nemo1 else 1)
+        read["zero"] = f"{zero} (unstated: the framework's default optimizer sharding)"
     sp_raw = (row.get("sp") or "").strip().lower()
-    tp, pp, cp = _int(row, "tp"), _int(row, "pp"), _int(row, "cp", 1)
+    tp_given = cells.number(row.get("tp")) is not None and not _unverified(row.get("tp", ""))
+    tp = _int(row, "tp") if tp_given else None
+    pp, cp = _int(row, "pp"), _int(row, "cp", 1)
     gpus = _int(row, "num_gpus")
     ex: dict[str, Any] = {
         "global_batch": global_batch_seqs(row),
         "seq_len": _int(row, "seq_len"),
-        "precision": precision,
+        "precision": _precision(row),
         "tp": tp,
         "pp": pp,
-        "dp": _int(row, "dp", max(1, gpus // (tp * pp * cp))),
         "cp": cp,
         "ep": _int(row, "ep", 1),
-        "sp": sp_raw.startswith("yes") or (sp_raw == "" and tp > 1 and not _legacy(row)),
+        "sp": sp_raw.startswith("yes") or (not sp_raw.startswith("no") and not _legacy(row)),
         "zero": zero,
         **_framework(row),
     }
-    if model.layers % pp:
-        ex["pipeline_layers"] = list(uneven_pipeline_layers(model.layers, pp))
+    if zero == 3 and "deepspeed" in (row.get("framework") or "").lower() and _legacy(row):
+        # DeepSpeed ZeRO-3 before 2023 gathered every rank's slice of every parameter tensor
+        # over all DP ranks (no flat, rail-aligned buffers): cost.PER_PARAMETER_RAILS.
+        ex["fsdp_collectives"] = "parameter"
+    if tp is not None and not _unverified(row.get("dp", "")):
+        ex["dp"] = _int(row, "dp", max(1, gpus // (tp * pp * cp)))
     if (row.get("etp") or "").strip() and not _unverified(row["etp"]):
         ex["etp"] = _int(row, "etp")
     system: dict[str, Any] = {
@@ -338,53 +482,83 @@ def row_job_options(row: dict[str, str]) -> tuple[ModelSpec, dict[str, Any], dic
     }
     if hbm is not None:
         system["hbm_gib"] = hbm
-    return model, ex, system
+    return RowSetup(model, ex, system, _choices(row, model, ex), read)
+
+
+def row_job_options(row: dict[str, str]) -> tuple[ModelSpec, dict[str, Any], dict[str, Any]]:
+    """Model, fixed execution fields and system of a row (UNVERIFIED fields left out)."""
+    st = row_setup(row)
+    return st.model, st.execution, st.system
+
+
+def _fit_batch(ex: dict[str, Any], gpus: int, approximate: bool) -> dict[str, Any]:
+    """An approximate global batch ("~1024") rounded to a multiple of the data-parallel
+    width, as a user launching that layout must (exact batches are left alone)."""
+    if not approximate:
+        return ex
+    dp = ex.get("dp") or gpus // (ex["tp"] * ex["pp"] * ex["cp"])
+    step = dp * ex["micro_batch"]
+    gb = max(step, int(round(ex["global_batch"] / step)) * step)
+    return {**ex, "global_batch": gb}
 
 
 def validate_row(row: dict[str, str]) -> RowResult:
-    """Predict one row, choosing its UNVERIFIED settings as a tuning Megatron user would."""
+    """Predict one row, choosing its UNVERIFIED settings as a tuning user of its framework
+    would: the fastest candidate that fits in memory."""
     missing = [c for c in REQUIRED if not (row.get(c) or "").strip()]
     if missing:
         raise DataError(f"row {row.get('row_id', '?')}: empty columns {missing}", fix="fill them")
-    model, ex, system = row_job_options(row)
-    mbs, vpps, recs = _candidates(row, model)
-    best: tuple[float, Prediction, dict[str, Any]] | None = None
-    fallback: tuple[float, Prediction, dict[str, Any]] | None = None
+    st = row_setup(row)
+    model, ex, system = st.model, st.execution, st.system
+    approx_batch = cells.is_hint(row.get("global_batch_seqs"))
+    keys = list(st.options)
+    best: tuple[float, Prediction, dict[str, Any], dict[str, Any]] | None = None
+    fallback: tuple[float, Prediction, dict[str, Any], dict[str, Any]] | None = None
     reason = ""
-    for mb in mbs:
-        for v in vpps:
-            for rec in recs:
-                opts = {"micro_batch": mb, "vpp": v, "recompute": rec}
-                try:
-                    pred = predict(make_job(model, {**ex, **opts}, system))
-                except StarfabricError as exc:
-                    reason = reason or exc.message
-                    continue
-                cand = (pred.iteration_s, pred, opts)
-                if not pred.memory.oom and (best is None or cand[0] < best[0]):
-                    best = cand
-                if fallback is None or pred.memory.total < fallback[1].memory.total:
-                    fallback = cand
+    for combo in itertools.product(*(st.options[k] for k in keys)):
+        opts = dict(zip(keys, combo, strict=True))
+        full = _fit_batch({**ex, **opts}, system["gpus"], approx_batch)
+        chunks = full["pp"] * full.get("vpp", 1)
+        if model.layers % chunks and model.layers >= chunks - 2:
+            # Uneven pipelines: the first and last (virtual) stages, which also hold the
+            # embedding and the loss, take one layer fewer (Llama 3 section 3.3.2).
+            full["pipeline_layers"] = list(uneven_pipeline_layers(model.layers, chunks))
+        try:
+            pred = predict(make_job(model, full, system))
+        except StarfabricError as exc:
+            reason = reason or exc.message
+            continue
+        cand = (pred.iteration_s, pred, opts, full)
+        if not pred.memory.oom and (best is None or cand[0] < best[0]):
+            best = cand
+        if fallback is None or pred.memory.total < fallback[1].memory.total:
+            fallback = cand
     chosen = best or fallback
     if chosen is None:
         raise DataError(
             f"row {row['row_id']}: cannot be predicted (tp={ex['tp']}, pp={ex['pp']}, "
-            f"dp={ex['dp']}): {reason}",
+            f"dp={ex.get('dp')}): {reason}",
             fix="check the row's GPU and parallel columns",
         )
-    _, pred, opts = chosen
-    choices = dict(opts)
-    if "pipeline_layers" in ex:
-        choices["pipeline_layers"] = ex["pipeline_layers"]
+    _, pred, opts, full = chosen
+    choices: dict[str, Any] = dict(opts)
+    choices.update(st.read)
+    if full["global_batch"] != ex["global_batch"]:
+        choices["global_batch"] = f"{full['global_batch']} (approximate batch rounded to dp)"
+    if "pipeline_layers" in full:
+        choices["pipeline_layers"] = full["pipeline_layers"]
     if best is None:
         choices["note"] = "every candidate exceeds GPU memory; least-memory setting used"
+    elif len(st.options["recompute"]) > 1 and opts["recompute"] != "none":
+        choices["recompute"] = f"{opts['recompute']} (no faster setting fits in memory)"
     conv = _convention(row)
-    published = published_iteration_s(row, model)
+    row_used = dict(row, global_batch_seqs=str(full["global_batch"]))
+    published = published_iteration_s(row_used, model)
     tf = (row.get("tflops_per_gpu") or "").strip()
     pub_tf = (
         float(tf)
         if tf
-        else _convention_flops(row, model, conv) / (published * _int(row, "num_gpus")) / 1e12
+        else _convention_flops(row_used, model, conv) / (published * _int(row, "num_gpus")) / 1e12
     )
     return RowResult(
         row_id=row["row_id"],
@@ -397,6 +571,7 @@ def validate_row(row: dict[str, str]) -> RowResult:
         convention=conv,
         choices=choices,
         prediction=pred,
+        source=row.get("source_id") or row["row_id"].rsplit("-", 1)[0],
     )
 
 
@@ -460,7 +635,18 @@ def summary(
         ],
         "mean_abs_error": sum(errs) / len(errs) if errs else 0.0,
         "max_abs_error": max(errs) if errs else 0.0,
+        "per_source": per_source(results),
     }
+
+
+def per_source(results: list[RowResult]) -> dict[str, dict[str, float]]:
+    """Rows, mean and max |error| of the iteration time per source (the CSV's source_id)."""
+    out: dict[str, dict[str, float]] = {}
+    for src in sorted({r.source for r in results}):
+        errs = [abs(r.error) for r in results if r.source == src]
+        out[src] = {"rows": len(errs), "mean_abs_error": sum(errs) / len(errs),
+                    "max_abs_error": max(errs)}  # fmt: skip
+    return out
 
 
 def plot_validation(results: list[RowResult], path: str | Path) -> Path:
@@ -494,12 +680,16 @@ def plot_validation(results: list[RowResult], path: str | Path) -> Path:
 
 
 __all__ = [
+    "UNDEFINED",
     "RowResult",
+    "RowSetup",
     "bundled_csv",
+    "per_source",
     "plot_validation",
     "published_iteration_s",
     "read_rows",
     "row_model",
+    "row_setup",
     "summary",
     "validate",
     "validate_all",

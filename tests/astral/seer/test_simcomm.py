@@ -4,13 +4,18 @@ from pathlib import Path
 import pytest
 
 from starfabric.astral.seer import load_job, make_job, predict
-from starfabric.astral.seer.comm import collective_time, place_group
-from starfabric.astral.seer.cost import comm_time, make_context
+from starfabric.astral.seer.comm import FormulaComm, collective_time, place_group
+from starfabric.astral.seer.cost import make_context
 from starfabric.astral.seer.efficiency import efficiency_for
 from starfabric.astral.seer.parallel import resolve_layout
-from starfabric.astral.seer.topocoll import GroupShape, TopologyCollectives, megatron_shapes
-from starfabric.astral.seer.topocomm import cluster_spec
-from starfabric.errors import ConfigError, InfeasibleError
+from starfabric.astral.seer.simcomm import (
+    GroupShape,
+    SimulatedComm,
+    cluster_spec,
+    comm_model,
+    megatron_shapes,
+)
+from starfabric.errors import ConfigError, InfeasibleError, InvariantError
 
 EXAMPLES = Path(__file__).parents[3] / "examples" / "jobs"
 FT = {"topology": "fat-tree", "gpus_per_host": 8, "gpu": "H100", "gpus": 4096,
@@ -20,8 +25,8 @@ FT_200G = dict(FT_RAIL, gpus=8192, nic="CX7-2x200G", port_speed="200G")
 DP_JOB = {"global_batch": 256, "seq_len": 4096, "tp": 1, "pp": 1, "overlap_grad_reduce": False}
 
 
-def _net(spec: dict) -> TopologyCollectives:
-    return TopologyCollectives(cluster_spec(spec, 256), "flow")
+def _net(spec: dict) -> SimulatedComm:
+    return SimulatedComm(cluster_spec(spec, 256), "flow")
 
 
 def _dp(topo: dict | None) -> float:
@@ -42,27 +47,28 @@ def test_shapes_follow_megatron_placement() -> None:
 
 def test_p2p_across_nodes_runs_at_the_nic_rate() -> None:
     net = _net(FT_RAIL)
-    t = net.time("p2p", 64e6, GroupShape(4, 64))
+    t = net.placed("p2p", 64e6, GroupShape(4, 64))
     assert t == pytest.approx(64e6 * 8 / 400e9, rel=0.05)
-    assert net.time("p2p", 64e6, GroupShape(1, 64)) == 0.0
+    assert net.placed("p2p", 64e6, GroupShape(1, 64)) == 0.0
 
 
 def test_ring_inside_a_node_agrees_with_the_formula() -> None:
     job = load_job(EXAMPLES / "llama31_70b_dense.yaml")
     lay = resolve_layout(job.model, job.execution, job.system)
     ctx = make_context(job.execution, lay, efficiency_for(lay.gpu, {}))
-    formula = collective_time("all_gather", 256e6, place_group(8, 1, 8), ctx.fabric)
-    sim = _net(FT_RAIL).time("all_gather", 256e6, GroupShape(8, 1))
+    assert isinstance(ctx.comm, FormulaComm)  # no topology: the formula
+    formula = collective_time("all_gather", 256e6, place_group(8, 1, 8), ctx.comm.fabric)
+    sim = _net(FT_RAIL).placed("all_gather", 256e6, GroupShape(8, 1))
     assert sim == pytest.approx(formula, rel=0.5)
-    assert comm_time(ctx, "all_gather", 256e6, "tp") == formula  # no topology: the formula
+    assert ctx.comm.time("all_gather", 256e6, "tp") == formula
 
 
 def test_cache_per_op_size_and_shape() -> None:
     net = _net(FT_RAIL)
-    a = net.time("reduce_scatter", 1e9, GroupShape(32, 8))
-    assert net.time("reduce_scatter", 1e9, GroupShape(32, 8)) == a and len(net._cache) == 1
-    net.time("reduce_scatter", 2e9, GroupShape(32, 8))
-    net.time("all_reduce", 1e9, GroupShape(32, 8))
+    a = net.placed("reduce_scatter", 1e9, GroupShape(32, 8))
+    assert net.placed("reduce_scatter", 1e9, GroupShape(32, 8)) == a and len(net._cache) == 1
+    net.placed("reduce_scatter", 2e9, GroupShape(32, 8))
+    net.placed("all_reduce", 1e9, GroupShape(32, 8))
     assert len(net._cache) == 3
 
 
@@ -86,9 +92,9 @@ def test_dp_time_follows_the_network() -> None:
 def test_errors() -> None:
     net = _net(FT_RAIL)
     with pytest.raises(ConfigError, match="unknown collective 'gossip'"):
-        net.time("gossip", 1e6, GroupShape(4, 1))
+        net.placed("gossip", 1e6, GroupShape(4, 1))
     with pytest.raises(InfeasibleError, match="does not fit the 4096-GPU topology"):
-        net.time("all_gather", 1e6, GroupShape(8, 1024))
+        net.placed("all_gather", 1e6, GroupShape(8, 1024))
 
 
 def test_context_parallel_ring_on_the_topology() -> None:
@@ -99,3 +105,25 @@ def test_context_parallel_ring_on_the_topology() -> None:
     )
     for g in ("tp", "cp", "pp", "dp"):
         assert 0.2 < topo.breakdown[g] / base.breakdown[g] < 5.0, g
+
+
+def test_comm_model_is_chosen_by_the_topology() -> None:
+    job = load_job(EXAMPLES / "llama31_70b_dense.yaml")
+    lay = resolve_layout(job.model, job.execution, job.system)
+    eff = efficiency_for(lay.gpu, {})
+    plain = job.system.model_copy(update={"topology": None})
+    formula = comm_model(job.execution, lay, eff, plain, job.model)
+    assert isinstance(formula, FormulaComm)
+    with pytest.raises(InvariantError, match="no parallel group 'nope'"):
+        formula.time("all_gather", 1e6, "nope")
+    sim = comm_model(job.execution, lay, eff, plain.model_copy(update={"topology": FT_RAIL}))
+    assert isinstance(sim, SimulatedComm) and sim.moe is None
+    tp = sim.shapes["tp"]
+    assert sim.time("all_gather", 1e8, "tp") == sim.placed("all_gather", 1e8, tp)
+    # ZeRO-3 parameter groups have no placed shape: they take the formulas
+    assert sim.time("all_gather", 1e8, "fsdp_dp") == formula.time("all_gather", 1e8, "fsdp_dp")
+    moe = load_job(EXAMPLES / "deepseek_v3_moe.yaml")
+    mlay = resolve_layout(moe.model, moe.execution, moe.system)
+    msim = comm_model(moe.execution, mlay, eff, moe.system, moe.model)
+    assert isinstance(msim, SimulatedComm) and msim.moe is not None
+    assert msim.moe.topk == moe.model.moe_topk and msim.shapes["ep"].size == mlay.ep

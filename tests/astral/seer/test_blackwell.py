@@ -1,0 +1,24 @@
+import pytest
+
+from starfabric.astral.hardware import get_gpu
+from starfabric.astral.seer import make_job, predict
+
+EX = {"global_batch": 64, "seq_len": 4096, "tp": 8, "micro_batch": 1}
+
+
+@pytest.mark.parametrize("name", ["H800", "H200", "B200", "B300", "GB200", "GB300"])
+def test_catalog_has_peaks_memory_and_links(name: str) -> None:
+    g = get_gpu(name)
+    assert g.tflops("bf16") > 0 and g.tflops("fp8") == pytest.approx(2 * g.tflops("bf16"), rel=1e-3)
+    assert g.hbm_gib >= 80 and g.hbm_gbps > 3000 and g.nvlink_gbps > 0 and g.nic_gbps
+    if name.startswith(("B", "GB")):
+        assert g.tflops("mxfp8") == g.tflops("fp8")
+
+
+def test_nvl72_keeps_tp8_on_nvlink_with_4_gpu_trays() -> None:
+    """GB200 trays hold 4 GPUs but NVLink joins 72: TP = 8 does not cross the NICs there,
+    while B200 nodes of 4 would."""
+    rack = predict(make_job("llama-3.1-70b", EX, {"gpu": "GB200", "gpus": 64, "gpus_per_node": 4}))
+    trays = predict(make_job("llama-3.1-70b", EX, {"gpu": "B200", "gpus": 64, "gpus_per_node": 4}))
+    assert get_gpu("GB200").nvlink_domain == 72
+    assert rack.breakdown["tp"] < 0.5 * trays.breakdown["tp"]
