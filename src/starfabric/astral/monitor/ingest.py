@@ -326,6 +326,7 @@ def ingest_minibatch_csv(store: TelemetryStore, path: str | Path) -> int:
             "iter": step,
             "rank": wa.astype(np.int32),
             "start_ms": ta.astype(np.float64),
+            "data_ms": nan,
             "compute_ms": nan,
             "tp_ms": nan,
             "dp_ms": nan,
