@@ -73,6 +73,7 @@ class ScenarioResult:
     localize_s: float
     top1_component: bool | None = None
     hardware_fp: int = 0
+    impact: bool | None = None
 
 
 def job_targets(gpus: int, seed: int) -> dict[str, Any]:
@@ -257,13 +258,49 @@ def score(sc: Scenario, d: Diagnosis) -> ScenarioResult:
     )
 
 
+IMPACT_ITER = 0.01
+"""Assumption: a fault is visible when the job's window iteration time grows 1% over its
+healthy twin's, ..."""
+IMPACT_RANK = 0.05
+"""...some rank is ready 5% later in every window iteration..."""
+IMPACT_QP = 0.10
+"""...some QP runs 10% slower (median over the window), or the job hangs."""
+
+
+def visible_impact(st: TelemetryStore, twin: TelemetryStore) -> bool:
+    """Whether a faulty run differs from its healthy twin (same seeds, no fault) in any layer
+    above the physical one: the evaluation's test of 'visibly slower', read from the truth side
+    (the localizer never sees the twin)."""
+    q = "SELECT max(iter) AS m FROM app_iteration"
+    last = st.query(q)["m"]
+    if not last.size or np.isnan(float(last[0])) or int(last[0]) < int(twin.query(q)["m"][0]):
+        return True
+    if st.count("app_nccl_error"):
+        return True
+    w0 = max(int(last[0]) - WINDOW_ITERS + 1, 0)
+    per = (
+        "SELECT rank, median(iter_ms) AS it, min(data_ms + compute_ms) AS ready "
+        "FROM app_iteration WHERE iter >= ? GROUP BY rank ORDER BY rank"
+    )
+    a, b = st.query(per, [w0]), twin.query(per, [w0])
+    if float(np.median(a["it"])) > (1 + IMPACT_ITER) * float(np.median(b["it"])):
+        return True
+    if (a["ready"] > (1 + IMPACT_RANK) * b["ready"]).any():
+        return True
+    qp = "SELECT qp, median(gbps_mean) AS g FROM transport_qp WHERE iter >= ? GROUP BY qp ORDER BY qp"
+    x, y = st.query(qp, [w0]), twin.query(qp, [w0])
+    return bool((x["g"] < (1 - IMPACT_QP) * y["g"]).any())
+
+
 def run_scenario(
     gpus: int,
     sc: Scenario,
     iterations: int = 6,
     localizer: Callable[[TelemetryStore], Diagnosis] = diagnose,
+    twin: TelemetryStore | None = None,
 ) -> tuple[ScenarioResult, Diagnosis]:
-    """Synthesize one scenario into an in-memory store and diagnose it with `localizer`."""
+    """Synthesize one scenario into an in-memory store and diagnose it with `localizer`;
+    with a healthy `twin` of the same seeds, also record whether the fault was visible."""
     spec = SynthSpec(
         gpus=gpus,
         iterations=iterations,
@@ -274,7 +311,24 @@ def run_scenario(
     with TelemetryStore() as st:
         summ = synthesize(spec, list(sc.faults), st)
         d = localizer(st)
-    return score(occurred(sc, summ), d), d
+        impact = visible_impact(st, twin) if twin is not None else None
+    r = score(occurred(sc, summ), d)
+    r.impact = impact
+    return r, d
+
+
+def healthy_twin(gpus: int, sc: Scenario, iterations: int = 6) -> TelemetryStore:
+    """The scenario's seeds run without faults (kept in memory; the caller closes it)."""
+    st = TelemetryStore()
+    spec = SynthSpec(
+        gpus=gpus,
+        iterations=iterations,
+        seed=sc.seed,
+        placement_seed=sc.placement_seed,
+        ms_series=False,
+    )
+    synthesize(spec, [], st)
+    return st
 
 
 def summarize(results: list[ScenarioResult]) -> dict[str, Any]:
@@ -310,10 +364,13 @@ def summarize_section(section: str, results: list[ScenarioResult]) -> dict[str, 
         "max_localize_s": max(times) if times else 0.0,
         "mean_localize_s": float(np.mean(times)) if times else 0.0,
     }
-    faulty = [r for r in results if r.top1_component is not None]
+    faulty = [r for r in results if r.top1_component is not None and r.impact is not False]
     if faulty:
         out["top1_component"] = sum(bool(r.top1_component) for r in faulty) / len(faulty)
         out["top1_class"] = sum(bool(r.top1) for r in faulty) / len(faulty)
+        out["no_impact"] = sum(r.impact is False for r in results)
+        quiet = [r for r in results if r.impact is False]
+        out["no_impact_found"] = sum(bool(r.top1_component) for r in quiet)
     conf = [r for r in results if r.top1_component is None]
     if conf:
         out["fp_rate"] = sum(r.hardware_fp > 0 for r in conf) / len(conf)
@@ -330,12 +387,23 @@ def run_section(
 ) -> tuple[list[ScenarioResult], dict[str, Any]]:
     """Synthesize and diagnose every scenario of one section; its results and summary."""
     results: list[ScenarioResult] = []
+    twins: dict[tuple[int, int], TelemetryStore] = {}
     with Progress(console=console, transient=True) as prog:
         task = prog.add_task(f"monitor eval {section} at {gpus} GPUs", total=len(suite))
         for sc in suite:
-            r, _ = run_scenario(gpus, sc, localizer=localizer)
+            twin = None
+            if section in ("silent", "partial", "gray"):
+                key = (sc.seed, sc.placement_seed)
+                if key not in twins:
+                    for t in twins.values():
+                        t.close()
+                    twins = {key: healthy_twin(gpus, sc)}
+                twin = twins[key]
+            r, _ = run_scenario(gpus, sc, localizer=localizer, twin=twin)
             results.append(r)
             prog.advance(task)
+    for t in twins.values():
+        t.close()
     summ = summarize(results) if section == "suite" else summarize_section(section, results)
     summ["gpus"] = gpus
     return results, summ
@@ -414,7 +482,9 @@ def render_table(results: list[ScenarioResult], summ: dict[str, Any]) -> Table:
 
 def render_section(section: str, results: list[ScenarioResult], summ: dict[str, Any]) -> Table:
     """Rich table of one non-suite section: per-scenario top cause and the section's scores."""
-    t = Table(title=f"monitor eval {section}: {summ.get('gpus', '?')} GPUs, {len(results)} scenarios")
+    t = Table(
+        title=f"monitor eval {section}: {summ.get('gpus', '?')} GPUs, {len(results)} scenarios"
+    )
     for col in ("scenario", "injected", "top reported", "top-1 comp", "HW FP", "s"):
         t.add_column(col)
     for r in results:
@@ -422,7 +492,9 @@ def render_section(section: str, results: list[ScenarioResult], summ: dict[str, 
             r.name,
             ", ".join(r.injected) or "-",
             r.reported[0] if r.reported else "-",
-            "-" if r.top1_component is None else ("yes" if r.top1_component else "NO"),
+            "-"
+            if r.top1_component is None
+            else ("no impact" if r.impact is False else ("yes" if r.top1_component else "NO")),
             str(r.hardware_fp),
             f"{r.localize_s:.2f}",
         )
@@ -431,6 +503,8 @@ def render_section(section: str, results: list[ScenarioResult], summ: dict[str, 
     if "top1_component" in summ:
         parts.append(f"top-1 component {summ['top1_component'] * 100:.0f}%")
         parts.append(f"class named {summ['top1_class'] * 100:.0f}%")
+        if summ.get("no_impact"):
+            parts.append(f"{summ['no_impact']} without visible impact (not scored)")
     if "fp_rate" in summ:
         parts.append(f"hardware FP {summ['fp_rate'] * 100:.1f}%")
         parts.append(f"named {summ['named'] * 100:.0f}%")

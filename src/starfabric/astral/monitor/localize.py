@@ -238,9 +238,7 @@ def _hard_events(c: _Ctx) -> None:
             ev.insert(0, f"application: {peers} ranks report NCCL timeouts waiting for rank {g}")
         c.add(f"gpu:{g}", f"gpu{g}", GPU_XID, 0.97 if peers else 0.75, ev)
         c.explained_gpus.add(int(g))
-    dn = st.query(
-        "SELECT link, min(iter) AS since FROM phys_port WHERE NOT state_up GROUP BY link"
-    )
+    dn = st.query("SELECT link, min(iter) AS since FROM phys_port WHERE NOT state_up GROUP BY link")
     nic_lo, nic_hi = topo.links_of_kind(LINK_NIC)
     ports = topo.structure.gpu_tor.shape[1] if topo.structure is not None else 1
     for e, since in zip(dn["link"].tolist(), dn["since"].tolist(), strict=True):
@@ -479,7 +477,9 @@ def _nvlink(c: _Ctx) -> None:
             ev.append(f"physical: gpu{g} NVLink replay+CRC errors {int(errs.max())}")
             c.add(f"gpu:{g}", f"gpu{g}", NVLINK_DEGRADED, 0.93, ev)
         elif g is not None:
-            ev.append(f"physical: gpu{g} NVLink replay+CRC errors {int(nv[g])}: no counter names it")
+            ev.append(
+                f"physical: gpu{g} NVLink replay+CRC errors {int(nv[g])}: no counter names it"
+            )
             c.add(f"gpu:{g}", f"gpu{g}", UNKNOWN, TIMING_CONFIDENCE, ev)
         else:
             c.add(f"host:{h}", f"host{h}", UNKNOWN, 0.6, [*ev, "physical: no NVLink errors"])
@@ -773,7 +773,9 @@ def _tomography(
                 g = x - topo.n_links
                 dev = ph.cfg_dev.get(g)
                 if dev:
-                    scored.append((1.0, 0, 0, 1, 1.0, x, dev[0], f"physical: nic{g} config {dev[1]}"))
+                    scored.append(
+                        (1.0, 0, 0, 1, 1.0, x, dev[0], f"physical: nic{g} config {dev[1]}")
+                    )
                 else:
                     scored.append((0.0, 0, 0, 1, 0.0, x, "", ""))
                 continue
@@ -804,17 +806,18 @@ def _tomography(
             "application: DP all-reduce slower than the routes allow",
             f"transport: {qps.size} slow QPs {when} at {rate:.0f} Gb/s (lowest {low:.0f}) vs "
             f"{expect:.0f} expected, {where}",
-            f"network: {purity[x] * 100:.0f}% of the QPs routed through it are slow",
         ]
-        if x < topo.n_links and net_ev:
-            if rt.queued[x]:
-                ev.append("network: INT latency at this hop stands out (a queue or pauses there)")
-            if lossy_n[x] >= 0.5 * best:
-                ev.append(f"transport: {int(lossy_n[x])} of its QPs retransmit far above the fleet")
+        if x < topo.n_links and lossy_n[x] >= 0.5 * best:
+            ev.append(f"transport: {int(lossy_n[x])} of its QPs retransmit far above the fleet")
+        ev.append(f"network: {purity[x] * 100:.0f}% of the QPs routed through it are slow")
+        if x < topo.n_links and rt.queued[x]:
+            ev.append("network: INT latency at this hop stands out (a queue or pauses there)")
         if x < topo.n_links and sym:
             ev.append("network: QPs crossing the cable the other way are slow too")
         if tied:
-            ev.append(f"tomography: chosen over {len(scored) - 1} element(s) the same QPs cross")
+            ev.append(
+                f"network: tomography chose it over {len(scored) - 1} element(s) the same QPs cross"
+            )
         if strength > 0:
             c.add(comp, label, fault, 0.6 + 0.35 * purity[x] * strength, [*ev, phys_ev])
         else:
@@ -967,7 +970,9 @@ def _timeouts(c: _Ctx) -> None:
         return
     broken = {
         int(x)
-        for x, r, d in zip(q["qp"].tolist(), q["rank"].tolist(), q["dst_rank"].tolist(), strict=True)
+        for x, r, d in zip(
+            q["qp"].tolist(), q["rank"].tolist(), q["dst_rank"].tolist(), strict=True
+        )
         if (r, d) in pairs
     }
     if not broken:

@@ -414,9 +414,10 @@ def network_state(
         qlinks[starts] = topo.n_links + np.arange(ok.size)
         body = np.ones(qlinks.size, bool)
         body[starts] = False
-        qlinks[body] = links[np.repeat(offsets[ok], lens[ok]) + (
-            np.arange(int(lens[ok].sum())) - np.repeat(np.cumsum(lens[ok]) - lens[ok], lens[ok])
-        )]
+        qlinks[body] = links[
+            np.repeat(offsets[ok], lens[ok])
+            + (np.arange(int(lens[ok].sum())) - np.repeat(np.cumsum(lens[ok]) - lens[ok], lens[ok]))
+        ]
         caps = np.concatenate([cap, demand[ok]])
         sim = make_backend(backend, caps, None)
         rate[ok] = steady_rates(sim, qptr, qlinks)
@@ -558,9 +559,7 @@ def synthesize(spec: SynthSpec, faults: list[Fault], store: TelemetryStore) -> d
     for it in range(spec.iterations):
         act = _split(faults, it)
         flap = {f.target: _flap_factor(int(flaps[id(f)][it])) for f in act if id(f) in flaps}
-        key = tuple(
-            sorted((id(f), flap.get(f.target, 1.0)) for f in act if f.kind in _NET_KINDS)
-        )
+        key = tuple(sorted((id(f), flap.get(f.target, 1.0)) for f in act if f.kind in _NET_KINDS))
         if key not in states:
             states[key] = network_state(
                 job,
@@ -781,9 +780,9 @@ def _write_nvlink(
         {
             "iter": np.full(n, it, dtype=np.int32),
             "gpu": np.arange(n, dtype=np.int32),
-            "gbps": (NVLINK_BUSY_GBPS * ph.nvl * (1 + NVLINK_NOISE * rng.standard_normal(n))).astype(
-                np.float32
-            ),
+            "gbps": (
+                NVLINK_BUSY_GBPS * ph.nvl * (1 + NVLINK_NOISE * rng.standard_normal(n))
+            ).astype(np.float32),
         },
     )
 
