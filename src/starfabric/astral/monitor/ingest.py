@@ -370,7 +370,9 @@ def _jsonl(p: Path) -> list[tuple[int, dict[str, Any]]]:
 
 def _split_details(text: str) -> list[str]:
     """Split 'Defective Details' at commas outside parentheses (rules contain none at top level)."""
-    parts, depth, cur = [], 0, []
+    parts: list[str] = []
+    cur: list[str] = []
+    depth = 0
     for ch in text:
         depth += ch == "("
         depth -= ch == ")"

@@ -816,7 +816,7 @@ def _tomography(
             ev.append("network: QPs crossing the cable the other way are slow too")
         if tied:
             ev.append(
-                f"network: tomography chose it over {len(scored) - 1} element(s) the same QPs cross"
+                f"network: tomography chose it over {len(scored) - 1} element(s) explaining as many"
             )
         if strength > 0:
             c.add(comp, label, fault, 0.6 + 0.35 * purity[x] * strength, [*ev, phys_ev])
