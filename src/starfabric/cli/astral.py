@@ -392,7 +392,9 @@ def monitor_synth(
     out: str = typer.Argument(..., help="DuckDB file to write (replaced if it exists)."),
     gpus: int = typer.Option(1024, "--gpus", help="Cluster GPUs: 1024 or a multiple of 16384."),
     fault: list[str] = typer.Option(
-        [], "--fault", help="KIND:TARGET[:SEVERITY[:ONSET_ITER]], repeatable."
+        [],
+        "--fault",
+        help="KIND:TARGET[:SEVERITY[:ONSET_ITER[:SIGNATURE]]], repeatable (SIGNATURE on, partial, off).",
     ),
     iterations: int = typer.Option(6, "--iterations", help="Training iterations to record."),
     seed: int = typer.Option(0, "--seed", help="Noise and ECMP seed."),

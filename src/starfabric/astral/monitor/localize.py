@@ -53,6 +53,7 @@ from starfabric.astral.monitor.schema import (
     THROTTLE_SW_THERMAL,
 )
 from starfabric.astral.monitor.store import TelemetryStore
+from starfabric.astral.netsim import make_backend, steady_rates
 from starfabric.astral.topology import LINK_NIC, Topology
 from starfabric.errors import DataError
 
@@ -114,6 +115,8 @@ LATENCY_Z = 8.0
 """Assumption: an INT hop latency 8 robust sigmas above the fleet's marks a queue at that hop."""
 FOREIGN_MIN = 0.1
 """Assumption: port bytes 10% above this job's QPs' bytes through it are another job's traffic."""
+LATENCY_EXCESS = 0.05
+"""Assumption: ...and at least 5% above the fleet's median for links of that kind."""
 RETRANS_Z = 8.0
 """Assumption: QP retransmissions 8 robust sigmas (and 10x) above the fleet's mean a lossy path."""
 
@@ -658,11 +661,9 @@ def _routes(c: _Ctx, ph: _Phys) -> _Routes | None:
     for k in np.unique(topo.link_kind[nq > 0]).tolist():
         sel = (nq > 0) & (topo.link_kind == k)
         lm, ls = _robust(lat[sel])
-        queued[sel] = (lat[sel] - lm) / ls > LATENCY_Z
+        queued[sel] = ((lat[sel] - lm) / ls > LATENCY_Z) & (lat[sel] > (1 + LATENCY_EXCESS) * lm)
     demand = float(c.job["qp_demand_gbps"])
-    share = topo.link_capacity_bps / 1e9 / np.maximum(nq, 1)
-    exp = np.full(nqp, demand)
-    np.minimum.at(exp, hq, share[hl])
+    exp = _expected_rates(c, hq, hl, nqp, demand)
     # A neighbouring job's bytes: port counters above what this job's QPs put through the port.
     tx = st.query("SELECT link, tx_bytes FROM phys_port WHERE iter = ?", [hi])
     per_qp = np.bincount(qi[q["iter"] == hi], weights=q["bytes"][q["iter"] == hi], minlength=nqp)
@@ -680,6 +681,79 @@ def _routes(c: _Ctx, ph: _Phys) -> _Routes | None:
             f"through it carry (another job's traffic), {int(ph.ecn[e])} ECN marks"
         )
     return _Routes(hq, hl, nq, gbps, g_it, src, exp, ~np.isnan(gbps), lossy, queued, demand)
+
+
+def _expected_rates(c: _Ctx, hq: I64, hl: I64, nqp: int, demand: float) -> F64:
+    """What each QP's INT route should carry (Gb/s) if every link ran at its nominal capacity
+    and every QP offered its demand: the fabric's rate model (max-min fair under congestion
+    control by default) on a netsim backend. QPs without a route keep their demand."""
+    topo = c.topo
+    exp = np.full(nqp, demand)
+    lens = np.bincount(hq, minlength=nqp)
+    routed = np.flatnonzero(lens > 0)
+    if not routed.size:
+        return exp
+    # hops come ordered by (qp, hop): prepend one private link per QP for its demand
+    slot = np.full(nqp, -1, dtype=np.int64)
+    slot[routed] = np.arange(routed.size)
+    qlen = lens[routed] + 1
+    ptr = np.concatenate([[0], np.cumsum(qlen)]).astype(np.int64)
+    links = np.empty(int(ptr[-1]), np.int64)
+    links[ptr[:-1]] = topo.n_links + np.arange(routed.size)
+    body = np.ones(links.size, bool)
+    body[ptr[:-1]] = False
+    links[body] = hl
+    caps = np.concatenate(
+        [topo.link_capacity_bps.astype(np.float64), np.full(routed.size, demand * 1e9)]
+    )
+    model = str(c.job.get("rate_model", "flow"))
+    exp[routed] = steady_rates(make_backend(model, caps), ptr, links) / 1e9
+    return exp
+
+
+def _reroutes(c: _Ctx, ph: _Phys, rt: _Routes, covered: npt.NDArray[np.bool_]) -> None:
+    """Links every QP left between the first and last INT samples and that nothing crosses now:
+    the fabric routed around them (a port gone without a link-down record)."""
+    st, topo = c.st, c.topo
+    its = st.query("SELECT min(iter) AS a, max(iter) AS b FROM network_hop")
+    if not its["a"].size or np.isnan(float(its["a"][0])) or its["a"][0] == its["b"][0]:
+        return
+    a, b = int(its["a"][0]), int(its["b"][0])
+    early = st.query("SELECT qp, link FROM network_hop WHERE iter = ?", [a])
+    key_e = early["qp"].astype(np.int64) * topo.n_links + early["link"].astype(np.int64)
+    key_l = rt.hq * topo.n_links + rt.hl
+    gone = ~np.isin(key_e, key_l)
+    left_q = early["qp"].astype(np.int64)[gone]
+    left_l = early["link"].astype(np.int64)[gone]
+    keep = (rt.nq[left_l] == 0) & ~covered[np.clip(left_q, 0, covered.size - 1)]
+    left_q, left_l = left_q[keep], left_l[keep]
+    if not left_l.size:
+        return
+    down = {int(x.component.split(":")[1]) for x in c.causes if x.component.startswith("cable:")}
+    left_c = left_l // 2
+    moved = np.zeros(covered.size, dtype=bool)
+    while True:
+        live = ~moved[left_q] & ~np.isin(left_c, list(down))
+        if not live.any():
+            break
+        # the cable most moved QPs left first; the other links those QPs left are consequences
+        cables, k = np.unique(left_c[live], return_counts=True)
+        cab = int(cables[int(np.argmax(k))])
+        qps = np.unique(left_q[live & (left_c == cab)])
+        ev = [
+            f"application: DP all-reduce slower; ranks {', '.join(str(int(x)) for x in np.unique(rt.src[qps])[:4])} "
+            f"lost a path",
+            f"network: INT routes of {qps.size} QPs crossed {_cable_label(topo, cab)} in iteration {a} "
+            f"and avoid it by iteration {b}; no QP crosses it now",
+            f"transport: those QPs run at {float(np.nanmedian(rt.gbps[qps])):.0f} Gb/s on the paths left",
+            "physical: the port reads up with no errors: no counter names the cause",
+        ]
+        c.add(f"cable:{cab}", _cable_label(topo, cab), UNKNOWN, TIMING_CONFIDENCE, ev)
+        down.add(cab)
+        moved[qps] = True
+        covered[qps] = True
+        for g in np.unique(rt.src[qps]).tolist():
+            covered[rt.src == g] = True
 
 
 def _network(c: _Ctx, ph: _Phys) -> None:
@@ -721,6 +795,7 @@ def _network(c: _Ctx, ph: _Phys) -> None:
         covered[on] = True
     for g in c.explained_gpus:
         covered[src == g] = True
+    _reroutes(c, ph, rt, covered)
     c.anomalies.append(
         f"transport: {int(slow.sum())} of {int(measured.sum())} QPs below {QP_SLOW}x their route's rate"
         + (f", {int(flaky.sum())} more in some iterations" if flaky.any() else "")
@@ -728,10 +803,12 @@ def _network(c: _Ctx, ph: _Phys) -> None:
     # Tomography elements: directed links, and each QP's source NIC (id n_links + rank).
     el_q = np.concatenate([hq, np.arange(nqp)])
     el_e = np.concatenate([hl, topo.n_links + src])
+    starts = np.searchsorted(hq, np.arange(nqp))
+    el_h = np.concatenate([np.arange(hq.size) - starts[hq], np.full(nqp, -1)])
     ok = np.concatenate([np.ones(hq.size, bool), src >= 0])
-    el_q, el_e = el_q[ok], el_e[ok]
-    _tomography(c, ph, rt, el_q, el_e, slow, slow & ~covered, "in every iteration")
-    _tomography(c, ph, rt, el_q, el_e, slow_any, flaky & ~covered, "in some iterations only")
+    el_q, el_e, el_h = el_q[ok], el_e[ok], el_h[ok]
+    _tomography(c, ph, rt, el_q, el_e, slow, slow & ~covered, "in every iteration", el_h)
+    _tomography(c, ph, rt, el_q, el_e, slow_any, flaky & ~covered, "in some iterations only", el_h)
 
 
 def _tomography(
@@ -743,6 +820,7 @@ def _tomography(
     bad: npt.NDArray[np.bool_],
     rem: npt.NDArray[np.bool_],
     when: str,
+    el_h: I64,
 ) -> None:
     """Greedy smallest set of elements (directed links, sender NICs) covering the slow QPs.
 
@@ -753,11 +831,14 @@ def _tomography(
     """
     topo = c.topo
     n_el = topo.n_links + c.n
+    nic_lo, nic_hi = topo.links_of_kind(LINK_NIC)
     rem = rem.copy()
     total = np.bincount(el_e, weights=rt.measured[el_q].astype(np.float64), minlength=n_el)
     slow_all = np.bincount(el_e, weights=bad[el_q].astype(np.float64), minlength=n_el)
     purity = slow_all / np.maximum(total, 1)
     lossy_n = np.bincount(el_e, weights=rt.lossy[el_q].astype(np.float64), minlength=n_el)
+    hop_at = np.full(n_el, 99.0)
+    np.minimum.at(hop_at, el_e, el_h.astype(np.float64))
     for _ in range(64):
         if not rem.any():
             break
@@ -767,36 +848,52 @@ def _tomography(
         if best < 1:
             break
         cands = np.flatnonzero(cover == best)
-        scored: list[tuple[float, float, float, float, float, int, str, str]] = []
+        scored: list[tuple[float, float, float, float, float, float, int, str, str]] = []
         for x in cands.tolist():
             if x >= topo.n_links:
                 g = x - topo.n_links
                 dev = ph.cfg_dev.get(g)
                 if dev:
                     scored.append(
-                        (1.0, 0, 0, 1, 1.0, x, dev[0], f"physical: nic{g} config {dev[1]}")
+                        (1.0, 0, 0, 1, 1.0, -1, x, dev[0], f"physical: nic{g} config {dev[1]}")
                     )
                 else:
-                    scored.append((0.0, 0, 0, 1, 0.0, x, "", ""))
+                    scored.append((0.0, 0, 0, 1, 0.0, -1, x, "", ""))
                 continue
             lf = ph.link_fault(topo, x)
             mag = ph.magnitude(x) + (1.0 if x // 2 in ph.optic_bad else 0.0)
             net_ev = float(rt.queued[x]) + float(lossy_n[x] >= 0.5 * best)
             rev = x ^ 1
             sym = float(total[rev] > 0 and purity[rev] >= PURITY)
+            hop = float(hop_at[x])
             if lf:
-                scored.append((lf[1], net_ev, sym, 0, mag, x, lf[0], f"physical: {lf[2]}"))
+                scored.append((lf[1], net_ev, sym, 0, mag, hop, x, lf[0], f"physical: {lf[2]}"))
             else:
-                scored.append((0.0, net_ev, sym, 0, mag, x, "", ""))
-        scored.sort(key=lambda s: (-s[0], -s[1], -s[2], -s[3], -s[4]))
-        strength, net_ev, sym, _, _, x, fault, phys_ev = scored[0]
+                scored.append((0.0, net_ev, sym, 0, mag, hop, x, "", ""))
+        # counters, then loss/queue evidence, then both directions, then the NIC, then the
+        # hop nearest the sender (where a one-way, evidence-free slowdown most likely starts)
+        scored.sort(key=lambda s: (-s[0], -s[1], -s[2], -s[3], -s[4], s[5]))
+        strength, net_ev, sym, _, _, _, x, fault, phys_ev = scored[0]
+        sender = -1
+        if (
+            x < topo.n_links
+            and x % 2 == 0
+            and nic_lo <= x < nic_hi
+            and not (strength or net_ev or sym)
+        ):
+            # A GPU's own uplink slow one way with no loss, queue or counter: the sender NIC's
+            # rate (configuration, firmware) explains it as well, and is the likelier place.
+            sender = int(topo.link_src[x])
+            dev = ph.cfg_dev.get(sender)
+            if dev:
+                strength, fault, phys_ev = 1.0, dev[0], f"physical: nic{sender} config {dev[1]}"
         qps = np.unique(el_q[(el_e == x) & rem[el_q]])
         rate = float(np.nanmedian(rt.gbps[qps]))
         low = float(np.nanmin(rt.g_it[qps]))
         expect = float(np.median(rt.exp[qps]))
         tied = len(scored) > 1
-        if x >= topo.n_links:
-            g = x - topo.n_links
+        if x >= topo.n_links or sender >= 0:
+            g = x - topo.n_links if sender < 0 else sender
             comp, label = f"nic:{g}", f"nic{g}"
             where = f"all from nic{g}"
         else:
@@ -814,6 +911,10 @@ def _tomography(
             ev.append("network: INT latency at this hop stands out (a queue or pauses there)")
         if x < topo.n_links and sym:
             ev.append("network: QPs crossing the cable the other way are slow too")
+        if sender >= 0:
+            ev.append(
+                f"network: only its own uplink, one way, with no loss or queue: the sender nic{sender}"
+            )
         if tied:
             ev.append(
                 f"network: tomography chose it over {len(scored) - 1} element(s) explaining as many"

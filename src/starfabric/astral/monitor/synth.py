@@ -340,28 +340,53 @@ def network_state(
     netsim backend; `flap_factor` is each flapping cable's goodput share this iteration."""
     topo = job.topo
     down = [f.target for f in faults if f.kind == NIC_PORT_DOWN]
-    failed = failed_link_mask(topo, links=[2 * c for c in down]) if down else None
     nf = job.qp_src.size * job.n_cand
-    r = route_flows(
-        topo,
-        np.repeat(job.qp_src, job.n_cand),
-        np.repeat(job.qp_dst, job.n_cand),
-        job.cand_hash.ravel(),
-        failed=failed,
-    )
+    n_qp = job.qp_src.size
+    src_c = np.repeat(job.qp_src, job.n_cand)
+    dst_c = np.repeat(job.qp_dst, job.n_cand)
+    r = route_flows(topo, src_c, dst_c, job.cand_hash.ravel())
     load = np.zeros(topo.n_links, dtype=np.int64)
-    chosen = K.balance_pick(r.offsets, r.links, job.qp_src.size, job.n_cand, load, BALANCE_PASSES)
-    flow = np.arange(job.qp_src.size, dtype=np.int64) * job.n_cand + chosen
+    chosen = K.balance_pick(r.offsets, r.links, n_qp, job.n_cand, load, BALANCE_PASSES)
+    r_off, r_links, r_reach = r.offsets, r.links, r.reachable
+    if down:
+        # Only the QPs whose path crossed a failed port move (the fabric re-places them on
+        # what is left, against everyone else's load); the others keep their paths.
+        failed = failed_link_mask(topo, links=[2 * c for c in down])
+        rf = route_flows(topo, src_c, dst_c, job.cand_hash.ravel(), failed=failed)
+        flow0 = np.arange(n_qp, dtype=np.int64) * job.n_cand + chosen
+        lens0 = r.offsets[flow0 + 1] - r.offsets[flow0]
+        owner = np.repeat(np.arange(n_qp), lens0)
+        hit = np.zeros(n_qp, dtype=bool)
+        hit[owner[failed[_gather(r.offsets, r.links, flow0)[1]]]] = True
+        use_f = np.repeat(hit, job.n_cand)
+        every = np.arange(nf, dtype=np.int64)
+        l0, k0 = _gather(r.offsets, r.links, every)
+        l1, k1 = _gather(rf.offsets, rf.links, every)
+        lens_m = np.where(use_f, l1, l0)
+        r_off = np.concatenate([[0], np.cumsum(lens_m)]).astype(np.int64)
+        r_links = np.empty(int(r_off[-1]), np.int64)
+        pos = np.repeat(use_f, lens_m)
+        r_links[pos] = k1[np.repeat(use_f, l1)]
+        r_links[~pos] = k0[np.repeat(~use_f, l0)]
+        r_reach = np.where(use_f, rf.reachable, r.reachable)
+        aff = np.flatnonzero(hit)
+        if aff.size:
+            keep_flows = flow0[~hit]
+            load = np.bincount(
+                _gather(r_off, r_links, keep_flows)[1], minlength=topo.n_links
+            ).astype(np.int64)
+            sub = (aff[:, None] * job.n_cand + np.arange(job.n_cand)).ravel()
+            sl, sk = _gather(r_off, r_links, sub)
+            s_off = np.concatenate([[0], np.cumsum(sl)]).astype(np.int64)
+            chosen = chosen.copy()
+            chosen[aff] = K.balance_pick(s_off, sk, aff.size, job.n_cand, load, BALANCE_PASSES)
+    flow = np.arange(n_qp, dtype=np.int64) * job.n_cand + chosen
     for f in faults:
         if f.kind == ECMP_HOTSPOT:
-            flow = _hotspot(job, r.offsets, r.links, flow, f, nf)
-    lens = r.offsets[flow + 1] - r.offsets[flow]
+            flow = _hotspot(job, r_off, r_links, flow, f, nf)
+    lens, links = _gather(r_off, r_links, flow)
     offsets = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
-    idx = np.repeat(r.offsets[flow], lens) + (
-        np.arange(offsets[-1]) - np.repeat(offsets[:-1], lens)
-    )
-    links = r.links[idx].astype(np.int64)
-    reachable = r.reachable[flow] & (lens > 0)
+    reachable = r_reach[flow] & (lens > 0)
     nq = np.bincount(links, minlength=topo.n_links).astype(np.int64)
     cap = topo.link_capacity_bps.astype(np.float64).copy()
     ber = np.zeros(topo.n_links)
@@ -436,6 +461,16 @@ def network_state(
         foreign_frac=foreign,
         foreign_seen=foreign_seen,
     )
+
+
+def _gather(offsets: I64, links: npt.NDArray[Any], flows: I64) -> tuple[I64, I64]:
+    """Path lengths and concatenated links of the chosen `flows` of a CSR route set."""
+    lens = (offsets[flows + 1] - offsets[flows]).astype(np.int64)
+    ends = np.cumsum(lens)
+    idx = np.repeat(offsets[flows], lens) + (
+        np.arange(int(ends[-1]) if lens.size else 0) - np.repeat(ends - lens, lens)
+    )
+    return lens, links[idx].astype(np.int64)
 
 
 def _hotspot(job: Job, off: I64, links: I64, flow: I64, f: Fault, nf: int) -> I64:
@@ -548,6 +583,7 @@ def synthesize(spec: SynthSpec, faults: list[Fault], store: TelemetryStore) -> d
             "qps_per_rank": job.q,
             "placement_seed": spec.placement_seed,
             "qp_demand_gbps": job.demand_bps / 1e9,
+            "rate_model": spec.network_backend,
         },
     )
     store.set_meta("seer", job.base)
