@@ -732,6 +732,7 @@ def _reroutes(c: _Ctx, ph: _Phys, rt: _Routes, covered: npt.NDArray[np.bool_]) -
     down = {int(x.component.split(":")[1]) for x in c.causes if x.component.startswith("cable:")}
     left_c = left_l // 2
     moved = np.zeros(covered.size, dtype=bool)
+    moved[left_q[np.isin(left_c, list(down))]] = True  # left a cable already reported
     while True:
         live = ~moved[left_q] & ~np.isin(left_c, list(down))
         if not live.any():
