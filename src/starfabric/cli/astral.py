@@ -414,7 +414,9 @@ def monitor_synth(
     out: str = typer.Argument(..., help="DuckDB file to write (replaced if it exists)."),
     gpus: int = typer.Option(1024, "--gpus", help="Cluster GPUs: 1024 or a multiple of 16384."),
     fault: list[str] = typer.Option(
-        [], "--fault", help="KIND:TARGET[:SEVERITY[:ONSET_ITER]], repeatable."
+        [],
+        "--fault",
+        help="KIND:TARGET[:SEVERITY[:ONSET_ITER[:SIGNATURE]]], repeatable (SIGNATURE on, partial, off).",
     ),
     iterations: int = typer.Option(6, "--iterations", help="Training iterations to record."),
     seed: int = typer.Option(0, "--seed", help="Noise and ECMP seed."),
@@ -453,23 +455,31 @@ def monitor_synth(
 
 @monitor_app.command("diagnose")
 def monitor_diagnose(
-    db: str = typer.Argument(..., help="Telemetry DuckDB written by 'monitor synth'."),
+    db: str = typer.Argument(
+        ..., help="Telemetry DuckDB written by 'monitor synth' or 'monitor ingest'."
+    ),
     json_path: str = typer.Option("", "--json", help="Write the diagnosis as JSON here."),
     top: int = typer.Option(5, "--top", help="Causes to print."),
     trace: str = typer.Option("", "--trace", help="Chrome-trace of suspect vs healthy ranks."),
 ) -> None:
-    """Localize root causes from the telemetry alone; print ranked causes and evidence."""
+    """Localize root causes from the telemetry alone; print ranked causes and evidence.
+
+    A synthesized job (its cluster and job are known) goes through cross-layer localization;
+    ingested real files, which come without a topology, are diagnosed from their findings.
+    """
     import json
     from pathlib import Path
 
     from rich.console import Console
 
     from starfabric.astral.monitor import TelemetryStore, diagnose
+    from starfabric.astral.monitor.findings import diagnose_ingested
     from starfabric.astral.monitor.timeline import write_timeline
 
     with TelemetryStore(db, read_only=True) as st:
-        d = diagnose(st)
-        if trace:
+        synthesized = st.has_meta("cluster")
+        d = diagnose(st) if synthesized else diagnose_ingested(st)
+        if trace and synthesized:
             write_timeline(st, d, trace)
     con = Console()
     for a in d.anomalies:
@@ -481,7 +491,8 @@ def monitor_diagnose(
         con.print("[green]no root cause above the report threshold[/]")
     for i, c in enumerate(d.causes[:top], 1):
         con.print(
-            f"[bold]{i}. {c.fault}[/] at {c.component} ({c.label}) confidence {c.confidence:.2f}"
+            f"[bold]{i}. {c.title}[/] ({c.label}) confidence {c.confidence:.2f}"
+            + ("" if c.hardware else ", no hardware cause")
         )
         for e in c.evidence:
             con.print(f"     {e}", soft_wrap=True)
@@ -525,16 +536,36 @@ def monitor_eval(
     seed0: int = typer.Option(0, "--seed0", help="First seed (another suite: another seed0)."),
     healthy: int = typer.Option(6, "--healthy", help="Healthy runs (false positives)."),
     multi: int = typer.Option(4, "--multi", help="Multi-fault runs."),
+    section: list[str] = typer.Option(
+        [],
+        "--section",
+        help="Parts to run, repeatable: suite, silent, partial, gray, confounders (default all).",
+    ),
 ) -> None:
-    """Scenario suite: each fault class x seeds, multi-fault, healthy → P/R/F1, top-1, FP, time."""
+    """Scenario suites, scored apart: the suite (signatures on: P/R/F1, top-1, FP on healthy
+    runs), every class with its signature off and partial and the gray classes (top-1
+    component), confounders (hardware false positives); localization time of each."""
     import json
     from pathlib import Path
 
     from rich.console import Console
 
     from starfabric.astral.monitor import evaluate
+    from starfabric.astral.monitor.evaluate import SECTIONS
 
-    summ = evaluate(gpus, seeds=seeds, healthy=healthy, multi=multi, seed0=seed0, console=Console())
+    con = Console()
+    summ = evaluate(
+        gpus,
+        seeds=seeds,
+        healthy=healthy,
+        multi=multi,
+        seed0=seed0,
+        console=con,
+        sections=tuple(section) or SECTIONS,
+    )
+    for name, sec in summ.get("sections", {}).items():
+        parts = [f"{k} {sec[k]:.3f}" for k in ("top1_component", "fp_rate", "named") if k in sec]
+        con.print(f"{name}: " + ", ".join(parts) + f", max {sec['max_localize_s']:.2f} s")
     if json_path:
         Path(json_path).parent.mkdir(parents=True, exist_ok=True)
         Path(json_path).write_text(json.dumps(summ, indent=1))

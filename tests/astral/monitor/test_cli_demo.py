@@ -74,7 +74,25 @@ def test_ingest_command(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     assert "rank:6" in res.output and "Xid 119" in res.output
     res = runner.invoke(app, ["astral", "monitor", "diagnose", str(tmp_path / "real.duckdb")])
-    assert res.exit_code == 2 and "not written by 'monitor synth'" in res.output
+    assert res.exit_code == 0, res.output
+    assert "1. straggler at rank:6" in res.output  # the README's straggler ranks first
+    assert "Xid 119" in res.output
+
+
+def test_superbench_through_ingest_and_diagnose(tmp_path: Path) -> None:
+    db = tmp_path / "sb.duckdb"
+    files = ["superbench_diagnosis_summary.jsonl", "superbench_monitor_gpu_node.jsonl"]
+    res = runner.invoke(
+        app, ["astral", "monitor", "ingest", str(db), *[str(DATA / "telemetry" / f) for f in files]]
+    )
+    assert res.exit_code == 0, res.output
+    assert "superbench-diagnosis" in res.output and "superbench-monitor" in res.output
+    out = tmp_path / "d.json"
+    res = runner.invoke(app, ["astral", "monitor", "diagnose", str(db), "--json", str(out)])
+    assert res.exit_code == 0, res.output
+    top = [c["component"] for c in json.loads(out.read_text())["causes"][:2]]
+    # SuperBench's data diagnosis names two defective nodes; both are found, nothing else high.
+    assert sorted(top) == ["node:sb-validation-01/gpu0", "node:sb-validation-03"]
 
 
 def test_demo(tmp_path: Path) -> None:

@@ -78,3 +78,34 @@ def test_occurred_drops_faults_after_a_hang() -> None:
     assert occurred(sc, {"iterations": 2}).faults == (Fault("gpu_xid", 1, 0.5, 1),)
     with pytest.raises(ConfigError, match="severity range"):
         scenarios(1024, severity=(0.0, 0.5))
+
+
+@pytest.mark.slow
+def test_1k_sections_meet_thresholds() -> None:
+    summ = evaluate(
+        1024,
+        seeds=2,
+        healthy=2,
+        multi=1,
+        sections=("silent", "gray", "confounders"),
+        console=Console(file=io.StringIO()),
+    )
+    sec = summ["sections"]
+    assert sec["silent"]["top1_component"] >= 0.9 and sec["gray"]["top1_component"] >= 0.9
+    assert sec["confounders"]["fp_rate"] <= 0.02 and sec["confounders"]["named"] >= 0.9
+    assert max(s["max_localize_s"] for s in sec.values()) <= 10
+    assert "per_scenario" not in summ  # the suite was not run
+
+
+def test_visible_impact_compares_with_the_healthy_twin() -> None:
+    from starfabric.astral.monitor.evaluate import healthy_twin, run_scenario
+
+    sc = Scenario("t", (Fault("gpu_slow", 5, 0.8, 1, "off"),), 4, 4)
+    twin = healthy_twin(1024, sc)
+    try:
+        r, _ = run_scenario(1024, sc, twin=twin)
+        assert r.impact is True and r.top1_component
+        h, _ = run_scenario(1024, Scenario("h", (), 4, 4), twin=twin)
+        assert h.impact is False and h.top1_component is None
+    finally:
+        twin.close()

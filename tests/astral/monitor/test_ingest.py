@@ -124,3 +124,41 @@ def test_malformed_inputs_name_file_and_record(st: TelemetryStore, tmp_path: Pat
         ingest_path(st, TEL / "SOURCES.md", "ddm")
     with pytest.raises(DataError, match="kind 'xml' is unknown"):
         ingest_path(st, TEL / "SOURCES.md", "xml")
+
+
+def test_superbench_diagnosis_nodes_are_found(st: TelemetryStore) -> None:
+    kind, n = ingest_path(st, TEL / "superbench_diagnosis_summary.jsonl")
+    assert kind == "superbench-diagnosis" and n > 0
+    flagged = st.query("SELECT DISTINCT node, category FROM phys_node_check WHERE category <> ''")
+    assert sorted(zip(flagged["node"], flagged["category"], strict=True)) == [
+        ("sb-validation-01", "KernelLaunch"),
+        ("sb-validation-03", "FailedTest"),
+    ]
+    found = {f.component: f for f in ingested_findings(st)}
+    # Our own checks on the per-metric deviations agree with the source's rule verdicts:
+    # GPU 0's event overhead (+1578%) on node 01, the failed mem-bw test on node 03, nothing else.
+    assert set(found) == {"node:sb-validation-01/gpu0", "node:sb-validation-03"}
+    assert "+1578%" in found["node:sb-validation-01/gpu0"].what
+    assert "KernelLaunch" in found["node:sb-validation-01/gpu0"].what
+    assert "return code 1, 16 metrics missing" in found["node:sb-validation-03"].what
+
+
+def test_superbench_monitor_samples(st: TelemetryStore) -> None:
+    assert ingest_path(st, TEL / "superbench_monitor_gpu_node.jsonl")[0] == "superbench-monitor"
+    ts = st.query("SELECT count(DISTINCT ts) AS k FROM phys_node_sample")["k"][0]
+    assert ts == 5
+    ib = st.query("SELECT DISTINCT device FROM phys_node_sample WHERE metric = 'receive_bw'")
+    assert {"ib0", "ib1", "ib2"} <= set(ib["device"].tolist())
+    found = ingested_findings(st)
+    assert all(f.severity == "low" for f in found)  # no uncorrectable ECC, nothing hot
+    assert [f.component for f in found] == ["gpu0"]  # correctable ECC rose on GPU 0 only
+
+
+def test_superbench_bad_lines_are_one_error(tmp_path: Path, st: TelemetryStore) -> None:
+    p = tmp_path / "diag.jsonl"
+    p.write_text('{"index": "n1", "Category": "X", "Defective Details": "what is this"}\n')
+    with pytest.raises(DataError, match="line 1: defective detail 'what is this'"):
+        ingest_path(st, p, "superbench-diagnosis")
+    p.write_text("[1, 2]\n")
+    with pytest.raises(DataError, match="line 1 is not a JSON object"):
+        ingest_path(st, p, "superbench-monitor")

@@ -76,7 +76,10 @@ def test_retention_keeps_newest_iterations() -> None:
                 {
                     "iter": np.array([it], dtype=np.int32),
                     "rank": np.array([0], dtype=np.int32),
-                    **{k: np.array([1.0]) for k in ("start_ms", "compute_ms", "tp_ms", "dp_ms")},
+                    **{
+                        k: np.array([1.0])
+                        for k in ("start_ms", "data_ms", "compute_ms", "tp_ms", "dp_ms")
+                    },
                     "iter_ms": np.array([1.0]),
                 },
             )

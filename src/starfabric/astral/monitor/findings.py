@@ -6,12 +6,18 @@ without it, so this reads each table on its own and says what a person should lo
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from starfabric.astral.monitor.localize import RX_POWER_LOW_DBM, TX_POWER_LOW_DBM
+from starfabric.astral.monitor.localize import (
+    RX_POWER_LOW_DBM,
+    TX_POWER_LOW_DBM,
+    Cause,
+    Diagnosis,
+)
 from starfabric.astral.monitor.store import TelemetryStore
 
 MINIBATCH_SPIKE = 1.3
@@ -31,6 +37,12 @@ IB_ERROR_COUNTERS = (
     "port_rcv_remote_physical_errors",
 )
 """IB PMA error counters (IBTA PortCounters) that mean a sick link when non-zero."""
+NODE_DEVIATION_MAX = 0.5
+"""Assumption: a node benchmark metric 50% off its baseline (either way) is defective."""
+GPU_HOT_C = 85.0
+"""Assumption: a GPU reading 85 C or more in node-monitor samples is running hot."""
+CONFIDENCE = {"high": 0.9, "medium": 0.7, "low": 0.4}
+"""Confidence a finding's severity maps to when it is reported as a cause by `diagnose_ingested`."""
 
 
 @dataclass(frozen=True)
@@ -158,6 +170,89 @@ def ddm_findings(st: TelemetryStore) -> list[Finding]:
     return out
 
 
+def node_check_findings(st: TelemetryStore) -> list[Finding]:
+    """Defective nodes from node benchmark results (SuperBench data diagnosis).
+
+    A metric family whose benchmark failed (non-zero return code, every value missing) fails
+    the node; a device whose metric is NODE_DEVIATION_MAX off its baseline is defective. The
+    source's own rule verdicts are quoted next to what these checks find.
+    """
+    q = st.query(
+        "SELECT node, category, metric, device, baseline, value, deviation, rule FROM phys_node_check "
+        "ORDER BY node, metric, device"
+    )
+    out: list[Finding] = []
+    nodes = sorted(set(q["node"].tolist()))
+    for node in nodes:
+        sel = q["node"] == node
+        metric, dev, val = q["metric"][sel], q["device"][sel], q["value"][sel]
+        d, rule, cat = q["deviation"][sel], q["rule"][sel], q["category"][sel]
+        fam = np.array([m.split("/")[0] for m in metric.tolist()])
+        for f in sorted(set(fam.tolist())):
+            rc = (fam == f) & np.char.endswith(metric.astype(str), "return_code")
+            missing = (fam == f) & (rule == "missing")
+            if (rc & (np.nan_to_num(val) > 0)).any() or missing.any():
+                n_miss = int(missing.sum())
+                cats = sorted({str(c) for c in cat[fam == f].tolist() if c})
+                out.append(
+                    Finding(
+                        "physical",
+                        f"node:{node}",
+                        f"{f} benchmark failed: return code {int(np.nanmax(val[rc])) if rc.any() else '?'}, "
+                        f"{n_miss} metrics missing"
+                        + (f" (source: {', '.join(cats)})" if cats else ""),
+                        "high",
+                    )
+                )
+                continue
+            bad = (fam == f) & (np.abs(np.nan_to_num(d)) > NODE_DEVIATION_MAX)
+            for i in np.flatnonzero(bad).tolist():
+                g = int(dev[i])
+                comp = f"node:{node}/gpu{g}" if g >= 0 else f"node:{node}"
+                src = (
+                    f"; source: {cat[i]} ({metric[i]} {val[i]:g} vs baseline {q['baseline'][sel][i]:g}, "
+                    f"rule {rule[i]})"
+                    if cat[i]
+                    else "; the source's rules did not flag it"
+                )
+                out.append(
+                    Finding(
+                        "physical",
+                        comp,
+                        f"{metric[i]} {d[i] * 100:+.0f}% off its baseline{src}",
+                        "high" if abs(d[i]) > 2 * NODE_DEVIATION_MAX else "medium",
+                    )
+                )
+    return out
+
+
+def node_sample_findings(st: TelemetryStore) -> list[Finding]:
+    """Node-monitor samples: uncorrectable ECC, growing correctable ECC, hot GPUs."""
+    q = st.query(
+        "SELECT metric, device, min(value) AS lo, max(value) AS hi FROM phys_node_sample "
+        "WHERE metric IN ('gpu_uncorrected_ecc', 'gpu_corrected_ecc', 'gpu_temperature') "
+        "GROUP BY metric, device ORDER BY metric, device"
+    )
+    out = []
+    for m, d, lo, hi in zip(q["metric"], q["device"], q["lo"], q["hi"], strict=True):
+        if m == "gpu_uncorrected_ecc" and hi > 0:
+            out.append(
+                Finding("physical", f"gpu{d}", f"{int(hi)} uncorrectable ECC errors", "high")
+            )
+        elif m == "gpu_corrected_ecc" and hi > lo:
+            out.append(
+                Finding(
+                    "physical",
+                    f"gpu{d}",
+                    f"correctable ECC errors rose {int(lo)} -> {int(hi)} over the samples",
+                    "low",
+                )
+            )
+        elif m == "gpu_temperature" and hi >= GPU_HOT_C:
+            out.append(Finding("physical", f"gpu{d}", f"temperature up to {hi:.0f} C", "medium"))
+    return out
+
+
 def ingested_findings(st: TelemetryStore) -> list[Finding]:
     """All findings over whatever real telemetry the store holds."""
     return [
@@ -166,4 +261,26 @@ def ingested_findings(st: TelemetryStore) -> list[Finding]:
         *ib_port_findings(st),
         *xid_findings(st),
         *ddm_findings(st),
+        *node_check_findings(st),
+        *node_sample_findings(st),
     ]
+
+
+def diagnose_ingested(st: TelemetryStore) -> Diagnosis:
+    """`diagnose` for real telemetry without a cluster description: each finding is a cause
+    (component as the source names it), confidence from its severity, best first."""
+    t0 = time.perf_counter()
+    found = ingested_findings(st)
+    causes = [
+        Cause(
+            f.component,
+            f.component,
+            "straggler" if "straggler" in f.what else "anomaly",
+            CONFIDENCE[f.severity],
+            [f"{f.layer}: {f.what}"],
+        )
+        for f in found
+    ]
+    causes.sort(key=lambda c: -c.confidence)
+    anomalies = [f"{f.layer}: {f.component} {f.what}" for f in found]
+    return Diagnosis(anomalies, causes, {}, [], time.perf_counter() - t0, {"ingested": True})

@@ -1,5 +1,6 @@
 """Real telemetry formats → the store: Kineto traces, nccl-tests logs, /sys/class/infiniband,
-`ethtool -m` optical DDM, dmesg Xid lines and per-worker mini-batch time CSVs.
+`ethtool -m` optical DDM, dmesg Xid lines, per-worker mini-batch time CSVs, and SuperBench's
+data-diagnosis (defective nodes) and node-monitor JSON lines.
 
 Each reader validates as it goes; a malformed file or record is one DataError naming the file
 and the record (line number or event index).
@@ -21,7 +22,16 @@ from starfabric.astral.monitor.store import TelemetryStore
 from starfabric.astral.nccltests import parse_nccl_tests
 from starfabric.errors import DataError
 
-INGEST_KINDS = ("kineto", "nccl-tests", "sys-infiniband", "ddm", "dmesg", "minibatch")
+INGEST_KINDS = (
+    "kineto",
+    "nccl-tests",
+    "sys-infiniband",
+    "ddm",
+    "dmesg",
+    "minibatch",
+    "superbench-diagnosis",
+    "superbench-monitor",
+)
 
 
 def _open_text(p: Path) -> str:
@@ -326,10 +336,152 @@ def ingest_minibatch_csv(store: TelemetryStore, path: str | Path) -> int:
             "iter": step,
             "rank": wa.astype(np.int32),
             "start_ms": ta.astype(np.float64),
+            "data_ms": nan,
             "compute_ms": nan,
             "tp_ms": nan,
             "dp_ms": nan,
             "iter_ms": ba.astype(np.float64),
+        },
+    )
+
+
+_SB_DETAIL = re.compile(
+    r"(?P<metric>[\w./-]+?)(?::(?P<dev>\d+))?(?:_miss|\((?:B/L: (?P<bl>[-\d.eE+]+) )?"
+    r"VAL: (?P<val>[-\d.eE+]+)(?: VAR: (?P<var>[-\d.eE+]+)%)? Rule:(?P<rule>[^)]*)\))"
+)
+
+
+def _jsonl(p: Path) -> list[tuple[int, dict[str, Any]]]:
+    out = []
+    for ln, line in enumerate(_open_text(p).splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise DataError(
+                f"{p}: line {ln} is not JSON ({e.msg})", fix="one object per line"
+            ) from None
+        if not isinstance(rec, dict):
+            raise DataError(f"{p}: line {ln} is not a JSON object")
+        out.append((ln, rec))
+    return out
+
+
+def _split_details(text: str) -> list[str]:
+    """Split 'Defective Details' at commas outside parentheses (rules contain none at top level)."""
+    parts: list[str] = []
+    cur: list[str] = []
+    depth = 0
+    for ch in text:
+        depth += ch == "("
+        depth -= ch == ")"
+        if ch == "," and depth == 0:
+            parts.append("".join(cur))
+            cur = []
+        else:
+            cur.append(ch)
+    parts.append("".join(cur))
+    return [x.strip() for x in parts if x.strip()]
+
+
+def ingest_superbench_diagnosis(store: TelemetryStore, path: str | Path) -> int:
+    """SuperBench data-diagnosis JSON lines (one node each: 'index', 'Category', 'Defective
+    Details' and per-metric deviations from baseline) → phys_node_check, one row per metric
+    (category/rule set where the source's rules flagged it; 'miss' = metric absent)."""
+    p = Path(path)
+    cols: dict[str, list[Any]] = {
+        k: []
+        for k in ("node", "category", "metric", "device", "baseline", "value", "deviation", "rule")
+    }
+
+    def row(
+        node: str, cat: str, metric: str, dev: int, bl: float, val: float, d: float, rule: str
+    ) -> None:
+        for k, v in zip(cols, (node, cat, metric, dev, bl, val, d, rule), strict=True):
+            cols[k].append(v)
+
+    for ln, rec in _jsonl(p):
+        node = rec.get("index")
+        if not isinstance(node, str) or "Category" not in rec:
+            raise DataError(
+                f"{p}: line {ln} has no 'index'/'Category' (not a SuperBench diagnosis line)"
+            )
+        cat = str(rec["Category"])
+        flagged: set[tuple[str, int]] = set()
+        for part in _split_details(str(rec.get("Defective Details", ""))):
+            m = _SB_DETAIL.fullmatch(part)
+            if not m:
+                raise DataError(f"{p}: line {ln}: defective detail {part[:60]!r} is not understood")
+            dev = int(m["dev"]) if m["dev"] else -1
+            miss = part.endswith("_miss")
+            row(
+                node,
+                cat,
+                m["metric"],
+                dev,
+                float(m["bl"]) if m["bl"] else float("nan"),
+                float("nan") if miss else float(m["val"]),
+                float(m["var"]) / 100 if m["var"] else float("nan"),
+                "missing" if miss else str(m["rule"]),
+            )
+            flagged.add((m["metric"], dev))
+        for k, v in rec.items():
+            if k in ("index", "Category", "Defective Details") or not isinstance(v, int | float):
+                continue
+            metric, _, d = k.rpartition(":")
+            metric, dev = (metric, int(d)) if metric and d.isdigit() else (k, -1)
+            if (metric, dev) not in flagged:
+                row(node, "", metric, dev, float("nan"), float("nan"), float(v), "")
+    n = len(cols["node"])
+    return store.write(
+        "phys_node_check",
+        {
+            "source": np.full(n, p.name),
+            "node": np.asarray(cols["node"], dtype=str),
+            "category": np.asarray(cols["category"], dtype=str),
+            "metric": np.asarray(cols["metric"], dtype=str),
+            "device": np.asarray(cols["device"], dtype=np.int32),
+            "baseline": np.asarray(cols["baseline"], dtype=np.float64),
+            "value": np.asarray(cols["value"], dtype=np.float64),
+            "deviation": np.asarray(cols["deviation"], dtype=np.float64),
+            "rule": np.asarray(cols["rule"], dtype=str),
+        },
+    )
+
+
+def ingest_superbench_monitor(store: TelemetryStore, path: str | Path) -> int:
+    """SuperBench node-monitor JSON lines ('time' plus 'metric[:device]' readings) →
+    phys_node_sample, one row per reading."""
+    p = Path(path)
+    ts: list[str] = []
+    met: list[str] = []
+    dev: list[str] = []
+    val: list[float] = []
+    for ln, rec in _jsonl(p):
+        if "time" not in rec:
+            raise DataError(f"{p}: line {ln} has no 'time' (not a SuperBench monitor sample)")
+        for k, v in rec.items():
+            if k == "time":
+                continue
+            if not isinstance(v, int | float):
+                raise DataError(f"{p}: line {ln}: {k} = {v!r} is not a number")
+            m, _, d = k.partition(":")
+            if m.endswith(("_receive_bw", "_transmit_bw")):
+                d, m = m.rsplit("_", 2)[0], "_".join(m.rsplit("_", 2)[1:])
+            ts.append(str(rec["time"]))
+            met.append(m)
+            dev.append(d)
+            val.append(float(v))
+    n = len(ts)
+    return store.write(
+        "phys_node_sample",
+        {
+            "source": np.full(n, p.name),
+            "ts": np.asarray(ts, dtype=str),
+            "metric": np.asarray(met, dtype=str),
+            "device": np.asarray(dev, dtype=str),
+            "value": np.asarray(val, dtype=np.float64),
         },
     )
 
@@ -349,6 +501,10 @@ def detect_kind(path: str | Path) -> str:
         return "dmesg"
     if "batch_time" in head.splitlines()[0] if head else False:
         return "minibatch"
+    if '"Defective Details"' in head:
+        return "superbench-diagnosis"
+    if head.lstrip().startswith('{"time"') and "gpu_" in head:
+        return "superbench-monitor"
     if re.search(r"Receiver signal .*optical power|Module temperature", head):
         return "ddm"
     if re.search(r"nccl-tests|out-of-place|#\s*size\s+count", head, re.I):
@@ -370,6 +526,8 @@ def ingest_path(
         "ddm": ingest_ethtool_ddm,
         "dmesg": ingest_dmesg,
         "minibatch": ingest_minibatch_csv,
+        "superbench-diagnosis": ingest_superbench_diagnosis,
+        "superbench-monitor": ingest_superbench_monitor,
     }
     if k not in readers:
         raise DataError(

@@ -1,11 +1,18 @@
 """Cross-layer fault localization from a telemetry store, by evidence only.
 
 Application anomalies (iteration regression, NCCL timeouts, compute or TP stragglers) lead to
-slow ranks; the transport layer's per-QP throughput, compared with what each QP's route
-(reconstructed from INT hops) should give, leads to slow QPs; tomography over their paths finds
-the links/NICs they share that healthy QPs do not; physical counters (CRC, PFC, DDM, link
-state, GPU clocks, Xid, NVLink, host CPU, NIC config) name the fault. Hard physical events and
-strong physical anomalies with no visible impact are reported too, with lower confidence.
+slow ranks — judged with robust statistics across ranks in every iteration of the window, and
+blamed on hardware only when the same rank is slow in all of them; the transport layer's
+per-QP throughput, compared with what each QP's route (reconstructed from INT hops) should
+give, leads to slow QPs (persistently, or in some iterations only: a flapping link); tomography
+over their paths finds the smallest set of links/NICs they share that healthy QPs do not.
+Physical counters (CRC, PFC, DDM, link state, GPU clocks, Xid, NVLink, host CPU, NIC config),
+when present, raise confidence and name the class; when absent the cause is reported as
+"degraded COMPONENT (class unknown)" with its evidence chain (the gray failures of Holmes,
+Minder, Greyhound). Slowdowns with no hardware cause — a rank waiting for its input, a pause of
+all ranks, a uniform slowdown against Seer's prediction, stragglers that move between ranks —
+are named as application causes, never blamed on a component. Hard physical events and strong
+physical anomalies with no visible impact are reported too, with lower confidence.
 The injection record is never read here.
 """
 
@@ -20,17 +27,25 @@ import numpy.typing as npt
 
 from starfabric.astral.monitor.cluster import build_cluster
 from starfabric.astral.monitor.faults import (
+    CHECKPOINT_PAUSE,
+    CONFIG_SLOWDOWN,
     CPU_CONTENTION,
+    DATALOADER_STALL,
     ECMP_HOTSPOT,
+    GPU_SLOW,
     GPU_THROTTLE,
     GPU_XID,
+    HARDWARE,
     LINK_CRC,
+    LINK_FLAPPING,
     MISCONFIG_DCQCN,
     MISCONFIG_MTU,
+    MOE_IMBALANCE,
     NIC_PORT_DOWN,
     NVLINK_DEGRADED,
     OPTICAL_FAILING,
     PFC_STORM,
+    PORT_CONGESTED,
 )
 from starfabric.astral.monitor.schema import (
     THROTTLE_HW_SLOWDOWN,
@@ -38,6 +53,7 @@ from starfabric.astral.monitor.schema import (
     THROTTLE_SW_THERMAL,
 )
 from starfabric.astral.monitor.store import TelemetryStore
+from starfabric.astral.netsim import make_backend, steady_rates
 from starfabric.astral.topology import LINK_NIC, Topology
 from starfabric.errors import DataError
 
@@ -85,6 +101,24 @@ REGRESSION = 0.03
 THROTTLE_BITS = THROTTLE_HW_SLOWDOWN | THROTTLE_HW_THERMAL | THROTTLE_SW_THERMAL
 CLOCK_DROP = 0.92
 """Assumption: an SM clock below 92% of the fleet median is throttled."""
+UNKNOWN = "degraded"
+"""The fault class of a component that timing shows slow and no counter names."""
+TIMING_CONFIDENCE = 0.75
+"""Assumption: confidence of a cause found from timing alone (persistent, robust, localized)."""
+NVLINK_SLOW = 0.85
+"""Assumption: a GPU sending over NVLink below 0.85x the fleet median has a slow NVLink."""
+TRANSIENT_MIN = 3
+"""Assumption: at least 3 ranks slow in some but not all iterations make moving stragglers."""
+PAUSE_RATIO = 1.5
+"""Assumption: an iteration 1.5x the median while its phases are not is a pause of all ranks."""
+LATENCY_Z = 8.0
+"""Assumption: an INT hop latency 8 robust sigmas above the fleet's marks a queue at that hop."""
+FOREIGN_MIN = 0.1
+"""Assumption: port bytes 10% above this job's QPs' bytes through it are another job's traffic."""
+LATENCY_EXCESS = 0.05
+"""Assumption: ...and at least 5% above the fleet's median for links of that kind."""
+RETRANS_Z = 8.0
+"""Assumption: QP retransmissions 8 robust sigmas (and 10x) above the fleet's mean a lossy path."""
 
 
 @dataclass(frozen=True)
@@ -96,6 +130,18 @@ class Cause:
     fault: str
     confidence: float
     evidence: list[str]
+
+    @property
+    def hardware(self) -> bool:
+        """Whether the cause is a hardware component (not an application or job cause)."""
+        return self.component.split(":")[0] in HARDWARE
+
+    @property
+    def title(self) -> str:
+        """One-line name: 'link_crc at cable:17' or 'degraded gpu:3 (class unknown)'."""
+        if self.fault == UNKNOWN:
+            return f"degraded {self.component} (class unknown)"
+        return f"{self.fault} at {self.component}"
 
 
 @dataclass
@@ -195,9 +241,7 @@ def _hard_events(c: _Ctx) -> None:
             ev.insert(0, f"application: {peers} ranks report NCCL timeouts waiting for rank {g}")
         c.add(f"gpu:{g}", f"gpu{g}", GPU_XID, 0.97 if peers else 0.75, ev)
         c.explained_gpus.add(int(g))
-    dn = st.query(
-        "SELECT link, min(iter) AS since FROM phys_port WHERE NOT state_up OR link_downed > 0 GROUP BY link"
-    )
+    dn = st.query("SELECT link, min(iter) AS since FROM phys_port WHERE NOT state_up GROUP BY link")
     nic_lo, nic_hi = topo.links_of_kind(LINK_NIC)
     ports = topo.structure.gpu_tor.shape[1] if topo.structure is not None else 1
     for e, since in zip(dn["link"].tolist(), dn["since"].tolist(), strict=True):
@@ -224,25 +268,100 @@ def _hard_events(c: _Ctx) -> None:
         c.explained_gpus.add(g)
 
 
+def _matrix(rows: I64, cols: I64, vals: F64, n_rows: int, n_cols: int) -> F64:
+    m = np.full((n_rows, n_cols), np.nan)
+    m[rows, cols] = vals
+    return m
+
+
+def _col_robust(m: F64) -> tuple[F64, F64]:
+    """Per-column (iteration) median and robust sigma across rows (ranks), NaN-safe."""
+    med = np.nanmedian(m, axis=0)
+    mad = np.nanmedian(np.abs(m - med), axis=0) * 1.4826
+    return med, np.maximum(mad, 1e-9 * np.maximum(np.abs(med), 1.0))
+
+
 def _stragglers(c: _Ctx) -> None:
-    """Compute stragglers (GPU or host) and slow TP (NVLink) hosts from application timings."""
+    """Slow ranks from per-rank, per-iteration timings; only persistent ones point at hardware.
+
+    A rank is slow in an iteration when it is ready (input loaded + compute) STRAGGLER_RATIO
+    over that iteration's median and ROBUST_Z robust sigmas out; a rank slow in every
+    iteration of the window is a persistent straggler. Its excess is split between input wait
+    (a data-loader stall: application) and compute (GPU, or host when most of a host is slow);
+    counters then name the class or the cause stays 'degraded (class unknown)'. Ranks slow in
+    some iterations only, and different ones each time, are moving stragglers (application).
+    """
     if c.last_app < 0:
         return
     st = c.st
     a = st.query(
-        "SELECT rank, median(compute_ms) AS comp, median(tp_ms) AS tp, median(iter_ms) AS it "
-        "FROM app_iteration WHERE iter >= ? GROUP BY rank ORDER BY rank",
-        [c.w0],
+        "SELECT rank, iter, data_ms, compute_ms, tp_ms FROM app_iteration WHERE iter >= ?", [c.w0]
     )
-    rank = a["rank"].astype(np.int64)
-    comp = a["comp"].astype(np.float64)
-    med, sd = _robust(comp)
-    out = rank[(comp > STRAGGLER_RATIO * med) & ((comp - med) / sd > ROBUST_Z)]
-    if out.size:
-        c.anomalies.append(f"application: {out.size} compute stragglers (median {med:.1f} ms)")
+    if not a["rank"].size:
+        return
+    w = c.last_app - c.w0 + 1
+    r_i = a["rank"].astype(np.int64)
+    i_i = a["iter"].astype(np.int64) - c.w0
+    data = np.nan_to_num(_matrix(r_i, i_i, a["data_ms"].astype(np.float64), c.n, w))
+    comp = _matrix(r_i, i_i, a["compute_ms"].astype(np.float64), c.n, w)
+    ready = data + comp
+    med, sd = _col_robust(ready)
+    slow = (ready > STRAGGLER_RATIO * med) & ((ready - med) / sd > ROBUST_Z)
+    seen = ~np.isnan(ready)
+    persistent = np.flatnonzero(slow.sum(axis=1) == np.maximum(seen.sum(axis=1), 1))
+    persistent = persistent[seen[persistent].any(axis=1)]
+    transient = np.flatnonzero(slow.any(axis=1) & ~np.isin(np.arange(c.n), persistent))
+    if persistent.size:
+        c.anomalies.append(
+            f"application: {persistent.size} ranks slow in all {w} iterations (median ready "
+            f"{float(np.nanmedian(med)):.1f} ms)"
+        )
+    if transient.size >= TRANSIENT_MIN:
+        per_it = slow[transient].sum(axis=0)
+        c.anomalies.append(
+            f"application: {transient.size} ranks slow in some iterations only ({per_it.tolist()} per iteration)"
+        )
+        c.add(
+            "job:0",
+            "job",
+            MOE_IMBALANCE,
+            0.7,
+            [
+                f"application: {transient.size} different ranks straggle, each in some iterations "
+                "only; none is slow throughout the window",
+                "application: stragglers that move between ranks follow the work (uneven MoE "
+                "routing or input lengths), not a component",
+                "no hardware cause",
+            ],
+        )
+    if not persistent.size:
+        return
+    dmed = np.nanmedian(data, axis=0)
+    cmed = np.nanmedian(comp, axis=0)
+    ex_data = np.nanmedian(data[persistent] - dmed, axis=1)
+    ex_comp = np.nanmedian(comp[persistent] - cmed, axis=1)
+    ratio = np.nanmedian(ready[persistent] / med, axis=1)
+    loader = ex_data > ex_comp
+    for r, ed, rt in zip(
+        persistent[loader].tolist(), ex_data[loader].tolist(), ratio[loader].tolist(), strict=True
+    ):
+        c.add(
+            f"rank:{r}",
+            f"rank{r}",
+            DATALOADER_STALL,
+            0.8,
+            [
+                f"application: rank {r} ready {rt:.2f}x the median in every iteration, "
+                f"{ed:.0f} ms of it waiting for its input batch; its GPU kernels take the usual time",
+                "application: the host's other ranks wait for it in TP collectives",
+                "no hardware cause (data-loader / input pipeline)",
+            ],
+        )
+    gpu_slow = persistent[~loader]
+    g_ratio = dict(zip(gpu_slow.tolist(), ratio[~loader].tolist(), strict=True))
     gpu = st.query(
-        "SELECT gpu, bit_or(throttle_reasons) AS r, max(temperature_c) AS t, min(sm_clock_mhz) AS clk, "
-        "sum(nvlink_replay + nvlink_crc) AS nv FROM phys_gpu WHERE iter >= ? GROUP BY gpu ORDER BY gpu",
+        "SELECT gpu, bit_or(throttle_reasons) AS r, max(temperature_c) AS t, min(sm_clock_mhz) AS clk "
+        "FROM phys_gpu WHERE iter >= ? GROUP BY gpu ORDER BY gpu",
         [c.p0],
     )
     clk_med = float(np.median(gpu["clk"])) if gpu["clk"].size else 0.0
@@ -252,59 +371,121 @@ def _stragglers(c: _Ctx) -> None:
         [c.p0],
     )
     cpu_of = dict(zip(host["host"].tolist(), host["cpu"].tolist(), strict=True))
-    hosts_out = out // c.gph
+    hosts_out = gpu_slow // c.gph
     hh, cnt = np.unique(hosts_out, return_counts=True)
     host_level = hh[cnt >= max(c.gph // 2, 2)]
     for h in host_level.tolist():
-        ranks = out[hosts_out == h]
-        ratio = float(np.median(comp[np.isin(rank, ranks)]) / med)
+        ranks = gpu_slow[hosts_out == h]
+        rt = float(np.median([g_ratio[r] for r in ranks.tolist()]))
         cpu = float(cpu_of.get(h, 0.0))
         ev = [
-            f"application: {ranks.size}/{c.gph} ranks of host{h} compute {ratio:.2f}x the median",
+            f"application: {ranks.size}/{c.gph} ranks of host{h} compute {rt:.2f}x the median "
+            f"in every iteration",
         ]
         if cpu >= CPU_BUSY_PCT:
             ev.append(f"physical: host{h} CPU at {cpu:.0f}% (launch and proxy threads starved)")
             c.add(f"host:{h}", f"host{h}", CPU_CONTENTION, 0.93, ev)
         else:
-            c.add(
-                f"host:{h}", f"host{h}", CPU_CONTENTION, 0.45, [*ev, "physical: no host evidence"]
-            )
-    for g in out[~np.isin(hosts_out, host_level)].tolist():
-        ratio = float(comp[rank == g][0] / med)
-        ev = [f"application: rank {g} compute {ratio:.2f}x the median; its peers wait in TP/DP"]
+            ev.append(f"physical: host{h} CPU at {cpu:.0f}%, no counter names the cause")
+            c.add(f"host:{h}", f"host{h}", UNKNOWN, TIMING_CONFIDENCE, ev)
+        c.explained_gpus.update(ranks.tolist())
+    for g in gpu_slow[~np.isin(hosts_out, host_level)].tolist():
+        ev = [
+            f"application: rank {g} compute {g_ratio[g]:.2f}x the median in every iteration; "
+            "its peers wait in TP/DP"
+        ]
         i = g_idx.get(g)
-        strong = False
+        fault, conf = UNKNOWN, TIMING_CONFIDENCE
         if i is not None:
             r, t, clk = int(gpu["r"][i]), float(gpu["t"][i]), float(gpu["clk"][i])
-            if r & THROTTLE_BITS or clk < CLOCK_DROP * clk_med:
+            if r & THROTTLE_BITS:
                 ev.append(
                     f"physical: gpu{g} throttle reasons 0x{r:x}, {t:.0f} C, SM clock {clk:.0f} MHz"
                 )
-                strong = True
-        c.add(f"gpu:{g}", f"gpu{g}", GPU_THROTTLE, 0.93 if strong else 0.45, ev)
-    # NVLink: a host whose fastest rank still spends long in TP collectives.
-    tp = a["tp"].astype(np.float64)
-    hosts = rank // c.gph
-    nh = int(hosts.max()) + 1 if hosts.size else 0
-    floor = np.full(nh, np.inf)
-    np.minimum.at(floor, hosts, tp)
-    fmed, fsd = _robust(floor)
-    slow_h = np.flatnonzero((floor > TP_RATIO * fmed) & ((floor - fmed) / fsd > ROBUST_Z))
-    nv = gpu["nv"].astype(np.float64) if gpu["nv"].size else np.zeros(0)
+                fault, conf = GPU_THROTTLE, 0.93
+            elif clk < CLOCK_DROP * clk_med:
+                ev.append(
+                    f"physical: gpu{g} SM clock {clk:.0f} MHz vs fleet {clk_med:.0f} with no "
+                    f"throttle reason bit ({t:.0f} C)"
+                )
+                fault, conf = GPU_SLOW, 0.85
+            else:
+                ev.append(
+                    f"physical: gpu{g} clock {clk:.0f} MHz, {t:.0f} C, no throttle reason: "
+                    "no counter names the cause (HBM? clocks?)"
+                )
+        c.add(f"gpu:{g}", f"gpu{g}", fault, conf, ev)
+        c.explained_gpus.add(g)
+
+
+def _nvlink(c: _Ctx) -> None:
+    """Hosts whose fastest rank still spends long in TP collectives → the GPU whose NVLink
+    sends slowest (profiler step throughput) → NVLink error counters name the class."""
+    if c.last_app < 0:
+        return
+    st = c.st
+    a = st.query("SELECT rank, iter, tp_ms FROM app_iteration WHERE iter >= ?", [c.w0])
+    if not a["rank"].size or np.isnan(a["tp_ms"]).all():
+        return
+    w = c.last_app - c.w0 + 1
+    tp = _matrix(
+        a["rank"].astype(np.int64),
+        a["iter"].astype(np.int64) - c.w0,
+        a["tp_ms"].astype(np.float64),
+        c.n,
+        w,
+    )
+    # Per iteration, a host's TP floor is its fastest rank's TP time: the rank that arrived last
+    # waits for nobody, so the floor is the collective itself. Slow in every iteration = NVLink.
+    nh = c.n // c.gph
+    floor_it = np.nanmin(tp[: nh * c.gph].reshape(nh, c.gph, w), axis=1)
+    fmed_it, fsd_it = _col_robust(floor_it)
+    slow_it = (floor_it > TP_RATIO * fmed_it) & ((floor_it - fmed_it) / fsd_it > ROBUST_Z)
+    slow_h = np.flatnonzero(slow_it.all(axis=1))
+    if not slow_h.size:
+        return
+    floor = np.median(floor_it, axis=1)
+    fmed = float(np.median(fmed_it))
+    gpu = st.query(
+        "SELECT gpu, sum(nvlink_replay + nvlink_crc) AS nv FROM phys_gpu WHERE iter >= ? GROUP BY gpu",
+        [c.p0],
+    )
+    nv = np.zeros(c.n)
+    nv[gpu["gpu"].astype(np.int64)] = gpu["nv"]
+    t = st.query(
+        "SELECT gpu, median(gbps) AS g FROM transport_nvlink WHERE iter >= ? GROUP BY gpu", [c.w0]
+    )
+    send = np.full(c.n, np.nan)
+    send[t["gpu"].astype(np.int64)] = t["g"]
+    smed = float(np.nanmedian(send)) if t["gpu"].size else float("nan")
     for h in slow_h.tolist():
         gs = np.arange(h * c.gph, (h + 1) * c.gph)
-        errs = np.array([nv[g_idx[g]] if g in g_idx else 0.0 for g in gs.tolist()])
-        g = int(gs[int(np.argmax(errs))])
         ev = [
-            f"application: host{h} TP collectives {floor[h] / fmed:.2f}x the median even for its fastest rank"
+            f"application: host{h} TP collectives {floor[h] / fmed:.2f}x the median even for its "
+            "fastest rank"
         ]
-        if errs.max() > NVLINK_ERR_MIN:
+        hs = send[gs]
+        g = None
+        if np.isfinite(hs).any():
+            k = int(np.nanargmin(hs))
+            if hs[k] < NVLINK_SLOW * smed:
+                g = int(gs[k])
+                ev.append(
+                    f"transport: gpu{g} sends over NVLink at {hs[k]:.0f} Gb/s vs fleet {smed:.0f} "
+                    "while its host peers send at the usual rate"
+                )
+        errs = nv[gs]
+        if errs.max() > NVLINK_ERR_MIN and (g is None or errs[g - gs[0]] == errs.max()):
+            g = int(gs[int(np.argmax(errs))])
             ev.append(f"physical: gpu{g} NVLink replay+CRC errors {int(errs.max())}")
             c.add(f"gpu:{g}", f"gpu{g}", NVLINK_DEGRADED, 0.93, ev)
-        else:
-            c.add(
-                f"host:{h}", f"host{h}", NVLINK_DEGRADED, 0.45, [*ev, "physical: no NVLink errors"]
+        elif g is not None:
+            ev.append(
+                f"physical: gpu{g} NVLink replay+CRC errors {int(nv[g])}: no counter names it"
             )
+            c.add(f"gpu:{g}", f"gpu{g}", UNKNOWN, TIMING_CONFIDENCE, ev)
+        else:
+            c.add(f"host:{h}", f"host{h}", UNKNOWN, 0.6, [*ev, "physical: no NVLink errors"])
 
 
 class _Phys:
@@ -314,10 +495,13 @@ class _Phys:
         n_links = c.topo.n_links
         p = c.st.query(
             "SELECT link, sum(crc_errors) AS crc, sum(symbol_errors) AS sym, sum(pfc_pause_rx) AS pfc, "
-            "sum(ecn_marked) AS ecn "
-            "FROM phys_port WHERE iter >= ? GROUP BY link",
+            "sum(ecn_marked) AS ecn, sum(link_downed) AS downed "
+            "FROM phys_port WHERE iter >= ? AND state_up GROUP BY link",
             [c.p0],
         )
+        self.downed = np.zeros(n_links)
+        self.downed[p["link"].astype(np.int64)] = p["downed"]
+        self.foreign: dict[int, str] = {}
         self.crc = np.zeros(n_links)
         self.sym = np.zeros(n_links)
         self.pfc = np.zeros(n_links)
@@ -394,6 +578,14 @@ class _Phys:
                 1.0,
                 f"optical DDM{self.optic_bad[cable]} CRC errors {int(crc)}, symbol errors {int(sym)}",
             )
+        downed = self.downed[e] + self.downed[e ^ 1]
+        if downed > 0:
+            return (
+                LINK_FLAPPING,
+                1.0,
+                f"{int(downed)} link-down events on {_cable_label(topo, cable)} while the port "
+                "reads up in every poll",
+            )
         if crc >= self.crc_thr or sym >= self.sym_thr:
             return (
                 LINK_CRC,
@@ -401,6 +593,8 @@ class _Phys:
                 f"{int(crc)} CRC and {int(sym)} symbol errors on {_cable_label(topo, cable)} "
                 f"(thresholds {self.crc_thr:.0f}, {self.sym_thr:.0f})",
             )
+        if e in self.foreign:
+            return (PORT_CONGESTED, 1.0, self.foreign[e])
         if self.pfc[e] >= self.pfc_thr:
             return (
                 PFC_STORM,
@@ -413,37 +607,168 @@ class _Phys:
         return None
 
 
-def _network(c: _Ctx, ph: _Phys) -> None:
-    """Slow QPs → shared elements of their routes (tomography) → physical evidence."""
+@dataclass
+class _Routes:
+    """Per-QP routes (latest INT sample), rates over the window and what each route allows."""
+
+    hq: I64
+    hl: I64
+    nq: I64
+    gbps: F64  # per QP, median over the window
+    g_it: F64  # per QP x iteration
+    src: I64
+    exp: F64
+    measured: npt.NDArray[np.bool_]
+    lossy: npt.NDArray[np.bool_]  # QPs retransmitting far above the fleet
+    queued: npt.NDArray[np.bool_]  # directed links whose INT latency stands out
+    demand: float
+
+
+def _routes(c: _Ctx, ph: _Phys) -> _Routes | None:
     st, topo = c.st, c.topo
     hop_it = st.query("SELECT max(iter) AS m FROM network_hop")["m"]
     if not hop_it.size or np.isnan(float(hop_it[0])):
-        return
+        return None
     hi = int(hop_it[0])
     hops = st.query(
-        "SELECT DISTINCT qp, hop, link FROM network_hop WHERE iter = ? ORDER BY qp, hop", [hi]
+        "SELECT qp, hop, link, latency_us FROM network_hop WHERE iter = ? ORDER BY qp, hop", [hi]
     )
     q = st.query(
-        "SELECT qp, any_value(rank) AS rank, median(gbps_mean) AS g FROM transport_qp WHERE iter >= ? "
-        "GROUP BY qp ORDER BY qp",
+        "SELECT qp, iter, rank, gbps_mean AS g, retrans, bytes FROM transport_qp WHERE iter >= ?",
         [c.w0],
     )
     if not q["qp"].size:
-        return
+        return None
     nqp = int(max(q["qp"].max(), hops["qp"].max() if hops["qp"].size else 0)) + 1
-    gbps = np.full(nqp, np.nan)
-    gbps[q["qp"]] = q["g"]
+    w = c.last_app - c.w0 + 1
+    qi = q["qp"].astype(np.int64)
+    it = np.clip(q["iter"].astype(np.int64) - c.w0, 0, w - 1)
+    g_it = _matrix(qi, it, q["g"].astype(np.float64), nqp, w)
+    gbps = np.nanmedian(np.where(np.isnan(g_it).all(axis=1, keepdims=True), 0.0, g_it), axis=1)
+    gbps[np.isnan(g_it).all(axis=1)] = np.nan
     src = np.full(nqp, -1, dtype=np.int64)
-    src[q["qp"]] = q["rank"]
+    src[qi] = q["rank"]
+    rt = _matrix(qi, it, q["retrans"].astype(np.float64), nqp, w)
+    retr = np.nanmedian(np.where(np.isnan(rt), 0.0, rt), axis=1)
+    rmed, rsd = _robust(retr)
+    lossy = (retr > 10 * (rmed + 1.0)) & ((retr - rmed) / rsd > RETRANS_Z)
     hq = hops["qp"].astype(np.int64)
     hl = hops["link"].astype(np.int64)
     nq = np.bincount(hl, minlength=topo.n_links)
+    lat_sum = np.bincount(hl, weights=hops["latency_us"].astype(np.float64), minlength=topo.n_links)
+    lat = np.where(nq > 0, lat_sum / np.maximum(nq, 1), np.nan)
+    queued = np.zeros(topo.n_links, dtype=bool)
+    for k in np.unique(topo.link_kind[nq > 0]).tolist():
+        sel = (nq > 0) & (topo.link_kind == k)
+        lm, ls = _robust(lat[sel])
+        queued[sel] = ((lat[sel] - lm) / ls > LATENCY_Z) & (lat[sel] > (1 + LATENCY_EXCESS) * lm)
     demand = float(c.job["qp_demand_gbps"])
-    share = topo.link_capacity_bps / 1e9 / np.maximum(nq, 1)
+    exp = _expected_rates(c, hq, hl, nqp, demand)
+    # A neighbouring job's bytes: port counters above what this job's QPs put through the port.
+    tx = st.query("SELECT link, tx_bytes FROM phys_port WHERE iter = ?", [hi])
+    per_qp = np.bincount(qi[q["iter"] == hi], weights=q["bytes"][q["iter"] == hi], minlength=nqp)
+    own = np.bincount(hl, weights=per_qp[hq], minlength=topo.n_links)
+    t_link = tx["link"].astype(np.int64)
+    txb = tx["tx_bytes"].astype(np.float64)
+    extra = txb - own[t_link]
+    fq = np.flatnonzero((extra > FOREIGN_MIN * np.maximum(own[t_link], 1.0)) & (extra > 0))
+    for i in fq.tolist():
+        e = int(t_link[i])
+        ph.foreign[e] = (
+            f"port counters show {txb[i] / 1e6:.0f} MB sent by "
+            f"{topo.node_label(int(topo.link_src[e]))}->{topo.node_label(int(topo.link_dst[e]))} "
+            f"in an iteration, {extra[i] / max(txb[i], 1.0) * 100:.0f}% more than this job's QPs "
+            f"through it carry (another job's traffic), {int(ph.ecn[e])} ECN marks"
+        )
+    return _Routes(hq, hl, nq, gbps, g_it, src, exp, ~np.isnan(gbps), lossy, queued, demand)
+
+
+def _expected_rates(c: _Ctx, hq: I64, hl: I64, nqp: int, demand: float) -> F64:
+    """What each QP's INT route should carry (Gb/s) if every link ran at its nominal capacity
+    and every QP offered its demand: the fabric's rate model (max-min fair under congestion
+    control by default) on a netsim backend. QPs without a route keep their demand."""
+    topo = c.topo
     exp = np.full(nqp, demand)
-    np.minimum.at(exp, hq, share[hl])
-    measured = ~np.isnan(gbps)
+    lens = np.bincount(hq, minlength=nqp)
+    routed = np.flatnonzero(lens > 0)
+    if not routed.size:
+        return exp
+    # hops come ordered by (qp, hop): prepend one private link per QP for its demand
+    slot = np.full(nqp, -1, dtype=np.int64)
+    slot[routed] = np.arange(routed.size)
+    qlen = lens[routed] + 1
+    ptr = np.concatenate([[0], np.cumsum(qlen)]).astype(np.int64)
+    links = np.empty(int(ptr[-1]), np.int64)
+    links[ptr[:-1]] = topo.n_links + np.arange(routed.size)
+    body = np.ones(links.size, bool)
+    body[ptr[:-1]] = False
+    links[body] = hl
+    caps = np.concatenate(
+        [topo.link_capacity_bps.astype(np.float64), np.full(routed.size, demand * 1e9)]
+    )
+    model = str(c.job.get("rate_model", "flow"))
+    exp[routed] = steady_rates(make_backend(model, caps), ptr, links) / 1e9
+    return exp
+
+
+def _reroutes(c: _Ctx, ph: _Phys, rt: _Routes, covered: npt.NDArray[np.bool_]) -> None:
+    """Links every QP left between the first and last INT samples and that nothing crosses now:
+    the fabric routed around them (a port gone without a link-down record)."""
+    st, topo = c.st, c.topo
+    its = st.query("SELECT min(iter) AS a, max(iter) AS b FROM network_hop")
+    if not its["a"].size or np.isnan(float(its["a"][0])) or its["a"][0] == its["b"][0]:
+        return
+    a, b = int(its["a"][0]), int(its["b"][0])
+    early = st.query("SELECT qp, link FROM network_hop WHERE iter = ?", [a])
+    key_e = early["qp"].astype(np.int64) * topo.n_links + early["link"].astype(np.int64)
+    key_l = rt.hq * topo.n_links + rt.hl
+    gone = ~np.isin(key_e, key_l)
+    left_q = early["qp"].astype(np.int64)[gone]
+    left_l = early["link"].astype(np.int64)[gone]
+    keep = (rt.nq[left_l] == 0) & ~covered[np.clip(left_q, 0, covered.size - 1)]
+    left_q, left_l = left_q[keep], left_l[keep]
+    if not left_l.size:
+        return
+    down = {int(x.component.split(":")[1]) for x in c.causes if x.component.startswith("cable:")}
+    left_c = left_l // 2
+    moved = np.zeros(covered.size, dtype=bool)
+    moved[left_q[np.isin(left_c, list(down))]] = True  # left a cable already reported
+    while True:
+        live = ~moved[left_q] & ~np.isin(left_c, list(down))
+        if not live.any():
+            break
+        # the cable most moved QPs left first; the other links those QPs left are consequences
+        cables, k = np.unique(left_c[live], return_counts=True)
+        cab = int(cables[int(np.argmax(k))])
+        qps = np.unique(left_q[live & (left_c == cab)])
+        ev = [
+            f"application: DP all-reduce slower; ranks {', '.join(str(int(x)) for x in np.unique(rt.src[qps])[:4])} "
+            f"lost a path",
+            f"network: INT routes of {qps.size} QPs crossed {_cable_label(topo, cab)} in iteration {a} "
+            f"and avoid it by iteration {b}; no QP crosses it now",
+            f"transport: those QPs run at {float(np.nanmedian(rt.gbps[qps])):.0f} Gb/s on the paths left",
+            "physical: the port reads up with no errors: no counter names the cause",
+        ]
+        c.add(f"cable:{cab}", _cable_label(topo, cab), UNKNOWN, TIMING_CONFIDENCE, ev)
+        down.add(cab)
+        moved[qps] = True
+        covered[qps] = True
+        for g in np.unique(rt.src[qps]).tolist():
+            covered[rt.src == g] = True
+
+
+def _network(c: _Ctx, ph: _Phys) -> None:
+    """Slow QPs → shared elements of their routes (tomography) → physical evidence."""
+    topo = c.topo
+    rt = _routes(c, ph)
+    if rt is None:
+        return
+    hq, hl, nq, gbps, exp, src, demand = rt.hq, rt.hl, rt.nq, rt.gbps, rt.exp, rt.src, rt.demand
+    nqp = gbps.size
+    measured = rt.measured
     slow = measured & (gbps < QP_SLOW * exp)
+    slow_any = measured & (np.nan_to_num(rt.g_it, nan=np.inf) < QP_SLOW * exp[:, None]).any(axis=1)
+    flaky = slow_any & ~slow
     # ECMP hot spots: far more QPs on one link than it can carry.
     over = nq * demand / (topo.link_capacity_bps / 1e9)
     hot = np.flatnonzero(over >= HOTSPOT_OVERLOAD)
@@ -471,19 +796,50 @@ def _network(c: _Ctx, ph: _Phys) -> None:
         covered[on] = True
     for g in c.explained_gpus:
         covered[src == g] = True
-    rem = slow & ~covered
+    _reroutes(c, ph, rt, covered)
     c.anomalies.append(
         f"transport: {int(slow.sum())} of {int(measured.sum())} QPs below {QP_SLOW}x their route's rate"
+        + (f", {int(flaky.sum())} more in some iterations" if flaky.any() else "")
     )
     # Tomography elements: directed links, and each QP's source NIC (id n_links + rank).
     el_q = np.concatenate([hq, np.arange(nqp)])
     el_e = np.concatenate([hl, topo.n_links + src])
-    ok = el_e >= 0
-    el_q, el_e = el_q[ok], el_e[ok]
+    starts = np.searchsorted(hq, np.arange(nqp))
+    el_h = np.concatenate([np.arange(hq.size) - starts[hq], np.full(nqp, -1)])
+    ok = np.concatenate([np.ones(hq.size, bool), src >= 0])
+    el_q, el_e, el_h = el_q[ok], el_e[ok], el_h[ok]
+    _tomography(c, ph, rt, el_q, el_e, slow, slow & ~covered, "in every iteration", el_h)
+    _tomography(c, ph, rt, el_q, el_e, slow_any, flaky & ~covered, "in some iterations only", el_h)
+
+
+def _tomography(
+    c: _Ctx,
+    ph: _Phys,
+    rt: _Routes,
+    el_q: I64,
+    el_e: I64,
+    bad: npt.NDArray[np.bool_],
+    rem: npt.NDArray[np.bool_],
+    when: str,
+    el_h: I64,
+) -> None:
+    """Greedy smallest set of elements (directed links, sender NICs) covering the slow QPs.
+
+    Each step takes the element crossed by most unexplained slow QPs among those whose QPs are
+    mostly slow (PURITY). Ties — a single-port NIC and its own uplink carry the same QPs — go
+    to physical counters first, then to transport/network evidence of a lossy or queued link,
+    then to a cable slow in both directions, and otherwise to the sender's NIC.
+    """
+    topo = c.topo
     n_el = topo.n_links + c.n
-    total = np.bincount(el_e, weights=measured[el_q].astype(np.float64), minlength=n_el)
-    slow_all = np.bincount(el_e, weights=slow[el_q].astype(np.float64), minlength=n_el)
+    nic_lo, nic_hi = topo.links_of_kind(LINK_NIC)
+    rem = rem.copy()
+    total = np.bincount(el_e, weights=rt.measured[el_q].astype(np.float64), minlength=n_el)
+    slow_all = np.bincount(el_e, weights=bad[el_q].astype(np.float64), minlength=n_el)
     purity = slow_all / np.maximum(total, 1)
+    lossy_n = np.bincount(el_e, weights=rt.lossy[el_q].astype(np.float64), minlength=n_el)
+    hop_at = np.full(n_el, 99.0)
+    np.minimum.at(hop_at, el_e, el_h.astype(np.float64))
     for _ in range(64):
         if not rem.any():
             break
@@ -493,28 +849,52 @@ def _network(c: _Ctx, ph: _Phys) -> None:
         if best < 1:
             break
         cands = np.flatnonzero(cover == best)
-        scored: list[tuple[float, float, int, str, str]] = []
+        scored: list[tuple[float, float, float, float, float, float, int, str, str]] = []
         for x in cands.tolist():
             if x >= topo.n_links:
                 g = x - topo.n_links
                 dev = ph.cfg_dev.get(g)
                 if dev:
-                    scored.append((1.0, 1.0, x, dev[0], f"physical: nic{g} config {dev[1]}"))
+                    scored.append(
+                        (1.0, 0, 0, 1, 1.0, -1, x, dev[0], f"physical: nic{g} config {dev[1]}")
+                    )
                 else:
-                    scored.append((0.0, 0.0, x, "", ""))
+                    scored.append((0.0, 0, 0, 1, 0.0, -1, x, "", ""))
+                continue
+            lf = ph.link_fault(topo, x)
+            mag = ph.magnitude(x) + (1.0 if x // 2 in ph.optic_bad else 0.0)
+            net_ev = float(rt.queued[x]) + float(lossy_n[x] >= 0.5 * best)
+            rev = x ^ 1
+            sym = float(total[rev] > 0 and purity[rev] >= PURITY)
+            hop = float(hop_at[x])
+            if lf:
+                scored.append((lf[1], net_ev, sym, 0, mag, hop, x, lf[0], f"physical: {lf[2]}"))
             else:
-                lf = ph.link_fault(topo, x)
-                mag = ph.magnitude(x) + (1.0 if x // 2 in ph.optic_bad else 0.0)
-                scored.append(
-                    (lf[1], mag, x, lf[0], f"physical: {lf[2]}") if lf else (0.0, 0.0, x, "", "")
-                )
-        scored.sort(key=lambda s: (-s[0], -s[1]))
-        strength, _, x, fault, phys_ev = scored[0]
+                scored.append((0.0, net_ev, sym, 0, mag, hop, x, "", ""))
+        # counters, then loss/queue evidence, then both directions, then the NIC, then the
+        # hop nearest the sender (where a one-way, evidence-free slowdown most likely starts)
+        scored.sort(key=lambda s: (-s[0], -s[1], -s[2], -s[3], -s[4], s[5]))
+        strength, net_ev, sym, _, _, _, x, fault, phys_ev = scored[0]
+        sender = -1
+        if (
+            x < topo.n_links
+            and x % 2 == 0
+            and nic_lo <= x < nic_hi
+            and not (strength or net_ev or sym)
+        ):
+            # A GPU's own uplink slow one way with no loss, queue or counter: the sender NIC's
+            # rate (configuration, firmware) explains it as well, and is the likelier place.
+            sender = int(topo.link_src[x])
+            dev = ph.cfg_dev.get(sender)
+            if dev:
+                strength, fault, phys_ev = 1.0, dev[0], f"physical: nic{sender} config {dev[1]}"
         qps = np.unique(el_q[(el_e == x) & rem[el_q]])
-        rate = float(np.nanmedian(gbps[qps]))
-        expect = float(np.median(exp[qps]))
-        if x >= topo.n_links:
-            g = x - topo.n_links
+        rate = float(np.nanmedian(rt.gbps[qps]))
+        low = float(np.nanmin(rt.g_it[qps]))
+        expect = float(np.median(rt.exp[qps]))
+        tied = len(scored) > 1
+        if x >= topo.n_links or sender >= 0:
+            g = x - topo.n_links if sender < 0 else sender
             comp, label = f"nic:{g}", f"nic{g}"
             where = f"all from nic{g}"
         else:
@@ -522,18 +902,33 @@ def _network(c: _Ctx, ph: _Phys) -> None:
             where = f"all crossing {topo.node_label(int(topo.link_src[x]))}->{topo.node_label(int(topo.link_dst[x]))}"
         ev = [
             "application: DP all-reduce slower than the routes allow",
-            f"transport: {qps.size} slow QPs at {rate:.0f} Gb/s vs {expect:.0f} expected, {where}",
-            f"network: {purity[x] * 100:.0f}% of the QPs routed through it are slow",
+            f"transport: {qps.size} slow QPs {when} at {rate:.0f} Gb/s (lowest {low:.0f}) vs "
+            f"{expect:.0f} expected, {where}",
         ]
+        if x < topo.n_links and lossy_n[x] >= 0.5 * best:
+            ev.append(f"transport: {int(lossy_n[x])} of its QPs retransmit far above the fleet")
+        ev.append(f"network: {purity[x] * 100:.0f}% of the QPs routed through it are slow")
+        if x < topo.n_links and rt.queued[x]:
+            ev.append("network: INT latency at this hop stands out (a queue or pauses there)")
+        if x < topo.n_links and sym:
+            ev.append("network: QPs crossing the cable the other way are slow too")
+        if sender >= 0:
+            ev.append(
+                f"network: only its own uplink, one way, with no loss or queue: the sender nic{sender}"
+            )
+        if tied:
+            ev.append(
+                f"network: tomography chose it over {len(scored) - 1} element(s) explaining as many"
+            )
         if strength > 0:
             c.add(comp, label, fault, 0.6 + 0.35 * purity[x] * strength, [*ev, phys_ev])
         else:
             c.add(
                 comp,
                 label,
-                "link_degraded" if x < topo.n_links else "nic_degraded",
-                0.4,
-                [*ev, "physical: none"],
+                UNKNOWN,
+                0.45 + 0.35 * purity[x],
+                [*ev, "physical: no counter names it"],
             )
         rem[qps] = False
 
@@ -546,7 +941,9 @@ def _physical_scan(c: _Ctx, ph: _Phys) -> None:
     storm_src = {int(topo.link_src[2 * cab]) for cab in storms} | {
         int(topo.link_src[2 * cab + 1]) for cab in storms
     }
-    sus = np.flatnonzero((ph.crc >= ph.crc_thr) | (ph.sym >= ph.sym_thr) | (ph.pfc >= ph.pfc_thr))
+    sus = np.flatnonzero(
+        (ph.crc >= ph.crc_thr) | (ph.sym >= ph.sym_thr) | (ph.pfc >= ph.pfc_thr) | (ph.downed > 0)
+    )
     order = np.argsort([-ph.magnitude(int(e)) for e in sus], kind="stable")
     for e in sus[order].tolist():
         comp = f"cable:{e // 2}"
@@ -629,6 +1026,134 @@ def _physical_scan(c: _Ctx, ph: _Phys) -> None:
             )
 
 
+def _timeouts(c: _Ctx) -> None:
+    """NCCL timeouts no Xid or link-down event explains: who is silent, and which path broke.
+
+    A rank that peers time out on but that reports no timeout itself has stopped (its GPU or
+    process); ranks that time out on each other are both alive, so the path between them broke:
+    the cable common to all their QPs' last INT routes is the suspect.
+    """
+    st, topo = c.st, c.topo
+    err = st.query("SELECT DISTINCT rank, peer FROM app_nccl_error")
+    if not err["rank"].size:
+        return
+    reporters = set(err["rank"].tolist())
+    explained = set(c.explained_gpus) | {
+        int(x.component.split(":")[1]) for x in c.causes if x.component.startswith("gpu:")
+    }
+    peers, counts = np.unique(err["peer"], return_counts=True)
+    for p_, k in zip(peers.tolist(), counts.tolist(), strict=True):
+        if p_ in reporters or p_ in explained:
+            continue
+        c.add(
+            f"gpu:{p_}",
+            f"gpu{p_}",
+            UNKNOWN,
+            0.85,
+            [
+                f"application: {k} ranks time out waiting for rank {p_}, which reports no timeout "
+                "itself (it stopped)",
+                f"physical: no Xid or ECC record for gpu{p_}: no counter names the cause",
+            ],
+        )
+        c.explained_gpus.add(p_)
+    pairs = {
+        (int(r), int(p_))
+        for r, p_ in zip(err["rank"].tolist(), err["peer"].tolist(), strict=True)
+        if r in reporters and p_ in reporters and r not in explained and p_ not in explained
+    }
+    if not pairs:
+        return
+    q = st.query("SELECT DISTINCT qp, rank, dst_rank FROM transport_qp")
+    hop = st.query(
+        "SELECT qp, link FROM network_hop WHERE iter = (SELECT max(iter) FROM network_hop)"
+    )
+    if not q["qp"].size or not hop["qp"].size:
+        return
+    broken = {
+        int(x)
+        for x, r, d in zip(
+            q["qp"].tolist(), q["rank"].tolist(), q["dst_rank"].tolist(), strict=True
+        )
+        if (r, d) in pairs
+    }
+    if not broken:
+        return
+    hq = hop["qp"].astype(np.int64)
+    on = np.isin(hq, np.fromiter(broken, np.int64))
+    cables, k = np.unique(hop["link"][on].astype(np.int64) // 2, return_counts=True)
+    best = int(cables[int(np.argmax(k))])
+    if int(k.max()) < len(broken) or f"cable:{best}" in c.reported_components():
+        return
+    ends = sorted({x for pr in pairs for x in pr})
+    c.add(
+        f"cable:{best}",
+        _cable_label(topo, best),
+        UNKNOWN,
+        0.85,
+        [
+            f"application: ranks {', '.join(map(str, ends[:6]))} time out on each other (all alive)",
+            f"network: the last INT routes of all {len(broken)} broken QPs cross {_cable_label(topo, best)}",
+            "physical: the port reads up with no errors: no counter names the cause",
+        ],
+    )
+    c.explained_gpus.update(ends)
+
+
+def _job_wide(c: _Ctx) -> None:
+    """Slowdowns of the whole job: a pause of every rank in one iteration (checkpoint), or all
+    ranks computing slower than Seer predicts together (a configuration change)."""
+    if c.last_app < 0:
+        return
+    a = c.st.query(
+        "SELECT iter, median(iter_ms) AS it, median(compute_ms) AS comp, median(tp_ms) AS tp, "
+        "median(dp_ms) AS dp, median(data_ms) AS data FROM app_iteration GROUP BY iter ORDER BY iter"
+    )
+    if a["iter"].size >= 3:
+        it = a["it"].astype(np.float64)
+        phases = np.nan_to_num(a["data"].astype(np.float64)) + a["comp"] + a["tp"] + a["dp"]
+        base_it, base_ph = float(np.median(it)), float(np.median(phases))
+        for i in np.flatnonzero(it > PAUSE_RATIO * base_it).tolist():
+            if phases[i] <= (1 + SEER_TOLERANCE) * base_ph:
+                gap = it[i] - base_it
+                c.add(
+                    "job:0",
+                    "job",
+                    CHECKPOINT_PAUSE,
+                    0.75,
+                    [
+                        f"application: iteration {int(a['iter'][i])} took {it[i]:.0f} ms vs "
+                        f"{base_it:.0f} ms on every rank alike, {gap:.0f} ms outside compute/TP/DP",
+                        "application: ranks, QPs and counters as in the other iterations",
+                        "no hardware cause (a pause of all ranks: checkpoint or host I/O)",
+                    ],
+                )
+    w = c.st.query(
+        "SELECT rank, median(compute_ms) AS comp FROM app_iteration WHERE iter >= ? GROUP BY rank",
+        [c.w0],
+    )
+    comp = w["comp"].astype(np.float64)
+    if not comp.size or np.isnan(comp).all():
+        return
+    pred = float(c.seer["compute_s"]) * 1e3
+    med = float(np.nanmedian(comp))
+    share = float(np.mean(comp > (1 + SEER_TOLERANCE) * pred))
+    if med > (1 + SEER_TOLERANCE) * pred and share > 0.5:
+        spread = float(np.nanmedian(np.abs(comp - med))) * 1.4826 / med
+        c.add(
+            "job:0",
+            "job",
+            CONFIG_SLOWDOWN,
+            0.75,
+            [
+                f"application: {share * 100:.0f}% of ranks compute {med / pred:.2f}x Seer's "
+                f"predicted {pred:.0f} ms, together (spread {spread * 100:.1f}% across ranks)",
+                "application: no rank, host or link stands out: the job itself does more work",
+                "no hardware cause (a configuration or code change)",
+            ],
+        )
+
+
 def _seer(c: _Ctx) -> tuple[dict[str, float], list[str]]:
     if c.last_app < 0:
         return {}, ["no completed iteration to compare with Seer"]
@@ -674,7 +1199,10 @@ def diagnose(store: TelemetryStore) -> Diagnosis:
     t0 = time.perf_counter()
     c = _Ctx(store)
     _hard_events(c)
+    _timeouts(c)
     _stragglers(c)
+    _nvlink(c)
+    _job_wide(c)
     ph = _Phys(c)
     _network(c, ph)
     _physical_scan(c, ph)

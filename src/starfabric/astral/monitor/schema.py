@@ -1,6 +1,8 @@
 """The four-layer telemetry schema (DuckDB DDL): application, transport, network, physical.
 
-Granularity follows real collectors: per-rank, per-iteration timings (NCCL/CUDA timelines);
+Granularity follows real collectors: per-rank, per-iteration timings (NCCL/CUDA timelines; the
+data-loader wait as trainers log it); per-GPU NVLink send throughput while transmitting (NCCL
+profiler-plugin step timings);
 per-QP throughput statistics per iteration plus a millisecond series (RDMA counters polled at
 1 ms); INT-style per-hop latency samples that also reconstruct each flow's route; per-port
 switch/NIC counters polled once per iteration (SNMP/gNMI), optical DDM, GPU and host health.
@@ -15,6 +17,7 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("iter", "INTEGER"),
         ("rank", "INTEGER"),
         ("start_ms", "DOUBLE"),
+        ("data_ms", "DOUBLE"),
         ("compute_ms", "DOUBLE"),
         ("tp_ms", "DOUBLE"),
         ("dp_ms", "DOUBLE"),
@@ -43,6 +46,11 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("bytes", "DOUBLE"),
         ("retrans", "BIGINT"),
         ("cnp_rx", "BIGINT"),
+    ],
+    "transport_nvlink": [
+        ("iter", "INTEGER"),
+        ("gpu", "INTEGER"),
+        ("gbps", "FLOAT"),
     ],
     "transport_qp_ms": [
         ("iter", "INTEGER"),
@@ -145,6 +153,24 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("rate_gbps", "DOUBLE"),
         ("link_layer", "VARCHAR"),
     ],
+    "phys_node_check": [
+        ("source", "VARCHAR"),
+        ("node", "VARCHAR"),
+        ("category", "VARCHAR"),
+        ("metric", "VARCHAR"),
+        ("device", "INTEGER"),
+        ("baseline", "DOUBLE"),
+        ("value", "DOUBLE"),
+        ("deviation", "DOUBLE"),
+        ("rule", "VARCHAR"),
+    ],
+    "phys_node_sample": [
+        ("source", "VARCHAR"),
+        ("ts", "VARCHAR"),
+        ("metric", "VARCHAR"),
+        ("device", "VARCHAR"),
+        ("value", "DOUBLE"),
+    ],
     "phys_ddm": [
         ("source", "VARCHAR"),
         ("device", "VARCHAR"),
@@ -161,6 +187,7 @@ LAYER_OF: dict[str, str] = {
     "app_nccl_error": "application",
     "transport_qp": "transport",
     "transport_qp_ms": "transport",
+    "transport_nvlink": "transport",
     "network_hop": "network",
     "phys_port": "physical",
     "phys_optics": "physical",
@@ -173,6 +200,8 @@ LAYER_OF: dict[str, str] = {
     "phys_ib_counter": "physical",
     "phys_ib_port": "physical",
     "phys_ddm": "physical",
+    "phys_node_check": "physical",
+    "phys_node_sample": "physical",
 }
 
 THROTTLE_SW_POWER_CAP = 0x4

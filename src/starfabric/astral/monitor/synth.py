@@ -4,7 +4,10 @@ The job is TP inside each host (NVLink) and a data-parallel ring all-reduce per 
 hosts (each rank opens `qps_per_rank` RDMA QPs to the same-rail GPU of the next host in the
 ring). Seer gives the healthy phase times; ECMP routing on the topology gives each QP's path.
 A fault changes a rate, a capacity, a route or a clock; the layers then see what follows from
-it (slower QPs, waiting ranks, counters) — never a label. Everything is vectorized numpy.
+it (slower QPs, waiting ranks, counters) — never a label. QP rates come from a netsim backend
+(max-min fair by default) over the capacities a fault state leaves. Each fault's physical
+signature (the counters that would name it) is shown fully, partly or not at all (its
+`signature`); the slowdown itself never changes with it. Everything is vectorized numpy.
 """
 
 from __future__ import annotations
@@ -20,17 +23,26 @@ from pydantic import Field
 from starfabric.astral.monitor import _kernels as K
 from starfabric.astral.monitor.cluster import build_cluster, cluster_for, seer_baseline
 from starfabric.astral.monitor.faults import (
+    CHECKPOINT_PAUSE,
+    CONFIG_SLOWDOWN,
     CPU_CONTENTION,
+    DATALOADER_STALL,
     ECMP_HOTSPOT,
+    GPU_SLOW,
     GPU_THROTTLE,
     GPU_XID,
     LINK_CRC,
+    LINK_DEGRADED,
+    LINK_FLAPPING,
     MISCONFIG_DCQCN,
     MISCONFIG_MTU,
+    MOE_IMBALANCE,
     NIC_PORT_DOWN,
     NVLINK_DEGRADED,
+    NVLINK_SLOW_PEER,
     OPTICAL_FAILING,
     PFC_STORM,
+    PORT_CONGESTED,
     Fault,
     write_truth,
 )
@@ -40,6 +52,7 @@ from starfabric.astral.monitor.schema import (
     THROTTLE_SW_THERMAL,
 )
 from starfabric.astral.monitor.store import TelemetryStore
+from starfabric.astral.netsim import BUILTIN_BACKENDS, make_backend, steady_rates
 from starfabric.astral.routing import failed_link_mask, route_flows
 from starfabric.astral.topology import LINK_NIC, LINK_NVLINK, Topology
 from starfabric.config import Spec
@@ -73,6 +86,15 @@ FAULT_EFFECT: dict[str, tuple[float, float]] = {
     "optic_rx_dbm": (-9.0, -4.0),
     "optic_temp_c": (70.0, 10.0),
     "optic_bias_ma": (11.5, 2.0),
+    "degraded_bw_loss": (0.3, 0.4),
+    "gpu_slow_slowdown": (1.1, 0.4),
+    "flaps_per_iter": (1.0, 3.0),
+    "nvlink_peer_bw_factor": (0.8, -0.4),
+    "neighbour_share": (0.45, 0.35),
+    "dataloader_stall_ms": (40.0, 120.0),
+    "checkpoint_pause_ms": (1500.0, 3000.0),
+    "config_slowdown": (1.1, 0.3),
+    "moe_hot_slowdown": (1.15, 0.45),
 }
 """Assumptions: each fault's physical effect as (value at severity 0, change per unit severity):
 fraction of time a PFC-stormed port is paused; rate factor of a NIC with a wrong MTU (packet-rate
@@ -80,7 +102,21 @@ bound) or DCQCN (slow recovery); QPs an ECMP polarization piles onto one uplink;
 die temperature of a thermally throttled GPU (its clock drops by the same factor); compute
 slowdown and CPU load of a contended host (late kernel launches, starved NCCL proxies); NVLink
 bandwidth left and replay errors of a degraded NVLink; Tx/Rx power, temperature and laser bias
-of a failing optic (a dying laser runs hot with high bias)."""
+of a failing optic (a dying laser runs hot with high bias). Gray classes: bandwidth a degraded
+link or NIC port loses (both directions, no errors); compute slowdown of a slow GPU (HBM or
+clock, no throttle bit); mean flaps per iteration of a flapping link; NVLink bandwidth a slow
+NVLink peer keeps; share of a switch port a neighbouring job's traffic takes. Confounders:
+data-loader wait added to one rank per iteration; a checkpoint pause on all ranks (one
+iteration); uniform compute slowdown of a configuration change; compute slowdown of the ranks
+an uneven MoE routing step overloads."""
+FLAP_LOSS = 0.3
+"""Assumption: share of one iteration's DP-phase goodput a link flap costs (retrain + NCCL retry)."""
+FLAP_FLOOR = 0.05
+"""Assumption: a flapping link keeps at least 5% of its goodput over an iteration."""
+MOE_HOT_RANKS = 8
+"""Assumption: ranks an uneven MoE routing step overloads per iteration (drawn anew each step)."""
+NEIGHBOUR_PFC = 0.05
+"""Assumption: paused fraction a neighbouring job's congestion adds at the shared port."""
 
 HEALTHY: dict[str, tuple[float, float]] = {
     "gpu_temp_c": (60.0, 4.0),
@@ -91,8 +127,14 @@ HEALTHY: dict[str, tuple[float, float]] = {
     "optic_rx_dbm": (-1.0, 0.7),
     "optic_temp_c": (45.0, 3.0),
     "optic_bias_ma": (7.5, 0.4),
+    "data_ms": (3.0, 0.8),
 }
-"""Assumptions: healthy readings as (mean, sigma) of a normal distribution."""
+"""Assumptions: healthy readings as (mean, sigma) of a normal distribution (data_ms: the
+data-loader wait of a prefetching input pipeline)."""
+NVLINK_BUSY_GBPS = 1600.0
+"""H800 NVLink: 400 GB/s bidirectional, 200 GB/s (1,600 Gb/s) per direction while sending."""
+NVLINK_NOISE = 0.02
+"""Assumption: relative noise of a GPU's NVLink send throughput per iteration (1 sigma)."""
 THROTTLED_POWER_W = 420.0
 """Assumption: board power of a thermally throttled H800 (below its 700 W limit)."""
 HEALTHY_POWER_CAP_SHARE = 0.01
@@ -177,6 +219,9 @@ class SynthSpec(Spec):
     seed: int = 0
     placement_seed: int = Field(0, description="host order of the DP ring (scheduler placement)")
     ms_series: bool = Field(True, description="write the 1 ms QP throughput series (last iter)")
+    network_backend: str = Field(
+        "flow", description=f"netsim backend for QP rates: {', '.join(BUILTIN_BACKENDS)}"
+    )
     faults: list[str] = Field(
         default_factory=list, description="faults as 'KIND:TARGET[:SEVERITY[:ONSET]]' (spec files)"
     )
@@ -203,7 +248,8 @@ class Job:
 
 @dataclass(frozen=True)
 class NetState:
-    """The network as one fault state leaves it: chosen paths, per-QP rates, link loads."""
+    """The network as one fault state leaves it: chosen paths, per-QP rates, link loads, and
+    the physical signatures (true and as the counters show them) of the faults in it."""
 
     offsets: I64
     links: I64
@@ -214,6 +260,10 @@ class NetState:
     ber: F64
     pfc_frac: F64
     qp_hash: npt.NDArray[np.uint64]
+    ber_seen: F64
+    pfc_seen: F64
+    foreign_frac: F64
+    foreign_seen: F64
 
 
 def compile_job(topo: Topology, spec: SynthSpec) -> Job:
@@ -278,36 +328,73 @@ def _path_sum(values: F64, offsets: I64) -> F64:
     return cs[offsets[1:]] - cs[offsets[:-1]]
 
 
-def network_state(job: Job, faults: list[Fault], seed: int) -> NetState:
-    """Route every QP (path-aware pick among ECMP candidates) and rate it under `faults`."""
+def network_state(
+    job: Job,
+    faults: list[Fault],
+    seed: int,
+    *,
+    backend: str = "flow",
+    flap_factor: dict[int, float] | None = None,
+) -> NetState:
+    """Route every QP (path-aware pick among ECMP candidates) and rate it under `faults` on a
+    netsim backend; `flap_factor` is each flapping cable's goodput share this iteration."""
     topo = job.topo
     down = [f.target for f in faults if f.kind == NIC_PORT_DOWN]
-    failed = failed_link_mask(topo, links=[2 * c for c in down]) if down else None
     nf = job.qp_src.size * job.n_cand
-    r = route_flows(
-        topo,
-        np.repeat(job.qp_src, job.n_cand),
-        np.repeat(job.qp_dst, job.n_cand),
-        job.cand_hash.ravel(),
-        failed=failed,
-    )
+    n_qp = job.qp_src.size
+    src_c = np.repeat(job.qp_src, job.n_cand)
+    dst_c = np.repeat(job.qp_dst, job.n_cand)
+    r = route_flows(topo, src_c, dst_c, job.cand_hash.ravel())
     load = np.zeros(topo.n_links, dtype=np.int64)
-    chosen = K.balance_pick(r.offsets, r.links, job.qp_src.size, job.n_cand, load, BALANCE_PASSES)
-    flow = np.arange(job.qp_src.size, dtype=np.int64) * job.n_cand + chosen
+    chosen = K.balance_pick(r.offsets, r.links, n_qp, job.n_cand, load, BALANCE_PASSES)
+    r_off, r_links, r_reach = r.offsets, r.links, r.reachable
+    if down:
+        # Only the QPs whose path crossed a failed port move (the fabric re-places them on
+        # what is left, against everyone else's load); the others keep their paths.
+        failed = failed_link_mask(topo, links=[2 * c for c in down])
+        rf = route_flows(topo, src_c, dst_c, job.cand_hash.ravel(), failed=failed)
+        flow0 = np.arange(n_qp, dtype=np.int64) * job.n_cand + chosen
+        lens0 = r.offsets[flow0 + 1] - r.offsets[flow0]
+        owner = np.repeat(np.arange(n_qp), lens0)
+        hit = np.zeros(n_qp, dtype=bool)
+        hit[owner[failed[_gather(r.offsets, r.links, flow0)[1]]]] = True
+        use_f = np.repeat(hit, job.n_cand)
+        every = np.arange(nf, dtype=np.int64)
+        l0, k0 = _gather(r.offsets, r.links, every)
+        l1, k1 = _gather(rf.offsets, rf.links, every)
+        lens_m = np.where(use_f, l1, l0)
+        r_off = np.concatenate([[0], np.cumsum(lens_m)]).astype(np.int64)
+        r_links = np.empty(int(r_off[-1]), np.int64)
+        pos = np.repeat(use_f, lens_m)
+        r_links[pos] = k1[np.repeat(use_f, l1)]
+        r_links[~pos] = k0[np.repeat(~use_f, l0)]
+        r_reach = np.where(use_f, rf.reachable, r.reachable)
+        aff = np.flatnonzero(hit)
+        if aff.size:
+            keep_flows = flow0[~hit]
+            load = np.bincount(
+                _gather(r_off, r_links, keep_flows)[1], minlength=topo.n_links
+            ).astype(np.int64)
+            sub = (aff[:, None] * job.n_cand + np.arange(job.n_cand)).ravel()
+            sl, sk = _gather(r_off, r_links, sub)
+            s_off = np.concatenate([[0], np.cumsum(sl)]).astype(np.int64)
+            chosen = chosen.copy()
+            chosen[aff] = K.balance_pick(s_off, sk, aff.size, job.n_cand, load, BALANCE_PASSES)
+    flow = np.arange(n_qp, dtype=np.int64) * job.n_cand + chosen
     for f in faults:
         if f.kind == ECMP_HOTSPOT:
-            flow = _hotspot(job, r.offsets, r.links, flow, f, nf)
-    lens = r.offsets[flow + 1] - r.offsets[flow]
+            flow = _hotspot(job, r_off, r_links, flow, f, nf)
+    lens, links = _gather(r_off, r_links, flow)
     offsets = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
-    idx = np.repeat(r.offsets[flow], lens) + (
-        np.arange(offsets[-1]) - np.repeat(offsets[:-1], lens)
-    )
-    links = r.links[idx].astype(np.int64)
-    reachable = r.reachable[flow] & (lens > 0)
+    reachable = r_reach[flow] & (lens > 0)
     nq = np.bincount(links, minlength=topo.n_links).astype(np.int64)
     cap = topo.link_capacity_bps.astype(np.float64).copy()
     ber = np.zeros(topo.n_links)
+    ber_seen = np.zeros(topo.n_links)
     pfc = np.zeros(topo.n_links)
+    pfc_seen = np.zeros(topo.n_links)
+    foreign = np.zeros(topo.n_links)
+    foreign_seen = np.zeros(topo.n_links)
     nic_factor = np.ones(job.n)
     for f in faults:
         both = (
@@ -315,20 +402,50 @@ def network_state(job: Job, faults: list[Fault], seed: int) -> NetState:
         )
         if f.kind == LINK_CRC and both is not None:
             ber[both] = 10.0 ** (CRC_LOG10_BER[0] + CRC_LOG10_BER[1] * f.severity)
+            ber_seen[both] = ber[both] * f.shown
             cap[both] *= 1.0 - CRC_GOODPUT_LOSS * f.severity
         elif f.kind == OPTICAL_FAILING and both is not None:
             up = 2 * f.target
             ber[up] = 10.0 ** (OPTIC_LOG10_BER[0] + OPTIC_LOG10_BER[1] * f.severity)
+            ber_seen[up] = ber[up] * f.shown
             cap[up] *= 1.0 - OPTIC_GOODPUT_LOSS * f.severity
         elif f.kind == PFC_STORM and both is not None:
-            pfc[2 * f.target] = _eff("pfc_paused_fraction", f.severity)
-            cap[2 * f.target] *= 1.0 - pfc[2 * f.target]
+            e = 2 * f.target
+            pfc[e] = _eff("pfc_paused_fraction", f.severity)
+            pfc_seen[e] = pfc[e] * f.shown
+            cap[e] *= 1.0 - pfc[e]
+        elif f.kind == LINK_DEGRADED and both is not None:
+            cap[both] *= 1.0 - _eff("degraded_bw_loss", f.severity)
+        elif f.kind == LINK_FLAPPING and both is not None:
+            cap[both] *= (flap_factor or {}).get(f.target, 1.0)
+        elif f.kind == PORT_CONGESTED and both is not None:
+            e = 2 * f.target
+            foreign[e] = _eff("neighbour_share", f.severity)
+            foreign_seen[e] = foreign[e] * f.shown
+            pfc_seen[e] += NEIGHBOUR_PFC * f.shown
+            cap[e] *= 1.0 - foreign[e]
         elif f.kind in (MISCONFIG_MTU, MISCONFIG_DCQCN) and f.target < job.n:
             nic_factor[f.target] = _eff("misconfig_rate_factor", f.severity)
-    share = cap / np.maximum(nq, 1)
-    path_share = _path_min(share[links], offsets, 0.0)
     demand = job.demand_bps * nic_factor[job.qp_src]
-    rate = np.where(reachable, np.minimum(demand, path_share), 0.0)
+    rate = np.zeros(job.qp_src.size)
+    ok = np.flatnonzero(reachable)
+    if ok.size:
+        # Each QP's demand is one more link of its own (its NIC's share), so the backend's
+        # rates never exceed what the sender's NIC and configuration let it offer.
+        qlen = lens[ok] + 1
+        qptr = np.concatenate([[0], np.cumsum(qlen)]).astype(np.int64)
+        qlinks = np.empty(int(qptr[-1]), np.int64)
+        starts = qptr[:-1]
+        qlinks[starts] = topo.n_links + np.arange(ok.size)
+        body = np.ones(qlinks.size, bool)
+        body[starts] = False
+        qlinks[body] = links[
+            np.repeat(offsets[ok], lens[ok])
+            + (np.arange(int(lens[ok].sum())) - np.repeat(np.cumsum(lens[ok]) - lens[ok], lens[ok]))
+        ]
+        caps = np.concatenate([cap, demand[ok]])
+        sim = make_backend(backend, caps, None)
+        rate[ok] = steady_rates(sim, qptr, qlinks)
     return NetState(
         offsets=offsets,
         links=links,
@@ -339,7 +456,21 @@ def network_state(job: Job, faults: list[Fault], seed: int) -> NetState:
         ber=ber,
         pfc_frac=pfc,
         qp_hash=job.cand_hash.ravel()[flow],
+        ber_seen=ber_seen,
+        pfc_seen=pfc_seen,
+        foreign_frac=foreign,
+        foreign_seen=foreign_seen,
     )
+
+
+def _gather(offsets: I64, links: npt.NDArray[Any], flows: I64) -> tuple[I64, I64]:
+    """Path lengths and concatenated links of the chosen `flows` of a CSR route set."""
+    lens = (offsets[flows + 1] - offsets[flows]).astype(np.int64)
+    ends = np.cumsum(lens)
+    idx = np.repeat(offsets[flows], lens) + (
+        np.arange(int(ends[-1]) if lens.size else 0) - np.repeat(ends - lens, lens)
+    )
+    return lens, links[idx].astype(np.int64)
 
 
 def _hotspot(job: Job, off: I64, links: I64, flow: I64, f: Fault, nf: int) -> I64:
@@ -358,33 +489,57 @@ def _hotspot(job: Job, off: I64, links: I64, flow: I64, f: Fault, nf: int) -> I6
 
 @dataclass(frozen=True)
 class _Phase:
+    data: F64
     comp: F64
     tp: F64
     dp: F64
     iter_ms: float
     broken_qps: I64
+    nvl: F64
 
 
 def _phase_times(
-    job: Job, faults: list[Fault], net: NetState, rng: np.random.Generator, noise: float
+    job: Job,
+    faults: list[Fault],
+    net: NetState,
+    rng: np.random.Generator,
+    noise: float,
+    it: int = 0,
 ) -> _Phase:
-    """One iteration's per-rank compute/TP/DP times (ms) under `faults` and the network state."""
+    """One iteration's per-rank data-wait/compute/TP/DP times (ms) under `faults` and the
+    network state; a rank starts computing once its batch is loaded."""
     n, gph, hosts = job.n, job.gph, job.hosts
     b = job.base
     slow = np.ones(n)
     hslow = np.ones(hosts)
     nvl = np.ones(n)
+    data = np.maximum(_healthy("data_ms", rng, n), 0.5)
+    pause = 0.0
     for f in faults:
         if f.kind == GPU_THROTTLE and f.target < n:
             slow[f.target] *= _eff("throttle_slowdown", f.severity)
+        elif f.kind == GPU_SLOW and f.target < n:
+            slow[f.target] *= _eff("gpu_slow_slowdown", f.severity)
         elif f.kind == CPU_CONTENTION and f.target < hosts:
             hslow[f.target] *= _eff("cpu_slowdown", f.severity)
         elif f.kind == NVLINK_DEGRADED and f.target < n:
             nvl[f.target] = _eff("nvlink_bw_factor", f.severity)
+        elif f.kind == NVLINK_SLOW_PEER and f.target < n:
+            nvl[f.target] = _eff("nvlink_peer_bw_factor", f.severity)
+        elif f.kind == DATALOADER_STALL and f.target < n:
+            data[f.target] += _eff("dataloader_stall_ms", f.severity) * rng.lognormal(0.0, 0.3)
+        elif f.kind == CHECKPOINT_PAUSE and it == f.onset_iter:
+            pause += _eff("checkpoint_pause_ms", f.severity)
+        elif f.kind == CONFIG_SLOWDOWN:
+            slow *= _eff("config_slowdown", f.severity)
+        elif f.kind == MOE_IMBALANCE:
+            hot = rng.choice(n, size=min(MOE_HOT_RANKS, n), replace=False)
+            slow[hot] *= _eff("moe_hot_slowdown", f.severity) * (1 + 0.1 * rng.random(hot.size))
     comp = (
         b["compute_s"] * 1e3 * slow * np.repeat(hslow, gph) * (1 + noise * rng.standard_normal(n))
     )
-    hready = comp.reshape(hosts, gph).max(axis=1)
+    ready = data + comp
+    hready = ready.reshape(hosts, gph).max(axis=1)
     tpx = (
         b["tp_s"]
         * 1e3
@@ -392,7 +547,7 @@ def _phase_times(
         * (1 + noise * rng.standard_normal(hosts))
     )
     h_of = np.arange(n) // gph
-    tp = tpx[h_of] + hready[h_of] - comp
+    tp = tpx[h_of] + hready[h_of] - ready
     after = hready + tpx
     ring_ready = float(after.max())
     rank_rate = np.bincount(job.qp_src, weights=net.rate_bps, minlength=n)
@@ -401,9 +556,9 @@ def _phase_times(
     ring_slow = np.array([slowdown[rail == k].max() for k in range(gph)])
     ring_t = b["dp_s"] * 1e3 * ring_slow * (1 + noise * rng.standard_normal(gph))
     dp = ring_ready - after[h_of] + ring_t[rail]
-    it = ring_ready + float(np.max(ring_t)) + b["overhead_s"] * 1e3
+    it_ms = ring_ready + float(np.max(ring_t)) + b["overhead_s"] * 1e3 + pause
     broken = np.flatnonzero(~net.reachable)
-    return _Phase(comp, tp, dp, it, broken)
+    return _Phase(data, comp, tp, dp, it_ms, broken, nvl)
 
 
 def _split(faults: list[Fault], it: int) -> list[Fault]:
@@ -428,20 +583,29 @@ def synthesize(spec: SynthSpec, faults: list[Fault], store: TelemetryStore) -> d
             "qps_per_rank": job.q,
             "placement_seed": spec.placement_seed,
             "qp_demand_gbps": job.demand_bps / 1e9,
+            "rate_model": spec.network_backend,
         },
     )
     store.set_meta("seer", job.base)
-    states: dict[tuple[int, ...], NetState] = {}
+    states: dict[tuple[tuple[int, float], ...], NetState] = {}
     t0 = 0.0
     stopped_at = -1
     per_iter: list[tuple[int, list[Fault], NetState, _Phase]] = []
+    flaps = _flap_schedule(faults, spec)
     for it in range(spec.iterations):
         act = _split(faults, it)
-        key = tuple(sorted(id(f) for f in act if f.kind in _NET_KINDS))
+        flap = {f.target: _flap_factor(int(flaps[id(f)][it])) for f in act if id(f) in flaps}
+        key = tuple(sorted((id(f), flap.get(f.target, 1.0)) for f in act if f.kind in _NET_KINDS))
         if key not in states:
-            states[key] = network_state(job, [f for f in act if f.kind in _NET_KINDS], spec.seed)
+            states[key] = network_state(
+                job,
+                [f for f in act if f.kind in _NET_KINDS],
+                spec.seed,
+                backend=spec.network_backend,
+                flap_factor=flap,
+            )
         net = states[key]
-        ph = _phase_times(job, act, net, rng, spec.timing_noise)
+        ph = _phase_times(job, act, net, rng, spec.timing_noise, it)
         dead = [f for f in act if f.kind == GPU_XID]
         if dead or ph.broken_qps.size:
             stopped_at = it
@@ -450,6 +614,7 @@ def synthesize(spec: SynthSpec, faults: list[Fault], store: TelemetryStore) -> d
             break
         _write_app(job, store, it, ph, t0, rng)
         _write_transport(job, store, it, net, rng, ms=spec.ms_series and it == spec.iterations - 1)
+        _write_nvlink(job, store, it, ph, rng)
         t0 += ph.iter_ms
         per_iter.append((it, act, net, ph))
     last_it = per_iter[-1][0]
@@ -459,7 +624,7 @@ def synthesize(spec: SynthSpec, faults: list[Fault], store: TelemetryStore) -> d
         if it in int_iters:
             _write_int(job, store, it, net)
         poll_s = ph.iter_ms / 1e3 if np.isfinite(ph.iter_ms) else job.base["iteration_s"]
-        _write_ports(job, store, it, act, net, rng, poll_s)
+        _write_ports(job, store, it, act, net, rng, poll_s, flaps)
         _write_gpus(job, store, it, act, rng)
     _write_optics(job, store, last_it, _split(faults, last_it), rng)
     _write_config(job, store, faults)
@@ -471,7 +636,26 @@ def synthesize(spec: SynthSpec, faults: list[Fault], store: TelemetryStore) -> d
     }
 
 
+def _flap_schedule(faults: list[Fault], spec: SynthSpec) -> dict[int, I64]:
+    """Flaps per iteration of each flapping link (Poisson, seeded by the run and the cable)."""
+    out: dict[int, I64] = {}
+    for f in faults:
+        if f.kind == LINK_FLAPPING:
+            rng = np.random.default_rng([spec.seed, f.target, 0xF1A9])
+            n = rng.poisson(_eff("flaps_per_iter", f.severity), spec.iterations)
+            n[: f.onset_iter] = 0
+            out[id(f)] = n.astype(np.int64)
+    return out
+
+
+def _flap_factor(flaps: int) -> float:
+    return max(FLAP_FLOOR, 1.0 - FLAP_LOSS * flaps) if flaps else 1.0
+
+
 _NET_KINDS = {
+    LINK_DEGRADED,
+    LINK_FLAPPING,
+    PORT_CONGESTED,
     NIC_PORT_DOWN,
     LINK_CRC,
     OPTICAL_FAILING,
@@ -484,7 +668,14 @@ _NET_KINDS = {
 
 def _check_targets(job: Job, faults: list[Fault]) -> None:
     n_cables = job.topo.n_links // 2
-    limits = {"gpu": job.n, "nic": job.n, "host": job.hosts, "cable": n_cables}
+    limits = {
+        "gpu": job.n,
+        "nic": job.n,
+        "host": job.hosts,
+        "cable": n_cables,
+        "rank": job.n,
+        "job": 1,
+    }
     for f in faults:
         kind = f.component.split(":")[0]
         if f.target >= limits[kind]:
@@ -508,6 +699,7 @@ def _write_app(
             "iter": np.full(n, it, dtype=np.int32),
             "rank": np.arange(n, dtype=np.int32),
             "start_ms": np.full(n, t0),
+            "data_ms": ph.data,
             "compute_ms": ph.comp,
             "tp_ms": ph.tp,
             "dp_ms": ph.dp,
@@ -530,6 +722,8 @@ def _write_abort(
         rs = np.setdiff1d(np.concatenate([host_peers, prev, [job.ring_next[g]]]), [g])
         ranks.append(rs)
         peers.append(np.full(rs.size, g))
+        if not f.binary_shown:
+            continue
         store.write(
             "phys_xid",
             {
@@ -612,6 +806,23 @@ def _write_transport(
         )
 
 
+def _write_nvlink(
+    job: Job, store: TelemetryStore, it: int, ph: _Phase, rng: np.random.Generator
+) -> None:
+    """Per-GPU NVLink send throughput while transmitting TP traffic (profiler step timings)."""
+    n = job.n
+    store.write(
+        "transport_nvlink",
+        {
+            "iter": np.full(n, it, dtype=np.int32),
+            "gpu": np.arange(n, dtype=np.int32),
+            "gbps": (
+                NVLINK_BUSY_GBPS * ph.nvl * (1 + NVLINK_NOISE * rng.standard_normal(n))
+            ).astype(np.float32),
+        },
+    )
+
+
 def _write_int(job: Job, store: TelemetryStore, it: int, net: NetState) -> None:
     """INT-style per-hop samples of every QP: the reconstructed route and per-hop latency."""
     topo = job.topo
@@ -647,36 +858,52 @@ def _write_ports(
     net: NetState,
     rng: np.random.Generator,
     poll_s: float,
+    flaps: dict[int, I64],
 ) -> None:
     """Per-port counters polled once per iteration (deltas): bytes, ECN, CNP, PFC, CRC, state.
 
     CRC errors need frames; PHY symbol errors accrue on every bit the link carries, idle
-    symbols included, so a bad link shows them even when the job does not use it.
+    symbols included, so a bad link shows them even when the job does not use it. Counters show
+    a fault's signature only as far as its `signature` lets them (NetState's *_seen arrays).
+    A neighbouring job's bytes and marks count on the ports it shares with this job.
     """
     topo = job.topo
     ls = _net_links(topo)
     m = ls.size
     bytes_qp = job.base["dp_s"] * job.demand_bps / 8.0
-    tx = np.bincount(net.links, minlength=topo.n_links)[ls] * bytes_qp
+    own = np.bincount(net.links, minlength=topo.n_links) * bytes_qp
+    line_bytes = topo.link_capacity_bps * job.base["dp_s"] / 8.0
+    tx = (own + net.foreign_seen * line_bytes)[ls]
     pkts = tx / MTU_BYTES
     offered = net.nq * job.demand_bps / np.maximum(net.cap_eff, 1.0)
-    mark = _ecn_mark(offered)[ls]
-    crc = rng.poisson(CRC_BACKGROUND, m) + rng.poisson(pkts * _per(net.ber)[ls])
+    offered_seen = np.where(
+        net.foreign_frac > 0,
+        net.nq * job.demand_bps / np.maximum(topo.link_capacity_bps * (1 - net.foreign_seen), 1.0)
+        + net.foreign_seen,
+        offered,
+    )
+    mark = _ecn_mark(offered_seen)[ls]
+    crc = rng.poisson(CRC_BACKGROUND, m) + rng.poisson(pkts * _per(net.ber_seen)[ls])
     line_bits = topo.link_capacity_bps[ls] * poll_s
-    over = np.maximum(offered[ls] - 1.0, 0.0)
-    pfc_lam = PFC_HEALTHY + PFC_PER_OVERLOAD * over + net.pfc_frac[ls] * PFC_STORM_FRAMES
+    over = np.maximum(offered_seen[ls] - 1.0, 0.0)
+    pfc_lam = PFC_HEALTHY + PFC_PER_OVERLOAD * over + net.pfc_seen[ls] * PFC_STORM_FRAMES
     # A paused port backs up its upstream hop: the links that feed the paused link's source.
-    storm = np.flatnonzero(net.pfc_frac > 0)
+    storm = np.flatnonzero(net.pfc_seen > 0)
     upstream = np.zeros(topo.n_links)
     for e in storm:
         feeders = np.flatnonzero(topo.link_dst == topo.link_src[e])
         feeders = feeders[(feeders ^ 1) != e]
-        upstream[feeders] += net.pfc_frac[e] * PFC_STORM_FRAMES * PFC_UPSTREAM_SHARE
+        upstream[feeders] += net.pfc_seen[e] * PFC_STORM_FRAMES * PFC_UPSTREAM_SHARE
     pfc_lam = pfc_lam + upstream[ls]
     down = np.zeros(topo.n_links, dtype=bool)
+    downed = np.zeros(topo.n_links, dtype=np.int64)
     for f in act:
-        if f.kind == NIC_PORT_DOWN:
+        if f.kind == NIC_PORT_DOWN and f.binary_shown:
             down[[2 * f.target, 2 * f.target + 1]] = True
+            downed[[2 * f.target, 2 * f.target + 1]] = 1
+        elif f.kind == LINK_FLAPPING and id(f) in flaps:
+            k = int(rng.binomial(int(flaps[id(f)][it]), f.shown))
+            downed[[2 * f.target, 2 * f.target + 1]] += k
     store.write(
         "phys_port",
         {
@@ -688,8 +915,8 @@ def _write_ports(
             "pfc_pause_rx": rng.poisson(pfc_lam),
             "crc_errors": crc,
             "symbol_errors": crc * SYMBOLS_PER_CRC
-            + rng.poisson(SYMBOL_BACKGROUND + line_bits * net.ber[ls]),
-            "link_downed": down[ls].astype(np.int32),
+            + rng.poisson(SYMBOL_BACKGROUND + line_bits * net.ber_seen[ls]),
+            "link_downed": downed[ls].astype(np.int32),
             "state_up": ~down[ls],
         },
     )
@@ -709,16 +936,20 @@ def _write_gpus(
     replay = rng.poisson(NVLINK_ERR_BACKGROUND, n)
     nvcrc = rng.poisson(NVLINK_ERR_BACKGROUND, n)
     for f in act:
-        g = f.target
+        g, w = f.target, f.shown
         if f.kind == GPU_THROTTLE:
-            temp[g] = _eff("throttle_temp_c", f.severity)
-            clock[g] = GPU_CLOCK_MHZ / _eff("throttle_slowdown", f.severity)
-            power[g] = THROTTLED_POWER_W
-            reasons[g] |= THROTTLE_HW_THERMAL | THROTTLE_SW_THERMAL
+            temp[g] += w * (_eff("throttle_temp_c", f.severity) - temp[g])
+            clock[g] += w * (GPU_CLOCK_MHZ / _eff("throttle_slowdown", f.severity) - clock[g])
+            power[g] += w * (THROTTLED_POWER_W - power[g])
+            if f.binary_shown:
+                reasons[g] |= THROTTLE_HW_THERMAL | THROTTLE_SW_THERMAL
+        elif f.kind == GPU_SLOW:
+            # a clock-bound slow GPU shows its clock (no throttle bit); an HBM-bound one nothing
+            clock[g] += w * (GPU_CLOCK_MHZ / _eff("gpu_slow_slowdown", f.severity) - clock[g])
         elif f.kind == NVLINK_DEGRADED:
-            replay[g] += int(_eff("nvlink_replays", f.severity))
-            nvcrc[g] += int(_eff("nvlink_replays", f.severity) / 10)
-        elif f.kind == GPU_XID and XID_CODES[g % len(XID_CODES)] in (48, 94, 95):
+            replay[g] += int(w * _eff("nvlink_replays", f.severity))
+            nvcrc[g] += int(w * _eff("nvlink_replays", f.severity) / 10)
+        elif f.kind == GPU_XID and XID_CODES[g % len(XID_CODES)] in (48, 94, 95) and w > 0:
             ecc_u[g] += 1
     store.write(
         "phys_gpu",
@@ -739,7 +970,7 @@ def _write_gpus(
     cpu = np.clip(_healthy("host_cpu_pct", rng, h), 5, 80)
     for f in act:
         if f.kind == CPU_CONTENTION:
-            cpu[f.target] = _eff("cpu_util_pct", f.severity)
+            cpu[f.target] += f.shown * (_eff("cpu_util_pct", f.severity) - cpu[f.target])
     store.write(
         "phys_host",
         {
@@ -764,11 +995,11 @@ def _write_optics(
     pos = {int(c): i for i, c in enumerate(cables)} if act else {}
     for f in act:
         if f.kind == OPTICAL_FAILING and f.target in pos:
-            i = pos[f.target]
-            tx[i, 0] = _eff("optic_tx_dbm", f.severity)
-            rx[i, 1] = _eff("optic_rx_dbm", f.severity)
-            temp[i, 0] = _eff("optic_temp_c", f.severity)
-            bias[i, 0] = _eff("optic_bias_ma", f.severity)
+            i, w = pos[f.target], f.shown
+            tx[i, 0] += w * (_eff("optic_tx_dbm", f.severity) - tx[i, 0])
+            rx[i, 1] += w * (_eff("optic_rx_dbm", f.severity) - rx[i, 1])
+            temp[i, 0] += w * (_eff("optic_temp_c", f.severity) - temp[i, 0])
+            bias[i, 0] += w * (_eff("optic_bias_ma", f.severity) - bias[i, 0])
     store.write(
         "phys_optics",
         {
@@ -789,6 +1020,8 @@ def _write_config(job: Job, store: TelemetryStore, faults: list[Fault]) -> None:
     ai = np.full(n, 5, dtype=np.int32)
     reset = np.full(n, 300, dtype=np.int32)
     for f in faults:
+        if not f.binary_shown:
+            continue
         if f.kind == MISCONFIG_MTU:
             mtu[f.target] = 1024
         elif f.kind == MISCONFIG_DCQCN:

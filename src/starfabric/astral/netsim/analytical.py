@@ -44,6 +44,23 @@ class Analytical:
         self.t = res.makespan_s if until_s == float("inf") else until_s
         return self.t
 
+    def rates_bps(self) -> npt.NDArray[np.float64]:
+        """Each flow's static bottleneck rate (bit/s) while it transmits; 0 once finished."""
+        rates = []
+        for f in self._batches:
+            n = len(f)
+            owner = np.repeat(np.arange(n), np.diff(f.path_ptr))
+            sharing = np.bincount(f.path_links, minlength=len(self.cap))
+            r = np.full(n, np.inf)
+            np.minimum.at(r, owner, self.cap[f.path_links] / np.maximum(sharing[f.path_links], 1))
+            rates.append(np.where(np.isfinite(r), r, 0.0))
+        if not rates:
+            return np.zeros(0)
+        out = np.concatenate(rates)
+        if self.t > 0:
+            out[self.results().finish_s <= self.t] = 0.0
+        return out
+
     def results(self) -> FlowResults:
         sizes, starts, rates, lats, pre, wait = [], [], [], [], [], []
         link_bytes = np.zeros(len(self.cap))

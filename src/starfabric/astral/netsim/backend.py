@@ -24,8 +24,9 @@ integers in submission order. Ownership: the backend owns flow state; callers re
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -151,3 +152,72 @@ class NetworkBackend(Protocol):
     def advance(self, until_s: float = float("inf")) -> float: ...
 
     def results(self) -> FlowResults: ...
+
+    def rates_bps(self) -> FloatArray:
+        """Rate (bit/s) each submitted flow transmits at now; 0 for flows not transmitting."""
+        ...
+
+
+BackendFactory = Callable[..., NetworkBackend]
+"""Builds a backend from per-link capacities (bit/s), latencies (s) and backend options."""
+
+_FACTORIES: dict[str, BackendFactory] = {}
+
+
+def _builtin(name: str) -> BackendFactory | None:
+    # Imported here, not at module top: both backends import this module (no import cycle).
+    if name == "flow":
+        from starfabric.astral.netsim.flowsim import FlowSim
+
+        return FlowSim
+    if name == "analytical":
+        from starfabric.astral.netsim.analytical import Analytical
+
+        return Analytical
+    return None
+
+
+BUILTIN_BACKENDS: tuple[str, ...] = ("flow", "analytical")
+"""The backends every caller can name: max-min fair flow-level, and alpha-beta analytical."""
+
+
+def register_backend(name: str, factory: BackendFactory) -> None:
+    """Make another backend available to `make_backend` under `name`."""
+    if not name or name in BUILTIN_BACKENDS:
+        raise ConfigError(f"netsim backend name {name!r} is taken", fix="choose another name")
+    _FACTORIES[name] = factory
+
+
+def backend_names() -> tuple[str, ...]:
+    """Every name `make_backend` accepts."""
+    return BUILTIN_BACKENDS + tuple(sorted(_FACTORIES))
+
+
+def make_backend(
+    name: str,
+    capacity_bps: npt.ArrayLike,
+    latency_s: npt.ArrayLike | None = None,
+    **options: Any,
+) -> NetworkBackend:
+    """The one registry of network backends: collectives, Seer and the monitor build theirs here."""
+    factory = _builtin(name) or _FACTORIES.get(name)
+    if factory is None:
+        raise ConfigError(
+            f"netsim backend {name!r} is unknown", fix=f"use one of {', '.join(backend_names())}"
+        )
+    return factory(capacity_bps, latency_s, **options)
+
+
+def steady_rates(
+    backend: NetworkBackend, path_ptr: npt.ArrayLike, path_links: npt.ArrayLike
+) -> FloatArray:
+    """Rates (bit/s) of long-lived flows on fixed paths, all started at once, on `backend`.
+
+    Submits one batch of unbounded-size flows, lets time start them, and reads their rates:
+    the max-min fair share on the flow backend, the equal-share bottleneck on the analytical one.
+    """
+    ptr = np.asarray(path_ptr, np.int64)
+    n = ptr.shape[0] - 1
+    ids = backend.submit(Flows(np.full(n, 1e30), ptr, np.asarray(path_links, np.int64)))
+    backend.advance(0.0)
+    return np.asarray(backend.rates_bps(), np.float64)[ids]
