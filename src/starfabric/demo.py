@@ -6,7 +6,6 @@ summary mapping; `run_demo` runs them in order and writes `summary.json`.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -14,6 +13,7 @@ from typing import Any
 
 from rich.console import Console
 
+from starfabric import outputs
 from starfabric.report import HtmlReport
 
 DemoStep = Callable[[Path, int, Console], dict[str, Any]]
@@ -50,7 +50,7 @@ def run_demo(out: Path, *, seed: int = 1, console: Console | None = None) -> dic
         result = step(out, seed, console)
         result["wall_s"] = round(time.perf_counter() - t0, 3)
         summary[name] = result
-    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    outputs.write_json(out / "summary.json", summary)
     _report(out, summary).write(out / "report.html")
     console.print(f"wrote {out / 'summary.json'} and {out / 'report.html'}")
     return summary

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import typer
 
+from starfabric.outputs import output_dir, output_file, write_json, write_text
+
 astral_app = typer.Typer(
     help="Astral: LLM-training datacenter network, power, Seer and monitor.", no_args_is_help=True
 )
@@ -26,7 +28,12 @@ astral_app.add_typer(seer_app, name="seer")
 def seer_predict(
     job: str = typer.Argument(..., help="Job YAML: {model, execution, system}."),
     as_json: bool = typer.Option(False, "--json", help="Print the prediction as JSON."),
-    trace: str = typer.Option("", "--trace", help="Write a Chrome-trace JSON of one iteration."),
+    trace: str = typer.Option(
+        "",
+        "--trace",
+        help="Write a Chrome-trace JSON of one iteration.",
+        callback=output_file("--trace"),
+    ),
     profile: str = typer.Option("", "--profile", help="Calibrated profile from 'seer calibrate'."),
 ) -> None:
     """Predict one iteration: time, breakdown, TFLOP/s, MFU, memory and OOM verdict."""
@@ -82,17 +89,24 @@ def seer_validate(
     csv: str = typer.Option(
         "", "--csv", help="Published-runs CSV (default: bundled Megatron table)."
     ),
-    json_path: str = typer.Option("", "--json", help="Write each row's prediction and error here."),
+    json_path: str = typer.Option(
+        "",
+        "--json",
+        help="Write each row's prediction and error here.",
+        callback=output_file("--json"),
+    ),
     max_mean: float = typer.Option(0.05, "--max-mean", help="Fail if mean |error| exceeds this."),
     max_row: float = typer.Option(
         0.10, "--max-row", help="Fail if any row's |error| exceeds this."
     ),
-    plot: str = typer.Option("", "--plot", help="Write a predicted-vs-published PNG here."),
+    plot: str = typer.Option(
+        "",
+        "--plot",
+        help="Write a predicted-vs-published PNG here.",
+        callback=output_file("--plot"),
+    ),
 ) -> None:
     """Predict published measured runs and compare iteration time and TFLOP/s per GPU."""
-    import json
-    from pathlib import Path
-
     from rich.console import Console
     from rich.progress import Progress
     from rich.table import Table
@@ -129,8 +143,7 @@ def seer_validate(
     s = summary(results, failed)
     con.print(f"mean |error| {s['mean_abs_error']:.2%}   max |error| {s['max_abs_error']:.2%}")
     if json_path:
-        Path(json_path).parent.mkdir(parents=True, exist_ok=True)
-        Path(json_path).write_text(json.dumps(s, indent=2))
+        write_json(json_path, s)
     if plot and results:
         from starfabric.astral.seer.validate import plot_validation
 
@@ -153,9 +166,21 @@ astral_app.add_typer(topo_app, name="topo")
 @topo_app.command("build")
 def topo_build(
     cluster: str = typer.Argument(..., help="Cluster YAML (see examples/cluster-*.yaml)."),
-    json_path: str = typer.Option("", "--json", help="Write inventory + power JSON here."),
-    csv_dir: str = typer.Option("", "--csv", help="Write nodes.csv and links.csv to this folder."),
-    graphml: str = typer.Option("", "--graphml", help="Write GraphML (small topologies only)."),
+    json_path: str = typer.Option(
+        "", "--json", help="Write inventory + power JSON here.", callback=output_file("--json")
+    ),
+    csv_dir: str = typer.Option(
+        "",
+        "--csv",
+        help="Write nodes.csv and links.csv to this folder.",
+        callback=output_dir("--csv"),
+    ),
+    graphml: str = typer.Option(
+        "",
+        "--graphml",
+        help="Write GraphML (small topologies only).",
+        callback=output_file("--graphml"),
+    ),
 ) -> None:
     """Build CLUSTER.yaml and print its inventory: switches, ports, links, optics, power, cost.
 
@@ -219,8 +244,12 @@ def topo_build(
 @topo_app.command("compare")
 def topo_compare(
     cluster: str = typer.Argument(..., help="Cluster YAML; its GPU count is the common size."),
-    png: str = typer.Option("", "--png", help="Write a bar-chart PNG here."),
-    json_path: str = typer.Option("", "--json", help="Write the rows as JSON here."),
+    png: str = typer.Option(
+        "", "--png", help="Write a bar-chart PNG here.", callback=output_file("--png")
+    ),
+    json_path: str = typer.Option(
+        "", "--json", help="Write the rows as JSON here.", callback=output_file("--json")
+    ),
     pairs: int = typer.Option(20_000, "--pairs", min=1, help="Random GPU pairs for hop counts."),
 ) -> None:
     """The designs side by side at equal GPU count: switches, optics, cost, power, hops."""
@@ -273,15 +302,15 @@ def seer_search(
     precision: str = typer.Option("bf16", "--precision", help="bf16, fp16 or fp8."),
     nic: str = typer.Option("400G", "--nic", help="Scale-out bandwidth per GPU."),
     top: int = typer.Option(10, "--top", help="How many layouts to show."),
-    json_path: str = typer.Option("", "--json", help="Write the ranked layouts here."),
+    json_path: str = typer.Option(
+        "", "--json", help="Write the ranked layouts here.", callback=output_file("--json")
+    ),
     ray: str = typer.Option(
         "", "--ray", help="Spread the sweep over Ray: 'local' or a cluster ADDRESS (host:port)."
     ),
 ) -> None:
     """Rank every valid parallel layout by predicted throughput (memory-feasible only)."""
-    import json
     import time
-    from pathlib import Path
 
     from rich.console import Console
     from rich.table import Table
@@ -319,8 +348,7 @@ def seer_search(
         )  # fmt: skip
     con.print(tab)
     if json_path:
-        Path(json_path).parent.mkdir(parents=True, exist_ok=True)
-        Path(json_path).write_text(json.dumps({"layouts": len(res), "top": rows}, indent=2))
+        write_json(json_path, {"layouts": len(res), "top": rows})
 
 
 @seer_app.command("calibrate")
@@ -330,7 +358,9 @@ def seer_calibrate(
     kineto: list[str] = typer.Option([], "--kineto", help="Kineto traces with shapes (repeat)."),
     nic: str = typer.Option("400G", "--nic", help="Scale-out bandwidth per GPU, e.g. 400G."),
     gpus_per_node: int = typer.Option(8, "--gpus-per-node", help="GPUs per node in the logs."),
-    out: str = typer.Option("", "--out", help="Write the profile (YAML) here."),
+    out: str = typer.Option(
+        "", "--out", help="Write the profile (YAML) here.", callback=output_file("--out")
+    ),
 ) -> None:
     """Fit collective latency/bandwidth per tier (nccl-tests) and GEMM efficiency (Kineto);
     report the error before and after; write a profile `seer predict --profile` applies."""
@@ -373,9 +403,8 @@ def seer_calibrate(
         else:
             con.print(f"  ({fit.dtype} GEMMs: reported only; the profile sets 16-bit GEMMs)")
     if out:
-        Path(out).parent.mkdir(parents=True, exist_ok=True)
-        Path(out).write_text(yaml.safe_dump(profile, sort_keys=False))
-        con.print(f"profile: {out}")
+        write_text(out, yaml.safe_dump(profile, sort_keys=False))
+        con.print(f"profile: {out}", markup=False)
 
 
 # --- monitor: four-layer telemetry, fault synthesis, cross-layer localization (issue 9) ------
@@ -389,7 +418,11 @@ astral_app.add_typer(monitor_app, name="monitor")
 
 @monitor_app.command("synth")
 def monitor_synth(
-    out: str = typer.Argument(..., help="DuckDB file to write (replaced if it exists)."),
+    out: str = typer.Argument(
+        ...,
+        help="DuckDB file to write (replaced only when the run succeeds).",
+        callback=output_file("OUT"),
+    ),
     gpus: int = typer.Option(1024, "--gpus", help="Cluster GPUs: 1024 or a multiple of 16384."),
     fault: list[str] = typer.Option(
         [], "--fault", help="KIND:TARGET[:SEVERITY[:ONSET_ITER]], repeatable."
@@ -397,17 +430,24 @@ def monitor_synth(
     iterations: int = typer.Option(6, "--iterations", help="Training iterations to record."),
     seed: int = typer.Option(0, "--seed", help="Noise and ECMP seed."),
     placement_seed: int = typer.Option(0, "--placement-seed", help="DP ring host order."),
-    parquet: str = typer.Option("", "--parquet", help="Also export every table to this folder."),
+    parquet: str = typer.Option(
+        "",
+        "--parquet",
+        help="Also export every table to this folder.",
+        callback=output_dir("--parquet"),
+    ),
     spec_file: str = typer.Option("", "--spec", help="YAML run spec (examples/monitor-*.yaml)."),
 ) -> None:
     """Run a training job on the cluster and write its four layers' telemetry (truth aside)."""
     from pathlib import Path
 
     from rich.console import Console
+    from rich.markup import escape
 
     from starfabric.astral.monitor import SynthSpec, TelemetryStore, synth_to_file
     from starfabric.astral.monitor.faults import parse_fault, truth_path
     from starfabric.config import load_spec
+    from starfabric.outputs import atomic_path
 
     if spec_file:
         spec = load_spec(SynthSpec, spec_file)
@@ -415,14 +455,15 @@ def monitor_synth(
         spec = SynthSpec(gpus=gpus, iterations=iterations, seed=seed, placement_seed=placement_seed)
     faults = [parse_fault(f) for f in [*spec.faults, *fault]]
     db = Path(out)
-    db.parent.mkdir(parents=True, exist_ok=True)
-    summ = synth_to_file(spec, faults, db)
-    con = Console()
+    with atomic_path(db) as tmp, atomic_path(truth_path(db)) as tmp_truth:
+        summ = synth_to_file(spec, faults, tmp)  # a failed run leaves the old database
+        truth_path(tmp).replace(tmp_truth)
+    con = Console(highlight=False)
     con.print(
-        f"{db}: {summ['gpus']} GPUs, {summ['iterations']} iterations, {len(faults)} fault(s)"
+        f"{escape(str(db))}: {summ['gpus']} GPUs, {summ['iterations']} iterations, {len(faults)} fault(s)"
         + (f", job hung at iteration {summ['stopped_at']}" if summ["stopped_at"] >= 0 else "")
     )
-    con.print(f"injection record (for eval only): {truth_path(db)}")
+    con.print(f"injection record (for eval only): {truth_path(db)}", markup=False)
     if parquet:
         with TelemetryStore(db, read_only=True) as st:
             files = st.export_parquet(parquet)
@@ -432,14 +473,18 @@ def monitor_synth(
 @monitor_app.command("diagnose")
 def monitor_diagnose(
     db: str = typer.Argument(..., help="Telemetry DuckDB written by 'monitor synth'."),
-    json_path: str = typer.Option("", "--json", help="Write the diagnosis as JSON here."),
+    json_path: str = typer.Option(
+        "", "--json", help="Write the diagnosis as JSON here.", callback=output_file("--json")
+    ),
     top: int = typer.Option(5, "--top", help="Causes to print."),
-    trace: str = typer.Option("", "--trace", help="Chrome-trace of suspect vs healthy ranks."),
+    trace: str = typer.Option(
+        "",
+        "--trace",
+        help="Chrome-trace of suspect vs healthy ranks.",
+        callback=output_file("--trace"),
+    ),
 ) -> None:
     """Localize root causes from the telemetry alone; print ranked causes and evidence."""
-    import json
-    from pathlib import Path
-
     from rich.console import Console
 
     from starfabric.astral.monitor import TelemetryStore, diagnose
@@ -465,12 +510,16 @@ def monitor_diagnose(
             con.print(f"     {e}", soft_wrap=True)
     con.print(f"localized in {d.elapsed_s:.2f} s")
     if json_path:
-        Path(json_path).write_text(json.dumps(d.to_dict(), indent=1))
+        write_json(json_path, d.to_dict(), indent=1)
 
 
 @monitor_app.command("ingest")
 def monitor_ingest(
-    db: str = typer.Argument(..., help="DuckDB file to append to (created if missing)."),
+    db: str = typer.Argument(
+        ...,
+        help="DuckDB file to append to (created if missing; changed only when every file loads).",
+        callback=output_file("DB"),
+    ),
     files: list[str] = typer.Argument(
         ..., help="Kineto JSON(.gz), nccl-tests logs, sysfs TSV/dir, ethtool -m, dmesg, CSVs."
     ),
@@ -482,13 +531,18 @@ def monitor_ingest(
 
     from starfabric.astral.monitor import TelemetryStore, ingest_path
     from starfabric.astral.monitor.findings import ingested_findings
+    from starfabric.outputs import replacing_copy
 
-    con = Console()
-    with TelemetryStore(db) as st:
+    con = Console(highlight=False)
+    loaded = []
+    # a file that fails to load leaves DB as it was (the run works on a copy)
+    with replacing_copy(db) as work, TelemetryStore(work) as st:
         for f in files:
             k, n = ingest_path(st, f, kind or None)
-            con.print(f"{f}: {k}, {n} rows")
+            loaded.append(f"{f}: {k}, {n} rows")
         found = ingested_findings(st)
+    for line in loaded:
+        con.print(line, markup=False)
     tab = Table("layer", "component", "finding", "severity")
     for x in found:
         tab.add_row(x.layer, x.component, x.what, x.severity)
@@ -498,21 +552,19 @@ def monitor_ingest(
 @monitor_app.command("eval")
 def monitor_eval(
     gpus: int = typer.Option(1024, "--gpus", help="Cluster GPUs: 1024 or a multiple of 16384."),
-    json_path: str = typer.Option("", "--json", help="Write f1, top1, fp_rate, ... here."),
+    json_path: str = typer.Option(
+        "", "--json", help="Write f1, top1, fp_rate, ... here.", callback=output_file("--json")
+    ),
     seeds: int = typer.Option(3, "--seeds", help="Seeds/placements per fault class."),
     seed0: int = typer.Option(0, "--seed0", help="First seed (another suite: another seed0)."),
     healthy: int = typer.Option(6, "--healthy", help="Healthy runs (false positives)."),
     multi: int = typer.Option(4, "--multi", help="Multi-fault runs."),
 ) -> None:
     """Scenario suite: each fault class x seeds, multi-fault, healthy → P/R/F1, top-1, FP, time."""
-    import json
-    from pathlib import Path
-
     from rich.console import Console
 
     from starfabric.astral.monitor import evaluate
 
     summ = evaluate(gpus, seeds=seeds, healthy=healthy, multi=multi, seed0=seed0, console=Console())
     if json_path:
-        Path(json_path).parent.mkdir(parents=True, exist_ok=True)
-        Path(json_path).write_text(json.dumps(summ, indent=1))
+        write_json(json_path, summ, indent=1)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import typer
@@ -10,6 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from starfabric.errors import ConfigError
+from starfabric.outputs import output_file, save_figure, write_json
 
 sim_app = typer.Typer(
     help="Network simulation: collectives, design comparison, DeepEP, nccl-tests fit.",
@@ -66,7 +66,9 @@ def sim_collective(
         5.0, "--step-latency-us", help="Per-step NCCL latency (assumption)."
     ),
     seed: int = typer.Option(0, "--seed", help="ECMP hash seed."),
-    json_path: Path | None = typer.Option(None, "--json", help="Write results as JSON."),
+    json_path: Path | None = typer.Option(
+        None, "--json", help="Write results as JSON.", callback=output_file("--json")
+    ),
 ) -> None:
     """Simulate one collective (or a size sweep) on a topology and report algbw/busbw."""
     from starfabric.astral.collectives.run import run_plan
@@ -152,12 +154,9 @@ def sim_collective(
             )
         con.print(st)
     if json_path:
-        json_path.parent.mkdir(parents=True, exist_ok=True)
-        json_path.write_text(
-            json.dumps(
-                {"topology": t.name, "op": op, "gpus": gpus, "backend": backend, "rows": rows},
-                indent=2,
-            )
+        write_json(
+            json_path,
+            {"topology": t.name, "op": op, "gpus": gpus, "backend": backend, "rows": rows},
         )
 
 
@@ -166,8 +165,12 @@ def sim_compare(
     topo: Path = typer.Option(
         ..., "--topo", help="Cluster YAML; its GPU count is kept for every design."
     ),
-    png: Path | None = typer.Option(None, "--png", help="Write the bar chart."),
-    json_path: Path | None = typer.Option(None, "--json", help="Write the rows as JSON."),
+    png: Path | None = typer.Option(
+        None, "--png", help="Write the bar chart.", callback=output_file("--png")
+    ),
+    json_path: Path | None = typer.Option(
+        None, "--json", help="Write the rows as JSON.", callback=output_file("--json")
+    ),
     seed: int = typer.Option(0, "--seed", help="ECMP hash seed."),
 ) -> None:
     """Same-rail 3-tier vs fat-tree vs rail-only: DP all-reduce and all-to-all, ECMP vs polarized."""
@@ -203,11 +206,9 @@ def sim_compare(
     Console().print(tab)
     if png:
         fig = plot_compare([r for r in rows if r.feasible])
-        png.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(png, dpi=110, bbox_inches="tight")
+        save_figure(fig, png, dpi=110, bbox_inches="tight")
     if json_path:
-        json_path.parent.mkdir(parents=True, exist_ok=True)
-        json_path.write_text(json.dumps([asdict(r) for r in rows], indent=2))
+        write_json(json_path, [asdict(r) for r in rows])
 
 
 @sim_app.command("deepep")
@@ -215,7 +216,9 @@ def sim_deepep(
     eps: str = typer.Option("32,64", "--eps", help="EP sizes, comma-separated."),
     qps: str = typer.Option("1,2,4,8,16", "--qps", help="QPs per peer, comma-separated."),
     seeds: int = typer.Option(3, "--seeds", help="ECMP seeds averaged per point."),
-    json_path: Path | None = typer.Option(None, "--json", help="Write the rows as JSON."),
+    json_path: Path | None = typer.Option(
+        None, "--json", help="Write the rows as JSON.", callback=output_file("--json")
+    ),
 ) -> None:
     """DeepEP dispatch/combine bandwidth per GPU vs QPs per peer, beside the published H800 figures."""
     from dataclasses import asdict
@@ -242,8 +245,7 @@ def sim_deepep(
     )
     Console().print(format_rows(rows), markup=False, highlight=False)
     if json_path:
-        json_path.parent.mkdir(parents=True, exist_ok=True)
-        json_path.write_text(json.dumps([asdict(r) for r in rows], indent=2))
+        write_json(json_path, [asdict(r) for r in rows])
 
 
 @sim_app.command("fit")

@@ -8,10 +8,16 @@ import typer
 from rich.console import Console
 
 from starfabric.demo import run_demo
+from starfabric.outputs import output_dir
 
 
 def demo(
-    out: Path = typer.Option(Path("out/demo"), "--out", help="Folder for the demo's outputs."),
+    out: Path = typer.Option(
+        Path("out/demo"),
+        "--out",
+        help="Folder for the demo's outputs.",
+        callback=output_dir("--out"),
+    ),
     seed: int = typer.Option(1, "--seed", help="Random seed for every generator."),
 ) -> None:
     """Run Fornax and Astral end to end and write DIR/summary.json."""

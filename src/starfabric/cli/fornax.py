@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import typer
 
+from starfabric.outputs import output_dir, output_file, write_bytes, write_json
+
 fornax_app = typer.Typer(
     help="Fornax: hardware-centric SmartNIC session management.", no_args_is_help=True
 )
@@ -27,12 +29,12 @@ def policy_check(
         None, "--vni", help="VNI of the explained packet (default: its source ENI's VPC)."
     ),
     sport: int = typer.Option(40000, "--sport", help="Source port (ICMP: echo id) to explain."),
-    json_out: str | None = typer.Option(None, "--json", help="Also write the result as JSON."),
+    json_out: str | None = typer.Option(
+        None, "--json", help="Also write the result as JSON.", callback=output_file("--json")
+    ),
 ) -> None:
     """Validate VPC.yaml and show what it compiles to."""
-    import json
     import sys
-    from pathlib import Path
 
     from rich.console import Console
     from rich.table import Table
@@ -112,8 +114,7 @@ def policy_check(
         steps.add_row("scopes", f"eni {ex['eni']}, vpc {ex['vpc']}; reply vni {ex['rev_vni']}")
         console.print(steps)
     if json_out:
-        Path(json_out).parent.mkdir(parents=True, exist_ok=True)
-        Path(json_out).write_text(json.dumps(result, indent=2, default=str))
+        write_json(json_out, result, default=str)
 
 
 # --- engine: the emulated SmartNIC session engine (fornax/engine) -----------------------------
@@ -162,15 +163,18 @@ def engine_trace(
 @fornax_app.command("run")
 def run(
     scenario_file: str = typer.Argument(..., metavar="SCENARIO.yaml", help="Scenario (YAML/JSON)."),
-    json_out: str | None = typer.Option(None, "--json", help="Write the run summary as JSON."),
+    json_out: str | None = typer.Option(
+        None, "--json", help="Write the run summary as JSON.", callback=output_file("--json")
+    ),
     prometheus_out: str | None = typer.Option(
-        None, "--prometheus", help="Write the manager's metrics as Prometheus text."
+        None,
+        "--prometheus",
+        help="Write the manager's metrics as Prometheus text.",
+        callback=output_file("--prometheus"),
     ),
 ) -> None:
     """Replay a workload against a VPC through the emulated NIC and the software manager."""
-    import json
     import sys
-    from pathlib import Path
 
     from rich.console import Console
     from rich.progress import Progress
@@ -188,13 +192,11 @@ def run(
         )
     print_summary(console, result, title=scenario_file)
     if json_out:
-        Path(json_out).parent.mkdir(parents=True, exist_ok=True)
-        Path(json_out).write_text(json.dumps(result, indent=2, sort_keys=True))
-        console.print(f"wrote {json_out}")
+        write_json(json_out, result, sort_keys=True)
+        console.print(f"wrote {json_out}", markup=False)
     if prometheus_out:
-        Path(prometheus_out).parent.mkdir(parents=True, exist_ok=True)
-        Path(prometheus_out).write_bytes(metrics["prometheus"])
-        console.print(f"wrote {prometheus_out}")
+        write_bytes(prometheus_out, metrics["prometheus"])
+        console.print(f"wrote {prometheus_out}", markup=False)
 
 
 # --- experiment: the paper's experiments against the baselines (fornax/experiments) -----------
@@ -205,10 +207,16 @@ def experiment(
     ),
     scale: str = typer.Option("default", "--scale", help="ci (seconds), default or paper."),
     json_out: str | None = typer.Option(
-        None, "--json", help="Write every result as JSON (rewritten after each experiment)."
+        None,
+        "--json",
+        help="Write every result as JSON (rewritten after each experiment).",
+        callback=output_file("--json"),
     ),
     out_dir: str = typer.Option(
-        "out/experiments", "--out", help="Folder for one PNG plot per experiment."
+        "out/experiments",
+        "--out",
+        help="Folder for one PNG plot per experiment.",
+        callback=output_dir("--out"),
     ),
 ) -> None:
     """Run the Fornax paper's experiments with Fornax and the software-centric baselines."""
@@ -219,7 +227,7 @@ def experiment(
     from rich.progress import Progress
 
     from starfabric.fornax.experiments import get_scale
-    from starfabric.fornax.experiments.output import write_json
+    from starfabric.fornax.experiments.output import write_json as write_doc
     from starfabric.fornax.experiments.runner import names_for, run_experiments
 
     names_for(name)  # a bad name or scale fails before anything runs
@@ -228,7 +236,7 @@ def experiment(
     with Progress(console=console, transient=True, disable=not sys.stdout.isatty()) as bar:
         doc = run_experiments(
             name, scale, out_dir=Path(out_dir), console=console, progress=bar,
-            on_result=(lambda d: write_json(d, Path(json_out))) if json_out else None,
+            on_result=(lambda d: write_doc(d, Path(json_out))) if json_out else None,
         )  # fmt: skip
     for key in ("storage_ratio", "cpu_ratio", "zero_drop_cps_ratio"):
         if key in doc:
@@ -236,7 +244,7 @@ def experiment(
             console.print(f"{key} (Fornax / OVS-like): {'-' if v is None else f'{v:.4g}'}")
     console.print(f"plots in {out_dir}/")
     if json_out:
-        write_json(doc, Path(json_out))
+        write_doc(doc, Path(json_out))
         console.print(f"wrote {json_out}")
 
 
@@ -244,15 +252,18 @@ def experiment(
 @fornax_app.command("chaos")
 def chaos(
     chaos_file: str = typer.Argument(..., metavar="SCENARIO.yaml", help="Chaos spec (YAML/JSON)."),
-    json_out: str | None = typer.Option(None, "--json", help="Write the full report as JSON."),
+    json_out: str | None = typer.Option(
+        None, "--json", help="Write the full report as JSON.", callback=output_file("--json")
+    ),
     trace_out: str | None = typer.Option(
-        None, "--trace", help="Write faults and failovers as a Chrome-trace/Perfetto timeline."
+        None,
+        "--trace",
+        help="Write faults and failovers as a Chrome-trace/Perfetto timeline.",
+        callback=output_file("--trace"),
     ),
 ) -> None:
     """Run traffic, policy changes and injected faults together; report each fault class."""
-    import json
     import sys
-    from pathlib import Path
 
     from rich.console import Console
     from rich.progress import Progress
@@ -291,9 +302,8 @@ def chaos(
         f"patrol period {report['patrol_period_s'] * 1e3:.1f} ms"
     )
     if json_out:
-        Path(json_out).parent.mkdir(parents=True, exist_ok=True)
-        Path(json_out).write_text(json.dumps(report, indent=2, sort_keys=True, default=int))
-        console.print(f"wrote {json_out}")
+        write_json(json_out, report, sort_keys=True, default=int)
+        console.print(f"wrote {json_out}", markup=False)
     if trace_out:
         from starfabric.fornax.manager.chaos_report import chrome_trace
 

@@ -67,10 +67,9 @@ class HtmlReport:
         )
 
     def write(self, path: str | Path) -> Path:
-        p = Path(path)
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(self.render())
-        return p
+        from starfabric.outputs import write_text
+
+        return write_text(path, self.render())
 
 
 def _fmt(v: Any) -> str:

@@ -67,9 +67,9 @@ def write_png(r: Result, plot: Callable[[Result], Any], path: Path) -> Path:
     import matplotlib
 
     matplotlib.use("Agg")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(figure_png(plot(r)))
-    return path
+    from starfabric.outputs import write_bytes
+
+    return write_bytes(path, figure_png(plot(r)))
 
 
 def write_json(data: dict[str, Any], path: Path) -> Path:
