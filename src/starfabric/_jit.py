@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 import numba
+from numba.core import event as numba_event
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -38,44 +39,34 @@ class _Printer(Protocol):
     def print(self, *objects: Any, markup: bool = ...) -> None: ...
 
 
-_announce: _Printer | None = None
-_announced = False
+class _CompileNote(numba_event.Listener):
+    """Says once, when numba starts compiling (a cache hit never raises this event)."""
+
+    def __init__(self, console: _Printer) -> None:
+        self.console = console
+        self.said = False
+
+    def on_start(self, event: Any) -> None:
+        if not self.said:
+            self.said = True
+            self.console.print(
+                f"compiling kernels (first run only; cached in {_config.CACHE_DIR})", markup=False
+            )
+
+    def on_end(self, event: Any) -> None:
+        pass
 
 
 def announce_compiles(console: _Printer) -> None:
-    """From now on, say once (on `console`) when a kernel is about to be compiled."""
-    global _announce
-    _announce = console
-
-
-def _cold(dispatcher: Any) -> bool:
-    """True when the dispatcher's on-disk cache index does not exist yet (first run)."""
-    try:
-        index = dispatcher._cache._cache_file._index_path
-    except AttributeError:  # a numba without these internals: say nothing
-        return False
-    return not os.path.exists(index)
-
-
-def _note(dispatcher: Any) -> None:
-    global _announced
-    if _announce is not None and not _announced and _cold(dispatcher):
-        _announced = True
-        _announce.print(
-            f"compiling kernels (first run only; cached in {_config.CACHE_DIR})",
-            markup=False,
-        )
+    """From now on, say once (on `console`) when a kernel is compiled rather than loaded."""
+    numba_event.register("numba:compile", _CompileNote(console))
 
 
 def njit(fn: F) -> F:
     """Compile `fn` in nopython mode with the project's options."""
-    d = numba.njit(**_OPTIONS)(fn)
-    _note(d)
-    return d
+    return numba.njit(**_OPTIONS)(fn)
 
 
 def njit_parallel(fn: F) -> F:
     """Like `njit`, with `prange` loops spread over threads."""
-    d = numba.njit(parallel=True, **_OPTIONS)(fn)
-    _note(d)
-    return d
+    return numba.njit(parallel=True, **_OPTIONS)(fn)

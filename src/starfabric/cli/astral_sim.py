@@ -6,6 +6,7 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from starfabric.errors import ConfigError
@@ -255,35 +256,61 @@ def sim_fit(
         [], "--predict", help="Other nccl-tests logs of the same hardware."
     ),
     min_size: str = typer.Option("64MiB", "--min-size", help="Compare sizes from this one up."),
+    gpu: str | None = typer.Option(
+        None, "--gpu", help="GPU (catalog name); default: the log's device list."
+    ),
+    nodes: int | None = typer.Option(
+        None, "--nodes", help="Nodes the log ran on; default: hosts in its device list."
+    ),
+    gpus_per_node: int | None = typer.Option(
+        None, "--gpus-per-node", help="GPUs per node; default: from the device list."
+    ),
+    nic: str | None = typer.Option(
+        None, "--nic", help="Scale-out bandwidth per GPU, e.g. 200G (logs never print it)."
+    ),
+    nvlink: float | None = typer.Option(
+        None, "--nvlink", help="NVLink GB/s per GPU per direction (GPUs not in the catalog)."
+    ),
 ) -> None:
-    """Fit the fabric on an all_reduce log, then predict other collectives' logs on the same hardware."""
+    """Fit the fabric on an all_reduce log, then predict other collectives' logs on the same
+    hardware. The hardware comes from the log's device list (ranks, hosts, GPU model), or the
+    options; a log spanning nodes needs --nic."""
     import numpy as np
 
-    from starfabric.astral.collectives.fit import fabric_for, fit_fabric, fit_verdict, predict_run
+    from starfabric.astral.collectives.fit import fit_fabric, fit_verdict, predict_run
+    from starfabric.astral.nccl_hardware import fabric_of
     from starfabric.astral.nccltests import parse_nccl_tests
     from starfabric.units import parse_bytes
 
     lo = parse_bytes(min_size, "--min-size")
-    run = parse_nccl_tests(all_reduce_log)
+    if nvlink is not None and not (nvlink > 0 and np.isfinite(nvlink)):
+        raise ConfigError(f"--nvlink {nvlink}: must be a positive number", fix="e.g. --nvlink 150")
+    ranks = nodes * gpus_per_node if nodes and gpus_per_node else None
+    run = parse_nccl_tests(all_reduce_log, ranks=ranks)
     if run.collective != "all_reduce":
         raise ConfigError(
             f"{all_reduce_log}: is a {run.collective} log", fix="fit on an all_reduce log"
         )
-    fit = fit_fabric(fabric_for(str(all_reduce_log)), run)
-    con = Console()
-    con.print(f"fitted {fit.spec.name}: {fit.params}")
+    spec = fabric_of(
+        run, gpu=gpu, nodes=nodes, gpus_per_node=gpus_per_node, nic=nic, nvlink_gbyte_s=nvlink
+    )
+    # every log read before the fit; one without a device list ran on the same fabric
+    others = [parse_nccl_tests(path, default_ranks=spec.gpus) for path in predict]
+    fit = fit_fabric(spec, run)
+    con = Console(highlight=False)
+    con.print(f"fitted {fit.spec.name}: {fit.params}", markup=False)
     tab = Table(title="predicted vs measured busbw (mean of out/in-place) at sizes >= " + min_size)
     for col in ("log", "op", "rows", "mean |err|", "max |err|", "verdict"):
         tab.add_column(col, justify="right")
-    for path in [all_reduce_log, *predict]:
-        other = parse_nccl_tests(path).at_least(lo)
+    for other in [run, *others]:
+        other = other.at_least(lo)
         if len(other) == 0:
             continue
         pred = predict_run(fit, other.collective, other.size_bytes)
         signed = np.array([p.busbw_gbps for p in pred]) / other.busbw_mean_gbps - 1
         err = np.abs(signed)
         tab.add_row(
-            Path(path).name[:48],
+            escape(Path(other.path).name[:48]),
             other.collective,
             str(len(other)),
             f"{err.mean():.1%}",
