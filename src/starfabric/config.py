@@ -21,7 +21,7 @@ S = TypeVar("S", bound=BaseModel)
 class Spec(BaseModel):
     """Base for user-facing specifications: unknown keys are errors, instances are immutable."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 def _loc(loc: tuple[Any, ...]) -> str:

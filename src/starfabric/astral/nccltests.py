@@ -41,6 +41,12 @@ _ALIASES = {
 GPUS_PER_NODE = 8
 """Assumption: a file named '<N>node' with no other rank evidence ran 8 GPUs per node (DGX/HGX)."""
 
+DTYPES = frozenset(
+    {"float", "half", "double", "bfloat16", "int8", "uint8", "int32", "uint32", "int64",
+     "uint64", "f8e4m3", "f8e5m2", "fp8_e4m3", "fp8_e5m2", "int", "char"}
+)  # fmt: skip
+"""Element types nccl-tests prints in the `type` column: a line with one is a table row."""
+
 _PREFIX = re.compile(r"^\s*(?:\[\d+,\d+\]<std(?:out|err)>:|\d+:\s)")
 _WORD = re.compile(
     r"(all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|alltoall|broadcast|sendrecv)", re.I
@@ -289,8 +295,16 @@ def parse_nccl_tests(
     linenos: list[int] = []
     dtype = ""
     redops: set[str] = set()
+    widths: set[int] = set()
     for lineno, line in enumerate(lines, start=1):
         toks = line.split()
+        row_like = len(toks) >= 7 and toks[2].lower() in DTYPES and not toks[0].startswith("#")
+        if row_like and not (toks[0].isdigit() and toks[1].isdigit()):
+            raise DataError(
+                f"{p}: line {lineno}: size {toks[0]!r} and count {toks[1]!r} must be "
+                "whole numbers",
+                fix="repair or drop the row",
+            )
         if len(toks) < 2 or not toks[0].isdigit() or not toks[1].isdigit():
             continue  # headers, comments, INFO lines, command lines
         if len(toks) < 7:
@@ -327,6 +341,22 @@ def parse_nccl_tests(
             t2, bus2 = float("nan"), float("nan")
         if t <= 0 or (len(vals) == 8 and t2 <= 0):
             raise DataError(f"{p}: line {lineno}: a time of 0 us", fix="repair or drop the row")
+        size_b = float(toks[0])
+        for tt, aa in ((t, alg), (t2, vals[5] if len(vals) == 8 else float("nan"))):
+            # algbw is size / time, printed with two decimals (nccl-tests PERFORMANCE.md)
+            if aa == aa and aa >= 1.0 and abs(size_b / (tt * 1e3) - aa) > 0.05 * aa + 0.01:
+                raise DataError(
+                    f"{p}: line {lineno}: algbw {aa} GB/s does not match size {toks[0]} B / "
+                    f"time {tt} us = {size_b / (tt * 1e3):.2f} GB/s",
+                    fix="repair the row (a corrupt or cut-short number)",
+                )
+        widths.add(len(vals))
+        if len(widths) > 1:
+            raise DataError(
+                f"{p}: line {lineno}: {len(vals)} measurements where the rows above have "
+                f"{8 if len(vals) == 4 else 4}",
+                fix="give the complete row (a cut-short line?)",
+            )
         rows.append((float(toks[0]), t, alg, bus, t2, bus2))
         linenos.append(lineno)
         dtype = toks[2]
