@@ -301,8 +301,7 @@ def parse_nccl_tests(
         row_like = len(toks) >= 7 and toks[2].lower() in DTYPES and not toks[0].startswith("#")
         if row_like and not (toks[0].isdigit() and toks[1].isdigit()):
             raise DataError(
-                f"{p}: line {lineno}: size {toks[0]!r} and count {toks[1]!r} must be "
-                "whole numbers",
+                f"{p}: line {lineno}: size {toks[0]!r} and count {toks[1]!r} must be whole numbers",
                 fix="repair or drop the row",
             )
         if len(toks) < 2 or not toks[0].isdigit() or not toks[1].isdigit():
@@ -360,6 +359,13 @@ def parse_nccl_tests(
         rows.append((float(toks[0]), t, alg, bus, t2, bus2))
         linenos.append(lineno)
         dtype = toks[2]
+    last = next((i for i in range(len(lines), 0, -1) if lines[i - 1].strip()), 0)
+    if last and (not linenos or linenos[-1] != last) and re.match(r"\s*\d+(\s|$)", lines[last - 1]):
+        raise DataError(
+            f"{p}: line {last}: the file ends inside a table row "
+            f"({lines[last - 1].strip()[:40]!r}): the log is cut short",
+            fix="give the complete nccl-tests output",
+        )
     if not rows:
         raise DataError(
             f"{p}: no nccl-tests result rows found",
