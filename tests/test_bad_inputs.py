@@ -380,3 +380,40 @@ def test_a_huge_spec_file_is_refused_before_parsing(outputs: Outputs, work: Path
 def test_the_bad_folder_is_documented() -> None:
     text = (BAD / "README.md").read_text()
     assert all(f"`{name}`" in text for name in CASES)
+
+
+PCAP = sorted((DATA / "pcap").glob("*.pcap"))
+
+
+def _pcap_records(raw: bytes) -> list[tuple[int, int]]:
+    """(start, end) of each record of a classic pcap (24-byte file header, 16-byte records)."""
+    endian = "little" if raw[:4] in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1") else "big"
+    out, pos = [], 24
+    while pos + 16 <= len(raw):
+        incl = int.from_bytes(raw[pos + 8 : pos + 12], endian)
+        out.append((pos, pos + 16 + incl))
+        pos += 16 + incl
+    return out
+
+
+@SETTINGS
+@given(data=st.data())
+def test_pcap_truncation_inside_records_and_bad_magic(
+    data: st.DataObject, outputs: Outputs, work: Path
+) -> None:
+    src = data.draw(st.sampled_from(PCAP), label="capture")
+    raw = bytearray(src.read_bytes())
+    if data.draw(st.booleans(), label="cut"):
+        start, end = data.draw(st.sampled_from(_pcap_records(bytes(raw))), label="record")
+        raw = raw[: data.draw(st.integers(start + 1, end - 1), label="bytes kept")]
+    else:
+        raw[data.draw(st.integers(0, 3))] ^= 1 << data.draw(st.integers(0, 7), label="bit")
+    cap = work / src.name
+    cap.write_bytes(bytes(raw))
+    scen = work / "scenario.yaml"
+    scen.write_text(
+        f"vpc: {EX / 'vpc.yaml'}\nworkload:\n  kind: pcap\n  path: {cap}\n  batch: 1ms\n"
+        "engine:\n  capacity: 65536\ntick: 10ms\n"
+    )
+    line = outputs.refused(["fornax", "run", str(scen), "--json", str(outputs.json)])
+    assert str(cap) in line, line

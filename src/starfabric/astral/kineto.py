@@ -68,7 +68,9 @@ def _read(p: Path) -> str:
             fix="copy the trace again; an interrupted profiler run leaves a partial file",
         ) from None
     except (OSError, zlib.error) as exc:
-        raise DataError(f"{p}: not a readable gzip/JSON file ({exc})", fix="check the file") from None
+        raise DataError(
+            f"{p}: not a readable gzip/JSON file ({exc})", fix="check the file"
+        ) from None
     except UnicodeDecodeError as exc:
         raise DataError(
             f"{p}: byte {exc.start} is not UTF-8 text", fix="give a Kineto JSON trace"

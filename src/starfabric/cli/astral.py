@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+from starfabric.cli._options import at_least, excludes
 from starfabric.outputs import output_dir, output_file, write_json, write_text
 
 astral_app = typer.Typer(
@@ -44,8 +45,10 @@ def seer_predict(
 
     from starfabric.astral.seer import load_job, predict, write_trace
     from starfabric.astral.seer.calibrate import apply_profile
+    from starfabric.astral.seer.hf_config import check_seq_len
 
     the_job = load_job(job)
+    check_seq_len(the_job.model, the_job.execution.seq_len, "execution.seq_len")
     if profile:
         the_job = apply_profile(the_job, profile)
     pred = predict(the_job)
@@ -295,13 +298,19 @@ def topo_compare(
 @seer_app.command("search")
 def seer_search(
     model: str = typer.Argument(..., help="Bundled model name or config.json path."),
-    gpus: int = typer.Option(..., "--gpus", help="Number of GPUs."),
+    gpus: int = typer.Option(..., "--gpus", help="Number of GPUs.", callback=at_least("--gpus")),
     gpu: str = typer.Option("H100", "--gpu", help="GPU type from the hardware catalog."),
-    global_batch: int = typer.Option(..., "--global-batch", help="Sequences per iteration."),
-    seq_len: int = typer.Option(..., "--seq-len", help="Sequence length."),
+    global_batch: int = typer.Option(
+        ..., "--global-batch", help="Sequences per iteration.", callback=at_least("--global-batch")
+    ),
+    seq_len: int = typer.Option(
+        ..., "--seq-len", help="Sequence length.", callback=at_least("--seq-len")
+    ),
     precision: str = typer.Option("bf16", "--precision", help="bf16, fp16 or fp8."),
     nic: str = typer.Option("400G", "--nic", help="Scale-out bandwidth per GPU."),
-    top: int = typer.Option(10, "--top", help="How many layouts to show."),
+    top: int = typer.Option(
+        10, "--top", help="How many layouts to show.", callback=at_least("--top")
+    ),
     json_path: str = typer.Option(
         "", "--json", help="Write the ranked layouts here.", callback=output_file("--json")
     ),
@@ -316,6 +325,7 @@ def seer_search(
     from rich.table import Table
 
     from starfabric.astral.seer import load_model
+    from starfabric.astral.seer.hf_config import check_seq_len
     from starfabric.astral.seer.parallel import SystemSpec
     from starfabric.astral.seer.search import search
     from starfabric.config import parse_spec
@@ -326,9 +336,11 @@ def seer_search(
             f"--precision {precision!r} is not supported", fix="use bf16, fp16 or fp8"
         )
     system = parse_spec(SystemSpec, {"gpu": gpu, "gpus": gpus, "nic_bandwidth": nic}, "options")
+    the_model = load_model(model)
+    check_seq_len(the_model, seq_len, "--seq-len")
     t0 = time.perf_counter()
     res = search(
-        load_model(model), system, global_batch, seq_len, precision,  # type: ignore[arg-type]
+        the_model, system, global_batch, seq_len, precision,  # type: ignore[arg-type]
         ray=ray or None,
     )  # fmt: skip
     dt = time.perf_counter() - t0
@@ -418,6 +430,7 @@ astral_app.add_typer(monitor_app, name="monitor")
 
 @monitor_app.command("synth")
 def monitor_synth(
+    ctx: typer.Context,
     out: str = typer.Argument(
         ...,
         help="DuckDB file to write (replaced only when the run succeeds).",
@@ -439,6 +452,10 @@ def monitor_synth(
     spec_file: str = typer.Option("", "--spec", help="YAML run spec (examples/monitor-*.yaml)."),
 ) -> None:
     """Run a training job on the cluster and write its four layers' telemetry (truth aside)."""
+    excludes(
+        ctx, "spec_file", others=("gpus", "iterations", "seed", "placement_seed"),
+        because="the spec file sets them",
+    )  # fmt: skip
     from pathlib import Path
 
     from rich.console import Console
@@ -476,7 +493,7 @@ def monitor_diagnose(
     json_path: str = typer.Option(
         "", "--json", help="Write the diagnosis as JSON here.", callback=output_file("--json")
     ),
-    top: int = typer.Option(5, "--top", help="Causes to print."),
+    top: int = typer.Option(5, "--top", help="Causes to print.", callback=at_least("--top")),
     trace: str = typer.Option(
         "",
         "--trace",

@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from starfabric.cli._options import needs
 from starfabric.errors import ConfigError
 from starfabric.outputs import output_file, save_figure, write_json
 
@@ -49,6 +50,7 @@ def _plan(op: str, algo: str, n: int, size: float, local: int):
 
 @sim_app.command("collective")
 def sim_collective(
+    ctx: typer.Context,
     topo: Path = typer.Option(..., "--topo", help="Cluster YAML (see examples/cluster-*.yaml)."),
     op: str = typer.Option("all_reduce", "--op", help=f"One of: {', '.join(OPS)}."),
     size: str = typer.Option("1GiB", "--size", help="Buffer size as nccl-tests counts it."),
@@ -77,6 +79,8 @@ def sim_collective(
     from starfabric.config import load_spec
     from starfabric.units import parse_bytes
 
+    needs(ctx, "min_size", requires="sweep", because="it bounds the size sweep")
+    needs(ctx, "max_size", requires="sweep", because="it bounds the size sweep")
     if backend not in ("flow", "analytical"):
         raise ConfigError(f"--backend {backend!r}", fix="use flow or analytical")
     t = build(load_spec(ClusterSpec, topo))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+from starfabric.cli._options import given, needs
 from starfabric.outputs import output_dir, output_file, write_bytes, write_json
 
 fornax_app = typer.Typer(
@@ -18,6 +19,7 @@ fornax_app.add_typer(policy_app, name="policy")
 
 @policy_app.command("check")
 def policy_check(
+    ctx: typer.Context,
     vpc_file: str = typer.Argument(..., metavar="VPC.yaml", help="Tenant network (YAML/JSON)."),
     explain: tuple[str, str, str, int] | None = typer.Option(
         None,
@@ -35,6 +37,9 @@ def policy_check(
 ) -> None:
     """Validate VPC.yaml and show what it compiles to."""
     import sys
+
+    needs(ctx, "vni", requires="explain", because="it sets the explained packet's VNI")
+    needs(ctx, "sport", requires="explain", because="it sets the explained packet's port")
 
     from rich.console import Console
     from rich.table import Table
@@ -120,6 +125,7 @@ def policy_check(
 # --- engine: the emulated SmartNIC session engine (fornax/engine) -----------------------------
 @fornax_app.command("trace")
 def engine_trace(
+    ctx: typer.Context,
     src: str = typer.Option(..., "--src", help="Source ADDRESS:PORT (ICMP: PORT = echo id)."),
     dst: str = typer.Option(
         ..., "--dst", help="Destination ADDRESS:PORT (IPv6: \\[2001:db8::2]:443)."
@@ -136,7 +142,27 @@ def engine_trace(
     ),
 ) -> None:
     """Explain one packet's path through the session engine, stage by stage."""
+    import ipaddress
     import sys
+
+    from starfabric.errors import ConfigError
+    from starfabric.fornax.explain import parse_endpoint
+
+    p = proto.lower()
+    if flags and p != "tcp":
+        raise ConfigError(f"--flags {flags!r} with --proto {proto}: only TCP has flags",
+                          fix="drop --flags, or use --proto tcp")  # fmt: skip
+    if given(ctx, "icmp_type") and p not in ("icmp", "icmpv6"):
+        raise ConfigError(f"--icmp-type with --proto {proto}: only ICMP has a type",
+                          fix="drop --icmp-type, or use --proto icmp/icmpv6")  # fmt: skip
+    fam = {ipaddress.ip_address(parse_endpoint(a, n)[0]).version
+           for a, n in ((src, "--src"), (dst, "--dst"))}  # fmt: skip
+    if len(fam) > 1:
+        raise ConfigError(f"--src {src} and --dst {dst} mix IPv4 and IPv6",
+                          fix="give two addresses of one family")  # fmt: skip
+    if (p, fam.pop()) in (("icmp", 6), ("icmpv6", 4)):
+        raise ConfigError(f"--proto {proto} does not match the addresses' IP version",
+                          fix="use icmp for IPv4 and icmpv6 for IPv6")  # fmt: skip
 
     from starfabric.config import load_spec
     from starfabric.fornax.explain import DEFAULT_SCENARIO, Scenario, build_engine, explain_packet

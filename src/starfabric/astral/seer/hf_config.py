@@ -207,3 +207,25 @@ def _first(cfg: dict[str, Any], *keys: str) -> Any:
         if cfg.get(k) is not None:
             return cfg[k]
     return None
+
+
+SEQ_LEN_FACTOR_MAX = 32
+"""Assumption: a RoPE model is trained at most 32x beyond its max_position_embeddings
+(long-context recipes such as YaRN extend 4-32x); a model with learned position embeddings
+(GPT-2) has no position beyond its table at all."""
+
+
+def check_seq_len(model: Any, seq_len: int, option: str = "seq_len") -> None:
+    """Refuse a sequence length the model cannot take (ConfigError naming both numbers)."""
+    limit = model.max_seq_len if model.learned_pos_emb else model.max_seq_len * SEQ_LEN_FACTOR_MAX
+    if seq_len > limit:
+        why = (
+            "its learned position table ends there"
+            if model.learned_pos_emb
+            else f"more than {SEQ_LEN_FACTOR_MAX}x its maximum is not a trained context"
+        )
+        raise ConfigError(
+            f"{option} {seq_len:,} is beyond {model.name}'s max_position_embeddings "
+            f"{model.max_seq_len:,} ({why})",
+            fix=f"give {option} <= {limit:,}",
+        )
