@@ -114,3 +114,20 @@ def test_failed_ingest_leaves_the_database_as_it_was(tmp_path: Path) -> None:
     assert res.exit_code == 2 and len(res.output.strip().splitlines()) == 1, res.output
     assert db.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["t.duckdb", "trace.json.gz"]
+
+
+def test_messages_keep_markup_and_emoji_codes_literal(tmp_path: Path) -> None:
+    """':1234:' is an emoji code and '[bold]' Rich markup: paths and values print as typed."""
+    weird = tmp_path / "[bold]link_crc:1234:0.7:2.yaml"
+    res = runner.invoke(app, ["astral", "topo", "build", str(weird)])
+    assert res.exit_code == 2
+    assert str(weird) in res.output and "\U0001f522" not in res.output
+
+
+def test_piped_tables_are_not_cut_to_80_columns(monkeypatch: pytest.MonkeyPatch) -> None:
+    from starfabric.cli._console import PIPED_WIDTH, console
+
+    monkeypatch.delenv("COLUMNS", raising=False)
+    assert console().width == PIPED_WIDTH  # CliRunner's stdout is not a terminal
+    monkeypatch.setenv("COLUMNS", "100")
+    assert console().width == 100

@@ -9,13 +9,15 @@ from __future__ import annotations
 from typing import Any
 
 import typer
+from pydantic import ValidationError
 from rich.console import Console
 from typer.core import TyperGroup
 
 from starfabric import __version__
+from starfabric.config import validation_message
 from starfabric.errors import StarfabricError
 
-_err = Console(stderr=True, highlight=False, soft_wrap=True)
+_err = Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
 
 
 def _hoist_debug(args: list[str]) -> list[str]:
@@ -36,7 +38,10 @@ class _Boundary(TyperGroup):
 
     def invoke(self, ctx: typer.Context) -> Any:  # type: ignore[override]
         try:
-            return super().invoke(ctx)
+            try:
+                return super().invoke(ctx)
+            except ValidationError as exc:  # a spec built from options without parse_spec
+                raise validation_message(exc, "options") from None
         except StarfabricError as exc:
             if ctx.params.get("debug"):
                 raise

@@ -46,10 +46,14 @@ def excludes(ctx: Any, option: str, *, others: tuple[str, ...], because: str = "
         )
 
 
-def at_least(option: str, low: int = 1) -> Callable[[Any], Any]:
-    """A Typer option callback: an integer >= low, refused in one line."""
+def at_least(option: str, low: float = 1) -> Callable[[Any], Any]:
+    """A Typer option callback: a number >= low (and finite), refused in one line."""
 
     def cb(value: Any) -> Any:
+        if value is not None and (value != value or value in (float("inf"), float("-inf"))):
+            raise ConfigError(
+                f"{option} {value}: not a finite number", fix=f"give {option} a number"
+            )
         if value is not None and value < low:
             raise ConfigError(
                 f"{option} {value}: must be at least {low}", fix=f"give {option} {low} or more"

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import typer
+from rich.markup import escape
 
+from starfabric.cli._console import console
 from starfabric.cli._options import at_least, excludes
 from starfabric.outputs import output_dir, output_file, write_json, write_text
 
@@ -40,7 +42,6 @@ def seer_predict(
     """Predict one iteration: time, breakdown, TFLOP/s, MFU, memory and OOM verdict."""
     import json
 
-    from rich.console import Console
     from rich.table import Table
 
     from starfabric.astral.seer import load_job, predict, write_trace
@@ -59,10 +60,10 @@ def seer_predict(
     if as_json:
         typer.echo(json.dumps(out, indent=2))
         return
-    con = Console()
+    con = console()
     lay = out["layout"]
     con.print(
-        f"[bold]{out['model']}[/] ({out['params'] / 1e9:.1f}B params) on {out['gpus']} x "
+        f"[bold]{escape(str(out['model']))}[/] ({out['params'] / 1e9:.1f}B params) on {out['gpus']} x "
         f"{out['gpu']}: tp={lay['tp']} pp={lay['pp']} vpp={lay['vpp']} dp={lay['dp']} "
         f"cp={lay['cp']} ep={lay['ep']} micro-batches={lay['micro_batches']}"
     )
@@ -110,7 +111,6 @@ def seer_validate(
     ),
 ) -> None:
     """Predict published measured runs and compare iteration time and TFLOP/s per GPU."""
-    from rich.console import Console
     from rich.progress import Progress
     from rich.table import Table
 
@@ -127,7 +127,7 @@ def seer_validate(
             except StarfabricError as exc:
                 failed.append((row.get("row_id", "?"), exc.one_line()))
             prog.advance(task)
-    con = Console()
+    con = console()
     tab = Table("row", "model", "GPUs", "published s", "predicted s", "error",
                 "TFLOP/s pub/pred", "FLOPs")  # fmt: skip
     for r in results:
@@ -142,7 +142,7 @@ def seer_validate(
         chosen = ", ".join(f"{k}={v}" for k, v in r.choices.items())
         con.print(f"  {r.row_id}: {chosen}", soft_wrap=True)
     for rid, why in failed:
-        con.print(f"  [red]{rid}: not predicted[/]: {why}", soft_wrap=True)
+        con.print(f"  [red]{escape(str(rid))}: not predicted[/]: {escape(why)}", soft_wrap=True)
     s = summary(results, failed)
     con.print(f"mean |error| {s['mean_abs_error']:.2%}   max |error| {s['max_abs_error']:.2%}")
     if json_path:
@@ -191,7 +191,6 @@ def topo_build(
     """
     import time
 
-    from rich.console import Console
     from rich.table import Table
 
     from starfabric.astral.power import power_report
@@ -206,9 +205,9 @@ def topo_build(
     inv = inventory(topo, spec)
     pr = power_report(inv, spec.power)
     build_s = time.perf_counter() - t0
-    con = Console()
+    con = console()
     con.print(
-        f"[bold]{spec.name}[/]: {spec.topology}, {inv.gpus:,} {spec.gpu} GPUs in {inv.hosts:,} "
+        f"[bold]{escape(spec.name)}[/]: {spec.topology}, {inv.gpus:,} {spec.gpu} GPUs in {inv.hosts:,} "
         f"hosts, {inv.pods} pod(s), {spec.switch} switches at {spec.port_speed / 1e9:g}G "
         f"(radix {inv.radix}), built in {build_s:.2f} s"
     )
@@ -256,7 +255,6 @@ def topo_compare(
     pairs: int = typer.Option(20_000, "--pairs", min=1, help="Random GPU pairs for hop counts."),
 ) -> None:
     """The designs side by side at equal GPU count: switches, optics, cost, power, hops."""
-    from rich.console import Console
     from rich.table import Column, Table
 
     from starfabric.astral.topology import ClusterSpec
@@ -266,7 +264,7 @@ def topo_compare(
 
     spec = load_spec(ClusterSpec, cluster)
     rows = compare(spec, sample_pairs=pairs)
-    con = Console()
+    con = console()
 
     def _n(x: float) -> str:
         return f"{x / 1e6:.2f}M" if x >= 1e6 else (f"{x / 1e3:.1f}K" if x >= 1e4 else f"{x:,.0f}")
@@ -284,7 +282,7 @@ def topo_compare(
             f"{r.network_w / 1e6:,.1f}", f"{r.network_bisection_bps / 1e15:,.1f}",
             f"{r.mean_switch_hops:.2f}", f"{r.same_rail_switch_hops:.2f}",
         )  # fmt: skip
-    con.print(f"[bold]{spec.name}[/]: designs at {rows[0].gpus:,} GPUs (same switch, NIC, GPU);"
+    con.print(f"[bold]{escape(spec.name)}[/]: designs at {rows[0].gpus:,} GPUs (same switch, NIC, GPU);"
               " hops = switches on random / same-rail GPU pairs")  # fmt: skip
     con.print(tab)
     for note in notes:
@@ -321,7 +319,6 @@ def seer_search(
     """Rank every valid parallel layout by predicted throughput (memory-feasible only)."""
     import time
 
-    from rich.console import Console
     from rich.table import Table
 
     from starfabric.astral.seer import load_model
@@ -345,7 +342,7 @@ def seer_search(
     )  # fmt: skip
     dt = time.perf_counter() - t0
     rows = res.top(top)
-    con = Console()
+    con = console()
     con.print(
         f"{len(res)} layouts ({int(res.feasible.sum())} fit in memory) in {dt:.2f}s "
         f"({len(res) / dt:,.0f} configs/s)"
@@ -379,7 +376,6 @@ def seer_calibrate(
     from pathlib import Path
 
     import yaml
-    from rich.console import Console
     from rich.table import Table
 
     from starfabric.astral.seer.calibrate import calibrate_kineto, calibrate_nccl
@@ -387,7 +383,7 @@ def seer_calibrate(
 
     if not nccl_tests and not kineto:
         raise ConfigError("nothing to calibrate from", fix="give --nccl-tests and/or --kineto")
-    con = Console()
+    con = console()
     profile: dict = {"gpu": gpu, "efficiency": {}, "fitted_from": []}
     if nccl_tests:
         cal = calibrate_nccl(nccl_tests, gpu, nic, gpus_per_node)
@@ -458,24 +454,29 @@ def monitor_synth(
     )  # fmt: skip
     from pathlib import Path
 
-    from rich.console import Console
     from rich.markup import escape
 
     from starfabric.astral.monitor import SynthSpec, TelemetryStore, synth_to_file
     from starfabric.astral.monitor.faults import parse_fault, truth_path
-    from starfabric.config import load_spec
+    from starfabric.config import load_spec, parse_spec
     from starfabric.outputs import atomic_path
 
     if spec_file:
         spec = load_spec(SynthSpec, spec_file)
     else:
-        spec = SynthSpec(gpus=gpus, iterations=iterations, seed=seed, placement_seed=placement_seed)
+        opts = {
+            "gpus": gpus,
+            "iterations": iterations,
+            "seed": seed,
+            "placement_seed": placement_seed,
+        }
+        spec = parse_spec(SynthSpec, opts, "options (--gpus/--iterations/--seed)")
     faults = [parse_fault(f) for f in [*spec.faults, *fault]]
     db = Path(out)
     with atomic_path(db) as tmp, atomic_path(truth_path(db)) as tmp_truth:
         summ = synth_to_file(spec, faults, tmp)  # a failed run leaves the old database
         truth_path(tmp).replace(tmp_truth)
-    con = Console(highlight=False)
+    con = console()
     con.print(
         f"{escape(str(db))}: {summ['gpus']} GPUs, {summ['iterations']} iterations, {len(faults)} fault(s)"
         + (f", job hung at iteration {summ['stopped_at']}" if summ["stopped_at"] >= 0 else "")
@@ -502,7 +503,6 @@ def monitor_diagnose(
     ),
 ) -> None:
     """Localize root causes from the telemetry alone; print ranked causes and evidence."""
-    from rich.console import Console
 
     from starfabric.astral.monitor import TelemetryStore, diagnose
     from starfabric.astral.monitor.timeline import write_timeline
@@ -511,20 +511,21 @@ def monitor_diagnose(
         d = diagnose(st)
         if trace:
             write_timeline(st, d, trace)
-    con = Console()
+    con = console()
     for a in d.anomalies:
-        con.print(f"[yellow]anomaly[/] {a}", soft_wrap=True)
+        con.print(f"[yellow]anomaly[/] {escape(str(a))}", soft_wrap=True)
     for dep in d.seer_departure:
-        con.print(f"[cyan]seer[/] {dep}", soft_wrap=True)
+        con.print(f"[cyan]seer[/] {escape(str(dep))}", soft_wrap=True)
     rep = d.reported()
     if not rep:
         con.print("[green]no root cause above the report threshold[/]")
     for i, c in enumerate(d.causes[:top], 1):
         con.print(
-            f"[bold]{i}. {c.fault}[/] at {c.component} ({c.label}) confidence {c.confidence:.2f}"
+            f"[bold]{i}. {escape(c.fault)}[/] at {escape(c.component)} ({escape(c.label)}) "
+            f"confidence {c.confidence:.2f}"
         )
         for e in c.evidence:
-            con.print(f"     {e}", soft_wrap=True)
+            con.print(f"     {e}", soft_wrap=True, markup=False)
     con.print(f"localized in {d.elapsed_s:.2f} s")
     if json_path:
         write_json(json_path, d.to_dict(), indent=1)
@@ -543,14 +544,13 @@ def monitor_ingest(
     kind: str = typer.Option("", "--kind", help="Force the format (default: detect)."),
 ) -> None:
     """Load real telemetry files into the store and print what they show."""
-    from rich.console import Console
     from rich.table import Table
 
     from starfabric.astral.monitor import TelemetryStore, ingest_path
     from starfabric.astral.monitor.findings import ingested_findings
     from starfabric.outputs import replacing_copy
 
-    con = Console(highlight=False)
+    con = console()
     loaded = []
     # a file that fails to load leaves DB as it was (the run works on a copy)
     with replacing_copy(db) as work, TelemetryStore(work) as st:
@@ -562,7 +562,7 @@ def monitor_ingest(
         con.print(line, markup=False)
     tab = Table("layer", "component", "finding", "severity")
     for x in found:
-        tab.add_row(x.layer, x.component, x.what, x.severity)
+        tab.add_row(*(escape(str(v)) for v in (x.layer, x.component, x.what, x.severity)))
     con.print(tab if found else "[green]nothing abnormal found[/]")
 
 
@@ -578,10 +578,9 @@ def monitor_eval(
     multi: int = typer.Option(4, "--multi", help="Multi-fault runs."),
 ) -> None:
     """Scenario suite: each fault class x seeds, multi-fault, healthy → P/R/F1, top-1, FP, time."""
-    from rich.console import Console
 
     from starfabric.astral.monitor import evaluate
 
-    summ = evaluate(gpus, seeds=seeds, healthy=healthy, multi=multi, seed0=seed0, console=Console())
+    summ = evaluate(gpus, seeds=seeds, healthy=healthy, multi=multi, seed0=seed0, console=console())
     if json_path:
         write_json(json_path, summ, indent=1)

@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from starfabric.cli._options import needs
+from starfabric.cli._console import console
+from starfabric.cli._options import at_least, needs
 from starfabric.errors import ConfigError
 from starfabric.outputs import output_file, save_figure, write_json
 
@@ -66,7 +66,10 @@ def sim_collective(
     ),
     polarized: bool = typer.Option(False, "--polarized", help="Same ECMP hash at every tier."),
     step_latency_us: float = typer.Option(
-        5.0, "--step-latency-us", help="Per-step NCCL latency (assumption)."
+        5.0,
+        "--step-latency-us",
+        help="Per-step NCCL latency (assumption).",
+        callback=at_least("--step-latency-us", 0),
     ),
     seed: int = typer.Option(0, "--seed", help="ECMP hash seed."),
     json_path: Path | None = typer.Option(
@@ -100,7 +103,7 @@ def sim_collective(
         while s <= top:
             sizes.append(s)
             s *= 2
-    con = Console()
+    con = console()
     rows = []
     for s in sizes:
         plan = _plan(op, algo, gpus, float(s), local)
@@ -208,7 +211,7 @@ def sim_compare(
             f"{r.busbw_gbps:.2f}",
             f"{r.imbalance:.2f}",
         )
-    Console().print(tab)
+    console().print(tab)
     if png:
         fig = plot_compare([r for r in rows if r.feasible])
         save_figure(fig, png, dpi=110, bbox_inches="tight")
@@ -248,7 +251,7 @@ def sim_deepep(
     rows = deepep_sweep(
         ints(eps, "--eps"), ints(qps, "--qps"), seeds=tuple(range(seeds)), progress=True
     )
-    Console().print(format_rows(rows), markup=False, highlight=False)
+    console().print(format_rows(rows), markup=False, highlight=False)
     if json_path:
         write_json(json_path, [asdict(r) for r in rows])
 
@@ -301,7 +304,7 @@ def sim_fit(
     # every log read before the fit; one without a device list ran on the same fabric
     others = [parse_nccl_tests(path, default_ranks=spec.gpus) for path in predict]
     fit = fit_fabric(spec, run)
-    con = Console(highlight=False)
+    con = console()
     con.print(f"fitted {fit.spec.name}: {fit.params}", markup=False)
     tab = Table(title="predicted vs measured busbw (mean of out/in-place) at sizes >= " + min_size)
     for col in ("log", "op", "rows", "mean |err|", "max |err|", "verdict"):

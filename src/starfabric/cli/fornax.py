@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+from starfabric.cli._console import console as make_console
 from starfabric.cli._options import given, needs
 from starfabric.outputs import output_dir, output_file, write_bytes, write_json
 
@@ -36,12 +37,10 @@ def policy_check(
     ),
 ) -> None:
     """Validate VPC.yaml and show what it compiles to."""
-    import sys
 
     needs(ctx, "vni", requires="explain", because="it sets the explained packet's VNI")
     needs(ctx, "sport", requires="explain", because="it sets the explained packet's port")
 
-    from rich.console import Console
     from rich.table import Table
 
     from starfabric.fornax.vpc import compile_policy, load_vpc_spec
@@ -49,7 +48,7 @@ def policy_check(
     from starfabric.fornax.vpc.report import explain as explain_packet
     from starfabric.units import format_bytes
 
-    console = Console(highlight=False, width=None if sys.stdout.isatty() else 120)
+    console = make_console()
     compiled = compile_policy(load_vpc_spec(vpc_file))
     rows = summary(compiled)
     ex = None
@@ -202,14 +201,15 @@ def run(
     """Replay a workload against a VPC through the emulated NIC and the software manager."""
     import sys
 
-    from rich.console import Console
     from rich.progress import Progress
 
+    from starfabric.fornax.guards import check_workload_memory
     from starfabric.fornax.manager.report import print_summary
     from starfabric.fornax.manager.scenario import load_scenario, run_scenario
 
-    console = Console(highlight=False, width=None if sys.stdout.isatty() else 120)
+    console = make_console()
     scenario, base = load_scenario(scenario_file)
+    check_workload_memory(scenario.workload, scenario_file)  # before any work starts
     metrics: dict[str, bytes] = {}
     with Progress(console=console, transient=True, disable=not sys.stdout.isatty()) as bar:
         task = bar.add_task("replaying", total=1.0)
@@ -249,7 +249,6 @@ def experiment(
     import sys
     from pathlib import Path
 
-    from rich.console import Console
     from rich.progress import Progress
 
     from starfabric.fornax.experiments import get_scale
@@ -258,7 +257,7 @@ def experiment(
 
     names_for(name)  # a bad name or scale fails before anything runs
     get_scale(scale)
-    console = Console(highlight=False, width=None if sys.stdout.isatty() else 140)
+    console = make_console()
     with Progress(console=console, transient=True, disable=not sys.stdout.isatty()) as bar:
         doc = run_experiments(
             name, scale, out_dir=Path(out_dir), console=console, progress=bar,
@@ -291,14 +290,15 @@ def chaos(
     """Run traffic, policy changes and injected faults together; report each fault class."""
     import sys
 
-    from rich.console import Console
     from rich.progress import Progress
     from rich.table import Table
 
+    from starfabric.fornax.guards import check_workload_memory
     from starfabric.fornax.manager.chaos import load_chaos, run_chaos, summary_rows
 
-    console = Console(highlight=False, width=None if sys.stdout.isatty() else 140)
+    console = make_console()
     spec, base = load_chaos(chaos_file)
+    check_workload_memory(spec.workload, chaos_file)
     with Progress(console=console, transient=True, disable=not sys.stdout.isatty()) as bar:
         task = bar.add_task("chaos", total=1.0)
         report = run_chaos(spec, base, progress=lambda f: bar.update(task, completed=f))
