@@ -9,6 +9,7 @@ prints one line when a kernel has no cached machine code yet (`announce_compiles
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
@@ -55,6 +56,36 @@ class _CompileNote(numba_event.Listener):
 
     def on_end(self, event: Any) -> None:
         pass
+
+
+class _CompileClock(numba_event.Listener):
+    """Thread CPU seconds spent compiling (outermost compile events only), so measurements
+    of management CPU can leave the one-time JIT cost out (a cold run and a warm run of the
+    same seed then report the same work)."""
+
+    def __init__(self) -> None:
+        self.depth = 0
+        self.t0 = 0.0
+        self.total = 0.0
+
+    def on_start(self, event: Any) -> None:
+        if self.depth == 0:
+            self.t0 = time.thread_time()
+        self.depth += 1
+
+    def on_end(self, event: Any) -> None:
+        self.depth -= 1
+        if self.depth == 0:
+            self.total += time.thread_time() - self.t0
+
+
+_CLOCK = _CompileClock()
+numba_event.register("numba:compile", _CLOCK)
+
+
+def compile_cpu_s() -> float:
+    """Thread CPU seconds this process has spent compiling kernels so far."""
+    return _CLOCK.total + (time.thread_time() - _CLOCK.t0 if _CLOCK.depth else 0.0)
 
 
 def announce_compiles(console: _Printer) -> None:

@@ -57,7 +57,8 @@ def manager_demo(out: Path, seed: int, console: Console) -> dict[str, Any]:
         "named_drop": p["named_drop"],
         "connections": result["connections"],
         "mgmt_cpu_s": result["mgmt_cpu_s"],
-        "software_bytes_per_session": result["software_bytes_per_session"],
+        "peak_sessions": result["peak_sessions"],
+        "software_bytes_per_peak_session": result["software_bytes_per_peak_session"],
         "policy_changes": len(result["policy_changes"]),
     }
 
