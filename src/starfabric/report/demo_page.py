@@ -69,6 +69,8 @@ def _cells(prefix: str, value: Any, rows: list[list[Any]], depth: int = 0) -> No
             rows.append([prefix, f"{len(value)} records (see the JSON files)"])
     elif isinstance(value, bool):
         rows.append([prefix, "yes" if value else "no"])
+    elif value is None:
+        rows.append([prefix, "not measured in this run"])
     else:
         rows.append([prefix, value])
 
@@ -81,19 +83,34 @@ def _load(out: Path, name: str) -> Any:
 
 
 def _fmt_ratio(v: Any) -> str:
-    return "–" if not isinstance(v, int | float) else f"{v:.3g}"
+    return "(not measured)" if not isinstance(v, int | float) else f"{v:.3g}"
+
+
+def _names(v: Any) -> str:
+    if isinstance(v, list | tuple):
+        return ", ".join(str(x) for x in v) or "none"
+    return str(v)
+
+
+Q_FORNAX = "Does Fornax beat the software-centric managers?"
+Q_ASTRAL = "Does Astral's design win?"
+Q_SEER = "How accurate is Seer?"
+Q_MONITOR = "Did the monitor find the faults?"
 
 
 def headline(out: Path, summary: dict[str, Any]) -> list[tuple[str, str]]:
     """(question, answer) pairs from what the run measured."""
     rows: list[tuple[str, str]] = []
+    missing = "not measured in this run ({} is missing)"
     base = summary.get("fornax vs baselines", {})
-    if base:
+    if not base:
+        rows.append((Q_FORNAX, missing.format("the 'fornax vs baselines' step")))
+    else:
         s = base.get("storage_ratio (Fornax / OVS-like)")
         c = base.get("cpu_ratio (Fornax / OVS-like)")
         z = base.get("zero_drop_cps_ratio (Fornax / OVS-like)")
         rows.append((
-            "Does Fornax beat the software-centric managers?",
+            Q_FORNAX,
             f"software memory {_fmt_ratio(s)}× and management CPU {_fmt_ratio(c)}× of the "
             f"OVS-like manager's; zero-drop connection rate {_fmt_ratio(z)}× its rate",
         ))  # fmt: skip
@@ -108,25 +125,32 @@ def headline(out: Path, summary: dict[str, Any]) -> list[tuple[str, str]]:
         designs = sorted({str(r["design"]) for r in net["compare"]})
         wins = "; ".join(f"{w}: {d} fastest ({t:.2f} ms)" for w, (t, d) in sorted(best.items()))
         rows.append((
-            "Does Astral's design win?",
+            Q_ASTRAL,
             f"{wins} (designs compared: {', '.join(designs)}; ECMP hashing)",
         ))  # fmt: skip
+    else:
+        rows.append((Q_ASTRAL, missing.format("astral_network.json")))
     seer = _load(out, "seer_prediction.json")
     if isinstance(seer, dict) and "iteration_s" in seer:
         rows.append((
-            "How accurate is Seer?",
+            Q_SEER,
             f"this job: {seer['iteration_s']:.2f} s per iteration, MFU {seer.get('mfu', 0):.1%}; "
             "accuracy against 19 published Megatron-LM runs is measured by "
             "`starfabric astral seer validate` (not part of the demo)",
         ))  # fmt: skip
+    else:
+        rows.append((Q_SEER, missing.format("seer_prediction.json")))
     mon = summary.get("astral monitor", {})
     if mon:
         found = "found" if mon.get("top1_correct") else "did NOT rank first"
         rows.append((
-            "Did the monitor find the faults?",
-            f"injected {mon.get('injected')}, reported {mon.get('reported')}: the injected "
+            Q_MONITOR,
+            f"injected {_names(mon.get('injected'))}, reported {_names(mon.get('reported'))}: "
+            "the injected "
             f"fault {found} (localized in {mon.get('localize_s', 0):.2f} s)",
         ))  # fmt: skip
+    else:
+        rows.append((Q_MONITOR, missing.format("the 'astral monitor' step")))
     return rows
 
 
