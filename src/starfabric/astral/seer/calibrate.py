@@ -101,7 +101,10 @@ def calibrate_nccl(
             run.algbw_gbps, run.busbw_gbps, run.time_us_inplace, run.busbw_gbps_inplace, run.dtype,
         )  # fmt: skip
         if len(run) == 0:
-            raise DataError(f"{p}: no rows of at least {min_bytes} bytes", fix="lower min_bytes")
+            raise DataError(
+                f"{p}: no rows of at least {min_bytes:,} bytes",
+                fix="give a log whose sweep reaches that size (nccl-tests -e 8G)",
+            )
         g = min(run.ranks, gpus_per_node)
         tier = "nvlink" if run.ranks <= gpus_per_node else "nic"
         runs.append((str(p), run, Group(run.ranks, g), tier))
