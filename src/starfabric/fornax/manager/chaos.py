@@ -139,6 +139,11 @@ class ChaosSpec(Spec):
         starts = [("bit_flips", b.start) for b in f.bit_flips]
         starts += [(k, w.at) for k in ("stalls", "ring_overflows", "engine_failures", "crashes")
                    for w in getattr(f, k)]  # fmt: skip
+        for s in f.stalls:
+            if s.port >= self.engine.n_ports:
+                raise ValueError(
+                    f"faults.stalls: port {s.port} does not exist (engine.n_ports {self.engine.n_ports})"
+                )
         for kind, at in starts:
             if at >= end:
                 raise ValueError(
@@ -149,11 +154,6 @@ class ChaosSpec(Spec):
             if b.end is not None and b.end <= b.start:
                 raise ValueError(
                     f"faults.bit_flips: end {b.end:g} s is not after start {b.start:g} s"
-                )
-        for s in f.stalls:
-            if s.port >= self.engine.n_ports:
-                raise ValueError(
-                    f"faults.stalls: port {s.port} does not exist (engine.n_ports {self.engine.n_ports})"
                 )
         return self
 
