@@ -281,7 +281,7 @@ def _kineto_events(src: Path) -> dict:  # type: ignore[type-arg]
     return json.loads(gzip.decompress(src.read_bytes()))
 
 
-@SETTINGS
+@settings(SETTINGS, max_examples=6)  # each example re-serializes a whole trace
 @given(data=st.data())
 def test_kineto_event_corruptions(data: st.DataObject, outputs: Outputs, work: Path) -> None:
     src = data.draw(st.sampled_from(KINETO), label="trace")
