@@ -21,7 +21,8 @@ def test_run_demo_writes_summary_and_report(
     on_disk = json.loads((tmp_path / "summary.json").read_text())
     assert on_disk["astral network"]["outcomes"] == {"HIT": 3, "MISS": 1}
     page = (tmp_path / "report.html").read_text()
-    assert "outcomes.HIT" in page and "data:image/png;base64," in page
+    assert "outcomes › HIT" in page and "data:image/png;base64," in page
+    assert 'id="headline"' in page and "starfabric version" in page
 
 
 def test_demo_steps_cover_both_systems() -> None:

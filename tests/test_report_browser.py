@@ -13,6 +13,7 @@ import contextlib
 import fcntl
 import json
 import os
+import re
 import select
 import shutil
 import subprocess
@@ -211,10 +212,42 @@ def test_demo_report_renders_every_plot(
     demo.run_demo(out, seed=1, console=Console(quiet=True))
     page = out / "report.html"
 
+    browser.call(
+        "Emulation.setDeviceMetricsOverride",
+        {"width": 1400, "height": 2000, "deviceScaleFactor": 1, "mobile": False},
+        session=True,
+    )
     browser.open(page)
     plots = json.loads(browser.evaluate(_PLOTS_JS))
-    shot = browser.call("Page.captureScreenshot", {"format": "png"}, session=True)
-    (tmp_path / "report.png").write_bytes(base64.b64decode(shot["data"]))
+    shot = browser.call(
+        "Page.captureScreenshot", {"format": "png", "captureBeyondViewport": False}, session=True
+    )
+    png = base64.b64decode(shot["data"])
+    (tmp_path / "report.png").write_bytes(png)
+    if os.environ.get("STARFABRIC_REPORT_SCREENSHOT"):  # docs/report.png is made this way
+        Path(os.environ["STARFABRIC_REPORT_SCREENSHOT"]).write_bytes(png)
+
+    # the headline box answers the four questions; run metadata and file links are there
+    head = json.loads(browser.evaluate(
+        "JSON.stringify(Array.from(document.querySelectorAll('#headline dt')).map(d => d.textContent))"
+    ))  # fmt: skip
+    assert len(head) == 4 and all(q.endswith("?") for q in head), head
+    assert "starfabric version" in browser.evaluate("document.body.innerText")
+    assert browser.evaluate("document.querySelectorAll('.meta a[href$=\".json\"]').length") > 0
+    # no raw key names, no Python containers in any cell
+    cells = json.loads(browser.evaluate(
+        "JSON.stringify(Array.from(document.querySelectorAll('td')).map(c => c.textContent))"
+    ))  # fmt: skip
+    files = re.compile(r".+\.(json|png|duckdb|html)")  # a file name is a value, not a key
+    raw = [
+        c
+        for c in cells
+        if re.fullmatch(r"[a-z0-9]+(_[a-z0-9]+)+(\.[a-z_]+)*", c) and not files.fullmatch(c)
+    ]
+    assert raw == [], f"raw key names: {raw[:5]}"
+    assert [c for c in cells if c.startswith(("{", "[")) or "': " in c] == [], "a container"
+    # the page uses the window's width, not a 1100 px column
+    assert browser.evaluate("document.body.getBoundingClientRect().width") > 1200
 
     assert plots, "report.html has no <img class='plot'>"
     broken = [p["alt"] for p in plots if not (p["complete"] and p["w"] > 0 and p["h"] > 0)]

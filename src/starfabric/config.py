@@ -7,6 +7,7 @@ error, never silently dropped) and frozen (a spec compiled into arrays cannot dr
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -21,7 +22,7 @@ S = TypeVar("S", bound=BaseModel)
 class Spec(BaseModel):
     """Base for user-facing specifications: unknown keys are errors, instances are immutable."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 def _loc(loc: tuple[Any, ...]) -> str:
@@ -66,10 +67,42 @@ def validation_message(err: ValidationError, source: str = "") -> ConfigError:
             if len(shown) > 60:
                 shown = shown[:57] + "..."
             text = f"{prefix}field '{where}' = {shown}: {msg}"
-    more = len(err.errors()) - 1
-    if more:
-        text += f" (+{more} more)"
+    rest = err.errors()[1:]
+    if rest:  # name every other field too (up to a few), not just how many there are
+        shown_rest = [f"'{_loc(tuple(e['loc']))}' ({_short(e)})" for e in rest[:4]]
+        text += "; also " + ", ".join(shown_rest)
+        if len(rest) > 4:
+            text += f" and {len(rest) - 4} more"
     return ConfigError(text, fix=_FIXES.get(kind, "correct the value"))
+
+
+def _short(e: Any) -> str:
+    if e["type"] == "extra_forbidden":
+        return "unknown field"
+    if e["type"] == "missing":
+        return "required"
+    return str(e["msg"]).removeprefix("Value error, ")
+
+
+MAX_SPEC_MB_DEFAULT = 16.0
+"""Largest spec file (YAML/JSON) read, in MiB; the biggest bundled one is a few KB. A 50 MB VPC
+YAML takes minutes and gigabytes to load, so it is refused before parsing. Raise it with the
+environment variable STARFABRIC_MAX_SPEC_MB."""
+
+
+def max_spec_bytes() -> int:
+    """The spec-file size limit in bytes (STARFABRIC_MAX_SPEC_MB, else the default)."""
+    raw = os.environ.get("STARFABRIC_MAX_SPEC_MB", "")
+    try:
+        mb = float(raw) if raw else MAX_SPEC_MB_DEFAULT
+    except ValueError:
+        raise ConfigError(
+            f"STARFABRIC_MAX_SPEC_MB={raw!r} is not a number", fix="set it to a size in MiB"
+        ) from None
+    return int(mb * 2**20)
+
+
+_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's C parser when built
 
 
 def read_mapping(path: str | Path) -> dict[str, Any]:
@@ -77,9 +110,16 @@ def read_mapping(path: str | Path) -> dict[str, Any]:
     p = Path(path)
     if not p.is_file():
         raise ConfigError(f"{p}: no such file", fix="check the path")
+    size, limit = p.stat().st_size, max_spec_bytes()
+    if size > limit:
+        raise ConfigError(
+            f"{p}: {size / 2**20:,.1f} MiB is above the {limit / 2**20:g} MiB limit for a "
+            "spec file (it would take minutes and gigabytes to load)",
+            fix="split it into smaller files, or set STARFABRIC_MAX_SPEC_MB to allow it",
+        )
     try:
         text = p.read_text()
-        data = json.loads(text) if p.suffix == ".json" else yaml.safe_load(text)
+        data = json.loads(text) if p.suffix == ".json" else yaml.load(text, Loader=_Loader)
     except (yaml.YAMLError, json.JSONDecodeError, UnicodeDecodeError) as exc:
         line = getattr(getattr(exc, "problem_mark", None), "line", None)
         if line is None:

@@ -6,7 +6,6 @@ summary mapping; `run_demo` runs them in order and writes `summary.json`.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -14,7 +13,8 @@ from typing import Any
 
 from rich.console import Console
 
-from starfabric.report import HtmlReport
+from starfabric import outputs
+from starfabric.report.demo_page import demo_report
 
 DemoStep = Callable[[Path, int, Console], dict[str, Any]]
 
@@ -50,44 +50,7 @@ def run_demo(out: Path, *, seed: int = 1, console: Console | None = None) -> dic
         result = step(out, seed, console)
         result["wall_s"] = round(time.perf_counter() - t0, 3)
         summary[name] = result
-    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    _report(out, summary).write(out / "report.html")
+    outputs.write_json(out / "summary.json", summary)
+    demo_report(out, summary, seed=seed).write(out / "report.html")
     console.print(f"wrote {out / 'summary.json'} and {out / 'report.html'}")
     return summary
-
-
-def _flat(prefix: str, value: Any, rows: list[list[Any]]) -> None:
-    if isinstance(value, dict):
-        for k, v in value.items():
-            _flat(f"{prefix}.{k}" if prefix else str(k), v, rows)
-    elif isinstance(value, list):
-        rows.append([prefix, ", ".join(str(v) for v in value[:8])])
-    else:
-        rows.append([prefix, value])
-
-
-def _report(out: Path, summary: dict[str, Any]) -> HtmlReport:
-    """One self-contained page: each step's figures, and the plots the steps wrote."""
-    rep = HtmlReport("starfabric demo")
-    rep.paragraph(
-        "Fornax (SmartNIC session offload) and Astral (LLM-training datacenter) end to end at "
-        "demo scale. Timelines open in ui.perfetto.dev (seer_timeline.json and chaos_trace.json "
-        "beside this page).",
-        note=True,
-    )
-    for name, result in summary.items():
-        rep.heading(name)
-        rows: list[list[Any]] = []
-        _flat("", result, rows)
-        rep.table(["figure", "value"], rows)
-        for png in _PLOTS.get(name, ()):
-            if (out / png).is_file():
-                rep.image((out / png).read_bytes(), f"{name}: {png}")
-    return rep
-
-
-_PLOTS = {
-    "fornax vs baselines": ("fornax_E1.png", "fornax_E2.png", "fornax_E3.png"),
-    "fornax chaos": ("chaos_timeline.png",),
-    "astral network": ("astral_compare.png",),
-}

@@ -7,6 +7,7 @@ watts. Decimal prefixes (k, M, G, T, P) are powers of 1000, binary ones (Ki, Mi,
 
 from __future__ import annotations
 
+import math
 import re
 
 from starfabric.errors import ConfigError
@@ -27,6 +28,19 @@ _TIME = {
 
 
 def _fail(field: str, value: object, expect: str) -> ConfigError:
+    """The error for a quantity that does not parse; a negative or non-finite one says so
+    (`cps: -5k` is refused for its sign, not for its spelling)."""
+    text = str(value).strip()
+    if re.fullmatch(r"-" + _NUM + r"\S*", text) or (
+        isinstance(value, int | float) and not isinstance(value, bool) and value < 0
+    ):
+        return ConfigError(
+            f"{field}: {value!r} is negative", fix=f"give {field} >= 0, written like {expect}"
+        )
+    if text.lower().lstrip("+-") in ("nan", "inf", "infinity", ".nan", ".inf"):
+        return ConfigError(
+            f"{field}: {value!r} is not a finite quantity", fix=f"write it like {expect}"
+        )
     return ConfigError(f"{field}: cannot read {value!r} as {expect}", fix=f"write it like {expect}")
 
 
@@ -37,7 +51,7 @@ def _prefix(p: str) -> float | None:
 def parse_bandwidth(value: str | float | int, field: str = "bandwidth") -> float:
     """'400G', '400Gbps', '51.2T', '50GB/s' → bits per second (numbers pass through as bit/s)."""
     if isinstance(value, int | float) and not isinstance(value, bool):
-        if value < 0:
+        if not math.isfinite(value) or value < 0:
             raise _fail(field, value, "'400G' or '50GB/s'")
         return float(value)
     m = re.fullmatch(_NUM + r"([KkMGTP]i?|)\s*(bps|b/s|bit/s|B/s|Bps|)\s*", str(value))
@@ -53,7 +67,7 @@ def parse_bandwidth(value: str | float | int, field: str = "bandwidth") -> float
 def parse_bytes(value: str | float | int, field: str = "size") -> int:
     """'80GiB', '1MB', '4096', '1.5KiB' → bytes (an integer)."""
     if isinstance(value, int | float) and not isinstance(value, bool):
-        if value < 0:
+        if not math.isfinite(value) or value < 0:
             raise _fail(field, value, "'80GiB' or '1MB'")
         return int(value)
     m = re.fullmatch(_NUM + r"([KkMGTP]i?|)\s*(B|bytes|)\s*", str(value))
@@ -68,7 +82,7 @@ def parse_bytes(value: str | float | int, field: str = "size") -> int:
 def parse_duration(value: str | float | int, field: str = "duration") -> float:
     """'2us', '500ms', '10s', '5min', '5d' → seconds (numbers pass through as seconds)."""
     if isinstance(value, int | float) and not isinstance(value, bool):
-        if value < 0:
+        if not math.isfinite(value) or value < 0:
             raise _fail(field, value, "'2us' or '500ms'")
         return float(value)
     m = re.fullmatch(_NUM + r"(ns|us|µs|ms|s|min|h|d)\s*", str(value))
@@ -80,7 +94,7 @@ def parse_duration(value: str | float | int, field: str = "duration") -> float:
 def parse_power(value: str | float | int, field: str = "power") -> float:
     """'700W', '10.5kW', '1.2MW' → watts."""
     if isinstance(value, int | float) and not isinstance(value, bool):
-        if value < 0:
+        if not math.isfinite(value) or value < 0:
             raise _fail(field, value, "'700W' or '10.5kW'")
         return float(value)
     m = re.fullmatch(_NUM + r"([kMG]|)\s*W\s*", str(value))
@@ -92,7 +106,7 @@ def parse_power(value: str | float | int, field: str = "power") -> float:
 def parse_count(value: str | float | int, field: str = "count") -> int:
     """'16M', '512K', '1e6', 4096 → an integer count (decimal prefixes)."""
     if isinstance(value, int) and not isinstance(value, bool):
-        if value < 0:
+        if not math.isfinite(value) or value < 0:
             raise _fail(field, value, "'16M' or 4096")
         return value
     m = re.fullmatch(_NUM + r"([kKMGT]|)\s*", str(value))

@@ -133,7 +133,11 @@ def test_bad_workloads_are_one_line_errors() -> None:
             )
         }
     )
-    wl = parse_workload({"kind": "synthetic", "duration": 1, "cps": 1, "inbound": 0.5})
+    with pytest.raises(ConfigError, match=r"inbound 0\.5 = 1\.4: shares must each be in 0\.\.1"):
+        parse_workload({"kind": "synthetic", "duration": 1, "cps": 1, "inbound": 0.5})
+    wl = parse_workload(
+        {"kind": "synthetic", "duration": 1, "cps": 1, "east_west": 0.3, "inbound": 0.5}
+    )
     with pytest.raises(ConfigError, match=r"inbound = 0\.5 needs an ENI with an EIP"):
         next(iter(synthetic(no_eip, wl)))  # type: ignore[arg-type]
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
+
+from starfabric import outputs
 
 DEMO_JOB: dict[str, Any] = {
     "model": "llama-3.1-70b",
@@ -43,7 +44,7 @@ def network_demo(out: Path, seed: int, console: Console) -> dict[str, Any]:
                     f"{r.time_ms:.2f}", f"{r.busbw_gbps:.1f}", f"{r.imbalance:.2f}")  # fmt: skip
     console.print(tab)
     fig = plot_compare([r for r in rows if r.feasible])
-    fig.savefig(out / "astral_compare.png", dpi=110, bbox_inches="tight")
+    outputs.save_figure(fig, out / "astral_compare.png", dpi=110, bbox_inches="tight")
     sizes = [2**k for k in range(20, 31, 2)]
     curve = [asdict(r) for r in sweep(topo, "all_reduce", 1024, sizes)]
     summary = {
@@ -52,7 +53,7 @@ def network_demo(out: Path, seed: int, console: Console) -> dict[str, Any]:
         "compare": [asdict(r) for r in rows],
         "allreduce_1024_sweep": curve,
     }
-    (out / "astral_network.json").write_text(json.dumps(summary, indent=2, default=float))
+    outputs.write_json(out / "astral_network.json", summary, default=float)
     return {
         "gpus": topo.n_gpus,
         "designs": len({r.design for r in rows}),
@@ -68,7 +69,7 @@ def seer_demo(out: Path, seed: int, console: Console) -> dict[str, Any]:
     pred = predict(job)
     summ = pred.summary()
     write_trace(pred, out / "seer_timeline.json")
-    (out / "seer_prediction.json").write_text(json.dumps(summ, indent=2, default=float))
+    outputs.write_json(out / "seer_prediction.json", summ, default=float)
     tab = Table(title=f"Seer: {summ['model']} on {summ['gpus']} x {summ['gpu']}")
     tab.add_column("component")
     tab.add_column("seconds", justify="right")

@@ -1,7 +1,7 @@
 """The `starfabric` command: the one error boundary of the project.
 
 Every StarfabricError raised below becomes one line on stderr and exit code 2; `--debug`
-shows the traceback instead.
+(anywhere on the command line) shows the traceback instead.
 """
 
 from __future__ import annotations
@@ -9,20 +9,39 @@ from __future__ import annotations
 from typing import Any
 
 import typer
+from pydantic import ValidationError
 from rich.console import Console
 from typer.core import TyperGroup
 
+from starfabric import __version__
+from starfabric.config import validation_message
 from starfabric.errors import StarfabricError
 
-_err = Console(stderr=True, highlight=False, soft_wrap=True)
+_err = Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
+
+
+def _hoist_debug(args: list[str]) -> list[str]:
+    """`--debug` is a root option, but users put it anywhere: move it to the front (only
+    before a `--` separator, after which every word is an argument)."""
+    end = args.index("--") if "--" in args else len(args)
+    if "--debug" not in args[:end]:
+        return args
+    rest = [a for a in args[:end] if a != "--debug"]
+    return ["--debug", *rest, *args[end:]]
 
 
 class _Boundary(TyperGroup):
     """Root group that turns user errors into one line instead of a traceback."""
 
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, _hoist_debug(list(args)))
+
     def invoke(self, ctx: typer.Context) -> Any:  # type: ignore[override]
         try:
-            return super().invoke(ctx)
+            try:
+                return super().invoke(ctx)
+            except ValidationError as exc:  # a spec built from options without parse_spec
+                raise validation_message(exc, "options") from None
         except StarfabricError as exc:
             if ctx.params.get("debug"):
                 raise
@@ -40,9 +59,22 @@ app = typer.Typer(
 )
 
 
+def _show_version(value: bool) -> None:
+    if value:
+        typer.echo(f"starfabric {__version__}")
+        raise typer.Exit(0)
+
+
 @app.callback()
 def _root(
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks for errors."),
+    version: bool = typer.Option(
+        False,
+        "--version",
+        help="Print the version and exit.",
+        callback=_show_version,
+        is_eager=True,
+    ),
 ) -> None:
     """starfabric: emulate Fornax and simulate Astral."""
 
@@ -61,7 +93,10 @@ _register()
 
 
 def main() -> None:
-    """Console-script entry point."""
+    """Console-script entry point: announces a cold numba cache on stderr (one line)."""
+    from starfabric import _jit
+
+    _jit.announce_compiles(_err)
     app()
 
 

@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import typer
+from rich.markup import escape
+
+from starfabric.cli._console import console
+from starfabric.cli._options import at_least, excludes
+from starfabric.outputs import output_dir, output_file, write_json, write_text
 
 astral_app = typer.Typer(
     help="Astral: LLM-training datacenter network, power, Seer and monitor.", no_args_is_help=True
@@ -30,17 +35,22 @@ def seer_predict(
     as_json: bool = typer.Option(False, "--json", help="Print the prediction as JSON."),
     gpu: str = typer.Option("", "--gpu", help="GPU type (overrides the job's system.gpu)."),
     gpus: int = typer.Option(0, "--gpus", help="GPU count (overrides system.gpus)."),
-    trace: str = typer.Option("", "--trace", help="Write a Chrome-trace JSON of one iteration."),
+    trace: str = typer.Option(
+        "",
+        "--trace",
+        help="Write a Chrome-trace JSON of one iteration.",
+        callback=output_file("--trace"),
+    ),
     profile: str = typer.Option("", "--profile", help="Calibrated profile from 'seer calibrate'."),
 ) -> None:
     """Predict one iteration: time, breakdown, TFLOP/s, MFU, memory and OOM verdict."""
     import json
 
-    from rich.console import Console
     from rich.table import Table
 
     from starfabric.astral.seer import load_job, predict, write_trace
     from starfabric.astral.seer.calibrate import apply_profile
+    from starfabric.astral.seer.hf_config import check_seq_len
 
     overrides: dict[str, object] = {}
     if gpu:
@@ -48,6 +58,7 @@ def seer_predict(
     if gpus:
         overrides["gpus"] = gpus
     the_job = load_job(job, overrides or None)
+    check_seq_len(the_job.model, the_job.execution.seq_len, "execution.seq_len")
     if profile:
         the_job = apply_profile(the_job, profile)
     pred = predict(the_job)
@@ -58,10 +69,10 @@ def seer_predict(
     if as_json:
         typer.echo(json.dumps(out, indent=2))
         return
-    con = Console()
+    con = console()
     lay = out["layout"]
     con.print(
-        f"[bold]{out['model']}[/] ({out['params'] / 1e9:.1f}B params) on {out['gpus']} x "
+        f"[bold]{escape(str(out['model']))}[/] ({out['params'] / 1e9:.1f}B params) on {out['gpus']} x "
         f"{out['gpu']}: tp={lay['tp']} pp={lay['pp']} vpp={lay['vpp']} dp={lay['dp']} "
         f"cp={lay['cp']} ep={lay['ep']} micro-batches={lay['micro_batches']}"
     )
@@ -91,18 +102,24 @@ def seer_validate(
     csv: str = typer.Option(
         "", "--csv", help="Published-runs CSV (default: bundled Megatron table)."
     ),
-    json_path: str = typer.Option("", "--json", help="Write each row's prediction and error here."),
+    json_path: str = typer.Option(
+        "",
+        "--json",
+        help="Write each row's prediction and error here.",
+        callback=output_file("--json"),
+    ),
     max_mean: float = typer.Option(0.05, "--max-mean", help="Fail if mean |error| exceeds this."),
     max_row: float = typer.Option(
         0.10, "--max-row", help="Fail if any row's |error| exceeds this."
     ),
-    plot: str = typer.Option("", "--plot", help="Write a predicted-vs-published PNG here."),
+    plot: str = typer.Option(
+        "",
+        "--plot",
+        help="Write a predicted-vs-published PNG here.",
+        callback=output_file("--plot"),
+    ),
 ) -> None:
     """Predict published measured runs and compare iteration time and TFLOP/s per GPU."""
-    import json
-    from pathlib import Path
-
-    from rich.console import Console
     from rich.progress import Progress
     from rich.table import Table
 
@@ -125,7 +142,7 @@ def seer_validate(
             except StarfabricError as exc:
                 failed.append((row.get("row_id", "?"), exc.one_line()))
             prog.advance(task)
-    con = Console()
+    con = console()
     tab = Table("row", "model", "GPUs", "published s", "predicted s", "error",
                 "TFLOP/s pub/pred", "FLOPs")  # fmt: skip
     for r in results:
@@ -140,7 +157,7 @@ def seer_validate(
         chosen = ", ".join(f"{k}={v}" for k, v in r.choices.items())
         con.print(f"  {r.row_id}: {chosen}", soft_wrap=True)
     for rid, why in failed:
-        con.print(f"  [red]{rid}: not predicted[/]: {why}", soft_wrap=True)
+        con.print(f"  [red]{escape(str(rid))}: not predicted[/]: {escape(why)}", soft_wrap=True)
     s = summary(results, failed)
     by_src = Table("source", "rows", "mean |error|", "max |error|", title="error per source")
     for src, st in s["per_source"].items():
@@ -150,8 +167,7 @@ def seer_validate(
     con.print(f"predicted {len(results)} of {len(rows)} rows")
     con.print(f"mean |error| {s['mean_abs_error']:.2%}   max |error| {s['max_abs_error']:.2%}")
     if json_path:
-        Path(json_path).parent.mkdir(parents=True, exist_ok=True)
-        Path(json_path).write_text(json.dumps(s, indent=2))
+        write_json(json_path, s)
     if plot and results:
         from starfabric.astral.seer.validate import plot_validation
 
@@ -175,9 +191,21 @@ astral_app.add_typer(topo_app, name="topo")
 @topo_app.command("build")
 def topo_build(
     cluster: str = typer.Argument(..., help="Cluster YAML (see examples/cluster-*.yaml)."),
-    json_path: str = typer.Option("", "--json", help="Write inventory + power JSON here."),
-    csv_dir: str = typer.Option("", "--csv", help="Write nodes.csv and links.csv to this folder."),
-    graphml: str = typer.Option("", "--graphml", help="Write GraphML (small topologies only)."),
+    json_path: str = typer.Option(
+        "", "--json", help="Write inventory + power JSON here.", callback=output_file("--json")
+    ),
+    csv_dir: str = typer.Option(
+        "",
+        "--csv",
+        help="Write nodes.csv and links.csv to this folder.",
+        callback=output_dir("--csv"),
+    ),
+    graphml: str = typer.Option(
+        "",
+        "--graphml",
+        help="Write GraphML (small topologies only).",
+        callback=output_file("--graphml"),
+    ),
 ) -> None:
     """Build CLUSTER.yaml and print its inventory: switches, ports, links, optics, power, cost.
 
@@ -185,7 +213,6 @@ def topo_build(
     """
     import time
 
-    from rich.console import Console
     from rich.table import Table
 
     from starfabric.astral.power import power_report
@@ -200,9 +227,9 @@ def topo_build(
     inv = inventory(topo, spec)
     pr = power_report(inv, spec.power)
     build_s = time.perf_counter() - t0
-    con = Console()
+    con = console()
     con.print(
-        f"[bold]{spec.name}[/]: {spec.topology}, {inv.gpus:,} {spec.gpu} GPUs in {inv.hosts:,} "
+        f"[bold]{escape(spec.name)}[/]: {spec.topology}, {inv.gpus:,} {spec.gpu} GPUs in {inv.hosts:,} "
         f"hosts, {inv.pods} pod(s), {spec.switch} switches at {spec.port_speed / 1e9:g}G "
         f"(radix {inv.radix}), built in {build_s:.2f} s"
     )
@@ -241,12 +268,15 @@ def topo_build(
 @topo_app.command("compare")
 def topo_compare(
     cluster: str = typer.Argument(..., help="Cluster YAML; its GPU count is the common size."),
-    png: str = typer.Option("", "--png", help="Write a bar-chart PNG here."),
-    json_path: str = typer.Option("", "--json", help="Write the rows as JSON here."),
+    png: str = typer.Option(
+        "", "--png", help="Write a bar-chart PNG here.", callback=output_file("--png")
+    ),
+    json_path: str = typer.Option(
+        "", "--json", help="Write the rows as JSON here.", callback=output_file("--json")
+    ),
     pairs: int = typer.Option(20_000, "--pairs", min=1, help="Random GPU pairs for hop counts."),
 ) -> None:
     """The designs side by side at equal GPU count: switches, optics, cost, power, hops."""
-    from rich.console import Console
     from rich.table import Column, Table
 
     from starfabric.astral.topology import ClusterSpec
@@ -256,7 +286,7 @@ def topo_compare(
 
     spec = load_spec(ClusterSpec, cluster)
     rows = compare(spec, sample_pairs=pairs)
-    con = Console()
+    con = console()
 
     def _n(x: float) -> str:
         return f"{x / 1e6:.2f}M" if x >= 1e6 else (f"{x / 1e3:.1f}K" if x >= 1e4 else f"{x:,.0f}")
@@ -274,7 +304,7 @@ def topo_compare(
             f"{r.network_w / 1e6:,.1f}", f"{r.network_bisection_bps / 1e15:,.1f}",
             f"{r.mean_switch_hops:.2f}", f"{r.same_rail_switch_hops:.2f}",
         )  # fmt: skip
-    con.print(f"[bold]{spec.name}[/]: designs at {rows[0].gpus:,} GPUs (same switch, NIC, GPU);"
+    con.print(f"[bold]{escape(spec.name)}[/]: designs at {rows[0].gpus:,} GPUs (same switch, NIC, GPU);"
               " hops = switches on random / same-rail GPU pairs")  # fmt: skip
     con.print(tab)
     for note in notes:
@@ -288,27 +318,33 @@ def topo_compare(
 @seer_app.command("search")
 def seer_search(
     model: str = typer.Argument(..., help="Bundled model name or config.json path."),
-    gpus: int = typer.Option(..., "--gpus", help="Number of GPUs."),
+    gpus: int = typer.Option(..., "--gpus", help="Number of GPUs.", callback=at_least("--gpus")),
     gpu: str = typer.Option("H100", "--gpu", help="GPU type from the hardware catalog."),
-    global_batch: int = typer.Option(..., "--global-batch", help="Sequences per iteration."),
-    seq_len: int = typer.Option(..., "--seq-len", help="Sequence length."),
+    global_batch: int = typer.Option(
+        ..., "--global-batch", help="Sequences per iteration.", callback=at_least("--global-batch")
+    ),
+    seq_len: int = typer.Option(
+        ..., "--seq-len", help="Sequence length.", callback=at_least("--seq-len")
+    ),
     precision: str = typer.Option("bf16", "--precision", help="bf16, fp16 or fp8."),
     nic: str = typer.Option("400G", "--nic", help="Scale-out bandwidth per GPU."),
-    top: int = typer.Option(10, "--top", help="How many layouts to show."),
-    json_path: str = typer.Option("", "--json", help="Write the ranked layouts here."),
+    top: int = typer.Option(
+        10, "--top", help="How many layouts to show.", callback=at_least("--top")
+    ),
+    json_path: str = typer.Option(
+        "", "--json", help="Write the ranked layouts here.", callback=output_file("--json")
+    ),
     ray: str = typer.Option(
         "", "--ray", help="Spread the sweep over Ray: 'local' or a cluster ADDRESS (host:port)."
     ),
 ) -> None:
     """Rank every valid parallel layout by predicted throughput (memory-feasible only)."""
-    import json
     import time
-    from pathlib import Path
 
-    from rich.console import Console
     from rich.table import Table
 
     from starfabric.astral.seer import load_model
+    from starfabric.astral.seer.hf_config import check_seq_len
     from starfabric.astral.seer.parallel import SystemSpec
     from starfabric.astral.seer.search import search
     from starfabric.config import parse_spec
@@ -319,14 +355,16 @@ def seer_search(
             f"--precision {precision!r} is not supported", fix="use bf16, fp16 or fp8"
         )
     system = parse_spec(SystemSpec, {"gpu": gpu, "gpus": gpus, "nic_bandwidth": nic}, "options")
+    the_model = load_model(model)
+    check_seq_len(the_model, seq_len, "--seq-len")
     t0 = time.perf_counter()
     res = search(
-        load_model(model), system, global_batch, seq_len, precision,  # type: ignore[arg-type]
+        the_model, system, global_batch, seq_len, precision,  # type: ignore[arg-type]
         ray=ray or None,
     )  # fmt: skip
     dt = time.perf_counter() - t0
     rows = res.top(top)
-    con = Console()
+    con = console()
     con.print(
         f"{len(res)} layouts ({int(res.feasible.sum())} fit in memory) in {dt:.2f}s "
         f"({len(res) / dt:,.0f} configs/s)"
@@ -341,8 +379,7 @@ def seer_search(
         )  # fmt: skip
     con.print(tab)
     if json_path:
-        Path(json_path).parent.mkdir(parents=True, exist_ok=True)
-        Path(json_path).write_text(json.dumps({"layouts": len(res), "top": rows}, indent=2))
+        write_json(json_path, {"layouts": len(res), "top": rows})
 
 
 @seer_app.command("calibrate")
@@ -352,14 +389,15 @@ def seer_calibrate(
     kineto: list[str] = typer.Option([], "--kineto", help="Kineto traces with shapes (repeat)."),
     nic: str = typer.Option("400G", "--nic", help="Scale-out bandwidth per GPU, e.g. 400G."),
     gpus_per_node: int = typer.Option(8, "--gpus-per-node", help="GPUs per node in the logs."),
-    out: str = typer.Option("", "--out", help="Write the profile (YAML) here."),
+    out: str = typer.Option(
+        "", "--out", help="Write the profile (YAML) here.", callback=output_file("--out")
+    ),
 ) -> None:
     """Fit collective latency/bandwidth per tier (nccl-tests) and GEMM efficiency (Kineto);
     report the error before and after; write a profile `seer predict --profile` applies."""
     from pathlib import Path
 
     import yaml
-    from rich.console import Console
     from rich.table import Table
 
     from starfabric.astral.seer.calibrate import calibrate_kineto, calibrate_nccl
@@ -367,7 +405,7 @@ def seer_calibrate(
 
     if not nccl_tests and not kineto:
         raise ConfigError("nothing to calibrate from", fix="give --nccl-tests and/or --kineto")
-    con = Console()
+    con = console()
     profile: dict = {"gpu": gpu, "efficiency": {}, "fitted_from": []}
     if nccl_tests:
         cal = calibrate_nccl(nccl_tests, gpu, nic, gpus_per_node)
@@ -395,9 +433,8 @@ def seer_calibrate(
         else:
             con.print(f"  ({fit.dtype} GEMMs: reported only; the profile sets 16-bit GEMMs)")
     if out:
-        Path(out).parent.mkdir(parents=True, exist_ok=True)
-        Path(out).write_text(yaml.safe_dump(profile, sort_keys=False))
-        con.print(f"profile: {out}")
+        write_text(out, yaml.safe_dump(profile, sort_keys=False))
+        con.print(f"profile: {out}", markup=False)
 
 
 # --- monitor: four-layer telemetry, fault synthesis, cross-layer localization (issue 9) ------
@@ -411,7 +448,12 @@ astral_app.add_typer(monitor_app, name="monitor")
 
 @monitor_app.command("synth")
 def monitor_synth(
-    out: str = typer.Argument(..., help="DuckDB file to write (replaced if it exists)."),
+    ctx: typer.Context,
+    out: str = typer.Argument(
+        ...,
+        help="DuckDB file to write (replaced only when the run succeeds).",
+        callback=output_file("OUT"),
+    ),
     gpus: int = typer.Option(1024, "--gpus", help="Cluster GPUs: 1024 or a multiple of 16384."),
     fault: list[str] = typer.Option(
         [],
@@ -421,32 +463,49 @@ def monitor_synth(
     iterations: int = typer.Option(6, "--iterations", help="Training iterations to record."),
     seed: int = typer.Option(0, "--seed", help="Noise and ECMP seed."),
     placement_seed: int = typer.Option(0, "--placement-seed", help="DP ring host order."),
-    parquet: str = typer.Option("", "--parquet", help="Also export every table to this folder."),
+    parquet: str = typer.Option(
+        "",
+        "--parquet",
+        help="Also export every table to this folder.",
+        callback=output_dir("--parquet"),
+    ),
     spec_file: str = typer.Option("", "--spec", help="YAML run spec (examples/monitor-*.yaml)."),
 ) -> None:
     """Run a training job on the cluster and write its four layers' telemetry (truth aside)."""
+    excludes(
+        ctx, "spec_file", others=("gpus", "iterations", "seed", "placement_seed"),
+        because="the spec file sets them",
+    )  # fmt: skip
     from pathlib import Path
 
-    from rich.console import Console
+    from rich.markup import escape
 
     from starfabric.astral.monitor import SynthSpec, TelemetryStore, synth_to_file
     from starfabric.astral.monitor.faults import parse_fault, truth_path
-    from starfabric.config import load_spec
+    from starfabric.config import load_spec, parse_spec
+    from starfabric.outputs import atomic_path
 
     if spec_file:
         spec = load_spec(SynthSpec, spec_file)
     else:
-        spec = SynthSpec(gpus=gpus, iterations=iterations, seed=seed, placement_seed=placement_seed)
+        opts = {
+            "gpus": gpus,
+            "iterations": iterations,
+            "seed": seed,
+            "placement_seed": placement_seed,
+        }
+        spec = parse_spec(SynthSpec, opts, "options (--gpus/--iterations/--seed)")
     faults = [parse_fault(f) for f in [*spec.faults, *fault]]
     db = Path(out)
-    db.parent.mkdir(parents=True, exist_ok=True)
-    summ = synth_to_file(spec, faults, db)
-    con = Console()
+    with atomic_path(db) as tmp, atomic_path(truth_path(db)) as tmp_truth:
+        summ = synth_to_file(spec, faults, tmp)  # a failed run leaves the old database
+        truth_path(tmp).replace(tmp_truth)
+    con = console()
     con.print(
-        f"{db}: {summ['gpus']} GPUs, {summ['iterations']} iterations, {len(faults)} fault(s)"
+        f"{escape(str(db))}: {summ['gpus']} GPUs, {summ['iterations']} iterations, {len(faults)} fault(s)"
         + (f", job hung at iteration {summ['stopped_at']}" if summ["stopped_at"] >= 0 else "")
     )
-    con.print(f"injection record (for eval only): {truth_path(db)}")
+    con.print(f"injection record (for eval only): {truth_path(db)}", markup=False)
     if parquet:
         with TelemetryStore(db, read_only=True) as st:
             files = st.export_parquet(parquet)
@@ -458,19 +517,22 @@ def monitor_diagnose(
     db: str = typer.Argument(
         ..., help="Telemetry DuckDB written by 'monitor synth' or 'monitor ingest'."
     ),
-    json_path: str = typer.Option("", "--json", help="Write the diagnosis as JSON here."),
-    top: int = typer.Option(5, "--top", help="Causes to print."),
-    trace: str = typer.Option("", "--trace", help="Chrome-trace of suspect vs healthy ranks."),
+    json_path: str = typer.Option(
+        "", "--json", help="Write the diagnosis as JSON here.", callback=output_file("--json")
+    ),
+    top: int = typer.Option(5, "--top", help="Causes to print.", callback=at_least("--top")),
+    trace: str = typer.Option(
+        "",
+        "--trace",
+        help="Chrome-trace of suspect vs healthy ranks.",
+        callback=output_file("--trace"),
+    ),
 ) -> None:
     """Localize root causes from the telemetry alone; print ranked causes and evidence.
 
     A synthesized job (its cluster and job are known) goes through cross-layer localization;
     ingested real files, which come without a topology, are diagnosed from their findings.
     """
-    import json
-    from pathlib import Path
-
-    from rich.console import Console
 
     from starfabric.astral.monitor import TelemetryStore, diagnose
     from starfabric.astral.monitor.findings import diagnose_ingested
@@ -481,57 +543,67 @@ def monitor_diagnose(
         d = diagnose(st) if synthesized else diagnose_ingested(st)
         if trace and synthesized:
             write_timeline(st, d, trace)
-    con = Console()
+    con = console()
     for a in d.anomalies:
-        con.print(f"[yellow]anomaly[/] {a}", soft_wrap=True)
+        con.print(f"[yellow]anomaly[/] {escape(str(a))}", soft_wrap=True)
     for dep in d.seer_departure:
-        con.print(f"[cyan]seer[/] {dep}", soft_wrap=True)
+        con.print(f"[cyan]seer[/] {escape(str(dep))}", soft_wrap=True)
     rep = d.reported()
     if not rep:
         con.print("[green]no root cause above the report threshold[/]")
     for i, c in enumerate(d.causes[:top], 1):
         con.print(
-            f"[bold]{i}. {c.title}[/] ({c.label}) confidence {c.confidence:.2f}"
+            f"[bold]{i}. {escape(c.title)}[/] ({escape(c.label)}) confidence {c.confidence:.2f}"
             + ("" if c.hardware else ", no hardware cause")
         )
         for e in c.evidence:
-            con.print(f"     {e}", soft_wrap=True)
+            con.print(f"     {e}", soft_wrap=True, markup=False)
     con.print(f"localized in {d.elapsed_s:.2f} s")
     if json_path:
-        Path(json_path).write_text(json.dumps(d.to_dict(), indent=1))
+        write_json(json_path, d.to_dict(), indent=1)
 
 
 @monitor_app.command("ingest")
 def monitor_ingest(
-    db: str = typer.Argument(..., help="DuckDB file to append to (created if missing)."),
+    db: str = typer.Argument(
+        ...,
+        help="DuckDB file to append to (created if missing; changed only when every file loads).",
+        callback=output_file("DB"),
+    ),
     files: list[str] = typer.Argument(
         ..., help="Kineto JSON(.gz), nccl-tests logs, sysfs TSV/dir, ethtool -m, dmesg, CSVs."
     ),
     kind: str = typer.Option("", "--kind", help="Force the format (default: detect)."),
 ) -> None:
     """Load real telemetry files into the store and print what they show."""
-    from rich.console import Console
     from rich.table import Table
 
     from starfabric.astral.monitor import TelemetryStore, ingest_path
     from starfabric.astral.monitor.findings import ingested_findings
+    from starfabric.outputs import replacing_copy
 
-    con = Console()
-    with TelemetryStore(db) as st:
+    con = console()
+    loaded = []
+    # a file that fails to load leaves DB as it was (the run works on a copy)
+    with replacing_copy(db) as work, TelemetryStore(work) as st:
         for f in files:
             k, n = ingest_path(st, f, kind or None)
-            con.print(f"{f}: {k}, {n} rows")
+            loaded.append(f"{f}: {k}, {n} rows")
         found = ingested_findings(st)
+    for line in loaded:
+        con.print(line, markup=False)
     tab = Table("layer", "component", "finding", "severity")
     for x in found:
-        tab.add_row(x.layer, x.component, x.what, x.severity)
+        tab.add_row(*(escape(str(v)) for v in (x.layer, x.component, x.what, x.severity)))
     con.print(tab if found else "[green]nothing abnormal found[/]")
 
 
 @monitor_app.command("eval")
 def monitor_eval(
     gpus: int = typer.Option(1024, "--gpus", help="Cluster GPUs: 1024 or a multiple of 16384."),
-    json_path: str = typer.Option("", "--json", help="Write f1, top1, fp_rate, ... here."),
+    json_path: str = typer.Option(
+        "", "--json", help="Write f1, top1, fp_rate, ... here.", callback=output_file("--json")
+    ),
     seeds: int = typer.Option(3, "--seeds", help="Seeds/placements per fault class."),
     seed0: int = typer.Option(0, "--seed0", help="First seed (another suite: another seed0)."),
     healthy: int = typer.Option(6, "--healthy", help="Healthy runs (false positives)."),
@@ -545,15 +617,11 @@ def monitor_eval(
     """Scenario suites, scored apart: the suite (signatures on: P/R/F1, top-1, FP on healthy
     runs), every class with its signature off and partial and the gray classes (top-1
     component), confounders (hardware false positives); localization time of each."""
-    import json
-    from pathlib import Path
-
-    from rich.console import Console
 
     from starfabric.astral.monitor import evaluate
     from starfabric.astral.monitor.evaluate import SECTIONS
 
-    con = Console()
+    con = console()
     summ = evaluate(
         gpus,
         seeds=seeds,
@@ -567,5 +635,4 @@ def monitor_eval(
         parts = [f"{k} {sec[k]:.3f}" for k in ("top1_component", "fp_rate", "named") if k in sec]
         con.print(f"{name}: " + ", ".join(parts) + f", max {sec['max_localize_s']:.2f} s")
     if json_path:
-        Path(json_path).parent.mkdir(parents=True, exist_ok=True)
-        Path(json_path).write_text(json.dumps(summ, indent=1))
+        write_json(json_path, summ, indent=1)

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import typer
-from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
+from starfabric.cli._console import console
+from starfabric.cli._options import at_least, needs
 from starfabric.errors import ConfigError
+from starfabric.outputs import output_file, save_figure, write_json
 
 sim_app = typer.Typer(
     help="Network simulation: collectives, design comparison, DeepEP, nccl-tests fit.",
@@ -62,6 +64,7 @@ def _plan(op: str, algo: str, n: int, size: float, topo, proto: str = "auto"):
 
 @sim_app.command("collective")
 def sim_collective(
+    ctx: typer.Context,
     topo: Path = typer.Option(..., "--topo", help="Cluster YAML (see examples/cluster-*.yaml)."),
     op: str = typer.Option("all_reduce", "--op", help=f"One of: {', '.join(OPS)}."),
     size: str = typer.Option("1GiB", "--size", help="Buffer size as nccl-tests counts it."),
@@ -83,10 +86,15 @@ def sim_collective(
     ),
     polarized: bool = typer.Option(False, "--polarized", help="Same ECMP hash at every tier."),
     step_latency_us: float = typer.Option(
-        5.0, "--step-latency-us", help="Per-step NCCL latency (assumption)."
+        5.0,
+        "--step-latency-us",
+        help="Per-step NCCL latency (assumption).",
+        callback=at_least("--step-latency-us", 0),
     ),
     seed: int = typer.Option(0, "--seed", help="ECMP hash seed."),
-    json_path: Path | None = typer.Option(None, "--json", help="Write results as JSON."),
+    json_path: Path | None = typer.Option(
+        None, "--json", help="Write results as JSON.", callback=output_file("--json")
+    ),
 ) -> None:
     """Simulate one collective (or a size sweep) on a topology and report algbw/busbw."""
     from starfabric.astral.collectives.run import run_plan
@@ -94,6 +102,8 @@ def sim_collective(
     from starfabric.config import load_spec
     from starfabric.units import parse_bytes
 
+    needs(ctx, "min_size", requires="sweep", because="it bounds the size sweep")
+    needs(ctx, "max_size", requires="sweep", because="it bounds the size sweep")
     if backend not in ("flow", "analytical"):
         raise ConfigError(f"--backend {backend!r}", fix="use flow or analytical")
     from starfabric.astral.netsim.transport import check_transport
@@ -116,7 +126,7 @@ def sim_collective(
         while s <= top:
             sizes.append(s)
             s *= 2
-    con = Console()
+    con = console()
     rows = []
     for s in sizes:
         plan = _plan(op, algo, gpus, float(s), t, proto)
@@ -181,19 +191,16 @@ def sim_collective(
             )
         con.print(st)
     if json_path:
-        json_path.parent.mkdir(parents=True, exist_ok=True)
-        json_path.write_text(
-            json.dumps(
-                {
-                    "topology": t.name,
-                    "op": op,
-                    "gpus": gpus,
-                    "backend": backend,
-                    "transport": tr,
-                    "rows": rows,
-                },
-                indent=2,
-            )
+        write_json(
+            json_path,
+            {
+                "topology": t.name,
+                "op": op,
+                "gpus": gpus,
+                "backend": backend,
+                "transport": tr,
+                "rows": rows,
+            },
         )
 
 
@@ -202,8 +209,12 @@ def sim_compare(
     topo: Path = typer.Option(
         ..., "--topo", help="Cluster YAML; its GPU count is kept for every design."
     ),
-    png: Path | None = typer.Option(None, "--png", help="Write the bar chart."),
-    json_path: Path | None = typer.Option(None, "--json", help="Write the rows as JSON."),
+    png: Path | None = typer.Option(
+        None, "--png", help="Write the bar chart.", callback=output_file("--png")
+    ),
+    json_path: Path | None = typer.Option(
+        None, "--json", help="Write the rows as JSON.", callback=output_file("--json")
+    ),
     seed: int = typer.Option(0, "--seed", help="ECMP hash seed."),
 ) -> None:
     """Same-rail 3-tier vs fat-tree vs rail-only: DP all-reduce and all-to-all, ECMP vs polarized."""
@@ -236,14 +247,12 @@ def sim_compare(
             f"{r.busbw_gbps:.2f}",
             f"{r.imbalance:.2f}",
         )
-    Console().print(tab)
+    console().print(tab)
     if png:
         fig = plot_compare([r for r in rows if r.feasible])
-        png.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(png, dpi=110, bbox_inches="tight")
+        save_figure(fig, png, dpi=110, bbox_inches="tight")
     if json_path:
-        json_path.parent.mkdir(parents=True, exist_ok=True)
-        json_path.write_text(json.dumps([asdict(r) for r in rows], indent=2))
+        write_json(json_path, [asdict(r) for r in rows])
 
 
 @sim_app.command("deepep")
@@ -254,7 +263,9 @@ def sim_deepep(
     transport: str = typer.Option(
         "ib", "--transport", help="roce, ib, efa, tcpxo or tcpx (the published runs are IB)."
     ),
-    json_path: Path | None = typer.Option(None, "--json", help="Write the rows as JSON."),
+    json_path: Path | None = typer.Option(
+        None, "--json", help="Write the rows as JSON.", callback=output_file("--json")
+    ),
 ) -> None:
     """DeepEP dispatch/combine bandwidth per GPU vs QPs per peer, beside the published H800
     figures and the multi-QP gain the same sweep shows on RoCE."""
@@ -289,7 +300,7 @@ def sim_deepep(
     rows = deepep_sweep(
         ep_list, qp_list, seeds=tuple(range(seeds)), progress=True, transport=tr, topo=fabric
     )
-    con = Console()
+    con = console()
     con.print(f"transport: {tr}", markup=False, highlight=False)
     con.print(format_rows(rows), markup=False, highlight=False)
     ends = (min(qp_list), max(qp_list))
@@ -307,16 +318,13 @@ def sim_deepep(
     )
     con.print(format_gains(rows, roce), markup=False, highlight=False, soft_wrap=True)
     if json_path:
-        json_path.parent.mkdir(parents=True, exist_ok=True)
-        json_path.write_text(
-            json.dumps(
-                {
-                    "transport": tr,
-                    "rows": [asdict(r) for r in rows],
-                    "roce": [asdict(r) for r in roce],
-                },
-                indent=2,
-            )
+        write_json(
+            json_path,
+            {
+                "transport": tr,
+                "rows": [asdict(r) for r in rows],
+                "roce": [asdict(r) for r in roce],
+            },
         )
 
 
@@ -327,35 +335,61 @@ def sim_fit(
         [], "--predict", help="Other nccl-tests logs of the same hardware."
     ),
     min_size: str = typer.Option("64MiB", "--min-size", help="Compare sizes from this one up."),
+    gpu: str | None = typer.Option(
+        None, "--gpu", help="GPU (catalog name); default: the log's device list."
+    ),
+    nodes: int | None = typer.Option(
+        None, "--nodes", help="Nodes the log ran on; default: hosts in its device list."
+    ),
+    gpus_per_node: int | None = typer.Option(
+        None, "--gpus-per-node", help="GPUs per node; default: from the device list."
+    ),
+    nic: str | None = typer.Option(
+        None, "--nic", help="Scale-out bandwidth per GPU, e.g. 200G (logs never print it)."
+    ),
+    nvlink: float | None = typer.Option(
+        None, "--nvlink", help="NVLink GB/s per GPU per direction (GPUs not in the catalog)."
+    ),
 ) -> None:
-    """Fit the fabric on an all_reduce log, then predict other collectives' logs on the same hardware."""
+    """Fit the fabric on an all_reduce log, then predict other collectives' logs on the same
+    hardware. The hardware comes from the log's device list (ranks, hosts, GPU model), or the
+    options; a log spanning nodes needs --nic."""
     import numpy as np
 
-    from starfabric.astral.collectives.fit import fabric_for, fit_fabric, fit_verdict, predict_run
+    from starfabric.astral.collectives.fit import fit_fabric, fit_verdict, predict_run
+    from starfabric.astral.nccl_hardware import fabric_of
     from starfabric.astral.nccltests import parse_nccl_tests
     from starfabric.units import parse_bytes
 
     lo = parse_bytes(min_size, "--min-size")
-    run = parse_nccl_tests(all_reduce_log)
+    if nvlink is not None and not (nvlink > 0 and np.isfinite(nvlink)):
+        raise ConfigError(f"--nvlink {nvlink}: must be a positive number", fix="e.g. --nvlink 150")
+    ranks = nodes * gpus_per_node if nodes and gpus_per_node else None
+    run = parse_nccl_tests(all_reduce_log, ranks=ranks)
     if run.collective != "all_reduce":
         raise ConfigError(
             f"{all_reduce_log}: is a {run.collective} log", fix="fit on an all_reduce log"
         )
-    fit = fit_fabric(fabric_for(str(all_reduce_log)), run)
-    con = Console()
-    con.print(f"fitted {fit.spec.name}: {fit.params}")
+    spec = fabric_of(
+        run, gpu=gpu, nodes=nodes, gpus_per_node=gpus_per_node, nic=nic, nvlink_gbyte_s=nvlink
+    )
+    # every log read before the fit; one without a device list ran on the same fabric
+    others = [parse_nccl_tests(path, default_ranks=spec.gpus) for path in predict]
+    fit = fit_fabric(spec, run)
+    con = console()
+    con.print(f"fitted {fit.spec.name}: {fit.params}", markup=False)
     tab = Table(title="predicted vs measured busbw (mean of out/in-place) at sizes >= " + min_size)
     for col in ("log", "op", "rows", "mean |err|", "max |err|", "verdict"):
         tab.add_column(col, justify="right")
-    for path in [all_reduce_log, *predict]:
-        other = parse_nccl_tests(path).at_least(lo)
+    for other in [run, *others]:
+        other = other.at_least(lo)
         if len(other) == 0:
             continue
         pred = predict_run(fit, other.collective, other.size_bytes)
         signed = np.array([p.busbw_gbps for p in pred]) / other.busbw_mean_gbps - 1
         err = np.abs(signed)
         tab.add_row(
-            Path(path).name[:48],
+            escape(Path(other.path).name[:48]),
             other.collective,
             str(len(other)),
             f"{err.mean():.1%}",

@@ -5,14 +5,20 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.console import Console
 
+from starfabric.cli._console import console
 from starfabric.demo import run_demo
+from starfabric.outputs import output_dir
 
 
 def demo(
-    out: Path = typer.Option(Path("out/demo"), "--out", help="Folder for the demo's outputs."),
+    out: Path = typer.Option(
+        Path("out/demo"),
+        "--out",
+        help="Folder for the demo's outputs.",
+        callback=output_dir("--out"),
+    ),
     seed: int = typer.Option(1, "--seed", help="Random seed for every generator."),
 ) -> None:
     """Run Fornax and Astral end to end and write DIR/summary.json."""
-    run_demo(out, seed=seed, console=Console())
+    run_demo(out, seed=seed, console=console())

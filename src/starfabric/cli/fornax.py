@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import typer
 
+from starfabric.cli._console import console as make_console
+from starfabric.cli._options import given, needs
+from starfabric.outputs import output_dir, output_file, write_bytes, write_json
+
 fornax_app = typer.Typer(
     help="Fornax: hardware-centric SmartNIC session management.", no_args_is_help=True
 )
@@ -16,6 +20,7 @@ fornax_app.add_typer(policy_app, name="policy")
 
 @policy_app.command("check")
 def policy_check(
+    ctx: typer.Context,
     vpc_file: str = typer.Argument(..., metavar="VPC.yaml", help="Tenant network (YAML/JSON)."),
     explain: tuple[str, str, str, int] | None = typer.Option(
         None,
@@ -27,14 +32,15 @@ def policy_check(
         None, "--vni", help="VNI of the explained packet (default: its source ENI's VPC)."
     ),
     sport: int = typer.Option(40000, "--sport", help="Source port (ICMP: echo id) to explain."),
-    json_out: str | None = typer.Option(None, "--json", help="Also write the result as JSON."),
+    json_out: str | None = typer.Option(
+        None, "--json", help="Also write the result as JSON.", callback=output_file("--json")
+    ),
 ) -> None:
     """Validate VPC.yaml and show what it compiles to."""
-    import json
-    import sys
-    from pathlib import Path
 
-    from rich.console import Console
+    needs(ctx, "vni", requires="explain", because="it sets the explained packet's VNI")
+    needs(ctx, "sport", requires="explain", because="it sets the explained packet's port")
+
     from rich.table import Table
 
     from starfabric.fornax.vpc import compile_policy, load_vpc_spec
@@ -42,7 +48,7 @@ def policy_check(
     from starfabric.fornax.vpc.report import explain as explain_packet
     from starfabric.units import format_bytes
 
-    console = Console(highlight=False, width=None if sys.stdout.isatty() else 120)
+    console = make_console()
     compiled = compile_policy(load_vpc_spec(vpc_file))
     rows = summary(compiled)
     ex = None
@@ -112,13 +118,13 @@ def policy_check(
         steps.add_row("scopes", f"eni {ex['eni']}, vpc {ex['vpc']}; reply vni {ex['rev_vni']}")
         console.print(steps)
     if json_out:
-        Path(json_out).parent.mkdir(parents=True, exist_ok=True)
-        Path(json_out).write_text(json.dumps(result, indent=2, default=str))
+        write_json(json_out, result, default=str)
 
 
 # --- engine: the emulated SmartNIC session engine (fornax/engine) -----------------------------
 @fornax_app.command("trace")
 def engine_trace(
+    ctx: typer.Context,
     src: str = typer.Option(..., "--src", help="Source ADDRESS:PORT (ICMP: PORT = echo id)."),
     dst: str = typer.Option(
         ..., "--dst", help="Destination ADDRESS:PORT (IPv6: \\[2001:db8::2]:443)."
@@ -135,7 +141,27 @@ def engine_trace(
     ),
 ) -> None:
     """Explain one packet's path through the session engine, stage by stage."""
+    import ipaddress
     import sys
+
+    from starfabric.errors import ConfigError
+    from starfabric.fornax.explain import parse_endpoint
+
+    p = proto.lower()
+    if flags and p != "tcp":
+        raise ConfigError(f"--flags {flags!r} with --proto {proto}: only TCP has flags",
+                          fix="drop --flags, or use --proto tcp")  # fmt: skip
+    if given(ctx, "icmp_type") and p not in ("icmp", "icmpv6"):
+        raise ConfigError(f"--icmp-type with --proto {proto}: only ICMP has a type",
+                          fix="drop --icmp-type, or use --proto icmp/icmpv6")  # fmt: skip
+    fam = {ipaddress.ip_address(parse_endpoint(a, n)[0]).version
+           for a, n in ((src, "--src"), (dst, "--dst"))}  # fmt: skip
+    if len(fam) > 1:
+        raise ConfigError(f"--src {src} and --dst {dst} mix IPv4 and IPv6",
+                          fix="give two addresses of one family")  # fmt: skip
+    if (p, fam.pop()) in (("icmp", 6), ("icmpv6", 4)):
+        raise ConfigError(f"--proto {proto} does not match the addresses' IP version",
+                          fix="use icmp for IPv4 and icmpv6 for IPv6")  # fmt: skip
 
     from starfabric.config import load_spec
     from starfabric.fornax.explain import DEFAULT_SCENARIO, Scenario, build_engine, explain_packet
@@ -162,24 +188,28 @@ def engine_trace(
 @fornax_app.command("run")
 def run(
     scenario_file: str = typer.Argument(..., metavar="SCENARIO.yaml", help="Scenario (YAML/JSON)."),
-    json_out: str | None = typer.Option(None, "--json", help="Write the run summary as JSON."),
+    json_out: str | None = typer.Option(
+        None, "--json", help="Write the run summary as JSON.", callback=output_file("--json")
+    ),
     prometheus_out: str | None = typer.Option(
-        None, "--prometheus", help="Write the manager's metrics as Prometheus text."
+        None,
+        "--prometheus",
+        help="Write the manager's metrics as Prometheus text.",
+        callback=output_file("--prometheus"),
     ),
 ) -> None:
     """Replay a workload against a VPC through the emulated NIC and the software manager."""
-    import json
     import sys
-    from pathlib import Path
 
-    from rich.console import Console
     from rich.progress import Progress
 
+    from starfabric.fornax.guards import check_workload_memory
     from starfabric.fornax.manager.report import print_summary
     from starfabric.fornax.manager.scenario import load_scenario, run_scenario
 
-    console = Console(highlight=False, width=None if sys.stdout.isatty() else 120)
+    console = make_console()
     scenario, base = load_scenario(scenario_file)
+    check_workload_memory(scenario.workload, scenario_file)  # before any work starts
     metrics: dict[str, bytes] = {}
     with Progress(console=console, transient=True, disable=not sys.stdout.isatty()) as bar:
         task = bar.add_task("replaying", total=1.0)
@@ -188,13 +218,11 @@ def run(
         )
     print_summary(console, result, title=scenario_file)
     if json_out:
-        Path(json_out).parent.mkdir(parents=True, exist_ok=True)
-        Path(json_out).write_text(json.dumps(result, indent=2, sort_keys=True))
-        console.print(f"wrote {json_out}")
+        write_json(json_out, result, sort_keys=True)
+        console.print(f"wrote {json_out}", markup=False)
     if prometheus_out:
-        Path(prometheus_out).parent.mkdir(parents=True, exist_ok=True)
-        Path(prometheus_out).write_bytes(metrics["prometheus"])
-        console.print(f"wrote {prometheus_out}")
+        write_bytes(prometheus_out, metrics["prometheus"])
+        console.print(f"wrote {prometheus_out}", markup=False)
 
 
 # --- experiment: the paper's experiments against the baselines (fornax/experiments) -----------
@@ -205,30 +233,35 @@ def experiment(
     ),
     scale: str = typer.Option("default", "--scale", help="ci (seconds), default or paper."),
     json_out: str | None = typer.Option(
-        None, "--json", help="Write every result as JSON (rewritten after each experiment)."
+        None,
+        "--json",
+        help="Write every result as JSON (rewritten after each experiment).",
+        callback=output_file("--json"),
     ),
     out_dir: str = typer.Option(
-        "out/experiments", "--out", help="Folder for one PNG plot per experiment."
+        "out/experiments",
+        "--out",
+        help="Folder for one PNG plot per experiment.",
+        callback=output_dir("--out"),
     ),
 ) -> None:
     """Run the Fornax paper's experiments with Fornax and the software-centric baselines."""
     import sys
     from pathlib import Path
 
-    from rich.console import Console
     from rich.progress import Progress
 
     from starfabric.fornax.experiments import get_scale
-    from starfabric.fornax.experiments.output import write_json
+    from starfabric.fornax.experiments.output import write_json as write_doc
     from starfabric.fornax.experiments.runner import names_for, run_experiments
 
     names_for(name)  # a bad name or scale fails before anything runs
     get_scale(scale)
-    console = Console(highlight=False, width=None if sys.stdout.isatty() else 140)
+    console = make_console()
     with Progress(console=console, transient=True, disable=not sys.stdout.isatty()) as bar:
         doc = run_experiments(
             name, scale, out_dir=Path(out_dir), console=console, progress=bar,
-            on_result=(lambda d: write_json(d, Path(json_out))) if json_out else None,
+            on_result=(lambda d: write_doc(d, Path(json_out))) if json_out else None,
         )  # fmt: skip
     for key in ("storage_ratio", "cpu_ratio", "zero_drop_cps_ratio"):
         if key in doc:
@@ -236,7 +269,7 @@ def experiment(
             console.print(f"{key} (Fornax / OVS-like): {'-' if v is None else f'{v:.4g}'}")
     console.print(f"plots in {out_dir}/")
     if json_out:
-        write_json(doc, Path(json_out))
+        write_doc(doc, Path(json_out))
         console.print(f"wrote {json_out}")
 
 
@@ -244,24 +277,28 @@ def experiment(
 @fornax_app.command("chaos")
 def chaos(
     chaos_file: str = typer.Argument(..., metavar="SCENARIO.yaml", help="Chaos spec (YAML/JSON)."),
-    json_out: str | None = typer.Option(None, "--json", help="Write the full report as JSON."),
+    json_out: str | None = typer.Option(
+        None, "--json", help="Write the full report as JSON.", callback=output_file("--json")
+    ),
     trace_out: str | None = typer.Option(
-        None, "--trace", help="Write faults and failovers as a Chrome-trace/Perfetto timeline."
+        None,
+        "--trace",
+        help="Write faults and failovers as a Chrome-trace/Perfetto timeline.",
+        callback=output_file("--trace"),
     ),
 ) -> None:
     """Run traffic, policy changes and injected faults together; report each fault class."""
-    import json
     import sys
-    from pathlib import Path
 
-    from rich.console import Console
     from rich.progress import Progress
     from rich.table import Table
 
+    from starfabric.fornax.guards import check_workload_memory
     from starfabric.fornax.manager.chaos import load_chaos, run_chaos, summary_rows
 
-    console = Console(highlight=False, width=None if sys.stdout.isatty() else 140)
+    console = make_console()
     spec, base = load_chaos(chaos_file)
+    check_workload_memory(spec.workload, chaos_file)
     with Progress(console=console, transient=True, disable=not sys.stdout.isatty()) as bar:
         task = bar.add_task("chaos", total=1.0)
         report = run_chaos(spec, base, progress=lambda f: bar.update(task, completed=f))
@@ -291,9 +328,8 @@ def chaos(
         f"patrol period {report['patrol_period_s'] * 1e3:.1f} ms"
     )
     if json_out:
-        Path(json_out).parent.mkdir(parents=True, exist_ok=True)
-        Path(json_out).write_text(json.dumps(report, indent=2, sort_keys=True, default=int))
-        console.print(f"wrote {json_out}")
+        write_json(json_out, report, sort_keys=True, default=int)
+        console.print(f"wrote {json_out}", markup=False)
     if trace_out:
         from starfabric.fornax.manager.chaos_report import chrome_trace
 

@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from starfabric.config import Spec, parse_spec, read_mapping
 from starfabric.errors import ConfigError
@@ -124,6 +124,20 @@ class SyntheticWorkload(Spec):
     _cps = field_validator("cps", mode="before")(
         lambda v: float(parse_count(v, "cps")) if isinstance(v, str) else v
     )
+
+    @model_validator(mode="after")
+    def _shares(self) -> SyntheticWorkload:
+        """Each group of shares is a split of the traffic: every share in 0..1, adding to 1
+        (a share left out keeps its default, which is counted)."""
+        for names in (("tcp", "udp", "icmp"), ("east_west", "outbound", "inbound")):
+            vals = [getattr(self, n) for n in names]
+            if max(vals) > 1 or abs(sum(vals) - 1.0) > 1e-6:
+                shown = " + ".join(f"{n} {v:g}" for n, v in zip(names, vals, strict=True))
+                raise ValueError(
+                    f"{shown} = {sum(vals):g}: shares must each be in 0..1 and add up to 1 "
+                    f"(give all of {', '.join(names)})"
+                )
+        return self
 
 
 class PcapWorkload(Spec):

@@ -13,10 +13,13 @@ from pathlib import Path
 from typing import Any
 
 _CSS = """
-body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:2rem auto;max-width:1100px;color:#1b1f24;line-height:1.45}
+body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:1.5rem 2vw;color:#1b1f24;line-height:1.45}
+.headline{border:2px solid #0969da;background:#ddf4ff;border-radius:6px;padding:.6rem 1.2rem;margin:1rem 0}
+.headline dt{font-weight:600;margin-top:.4rem}.headline dd{margin:0 0 .2rem 0}
+.meta{display:inline-block;vertical-align:top;margin-right:3rem}h3{font-size:1.05rem;margin:.8rem 0 .2rem}
 h1{font-size:1.7rem;border-bottom:2px solid #d0d7de;padding-bottom:.3rem}h2{font-size:1.3rem;margin-top:2.2rem}
 table{border-collapse:collapse;margin:.8rem 0;font-size:.9rem}th,td{border:1px solid #d0d7de;padding:.25rem .6rem;text-align:right}
-th{background:#f6f8fa}td:first-child,th:first-child{text-align:left}img{max-width:100%;border:1px solid #eee;margin:.6rem 0}
+th{background:#f6f8fa}td:first-child,th:first-child{text-align:left}img{max-width:100%;border:1px solid #eee;margin:.6rem .6rem .6rem 0;vertical-align:top}
 .note{color:#57606a;font-size:.9rem}code{background:#f6f8fa;padding:0 .25rem}
 """
 
@@ -53,6 +56,33 @@ class HtmlReport:
         )
         self.parts.append(f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
 
+    def box(self, title: str, items: list[tuple[str, str]]) -> None:
+        """The headline box: questions and their answers."""
+        body = "".join(f"<dt>{html.escape(q)}</dt><dd>{html.escape(a)}</dd>" for q, a in items)
+        self.parts.append(
+            f'<div id="headline" class="headline"><h3>{html.escape(title)}</h3>'
+            f"<dl>{body}</dl></div>"
+        )
+
+    def facts(self, title: str, rows: list[list[Any]]) -> None:
+        """A small titled two-column table (run metadata), outside the step sections."""
+        body = "".join(
+            f"<tr><td>{html.escape(_fmt(k))}</td><td>{html.escape(_fmt(v))}</td></tr>"
+            for k, v in rows
+        )
+        self.parts.append(
+            f'<div class="meta"><h3>{html.escape(title)}</h3><table><tbody>{body}</tbody>'
+            "</table></div>"
+        )
+
+    def links(self, title: str, files: list[tuple[str, str]]) -> None:
+        """Links to files beside the page (relative, so the folder can move)."""
+        items = "".join(
+            f'<li><a href="{html.escape(f)}">{html.escape(f)}</a>: {html.escape(what)}</li>'
+            for f, what in files
+        )
+        self.parts.append(f'<div class="meta"><h3>{html.escape(title)}</h3><ul>{items}</ul></div>')
+
     def image(self, png: bytes, alt: str) -> None:
         data = base64.b64encode(png).decode("ascii")
         self.parts.append(
@@ -67,10 +97,9 @@ class HtmlReport:
         )
 
     def write(self, path: str | Path) -> Path:
-        p = Path(path)
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(self.render())
-        return p
+        from starfabric.outputs import write_text
+
+        return write_text(path, self.render())
 
 
 def _fmt(v: Any) -> str:

@@ -89,7 +89,6 @@ class ChromeTrace:
         return {"traceEvents": self.events, "displayTimeUnit": "ms"}
 
     def write(self, path: str | Path) -> Path:
-        p = Path(path)
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(json.dumps(self.to_json(), separators=(",", ":")))
-        return p
+        from starfabric.outputs import write_text
+
+        return write_text(path, json.dumps(self.to_json(), separators=(",", ":")))

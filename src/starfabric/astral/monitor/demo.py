@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 
+from starfabric import outputs
 from starfabric.astral.monitor.evaluate import Scenario, job_targets, random_fault, score
 from starfabric.astral.monitor.faults import LINK_CRC
 from starfabric.astral.monitor.localize import diagnose
@@ -48,5 +48,5 @@ def monitor_demo(out: Path, seed: int, console: Console) -> dict[str, Any]:
         "localize_s": d.elapsed_s,
         "diagnosis": d.to_dict(),
     }
-    (out / "monitor.json").write_text(json.dumps(summary, indent=1))
+    outputs.write_json(out / "monitor.json", summary, indent=1)
     return summary

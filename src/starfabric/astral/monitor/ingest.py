@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import csv
 import gzip
-import json
+import math
 import re
 from datetime import datetime
 from pathlib import Path
@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from starfabric.astral.kineto import read_kineto
 from starfabric.astral.monitor.store import TelemetryStore
 from starfabric.astral.nccltests import parse_nccl_tests
 from starfabric.errors import DataError
@@ -49,18 +50,9 @@ def _open_text(p: Path) -> str:
 def ingest_kineto(store: TelemetryStore, path: str | Path) -> int:
     """NCCL kernels of one rank's Kineto (PyTorch profiler) trace → app_collective rows."""
     p = Path(path)
-    try:
-        doc = json.loads(_open_text(p))
-    except json.JSONDecodeError as e:
-        raise DataError(f"{p}: not JSON at line {e.lineno} column {e.colno} ({e.msg})") from None
-    if not isinstance(doc, dict) or not isinstance(doc.get("traceEvents"), list):
-        raise DataError(
-            f"{p}: no traceEvents list", fix="give a PyTorch profiler Chrome-trace JSON"
-        )
-    dist = doc.get("distributedInfo") or {}
-    rank = dist.get("rank", -1) if isinstance(dist, dict) else -1
-    if not isinstance(rank, int):
-        raise DataError(f"{p}: distributedInfo.rank = {rank!r} is not an integer")
+    trace = read_kineto(p)  # the input layer: truncated gzip, bad times, no kernels refused
+    rank = trace.rank
+    doc = {"traceEvents": trace.events}
     rows: dict[str, list[Any]] = {
         k: [] for k in ("collective", "kernel", "ts_us", "dur_us", "nelems", "group_size")
     }
@@ -165,6 +157,11 @@ def ingest_sys_infiniband(store: TelemetryStore, path: str | Path) -> int:
                 v = float(val.split()[0])
             except (ValueError, IndexError):
                 raise DataError(f"{p}: record {rec} ({sp}) has non-numeric value {val!r}") from None
+            if not math.isfinite(v) or v < 0:  # sysfs counters are unsigned integers
+                raise DataError(
+                    f"{p}: record {rec} ({sp}) value {val!r} is not a counter (finite, >= 0)",
+                    fix="give the sysfs snapshot as read",
+                )
             cnt["device"].append(m.group(1))
             cnt["port"].append(int(m.group(2)))
             cnt["counter"].append(m.group(4))
@@ -278,6 +275,11 @@ def ingest_ethtool_ddm(store: TelemetryStore, path: str | Path, device: str | No
                     raise DataError(
                         f"{p}: line {ln}: {line.strip()[:60]!r} has no number"
                     ) from None
+                if k == "bias" and vals[k][-1] < 0:
+                    raise DataError(
+                        f"{p}: line {ln}: laser bias {m.group(1)} mA is negative",
+                        fix="give `ethtool -m` output as printed",
+                    )
     if not vals["rx"] and not vals["temp"]:
         raise DataError(f"{p}: no optical DDM readings ('Receiver signal ... power', 'Module temperature')",
                         fix="give `ethtool -m <dev>` output of a module with diagnostics")  # fmt: skip
@@ -325,6 +327,12 @@ def ingest_minibatch_csv(store: TelemetryStore, path: str | Path) -> int:
             raise DataError(
                 f"{p}: line {ln} is not worker,time,batch_time: {','.join(r)[:60]!r}"
             ) from None
+        if w[-1] < 0 or not (math.isfinite(t[-1]) and math.isfinite(b[-1]) and b[-1] >= 0):
+            raise DataError(
+                f"{p}: line {ln}: worker {r[iw]!r}, time {r[it]!r}, batch time {r[ib]!r} must be "
+                "a rank >= 0 and finite times (batch time >= 0)",
+                fix="repair or drop the row",
+            )
     wa, ta, ba = np.asarray(w), np.asarray(t), np.asarray(b)
     steps = np.unique(ta)
     step = np.searchsorted(steps, ta).astype(np.int32)

@@ -100,7 +100,10 @@ def calibrate_nccl(
             run.algbw_gbps, run.busbw_gbps, run.time_us_inplace, run.busbw_gbps_inplace, run.dtype,
         )  # fmt: skip
         if len(run) == 0:
-            raise DataError(f"{p}: no rows of at least {min_bytes} bytes", fix="lower min_bytes")
+            raise DataError(
+                f"{p}: no rows of at least {min_bytes:,} bytes",
+                fix="give a log whose sweep reaches that size (nccl-tests -e 8G)",
+            )
         g = min(run.ranks, gpus_per_node)
         tier = "nvlink" if run.ranks <= gpus_per_node else "nic"
         runs.append((str(p), run, Group(run.ranks, g), tier))
@@ -204,18 +207,10 @@ def kineto_gemms(path: str | Path) -> tuple[np.ndarray[Any, Any], np.ndarray[Any
     """(M, N, K) rows and measured GPU seconds of every aten::mm/addmm in a Kineto trace (ops
     recorded with shapes), linked to their kernels through the runtime launch's correlation
     id; plus the input dtype seen most."""
-    import gzip
-    import json
+    from starfabric.astral.kineto import read_kineto
 
     p = Path(path)
-    try:
-        opener = gzip.open if p.suffix == ".gz" else open
-        with opener(p, "rt") as fh:
-            events = json.load(fh)["traceEvents"]
-    except (OSError, ValueError, KeyError) as exc:
-        raise DataError(
-            f"{p}: not a Kineto trace ({exc.__class__.__name__})", fix="check it"
-        ) from None
+    events = read_kineto(p).events  # the input layer: every event's times checked
     ops_by_tid: dict[Any, list[dict[str, Any]]] = {}
     for e in events:
         named = e.get("cat") == "cpu_op" and e.get("name") in KINETO_GEMM_OPS

@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
+from starfabric.astral.seer.hf_config import read_hf_config, validate_hf_config
 from starfabric.config import Spec, parse_spec, read_mapping
 from starfabric.errors import ConfigError
 
@@ -212,6 +213,7 @@ _ACT = {
 def from_hf_config(cfg: dict[str, Any], name: str = "model") -> ModelSpec:
     """Build a ModelSpec from a Hugging Face `config.json` mapping (Llama, Qwen2/3, Mixtral,
     DeepSeek-V2/V3, GPT-2)."""
+    cfg = validate_hf_config(cfg, name)  # the input layer: types, ranges, encoders refused
     mt = str(cfg.get("model_type", "")).lower()
     h = _get(cfg, "hidden_size", "n_embd")
     layers = _get(cfg, "num_hidden_layers", "n_layer")
@@ -307,7 +309,7 @@ def load_model(ref: str | Path | dict[str, Any]) -> ModelSpec:
         return from_hf_config(ref, name=str(ref.get("name", "model")))
     path = Path(ref)
     if path.is_file():
-        data = json.loads(path.read_text()) if path.suffix == ".json" else read_mapping(path)
+        data = read_hf_config(path) if path.suffix == ".json" else read_mapping(path)
         if "layers" in data and "hidden" in data:
             return parse_spec(ModelSpec, data, source=str(path))
         return from_hf_config(data, name=path.stem)

@@ -671,10 +671,10 @@ def plot_validation(results: list[RowResult], path: str | Path) -> Path:
            xlabel="published iteration time (s)", ylabel="Seer predicted (s)")  # fmt: skip
     ax.legend()
     ax.set_title("Seer vs published training runs")
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
+    from starfabric.outputs import save_figure
+
     fig.tight_layout()
-    fig.savefig(p, dpi=120)
+    p = save_figure(fig, path, dpi=120)
     plt.close(fig)
     return p
 

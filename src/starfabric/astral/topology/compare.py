@@ -138,8 +138,8 @@ def plot_compare(rows: list[DesignRow], path: str | Path) -> Path:
     gpus = rows[0].gpus if rows else 0
     fig.suptitle(f"Designs at {gpus:,} GPUs (equal parts)")
     fig.tight_layout()
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(p, dpi=110)
+    from starfabric.outputs import save_figure
+
+    p = save_figure(fig, path, dpi=110)
     plt.close(fig)
     return p

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import networkx as nx
 import numpy as np
 
+from starfabric import outputs
 from starfabric.astral.topology.model import LINK_KIND_NAMES, TIER_NAMES, Topology
 from starfabric.errors import ConfigError
 
@@ -18,10 +18,7 @@ NETWORKX_MAX_LINKS = 2_000_000
 
 def write_json(data: dict[str, Any], path: str | Path) -> Path:
     """Write a JSON document (inventory, power report) with sorted keys."""
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    p.write_text(json.dumps(data, indent=2, sort_keys=True, default=float) + "\n")
-    return p
+    return outputs.write_json(path, data, indent=2, sort_keys=True, default=float)
 
 
 def write_csv(topo: Topology, folder: str | Path) -> tuple[Path, Path]:
@@ -31,7 +28,7 @@ def write_csv(topo: Topology, folder: str | Path) -> tuple[Path, Path]:
     nodes = out / "nodes.csv"
     tiers = np.asarray(TIER_NAMES)[topo.node_tier]
     local = np.arange(topo.n_nodes) - topo.tier_base[topo.node_tier]
-    with nodes.open("w") as fh:
+    with outputs.atomic_path(nodes) as tmp, tmp.open("w") as fh:
         fh.write("id,tier,label\n")
         for i0 in range(0, topo.n_nodes, 1 << 20):
             i1 = min(i0 + (1 << 20), topo.n_nodes)
@@ -42,7 +39,7 @@ def write_csv(topo: Topology, folder: str | Path) -> tuple[Path, Path]:
             fh.write("\n".join(rows.tolist()) + "\n")
     links = out / "links.csv"
     kinds = np.asarray(LINK_KIND_NAMES)[topo.link_kind]
-    with links.open("w") as fh:
+    with outputs.atomic_path(links) as tmp, tmp.open("w") as fh:
         fh.write("id,src,dst,kind,capacity_bps,latency_s\n")
         for i0 in range(0, topo.n_links, 1 << 20):
             i1 = min(i0 + (1 << 20), topo.n_links)
@@ -90,7 +87,7 @@ def to_networkx(topo: Topology) -> nx.MultiDiGraph:
 
 def write_graphml(topo: Topology, path: str | Path) -> Path:
     """GraphML of a small topology (via networkx)."""
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    nx.write_graphml(to_networkx(topo), p)
-    return p
+    g = to_networkx(topo)  # a topology too large fails before the file is touched
+    with outputs.atomic_path(path) as tmp:
+        nx.write_graphml(g, tmp)
+    return Path(path)

@@ -7,7 +7,6 @@ and scrubber ticks that age idle UDP/ICMP sessions. Writes out/fornax_engine.jso
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
+from starfabric import outputs
 from starfabric.errors import InvariantError
 from starfabric.fornax.engine.engine import FastEngine
 from starfabric.fornax.engine.interface import EventType, FlowKeys, Outcome, Scope
@@ -160,7 +160,7 @@ def engine_demo(out: Path, seed: int, console: Console) -> dict[str, Any]:
         "wall_s_engine": round(time.perf_counter() - t_start, 3),
     }
     out.mkdir(parents=True, exist_ok=True)
-    (out / "fornax_engine.json").write_text(json.dumps(summary, indent=2) + "\n")
+    outputs.write_json(out / "fornax_engine.json", summary)
     console.print(
         f"{summary['sessions_inserted']:,} sessions, {c['packets']:,} packets; "
         f"wrote {out / 'fornax_engine.json'}"

@@ -4,12 +4,12 @@ ratios against the OVS-like baseline."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 
+from starfabric import outputs
 from starfabric.fornax.experiments.runner import run_experiments
 from starfabric.fornax.experiments.scales import Scale
 
@@ -34,8 +34,8 @@ def baselines_demo(out: Path, seed: int, console: Console) -> dict[str, Any]:
     for name, exp in doc["experiments"].items():
         png = Path(exp.get("plot", ""))
         if png.is_file():
-            (out / f"fornax_{name}.png").write_bytes(png.read_bytes())
-    (out / "fornax_experiments.json").write_text(json.dumps(doc, indent=2, default=str))
+            outputs.write_bytes(out / f"fornax_{name}.png", png.read_bytes())
+    outputs.write_json(out / "fornax_experiments.json", doc, default=str)
     head = {k: doc.get(k) for k in ("storage_ratio", "cpu_ratio", "zero_drop_cps_ratio")}
     return {f"{k} (Fornax / OVS-like)": v for k, v in head.items()}
 

@@ -56,14 +56,14 @@ def run(ctx: Context) -> Result:
 def plot(res: Result) -> Any:
     import matplotlib.pyplot as plt
 
-    from starfabric.fornax.experiments.output import by_controller
+    from starfabric.fornax.experiments.output import by_controller, style
 
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
-    for name, rows in by_controller(res.rows).items():
+    for i, (name, rows) in enumerate(by_controller(res.rows).items()):
         ax.plot(
             [r["cps"] for r in rows],
             [max(r["drops"], 0.5) for r in rows],
-            marker="o",
+            **style(i),
             label=f"{name} (zero-drop {res.summary['zero_drop_cps'].get(name, 0):,.0f})",
         )
     ax.set_xscale("log")

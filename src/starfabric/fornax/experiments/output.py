@@ -67,9 +67,9 @@ def write_png(r: Result, plot: Callable[[Result], Any], path: Path) -> Path:
     import matplotlib
 
     matplotlib.use("Agg")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(figure_png(plot(r)))
-    return path
+    from starfabric.outputs import write_bytes
+
+    return write_bytes(path, figure_png(plot(r)))
 
 
 def write_json(data: dict[str, Any], path: Path) -> Path:
@@ -90,16 +90,30 @@ def by_controller(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]
     return out
 
 
+#: (marker, line style, marker size) per contender, in order: lines that coincide (Fornax and
+#: DOCA-like often do) stay visible as distinct hollow markers and dash patterns.
+STYLES: tuple[tuple[str, Any, float], ...] = (
+    ("o", "-", 9.0), ("s", "--", 7.0), ("^", ":", 6.0), ("D", "-.", 5.0), ("v", (0, (5, 1)), 5.0),
+)  # fmt: skip
+
+
+def style(i: int) -> dict[str, Any]:
+    """Matplotlib keywords of the i-th contender's line."""
+    marker, ls, size = STYLES[i % len(STYLES)]
+    return {"marker": marker, "linestyle": ls, "markersize": size, "markerfacecolor": "none",
+            "markeredgewidth": 1.6, "linewidth": 1.6}  # fmt: skip
+
+
 def line_plot(r: Result, x: str, y: str, xlabel: str, ylabel: str, *, logy: bool = True) -> Any:
     """One line per controller of `y` against `x` (log-log by default)."""
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
-    for name, rows in by_controller(r.rows).items():
+    for i, (name, rows) in enumerate(by_controller(r.rows).items()):
         pts = [(row[x], row[y]) for row in rows if row.get(y) is not None]
         if pts:
             xs, ys = zip(*pts, strict=True)
-            ax.plot(xs, [max(v, 1e-12) for v in ys] if logy else ys, marker="o", label=name)
+            ax.plot(xs, [max(v, 1e-12) for v in ys] if logy else ys, label=name, **style(i))
     ax.set_xscale("log")
     if logy:
         ax.set_yscale("log")

@@ -131,6 +131,32 @@ class ChaosSpec(Spec):
 
     _t = field_validator("tick", mode="before")(_dur)
 
+    @model_validator(mode="after")
+    def _faults_in_run(self) -> ChaosSpec:
+        """A fault must start while traffic runs and name an existing port."""
+        end = self.workload.duration
+        f = self.faults
+        starts = [("bit_flips", b.start) for b in f.bit_flips]
+        starts += [(k, w.at) for k in ("stalls", "ring_overflows", "engine_failures", "crashes")
+                   for w in getattr(f, k)]  # fmt: skip
+        for s in f.stalls:
+            if s.port >= self.engine.n_ports:
+                raise ValueError(
+                    f"faults.stalls: port {s.port} does not exist (engine.n_ports {self.engine.n_ports})"
+                )
+        for kind, at in starts:
+            if at >= end:
+                raise ValueError(
+                    f"faults.{kind}: a fault at {at:g} s starts after the run ends "
+                    f"(workload.duration {end:g} s)"
+                )
+        for b in f.bit_flips:
+            if b.end is not None and b.end <= b.start:
+                raise ValueError(
+                    f"faults.bit_flips: end {b.end:g} s is not after start {b.start:g} s"
+                )
+        return self
+
     @field_validator("workload", mode="before")
     @classmethod
     def _workload(cls, v: Any) -> Any:

@@ -4,7 +4,6 @@ failed-over scopes) and the Perfetto trace beside it."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +12,7 @@ import numpy.typing as npt
 from rich.console import Console
 from rich.table import Table
 
+from starfabric import outputs
 from starfabric.errors import ConfigError
 from starfabric.fornax.manager.accounting import Fate, Final
 from starfabric.fornax.manager.chaos import load_chaos, run_chaos, summary_rows
@@ -94,7 +94,7 @@ def _plot(series: _Series, report: dict[str, Any], path: Path) -> None:
     gantt.set_xlabel("simulated time (s); green: fault detected, orange: scope in software")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
+    outputs.save_figure(fig, path, dpi=110)
     plt.close(fig)
 
 
@@ -118,7 +118,7 @@ def chaos_demo(out: Path, seed: int, console: Console) -> dict[str, Any]:
                       str(r["lost"]), str(r["misforwarded"]))  # fmt: skip
     console.print(table)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "chaos.json").write_text(json.dumps(report, indent=2, sort_keys=True, default=int))
+    outputs.write_json(out / "chaos.json", report, sort_keys=True, default=int)
     chrome_trace(report).write(out / "chaos_trace.json")
     _plot(series, report, out / "chaos_timeline.png")
     p, o = report["packets"], report["oracle"]

@@ -3,12 +3,12 @@ change half way, a rich table, out/fornax_run.json."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 
+from starfabric import outputs
 from starfabric.errors import ConfigError
 from starfabric.fornax.manager.report import print_summary
 from starfabric.fornax.manager.scenario import Scenario, run_scenario
@@ -47,7 +47,7 @@ def manager_demo(out: Path, seed: int, console: Console) -> dict[str, Any]:
     result = run_scenario(demo_scenario(seed), EXAMPLES)
     print_summary(console, result, title="Fornax manager (examples/vpc.yaml, 5k conn/s)")
     out.mkdir(parents=True, exist_ok=True)
-    (out / "fornax_run.json").write_text(json.dumps(result, indent=2, sort_keys=True))
+    outputs.write_json(out / "fornax_run.json", result, sort_keys=True)
     p = result["packets"]
     return {
         "packets": p["offered"],
@@ -57,7 +57,8 @@ def manager_demo(out: Path, seed: int, console: Console) -> dict[str, Any]:
         "named_drop": p["named_drop"],
         "connections": result["connections"],
         "mgmt_cpu_s": result["mgmt_cpu_s"],
-        "software_bytes_per_session": result["software_bytes_per_session"],
+        "peak_sessions": result["peak_sessions"],
+        "software_bytes_per_peak_session": result["software_bytes_per_peak_session"],
         "policy_changes": len(result["policy_changes"]),
     }
 
