@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import gzip
+import json
 import math
 import re
 from datetime import datetime
