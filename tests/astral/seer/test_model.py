@@ -67,7 +67,7 @@ def test_bad_inputs_are_one_line_config_errors(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="hidden_act"):
         from_hf_config({"model_type": "llama", "hidden_size": 8, "num_hidden_layers": 1,
                         "num_attention_heads": 2, "vocab_size": 10, "hidden_act": "relu6"})  # fmt: skip
-    with pytest.raises(ConfigError, match="kv_heads"):
+    with pytest.raises(ConfigError, match="num_key_value_heads"):
         from_hf_config({"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 1,
                         "num_attention_heads": 8, "num_key_value_heads": 3, "vocab_size": 10})  # fmt: skip
     p = tmp_path / "m.yaml"
