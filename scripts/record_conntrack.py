@@ -10,11 +10,14 @@ after every packet records from the router:
             established, related, untracked; exactly one counts the packet),
   entry     the conntrack entry of the conversation (/proc/net/nf_conntrack): present, TCP
             state, remaining timeout (s), [UNREPLIED] and [ASSURED].
-Before each packet of a conversation whose entry exists, the entry's timeout is set to a
-sentinel (`conntrack -U --timeout SENTINEL_S`): a packet that leaves it there did not re-arm
-the timer, any other value is the timeout the kernel armed. Each conversation starts from an
-empty table under its own settings (tcp_loose, tcp_be_liberal, tcp_max_retrans,
-tcp_ignore_invalid_rst). The case list is below: every state-table transition, RST and
+Packets of one conversation are GAP_S apart (unless a case says otherwise), so whether a packet
+re-armed the timer shows in the remaining seconds: re-armed, it reads the armed timeout less a
+few ms; not, about GAP_S less than before. (Entries are never touched from outside: a
+`conntrack -U --timeout` sentinel was tried and found to change the tracking — after it the
+kernel accepted out-of-window segments it otherwise calls INVALID.) Conversations with the same
+settings (tcp_loose, tcp_be_liberal, tcp_max_retrans, tcp_ignore_invalid_rst) run
+interleaved on distinct ports from an empty table, one packet in flight at a time, so every
+packet's verdict is its own. The case list is below: every state-table transition, RST and
 window edge cases, loose on/off, be_liberal, UDP, ICMP, and seeded random sequences.
 Needs root, iproute2, nftables and conntrack-tools; cleans its namespaces up on any exit.
 """
@@ -23,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import heapq
 import json
 import os
 import random
@@ -41,7 +45,8 @@ from typing import Any
 
 NS_C, NS_R, NS_S = "sf17-c", "sf17-r", "sf17-s"
 IP_C, IP_R1, IP_R2, IP_S = "10.17.1.2", "10.17.1.1", "10.17.2.1", "10.17.2.2"
-SENTINEL_S = 7777  # no kernel timeout has this value; > 300 s so every timeout rule can fire
+GAP_S = 1.5  # default gap between packets of one conversation: >= 1 s, so a re-arm shows in
+#           the seconds /proc reports (a packet that does not re-arm leaves ~1.5 s less)
 FORMAT = "starfabric-conntrack-recording/1"
 STATES = ("invalid", "new", "established", "related", "untracked")
 TCP_DEFAULTS = {"tcp_loose": 1, "tcp_be_liberal": 0, "tcp_max_retrans": 3,
@@ -141,7 +146,7 @@ class Conv:
         p = {"dir": d, "flags": flags, "seq": seq & 0xFFFFFFFF, "ack": ack & 0xFFFFFFFF,
              "win": kw.get("win", 64240), "payload": payload, "wscale": kw.get("wscale"),
              "sackperm": bool(kw.get("sackperm", False)), "sack": kw.get("sack") or [],
-             "wait_s": kw.get("wait_s", 0.0)}  # fmt: skip
+             "gap_s": kw.get("gap_s")}  # fmt: skip
         self.packets.append(p)
         if "seq" not in kw or kw.get("advance", False):
             me.nxt = (
@@ -159,14 +164,14 @@ class Conv:
         """Three-way handshake (options for both SYNs in kw)."""
         return self.c_(S, **kw).s_(S | A, **kw).c_(A)
 
-    def udp(self, d: int, payload: int = 32, wait_s: float = 0.0) -> Conv:
-        self.packets.append({"dir": d, "payload": payload, "wait_s": wait_s})
+    def udp(self, d: int, payload: int = 32, gap_s: float | None = None) -> Conv:
+        self.packets.append({"dir": d, "payload": payload, "gap_s": gap_s})
         return self
 
     def icmp(self, d: int, typ: int, code: int = 0, ident: int = 0x1717, seqno: int = 1,
-             inner: dict[str, Any] | None = None, wait_s: float = 0.0) -> Conv:  # fmt: skip
+             inner: dict[str, Any] | None = None, gap_s: float | None = None) -> Conv:  # fmt: skip
         self.packets.append({"dir": d, "type": typ, "code": code, "id": ident, "seqno": seqno,
-                             "inner": inner, "wait_s": wait_s})  # fmt: skip
+                             "inner": inner, "gap_s": gap_s})  # fmt: skip
         return self
 
 
@@ -339,10 +344,15 @@ def random_cases(n: int, seed: int) -> list[Conv]:
 
 def udp_icmp_cases() -> list[Conv]:
     cs = [
-        Conv("udp_request_reply_stream", "udp").udp(0).udp(1).udp(0, wait_s=2.2).udp(1),
+        Conv("udp_request_reply_stream", "udp").udp(0).udp(1).udp(0).udp(1).udp(0),
         Conv("udp_unreplied", "udp").udp(0).udp(0).udp(0),
-        Conv("udp_reply_within_2s", "udp").udp(0).udp(1).udp(0).udp(1),
-        Conv("udp_reply_first_from_server", "udp").udp(1).udp(0).udp(1, wait_s=2.2),
+        Conv("udp_reply_within_2s", "udp")
+        .udp(0)
+        .udp(1, gap_s=0.3)
+        .udp(0, gap_s=0.3)
+        .udp(1, gap_s=0.3)
+        .udp(0, gap_s=2.0),
+        Conv("udp_reply_first_from_server", "udp").udp(1).udp(0).udp(1).udp(0),
         Conv("icmp_echo_pair", "icmp").icmp(0, 8).icmp(1, 0).icmp(1, 0).icmp(0, 8, seqno=2),
         Conv("icmp_reply_without_request", "icmp").icmp(0, 0),
         Conv("icmp_timestamp_request", "icmp").icmp(0, 13).icmp(1, 14),
@@ -579,34 +589,29 @@ class Recorder:
         rest = struct.pack("!HH", port, p["seqno"])
         return self.frame(d, icmp_message(p["type"], p["code"], rest, b"ping" * 4), 1)
 
-    def run(self, cv: Conv, port: int, progress: Callable[[], None]) -> dict[str, Any]:
+    def run_group(
+        self, convs: list[tuple[Conv, int]], progress: Callable[[], None]
+    ) -> list[dict[str, Any]]:
+        """Run conversations that share settings concurrently, each packet `gap_s` after the
+        previous one of its conversation (default GAP_S), one packet in flight at a time."""
         subprocess.run(["ip", "netns", "exec", NS_R, "conntrack", "-F"], capture_output=True)
-        set_sysctls(cv.settings)
-        a, b = (IP_C, port), (IP_S, 80 if cv.proto != "icmp" else port)
-        steps = []
+        set_sysctls(convs[0][0].settings)
         t0 = time.monotonic_ns()
-        present = None
-        for p in cv.packets:
-            if p.get("wait_s"):
-                time.sleep(p["wait_s"])
-            sentinel = False
-            if present is not None:
-                o = present["orig"]
-                args = ["conntrack", "-U", "-p", cv.proto, "-s", o["src"], "-d", o["dst"]]
-                if cv.proto in ("tcp", "udp"):
-                    args += ["--sport", o["sport"], "--dport", o["dport"]]
-                else:
-                    args += ["--icmp-type", o["type"], "--icmp-code", o["code"], "--icmp-id",
-                             o["id"]]  # fmt: skip
-                r = subprocess.run(["ip", "netns", "exec", NS_R, *args, "--timeout",
-                                    str(SENTINEL_S)], capture_output=True)  # fmt: skip
-                sentinel = r.returncode == 0
-            if (p.get("inner") or {}) and p["inner"].get("open"):
-                # the datagram the error quotes, sent first so the error can be RELATED
-                qport = p["inner"]["sport"]
+        steps: list[list[dict[str, Any]]] = [[] for _ in convs]
+        heap = [(0, k, 0) for k in range(len(convs))]
+        heapq.heapify(heap)
+        while heap:
+            due, k, i = heapq.heappop(heap)
+            cv, port = convs[k]
+            p = cv.packets[i]
+            wait = due - (time.monotonic_ns() - t0)
+            if wait > 0:
+                time.sleep(wait / 1e9)
+            inner = p.get("inner") or {}
+            if inner.get("open"):  # the datagram the error quotes, so that it can be RELATED
                 before = sum(counters())
                 self.sock[0].send(
-                    self.frame(0, udp_datagram(IP_C, IP_S, qport, p["inner"]["dport"], 8), 17)
+                    self.frame(0, udp_datagram(IP_C, IP_S, inner["sport"], inner["dport"], 8), 17)
                 )
                 self._wait(before)
             before_c = counters()
@@ -615,19 +620,32 @@ class Recorder:
             after_c = self._wait(sum(before_c))
             delta = [x - y for x, y in zip(after_c, before_c, strict=True)]
             verdict = STATES[delta.index(1)] if sum(delta) == 1 else "lost"
+            t_read = time.monotonic_ns() - t0
+            a, b = (IP_C, port), (IP_S, 80 if cv.proto != "icmp" else port)
             ents = [e for e in read_entries() if match(e, cv.proto, a, b)]
-            present = ents[0] if ents else None
             ent = None
-            if present:
-                ent = {"state": present.get("state"), "timeout_s": present["timeout_s"],
-                       "seen_reply": not present.get("unreplied", False),
-                       "assured": bool(present.get("assured")),
-                       "orig_dir": 0 if present["orig"]["src"] == IP_C else 1}  # fmt: skip
-            steps.append({"t_ns": t, "sentinel_before": sentinel, "verdict": verdict,
-                          "entry": ent})  # fmt: skip
+            if ents:
+                e = ents[0]
+                ent = {"state": e.get("state"), "timeout_s": e["timeout_s"],
+                       "seen_reply": not e.get("unreplied", False),
+                       "assured": bool(e.get("assured")),
+                       "orig_dir": 0 if e["orig"]["src"] == IP_C else 1}  # fmt: skip
+            steps[k].append({"t_ns": t, "t_read_ns": t_read, "verdict": verdict, "entry": ent})
             progress()
-        return {"name": cv.name, "proto": cv.proto, "settings": {**TCP_DEFAULTS, **cv.settings},
-                "port": port, "packets": cv.packets, "kernel": steps}  # fmt: skip
+            if i + 1 < len(cv.packets):
+                gap = cv.packets[i + 1].get("gap_s") or GAP_S
+                heapq.heappush(heap, (t + round(gap * 1e9), k, i + 1))
+        return [
+            {
+                "name": cv.name,
+                "proto": cv.proto,
+                "settings": {**TCP_DEFAULTS, **cv.settings},
+                "port": port,
+                "packets": cv.packets,
+                "kernel": st,
+            }
+            for (cv, port), st in zip(convs, steps, strict=True)
+        ]
 
     @staticmethod
     def _wait(before: int) -> list[int]:
@@ -660,9 +678,16 @@ def main(argv: list[str] | None = None) -> int:
         convs = []
         with Progress() as prog:
             task = prog.add_task("recording", total=total)
+            groups: dict[str, list[tuple[Conv, int]]] = {}
             for k, cv in enumerate(cases):
-                convs.append(rec.run(cv, 20000 + k, lambda: prog.advance(task)))
-        doc = {"format": FORMAT, "kernel": os.uname().release, "sentinel_s": SENTINEL_S,
+                key = json.dumps({**TCP_DEFAULTS, **cv.settings}, sort_keys=True)
+                groups.setdefault(key, []).append((cv, 20000 + k))
+            by_name: dict[str, dict[str, Any]] = {}
+            for group in groups.values():
+                for c in rec.run_group(group, lambda: prog.advance(task)):
+                    by_name[c["name"]] = c
+            convs = [by_name[cv.name] for cv in cases]
+        doc = {"format": FORMAT, "kernel": os.uname().release, "gap_s": GAP_S,
                "sysctl_defaults": timeouts, "addresses": {"client": IP_C, "server": IP_S},
                "conversations": convs}  # fmt: skip
         args.out.parent.mkdir(parents=True, exist_ok=True)
