@@ -190,11 +190,13 @@ class PerDirectionEngine(DelegatingEngine):
         st[idx] = np.where(st[idx] == Status.OK, st[idx], st_r)
         return st
 
-    def query(self, keys: FlowKeys) -> tuple[npt.NDArray[np.uint8], np.ndarray]:
+    def query(
+        self, keys: FlowKeys, now_ns: int | None = None
+    ) -> tuple[npt.NDArray[np.uint8], np.ndarray]:
         o, r, two = self.halves(keys)
-        s1, r1 = self.inner.query(o)
+        s1, r1 = self.inner.query(o, now_ns)
         self._extra("query", int(two.sum()))
-        s2, r2 = self.inner.query(r)
+        s2, r2 = self.inner.query(r, now_ns)
         s2 = np.where(two, s2, Status.NOT_FOUND)
         c1, _ = to_original(r1)
         c2, rep2 = to_original(r2)

@@ -136,14 +136,14 @@ def _u32(x):
 
 
 @njit
-def before(a, b) -> bool:
+def before(a, b):  # -> bool
     """Kernel before(): (s32)(a - b) < 0."""
     d = (np.int64(a) - np.int64(b)) & M32
     return d >= 0x80000000
 
 
 @njit
-def after(a, b) -> bool:
+def after(a, b):  # -> bool
     return before(b, a)
 
 
@@ -205,7 +205,7 @@ def _set_scale(row, ri, mi, d, v) -> None:
 
 
 @njit
-def valid_flags(flags) -> bool:
+def valid_flags(flags):  # -> bool
     """tcp_error's flag check: False for combinations no TCP sends (INVALID, never tracked)."""
     return _VALID[np.int64(flags) & (F_FIN | F_SYN | F_RST | F_ACK | F_URG)] == 1
 
@@ -230,6 +230,13 @@ def _seg_end(seq, plen, flags):
 
 
 @njit
+def _max_scale(wscale):
+    """RFC 7323: a window scale above 14 is taken as 14 (TCP_MAX_WSCALE)."""
+    w = np.int64(wscale)
+    return w if w < 14 else np.int64(14)
+
+
+@njit
 def _options(row, ri, mi, d, opt, wscale) -> None:
     """tcp_options into direction d: only when the header has options (then they reset)."""
     if not opt & OPT_PRESENT:
@@ -239,7 +246,7 @@ def _options(row, ri, mi, d, opt, wscale) -> None:
     if opt & OPT_SACK_PERM:
         f |= TF_SACK_PERM
     if opt & OPT_WSCALE:
-        sc = min(np.int64(wscale), 14)
+        sc = _max_scale(wscale)
         f |= TF_WINDOW_SCALE
     _set_tf(row, ri, mi, d, f)
     _set_scale(row, ri, mi, d, sc)
@@ -466,7 +473,7 @@ def tcp_packet(row, ri, mi, b, d, flags, seq, ack, sack, win, opt, wscale, plen,
                 lw = 0
                 if opt & OPT_WSCALE:
                     lf |= LF_WSCALE
-                    lw = min(np.int64(wscale), 14)
+                    lw = _max_scale(wscale)
                 if opt & OPT_SACK_PERM:
                     lf |= LF_SACK_PERM
                 if old == _LA:
@@ -693,11 +700,25 @@ def arm_default(row, ri, mi, b, proto, t, cfg) -> None:
 
 
 @njit
-def loose_liberal(row, ri, mi) -> None:
-    """An entry whose window history is unknown (installed with a state only): like the
-    kernel's loose pickup, SACK assumed and windows checked liberally in both directions."""
+def install_state(row, ri, mi, b, proto, t, cfg) -> None:
+    """Tracker of an entry installed with a TCP state only (no history): windows unknown, so
+    checked liberally in both directions with SACK assumed (as the kernel's loose pickup);
+    a state past SYN_SENT implies the reply was seen (SEEN_REPLY) and ESTABLISHED or later
+    that it was assured, FIN_WAIT or later that a close began (assumptions: such entries
+    come from a tracker that saw it); the timer is armed with the class's timeout from t."""
     for d in range(2):
         _set_tf(row, ri, mi, d, _tf(row, ri, mi, d) | TF_SACK_PERM | TF_BE_LIBERAL)
+    if proto == P_TCP:
+        st = state_of(row, ri, mi)
+        if st >= _SR and st <= _CL:
+            _setflag(row, ri, mi, FLAG_SEEN_REPLY)
+        if st >= _ES and st <= _CL:
+            _setflag(row, ri, mi, FLAG_ASSURED)
+        if st >= _FW and st <= _CL:  # a close began: a new SYN may reopen the tuple
+            _set_tf(row, ri, mi, 0, _tf(row, ri, mi, 0) | TF_CLOSE_INIT)
+    elif proto == P_UDP:
+        row[ri, b + T_END] = np.uint64(t + cfg[C_UDP_STREAM_DELAY])
+    arm_default(row, ri, mi, b, proto, t, cfg)
 
 
 __all__ = [
@@ -714,7 +735,7 @@ __all__ = [
     "clear",
     "ct_new",
     "ct_packet",
-    "loose_liberal",
+    "install_state",
     "tcp_in_window",
     "tcp_packet",
 ]
