@@ -730,7 +730,7 @@ def k_process(
     tags, rec, st, ring, rmeta, ctr, prm, seed, eni_cur, vpc_cur, stalled, stuck, hung, tcfg,
     time, port, vni, proto, src_hi, src_lo, dst_hi, dst_lo, sport, dport, flags, length,
     seq, ack, sack, win, opt, wsc, plen,
-    o_out, o_reason, o_dir, o_reply, o_action, o_slot, o_state,
+    o_out, o_reason, o_dir, o_reply, o_action, o_slot, o_state, o_verdict,
 ):  # fmt: skip
     """The packet pipeline: every packet of the batch in order (see interface.py)."""
     drop = np.uint64(prm[2])
@@ -795,6 +795,7 @@ def k_process(
             o_reply[i] = 255
             o_action[i] = 0
             o_state[i] = 0
+            o_verdict[i] = 255
             if stalled[p]:
                 if stuck[p] < 0:
                     stuck[p] = t
@@ -894,6 +895,7 @@ def k_process(
                 np.int64(seq[i]), np.int64(ack[i]), np.int64(sack[i]), np.int64(win[i]),
                 np.int64(opt[i]), np.int64(wsc[i]), np.int64(plen[i]), t, tcfg,
             )  # fmt: skip
+            o_verdict[i] = vd
             if vd == V_REOPEN:
                 # A SYN on a finished session opens a NEW connection: as nf_conntrack kills
                 # the old entry and runs the SYN through the ruleset, the old session closes

@@ -119,6 +119,7 @@ class FastEngine(SessionEngine):
                 action=np.empty(n, dtype=np.uint32),
                 slot=np.empty(n, dtype=np.int64),
                 tcp_state=np.empty(n, dtype=np.uint8),
+                verdict=np.empty(n, dtype=np.uint8),
             )
         elif len(out) != n:
             raise ConfigError(
@@ -160,6 +161,7 @@ class FastEngine(SessionEngine):
             out.action,
             out.slot,
             out.tcp_state,
+            out.verdict,
         )
         if n:
             self._clock = max(self._clock, int(batch.time_ns.max()))

@@ -432,6 +432,13 @@ class ProcessResult:
     action: npt.NDArray[np.uint32]  # the direction's action handle (HIT/DROP_HW), else 0
     slot: npt.NDArray[np.int64]  # slot of the entry consulted, -1 if none
     tcp_state: npt.NDArray[np.uint8]  # the entry's TCP state after the packet (0 if none)
+    #: the connection tracker's verdict (conntrack.V_*: 0 accepted, 1 ignored, 2 INVALID,
+    #: 3 reopen, 4 accepted and the entry ended), 255 where no entry tracked the packet
+    verdict: npt.NDArray[np.uint8] = None  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        if self.verdict is None:
+            object.__setattr__(self, "verdict", np.full(len(self.outcome), 255, np.uint8))
 
     def __len__(self) -> int:
         return len(self.outcome)

@@ -263,6 +263,7 @@ class ReferenceEngine(SessionEngine):
             "action": np.zeros(n, np.uint32),
             "slot": np.full(n, -1, np.int64),
             "tcp_state": np.zeros(n, np.uint8),
+            "verdict": np.full(n, 255, np.uint8),
         }
         for i in range(n):
             p = int(batch.port[i])
@@ -272,7 +273,7 @@ class ReferenceEngine(SessionEngine):
                     fix="raise EngineConfig.n_ports or fix the workload's ports",
                 )
         for i in range(n):
-            oc, rs, d, rel, act, s, state = self._one_packet(
+            oc, rs, d, rel, act, s, state, vd = self._one_packet(
                 int(batch.time_ns[i]),
                 int(batch.port[i]),
                 int(batch.vni[i]),
@@ -285,7 +286,7 @@ class ReferenceEngine(SessionEngine):
                 int(batch.length[i]),
                 tuple(int(getattr(batch, f)[i]) for f in _HDR),
             )
-            for name, v in zip(out, (oc, rs, d, rel, act, s, state), strict=True):
+            for name, v in zip(out, (oc, rs, d, rel, act, s, state, vd), strict=True):
                 out[name][i] = v
             self.clock = max(self.clock, int(batch.time_ns[i]))
         return ProcessResult(**out)
@@ -303,7 +304,7 @@ class ReferenceEngine(SessionEngine):
         flags: int,
         length: int,
         hdr: tuple[int, ...],
-    ) -> tuple[int, int, int, int, int, int, int]:
+    ) -> tuple[int, int, int, int, int, int, int, int]:
         c = self.ctr
         c[Counter.PACKETS] += 1
         key, d = canonical_key(vni, proto, src, dst, sport, dport)
@@ -312,14 +313,14 @@ class ReferenceEngine(SessionEngine):
                 self.stuck[p] = t
             self._watchdog(p, t)
             c[Counter.PORT_HUNG] += 1
-            return Outcome.PORT_HUNG, Reason.PORT_STALLED, d, 255, 0, -1, 0
+            return Outcome.PORT_HUNG, Reason.PORT_STALLED, d, 255, 0, -1, 0, 255
         s, fault = self._probe(key, t, p)
         if fault:
             c[Counter.FAULT] += 1
-            return Outcome.FAULT, Reason.ECC_UNCORRECTABLE, d, 255, 0, s, 0
+            return Outcome.FAULT, Reason.ECC_UNCORRECTABLE, d, 255, 0, s, 0, 255
         if s < 0:
             c[Counter.MISS] += 1
-            return Outcome.MISS, Reason.NO_ENTRY, d, 255, 0, -1, 0
+            return Outcome.MISS, Reason.NO_ENTRY, d, 255, 0, -1, 0, 255
         r = self.rec[s]
         fl = (r[L.W_META] >> 16) & 0xFF
         state = (r[L.W_META] >> 8) & 0xFF
@@ -338,7 +339,7 @@ class ReferenceEngine(SessionEngine):
                 c[Counter.MISMATCH_EVENTS] += 1
                 self._event_from(EventType.VERSION_MISMATCH, reason, r, s, t, p, 0)
             c[Counter.STALE] += 1
-            return Outcome.STALE, reason, d, rel, 0, s, state
+            return Outcome.STALE, reason, d, rel, 0, s, state, 255
         v = self._track(r, proto, rel, t, hdr)
         if v == CT.V_REOPEN:
             # a new connection: close the old session, punt the SYN for a decision
@@ -347,7 +348,7 @@ class ReferenceEngine(SessionEngine):
             self._event_from(EventType.CLOSED, Reason.TCP_REOPEN, r, s, t, p, 0)
             self._invalidate(s)
             c[Counter.MISS] += 1
-            return Outcome.MISS, Reason.TCP_REOPEN, d, 255, 0, -1, 0
+            return Outcome.MISS, Reason.TCP_REOPEN, d, 255, 0, -1, 0, CT.V_REOPEN
         state = (r[L.W_META] >> 8) & 0xFF
         if v == CT.V_INVALID:
             reason = Reason.TCP_INVALID
@@ -371,13 +372,13 @@ class ReferenceEngine(SessionEngine):
             s = -1
         if act == self.config.drop_action:
             c[Counter.DROP_HW] += 1
-            return Outcome.DROP_HW, Reason.DROP_ACTION, d, rel, act, s, state
+            return Outcome.DROP_HW, Reason.DROP_ACTION, d, rel, act, s, state, v
         if v == CT.V_INVALID and self.config.invalid_policy == "drop":
             c[Counter.DROP_HW] += 1
-            return Outcome.DROP_HW, Reason.TCP_INVALID, d, rel, act, s, state
+            return Outcome.DROP_HW, Reason.TCP_INVALID, d, rel, act, s, state, v
         c[Counter.HIT] += 1
         c[Counter.BYTES_FORWARDED] += length
-        return Outcome.HIT, reason, d, rel, act, s, state
+        return Outcome.HIT, reason, d, rel, act, s, state, v
 
     def _track(self, r: list[int], proto: int, rel: int, t: int, h: tuple[int, ...]) -> int:
         """Run the shared tracker (conntrack.py) on record r in place; returns the verdict."""
