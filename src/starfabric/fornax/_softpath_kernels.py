@@ -26,7 +26,8 @@ SP_MISS = 1
 SP_STALE = 2
 SP_DROP = 3
 
-V_INVALID_NEW = 5  # the first packet creates no tracker entry (softpath verdict)
+V_INVALID_NEW = CT.V_INVALID_NEW  # the first packet creates no tracker entry
+V_NEW = CT.V_NEW  # the first packet created the tracker entry
 
 ST_OK = 0
 ST_EXISTS = 1
@@ -133,7 +134,8 @@ def sp_process(
         r = 1 if d != orig_dir[s] else 0
         pr = np.int64(proto[i])
         t = time_ns[i]
-        if fresh[s]:
+        fresh_pkt = fresh[s] == 1
+        if fresh_pkt:
             fresh[s] = 0
             ok = CT.ct_new(trk, s, 0, 1, pr, np.int64(flags[i]), np.int64(seq[i]),
                            np.int64(win[i]), np.int64(opt[i]), np.int64(wsc[i]),
@@ -157,7 +159,7 @@ def sp_process(
                                   np.int64(ack[i]), np.int64(sack[i]), np.int64(win[i]),
                                   np.int64(opt[i]), np.int64(wsc[i]), np.int64(plen[i]), t,
                                   tcfg)  # fmt: skip
-        out_verdict[i] = v
+        out_verdict[i] = V_NEW if (fresh_pkt and v == CT.V_ACCEPT) else v
         out_state[i] = CT.state_of(trk, s, 0)
         if v == CT.V_REOPEN:
             # reopen: a new connection (as nf_conntrack); the old session goes and the SYN is

@@ -142,7 +142,7 @@ class SoftResult:
     action: npt.NDArray[np.uint32]
     slot: npt.NDArray[np.int64]
     reopened_aux: npt.NDArray[np.uint64]  # cookies of sessions a reopening SYN ended
-    verdict: npt.NDArray[np.uint8]  # conntrack.V_* (5 INVALID_NEW), 255 where none ran
+    verdict: npt.NDArray[np.uint8]  # conntrack.V_* (5 INVALID_NEW, 6 NEW), 255: none ran
     tcp_state: npt.NDArray[np.uint8]  # the session's TCP state after the packet (0 none)
     ended_aux: npt.NDArray[np.uint64]  # cookies of sessions the tracker ended (RST-only
     #                                    reply, or a first packet creating no entry)
@@ -410,7 +410,7 @@ class SoftPath:
         their records and whether each ended CLOSED (TIME_WAIT/CLOSE) or AGED."""
         t0 = time.thread_time()
         s = np.flatnonzero(self.used == 1)
-        gone = s[self.trk[s, 1 + CT.T_EXPIRES].view(np.int64) < now_ns]
+        gone = s[self.trk[s, 1 + CT.T_EXPIRES].view(np.int64) <= now_ns]
         recs = self.sessions(gone)
         closed = (recs["proto"] == PROTO_TCP) & np.isin(
             recs["tcp_state"], (TcpState.TIME_WAIT, TcpState.CLOSE)

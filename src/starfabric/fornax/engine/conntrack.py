@@ -86,6 +86,9 @@ V_IGNORE = 1
 V_INVALID = 2
 V_REOPEN = 3  # a SYN on a closed/aborted connection: the entry ends, the SYN is a new one
 V_KILL = 4  # accepted, and the entry is deleted (a RST was the only reply)
+# Datapath-level verdicts of a session's first packet (the software path reports them):
+V_INVALID_NEW = 5  # the kernel creates no entry (INVALID, no session)
+V_NEW = 6  # a new entry was created and the packet accepted
 
 # ---- settings array (EngineConfig.tracker_params)
 C_LOOSE = 0

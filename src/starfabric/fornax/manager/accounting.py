@@ -36,7 +36,8 @@ class Fate:
     """Per-packet final outcome, the action handle it was forwarded with, and drop reason;
     where the manager knows them also the engine's Outcome, the TCP state after the packet
     and the connection tracker's verdict (engine/conntrack.V_*: 0 accepted, 1 ignored,
-    2 INVALID, 3 reopened, 4 accepted and entry ended, 5 invalid first packet; 255 none)."""
+    2 INVALID, 3 reopened, 4 accepted and entry ended, 5 invalid first packet (no entry),
+    6 first packet, entry created; 255 none)."""
 
     final: npt.NDArray[np.uint8]
     action: npt.NDArray[np.uint32]
