@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from starfabric._jit import njit
+from starfabric._jit import njit, njit_inline
 from starfabric.fornax.engine.tcp import TCP_IGNORE, TCP_INVALID, TRANSITIONS, TcpState
 
 # ---- meta word (layout.W_META): bits 0..23 are the engine's, 24..63 the tracker's
@@ -133,87 +133,87 @@ U64_M32 = np.uint64(M32)
 # ---------------------------------------------------------------------------- field access
 
 
-@njit
+@njit_inline
 def _u32(x):
     return np.int64(x) & M32
 
 
-@njit
+@njit_inline
 def before(a, b):  # -> bool
     """Kernel before(): (s32)(a - b) < 0."""
     d = (np.int64(a) - np.int64(b)) & M32
     return d >= 0x80000000
 
 
-@njit
+@njit_inline
 def after(a, b):  # -> bool
     return before(b, a)
 
 
-@njit
+@njit_inline
 def _g32(row, ri, i, d):
     return np.int64((row[ri, i] >> np.uint64(32 * d)) & U64_M32)
 
 
-@njit
+@njit_inline
 def _s32(row, ri, i, d, v) -> None:
     sh = np.uint64(32 * d)
     row[ri, i] = (row[ri, i] & ~(U64_M32 << sh)) | (np.uint64(np.int64(v) & M32) << sh)
 
 
-@njit
+@njit_inline
 def _gm(row, ri, mi, shift, width):
     return np.int64((row[ri, mi] >> np.uint64(shift)) & np.uint64((1 << width) - 1))
 
 
-@njit
+@njit_inline
 def _sm(row, ri, mi, shift, width, v) -> None:
     m = np.uint64((1 << width) - 1) << np.uint64(shift)
     row[ri, mi] = (row[ri, mi] & ~m) | ((np.uint64(v) << np.uint64(shift)) & m)
 
 
-@njit
+@njit_inline
 def state_of(row, ri, mi):
     return _gm(row, ri, mi, 8, 8)
 
 
-@njit
+@njit_inline
 def _flag(row, ri, mi, f) -> bool:
     return _gm(row, ri, mi, 16, 8) & f != 0
 
 
-@njit
+@njit_inline
 def _setflag(row, ri, mi, f) -> None:
     _sm(row, ri, mi, 16, 8, _gm(row, ri, mi, 16, 8) | f)
 
 
-@njit
+@njit_inline
 def _tf(row, ri, mi, d):
     return _gm(row, ri, mi, SH_TFLAGS0 + 6 * d, 6)
 
 
-@njit
+@njit_inline
 def _set_tf(row, ri, mi, d, v) -> None:
     _sm(row, ri, mi, SH_TFLAGS0 + 6 * d, 6, v)
 
 
-@njit
+@njit_inline
 def _scale(row, ri, mi, d):
     return _gm(row, ri, mi, SH_SCALE0 + 4 * d, 4)
 
 
-@njit
+@njit_inline
 def _set_scale(row, ri, mi, d, v) -> None:
     _sm(row, ri, mi, SH_SCALE0 + 4 * d, 4, v)
 
 
-@njit
+@njit_inline
 def valid_flags(flags):  # -> bool
     """tcp_error's flag check: False for combinations no TCP sends (INVALID, never tracked)."""
     return _VALID[np.int64(flags) & (F_FIN | F_SYN | F_RST | F_ACK | F_URG)] == 1
 
 
-@njit
+@njit_inline
 def tcp_index(flags):
     """get_conntrack_index: RST, then SYN(-ACK), FIN, ACK, none."""
     if flags & F_RST:
@@ -227,19 +227,19 @@ def tcp_index(flags):
     return I_NONE
 
 
-@njit
+@njit_inline
 def _seg_end(seq, plen, flags):
     return _u32(seq + plen + (1 if flags & F_SYN else 0) + (1 if flags & F_FIN else 0))
 
 
-@njit
+@njit_inline
 def _max_scale(wscale):
     """RFC 7323: a window scale above 14 is taken as 14 (TCP_MAX_WSCALE)."""
     w = np.int64(wscale)
     return w if w < 14 else np.int64(14)
 
 
-@njit
+@njit_inline
 def _options(row, ri, mi, d, opt, wscale) -> None:
     """tcp_options into direction d: only when the header has options (then they reset)."""
     if not opt & OPT_PRESENT:
@@ -255,7 +255,7 @@ def _options(row, ri, mi, d, opt, wscale) -> None:
     _set_scale(row, ri, mi, d, sc)
 
 
-@njit
+@njit_inline
 def _init_sender(row, ri, mi, b, d, end, win, opt, wscale) -> None:
     _s32(row, ri, b + T_END, d, end)
     _s32(row, ri, b + T_MAXEND, d, end)
@@ -269,14 +269,14 @@ def _init_sender(row, ri, mi, b, d, end, win, opt, wscale) -> None:
         _set_scale(row, ri, mi, r, 0)
 
 
-@njit
+@njit_inline
 def _log_invalid(row, ri, mi, d, cfg, ret):
     if _tf(row, ri, mi, d) & TF_BE_LIBERAL or cfg[C_BE_LIBERAL] != 0:
         return V_ACCEPT
     return ret
 
 
-@njit
+@njit_inline
 def _maxackwin(row, ri, b, d):
     w = _g32(row, ri, b + T_MAXWIN, d)
     return w if w > MAXACKWINCONST else MAXACKWINCONST
@@ -413,7 +413,7 @@ def _handle_invalid(row, ri, mi, b, d, index, t, cfg) -> bool:
 # ---------------------------------------------------------------------------- tcp_packet
 
 
-@njit
+@njit_inline
 def _reset_dir(row, ri, mi, b, d) -> None:
     for w in (T_END, T_MAXEND, T_MAXWIN, T_MAXACK):
         _s32(row, ri, b + w, d, 0)
