@@ -366,6 +366,10 @@ class Manager:
         mod = np.concatenate(self._pending_mod) if self._pending_mod else np.zeros(0, np.int64)
         new = np.concatenate(self._pending_new) if self._pending_new else np.zeros(0, np.int64)
         self._pending_mod, self._pending_new = [], []
+        # sessions the tracker ended within the batch (RST-only reply, invalid first packet,
+        # reopen) are gone from the software table: nothing to push
+        live = self.softpath.used
+        mod, new = mod[live[mod] == 1], new[live[new] == 1]
         if len(mod):
             grant = self.budget.take(len(mod))
             recs = self.softpath.sessions(mod[:grant])
