@@ -101,3 +101,9 @@ def njit(fn: F) -> F:
 def njit_parallel(fn: F) -> F:
     """Like `njit`, with `prange` loops spread over threads."""
     return numba.njit(parallel=True, **_OPTIONS)(fn)
+
+
+def njit_inline(fn: F) -> F:
+    """Like `njit`, inlined into its callers at numba IR level: for small helpers that take
+    the table arrays, whose calls would otherwise cost reference counting each."""
+    return numba.njit(inline="always", **_OPTIONS)(fn)

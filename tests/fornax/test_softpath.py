@@ -85,10 +85,10 @@ def test_softpath_matches_engine(seed: int) -> None:
         np.testing.assert_array_equal(s_.outcome, want)
         fwd = s_.outcome == SoftOutcome.HIT
         np.testing.assert_array_equal(s_.action[fwd], e.action[fwd])
-        seen = np.flatnonzero(np.isin(s_.outcome, (SoftOutcome.HIT, SoftOutcome.DROP)))
-        last = {int(s_.slot[i]): i for i in seen}  # the state after each session's last packet
-        for slot, i in last.items():
-            assert sp.tcp[slot] == e.tcp_state[i]
+        seen = np.isin(s_.outcome, (SoftOutcome.HIT, SoftOutcome.DROP))
+        # the same tracker: the same state after every packet, and the same verdict
+        np.testing.assert_array_equal(s_.tcp_state[seen], e.tcp_state[seen])
+        np.testing.assert_array_equal(s_.verdict[seen], e.verdict[seen])
 
 
 def _one(n: int = 1) -> PacketBatch:

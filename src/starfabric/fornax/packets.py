@@ -4,6 +4,14 @@ A batch is what a NIC's receive path hands the pipeline: per packet the arrival 
 ingress port, the overlay VNI (after VXLAN/Geneve decapsulation) and the inner 5-tuple. IPv4
 addresses are stored IPv4-mapped (::ffff:a.b.c.d) in two 64-bit halves, so IPv4 and IPv6 share
 one layout. For ICMP, `sport` holds the echo identifier and `dport` the ICMP type<<8 | code.
+
+The TCP header columns feed connection tracking's window checks (engine/conntrack.py):
+sequence and acknowledgment numbers, the raw window, the payload length, the window-scale and
+SACK-permitted options, and `tcp_sack`, the highest SACK block edge (after the ack, in
+sequence space; equal to the ack without a SACK option). `tcp_opt` bits (conntrack.OPT_*):
+1 the header has options, 2 SACK permitted, 4 window scale, 8 the header columns are the
+segment's own. A batch without them (a flags-only workload, the default zeros) is tracked by
+its flags alone.
 """
 
 from __future__ import annotations
@@ -42,7 +50,20 @@ _DTYPES: dict[str, type[np.generic]] = {
     "proto": np.uint8,
     "tcp_flags": np.uint8,
     "length": np.uint32,
+    "tcp_seq": np.uint32,
+    "tcp_ack": np.uint32,
+    "tcp_sack": np.uint32,
+    "tcp_win": np.uint16,
+    "tcp_opt": np.uint8,
+    "tcp_wscale": np.uint8,
+    "tcp_len": np.uint32,
 }
+#: Columns a batch may leave out (zeros): the TCP header fields.
+OPTIONAL = ("tcp_seq", "tcp_ack", "tcp_sack", "tcp_win", "tcp_opt", "tcp_wscale", "tcp_len")
+TCP_OPT_PRESENT = 1
+TCP_OPT_SACK_PERM = 2
+TCP_OPT_WSCALE = 4
+TCP_OPT_HDR = 8
 
 
 @dataclass(frozen=True)
@@ -61,9 +82,19 @@ class PacketBatch:
     proto: npt.NDArray[np.uint8]
     tcp_flags: npt.NDArray[np.uint8]
     length: npt.NDArray[np.uint32]
+    tcp_seq: npt.NDArray[np.uint32] = None  # type: ignore[assignment]
+    tcp_ack: npt.NDArray[np.uint32] = None  # type: ignore[assignment]
+    tcp_sack: npt.NDArray[np.uint32] = None  # type: ignore[assignment]
+    tcp_win: npt.NDArray[np.uint16] = None  # type: ignore[assignment]
+    tcp_opt: npt.NDArray[np.uint8] = None  # type: ignore[assignment]
+    tcp_wscale: npt.NDArray[np.uint8] = None  # type: ignore[assignment]
+    tcp_len: npt.NDArray[np.uint32] = None  # type: ignore[assignment]
 
     def __post_init__(self) -> None:
         n = len(self.time_ns)
+        for name in OPTIONAL:
+            if getattr(self, name) is None:
+                object.__setattr__(self, name, np.zeros(n, dtype=_DTYPES[name]))
         for f in fields(self):
             col = getattr(self, f.name)
             if col.dtype != _DTYPES[f.name] or col.ndim != 1 or len(col) != n:

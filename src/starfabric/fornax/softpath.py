@@ -2,9 +2,13 @@
 take (table full, setup budget spent), with the engine's semantics and its own costs.
 
 Same semantics as the engine (engine/interface.py): sessions keyed canonically (keys.py), one
-bidirectional entry with per-direction actions, nf_conntrack TCP tracking through the engine's
-own transition table (engine/tcp.py), ENI/VPC version snapshots (a stale session is not
-forwarded, it is reported STALE), and aging by the engine's timeout classes. Unlike the engine
+bidirectional entry with per-direction actions, nf_conntrack tracking through the engine's own
+tracker (engine/conntrack.py: the same compiled code, on tracker rows of the same layout, so
+a session moves between software and hardware with its whole window state), ENI/VPC version
+snapshots (a stale session is not forwarded, it is reported STALE), and aging by the deadline
+the tracker armed. A session's first packet creates its tracker entry; one the kernel would
+not create (INVALID_NEW: a lone FIN or RST, bad flags, a pickup with tcp_loose=0, an ICMP
+reply without request) ends the session again. Unlike the engine
 it has a finite packet rate as well as a finite table: packets beyond `max_pps` of simulated
 time are dropped as OVERLOAD and sessions beyond `capacity` are refused as FULL — named
 outcomes, never silent. Its CPU time is measured (time.thread_time) per call.
@@ -24,13 +28,12 @@ from starfabric.config import Spec
 from starfabric.errors import ConfigError
 from starfabric.fornax import _softpath_kernels as K
 from starfabric.fornax.engine import EngineConfig, Scope
-from starfabric.fornax.engine.tcp import TRANSITIONS, TcpEvent, TcpState
+from starfabric.fornax.engine import conntrack as CT
+from starfabric.fornax.engine.engine import TRACK_COLS, track_args
+from starfabric.fornax.engine.tcp import TcpEvent, TcpState
 from starfabric.fornax.keys import CanonicalKeys, canonicalize, key_hash
 from starfabric.fornax.packets import (
-    PROTO_ICMP,
-    PROTO_ICMPV6,
     PROTO_TCP,
-    PROTO_UDP,
     TCP_ACK,
     TCP_FIN,
     TCP_RST,
@@ -92,6 +95,8 @@ SESSION_DTYPE = np.dtype(
         ("pkts_orig", np.uint64),
         ("pkts_reply", np.uint64),
         ("aux", np.uint64),
+        ("expires_ns", np.int64),
+        ("track", np.uint64, (TRACK_COLS,)),  # tracker row, as ENTRY_DTYPE "track"
     ]
 )
 """A software session read back (canonical key plus which side is ORIGINAL)."""
@@ -137,6 +142,10 @@ class SoftResult:
     action: npt.NDArray[np.uint32]
     slot: npt.NDArray[np.int64]
     reopened_aux: npt.NDArray[np.uint64]  # cookies of sessions a reopening SYN ended
+    verdict: npt.NDArray[np.uint8]  # conntrack.V_* (5 INVALID_NEW, 6 NEW), 255: none ran
+    tcp_state: npt.NDArray[np.uint8]  # the session's TCP state after the packet (0 none)
+    ended_aux: npt.NDArray[np.uint64]  # cookies of sessions the tracker ended (RST-only
+    #                                    reply, or a first packet creating no entry)
 
 
 class SoftPath:
@@ -155,8 +164,8 @@ class SoftPath:
         self.act = np.zeros((size, 2), np.uint32)
         self.scope = np.zeros((size, 2), np.uint32)
         self.ver = np.zeros((size, 2), np.uint32)
-        self.tcp = np.zeros(size, np.uint8)
-        self.seen_reply = np.zeros(size, np.uint8)
+        self.trk = np.zeros((size, TRACK_COLS), np.uint64)
+        self.fresh = np.zeros(size, np.uint8)
         self.last_ns = np.zeros(size, np.int64)
         self.pkts = np.zeros((size, 2), np.uint64)
         self.nbytes = np.zeros((size, 2), np.uint64)
@@ -170,7 +179,8 @@ class SoftPath:
         self.overload = 0
         self._tokens = self.config.max_pps * self.config.burst_s
         self._last_ns: int | None = None
-        self._timeouts = engine_config.timeouts_ns()
+        self._tcfg = engine_config.tracker_params()
+        self._inv_drop = engine_config.invalid_policy == "drop"
 
     # ---- table -----------------------------------------------------------------------
     def _hash(self, ck: CanonicalKeys) -> npt.NDArray[np.uint64]:
@@ -194,8 +204,14 @@ class SoftPath:
         now_ns: int,
         tcp_state: npt.ArrayLike = 0,
         aux: npt.ArrayLike = 0,
+        track: npt.ArrayLike | None = None,
+        first: bool = False,
     ) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64]]:
-        """Create sessions at the current scope versions; (SoftStatus, slot) per key."""
+        """Create sessions at the current scope versions; (SoftStatus, slot) per key.
+
+        first: the sessions are new connections whose first packet comes next (it creates
+        the tracker entry); else `track` rows carry a moved session's tracker state, or
+        `tcp_state` alone installs one with unknown windows (conntrack.install_state)."""
         n = len(ck)
         eni = np.broadcast_to(np.asarray(eni_scope, np.uint32), (n,))
         vpc = np.broadcast_to(np.asarray(vpc_scope, np.uint32), (n,))
@@ -222,8 +238,15 @@ class SoftPath:
         self.scope[s, 1] = vpc[ok]
         self.ver[s, 0] = self.eni_cur[eni[ok]]
         self.ver[s, 1] = self.vpc_cur[vpc[ok]]
-        self.tcp[s] = np.broadcast_to(np.asarray(tcp_state, np.uint8), (n,))[ok]
-        self.seen_reply[s] = 0
+        trk, has = track_args(track, n)
+        st = np.broadcast_to(np.asarray(tcp_state, np.uint8), (n,))[ok].astype(np.uint64)
+        self.trk[s] = 0
+        self.trk[s, 0] = ck.proto[ok].astype(np.uint64) | (st << np.uint64(8))
+        self.fresh[s] = 1 if first else 0
+        if not first:
+            moved = has[ok] == 1
+            self.trk[s[moved]] = trk[ok][moved]
+            K.sp_install(self.trk, s[~moved], ck.proto[ok][~moved], now_ns, self._tcfg)
         self.last_ns[s] = now_ns
         self.pkts[s] = 0
         self.nbytes[s] = 0
@@ -266,8 +289,8 @@ class SoftPath:
     def _rehash(self) -> None:
         """Rebuild the probe chains without tombstones (amortized over the deletes)."""
         s = np.flatnonzero(self.used == 1)
-        cols: list[np.ndarray] = [self.orig_dir, self.act, self.scope, self.ver, self.tcp, self.seen_reply,
-                self.last_ns, self.pkts, self.nbytes, self.aux]  # fmt: skip
+        cols: list[np.ndarray] = [self.orig_dir, self.act, self.scope, self.ver, self.trk,
+                                  self.fresh, self.last_ns, self.pkts, self.nbytes, self.aux]  # fmt: skip
         saved = [c[s].copy() for c in cols]
         words, proto = self.key[s].copy(), self.kproto[s].copy()
         self.used[:] = 0
@@ -288,7 +311,9 @@ class SoftPath:
         out["vni"] = (self.key[s, 4] >> np.uint64(32)).astype(np.uint32)
         out["proto"] = self.kproto[s]
         out["orig_dir"] = self.orig_dir[s]
-        out["tcp_state"] = self.tcp[s]
+        out["tcp_state"] = (self.trk[s, 0] >> np.uint64(8)) & np.uint64(0xFF)
+        out["track"] = self.trk[s]
+        out["expires_ns"] = self.trk[s, 1 + CT.T_EXPIRES].view(np.int64)
         for j, name in enumerate(("a_hi", "a_lo", "b_hi", "b_lo")):
             out[name] = self.key[s, j]
         out["a_port"] = (self.key[s, 4] >> np.uint64(16)) & np.uint64(0xFFFF)
@@ -311,7 +336,7 @@ class SoftPath:
     def nbytes_table(self) -> int:
         """Bytes of the software table (allocated, whatever its occupancy)."""
         arrays = (self.used, self.key, self.kproto, self.orig_dir, self.act, self.scope,
-                  self.ver, self.tcp, self.seen_reply, self.last_ns, self.pkts, self.nbytes,
+                  self.ver, self.trk, self.fresh, self.last_ns, self.pkts, self.nbytes,
                   self.aux)  # fmt: skip
         return int(sum(a.nbytes for a in arrays))
 
@@ -330,6 +355,8 @@ class SoftPath:
         outcome = np.empty(n, np.uint8)
         action = np.zeros(n, np.uint32)
         slot = np.full(n, -1, np.int64)
+        verdict = np.full(n, 255, np.uint8)
+        state = np.zeros(n, np.uint8)
         admit = self._admit(batch)
         if admit < n:
             outcome[admit:] = SoftOutcome.OVERLOAD
@@ -337,23 +364,30 @@ class SoftPath:
         if admit:
             sub = slice(0, admit)
             ckk = CanonicalKeys(*(getattr(ck, f)[sub] for f in ck.__dataclass_fields__))
+            b = batch
             K.sp_process(
-                self._hash(ckk), key_words(ckk), ckk.proto, ckk.direction,
-                tcp_events(batch.tcp_flags[sub]), batch.length[sub], batch.time_ns[sub],
+                self._hash(ckk), key_words(ckk), ckk.proto, ckk.direction, b.time_ns[sub],
+                b.length[sub], b.tcp_flags[sub], b.tcp_seq[sub], b.tcp_ack[sub],
+                b.tcp_sack[sub], b.tcp_win[sub], b.tcp_opt[sub], b.tcp_wscale[sub],
+                b.tcp_len[sub], (b.dport[sub] >> np.uint16(8)).astype(np.uint8),
                 self.key, self.kproto, self.used, self.orig_dir, self.act, self.scope, self.ver,
-                self.tcp, self.seen_reply, self.last_ns, self.pkts, self.nbytes,
-                self.eni_cur, self.vpc_cur, TRANSITIONS, self.drop_action,
-                outcome[sub], action[sub], slot[sub],
+                self.trk, self.fresh, self.last_ns, self.pkts, self.nbytes,
+                self.eni_cur, self.vpc_cur, self._tcfg, self.drop_action, self._inv_drop,
+                outcome[sub], action[sub], slot[sub], verdict[sub], state[sub],
             )  # fmt: skip
+        has = slot >= 0
         # a SYN that reopened a finished session ended it in the kernel (MISS with its slot)
-        reo = (outcome == SoftOutcome.MISS) & (slot >= 0)
+        reo = (outcome == SoftOutcome.MISS) & has
+        ended = has & ~reo & np.isin(verdict, (CT.V_KILL, K.V_INVALID_NEW))
         reopened_aux = self.aux[slot[reo]].copy()
-        self.count -= int(reo.sum())
-        self.tombstones += int(reo.sum())
-        slot[reo] = -1
+        ended_aux = self.aux[slot[ended]].copy()
+        gone = int(reo.sum()) + int(ended.sum())
+        self.count -= gone
+        self.tombstones += gone
+        slot[reo | ended] = -1
         self.packets += n
         self.cpu_s += time.thread_time() - t0
-        return SoftResult(outcome, action, slot, reopened_aux)
+        return SoftResult(outcome, action, slot, reopened_aux, verdict, state, ended_aux)
 
     def _admit(self, batch: PacketBatch) -> int:
         """How many packets of the batch the rate budget admits (a token bucket)."""
@@ -372,19 +406,11 @@ class SoftPath:
 
     # ---- aging -----------------------------------------------------------------------
     def expire(self, now_ns: int) -> tuple[np.ndarray, npt.NDArray[np.bool_]]:
-        """Remove sessions idle past their class's timeout (the engine's classes);
-        returns their records and whether each ended CLOSED (TIME_WAIT/CLOSE) or AGED."""
+        """Remove sessions whose timer deadline (armed by the tracker) has passed; returns
+        their records and whether each ended CLOSED (TIME_WAIT/CLOSE) or AGED."""
         t0 = time.thread_time()
         s = np.flatnonzero(self.used == 1)
-        proto = self.kproto[s]
-        cls = np.full(len(s), 13, np.int64)  # generic
-        tcp = proto == PROTO_TCP
-        cls[tcp] = self.tcp[s][tcp]
-        udp = proto == PROTO_UDP
-        cls[udp] = np.where(self.seen_reply[s][udp] == 1, 11, 10)
-        cls[(proto == PROTO_ICMP) | (proto == PROTO_ICMPV6)] = 12
-        idle = now_ns - self.last_ns[s]
-        gone = s[idle > self._timeouts[cls]]
+        gone = s[self.trk[s, 1 + CT.T_EXPIRES].view(np.int64) <= now_ns]
         recs = self.sessions(gone)
         closed = (recs["proto"] == PROTO_TCP) & np.isin(
             recs["tcp_state"], (TcpState.TIME_WAIT, TcpState.CLOSE)

@@ -1,4 +1,5 @@
-"""SEC-DED over the session record: exhaustive single-bit correction, double-bit detection."""
+"""SEC-DED over the session record (two groups): exhaustive single-bit correction, double-bit
+detection within a group, one correction per group."""
 
 from __future__ import annotations
 
@@ -17,8 +18,18 @@ from starfabric.fornax.engine.ecc import (
     ECC_UNCORRECTABLE,
     ecc_decode,
     ecc_encode,
+    ecc_seal,
 )
-from starfabric.fornax.engine.layout import N_DATA_WORDS, N_WORDS, W_BYTES0, W_PKTS
+from starfabric.fornax.engine.layout import (
+    ECC_GROUPS,
+    N_DATA_WORDS,
+    N_WORDS,
+    W_BYTES0,
+    W_ECC,
+    W_ECC2,
+    W_PKTS,
+    W_TD_MAXWIN,
+)
 
 from .fornax_engine_helpers import insert_flows, packets
 
@@ -27,8 +38,15 @@ NBITS = N_WORDS * 64
 
 def random_record(seed: int) -> list[int]:
     rng = np.random.default_rng(seed)
-    words = [int(x) for x in rng.integers(0, 2**63, N_DATA_WORDS, dtype=np.uint64) * 2 + 1]
-    return [*words, ecc_encode(words)]
+    words = [int(x) for x in rng.integers(0, 2**63, N_WORDS, dtype=np.uint64) * 2 + 1]
+    ecc_seal(words)
+    return words
+
+
+def group_of(bit: int) -> int:
+    w = bit // 64
+    return next(g for g, (first, n, wc) in enumerate(ECC_GROUPS) if first <= w < first + n
+                or w == wc)  # fmt: skip
 
 
 def flipped(rec: list[int], *bits: int) -> list[int]:
@@ -42,7 +60,8 @@ def test_clean_record_and_codecs_agree() -> None:
     rec = random_record(1)
     assert ecc_decode(rec) == (ECC_CLEAN, -1)
     arr = np.array([rec], dtype=np.uint64)
-    assert int(K.ecc_encode(arr, 0)) == rec[-1]
+    assert int(K.ecc_encode(arr, 0)) == rec[W_ECC]
+    assert int(K.ecc_encode_b(arr, 0)) == rec[W_ECC2]
     assert K.ecc_check(arr, 0) == (ECC_CLEAN, -1)
 
 
@@ -58,12 +77,12 @@ def test_every_single_bit_flip_is_located_and_corrected() -> None:
 
 
 @njit
-def _count_double_misses(rec: np.ndarray, nbits: int) -> int:
-    """Over all pairs of distinct bits: how many are NOT reported uncorrectable."""
+def _count_double_misses(rec: np.ndarray, lo: int, hi: int) -> int:
+    """Over all pairs of distinct bits in lo..hi-1: how many are NOT reported uncorrectable."""
     work = rec.copy()
     misses = 0
-    for a in range(nbits):
-        for b in range(a + 1, nbits):
+    for a in range(lo, hi):
+        for b in range(a + 1, hi):
             work[0, a // 64] ^= np.uint64(1) << np.uint64(a % 64)
             work[0, b // 64] ^= np.uint64(1) << np.uint64(b % 64)
             status, _pos = K.ecc_check(work, 0)
@@ -74,15 +93,25 @@ def _count_double_misses(rec: np.ndarray, nbits: int) -> int:
     return misses
 
 
-def test_every_double_bit_flip_is_detected() -> None:
+def test_every_double_bit_flip_in_a_group_is_detected() -> None:
     rec = np.array([random_record(3)], dtype=np.uint64)
-    assert _count_double_misses(rec, NBITS) == 0  # all 459,840 pairs
+    assert _count_double_misses(rec, 0, (N_DATA_WORDS + 1) * 64) == 0  # group A: 459,840 pairs
+    assert _count_double_misses(rec, (W_ECC2 - 7) * 64, NBITS) == 0  # group B: 130,816 pairs
+
+
+def test_one_flip_in_each_group_is_corrected_in_turn() -> None:
+    rec = random_record(4)
+    bad = flipped(rec, W_PKTS * 64 + 3, W_TD_MAXWIN * 64 + 9)
+    assert ecc_decode(bad) == (ECC_CORRECTED, W_PKTS * 64 + 3)
+    bad = flipped(bad, W_PKTS * 64 + 3)
+    assert ecc_decode(bad) == (ECC_CORRECTED, W_TD_MAXWIN * 64 + 9)
+    assert ecc_decode(flipped(bad, W_TD_MAXWIN * 64 + 9)) == (ECC_CLEAN, -1)
 
 
 @settings(max_examples=300, deadline=None)
 @given(st.integers(0, 2**32), st.integers(0, NBITS - 1), st.integers(0, NBITS - 1))
 def test_plain_codec_detects_double_flips(seed: int, a: int, b: int) -> None:
-    if a == b:
+    if a == b or group_of(a) != group_of(b):
         return
     assert ecc_decode(flipped(random_record(seed), a, b))[0] == ECC_UNCORRECTABLE
 
@@ -91,7 +120,7 @@ def test_plain_codec_detects_double_flips(seed: int, a: int, b: int) -> None:
 @given(st.integers(0, 2**32), st.integers(0, N_DATA_WORDS - 1), st.integers(0, 2**64 - 1))
 def test_patch_equals_full_encode(seed: int, w: int, new: int) -> None:
     rec = random_record(seed)
-    patched = K.ecc_patch(np.uint64(rec[-1]), w, np.uint64(rec[w]), np.uint64(new))
+    patched = K.ecc_patch(np.uint64(rec[W_ECC]), w, np.uint64(rec[w]), np.uint64(new))
     rec[w] = new
     assert int(patched) == ecc_encode(rec)
 

@@ -124,16 +124,21 @@ def test_invalid_and_ignored_segments_keep_state(make_engine: Callable[..., Sess
     assert c["tcp_invalid"] == 1 and c["tcp_ignored"] == 1 and c["hit"] == 2
 
 
-def test_udp_unreplied_vs_assured(make_engine: Callable[..., SessionEngine]) -> None:
+def test_udp_unreplied_replied_stream(make_engine: Callable[..., SessionEngine]) -> None:
+    """nf_conntrack_proto_udp: a reply keeps the unreplied timeout until the entry is older
+    than 2 s; a later packet makes it a stream (stream timeout, ASSURED)."""
     e = make_engine(udp_unreplied_s=30.0, udp_assured_s=120.0)
-    insert_flows(e, [UDP_FLOW, UDP_FLOW + 5])  # flows 1 and 6 are both UDP
-    e.process(packets([(UDP_FLOW, 0, 0, 10, 0, 0), (UDP_FLOW + 5, 0, 0, 10, 0, 0)]))
-    e.process(packets([(UDP_FLOW, 1, 0, 10, 0, 1)]))  # flow 1 sees a reply: assured
+    insert_flows(e, [UDP_FLOW, UDP_FLOW + 5, UDP_FLOW + 10])  # flows 1, 6, 11: UDP
+    e.process(packets([(f, 0, 0, 10, 0, 0) for f in (UDP_FLOW, UDP_FLOW + 5, UDP_FLOW + 10)]))
+    e.process(packets([(UDP_FLOW, 1, 0, 10, 0, 1), (UDP_FLOW + 10, 1, 0, 10, 0, 1)]))
+    e.process(packets([(UDP_FLOW, 0, 0, 10, 0, 3 * S)]))  # flow 1, 3 s old, replied: stream
+    _, rec = e.query(flow_keys([UDP_FLOW, UDP_FLOW + 10]), now_ns=3 * S)
+    assert rec["remaining_ns"].tolist() == [120 * S, 27 * S + 1]
     e.scrub(31 * S, 64)
     ev = e.poll_events()
-    assert ev["type"].tolist() == [EventType.AGED] and ev["proto"][0] == 17
+    assert ev["type"].tolist() == [EventType.AGED] * 2 and set(ev["proto"]) == {17}
     assert e.occupancy() == 1
-    e.scrub(121 * S, 64)
+    e.scrub(124 * S, 64)
     assert e.poll_events()["type"].tolist() == [EventType.AGED]
 
 

@@ -75,7 +75,8 @@ def test_contenders_that_cannot_fit_are_left_out_with_a_note(
     n = 1 << 20
     ovs = next(c for c in ctx.contenders if c.name == "ovs_like")
     fx = next(c for c in ctx.contenders if c.name == "fornax")
-    assert resident_estimate(ovs, n) > 2 * resident_estimate(fx, n)  # the mirror's rows
+    # the mirror's rows (the engine entry grew to 186 B with window tracking: about 2x, not more)
+    assert resident_estimate(ovs, n) > 1.5 * resident_estimate(fx, n)
     room = int(resident_estimate(fx, n) / harness.MEMORY_HEADROOM) + 1
     monkeypatch.setattr(harness, "available_bytes", lambda: room)
     notes: list[str] = []

@@ -7,8 +7,11 @@ connection is decided by evaluating the connection's ORIGINAL first packet under
 in force NOW (so nothing is ever forwarded under an old policy): forward direction -> the fwd
 action, reply direction -> the rev action. A connection the current policy no longer keeps is
 forgotten after dropping the packet that found it; the next packet is a first packet again.
-TCP connections follow nf_conntrack's state table: a SYN that reopens a TIME_WAIT/CLOSE
-connection starts a new connection, decided as a first packet in its own direction.
+Connections are tracked as nf_conntrack does, with the one shared tracker
+(engine/conntrack.py, on a one-row array per connection): a first packet the kernel would
+create no entry for is forwarded as decided but remembered not; a SYN that reopens a closed
+connection starts a new one, decided as a first packet in its own direction; a connection
+whose only reply is a RST ends after it.
 """
 
 from __future__ import annotations
@@ -16,14 +19,10 @@ from __future__ import annotations
 import ipaddress
 from typing import Any
 
-from starfabric.fornax.engine.tcp import (
-    N_STATES,
-    TRANSITIONS,
-    initial_tcp_state,
-    is_reopen,
-    tcp_event,
-)
-from starfabric.fornax.packets import PROTO_TCP
+import numpy as np
+
+from starfabric.fornax.engine import conntrack as CT
+from starfabric.fornax.engine.config import EngineConfig
 from starfabric.fornax.vpc import ReferencePolicy, VpcSpec
 
 ECHO = {1: (8, 0), 58: (128, 129)}
@@ -61,7 +60,9 @@ class ConntrackReference:
     def __init__(self, spec: VpcSpec, drop_sessions: bool) -> None:
         self.policy = ReferencePolicy(spec)
         self.drop_sessions = drop_sessions
-        self.conns: dict[tuple[Any, ...], tuple[Packet, int, int]] = {}  # first, dir, TCP state
+        self.conns: dict[tuple[Any, ...], tuple[Packet, int, np.ndarray]] = {}  # first, dir, row
+        self.cfg = EngineConfig().tracker_params()
+        self.t = 0
 
     def set_policy(self, spec: VpcSpec) -> None:
         self.policy = ReferencePolicy(spec)
@@ -78,25 +79,36 @@ class ConntrackReference:
     def packet(self, p: Packet) -> tuple[Any, ...] | None:
         """The described action the packet is forwarded with, or None when it is dropped."""
         key, direction = canonical(p)
-        tcp = p[3] == PROTO_TCP
+        self.t += 1
+        proto, flags = p[3], p[6]
         if key in self.conns:
-            first, first_dir, state = self.conns[key]
+            first, first_dir, row = self.conns[key]
             d = self._decide(first)
             if not self._keeps(d):
                 del self.conns[key]
                 return None
-            if tcp:
-                rel = 0 if direction == first_dir else 1
-                new = int(TRANSITIONS[rel, tcp_event(p[6]), state])
-                if is_reopen(state, new):
-                    del self.conns[key]
-                    return self.packet(p)  # a new connection
-                if new < N_STATES:
-                    self.conns[key] = (first, first_dir, new)
+            rel = 0 if direction == first_dir else 1
+            v, _ = CT.ct_packet(row, 0, 0, 1, proto, rel, flags, 0, 0, 0, 0, 0, 0, 0, self.t,
+                                self.cfg)  # fmt: skip
+            if v == CT.V_REOPEN:
+                del self.conns[key]
+                return self.packet(p)  # a new connection
+            if v == CT.V_KILL:
+                del self.conns[key]
             act = d["fwd"] if direction == first_dir else d["rev"]
         else:
             d = self._decide(p)
             if self._keeps(d):
-                self.conns[key] = (p, direction, initial_tcp_state(p[6]) if tcp else 0)
+                row = np.zeros((1, 1 + CT.N_TRACK), np.uint64)
+                row[0, 0] = proto
+                icmp_type = p[5] >> 8
+                ok = CT.ct_new(row, 0, 0, 1, proto, flags, 0, 0, 0, 0, 0, icmp_type, self.t,
+                               self.cfg)  # fmt: skip
+                if ok:
+                    v, _ = CT.ct_packet(row, 0, 0, 1, proto, 0, flags, 0, 0, 0, 0, 0, 0, 0,
+                                        self.t, self.cfg)  # fmt: skip
+                    ok = v != CT.V_INVALID
+                if ok:
+                    self.conns[key] = (p, direction, row)
             act = d["fwd"]
         return None if act[0] == "DROP" else tuple(act)

@@ -61,6 +61,24 @@ class DelegatingEngine(EngineProxy):
         return self.inner.scrub(now_ns, n_slots)
 
 
+def state_of_track(track: npt.ArrayLike) -> npt.NDArray[np.uint8]:
+    """The TCP state held in tracker rows (ENTRY_DTYPE "track")."""
+    t = np.asarray(track, np.uint64).reshape(-1, np.asarray(track).shape[-1])
+    return ((t[:, 0] >> np.uint64(8)) & np.uint64(0xFF)).astype(np.uint8)
+
+
+def state_only(kw: dict[str, Any]) -> dict[str, Any]:
+    """Per-direction entries are installed with a TCP state only (each entry sees its own
+    direction as ORIGINAL, so a connection's two-direction tracker state does not apply):
+    a `track` argument becomes its TCP state."""
+    if kw.get("track") is None:
+        kw.pop("track", None)
+        return kw
+    out = dict(kw)
+    out["tcp_state"] = state_of_track(out.pop("track"))
+    return out
+
+
 def direction_of(keys: FlowKeys) -> npt.NDArray[np.uint8]:
     """Canonical direction bit of directed keys (the VNI's direction bit ignored)."""
     ck = canonicalize_columns(keys.vni & ~DIR_BIT, keys.proto, keys.src_hi, keys.src_lo,
@@ -131,6 +149,7 @@ class PerDirectionEngine(DelegatingEngine):
 
     def insert(self, keys: FlowKeys, **kw: Any) -> npt.NDArray[np.uint8]:
         n = len(keys)
+        kw = state_only(kw)
         o, r, two = self.halves(keys)
         aux = np.broadcast_to(np.asarray(kw.pop("aux", 0), np.uint64), (n,))
         ao = np.broadcast_to(np.asarray(kw.pop("action_orig"), np.uint32), (n,))
@@ -166,6 +185,7 @@ class PerDirectionEngine(DelegatingEngine):
 
     def modify(self, keys: FlowKeys, **kw: Any) -> npt.NDArray[np.uint8]:
         n = len(keys)
+        kw = state_only(kw)
         o, r, two = self.halves(keys)
         st = np.asarray(self.inner.modify(o, **kw)).copy()
         idx = np.flatnonzero(two)
@@ -190,11 +210,13 @@ class PerDirectionEngine(DelegatingEngine):
         st[idx] = np.where(st[idx] == Status.OK, st[idx], st_r)
         return st
 
-    def query(self, keys: FlowKeys) -> tuple[npt.NDArray[np.uint8], np.ndarray]:
+    def query(
+        self, keys: FlowKeys, now_ns: int | None = None
+    ) -> tuple[npt.NDArray[np.uint8], np.ndarray]:
         o, r, two = self.halves(keys)
-        s1, r1 = self.inner.query(o)
+        s1, r1 = self.inner.query(o, now_ns)
         self._extra("query", int(two.sum()))
-        s2, r2 = self.inner.query(r)
+        s2, r2 = self.inner.query(r, now_ns)
         s2 = np.where(two, s2, Status.NOT_FOUND)
         c1, _ = to_original(r1)
         c2, rep2 = to_original(r2)

@@ -14,10 +14,10 @@ from __future__ import annotations
 import numpy as np
 
 from starfabric._jit import njit
+from starfabric.fornax.engine import conntrack as CT
 from starfabric.fornax.engine import interface as itf
 from starfabric.fornax.engine import layout as L
 from starfabric.fornax.engine._intrinsics import popcount, prefetch_at, prefetch_row
-from starfabric.fornax.engine.config import TO_GENERIC, TO_ICMP, TO_UDP_ASSURED, TO_UDP_UNREPLIED
 from starfabric.fornax.engine.tcp import TCP_IGNORE, TCP_INVALID, TcpState
 from starfabric.fornax.keys import C_ALT, C_FIN, C_MUL
 from starfabric.fornax.packets import (
@@ -64,6 +64,11 @@ M_HIGH = np.uint64(((1 << 64) - 1) ^ ((1 << (32 + N_HALVES + 1)) - 1))
 M_LOW = np.uint64((1 << (32 + N_HALVES + 1)) - 1)
 M_CHECK = np.uint64((1 << (32 + N_HALVES)) - 1)
 N_DATA = L.N_DATA_WORDS
+N_TRK = L.N_TRACK_WORDS
+S_OVERALL_B = np.uint64(32 + 2 * N_TRK)
+M_P_B = np.uint64((1 << (2 * N_TRK)) - 1)
+M_HIGH_B = np.uint64(((1 << 64) - 1) ^ ((1 << (32 + 2 * N_TRK + 1)) - 1))
+M_LOW_B = np.uint64((1 << (32 + 2 * N_TRK + 1)) - 1)
 N_EW = itf.N_EVENT_WORDS
 
 F_ORIG_B = np.uint64(L.FLAG_ORIG_B)
@@ -93,6 +98,12 @@ R_TCP_IGNORED = np.int64(itf.Reason.TCP_IGNORED)
 R_REOPEN = np.int64(itf.Reason.TCP_REOPEN)
 R_KEY_OK = np.int64(itf.Reason.KEY_CONSISTENT)
 R_KEY_SUSPECT = np.int64(itf.Reason.KEY_SUSPECT)
+R_KILLED = np.int64(itf.Reason.CT_KILLED)
+V_INVALID = CT.V_INVALID
+V_IGNORE = CT.V_IGNORE
+V_REOPEN = CT.V_REOPEN
+V_KILL = CT.V_KILL
+TRACK_META = np.uint64(CT.TRACK_META_MASK)
 ST_OK = np.int64(itf.Status.OK)
 ST_EXISTS = np.int64(itf.Status.EXISTS)
 ST_NOT_FOUND = np.int64(itf.Status.NOT_FOUND)
@@ -151,10 +162,6 @@ T_TW = np.int64(TcpState.TIME_WAIT)
 T_CL = np.int64(TcpState.CLOSE)
 T_INVALID = TCP_INVALID
 T_IGNORE = TCP_IGNORE
-TO_UDP_U = TO_UDP_UNREPLIED
-TO_UDP_A = TO_UDP_ASSURED
-TO_ICMP_ = TO_ICMP
-TO_GEN = TO_GENERIC
 P_TCP = PROTO_TCP
 P_UDP = PROTO_UDP
 P_ICMP = PROTO_ICMP
@@ -376,8 +383,71 @@ def _bit_index(x: np.uint64) -> int:
 
 
 @njit
+def ecc_encode_b(rec, s) -> np.uint64:
+    """Check word of group B (the tracker words, layout.ECC_GROUPS); same code as group A."""
+    acc = U0
+    p = U0
+    for w in range(N_TRK):
+        v = rec[s, L.W_TRACK + w]
+        acc ^= v
+        p |= _half_parities(v) << np.uint64(2 * w)
+    check = ((acc & M32) ^ (acc >> S32)) | (p << S32)
+    return check | (_par(acc ^ check) << S_OVERALL_B)
+
+
+@njit
+def ecc_seal(rec, s) -> None:
+    """Write both check words of rec[s] (twin of ecc.ecc_seal)."""
+    rec[s, L.W_ECC] = ecc_encode(rec, s)
+    rec[s, L.W_ECC2] = ecc_encode_b(rec, s)
+
+
+@njit
+def ecc_check_b(rec, s):
+    """ecc_check for group B: (status, flipped bit position or -1)."""
+    stored = rec[s, L.W_ECC2]
+    want = ecc_encode_b(rec, s)
+    if stored == want:
+        return ECC_CLEAN, -1
+    diff = stored ^ want
+    sx = diff & M32
+    sp = (diff >> S32) & M_P_B
+    high = stored & M_HIGH_B
+    odd = _par(stored & M_LOW_B) ^ _par(want)
+    wc = L.W_ECC2 * 64
+    if high != U0:
+        if _one_bit(high) and sx == U0 and sp == U0 and odd == U0:
+            return ECC_CORR, wc + _bit_index(high)
+        return ECC_UNCORR, -1
+    if odd == U0:
+        if sx == U0 and sp == U0:
+            return ECC_CLEAN, -1
+        return ECC_UNCORR, -1
+    if _one_bit(sx) and _one_bit(sp):
+        half = _bit_index(sp)
+        return ECC_CORR, (L.W_TRACK + half // 2) * 64 + (half % 2) * 32 + _bit_index(sx)
+    if sx == U0 and sp == U0:
+        return ECC_CORR, wc + np.int64(S_OVERALL_B)
+    if _one_bit(sx) and sp == U0:
+        return ECC_CORR, wc + _bit_index(sx)
+    if sx == U0 and _one_bit(sp):
+        return ECC_CORR, wc + 32 + _bit_index(sp)
+    return ECC_UNCORR, -1
+
+
+@njit
 def ecc_check(rec, s):
-    """(status, flipped bit position or -1); twin of ecc.ecc_decode."""
+    """(status, flipped bit position or -1) of the first group that is not clean; twin of
+    ecc.ecc_decode."""
+    st, pos = ecc_check_a(rec, s)
+    if st != ECC_CLEAN:
+        return st, pos
+    return ecc_check_b(rec, s)
+
+
+@njit
+def ecc_check_a(rec, s):
+    """Group A: (status, flipped bit position or -1)."""
     stored = rec[s, L.W_ECC]
     want = ecc_encode(rec, s)
     if stored == want:  # the only clean case (a clean record's check word is its encoding)
@@ -409,10 +479,8 @@ def ecc_check(rec, s):
 
 @njit
 def ecc_fix(rec, s, pos) -> None:
-    w = pos // 64
-    if w < N_DATA:
-        rec[s, w] ^= U1 << np.uint64(pos % 64)
-    rec[s, L.W_ECC] = ecc_encode(rec, s)
+    """Undo the located flip (data or check bit): the group is its own encoding again."""
+    rec[s, pos // 64] ^= U1 << np.uint64(pos % 64)
 
 
 # ---------------------------------------------------------------------------- event ring
@@ -563,15 +631,17 @@ def invalidate(tags, rec, st, s) -> None:
 
 @njit
 def read_check(tags, rec, st, ring, rmeta, ctr, prm, seed, s, t, port) -> bool:
-    """ECC-check slot s before use: correct (event) or invalidate (event). True if usable."""
-    status, pos = ecc_check(rec, s)
-    if status == ECC_CLEAN:
-        return True
-    if status == ECC_CORR:
+    """ECC-check slot s before use: correct (event, at most one flip per group) or invalidate
+    (event). True if usable."""
+    for _ in range(3):
+        status, pos = ecc_check(rec, s)
+        if status == ECC_CLEAN:
+            return True
+        if status != ECC_CORR:
+            break
         ecc_fix(rec, s, pos)
         ctr[C_ECC_CORR] += 1
         emit_entry(ring, rmeta, ctr, EV_ECC_CORR, R_NONE, rec, s, s, t, port, pos)
-        return True
     h = rec_hash(rec, s, seed)
     b1, b2 = buckets(h, prm[0])
     b = s // prm[1]
@@ -657,12 +727,14 @@ def tcp_index(flags):
 
 @njit
 def k_process(
-    tags, rec, st, ring, rmeta, ctr, prm, seed, eni_cur, vpc_cur, stalled, stuck, hung, trans,
+    tags, rec, st, ring, rmeta, ctr, prm, seed, eni_cur, vpc_cur, stalled, stuck, hung, tcfg,
     time, port, vni, proto, src_hi, src_lo, dst_hi, dst_lo, sport, dport, flags, length,
-    o_out, o_reason, o_dir, o_reply, o_action, o_slot, o_state,
+    seq, ack, sack, win, opt, wsc, plen,
+    o_out, o_reason, o_dir, o_reply, o_action, o_slot, o_state, o_verdict,
 ):  # fmt: skip
     """The packet pipeline: every packet of the batch in order (see interface.py)."""
     drop = np.uint64(prm[2])
+    inv_drop = prm[6] != 0
     nb = prm[0]
     bs = prm[1]
     wpb = bs // 4
@@ -695,7 +767,8 @@ def k_process(
                 cand = b * bs + q
                 kr[rj, 10] = np.uint64(cand + 1)
                 prefetch_at(rec, cand, 0)
-                prefetch_at(rec, cand, 7)
+                prefetch_at(rec, cand, 8)
+                prefetch_at(rec, cand, 15)
                 prefetch_at(rec, cand, L.N_WORDS - 1)
             else:
                 kr[rj, 10] = U0
@@ -709,7 +782,8 @@ def k_process(
                 if q < bs:
                     cand = b * bs + q
                     prefetch_at(rec, cand, 0)
-                    prefetch_at(rec, cand, 7)
+                    prefetch_at(rec, cand, 8)
+                    prefetch_at(rec, cand, 15)
                     prefetch_at(rec, cand, L.N_WORDS - 1)
         lo = g * GROUP
         for i in range(max(lo, 0), min(lo + GROUP, n)):
@@ -721,6 +795,7 @@ def k_process(
             o_reply[i] = 255
             o_action[i] = 0
             o_state[i] = 0
+            o_verdict[i] = 255
             if stalled[p]:
                 if stuck[p] < 0:
                     stuck[p] = t
@@ -769,6 +844,11 @@ def k_process(
                         break
                     if key_eq(rec, sl, kr[ri, 0], kr[ri, 1], kr[ri, 2], kr[ri, 3], kr[ri, 4], pr):
                         s = sl
+                        # group B (tracker words) is checked once the key matched
+                        if ecc_encode_b(rec, sl) != rec[sl, L.W_ECC2] and not read_check(
+                            tags, rec, st, ring, rmeta, ctr, prm, seed, sl, t, p
+                        ):
+                            fault = True
                         break
                 if s >= 0:
                     break
@@ -809,32 +889,38 @@ def k_process(
                 o_state[i] = state
                 ctr[C_STALE] += 1
                 continue
-            if pr == np.uint64(P_TCP):
-                new = np.int64(trans[rel, tcp_index(flags[i]), state])
-                if new == T_INVALID:
-                    reason = R_TCP_INVALID
-                    ctr[C_TCP_INVALID] += 1
-                elif new == T_IGNORE:
-                    reason = R_TCP_IGNORED
-                    ctr[C_TCP_IGNORED] += 1
-                else:
-                    if new == T_SS and (state == T_TW or state == T_CL):  # noqa: SIM109
-                        # A SYN on a finished session opens a NEW connection: as nf_conntrack
-                        # kills the old entry and runs the SYN through the ruleset, the old
-                        # session closes (final counters) and the SYN is punted for a decision.
-                        ctr[C_REOPEN] += 1
-                        ctr[C_CLOSED] += 1
-                        emit_entry(ring, rmeta, ctr, EV_CLOSED, R_REOPEN, rec, s, s, t, p, 0)
-                        invalidate(tags, rec, st, s)
-                        o_out[i] = O_MISS
-                        o_reason[i] = R_REOPEN
-                        o_slot[i] = -1
-                        n_miss += 1
-                        continue
-                    state = new
-            elif rel == 1:
-                fl |= F_SEEN_REPLY
-            # Update the four changed words and patch the check word once (== ecc_encode).
+            # Connection tracking (conntrack.py, shared with reference.py and the softpath).
+            vd, _rearmed = CT.ct_packet(
+                rec, s, L.W_META, L.W_TRACK, np.int64(pr), rel, np.int64(flags[i]),
+                np.int64(seq[i]), np.int64(ack[i]), np.int64(sack[i]), np.int64(win[i]),
+                np.int64(opt[i]), np.int64(wsc[i]), np.int64(plen[i]), t, tcfg,
+            )  # fmt: skip
+            o_verdict[i] = vd
+            if vd == V_REOPEN:
+                # A SYN on a finished session opens a NEW connection: as nf_conntrack kills
+                # the old entry and runs the SYN through the ruleset, the old session closes
+                # (final counters) and the SYN is punted for a decision.
+                ctr[C_REOPEN] += 1
+                ctr[C_CLOSED] += 1
+                emit_entry(ring, rmeta, ctr, EV_CLOSED, R_REOPEN, rec, s, s, t, p, 0)
+                invalidate(tags, rec, st, s)
+                o_out[i] = O_MISS
+                o_reason[i] = R_REOPEN
+                o_slot[i] = -1
+                n_miss += 1
+                continue
+            n_me = rec[s, L.W_META]
+            state = np.int64((n_me >> S8) & M8)
+            if vd == V_INVALID:
+                reason = R_TCP_INVALID
+                ctr[C_TCP_INVALID] += 1
+            elif vd == V_IGNORE:
+                reason = R_TCP_IGNORED
+                ctr[C_TCP_IGNORED] += 1
+            elif vd == V_KILL:
+                reason = R_KILLED
+            # Update the four changed words of group A and patch its check word once (==
+            # ecc_encode); re-encode group B, which the tracker may have changed.
             wb = L.W_BYTES0 + d
             o_pk = rec[s, L.W_PKTS]
             o_by = rec[s, wb]
@@ -845,22 +931,31 @@ def k_process(
                 n_pk = o_pk + (U1 << S32)
             n_by = o_by + np.uint64(length[i])
             n_se = np.uint64(t)
-            n_me = (meta & M8) | (np.uint64(state) << S8) | (fl << S16)
             rec[s, L.W_PKTS] = n_pk
             rec[s, wb] = n_by
             rec[s, L.W_SEEN] = n_se
-            rec[s, L.W_META] = n_me
             rec[s, L.W_ECC] = ecc_patch4(
                 rec[s, L.W_ECC], L.W_PKTS, o_pk, n_pk, wb, o_by, n_by, L.W_SEEN, o_se, n_se,
                 L.W_META, meta, n_me,
             )  # fmt: skip
+            rec[s, L.W_ECC2] = ecc_encode_b(rec, s)
             act = (rec[s, L.W_ACT] >> np.uint64(32 * d)) & M32
             o_reply[i] = rel
             o_action[i] = act
             o_state[i] = state
+            if vd == V_KILL:
+                # the only reply was a RST: the kernel deletes the entry (final counters)
+                ctr[C_CLOSED] += 1
+                emit_entry(ring, rmeta, ctr, EV_CLOSED, R_KILLED, rec, s, s, t, p, 0)
+                invalidate(tags, rec, st, s)
+                o_slot[i] = -1
             if act == drop:
                 o_out[i] = O_DROP
                 o_reason[i] = R_DROP
+                ctr[C_DROP] += 1
+            elif vd == V_INVALID and inv_drop:
+                o_out[i] = O_DROP
+                o_reason[i] = R_TCP_INVALID
                 ctr[C_DROP] += 1
             else:
                 o_out[i] = O_HIT
@@ -914,9 +1009,15 @@ def k_insert(
     now,
     tstate,
     aux,
+    track,
+    has_track,
+    tcfg,
     out_status,
     out_slot,
 ):
+    """Insert entries; `track` rows (meta bits, N_TRACK words) carry the tracker state of a
+    session moved from software (has_track 1), else the entry starts with a state only:
+    windows unknown (checked liberally, as a loose pickup) and its class's timeout."""
     nb = prm[0]
     bs = prm[1]
     maxd = prm[4]
@@ -948,7 +1049,15 @@ def k_insert(
         scratch[0, L.W_BYTES0] = U0
         scratch[0, L.W_BYTES1] = U0
         scratch[0, L.W_AUX] = aux[i]
-        scratch[0, L.W_ECC] = ecc_encode(scratch, 0)
+        for w in range(N_TRK):
+            scratch[0, L.W_TRACK + w] = U0
+        if has_track[i]:
+            scratch[0, L.W_META] |= track[i, 0] & TRACK_META
+            for w in range(N_TRK):
+                scratch[0, L.W_TRACK + w] = track[i, 1 + w]
+        else:
+            CT.install_state(scratch, 0, L.W_META, L.W_TRACK, np.int64(proto[i]), t, tcfg)
+        ecc_seal(scratch, 0)
         if eni[i] >= n_eni or vpc[i] >= n_vpc:
             out_status[i] = ST_BAD_SCOPE
             ctr[C_INS_SCOPE] += 1
@@ -1076,11 +1185,17 @@ def k_lookup_op(
     vpc_v,
     aux,
     tstate,
+    timeout,
+    track,
     out_status,
     out_slot,
     out_rows,
 ):
-    """delete (kind 0), modify (kind 1) or query (kind 2) by key."""
+    """delete (kind 0), modify (kind 1) or query (kind 2) by key.
+
+    modify mask bits: 1 action_orig, 2 action_reply, 4 eni_version, 8 vpc_version, 16 aux,
+    32 tcp_state, 64 timeout (deadline = now + timeout, as `conntrack -U --timeout`),
+    128 tracker state (track rows)."""
     for i in range(len(a_hi)):
         out_slot[i] = -1
         s, fault = probe(
@@ -1143,8 +1258,17 @@ def k_lookup_op(
             state = (meta >> S8) & M8
             if m & 32:
                 state = np.uint64(tstate[i])
-            rec[s, L.W_META] = (meta & M8) | (state << S8) | (fl << S16)
-            rec[s, L.W_ECC] = ecc_encode(rec, s)
+            if m & 128:
+                meta = (meta & ~TRACK_META) | (track[i, 0] & TRACK_META)
+                fl = ((meta >> S16) & M8) & ~F_MISMATCH
+                for w in range(N_TRK):
+                    rec[s, L.W_TRACK + w] = track[i, 1 + w]
+            rec[s, L.W_META] = (
+                (meta & ~np.uint64(0xFFFFFF)) | (meta & M8) | (state << S8) | (fl << S16)
+            )
+            if m & 64:
+                rec[s, L.W_EXPIRES] = np.uint64(now + timeout[i])
+            ecc_seal(rec, s)
             ctr[C_MOD_OK] += 1
         else:
             for w in range(L.N_WORDS):
@@ -1212,23 +1336,9 @@ def k_dump(
 
 
 @njit
-def timeout_class(rec, s):
-    meta = rec[s, L.W_META]
-    pr = np.int64(meta & M8)
-    if pr == P_TCP:
-        return np.int64((meta >> S8) & M8)
-    if pr == P_UDP:
-        return TO_UDP_A if (meta >> S16) & F_SEEN_REPLY else TO_UDP_U
-    if pr == P_ICMP or pr == P_ICMP6:  # noqa: SIM109
-        return TO_ICMP_
-    return TO_GEN
-
-
-@njit
-def k_scrub(
-    tags, rec, st, ring, rmeta, ctr, prm, seed, timeouts, stalled, stuck, hung, now, n_slots
-):
-    """Visit n_slots slots from the cursor; expire idle entries. Returns expired count."""
+def k_scrub(tags, rec, st, ring, rmeta, ctr, prm, seed, stalled, stuck, hung, now, n_slots):
+    """Visit n_slots slots from the cursor; expire entries past their timer deadline (the
+    tracker arms it, conntrack.py). Returns expired count."""
     cap = prm[5]
     expired = 0
     s = st[1]
@@ -1239,19 +1349,17 @@ def k_scrub(
             status, _pos = ecc_check(rec, s)
             if status != ECC_CLEAN:
                 ok = read_check(tags, rec, st, ring, rmeta, ctr, prm, seed, s, now, 0)
-        if ok:
-            cls = timeout_class(rec, s)
-            if now - np.int64(rec[s, L.W_SEEN]) >= timeouts[cls]:
-                meta = rec[s, L.W_META]
-                state = np.int64((meta >> S8) & M8)
-                if np.int64(meta & M8) == P_TCP and (state == T_TW or state == T_CL):  # noqa: SIM109
-                    ctr[C_CLOSED] += 1
-                    emit_entry(ring, rmeta, ctr, EV_CLOSED, R_NONE, rec, s, s, now, 0, 0)
-                else:
-                    ctr[C_AGED] += 1
-                    emit_entry(ring, rmeta, ctr, EV_AGED, R_NONE, rec, s, s, now, 0, 0)
-                invalidate(tags, rec, st, s)
-                expired += 1
+        if ok and now >= np.int64(rec[s, L.W_EXPIRES]):
+            meta = rec[s, L.W_META]
+            state = np.int64((meta >> S8) & M8)
+            if np.int64(meta & M8) == P_TCP and (state == T_TW or state == T_CL):  # noqa: SIM109
+                ctr[C_CLOSED] += 1
+                emit_entry(ring, rmeta, ctr, EV_CLOSED, R_NONE, rec, s, s, now, 0, 0)
+            else:
+                ctr[C_AGED] += 1
+                emit_entry(ring, rmeta, ctr, EV_AGED, R_NONE, rec, s, s, now, 0, 0)
+            invalidate(tags, rec, st, s)
+            expired += 1
         s += 1
         if s >= cap:
             s = 0

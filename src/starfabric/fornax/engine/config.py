@@ -1,7 +1,9 @@
-"""EngineConfig: the emulated NIC's geometry, timeouts and fault-detection knobs (a frozen Spec).
+"""EngineConfig: the emulated NIC's geometry, timeouts, tracking and fault-detection knobs.
 
-Timeout defaults are Linux nf_conntrack's (net/netfilter/nf_conntrack_proto_{tcp,udp,icmp,
-generic}.c); everything else is an assumption of ours and says so.
+Timeouts and tracking settings carry Linux nf_conntrack's sysctl names (without the
+net.netfilter.nf_conntrack_ prefix where a field is named after one) and defaults
+(net/netfilter/nf_conntrack_proto_{tcp,udp,icmp,generic}.c, checked on kernel 6.18, see
+docs/fornax.md "Conformance"); everything else is an assumption of ours and says so.
 """
 
 from __future__ import annotations
@@ -47,8 +49,32 @@ class EngineConfig(Spec):
     tcp_none_s: float = Field(
         120.0, ge=0, description="state NONE (inserted without a state); assumption: as SYN_SENT"
     )
-    udp_unreplied_s: float = Field(30.0, ge=0)
-    udp_assured_s: float = Field(120.0, ge=0)
+    tcp_max_retrans_s: float = Field(
+        300.0, ge=0, description="tcp_timeout_max_retrans: after tcp_max_retrans retransmissions"
+    )
+    tcp_unacknowledged_s: float = Field(
+        300.0, ge=0, description="tcp_timeout_unacknowledged: cap while data is unacknowledged"
+    )
+    tcp_loose: int = Field(1, ge=0, le=1, description="pick up connections seen mid-stream")
+    tcp_be_liberal: int = Field(
+        0, ge=0, le=1, description="accept out-of-window segments (only RST checks remain)"
+    )
+    tcp_max_retrans: int = Field(
+        3, ge=0, le=255, description="retransmissions before the max_retrans timeout"
+    )
+    tcp_ignore_invalid_rst: int = Field(
+        0, ge=0, le=1, description="a RST below the peer's max ACK is not INVALID"
+    )
+    invalid_policy: Literal["forward", "drop"] = Field(
+        "forward",
+        description="INVALID packets on a hardware entry: forward and count (tracking only), or "
+        "drop as `ct state invalid drop` does (what a Linux security group does)",
+    )
+    udp_unreplied_s: float = Field(30.0, ge=0, description="udp_timeout")
+    udp_assured_s: float = Field(120.0, ge=0, description="udp_timeout_stream")
+    udp_stream_delay_s: float = Field(
+        2.0, ge=0, description="a replied UDP entry older than this is a stream (kernel: 2 s)"
+    )
     icmp_s: float = Field(30.0, ge=0)
     generic_s: float = Field(600.0, ge=0, description="other protocols (nf_conntrack_generic)")
     watchdog_timeout_s: float = Field(
@@ -66,6 +92,14 @@ class EngineConfig(Spec):
                 f"{self.bucket_size} and hold at least two buckets"
             )
         return self
+
+    @classmethod
+    def small(cls, capacity: int = 1024, **overrides: Any) -> EngineConfig:
+        """A small-table engine (tests, tracking-only use, a few thousand sessions): a few
+        hundred KB instead of the default table's ~190 MB, scrubbed whole every tick."""
+        base: dict[str, Any] = {"capacity": capacity, "ring_capacity": 4096, "eni_scopes": 64,
+                                "vpc_scopes": 64, "scrub_slots_per_tick": capacity}  # fmt: skip
+        return make_config(None, **{**base, **overrides})
 
     @property
     def n_buckets(self) -> int:
@@ -90,6 +124,29 @@ class EngineConfig(Spec):
             self.generic_s,
         ]
         return np.array([round(x * 1e9) for x in s], dtype=np.int64)
+
+    def tracker_params(self) -> np.ndarray:
+        """The settings array of the shared tracker (conntrack.C_*), int64, times in ns."""
+        from starfabric.fornax.engine import conntrack as ct
+
+        out = np.zeros(ct.N_CFG, dtype=np.int64)
+        out[ct.C_LOOSE] = self.tcp_loose
+        out[ct.C_BE_LIBERAL] = self.tcp_be_liberal
+        out[ct.C_MAX_RETRANS] = self.tcp_max_retrans
+        out[ct.C_IGNORE_INVALID_RST] = self.tcp_ignore_invalid_rst
+        t = self.timeouts_ns()
+        out[ct.C_TO : ct.C_TO + 10] = t[:10]
+        for idx, sec in (
+            (ct.TO_RETRANS, self.tcp_max_retrans_s),
+            (ct.TO_UNACK, self.tcp_unacknowledged_s),
+            (ct.TO_UDP_UNREPLIED, self.udp_unreplied_s),
+            (ct.TO_UDP_STREAM, self.udp_assured_s),
+            (ct.TO_ICMP, self.icmp_s),
+            (ct.TO_GENERIC, self.generic_s),
+        ):
+            out[ct.C_TO + idx] = round(sec * 1e9)
+        out[ct.C_UDP_STREAM_DELAY] = round(self.udp_stream_delay_s * 1e9)
+        return out
 
 
 TO_UDP_UNREPLIED = 10

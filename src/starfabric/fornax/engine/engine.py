@@ -28,7 +28,7 @@ from starfabric.fornax.engine.interface import (
     events_from_words,
 )
 from starfabric.fornax.engine.records import entries_from_rows
-from starfabric.fornax.engine.tcp import N_STATES, TRANSITIONS
+from starfabric.fornax.engine.tcp import N_STATES
 from starfabric.fornax.keys import CanonicalKeys, canonicalize_columns
 from starfabric.fornax.packets import PacketBatch
 
@@ -66,12 +66,12 @@ class FastEngine(SessionEngine):
                 round(cfg.watchdog_timeout_s * 1e9),
                 cfg.max_displacement,
                 cfg.capacity,
+                1 if cfg.invalid_policy == "drop" else 0,
             ],
             dtype=np.int64,
         )
         self._seed = np.uint64(cfg.hash_seed)
-        self._timeouts = cfg.timeouts_ns()
-        self._trans = np.ascontiguousarray(TRANSITIONS)
+        self._tcfg = cfg.tracker_params()
         self._clock = 0  # latest time seen (packets, inserts, scrub): the time of op events
 
     # ---- helpers -----------------------------------------------------------------------
@@ -119,6 +119,7 @@ class FastEngine(SessionEngine):
                 action=np.empty(n, dtype=np.uint32),
                 slot=np.empty(n, dtype=np.int64),
                 tcp_state=np.empty(n, dtype=np.uint8),
+                verdict=np.empty(n, dtype=np.uint8),
             )
         elif len(out) != n:
             raise ConfigError(
@@ -133,7 +134,7 @@ class FastEngine(SessionEngine):
             self._stalled,
             self._stuck,
             self._hung,
-            self._trans,
+            self._tcfg,
             batch.time_ns,
             batch.port,
             batch.vni,
@@ -146,6 +147,13 @@ class FastEngine(SessionEngine):
             batch.dport,
             batch.tcp_flags,
             batch.length,
+            batch.tcp_seq,
+            batch.tcp_ack,
+            batch.tcp_sack,
+            batch.tcp_win,
+            batch.tcp_opt,
+            batch.tcp_wscale,
+            batch.tcp_len,
             out.outcome,
             out.reason,
             out.direction,
@@ -153,6 +161,7 @@ class FastEngine(SessionEngine):
             out.action,
             out.slot,
             out.tcp_state,
+            out.verdict,
         )
         if n:
             self._clock = max(self._clock, int(batch.time_ns.max()))
@@ -172,9 +181,14 @@ class FastEngine(SessionEngine):
         now_ns: npt.ArrayLike,
         tcp_state: npt.ArrayLike = 0,
         aux: npt.ArrayLike = 0,
+        track: npt.ArrayLike | None = None,
     ) -> npt.NDArray[np.uint8]:
         n = len(keys)
+        trk, has = track_args(track, n)
         ts = broadcast_arg(tcp_state, n, np.uint8, "tcp_state")
+        ts = np.where(
+            has == 1, ((trk[:, 0] >> np.uint64(8)) & np.uint64(0xFF)).astype(np.uint8), ts
+        )
         if n and int(ts.max()) >= N_STATES:
             raise ConfigError(
                 f"insert: tcp_state {int(ts.max())} is not a TcpState", fix="use TcpState values"
@@ -212,6 +226,9 @@ class FastEngine(SessionEngine):
             now,
             ts,
             broadcast_arg(aux, n, np.uint64, "aux"),
+            trk,
+            has,
+            self._tcfg,
             status,
             slots,
         )
@@ -247,6 +264,8 @@ class FastEngine(SessionEngine):
             vals.get("vpc_version", z32),
             vals.get("aux", np.zeros(n, dtype=np.uint64)),
             vals.get("tcp_state", np.zeros(n, dtype=np.uint8)),
+            vals.get("timeout_ns", np.zeros(n, dtype=np.int64)),
+            vals.get("track", np.zeros((n, TRACK_COLS), dtype=np.uint64)),
             status,
             slots,
             rows,
@@ -266,16 +285,23 @@ class FastEngine(SessionEngine):
         vpc_version: npt.ArrayLike | None = None,
         aux: npt.ArrayLike | None = None,
         tcp_state: npt.ArrayLike | None = None,
+        timeout_ns: npt.ArrayLike | None = None,
+        track: npt.ArrayLike | None = None,
     ) -> npt.NDArray[np.uint8]:
         n = len(keys)
         vals, m = modify_args(
-            n, action_orig, action_reply, eni_version, vpc_version, aux, tcp_state
-        )
+            n, action_orig, action_reply, eni_version, vpc_version, aux, tcp_state, timeout_ns,
+            track,
+        )  # fmt: skip
         return self._by_key(1, keys, np.full(n, m, dtype=np.uint8), **vals)[0]
 
-    def query(self, keys: FlowKeys) -> tuple[npt.NDArray[np.uint8], np.ndarray]:
+    def query(
+        self, keys: FlowKeys, now_ns: int | None = None
+    ) -> tuple[npt.NDArray[np.uint8], np.ndarray]:
         status, slots, rows = self._by_key(2, keys)
         ent = entries_from_rows(rows, slots, self._eni, self._vpc)
+        ent["remaining_ns"] = np.maximum(ent["expires_ns"] - (self._clock if now_ns is None
+                                                                else int(now_ns)), 0)  # fmt: skip
         ent[status != 0] = np.zeros(1, dtype=ent.dtype)
         return status, ent
 
@@ -341,7 +367,6 @@ class FastEngine(SessionEngine):
         expired = K.k_scrub(
             *self._tab(),
             self._seed,
-            self._timeouts,
             self._stalled,
             self._stuck,
             self._hung,
@@ -415,6 +440,8 @@ def modify_args(
     vpc_version: npt.ArrayLike | None,
     aux: npt.ArrayLike | None,
     tcp_state: npt.ArrayLike | None,
+    timeout_ns: npt.ArrayLike | None = None,
+    track: npt.ArrayLike | None = None,
 ) -> tuple[dict[str, np.ndarray], int]:
     """Broadcast modify's optional fields and build the field mask (bit per field)."""
     vals: dict[str, np.ndarray] = {}
@@ -426,17 +453,40 @@ def modify_args(
         ("vpc_version", vpc_version, np.uint32),
         ("aux", aux, np.uint64),
         ("tcp_state", tcp_state, np.uint8),
+        ("timeout_ns", timeout_ns, np.int64),
     ]
     for bit, (name, value, dt) in enumerate(spec):
         if value is not None:
             vals[name] = broadcast_arg(value, n, dt, name)
             mask |= 1 << bit
+    if track is not None:
+        vals["track"] = track_args(track, n)[0]
+        mask |= 128
     ts = vals.get("tcp_state")
     if ts is not None and n and int(ts.max()) >= N_STATES:
         raise ConfigError(
             f"modify: tcp_state {int(ts.max())} is not a TcpState", fix="use TcpState values"
         )
     return vals, mask
+
+
+#: Columns of a tracker-state row (ENTRY_DTYPE "track"): meta bits, then the window words.
+TRACK_COLS = 1 + L.N_TRACK_WORDS
+
+
+def track_args(
+    track: npt.ArrayLike | None, n: int
+) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint8]]:
+    """(uint64[n, TRACK_COLS] rows, uint8[n] present flags) of an optional `track` argument."""
+    if track is None:
+        return np.zeros((n, TRACK_COLS), np.uint64), np.zeros(n, np.uint8)
+    arr = np.ascontiguousarray(np.asarray(track, dtype=np.uint64))
+    if arr.shape != (n, TRACK_COLS):
+        raise ConfigError(
+            f"argument 'track' has shape {arr.shape}, not ({n}, {TRACK_COLS})",
+            fix="pass ENTRY_DTYPE 'track' rows (or the software path's) of the same sessions",
+        )
+    return arr, np.ones(n, np.uint8)
 
 
 def dump_args(cfg: EngineConfig, cursor: int, max_entries: int) -> tuple[int, int]:
@@ -473,7 +523,7 @@ def check_flip(cfg: EngineConfig, slot: int, bits: npt.ArrayLike) -> list[int]:
         if not 0 <= b < L.N_WORDS * 64:
             raise ConfigError(
                 f"flip_bits: bit {b} outside 0..{L.N_WORDS * 64 - 1}",
-                fix="give word * 64 + bit of the 15-word record",
+                fix=f"give word * 64 + bit of the {L.N_WORDS}-word record",
             )
     return out
 

@@ -43,8 +43,13 @@ a batch behaves as two sequential packets). Every packet gets exactly one Outcom
              except that one VERSION_MISMATCH event is raised per session until `modify`.
   HIT        forwarded by hardware with the direction's action handle.
   DROP_HW    as HIT, but the direction's action is the drop handle: dropped by hardware.
-On HIT and DROP_HW the entry's TCP state (nf_conntrack table, tcp.py), last-seen and the
-direction's packet/byte counters are updated. A correctable ECC error found on the way is
+On HIT and DROP_HW the packet goes through connection tracking (conntrack.py: nf_conntrack's
+TCP state table and window checks, UDP/ICMP status; the same code as the software path),
+then last-seen and the direction's packet/byte counters are updated. The tracker's verdict
+shows in the reason: TCP_INVALID (the state and timer are unchanged; the packet is forwarded,
+or dropped as DROP_HW under EngineConfig.invalid_policy = "drop"), TCP_IGNORED (forwarded,
+state and timer unchanged), CT_KILLED (forwarded, then the entry is deleted with a CLOSED
+event: a RST was the connection's only reply). Expiry is by the deadline the tracker armed. A correctable ECC error found on the way is
 corrected in place (ECC_CORRECTED event) and the lookup continues.
 
 Entry operations (software -> hardware)
@@ -58,9 +63,10 @@ exceptions; exceptions are raised only for malformed calls (wrong lengths, bad p
            INSERT_FAILED also raise an event of that type.
   delete   key -> OK | NOT_FOUND | ECC_FAULT. No event (software asked).
            ECC_FAULT: the tag-matching entry was uncorrectable; it is invalidated (event).
-  modify   key + any of actions / snapshots / aux / TCP state -> OK | NOT_FOUND | ECC_FAULT;
-           clears the "mismatch reported" flag.
-  query    key -> (Status, ENTRY_DTYPE record).
+  modify   key + any of actions / snapshots / aux / TCP state / tracker state / timeout
+           (deadline = now + timeout) -> OK | NOT_FOUND | ECC_FAULT; clears the "mismatch
+           reported" flag.
+  query    key -> (Status, ENTRY_DTYPE record, with the remaining timeout).
   dump     cursor-based walk in slot order with filters (scopes, versions below, state, stale
            only): returns up to max_entries records and the next cursor (== capacity when
            done). Inserts between chunks may move entries (displacement): such an entry can
@@ -79,8 +85,8 @@ AGED and CLOSED carry final counters.
 Aging: `scrub(now_ns, n_slots)`
 -------------------------------
 The scrubber visits the next n_slots slots (a cursor that wraps), checks each entry's ECC and
-expires entries idle for their class's timeout (TCP per state, UDP unreplied/assured, ICMP,
-other). Expiry in TIME_WAIT/CLOSE is a CLOSED event (completed teardown), otherwise AGED.
+expires entries whose timer deadline (armed by the tracker: TCP per state with the kernel's
+caps, UDP unreplied/stream, ICMP, other) has passed. Expiry in TIME_WAIT/CLOSE is a CLOSED event (completed teardown), otherwise AGED.
 Each call is also the watchdog's clock tick (see fault hooks).
 
 Fault hooks (tests, experiments)
@@ -137,6 +143,10 @@ class Reason(IntEnum):
     TCP_REOPEN = 9  # MISS: a SYN on a TIME_WAIT/CLOSE session opens a new connection
     KEY_CONSISTENT = 10  # ECC_UNCORRECTABLE event: the key read back hashes to its slot
     KEY_SUSPECT = 11  # ECC_UNCORRECTABLE event: the key read back may itself be corrupted
+    CT_KILLED = 12  # HIT, then the entry is deleted (CLOSED event): a RST was the only reply
+    CT_INVALID_NEW = 13  # software path: the first packet creates no entry (nf_conntrack's
+    #                      "invalid new": a lone FIN/RST/SYN-ACK, bad flags, tcp_loose=0
+    #                      pickup, an ICMP reply with no request)
 
 
 class Status(IntEnum):
@@ -301,6 +311,10 @@ ENTRY_DTYPE = np.dtype(
         ("bytes_orig", np.uint64),
         ("bytes_reply", np.uint64),
         ("aux", np.uint64),
+        ("expires_ns", np.int64),  # timer deadline on the packets' clock (tracker-armed)
+        ("remaining_ns", np.int64),  # expires_ns - the query's time (>= 0)
+        ("track", np.uint64, (8,)),  # tracker state: meta bits (conntrack.TRACK_META_MASK
+        #                               and the TCP state), then the N_TRACK window words
     ]
 )
 
@@ -418,6 +432,13 @@ class ProcessResult:
     action: npt.NDArray[np.uint32]  # the direction's action handle (HIT/DROP_HW), else 0
     slot: npt.NDArray[np.int64]  # slot of the entry consulted, -1 if none
     tcp_state: npt.NDArray[np.uint8]  # the entry's TCP state after the packet (0 if none)
+    #: the connection tracker's verdict (conntrack.V_*: 0 accepted, 1 ignored, 2 INVALID,
+    #: 3 reopen, 4 accepted and the entry ended), 255 where no entry tracked the packet
+    verdict: npt.NDArray[np.uint8] = None  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        if self.verdict is None:
+            object.__setattr__(self, "verdict", np.full(len(self.outcome), 255, np.uint8))
 
     def __len__(self) -> int:
         return len(self.outcome)
@@ -479,8 +500,14 @@ class SessionEngine(ABC):
         now_ns: npt.ArrayLike,
         tcp_state: npt.ArrayLike = 0,
         aux: npt.ArrayLike = 0,
+        track: npt.ArrayLike | None = None,
     ) -> npt.NDArray[np.uint8]:
-        """Insert sessions (key in ORIGINAL orientation); a Status per entry."""
+        """Insert sessions (key in ORIGINAL orientation); a Status per entry.
+
+        `track` (uint64[n, 8], ENTRY_DTYPE "track" / the software path's tracker rows) carries
+        a session's whole tracker state and timer deadline (then tcp_state is taken from it);
+        without it an entry starts in `tcp_state` with unknown windows (checked liberally) and
+        its class's timeout from now_ns."""
 
     @abstractmethod
     def delete(self, keys: FlowKeys) -> npt.NDArray[np.uint8]:
@@ -497,12 +524,20 @@ class SessionEngine(ABC):
         vpc_version: npt.ArrayLike | None = None,
         aux: npt.ArrayLike | None = None,
         tcp_state: npt.ArrayLike | None = None,
+        timeout_ns: npt.ArrayLike | None = None,
+        track: npt.ArrayLike | None = None,
     ) -> npt.NDArray[np.uint8]:
-        """Change the given fields (None = unchanged); clears the mismatch-reported flag."""
+        """Change the given fields (None = unchanged); clears the mismatch-reported flag.
+
+        timeout_ns re-arms the timer to the engine's latest time + timeout_ns (what
+        `conntrack -U --timeout` does); track replaces the tracker state."""
 
     @abstractmethod
-    def query(self, keys: FlowKeys) -> tuple[npt.NDArray[np.uint8], np.ndarray]:
-        """(Status per key, ENTRY_DTYPE record per key; zeros where not OK)."""
+    def query(
+        self, keys: FlowKeys, now_ns: int | None = None
+    ) -> tuple[npt.NDArray[np.uint8], np.ndarray]:
+        """(Status per key, ENTRY_DTYPE record per key; zeros where not OK). remaining_ns is
+        counted from now_ns (default: the latest time the engine has seen)."""
 
     @abstractmethod
     def dump(

@@ -1,10 +1,18 @@
-"""The session record: 15 uint64 words (120 bytes) per table slot, IPv6 keys included.
+"""The session record: 23 uint64 words (184 bytes) per table slot, IPv6 keys included.
 
-One row of `records[capacity, 15]` is one session. The key is stored canonically (endpoint A
+One row of `records[capacity, 23]` is one session. The key is stored canonically (endpoint A
 is the lower of the two, see fornax/keys.py); everything that has a direction (actions,
 counters) is stored per *canonical* direction, and the FLAG_ORIG_B flag says which canonical
-direction is the connection's ORIGINAL one. Word 14 is the ECC check word (ecc.py).
-Together with the 2-byte tag per slot a session costs 122 bytes (issue 2: <= 128).
+direction is the connection's ORIGINAL one.
+
+Two ECC groups (ecc.py), each SEC-DED over its data words:
+  group A  words 0..13 (key, meta, scopes, versions, actions, last-seen, counters, cookie),
+           check word 14 (unchanged from the 15-word record of issue 2);
+  group B  words 15..21, the connection tracker's window state (conntrack.py, per ORIGINAL /
+           REPLY direction, not canonical) and the timer deadline, check word 22.
+W_META carries, besides protocol, TCP state and flags, the tracker's small fields in bits
+24..63 (conntrack.SH_*). With the 2-byte tag per slot a session costs 186 bytes (issue 17:
+<= 192).
 """
 
 from __future__ import annotations
@@ -24,28 +32,43 @@ W_BYTES0 = 11  # bytes direction 0 (A->B)
 W_BYTES1 = 12  # bytes direction 1 (B->A)
 W_AUX = 13  # opaque 64-bit software cookie (the manager's, e.g. SNAT index and port)
 W_ECC = 14  # SEC-DED check word over words 0..13
+W_TRACK = 15  # first tracker word (conntrack.T_* relative to it)
+W_TD_END = 15  # td_end ORIGINAL | REPLY << 32 (UDP: stream time, ns)
+W_TD_MAXEND = 16
+W_TD_MAXWIN = 17
+W_TD_MAXACK = 18
+W_LAST = 19  # last_seq | last_ack << 32
+W_LAST2 = 20  # last_end | last_win << 32
+W_EXPIRES = 21  # timer deadline, ns on the packets' clock
+W_ECC2 = 22  # SEC-DED check word over words 15..21
 
-N_DATA_WORDS = 14
-N_WORDS = 15
+N_DATA_WORDS = 14  # group A
+N_TRACK_WORDS = 7  # group B
+N_WORDS = 23
+ECC_GROUPS = ((0, N_DATA_WORDS, W_ECC), (W_TRACK, N_TRACK_WORDS, W_ECC2))
 RECORD_BYTES = N_WORDS * 8
 TAG_BYTES = 2
 BYTES_PER_ENTRY = RECORD_BYTES + TAG_BYTES
 
 FLAG_ORIG_B = 0x01  # ORIGINAL direction is canonical direction 1 (B -> A)
 FLAG_MISMATCH_REPORTED = 0x02  # a VERSION_MISMATCH event was raised since the last modify
-FLAG_SEEN_REPLY = 0x04  # a packet was seen in the REPLY direction (UDP/ICMP "assured")
+FLAG_SEEN_REPLY = 0x04  # IPS_SEEN_REPLY: a packet the tracker accepted went the REPLY way
+FLAG_ASSURED = 0x08  # IPS_ASSURED (conntrack.py)
 
 MASK32 = 0xFFFF_FFFF
 MASK64 = 0xFFFF_FFFF_FFFF_FFFF
 
 __all__ = [
     "BYTES_PER_ENTRY",
+    "ECC_GROUPS",
+    "FLAG_ASSURED",
     "FLAG_MISMATCH_REPORTED",
     "FLAG_ORIG_B",
     "FLAG_SEEN_REPLY",
     "MASK32",
     "MASK64",
     "N_DATA_WORDS",
+    "N_TRACK_WORDS",
     "N_WORDS",
     "RECORD_BYTES",
     "TAG_BYTES",
@@ -58,10 +81,19 @@ __all__ = [
     "W_B_HI",
     "W_B_LO",
     "W_ECC",
+    "W_ECC2",
+    "W_EXPIRES",
+    "W_LAST",
+    "W_LAST2",
     "W_META",
     "W_PKTS",
     "W_PORTS",
     "W_SCOPE",
     "W_SEEN",
+    "W_TD_END",
+    "W_TD_MAXACK",
+    "W_TD_MAXEND",
+    "W_TD_MAXWIN",
+    "W_TRACK",
     "W_VER",
 ]

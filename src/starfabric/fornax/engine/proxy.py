@@ -38,8 +38,10 @@ class EngineProxy(SessionEngine):
     def modify(self, keys: FlowKeys, **kw: Any) -> npt.NDArray[np.uint8]:
         return self.inner.modify(keys, **kw)
 
-    def query(self, keys: FlowKeys) -> tuple[npt.NDArray[np.uint8], np.ndarray]:
-        return self.inner.query(keys)
+    def query(
+        self, keys: FlowKeys, now_ns: int | None = None
+    ) -> tuple[npt.NDArray[np.uint8], np.ndarray]:
+        return self.inner.query(keys, now_ns)
 
     def dump(self, cursor: int = 0, max_entries: int = 65536, **kw: Any) -> tuple[np.ndarray, int]:
         return self.inner.dump(cursor, max_entries, **kw)

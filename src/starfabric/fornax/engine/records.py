@@ -10,6 +10,7 @@ import numpy as np
 import numpy.typing as npt
 
 from starfabric.fornax.engine import layout as L
+from starfabric.fornax.engine.conntrack import TRACK_META_MASK
 from starfabric.fornax.engine.interface import ENTRY_DTYPE
 
 _M32 = np.uint64(0xFFFF_FFFF)
@@ -22,7 +23,7 @@ def entries_from_rows(
     eni_current: npt.NDArray[np.uint32],
     vpc_current: npt.NDArray[np.uint32],
 ) -> np.ndarray:
-    """Decode record rows (uint64[n, 15]) held at `slots` into ENTRY_DTYPE records."""
+    """Decode record rows (uint64[n, N_WORDS]) held at `slots` into ENTRY_DTYPE records."""
     r = np.asarray(rows, dtype=np.uint64).reshape(-1, L.N_WORDS)
     out = np.zeros(len(r), dtype=ENTRY_DTYPE)
     meta = r[:, L.W_META]
@@ -64,6 +65,9 @@ def entries_from_rows(
     out["bytes_orig"] = np.where(ob, r[:, L.W_BYTES1], r[:, L.W_BYTES0])
     out["bytes_reply"] = np.where(ob, r[:, L.W_BYTES0], r[:, L.W_BYTES1])
     out["aux"] = r[:, L.W_AUX]
+    out["expires_ns"] = r[:, L.W_EXPIRES].view(np.int64)
+    out["track"][:, 0] = meta & _S(TRACK_META_MASK | 0xFF00)
+    out["track"][:, 1:] = r[:, L.W_TRACK : L.W_TRACK + L.N_TRACK_WORDS]
     return out
 
 

@@ -1,6 +1,6 @@
 """ReferenceEngine: the session engine written slowly and obviously, in plain Python.
 
-Same interface and semantics as FastEngine (interface.py): one Python list of 15 ints per
+Same interface and semantics as FastEngine (interface.py): one Python list of N_WORDS (23) ints per
 slot, a deque for the event ring, loops for everything. It shares only pure tables and codecs
 (the TCP transition table, the ECC layout, record/event decoding) and re-derives keys, hashes,
 placement and events itself, so differential tests catch the fast engine's mistakes.
@@ -16,22 +16,17 @@ import numpy as np
 import numpy.typing as npt
 
 from starfabric.errors import ConfigError, DataError
+from starfabric.fornax.engine import conntrack as CT
 from starfabric.fornax.engine import layout as L
-from starfabric.fornax.engine.config import (
-    TO_GENERIC,
-    TO_ICMP,
-    TO_UDP_ASSURED,
-    TO_UDP_UNREPLIED,
-    EngineConfig,
-    make_config,
-)
-from starfabric.fornax.engine.ecc import ECC_CLEAN, ECC_CORRECTED, ecc_decode, ecc_encode
+from starfabric.fornax.engine.config import EngineConfig, make_config
+from starfabric.fornax.engine.ecc import ECC_CLEAN, ECC_CORRECTED, ecc_decode, ecc_encode, ecc_seal
 from starfabric.fornax.engine.engine import (
     check_flip,
     check_port,
     check_scope,
     dump_args,
     modify_args,
+    track_args,
 )
 from starfabric.fornax.engine.interface import (
     N_EVENT_WORDS,
@@ -49,17 +44,9 @@ from starfabric.fornax.engine.interface import (
     events_from_words,
 )
 from starfabric.fornax.engine.records import entries_from_rows
-from starfabric.fornax.engine.tcp import (
-    N_STATES,
-    TCP_IGNORE,
-    TCP_INVALID,
-    TRANSITIONS,
-    TcpState,
-    is_reopen,
-    tcp_event,
-)
+from starfabric.fornax.engine.tcp import N_STATES, TcpState
 from starfabric.fornax.keys import C_ALT, ICMP_ECHO_TYPES, bucket_pair, hash_key_py, tag_of
-from starfabric.fornax.packets import PROTO_ICMP, PROTO_ICMPV6, PROTO_TCP, PROTO_UDP, PacketBatch
+from starfabric.fornax.packets import PROTO_TCP, PacketBatch
 
 M64 = L.MASK64
 M32 = L.MASK32
@@ -83,6 +70,15 @@ def canonical_key(
         direction = 1
     ports = (vni << 32) | (ea[2] << 16) | eb[2]
     return (ea[0], ea[1], eb[0], eb[1], ports, proto), direction
+
+
+#: The packet columns the tracker reads, in conntrack.ct_packet's order.
+_HDR = ("tcp_flags", "tcp_seq", "tcp_ack", "tcp_sack", "tcp_win", "tcp_opt", "tcp_wscale",
+        "tcp_len")  # fmt: skip
+
+
+def _signed(x: int) -> int:
+    return x - (1 << 64) if x >= 1 << 63 else x
 
 
 def _splitmix(state: int) -> tuple[int, int]:
@@ -113,7 +109,7 @@ class ReferenceEngine(SessionEngine):
         self.stalled = [False] * cfg.n_ports
         self.stuck = [-1] * cfg.n_ports
         self.hung = [False] * cfg.n_ports
-        self.timeouts = [int(x) for x in cfg.timeouts_ns()]
+        self.tcfg = cfg.tracker_params()
         self.watchdog_ns = round(cfg.watchdog_timeout_s * 1e9)
         self.clock = 0  # latest time seen: the time of events raised by delete/modify/query/dump
 
@@ -202,17 +198,17 @@ class ReferenceEngine(SessionEngine):
         self.count -= 1
 
     def _read_check(self, s: int, t: int, port: int) -> bool:
-        """ECC-check a slot before using it; correct or invalidate it, raising the event."""
-        status, pos = ecc_decode(self.rec[s])
-        if status == ECC_CLEAN:
-            return True
-        if status == ECC_CORRECTED:
-            if pos // 64 < L.N_DATA_WORDS:
-                self.rec[s][pos // 64] ^= 1 << (pos % 64)
-            self.rec[s][L.W_ECC] = ecc_encode(self.rec[s])
+        """ECC-check a slot before using it; correct (one flip per group) or invalidate it,
+        raising the event."""
+        for _ in range(3):
+            status, pos = ecc_decode(self.rec[s])
+            if status == ECC_CLEAN:
+                return True
+            if status != ECC_CORRECTED:
+                break
+            self.rec[s][pos // 64] ^= 1 << (pos % 64)  # undo the flip: a codeword again
             self.ctr[Counter.ECC_CORRECTED] += 1
             self._event_from(EventType.ECC_CORRECTED, 0, self.rec[s], s, t, port, pos)
-            return True
         h = self._hash_rec(self.rec[s])
         consistent = tag_of(h) == self.tags[s] and s // self.config.bucket_size in bucket_pair(
             h, self.config.n_buckets
@@ -254,7 +250,7 @@ class ReferenceEngine(SessionEngine):
 
     @staticmethod
     def _set_meta(r: list[int], state: int, flags: int) -> None:
-        r[L.W_META] = (r[L.W_META] & 0xFF) | (state << 8) | (flags << 16)
+        r[L.W_META] = (r[L.W_META] & ~0xFFFF00 & M64) | (state << 8) | (flags << 16)
 
     # ---- packet path -------------------------------------------------------------------
     def process(self, batch: PacketBatch) -> ProcessResult:
@@ -267,6 +263,7 @@ class ReferenceEngine(SessionEngine):
             "action": np.zeros(n, np.uint32),
             "slot": np.full(n, -1, np.int64),
             "tcp_state": np.zeros(n, np.uint8),
+            "verdict": np.full(n, 255, np.uint8),
         }
         for i in range(n):
             p = int(batch.port[i])
@@ -276,7 +273,7 @@ class ReferenceEngine(SessionEngine):
                     fix="raise EngineConfig.n_ports or fix the workload's ports",
                 )
         for i in range(n):
-            oc, rs, d, rel, act, s, state = self._one_packet(
+            oc, rs, d, rel, act, s, state, vd = self._one_packet(
                 int(batch.time_ns[i]),
                 int(batch.port[i]),
                 int(batch.vni[i]),
@@ -287,8 +284,9 @@ class ReferenceEngine(SessionEngine):
                 int(batch.dport[i]),
                 int(batch.tcp_flags[i]),
                 int(batch.length[i]),
+                tuple(int(getattr(batch, f)[i]) for f in _HDR),
             )
-            for name, v in zip(out, (oc, rs, d, rel, act, s, state), strict=True):
+            for name, v in zip(out, (oc, rs, d, rel, act, s, state, vd), strict=True):
                 out[name][i] = v
             self.clock = max(self.clock, int(batch.time_ns[i]))
         return ProcessResult(**out)
@@ -305,7 +303,8 @@ class ReferenceEngine(SessionEngine):
         dport: int,
         flags: int,
         length: int,
-    ) -> tuple[int, int, int, int, int, int, int]:
+        hdr: tuple[int, ...],
+    ) -> tuple[int, int, int, int, int, int, int, int]:
         c = self.ctr
         c[Counter.PACKETS] += 1
         key, d = canonical_key(vni, proto, src, dst, sport, dport)
@@ -314,14 +313,14 @@ class ReferenceEngine(SessionEngine):
                 self.stuck[p] = t
             self._watchdog(p, t)
             c[Counter.PORT_HUNG] += 1
-            return Outcome.PORT_HUNG, Reason.PORT_STALLED, d, 255, 0, -1, 0
+            return Outcome.PORT_HUNG, Reason.PORT_STALLED, d, 255, 0, -1, 0, 255
         s, fault = self._probe(key, t, p)
         if fault:
             c[Counter.FAULT] += 1
-            return Outcome.FAULT, Reason.ECC_UNCORRECTABLE, d, 255, 0, s, 0
+            return Outcome.FAULT, Reason.ECC_UNCORRECTABLE, d, 255, 0, s, 0, 255
         if s < 0:
             c[Counter.MISS] += 1
-            return Outcome.MISS, Reason.NO_ENTRY, d, 255, 0, -1, 0
+            return Outcome.MISS, Reason.NO_ENTRY, d, 255, 0, -1, 0, 255
         r = self.rec[s]
         fl = (r[L.W_META] >> 16) & 0xFF
         state = (r[L.W_META] >> 8) & 0xFF
@@ -340,41 +339,55 @@ class ReferenceEngine(SessionEngine):
                 c[Counter.MISMATCH_EVENTS] += 1
                 self._event_from(EventType.VERSION_MISMATCH, reason, r, s, t, p, 0)
             c[Counter.STALE] += 1
-            return Outcome.STALE, reason, d, rel, 0, s, state
-        if proto == PROTO_TCP:
-            new = int(TRANSITIONS[rel, tcp_event(flags), state])
-            if new == TCP_INVALID:
-                reason = Reason.TCP_INVALID
-                c[Counter.TCP_INVALID] += 1
-            elif new == TCP_IGNORE:
-                reason = Reason.TCP_IGNORED
-                c[Counter.TCP_IGNORED] += 1
-            else:
-                if is_reopen(state, new):
-                    # a new connection: close the old session, punt the SYN for a decision
-                    c[Counter.TCP_REOPEN] += 1
-                    c[Counter.CLOSED] += 1
-                    self._event_from(EventType.CLOSED, Reason.TCP_REOPEN, r, s, t, p, 0)
-                    self._invalidate(s)
-                    c[Counter.MISS] += 1
-                    return Outcome.MISS, Reason.TCP_REOPEN, d, 255, 0, -1, 0
-                state = new
-        elif rel == 1:
-            fl |= L.FLAG_SEEN_REPLY
+            return Outcome.STALE, reason, d, rel, 0, s, state, 255
+        v = self._track(r, proto, rel, t, hdr)
+        if v == CT.V_REOPEN:
+            # a new connection: close the old session, punt the SYN for a decision
+            c[Counter.TCP_REOPEN] += 1
+            c[Counter.CLOSED] += 1
+            self._event_from(EventType.CLOSED, Reason.TCP_REOPEN, r, s, t, p, 0)
+            self._invalidate(s)
+            c[Counter.MISS] += 1
+            return Outcome.MISS, Reason.TCP_REOPEN, d, 255, 0, -1, 0, CT.V_REOPEN
+        state = (r[L.W_META] >> 8) & 0xFF
+        if v == CT.V_INVALID:
+            reason = Reason.TCP_INVALID
+            c[Counter.TCP_INVALID] += 1
+        elif v == CT.V_IGNORE:
+            reason = Reason.TCP_IGNORED
+            c[Counter.TCP_IGNORED] += 1
+        elif v == CT.V_KILL:
+            reason = Reason.CT_KILLED
         pk = [r[L.W_PKTS] & M32, r[L.W_PKTS] >> 32]
         pk[d] = (pk[d] + 1) & M32
         r[L.W_PKTS] = pk[0] | (pk[1] << 32)
         r[L.W_BYTES0 + d] = (r[L.W_BYTES0 + d] + length) & M64
         r[L.W_SEEN] = t & M64
-        self._set_meta(r, state, fl)
-        r[L.W_ECC] = ecc_encode(r)
+        ecc_seal(r)
         act = (r[L.W_ACT] >> (32 * d)) & M32
+        if v == CT.V_KILL:  # the only reply was a RST: the entry goes (final counters)
+            c[Counter.CLOSED] += 1
+            self._event_from(EventType.CLOSED, Reason.CT_KILLED, r, s, t, p, 0)
+            self._invalidate(s)
+            s = -1
         if act == self.config.drop_action:
             c[Counter.DROP_HW] += 1
-            return Outcome.DROP_HW, Reason.DROP_ACTION, d, rel, act, s, state
+            return Outcome.DROP_HW, Reason.DROP_ACTION, d, rel, act, s, state, v
+        if v == CT.V_INVALID and self.config.invalid_policy == "drop":
+            c[Counter.DROP_HW] += 1
+            return Outcome.DROP_HW, Reason.TCP_INVALID, d, rel, act, s, state, v
         c[Counter.HIT] += 1
         c[Counter.BYTES_FORWARDED] += length
-        return Outcome.HIT, reason, d, rel, act, s, state
+        return Outcome.HIT, reason, d, rel, act, s, state, v
+
+    def _track(self, r: list[int], proto: int, rel: int, t: int, h: tuple[int, ...]) -> int:
+        """Run the shared tracker (conntrack.py) on record r in place; returns the verdict."""
+        row = np.array([r], dtype=np.uint64)
+        fl, seq, ack, sack, win, opt, wsc, plen = h
+        v, _rearmed = CT.ct_packet(row, 0, L.W_META, L.W_TRACK, proto, rel, fl, seq, ack, sack,
+                                   win, opt, wsc, plen, t, self.tcfg)  # fmt: skip
+        r[:] = [int(x) for x in row[0]]
+        return int(v)
 
     # ---- entry operations --------------------------------------------------------------
     def _keys(self, keys: FlowKeys) -> list[tuple[Key, int]]:
@@ -403,8 +416,10 @@ class ReferenceEngine(SessionEngine):
         now_ns: npt.ArrayLike,
         tcp_state: npt.ArrayLike = 0,
         aux: npt.ArrayLike = 0,
+        track: npt.ArrayLike | None = None,
     ) -> npt.NDArray[np.uint8]:
         n = len(keys)
+        trk, has = track_args(track, n)
         args = {
             "ao": broadcast_arg(action_orig, n, np.uint32, "action_orig"),
             "ar": broadcast_arg(action_reply, n, np.uint32, "action_reply"),
@@ -421,13 +436,16 @@ class ReferenceEngine(SessionEngine):
                 f"insert: tcp_state {int(args['ts'].max())} is not a TcpState",
                 fix="use TcpState values",
             )
+        args["ts"] = np.where(has == 1, (trk[:, 0] >> np.uint64(8)) & np.uint64(0xFF), args["ts"])
         out = np.zeros(n, np.uint8)
         for i, (key, d) in enumerate(self._keys(keys)):
-            out[i] = self._insert_one(key, d, {k: int(v[i]) for k, v in args.items()})
+            a = {k: int(v[i]) for k, v in args.items()}
+            tr = [int(x) for x in trk[i]] if has[i] else None
+            out[i] = self._insert_one(key, d, a, tr)
             self.clock = max(self.clock, int(args["t"][i]))
         return out
 
-    def _insert_one(self, key: Key, d: int, a: dict[str, int]) -> int:
+    def _insert_one(self, key: Key, d: int, a: dict[str, int], track: list[int] | None) -> int:
         c = self.ctr
         t = a["t"]
         r = [0] * L.N_WORDS
@@ -439,7 +457,14 @@ class ReferenceEngine(SessionEngine):
         r[L.W_ACT] = act[0] | (act[1] << 32)
         r[L.W_SEEN] = t & M64
         r[L.W_AUX] = a["aux"]
-        r[L.W_ECC] = ecc_encode(r)
+        if track is not None:  # the tracker state of a session moved from software
+            r[L.W_META] |= track[0] & CT.TRACK_META_MASK
+            r[L.W_TRACK : L.W_TRACK + L.N_TRACK_WORDS] = track[1:]
+        else:
+            row = np.array([r], dtype=np.uint64)
+            CT.install_state(row, 0, L.W_META, L.W_TRACK, key[5], t, self.tcfg)
+            r[:] = [int(x) for x in row[0]]
+        ecc_seal(r)
         if a["eni"] >= len(self.eni) or a["vpc"] >= len(self.vpc):
             c[Counter.INSERT_BAD_SCOPE] += 1
             return Status.BAD_SCOPE
@@ -524,10 +549,13 @@ class ReferenceEngine(SessionEngine):
         vpc_version: npt.ArrayLike | None = None,
         aux: npt.ArrayLike | None = None,
         tcp_state: npt.ArrayLike | None = None,
+        timeout_ns: npt.ArrayLike | None = None,
+        track: npt.ArrayLike | None = None,
     ) -> npt.NDArray[np.uint8]:
         vals, _mask = modify_args(
-            len(keys), action_orig, action_reply, eni_version, vpc_version, aux, tcp_state
-        )
+            len(keys), action_orig, action_reply, eni_version, vpc_version, aux, tcp_state,
+            timeout_ns, track,
+        )  # fmt: skip
         out = np.zeros(len(keys), np.uint8)
         for i, (key, _d) in enumerate(self._keys(keys)):
             s, st = self._find_for_op(key, Counter.MODIFY_NOT_FOUND)
@@ -552,12 +580,22 @@ class ReferenceEngine(SessionEngine):
                 r[L.W_AUX] = int(vals["aux"][i])
             if "tcp_state" in vals:
                 state = int(vals["tcp_state"][i])
+            if "track" in vals:
+                tr = [int(x) for x in vals["track"][i]]
+                keep = r[L.W_META] & ~CT.TRACK_META_MASK & M64
+                r[L.W_META] = keep | (tr[0] & CT.TRACK_META_MASK)
+                fl = ((r[L.W_META] >> 16) & 0xFF) & ~L.FLAG_MISMATCH_REPORTED
+                r[L.W_TRACK : L.W_TRACK + L.N_TRACK_WORDS] = tr[1:]
             self._set_meta(r, state, fl)
-            r[L.W_ECC] = ecc_encode(r)
+            if "timeout_ns" in vals:
+                r[L.W_EXPIRES] = (self.clock + int(vals["timeout_ns"][i])) & M64
+            ecc_seal(r)
             self.ctr[Counter.MODIFY_OK] += 1
         return out
 
-    def query(self, keys: FlowKeys) -> tuple[npt.NDArray[np.uint8], np.ndarray]:
+    def query(
+        self, keys: FlowKeys, now_ns: int | None = None
+    ) -> tuple[npt.NDArray[np.uint8], np.ndarray]:
         n = len(keys)
         status = np.zeros(n, np.uint8)
         rows = np.zeros((n, L.N_WORDS), np.uint64)
@@ -570,6 +608,8 @@ class ReferenceEngine(SessionEngine):
                 slots[i] = s
                 self.ctr[Counter.QUERY_OK] += 1
         ent = entries_from_rows(rows, slots, np.array(self.eni), np.array(self.vpc))
+        now = self.clock if now_ns is None else int(now_ns)
+        ent["remaining_ns"] = np.maximum(ent["expires_ns"] - now, 0)
         ent[status != 0] = np.zeros(1, dtype=ent.dtype)
         return status, ent
 
@@ -632,17 +672,6 @@ class ReferenceEngine(SessionEngine):
             self._marker(self.last_lost_time)
         return events_from_words(np.array(out, dtype=np.uint64).reshape(-1, N_EVENT_WORDS))
 
-    def _timeout(self, r: list[int]) -> int:
-        proto = r[L.W_META] & 0xFF
-        if proto == PROTO_TCP:
-            return self.timeouts[(r[L.W_META] >> 8) & 0xFF]
-        if proto == PROTO_UDP:
-            seen = (r[L.W_META] >> 16) & L.FLAG_SEEN_REPLY
-            return self.timeouts[TO_UDP_ASSURED if seen else TO_UDP_UNREPLIED]
-        if proto in (PROTO_ICMP, PROTO_ICMPV6):
-            return self.timeouts[TO_ICMP]
-        return self.timeouts[TO_GENERIC]
-
     def scrub(self, now_ns: int, n_slots: int | None = None) -> ScrubResult:
         n = self.config.scrub_slots_per_tick if n_slots is None else int(n_slots)
         n = max(0, min(n, self.config.capacity))
@@ -653,7 +682,7 @@ class ReferenceEngine(SessionEngine):
             self.ctr[Counter.SCRUB_VISITED] += 1
             if self.tags[s] and self._read_check(s, now_ns, 0):
                 r = self.rec[s]
-                if now_ns - r[L.W_SEEN] >= self._timeout(r):
+                if now_ns >= _signed(r[L.W_EXPIRES]):
                     state = (r[L.W_META] >> 8) & 0xFF
                     closed = (r[L.W_META] & 0xFF) == PROTO_TCP and state in (
                         TcpState.TIME_WAIT,

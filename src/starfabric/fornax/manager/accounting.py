@@ -33,11 +33,24 @@ class DropReason(IntEnum):
 
 @dataclass(frozen=True)
 class Fate:
-    """Per-packet final outcome, the action handle it was forwarded with, and drop reason."""
+    """Per-packet final outcome, the action handle it was forwarded with, and drop reason;
+    where the manager knows them also the engine's Outcome, the TCP state after the packet
+    and the connection tracker's verdict (engine/conntrack.V_*: 0 accepted, 1 ignored,
+    2 INVALID, 3 reopened, 4 accepted and entry ended, 5 invalid first packet (no entry),
+    6 first packet, entry created; 255 none)."""
 
     final: npt.NDArray[np.uint8]
     action: npt.NDArray[np.uint32]
     reason: npt.NDArray[np.uint8]
+    engine: npt.NDArray[np.uint8] = None  # type: ignore[assignment]
+    tcp_state: npt.NDArray[np.uint8] = None  # type: ignore[assignment]
+    verdict: npt.NDArray[np.uint8] = None  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        n = len(self.final)
+        for name, fill in (("engine", 255), ("tcp_state", 0), ("verdict", 255)):
+            if getattr(self, name) is None:
+                object.__setattr__(self, name, np.full(n, fill, np.uint8))
 
     def __len__(self) -> int:
         return len(self.final)

@@ -117,7 +117,7 @@ def _resync(m: Manager, mm: np.ndarray) -> None:
             eni_scope=d.eni_scope[moved], vpc_scope=d.vpc_scope[moved],
             eni_version=m._versions(Scope.ENI, d.eni_scope[moved]),
             vpc_version=m._versions(Scope.VPC, d.vpc_scope[moved]),
-            now_ns=rec["last_seen_ns"][moved], tcp_state=rec["tcp_state"][moved],
+            now_ns=rec["last_seen_ns"][moved], track=rec["track"][moved],
             aux=d.aux[moved],
         )  # fmt: skip
 
@@ -238,7 +238,7 @@ def _inspect(m: Manager, recs: np.ndarray, out: dict[str, int]) -> None:
             eni_scope=d.eni_scope[moved], vpc_scope=d.vpc_scope[moved],
             eni_version=m._versions(Scope.ENI, d.eni_scope[moved]),
             vpc_version=m._versions(Scope.VPC, d.vpc_scope[moved]),
-            now_ns=r["last_seen_ns"][moved], tcp_state=r["tcp_state"][moved], aux=d.aux[moved],
+            now_ns=r["last_seen_ns"][moved], track=r["track"][moved], aux=d.aux[moved],
         )  # fmt: skip
 
 

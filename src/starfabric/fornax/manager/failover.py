@@ -211,9 +211,13 @@ class ResilientManager(Manager):
             final = np.empty(n, np.uint8)
             action = np.zeros(n, np.uint32)
             reason = np.zeros(n, np.uint8)
+            engine = np.zeros(n, np.uint8)
+            state = np.zeros(n, np.uint8)
+            verdict = np.zeros(n, np.uint8)
             for idx, f in ((keep, f1), (dv, f2)):
                 final[idx], action[idx], reason[idx] = f.final, f.action, f.reason
-            fate = Fate(final, action, reason)
+                engine[idx], state[idx], verdict[idx] = f.engine, f.tcp_state, f.verdict
+            fate = Fate(final, action, reason, engine=engine, tcp_state=state, verdict=verdict)
         self._watch_hung(batch, fate)
         return fate
 
@@ -234,8 +238,8 @@ class ResilientManager(Manager):
         eng = np.full(n, int(Outcome.MISS), np.uint8)
         eng[self.softpath.lookup(ck) < 0] = Outcome.STALE  # held by hardware? take it over
         with self.metrics.activity("miss"):
-            f, a, r = self._punted(pb, eng)
-        fate = Fate(f, a, r)
+            f, a, r, v, ts = self._punted(pb, eng)
+        fate = Fate(f, a, r, engine=eng, tcp_state=ts, verdict=v)
         self.ledger.add(fate)
         self.diverted += n
         self.metrics.count("diverted_packets", n)
@@ -243,7 +247,7 @@ class ResilientManager(Manager):
 
     def _punted(
         self, pb: PacketBatch, eng: npt.NDArray[np.uint8]
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """ECC losses are rebuilt before punted packets are decided (so a lost session's next
         packet is never decided as a new connection); quarantined keys are dropped as lost."""
         self._in_punt = True
@@ -263,6 +267,8 @@ class ResilientManager(Manager):
             final = np.zeros(n, np.uint8)
             action = np.zeros(n, np.uint32)
             reason = np.zeros(n, np.uint8)
+            verdict = np.full(n, 255, np.uint8)
+            tcp_state = np.zeros(n, np.uint8)
             q = np.zeros(n, bool)
             if len(self.quarantined):
                 h = key_hash(ck)
@@ -274,9 +280,10 @@ class ResilientManager(Manager):
             reason[q] = DropReason.SESSION_LOST
             rest = np.flatnonzero(~q)
             if len(rest):
-                f, a, r = super()._punted(pb.take(rest), eng[rest])
+                f, a, r, v, ts = super()._punted(pb.take(rest), eng[rest])
                 final[rest], action[rest], reason[rest] = f, a, r
-            return final, action, reason
+                verdict[rest], tcp_state[rest] = v, ts
+            return final, action, reason, verdict, tcp_state
         finally:
             self._in_punt = False
 
@@ -515,7 +522,7 @@ class ResilientManager(Manager):
         status, _ = self.softpath.insert(
             sub, orig_dir=sub.direction, action_orig=d.action_orig[keep],
             action_reply=d.action_reply[keep], eni_scope=d.eni_scope[keep],
-            vpc_scope=d.vpc_scope[keep], now_ns=self.now_ns, tcp_state=rec["tcp_state"][keep],
+            vpc_scope=d.vpc_scope[keep], now_ns=self.now_ns, track=rec["track"][keep],
             aux=d.aux[keep],
         )  # fmt: skip
         moved = np.zeros(len(rec), bool)

@@ -150,6 +150,8 @@ class Manager:
         action = np.zeros(n, np.uint32)
         reason = np.zeros(n, np.uint8)
         o = res.outcome
+        verdict = res.verdict.copy()
+        tcp_state = res.tcp_state.copy()
         hw = o == Outcome.HIT
         final[hw] = Final.HW_FORWARDED
         action[hw] = res.action[hw]
@@ -160,16 +162,19 @@ class Manager:
         punt = np.flatnonzero(np.isin(o, _PUNT))
         if len(punt):
             with self.metrics.activity("miss"):
-                f, a, r = self._punted(batch.take(punt), o[punt])
+                f, a, r, v, ts = self._punted(batch.take(punt), o[punt])
             final[punt], action[punt], reason[punt] = f, a, r
-        fate = Fate(final, action, reason)
+            verdict[punt], tcp_state[punt] = v, ts
+        fate = Fate(final, action, reason, engine=o.copy(), tcp_state=tcp_state, verdict=verdict)
         self.ledger.add(fate)
         return fate
 
     def _punted(
         self, pb: PacketBatch, eng: npt.NDArray[np.uint8]
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         n = len(pb)
+        verdict = np.full(n, 255, np.uint8)
+        tcp_state = np.zeros(n, np.uint8)
         ck = canonicalize_columns(pb.vni, pb.proto, pb.src_hi, pb.src_lo, pb.dst_hi, pb.dst_lo,
                                   pb.sport, pb.dport)  # fmt: skip
         final = np.full(n, 255, np.uint8)
@@ -190,9 +195,13 @@ class Manager:
             with self.metrics.softpath_call():
                 r = self.softpath.process(pb.take(idx), take_keys(ck, idx))
             so = r.outcome
+            verdict[idx], tcp_state[idx] = r.verdict, r.tcp_state
             if len(r.reopened_aux):  # software sessions a reopening SYN ended
                 self.metrics.count("tcp_reopen", len(r.reopened_aux))
                 self._release(r.reopened_aux)
+            if len(r.ended_aux):  # sessions the tracker ended (RST-only reply, invalid new)
+                self.metrics.count("tracker_ended", len(r.ended_aux))
+                self._release(r.ended_aux)
             done = np.isin(so, (SoftOutcome.HIT, SoftOutcome.DROP, SoftOutcome.OVERLOAD))
             fwd = so == SoftOutcome.HIT
             final[idx[fwd]] = Final.SW_FORWARDED
@@ -214,7 +223,7 @@ class Manager:
                 reason[f_idx] = f_reason
                 pending[f_idx] = False
         self._flush()
-        return final, action, reason
+        return final, action, reason, verdict, tcp_state
 
     def _first_packets(
         self,
@@ -235,6 +244,7 @@ class Manager:
             fk, orig_dir=fk.direction, action_orig=d.action_orig[d.session],
             action_reply=d.action_reply[d.session], eni_scope=d.eni_scope[d.session],
             vpc_scope=d.vpc_scope[d.session], now_ns=self.now_ns, aux=d.aux[d.session],
+            first=True,
         )  # fmt: skip
         ok = status == SoftStatus.OK
         self._pending_new.append(slot[ok])
@@ -308,7 +318,7 @@ class Manager:
             take_keys(ock, keep), orig_dir=ock.direction[keep],
             action_orig=d.action_orig[keep], action_reply=d.action_reply[keep],
             eni_scope=d.eni_scope[keep], vpc_scope=d.vpc_scope[keep], now_ns=self.now_ns,
-            tcp_state=rec["tcp_state"][keep], aux=d.aux[keep],
+            track=rec["track"][keep], aux=d.aux[keep],
         )  # fmt: skip
         okk = status == SoftStatus.OK
         same_k = same[keep]
@@ -356,6 +366,10 @@ class Manager:
         mod = np.concatenate(self._pending_mod) if self._pending_mod else np.zeros(0, np.int64)
         new = np.concatenate(self._pending_new) if self._pending_new else np.zeros(0, np.int64)
         self._pending_mod, self._pending_new = [], []
+        # sessions the tracker ended within the batch (RST-only reply, invalid first packet,
+        # reopen) are gone from the software table: nothing to push
+        live = self.softpath.used
+        mod, new = mod[live[mod] == 1], new[live[new] == 1]
         if len(mod):
             grant = self.budget.take(len(mod))
             recs = self.softpath.sessions(mod[:grant])
@@ -365,7 +379,7 @@ class Manager:
                 action_orig=recs["action_orig"], action_reply=recs["action_reply"],
                 eni_version=self._versions(Scope.ENI, recs["eni_scope"]),
                 vpc_version=self._versions(Scope.VPC, recs["vpc_scope"]),
-                aux=recs["aux"], tcp_state=recs["tcp_state"],
+                aux=recs["aux"], track=recs["track"],
             )  # fmt: skip
             done = mod[:grant][st == Status.OK]
             self.softpath.delete(done)
@@ -394,7 +408,7 @@ class Manager:
             eni_scope=recs["eni_scope"], vpc_scope=recs["vpc_scope"],
             eni_version=self._versions(Scope.ENI, recs["eni_scope"]),
             vpc_version=self._versions(Scope.VPC, recs["vpc_scope"]),
-            now_ns=np.maximum(recs["last_seen_ns"], 0), tcp_state=recs["tcp_state"],
+            now_ns=np.maximum(recs["last_seen_ns"], 0), track=recs["track"],
             aux=recs["aux"],
         )  # fmt: skip
         ok = st == Status.OK

@@ -1,0 +1,705 @@
+"""Record the Linux kernel's nf_conntrack, packet by packet, as golden data for Fornax tracking.
+
+    sudo python scripts/record_conntrack.py tests/data/conntrack/kernel_recording.json
+
+It builds three network namespaces (client sf17-c, conntrack router sf17-r, server sf17-s;
+nothing leaves them), injects hand-built Ethernet frames on the client or server veth with
+AF_PACKET (the end hosts' own stacks drop everything at ingress, so only our packets exist) and
+after every packet records from the router:
+  verdict   the packet's `ct state` (nftables counters, one rule per state: invalid, new,
+            established, related, untracked; exactly one counts the packet),
+  entry     the conntrack entry of the conversation (/proc/net/nf_conntrack): present, TCP
+            state, remaining timeout (s), [UNREPLIED] and [ASSURED].
+Packets of one conversation are GAP_S apart (unless a case says otherwise), so whether a packet
+re-armed the timer shows in the remaining seconds: re-armed, it reads the armed timeout less a
+few ms; not, about GAP_S less than before. (Entries are never touched from outside: a
+`conntrack -U --timeout` sentinel was tried and found to change the tracking — after it the
+kernel accepted out-of-window segments it otherwise calls INVALID.) Conversations with the same
+settings (tcp_loose, tcp_be_liberal, tcp_max_retrans, tcp_ignore_invalid_rst) run
+interleaved on distinct ports from an empty table, one packet in flight at a time, so every
+packet's verdict is its own. The case list is below: every state-table transition, RST and
+window edge cases, loose on/off, be_liberal, UDP, ICMP, and seeded random sequences.
+Needs root, iproute2, nftables and conntrack-tools; cleans its namespaces up on any exit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import heapq
+import json
+import os
+import random
+import re
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+NS_C, NS_R, NS_S = "sf17-c", "sf17-r", "sf17-s"
+IP_C, IP_R1, IP_R2, IP_S = "10.17.1.2", "10.17.1.1", "10.17.2.1", "10.17.2.2"
+GAP_S = 1.5  # default gap between packets of one conversation: >= 1 s, so a re-arm shows in
+#           the seconds /proc reports (a packet that does not re-arm leaves ~1.5 s less)
+FORMAT = "starfabric-conntrack-recording/1"
+STATES = ("invalid", "new", "established", "related", "untracked")
+TCP_DEFAULTS = {"tcp_loose": 1, "tcp_be_liberal": 0, "tcp_max_retrans": 3,
+                "tcp_ignore_invalid_rst": 0}  # fmt: skip
+F, S, R, P, A, U = 0x01, 0x02, 0x04, 0x08, 0x10, 0x20
+CLONE_NEWNET = 0x40000000
+
+
+# ---------------------------------------------------------------------------- packets
+
+
+def _csum(data: bytes) -> int:
+    if len(data) % 2:
+        data += b"\0"
+    s = sum(struct.unpack(f"!{len(data) // 2}H", data))
+    while s >> 16:
+        s = (s & 0xFFFF) + (s >> 16)
+    return ~s & 0xFFFF
+
+
+def _ip4(src: str, dst: str, proto: int, payload: bytes, ident: int) -> bytes:
+    hdr = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(payload), ident & 0xFFFF, 0x4000, 64,
+                      proto, 0, socket.inet_aton(src), socket.inet_aton(dst))  # fmt: skip
+    hdr = hdr[:10] + struct.pack("!H", _csum(hdr)) + hdr[12:]
+    return hdr + payload
+
+
+def tcp_options(wscale: int | None, sackperm: bool, sack: list[tuple[int, int]]) -> bytes:
+    opt = b""
+    if sackperm:
+        opt += b"\x04\x02"
+    if wscale is not None:
+        opt += b"\x01\x03\x03" + bytes([wscale])
+    if sack:
+        opt += b"\x01\x01\x05" + bytes([2 + 8 * len(sack)])
+        for left, right in sack:
+            opt += struct.pack("!II", left & 0xFFFFFFFF, right & 0xFFFFFFFF)
+    while len(opt) % 4:
+        opt += b"\x00"
+    return opt
+
+
+def tcp_segment(src: str, dst: str, sport: int, dport: int, p: dict[str, Any]) -> bytes:
+    opt = tcp_options(p.get("wscale"), bool(p.get("sackperm")), p.get("sack") or [])
+    data = b"x" * int(p.get("payload", 0))
+    off = (20 + len(opt)) // 4
+    hdr = struct.pack("!HHIIBBHHH", sport, dport, p["seq"] & 0xFFFFFFFF, p["ack"] & 0xFFFFFFFF,
+                      off << 4, p["flags"], p["win"], 0, 0) + opt  # fmt: skip
+    pseudo = (
+        socket.inet_aton(src)
+        + socket.inet_aton(dst)
+        + struct.pack("!BBH", 0, 6, len(hdr) + len(data))
+    )
+    c = _csum(pseudo + hdr + data)
+    return hdr[:16] + struct.pack("!H", c) + hdr[18:] + data
+
+
+def udp_datagram(src: str, dst: str, sport: int, dport: int, payload: int) -> bytes:
+    data = b"u" * payload
+    hdr = struct.pack("!HHHH", sport, dport, 8 + len(data), 0)
+    pseudo = (
+        socket.inet_aton(src) + socket.inet_aton(dst) + struct.pack("!BBH", 0, 17, 8 + len(data))
+    )
+    c = _csum(pseudo + hdr + data) or 0xFFFF
+    return hdr[:6] + struct.pack("!H", c) + data
+
+
+def icmp_message(typ: int, code: int, rest: bytes, body: bytes) -> bytes:
+    msg = struct.pack("!BBH", typ, code, 0) + rest + body
+    return msg[:2] + struct.pack("!H", _csum(msg)) + msg[4:]
+
+
+# ---------------------------------------------------------------------------- cases
+
+
+@dataclass
+class Side:
+    nxt: int
+
+
+@dataclass
+class Conv:
+    """One conversation: a tuple, settings and packets (dir 0 = client->server, 1 = back)."""
+
+    name: str
+    proto: str = "tcp"
+    settings: dict[str, int] = field(default_factory=dict)
+    packets: list[dict[str, Any]] = field(default_factory=list)
+    c: Side = field(default_factory=lambda: Side(1000))
+    s: Side = field(default_factory=lambda: Side(50000))
+
+    def _tcp(self, d: int, flags: int, **kw: Any) -> Conv:
+        me, peer = (self.c, self.s) if d == 0 else (self.s, self.c)
+        payload = int(kw.get("payload", 0))
+        seq = kw.get("seq", me.nxt)
+        ack = kw.get("ack", peer.nxt if flags & A else 0)
+        p = {"dir": d, "flags": flags, "seq": seq & 0xFFFFFFFF, "ack": ack & 0xFFFFFFFF,
+             "win": kw.get("win", 64240), "payload": payload, "wscale": kw.get("wscale"),
+             "sackperm": bool(kw.get("sackperm", False)), "sack": kw.get("sack") or [],
+             "gap_s": kw.get("gap_s")}  # fmt: skip
+        self.packets.append(p)
+        if "seq" not in kw or kw.get("advance", False):
+            me.nxt = (
+                seq + payload + (1 if flags & S else 0) + (1 if flags & F else 0)
+            ) & 0xFFFFFFFF
+        return self
+
+    def c_(self, flags: int, **kw: Any) -> Conv:
+        return self._tcp(0, flags, **kw)
+
+    def s_(self, flags: int, **kw: Any) -> Conv:
+        return self._tcp(1, flags, **kw)
+
+    def hs(self, **kw: Any) -> Conv:
+        """Three-way handshake (options for both SYNs in kw)."""
+        return self.c_(S, **kw).s_(S | A, **kw).c_(A)
+
+    def udp(self, d: int, payload: int = 32, gap_s: float | None = None) -> Conv:
+        self.packets.append({"dir": d, "payload": payload, "gap_s": gap_s})
+        return self
+
+    def icmp(self, d: int, typ: int, code: int = 0, ident: int = 0x1717, seqno: int = 1,
+             inner: dict[str, Any] | None = None, gap_s: float | None = None) -> Conv:  # fmt: skip
+        self.packets.append({"dir": d, "type": typ, "code": code, "id": ident, "seqno": seqno,
+                             "inner": inner, "gap_s": gap_s})  # fmt: skip
+        return self
+
+
+def tcp_cases() -> list[Conv]:
+    C = Conv
+    cs: list[Conv] = []
+    add = cs.append
+    # --- the state table, path by path
+    add(
+        C("handshake_data_close")
+        .hs()
+        .c_(P | A, payload=100)
+        .s_(A)
+        .s_(P | A, payload=200)
+        .c_(A)
+        .c_(F | A)
+        .s_(A)
+        .s_(F | A)
+        .c_(A)
+        .c_(A)
+    )
+    add(C("server_closes_first").hs().s_(F | A).c_(A).c_(F | A).s_(A))
+    add(C("simultaneous_close").hs().c_(F | A).s_(F | A).c_(A).s_(A))
+    add(C("fin_wait_then_fin_retransmit").hs().c_(F | A).c_(F | A, seq=1001).s_(F | A).c_(A))
+    add(C("last_ack_fin_retransmit").hs().c_(F | A).s_(F | A).s_(F | A, seq=50001).c_(A))
+    add(C("syn_retransmit").c_(S).c_(S, seq=1000).c_(S, seq=1000).s_(S | A).c_(A))
+    add(C("syn_new_isn_in_syn_sent").c_(S).c_(S, seq=9000, advance=True).s_(S | A).c_(A))
+    add(C("synack_retransmit").c_(S).s_(S | A).s_(S | A, seq=50000).c_(A))
+    add(C("synack_new_isn").c_(S).s_(S | A).s_(S | A, seq=70000, advance=True).c_(A))
+    add(C("simultaneous_open").c_(S).s_(S).c_(S | A, seq=1000).s_(S | A, seq=50000)
+        .s_(A, seq=50001).c_(A, seq=1001))  # fmt: skip
+    add(C("reply_syn_retransmit_in_s2").c_(S).s_(S).s_(S, seq=50000).c_(S, seq=1000))
+    add(C("synack_from_client_in_syn_sent").c_(S).c_(S | A, ack=0))
+    add(C("fin_in_syn_sent").c_(S).c_(F | A, ack=0))
+    add(C("ack_in_syn_sent_orig").c_(S).c_(A, ack=0))
+    add(C("reply_fin_in_syn_sent").c_(S).s_(F | A))
+    add(C("reply_ack_in_syn_sent_challenge").c_(S).s_(A, seq=77777, ack=1001).c_(R, seq=1001))
+    add(C("reply_ack_in_syn_sent_then_synack").c_(S).s_(A, seq=77777, ack=1001).s_(S | A)
+        .c_(A))  # fmt: skip
+    add(C("syn_in_syn_recv").c_(S).s_(S | A).c_(S, seq=1000).c_(A))
+    add(C("ack_in_syn_recv_reply").c_(S).s_(S | A).s_(A, seq=50001).c_(A))
+    add(C("fin_in_syn_recv").c_(S).s_(S | A).c_(F | A).s_(A))
+    add(C("syn_in_established_ignored").hs().c_(S, seq=1000).c_(A))
+    add(C("syn_in_established_resync").hs().c_(S, seq=400000, advance=True)
+        .s_(S | A, ack=400001).c_(A))  # fmt: skip
+    add(C("synack_in_established_ignored").hs().s_(S | A, seq=50000).c_(A))
+    add(C("reply_syn_in_established").hs().s_(S, seq=50000))
+    add(C("no_flags_in_established").hs().c_(0, seq=1001))
+    add(C("ack_in_time_wait").hs().c_(F | A).s_(F | A).c_(A).c_(A).s_(A))
+    add(C("fin_in_time_wait").hs().c_(F | A).s_(F | A).c_(A).s_(F | A, seq=50001))
+    add(C("reopen_from_time_wait").hs().c_(F | A).s_(F | A).c_(A).c_(S, seq=900000, advance=True)
+        .s_(S | A).c_(A))  # fmt: skip
+    add(C("reply_syn_in_time_wait").hs().c_(F | A).s_(F | A).c_(A).s_(S, seq=900000))
+    add(C("reopen_from_close_after_rst").hs().c_(R | A).c_(S, seq=700000, advance=True).s_(S | A))
+    add(C("ack_after_rst_close").hs().c_(R | A).c_(A).s_(A))
+    add(C("challenge_ack_in_last_ack").hs().c_(F | A).s_(F | A).c_(S, seq=990000)
+        .s_(A, seq=50002, ack=1002).c_(A))  # fmt: skip
+    # --- RST checks
+    add(C("rst_reply_to_syn_unreplied").c_(S).s_(R | A, seq=0, ack=1001))
+    add(C("rst_reply_to_syn_seq0_no_ack").c_(S).s_(R, seq=0))
+    add(C("rst_exact_seq_established").hs().c_(P | A, payload=10).s_(A).c_(R, seq=1011))
+    add(C("rst_exact_in_syn_recv").c_(S).s_(S | A).c_(R, seq=1001))
+    add(C("rst_inexact_in_window").hs().c_(P | A, payload=10).s_(A).c_(A).s_(R, seq=50101)
+        .s_(R, seq=50001))  # fmt: skip
+    add(C("rst_below_maxack_invalid").hs().c_(P | A, payload=1000).s_(A).s_(P | A, payload=1000)
+        .c_(A).s_(R, seq=40000))  # fmt: skip
+    add(
+        C("rst_below_maxack_ignore_setting", settings={"tcp_ignore_invalid_rst": 1})
+        .hs()
+        .c_(P | A, payload=1000)
+        .s_(A)
+        .s_(P | A, payload=1000)
+        .c_(A)
+        .s_(R, seq=40000)
+    )
+    add(C("rst_train").hs().c_(A).s_(P | A, payload=19).s_(R, seq=50020))
+    add(C("rst_out_of_window_above").hs().c_(A).s_(R, seq=5_000_000))
+    add(C("rst_in_fin_wait_any_seq").hs().c_(F | A).s_(R, seq=123))
+    add(C("rst_after_ignored_syn").hs().c_(S, seq=600000).s_(R | A, seq=0, ack=600001))
+    add(C("rst_ack_zero_ack").hs().c_(R | A, ack=0))
+    add(C("rst_unassured_after_ignored_ack").c_(S).s_(S | A).c_(A).s_(A, seq=50001)
+        .c_(R | A, ack=50001))  # fmt: skip
+    # --- window checks
+    add(C("seq_over_upper_bound").hs().c_(P | A, seq=1001 + 300000, payload=100))
+    add(C("ack_of_unsent_data").hs().c_(A, ack=50001 + 5000))
+    add(C("retransmit_below_lower_bound").hs(win=1000).c_(P | A, payload=900).s_(A, win=1000)
+        .c_(P | A, payload=900).s_(A, win=1000).c_(P | A, payload=900).s_(A, win=1000)
+        .c_(P | A, seq=1001, payload=10))  # fmt: skip
+    add(C("ack_under_lower_bound").hs().s_(P | A, payload=1400).c_(A).s_(P | A, payload=1400)
+        .c_(A, ack=50001 - 70000))  # fmt: skip
+    add(C("overshoot_small").hs(win=1000).c_(P | A, payload=1200).s_(A, win=1000))
+    add(C("data_after_fin").hs().c_(F | A).c_(P | A, seq=1002, payload=100).s_(A))
+    add(C("keepalive").hs().c_(A, seq=1000).s_(A).c_(A))
+    add(C("retrans_cap").hs().c_(P | A, payload=100).c_(P | A, seq=1001, payload=100)
+        .c_(P | A, seq=1001, payload=100).c_(A).c_(A).c_(A).c_(A).c_(A).s_(A))  # fmt: skip
+    add(C("retrans_cap_max1", settings={"tcp_max_retrans": 1}).hs().c_(A).c_(A).c_(A).s_(A))
+    add(C("unacked_data_cap").hs().c_(P | A, payload=100).c_(P | A, payload=100).s_(A))
+    add(C("zero_window").hs().s_(A, win=0).c_(A).s_(A, win=4000).c_(A))
+    add(C("window_scale_both").hs(wscale=7).c_(P | A, payload=1400).s_(A, win=1000)
+        .c_(P | A, seq=1001 + 1400 + 64240, payload=100))  # fmt: skip
+    add(C("window_scale_one_side").c_(S, wscale=7).s_(S | A).c_(A)
+        .c_(P | A, seq=1001 + 200000, payload=100))  # fmt: skip
+    add(C("window_scale_big").hs(wscale=14).s_(A, win=2).c_(P | A, seq=1001 + 30000, payload=10))
+    add(C("sack_over_upper_bound").hs(sackperm=True).s_(P | A, payload=100)
+        .c_(A, ack=50001, sack=[(50101, 52000)]))  # fmt: skip
+    add(C("sack_in_window").hs(sackperm=True).s_(P | A, payload=100).s_(P | A, payload=100)
+        .c_(A, ack=50001, sack=[(50101, 50201)]))  # fmt: skip
+    add(C("invalid_fin_rst_lower_timeout").hs().c_(A).s_(A).c_(F | A, seq=1001 + 900000)
+        .s_(R, seq=50001 + 900000).c_(A))  # fmt: skip
+    # --- loose pickup and be_liberal
+    add(C("loose_pickup_ack").c_(A, seq=1001, ack=50001).s_(A).c_(P | A, payload=10).s_(A))
+    add(C("loose_pickup_data_reply_data").c_(P | A, seq=1001, ack=50001, payload=50)
+        .s_(P | A, payload=50).c_(A))  # fmt: skip
+    add(C("loose_pickup_fin").c_(F | A, seq=1001, ack=50001).s_(A))
+    add(C("loose_off_ack", settings={"tcp_loose": 0}).c_(A, seq=1001, ack=50001).s_(A))
+    add(C("loose_off_handshake", settings={"tcp_loose": 0}).hs().c_(P | A, payload=10).s_(A))
+    add(
+        C("be_liberal_out_of_window", settings={"tcp_be_liberal": 1})
+        .hs()
+        .c_(P | A, seq=1001 + 300000, payload=100)
+        .c_(A, ack=50001 + 9000)
+        .s_(A)
+    )
+    add(C("be_liberal_rst_out_of_window", settings={"tcp_be_liberal": 1}).hs()
+        .s_(R, seq=5_000_000))  # fmt: skip
+    # --- invalid first packets (no entry)
+    for nm, fl in (("fin", F), ("fin_ack", F | A), ("rst", R), ("rst_ack", R | A),
+                   ("syn_ack", S | A), ("syn_fin", S | F), ("syn_rst", S | R), ("none", 0),
+                   ("urg", U), ("fin_psh_urg", F | P | U), ("psh_only", P)):  # fmt: skip
+        add(C(f"first_{nm}").c_(fl, ack=50001 if fl & A else 0))
+    add(C("first_synack_loose_off", settings={"tcp_loose": 0}).c_(S | A, ack=50001))
+    add(C("syn_with_data").c_(S, payload=20).s_(S | A).c_(A))
+    return cs
+
+
+def random_cases(n: int, seed: int) -> list[Conv]:
+    """Seeded random conversations: a random prefix, then random flags/seq/ack/window."""
+    rng = random.Random(seed)
+    flag_set = [S, S | A, A, P | A, F | A, R, R | A, A, P | A, F, 0, S | F]
+    cs = []
+    for k in range(n):
+        settings = {}
+        if rng.random() < 0.3:
+            settings["tcp_loose"] = 0
+        if rng.random() < 0.2:
+            settings["tcp_be_liberal"] = 1
+        if rng.random() < 0.2:
+            settings["tcp_ignore_invalid_rst"] = 1
+        cv = Conv(f"random_{k:03d}", settings=settings)
+        prefix = rng.random()
+        if prefix < 0.5:
+            cv.hs(wscale=rng.choice([None, 2, 7]), sackperm=rng.random() < 0.5)
+        elif prefix < 0.7:
+            cv.c_(S)
+        for _ in range(rng.randint(3, 9)):
+            d = rng.randint(0, 1)
+            me, peer = (cv.c, cv.s) if d == 0 else (cv.s, cv.c)
+            fl = rng.choice(flag_set)
+            off = rng.choice([0, 0, 0, 0, -1, 1, -3000, 40000, 80000, rng.getrandbits(32)])
+            aoff = rng.choice([0, 0, 0, 0, 1, -1, 5000, -70000])
+            kw: dict[str, Any] = {"seq": (me.nxt + off) & 0xFFFFFFFF, "ack": (peer.nxt + aoff) & 0xFFFFFFFF,
+                  "payload": rng.choice([0, 0, 10, 500, 1400]),
+                  "win": rng.choice([64240, 64240, 1000, 0]), "advance": off == 0}  # fmt: skip
+            if fl & S:
+                kw["wscale"] = rng.choice([None, 7])
+            cv._tcp(d, fl, **kw)
+        cs.append(cv)
+    return cs
+
+
+def udp_icmp_cases() -> list[Conv]:
+    cs = [
+        Conv("udp_request_reply_stream", "udp").udp(0).udp(1).udp(0).udp(1).udp(0),
+        Conv("udp_unreplied", "udp").udp(0).udp(0).udp(0),
+        Conv("udp_reply_within_2s", "udp")
+        .udp(0)
+        .udp(1, gap_s=0.3)
+        .udp(0, gap_s=0.3)
+        .udp(1, gap_s=0.3)
+        .udp(0, gap_s=2.0),
+        Conv("udp_reply_first_from_server", "udp").udp(1).udp(0).udp(1).udp(0),
+        Conv("icmp_echo_pair", "icmp").icmp(0, 8).icmp(1, 0).icmp(1, 0).icmp(0, 8, seqno=2),
+        Conv("icmp_reply_without_request", "icmp").icmp(0, 0),
+        Conv("icmp_timestamp_request", "icmp").icmp(0, 13).icmp(1, 14),
+        Conv("icmp_unreach_unknown", "icmp").icmp(
+            1, 3, 3, inner={"proto": "udp", "sport": 40001, "dport": 53}
+        ),
+        Conv("icmp_unreach_related_udp", "icmp")
+        .icmp(0, 8)
+        .icmp(1, 3, 3, inner={"proto": "udp", "sport": 40002, "dport": 53, "open": True}),
+    ]
+    return cs
+
+
+# ---------------------------------------------------------------------------- namespaces
+
+
+def sh(*args: str, ns: str | None = None, check: bool = True) -> str:
+    cmd = (["ip", "netns", "exec", ns] if ns else []) + list(args)
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if check and r.returncode:
+        raise RuntimeError(f"{' '.join(cmd)}: {r.stderr.strip()}")
+    return r.stdout
+
+
+def teardown() -> None:
+    for ns in (NS_C, NS_R, NS_S):
+        subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+
+
+ROUTER_NFT = """
+table inet sf17 {
+  chain pre {
+    type filter hook prerouting priority -150; policy accept;
+    ct state invalid counter
+    ct state new counter
+    ct state established counter
+    ct state related counter
+    ct state untracked counter
+  }
+}
+"""
+
+
+def setup() -> dict[str, str]:
+    teardown()
+    for ns in (NS_C, NS_R, NS_S):
+        sh("ip", "netns", "add", ns)
+        for k in ("all", "default"):
+            sh("sysctl", "-qw", f"net.ipv6.conf.{k}.disable_ipv6=1", ns=ns)
+    sh(
+        "ip",
+        "link",
+        "add",
+        "sf17c0",
+        "netns",
+        NS_C,
+        "type",
+        "veth",
+        "peer",
+        "sf17rc",
+        "netns",
+        NS_R,
+    )
+    sh(
+        "ip",
+        "link",
+        "add",
+        "sf17s0",
+        "netns",
+        NS_S,
+        "type",
+        "veth",
+        "peer",
+        "sf17rs",
+        "netns",
+        NS_R,
+    )
+    for ns, dev, addr in ((NS_C, "sf17c0", IP_C), (NS_R, "sf17rc", IP_R1), (NS_R, "sf17rs", IP_R2),
+                          (NS_S, "sf17s0", IP_S)):  # fmt: skip
+        sh("ip", "addr", "add", f"{addr}/24", "dev", dev, ns=ns)
+        sh("ip", "link", "set", dev, "up", ns=ns)
+        sh("ip", "link", "set", "lo", "up", ns=ns)
+    sh("ip", "route", "add", "10.17.2.0/24", "via", IP_R1, ns=NS_C)
+    sh("ip", "route", "add", "10.17.1.0/24", "via", IP_R2, ns=NS_S)
+    sh("sysctl", "-qw", "net.ipv4.ip_forward=1", ns=NS_R)
+    macs = {}
+    for ns, dev in ((NS_C, "sf17c0"), (NS_R, "sf17rc"), (NS_R, "sf17rs"), (NS_S, "sf17s0")):
+        macs[dev] = json.loads(sh("ip", "-j", "link", "show", dev, ns=ns))[0]["address"]
+    sh("ip", "neigh", "replace", IP_C, "lladdr", macs["sf17c0"], "dev", "sf17rc", "nud",
+       "permanent", ns=NS_R)  # fmt: skip
+    sh("ip", "neigh", "replace", IP_S, "lladdr", macs["sf17s0"], "dev", "sf17rs", "nud",
+       "permanent", ns=NS_R)  # fmt: skip
+    for ns, dev in ((NS_C, "sf17c0"), (NS_S, "sf17s0")):  # end hosts: drop all at ingress
+        nft_load(ns, f"table netdev sf17h {{ chain in {{ type filter hook ingress device {dev} "
+                     f"priority 0; policy drop; }}\n}}\n")  # fmt: skip
+    nft_load(NS_R, ROUTER_NFT)
+    return macs
+
+
+def nft_load(ns: str, text: str) -> None:
+    p = subprocess.run(["ip", "netns", "exec", ns, "nft", "-f", "-"], input=text, text=True,
+                       capture_output=True)  # fmt: skip
+    if p.returncode:
+        raise RuntimeError(f"nft in {ns}: {p.stderr.strip()}")
+
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+@contextmanager
+def in_netns(ns: str) -> Iterator[None]:
+    """Run the block in network namespace `ns` (this thread), then return."""
+    own = os.open("/proc/self/ns/net", os.O_RDONLY)
+    fd = os.open(f"/run/netns/{ns}", os.O_RDONLY)
+    try:
+        if _libc.setns(fd, CLONE_NEWNET):
+            raise OSError(ctypes.get_errno(), f"setns {ns}")
+        yield
+    finally:
+        _libc.setns(own, CLONE_NEWNET)
+        os.close(fd)
+        os.close(own)
+
+
+def open_socket(ns: str, dev: str) -> socket.socket:
+    with in_netns(ns):
+        s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+        s.bind((dev, 0))
+    return s
+
+
+# ---------------------------------------------------------------------------- recording
+
+LINE = re.compile(r"^ipv4\s+2\s+(\w+)\s+(\d+)\s+(\d+)\s+(.*)$")
+
+
+def read_entries() -> list[dict[str, Any]]:
+    out = []
+    with in_netns(NS_R), open("/proc/self/net/nf_conntrack") as f:
+        for line in f:
+            m = LINE.match(line.strip())
+            if not m:
+                continue
+            rest = m.group(4).split()
+            ent: dict[str, Any] = {"proto": m.group(1), "timeout_s": int(m.group(3))}
+            if rest and "=" not in rest[0] and not rest[0].startswith("["):
+                ent["state"] = rest.pop(0)
+            kv: list[dict[str, str]] = [{}, {}]
+            side = 0
+            for tok in rest:
+                if tok == "[UNREPLIED]":
+                    ent["unreplied"] = True
+                elif tok == "[ASSURED]":
+                    ent["assured"] = True
+                elif "=" in tok:
+                    k, v = tok.split("=", 1)
+                    if k in kv[side] and side == 0:
+                        side = 1
+                    kv[side].setdefault(k, v)
+            ent["orig"], ent["reply"] = kv
+            out.append(ent)
+    return out
+
+
+def counters() -> list[int]:
+    txt = sh("nft", "-j", "list", "chain", "inet", "sf17", "pre", ns=NS_R)
+    vals = []
+    for item in json.loads(txt)["nftables"]:
+        rule = item.get("rule")
+        if rule:
+            for e in rule["expr"]:
+                if "counter" in e:
+                    vals.append(int(e["counter"]["packets"]))
+    return vals
+
+
+def set_sysctls(settings: dict[str, int]) -> None:
+    for k, v in {**TCP_DEFAULTS, **settings}.items():
+        sh("sysctl", "-qw", f"net.netfilter.nf_conntrack_{k}={v}", ns=NS_R)
+
+
+def kernel_timeouts() -> dict[str, int]:
+    names = ("tcp_timeout_syn_sent", "tcp_timeout_syn_recv", "tcp_timeout_established",
+             "tcp_timeout_fin_wait", "tcp_timeout_close_wait", "tcp_timeout_last_ack",
+             "tcp_timeout_time_wait", "tcp_timeout_close", "tcp_timeout_max_retrans",
+             "tcp_timeout_unacknowledged", "udp_timeout", "udp_timeout_stream",
+             "icmp_timeout", "generic_timeout", "checksum")  # fmt: skip
+    return {n: int(sh("sysctl", "-n", f"net.netfilter.nf_conntrack_{n}", ns=NS_R)) for n in names}
+
+
+def match(ent: dict[str, Any], proto: str, a: tuple[str, int], b: tuple[str, int]) -> bool:
+    if ent["proto"] != proto:
+        return False
+    o = ent["orig"]
+    key = "sport" if proto != "icmp" else "id"
+    fwd = (o.get("src"), o.get("dst")) == (a[0], b[0])
+    rev = (o.get("src"), o.get("dst")) == (b[0], a[0])
+    if proto == "icmp":
+        return (fwd or rev) and int(o.get("id", -1)) == a[1]
+    if fwd:
+        return int(o.get(key, -1)) == a[1] and int(o.get("dport", -1)) == b[1]
+    if rev:
+        return int(o.get(key, -1)) == b[1] and int(o.get("dport", -1)) == a[1]
+    return False
+
+
+class Recorder:
+    def __init__(self, macs: dict[str, str]) -> None:
+        self.macs = macs
+        self.sock = [open_socket(NS_C, "sf17c0"), open_socket(NS_S, "sf17s0")]
+        self.ident = 1
+
+    def frame(self, d: int, ip_payload: bytes, proto: int) -> bytes:
+        src, dst = (IP_C, IP_S) if d == 0 else (IP_S, IP_C)
+        dmac = self.macs["sf17rc" if d == 0 else "sf17rs"]
+        smac = self.macs["sf17c0" if d == 0 else "sf17s0"]
+        self.ident += 1
+        eth = bytes.fromhex(dmac.replace(":", "")) + bytes.fromhex(smac.replace(":", ""))
+        return eth + b"\x08\x00" + _ip4(src, dst, proto, ip_payload, self.ident)
+
+    def build(self, cv: Conv, p: dict[str, Any], port: int) -> bytes:
+        d = p["dir"]
+        src, dst = (IP_C, IP_S) if d == 0 else (IP_S, IP_C)
+        sp, dp = (port, 80) if d == 0 else (80, port)
+        if cv.proto == "tcp":
+            return self.frame(d, tcp_segment(src, dst, sp, dp, p), 6)
+        if cv.proto == "udp":
+            return self.frame(d, udp_datagram(src, dst, sp, dp, p["payload"]), 17)
+        inner = p.get("inner")
+        if inner:  # an error quoting a client -> server datagram
+            q = udp_datagram(IP_C, IP_S, inner["sport"], inner["dport"], 8)
+            body = _ip4(IP_C, IP_S, 17, q, 7)[:28]
+            return self.frame(d, icmp_message(p["type"], p["code"], b"\0\0\0\0", body), 1)
+        rest = struct.pack("!HH", port, p["seqno"])
+        return self.frame(d, icmp_message(p["type"], p["code"], rest, b"ping" * 4), 1)
+
+    def run_group(
+        self, convs: list[tuple[Conv, int]], progress: Callable[[], None]
+    ) -> list[dict[str, Any]]:
+        """Run conversations that share settings concurrently, each packet `gap_s` after the
+        previous one of its conversation (default GAP_S), one packet in flight at a time."""
+        subprocess.run(["ip", "netns", "exec", NS_R, "conntrack", "-F"], capture_output=True)
+        set_sysctls(convs[0][0].settings)
+        t0 = time.monotonic_ns()
+        steps: list[list[dict[str, Any]]] = [[] for _ in convs]
+        heap = [(0, k, 0) for k in range(len(convs))]
+        heapq.heapify(heap)
+        while heap:
+            due, k, i = heapq.heappop(heap)
+            cv, port = convs[k]
+            p = cv.packets[i]
+            wait = due - (time.monotonic_ns() - t0)
+            if wait > 0:
+                time.sleep(wait / 1e9)
+            inner = p.get("inner") or {}
+            if inner.get("open"):  # the datagram the error quotes, so that it can be RELATED
+                before = sum(counters())
+                self.sock[0].send(
+                    self.frame(0, udp_datagram(IP_C, IP_S, inner["sport"], inner["dport"], 8), 17)
+                )
+                self._wait(before)
+            before_c = counters()
+            t = time.monotonic_ns() - t0
+            self.sock[p["dir"]].send(self.build(cv, p, port))
+            after_c = self._wait(sum(before_c))
+            delta = [x - y for x, y in zip(after_c, before_c, strict=True)]
+            verdict = STATES[delta.index(1)] if sum(delta) == 1 else "lost"
+            t_read = time.monotonic_ns() - t0
+            a, b = (IP_C, port), (IP_S, 80 if cv.proto != "icmp" else port)
+            ents = [e for e in read_entries() if match(e, cv.proto, a, b)]
+            ent = None
+            if ents:
+                e = ents[0]
+                ent = {"state": e.get("state"), "timeout_s": e["timeout_s"],
+                       "seen_reply": not e.get("unreplied", False),
+                       "assured": bool(e.get("assured")),
+                       "orig_dir": 0 if e["orig"]["src"] == IP_C else 1}  # fmt: skip
+            steps[k].append({"t_ns": t, "t_read_ns": t_read, "verdict": verdict, "entry": ent})
+            progress()
+            if i + 1 < len(cv.packets):
+                gap = cv.packets[i + 1].get("gap_s") or GAP_S
+                heapq.heappush(heap, (t + round(gap * 1e9), k, i + 1))
+        return [
+            {
+                "name": cv.name,
+                "proto": cv.proto,
+                "settings": {**TCP_DEFAULTS, **cv.settings},
+                "port": port,
+                "packets": cv.packets,
+                "kernel": st,
+            }
+            for (cv, port), st in zip(convs, steps, strict=True)
+        ]
+
+    @staticmethod
+    def _wait(before: int) -> list[int]:
+        deadline = time.monotonic() + 1.0
+        while True:
+            c = counters()
+            if sum(c) > before or time.monotonic() > deadline:
+                return c
+            time.sleep(0.002)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("out", type=Path)
+    ap.add_argument("--random", type=int, default=60, help="random TCP conversations")
+    ap.add_argument("--seed", type=int, default=17)
+    args = ap.parse_args(argv)
+    if os.geteuid() != 0:
+        print("record_conntrack: needs root (network namespaces)", file=sys.stderr)
+        return 2
+    cases = tcp_cases() + udp_icmp_cases() + random_cases(args.random, args.seed)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
+    from rich.progress import Progress
+
+    try:
+        macs = setup()
+        rec = Recorder(macs)
+        timeouts = kernel_timeouts()
+        total = sum(len(c.packets) for c in cases)
+        convs = []
+        with Progress() as prog:
+            task = prog.add_task("recording", total=total)
+            groups: dict[str, list[tuple[Conv, int]]] = {}
+            for k, cv in enumerate(cases):
+                key = json.dumps({**TCP_DEFAULTS, **cv.settings}, sort_keys=True)
+                groups.setdefault(key, []).append((cv, 20000 + k))
+            by_name: dict[str, dict[str, Any]] = {}
+            for group in groups.values():
+                for c in rec.run_group(group, lambda: prog.advance(task)):
+                    by_name[c["name"]] = c
+            convs = [by_name[cv.name] for cv in cases]
+        doc = {"format": FORMAT, "kernel": os.uname().release, "gap_s": GAP_S,
+               "sysctl_defaults": timeouts, "addresses": {"client": IP_C, "server": IP_S},
+               "conversations": convs}  # fmt: skip
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = args.out.with_suffix(".tmp")
+        tmp.write_text(json.dumps(doc, separators=(",", ":")) + "\n")
+        tmp.replace(args.out)
+        n_lost = sum(s["verdict"] == "lost" for c in convs for s in c["kernel"])
+        print(f"{len(convs)} conversations, {total} packets, {n_lost} lost -> {args.out}")
+    finally:
+        teardown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,74 @@
+"""Replays of the kernel recording (tests/data/conntrack, Linux 6.18 nf_conntrack, recorded by
+scripts/record_conntrack.py): every datapath agrees with the kernel on every packet."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from starfabric.errors import DataError
+from starfabric.fornax.conformance import METRICS, kernel_rearmed, load_recording, replay
+
+RECORDING = Path(__file__).parents[1] / "data" / "conntrack" / "kernel_recording.json"
+
+
+@pytest.fixture(scope="module")
+def doc() -> dict:
+    return load_recording(RECORDING)
+
+
+def _subset(doc: dict, n_random: int) -> set[str]:
+    """Every hand-written conversation and the first n_random random ones."""
+    names = [c["name"] for c in doc["conversations"]]
+    rnd = [n for n in names if n.startswith("random_")]
+    return {n for n in names if not n.startswith("random_")} | set(rnd[:n_random])
+
+
+def test_recording_is_from_a_real_kernel(doc: dict) -> None:
+    assert doc["kernel"].startswith("6.")
+    n = sum(len(c["packets"]) for c in doc["conversations"])
+    assert len(doc["conversations"]) >= 300 and n >= 2000
+    verdicts = {s["verdict"] for c in doc["conversations"] for s in c["kernel"]}
+    assert verdicts == {"new", "established", "invalid", "related"}  # nothing lost
+
+
+def test_softpath_agrees_with_the_kernel_on_every_packet(doc: dict) -> None:
+    r = replay(doc, "softpath")
+    assert r.packets == sum(len(c["packets"]) for c in doc["conversations"]) - 2
+    assert r.mismatches == []
+    assert r.percent() == {**dict.fromkeys(METRICS, 100.0), "conversations": 100.0}
+    assert all(r.scored[m] > 1000 for m in METRICS)
+
+
+@pytest.mark.parametrize("datapath", ["fast", "reference"])
+def test_manager_on_both_engines_agrees_with_the_kernel(doc: dict, datapath: str) -> None:
+    names = _subset(doc, 40 if datapath == "fast" else 15)
+    r = replay(doc, datapath, names)
+    assert r.conversations == len(names)
+    assert r.mismatches == []
+    assert r.percent()["conversations"] == 100.0
+
+
+def test_a_wrong_tracker_is_caught(doc: dict) -> None:
+    """The comparison can fail: the same replay with tcp_be_liberal forced on disagrees."""
+    bad = json.loads(json.dumps(doc))
+    for c in bad["conversations"]:
+        c["settings"]["tcp_be_liberal"] = 1
+    r = replay(bad, "softpath", {"seq_over_upper_bound", "ack_of_unsent_data", "first_fin"})
+    assert r.agree["verdict"] < r.scored["verdict"]
+
+
+def test_rearm_inference() -> None:
+    assert kernel_rearmed(431999, 431999, 1.5, {432000})  # re-armed to 432000
+    assert not kernel_rearmed(431999, 431997, 1.5, {432000})  # left running
+    assert kernel_rearmed(432000, 431999, 1.55, {432000})  # read within a jiffy of arming
+    assert kernel_rearmed(431999, 119, 1.5, {120, 432000})  # re-armed lower (FIN_WAIT)
+
+
+def test_bad_recording_is_a_data_error(tmp_path: Path) -> None:
+    p = tmp_path / "r.json"
+    p.write_text(json.dumps({"format": "other"}))
+    with pytest.raises(DataError, match="format"):
+        load_recording(p)
