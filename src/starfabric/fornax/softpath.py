@@ -146,6 +146,8 @@ class SoftResult:
     tcp_state: npt.NDArray[np.uint8]  # the session's TCP state after the packet (0 none)
     ended_aux: npt.NDArray[np.uint64]  # cookies of sessions the tracker ended (RST-only
     #                                    reply, or a first packet creating no entry)
+    ended_slots: npt.NDArray[np.int64]  # slots of every session ended here (reopened too):
+    #                                     a later insert in the same batch may reuse them
 
 
 class SoftPath:
@@ -384,10 +386,13 @@ class SoftPath:
         gone = int(reo.sum()) + int(ended.sum())
         self.count -= gone
         self.tombstones += gone
+        ended_slots = slot[reo | ended].copy()
         slot[reo | ended] = -1
         self.packets += n
         self.cpu_s += time.thread_time() - t0
-        return SoftResult(outcome, action, slot, reopened_aux, verdict, state, ended_aux)
+        return SoftResult(
+            outcome, action, slot, reopened_aux, verdict, state, ended_aux, ended_slots
+        )
 
     def _admit(self, batch: PacketBatch) -> int:
         """How many packets of the batch the rate budget admits (a token bucket)."""

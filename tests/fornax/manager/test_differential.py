@@ -9,7 +9,7 @@ import random
 from typing import Any
 
 import numpy as np
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from fornax.vpc.vpcgen import mutate, random_packets, random_spec_data
@@ -126,6 +126,9 @@ def run_differential(seed: int, kind: str, config: str) -> dict[str, int]:
 
 @settings(max_examples=25, deadline=None)
 @given(st.integers(0, 2**32 - 1), st.sampled_from(sorted(CONFIGS)))
+# a RST ends a software session re-decided from a stale hardware entry, and a reverse SYN in
+# the same batch reuses its slot: the old entry's pending modify must not refresh it
+@example(28964, "no_drop_sessions")
 def test_manager_matches_conntrack_reference_fast(seed: int, config: str) -> None:
     run_differential(seed, "fast", config)
 

@@ -14,7 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from starfabric.astral.collectives.plan import IntArray, Plan, Step
-from starfabric.astral.netsim import Analytical, Flows, FlowSim
+from starfabric.astral.netsim import Flows, make_backend
 from starfabric.astral.netsim.transport import (
     ADAPTIVE,
     AR_CHOICES,
@@ -281,11 +281,7 @@ def run_plan(
         elif transport is not None:
             step_cap = contended_capacity(ptr, links, gpus[step.src], cap, transport, nvl_mask)
         flows = Flows(step.size_bytes.astype(np.float64), ptr, links)
-        sim = (
-            FlowSim(step_cap, lat, rel_tol=rel_tol)
-            if backend == "flow"
-            else Analytical(step_cap, lat)
-        )
+        sim = make_backend(backend, step_cap, lat, rel_tol=rel_tol)
         sim.submit(flows)
         sim.advance()
         res = sim.results()

@@ -22,7 +22,13 @@ from starfabric.errors import ConfigError
 class Analytical:
     """The alpha-beta backend: same `submit`/`advance`/`results` as FlowSim."""
 
-    def __init__(self, capacity_bps: npt.ArrayLike, latency_s: npt.ArrayLike | None = None) -> None:
+    def __init__(
+        self,
+        capacity_bps: npt.ArrayLike,
+        latency_s: npt.ArrayLike | None = None,
+        *,
+        rel_tol: float = 0.0,  # the factory signature every backend takes; closed form is exact
+    ) -> None:
         self.cap = np.asarray(capacity_bps, np.float64).copy()
         self.link_latency = (
             np.zeros_like(self.cap) if latency_s is None else np.asarray(latency_s, np.float64)

@@ -26,7 +26,7 @@ import numpy.typing as npt
 from starfabric.astral.collectives import MoEShape, moe_alltoall, nccl_plan, ring, sendrecv
 from starfabric.astral.collectives.plan import Plan
 from starfabric.astral.collectives.run import run_plan
-from starfabric.astral.netsim import Analytical, Flows, FlowSim
+from starfabric.astral.netsim import Flows, make_backend
 from starfabric.astral.routing import route_flows
 from starfabric.astral.seer.comm import CommModel, FormulaComm, Kind, Phase, formula_comm
 from starfabric.astral.seer.efficiency import Efficiency
@@ -257,7 +257,7 @@ class SimulatedComm:
             routes = route_flows(topo, src, dst, _hash(src, dst, step.qp))
             if not routes.reachable.all():
                 raise InfeasibleError("an all-to-all flow has no path", fix="check the topology")
-            sim = FlowSim(cap, lat) if self.backend == "flow" else Analytical(cap, lat)
+            sim = make_backend(self.backend, cap, lat)
             sim.submit(Flows(step.size_bytes.astype(np.float64), routes.offsets, routes.links))
             sim.advance()
             bw = sim.results().makespan_s * step.scale * tokens_per_rank / sample

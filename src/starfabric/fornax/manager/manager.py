@@ -202,6 +202,8 @@ class Manager:
             if len(r.ended_aux):  # sessions the tracker ended (RST-only reply, invalid new)
                 self.metrics.count("tracker_ended", len(r.ended_aux))
                 self._release(r.ended_aux)
+            if len(r.ended_slots):
+                self._drop_pending(r.ended_slots)
             done = np.isin(so, (SoftOutcome.HIT, SoftOutcome.DROP, SoftOutcome.OVERLOAD))
             fwd = so == SoftOutcome.HIT
             final[idx[fwd]] = Final.SW_FORWARDED
@@ -224,6 +226,20 @@ class Manager:
                 pending[f_idx] = False
         self._flush()
         return final, action, reason, verdict, tcp_state
+
+    def _drop_pending(self, slots: npt.NDArray[np.int64]) -> None:
+        """Software sessions the tracker ended in this batch: their pending pushes go before a
+        new session can reuse the slot, and the stale hardware entry a pending modify would
+        have refreshed is deleted (its connection is over; a reopening SYN starts a new one)."""
+        empty = np.zeros(0, np.int64)
+        mod = np.concatenate(self._pending_mod) if self._pending_mod else empty
+        new = np.concatenate(self._pending_new) if self._pending_new else empty
+        dead = np.isin(mod, slots)
+        if dead.any():
+            keys = original_from_sessions(self.softpath.sessions(mod[dead]))
+            self._call("delete", self.engine.delete, keys, n=int(dead.sum()))
+        self._pending_mod = [mod[~dead]]
+        self._pending_new = [new[~np.isin(new, slots)]]
 
     def _first_packets(
         self,
