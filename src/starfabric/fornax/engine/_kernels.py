@@ -403,18 +403,18 @@ def ecc_seal(rec, s) -> None:
 
 
 @njit
-def ecc_check_b(rec, s):
-    """ecc_check for group B: (status, flipped bit position or -1)."""
-    stored = rec[s, L.W_ECC2]
-    want = ecc_encode_b(rec, s)
-    if stored == want:
+def _ecc_decode_group(stored, want, m_p, m_high, m_low, s_overall, data_w0, ecc_w):
+    """(status, flipped bit position or -1) of one SEC-DED group: `stored` check word against
+    the encoding `want` of its data words from `data_w0` on; the masks give the group's count
+    of half-word parity bits (group A covers the key/action words, group B the tracker's)."""
+    if stored == want:  # the only clean case (a clean record's check word is its encoding)
         return ECC_CLEAN, -1
     diff = stored ^ want
     sx = diff & M32
-    sp = (diff >> S32) & M_P_B
-    high = stored & M_HIGH_B
-    odd = _par(stored & M_LOW_B) ^ _par(want)
-    wc = L.W_ECC2 * 64
+    sp = (diff >> S32) & m_p
+    high = stored & m_high
+    odd = _par(stored & m_low) ^ _par(want)
+    wc = ecc_w * 64
     if high != U0:
         if _one_bit(high) and sx == U0 and sp == U0 and odd == U0:
             return ECC_CORR, wc + _bit_index(high)
@@ -425,9 +425,9 @@ def ecc_check_b(rec, s):
         return ECC_UNCORR, -1
     if _one_bit(sx) and _one_bit(sp):
         half = _bit_index(sp)
-        return ECC_CORR, (L.W_TRACK + half // 2) * 64 + (half % 2) * 32 + _bit_index(sx)
+        return ECC_CORR, (data_w0 + half // 2) * 64 + (half % 2) * 32 + _bit_index(sx)
     if sx == U0 and sp == U0:
-        return ECC_CORR, wc + np.int64(S_OVERALL_B)
+        return ECC_CORR, wc + np.int64(s_overall)
     if _one_bit(sx) and sp == U0:
         return ECC_CORR, wc + _bit_index(sx)
     if sx == U0 and _one_bit(sp):
@@ -439,42 +439,15 @@ def ecc_check_b(rec, s):
 def ecc_check(rec, s):
     """(status, flipped bit position or -1) of the first group that is not clean; twin of
     ecc.ecc_decode."""
-    st, pos = ecc_check_a(rec, s)
+    st, pos = _ecc_decode_group(
+        rec[s, L.W_ECC], ecc_encode(rec, s), M_P, M_HIGH, M_LOW, S_OVERALL, 0, L.W_ECC
+    )
     if st != ECC_CLEAN:
         return st, pos
-    return ecc_check_b(rec, s)
-
-
-@njit
-def ecc_check_a(rec, s):
-    """Group A: (status, flipped bit position or -1)."""
-    stored = rec[s, L.W_ECC]
-    want = ecc_encode(rec, s)
-    if stored == want:  # the only clean case (a clean record's check word is its encoding)
-        return ECC_CLEAN, -1
-    diff = stored ^ want
-    sx = diff & M32
-    sp = (diff >> S32) & M_P
-    high = stored & M_HIGH
-    odd = _par(stored & M_LOW) ^ _par(want)
-    if high != U0:
-        if _one_bit(high) and sx == U0 and sp == U0 and odd == U0:
-            return ECC_CORR, L.W_ECC * 64 + _bit_index(high)
-        return ECC_UNCORR, -1
-    if odd == U0:
-        if sx == U0 and sp == U0:
-            return ECC_CLEAN, -1
-        return ECC_UNCORR, -1
-    if _one_bit(sx) and _one_bit(sp):
-        half = _bit_index(sp)
-        return ECC_CORR, (half // 2) * 64 + (half % 2) * 32 + _bit_index(sx)
-    if sx == U0 and sp == U0:
-        return ECC_CORR, L.W_ECC * 64 + np.int64(S_OVERALL)
-    if _one_bit(sx) and sp == U0:
-        return ECC_CORR, L.W_ECC * 64 + _bit_index(sx)
-    if sx == U0 and _one_bit(sp):
-        return ECC_CORR, L.W_ECC * 64 + 32 + _bit_index(sp)
-    return ECC_UNCORR, -1
+    return _ecc_decode_group(
+        rec[s, L.W_ECC2], ecc_encode_b(rec, s), M_P_B, M_HIGH_B, M_LOW_B, S_OVERALL_B,
+        L.W_TRACK, L.W_ECC2,
+    )  # fmt: skip
 
 
 @njit
