@@ -43,7 +43,7 @@ from starfabric.astral.collectives.protocols import (
 )
 from starfabric.astral.nccltests import busbw_factor
 from starfabric.astral.topology import Topology
-from starfabric.errors import ConfigError
+from starfabric.errors import ConfigError, InvariantError
 
 NVLINK_EFF = 0.8
 """Assumption: achievable fraction of NVLink for copy/reduce kernels (8xA100 nccl-tests ring
@@ -174,7 +174,8 @@ def _rail_rings(shape: NcclShape, channels: int) -> list[IntArray]:
         if c >= local and c // local % 2:
             ring_c = ring_c[::-1].copy()  # duplicated channels run the other way round
         out.append(ring_c.astype(np.int64))
-    assert all(len(x) == n for x in out)
+    if any(len(x) != n for x in out):  # every channel visits every rank once
+        raise InvariantError(f"a ring channel does not cover all {n} ranks")
     return out
 
 
