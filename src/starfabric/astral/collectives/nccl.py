@@ -311,6 +311,23 @@ def _notes(
     }
 
 
+def _one_step_plan(
+    shape: NcclShape,
+    f: _Flows,
+    op: str,
+    algorithm: str,
+    proto: str,
+    ch: int,
+    size: float,
+    step: str | None = None,
+) -> Plan:
+    """A plan of one pipelined step of flows `f`, with NCCL's notes for (algorithm, protocol)
+    and the op's bus-bandwidth factor."""
+    notes = _notes(shape, algorithm, proto, op, ch, size)
+    n = shape.ranks
+    return Plan(op, algorithm, n, size, (f.step(step or algorithm),), busbw_factor(op, n), notes)
+
+
 def nccl_ring(op: str, shape: NcclShape, size: float, proto: str = "Simple") -> Plan:
     """Multi-channel rail-matched rings, pipelined: every ring edge carries its total bytes."""
     ch = shape.channels("ring")
@@ -319,8 +336,7 @@ def nccl_ring(op: str, shape: NcclShape, size: float, proto: str = "Simple") -> 
     f = _Flows.empty()
     for c, rc in enumerate(_rail_rings(shape, ch)):
         f.add(rc, np.roll(rc, -1), per_edge, c)
-    notes = _notes(shape, "ring", proto, op, ch, size)
-    return Plan(op, "ring", n, size, (f.step("ring"),), busbw_factor(op, n), notes)
+    return _one_step_plan(shape, f, op, "ring", proto, ch, size)
 
 
 def _chain(shape: NcclShape, r: int) -> IntArray:
@@ -336,7 +352,7 @@ def nccl_tree(shape: NcclShape, size: float, proto: str = "Simple") -> Plan:
     broadcast comes back down, both pipelined, each carrying the channel's share S / channels.
     """
     ch = shape.channels("tree")
-    n, local, hosts = shape.ranks, shape.local, shape.nodes
+    local, hosts = shape.local, shape.nodes
     share = size / ch
     trees = _dbt(hosts)
     f = _Flows.empty()
@@ -355,10 +371,7 @@ def nccl_tree(shape: NcclShape, size: float, proto: str = "Simple") -> Plan:
             f.add(parent * local + r, child * local + r, share, c)
     if not f.src:
         raise ConfigError("tree: nothing to do for one GPU", fix="use --gpus >= 2")
-    notes = _notes(shape, "tree", proto, "all_reduce", ch, size)
-    return Plan(
-        "all_reduce", "tree", n, size, (f.step("tree"),), busbw_factor("all_reduce", n), notes
-    )
+    return _one_step_plan(shape, f, "all_reduce", "tree", proto, ch, size)
 
 
 def _nvls_flows(f: _Flows, shape: NcclShape, up: float, down: float, ch: int) -> None:
@@ -389,8 +402,7 @@ def nvls(op: str, shape: NcclShape, size: float) -> Plan:
         _nvls_flows(f, shape, size * (n - 1) / n, size / n, ch)
     else:
         raise ConfigError(f"nvls: op {op!r}", fix="use all_reduce, all_gather or reduce_scatter")
-    notes = _notes(shape, "nvls", "Simple", op, ch, size)
-    return Plan(op, "nvls", n, size, (f.step("nvls"),), busbw_factor(op, n), notes)
+    return _one_step_plan(shape, f, op, "nvls", "Simple", ch, size)
 
 
 def nvls_tree(shape: NcclShape, size: float) -> Plan:
@@ -402,7 +414,7 @@ def nvls_tree(shape: NcclShape, size: float) -> Plan:
     if shape.nodes < 2:
         raise ConfigError("nvls_tree: needs >= 2 NVLink domains", fix="use nvls")
     ch = shape.channels("nvls_tree")
-    n, local, hosts = shape.ranks, shape.local, shape.nodes
+    local, hosts = shape.local, shape.nodes
     f = _Flows.empty()
     _nvls_flows(f, shape, size * (local + 1) / local, size * (local + 1) / local, ch)
     shard = size / local
@@ -414,16 +426,7 @@ def nvls_tree(shape: NcclShape, size: float) -> Plan:
         b = (parent[:, None] * local + rails[None, :]).ravel()
         f.add(a, b, shard / ch, c)
         f.add(b, a, shard / ch, c)
-    notes = _notes(shape, "nvls_tree", "Simple", "all_reduce", ch, size)
-    return Plan(
-        "all_reduce",
-        "nvls_tree",
-        n,
-        size,
-        (f.step("nvls_tree"),),
-        busbw_factor("all_reduce", n),
-        notes,
-    )
+    return _one_step_plan(shape, f, "all_reduce", "nvls_tree", "Simple", ch, size)
 
 
 def collnet_direct(shape: NcclShape, size: float) -> Plan:
@@ -446,16 +449,7 @@ def collnet_direct(shape: NcclShape, size: float) -> Plan:
     for k in range(1, local):
         peer = (g // local) * local + (g % local + k) % local
         f.add(g, peer, 2 * shard, k % ch)  # reduce-scatter + all-gather over NVLink
-    notes = _notes(shape, "collnet_direct", "Simple", "all_reduce", ch, size)
-    return Plan(
-        "all_reduce",
-        "collnet_direct",
-        n,
-        size,
-        (f.step("collnet"),),
-        busbw_factor("all_reduce", n),
-        notes,
-    )
+    return _one_step_plan(shape, f, "all_reduce", "collnet_direct", "Simple", ch, size, "collnet")
 
 
 def enabled(op: str, shape: NcclShape) -> list[tuple[str, str]]:
