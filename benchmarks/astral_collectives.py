@@ -5,7 +5,8 @@
    fitting) against the log's busbw at every size >= 64 MiB.
 2. all_reduce of 1 GiB on 1,024 and 4,096 GPUs of an H100 fat-tree with one 400G NIC per GPU
    (tests/data/clusters/fat-tree-h100-4k.yaml), RoCE and IB transport, against the 400 GB/s
-   line-rate bound (NIC rate x NICs per host).
+   line-rate bound (NIC rate x NICs per host), split into bandwidth part, NCCL's latency
+   (tuning.cc) and the pipeline fill, beside NCCL's own tuner estimate.
 Printed last: the 1,024-GPU IB all_reduce busbw over 400 GB/s.
 """
 
@@ -65,14 +66,22 @@ def scale() -> list[dict[str, object]]:
         for transport in ("roce", "ib"):
             t0 = time.perf_counter()
             res = run_plan(topo, plan, transport=transport, rel_tol=0.02)
+            size = 2.0**30
+            tuner_s = N.tuner_time_s("all_reduce", plan.algorithm, "Simple", size, shape)
+            bw_us = res.steps[0].time_s * 1e6
+            lat_us = plan.notes.get("latency_s", 0.0) * 1e6
             out.append(
                 {
                     "gpus": gpus,
                     "transport": transport,
                     "algorithm": plan.algorithm,
                     "busbw_gbps": res.busbw_gbps,
-                    "bandwidth_part_us": res.steps[0].time_s * 1e6,
+                    "bandwidth_part_us": bw_us,
+                    "nccl_latency_us": lat_us,
+                    "fill_and_step_us": res.time_s * 1e6 - bw_us - lat_us,
                     "time_us": res.time_s * 1e6,
+                    # NCCL's own cost model (tuning.cc: latency + bytes / busbw at line rate)
+                    "tuner_busbw_gbps": size * plan.bus_factor / tuner_s / 1e9,
                     "wall_s": time.perf_counter() - t0,
                 }
             )
@@ -98,8 +107,9 @@ def main(argv: list[str] | None = None) -> int:
     for r in at_scale:
         print(
             f"fat-tree {r['gpus']:>5} GPUs {r['transport']:<4} {r['algorithm']}: busbw "
-            f"{r['busbw_gbps']:.1f} GB/s (bandwidth part {r['bandwidth_part_us']:.0f} us of "
-            f"{r['time_us']:.0f} us)"
+            f"{r['busbw_gbps']:.1f} GB/s (bandwidth {r['bandwidth_part_us']:.0f} + NCCL latency "
+            f"{r['nccl_latency_us']:.0f} + fill {r['fill_and_step_us']:.0f} = {r['time_us']:.0f} us;"
+            f" NCCL's tuner model {r['tuner_busbw_gbps']:.1f} GB/s)"
         )
     ref = next(r for r in at_scale if r["gpus"] == 1024 and r["transport"] == "ib")
     out = {

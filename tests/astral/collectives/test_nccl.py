@@ -201,3 +201,34 @@ def test_run_plan_rejects_unknown_transport() -> None:
     topo = _small_topo(gpus=1024)
     with pytest.raises(ConfigError):
         run_plan(topo, N.nccl_ring("all_gather", _shape(16), 2.0**20), transport="x")  # type: ignore[arg-type]
+
+
+def _fit_line(log: str) -> tuple[tuple[float, float], tuple[float, float]]:
+    """(intercept s, slope s/B) of time against size, the log's and the model's, >= 512 MiB."""
+    entry = LOGS[log]
+    run = parse_nccl_tests(DATA / log).at_least(2**29)
+    spec = load_spec(ClusterSpec, HW / str(entry["cluster"]))
+    topo = build(spec)
+    ranks = int(entry["gpus"])  # type: ignore[call-overload]
+    shape = N.shape_of(topo, ranks)
+    sizes = np.asarray(run.size_bytes, float)
+    measured = sizes * 2 * (ranks - 1) / ranks / np.asarray(run.busbw_mean_gbps) / 1e9
+    model = [
+        run_plan(topo, N.nccl_collective("all_reduce", shape, s), transport=spec.transport).time_s
+        for s in sizes
+    ]
+    slope_m, icpt_m = np.polyfit(sizes, measured, 1)
+    slope_s, icpt_s = np.polyfit(sizes, model, 1)
+    return (float(icpt_m), float(slope_m)), (float(icpt_s), float(slope_s))
+
+
+def test_tree_fixed_cost_matches_the_multi_level_log() -> None:
+    """The only log with a multi-level tree (8 H100 nodes, NVLS-tree depth 3): the time the
+    model adds to the bandwidth part (NCCL's latency + the pipeline fill) is the log's
+    intercept of time against size, and its slope is the NIC's marginal rate. This pins the
+    per-hop accounting that decides busbw at 1,024+ GPUs (issue 21)."""
+    (icpt_m, slope_m), (icpt_s, slope_s) = _fit_line(
+        "coreweave_h100_64gpu_ib_sharp_all_reduce_excerpt.txt"
+    )
+    assert abs(icpt_s / icpt_m - 1) < 0.15, (icpt_s * 1e6, icpt_m * 1e6)
+    assert abs(slope_s / slope_m - 1) < 0.03, (slope_s, slope_m)
