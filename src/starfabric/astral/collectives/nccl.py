@@ -26,6 +26,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from starfabric.astral.collectives.algorithms import alltoall, ring
 from starfabric.astral.collectives.plan import IntArray, Plan, Step
@@ -142,15 +143,15 @@ class NcclShape:
         """The chunk NCCL's computeColl settles on for this size (enqueue.cc rules)."""
         base = get_protocol(proto).chunk_bytes(algorithm)
         if algorithm == "nvls":
-            ch = self.channels("nvls")
+            ops = self.channels("nvls") * nvls_heads(self)  # concurrentOps: channels x heads
             chunk = min(base, 128 * 1024)
             for mult, floor in ((64, 65536), (8, 32768), (2, 16384)):
-                if nbytes < mult * ch * chunk and chunk > floor:
+                if nbytes < mult * ops * chunk and chunk > floor:
                     chunk = floor
             return chunk
         if algorithm == "nvls_tree":
             ch, tree_max = self._nvls_tuning()
-            ops = ch * self.local
+            ops = ch * nvls_heads(self)
             chunk = min(128 * 1024, tree_max)
             for mult, floor in ((32, 262144), (16, 131072), (4, 65536), (1, 32768)):
                 if nbytes < mult * ops * chunk and chunk > floor:
@@ -241,6 +242,16 @@ class _Flows:
         self.qp.append(np.full(len(src), qp, np.int64))
         self.half.append(np.full(len(src), half, np.int64))
 
+    def add_sized(
+        self, src: IntArray, dst: IntArray, nbytes: npt.NDArray[np.float64], qp: int, half: int
+    ) -> None:
+        """As `add`, with each flow's own size."""
+        self.src.append(np.asarray(src, np.int64))
+        self.dst.append(np.asarray(dst, np.int64))
+        self.size.append(np.asarray(nbytes, np.float64))
+        self.qp.append(np.full(len(src), qp, np.int64))
+        self.half.append(np.full(len(src), half, np.int64))
+
     def step(self, phase: str) -> Step:
         half = np.concatenate(self.half)
         return Step(
@@ -303,7 +314,7 @@ def _notes(
         "chunk_bytes": float(shape.chunk_bytes(algorithm, proto, nbytes)),
         "channels": float(channels),
         # NVLS: a GPU's NVLink flow interleaves one chunk stream per shard owner (head)
-        "nvl_streams": float(local) if algorithm in ("nvls", "nvls_tree") else 1.0,
+        "nvl_streams": float(nvls_heads(shape)) if algorithm in ("nvls", "nvls_tree") else 1.0,
         "proto_bw": p.bw_fraction,
         "nvlink_scale": NVLINK_EFF
         * (NVLS_EFFICIENCY.get(shape.generation, 0.0) if algorithm.startswith("nvls") else 1.0),
@@ -374,53 +385,82 @@ def nccl_tree(shape: NcclShape, size: float, proto: str = "Simple") -> Plan:
     return _one_step_plan(shape, f, "all_reduce", "tree", proto, ch, size)
 
 
-def _nvls_flows(f: _Flows, shape: NcclShape, up: float, down: float, ch: int) -> None:
-    """Each GPU's NVLink to its NVSwitch: `up` bytes in, `down` bytes out (half paths)."""
+NCCL_MAX_NVLS_ARITY = 32
+"""NCCL_MAX_NVLS_ARITY (device.h): the NVLS search keeps at most min(32, GPUs) channels of its
+graph (search.cc), and each is a head, a GPU that reduces and multicasts one shard and, between
+domains, sends it over its NIC (connect.cc connectNvls). An NVL72 domain has 32 heads, not 72;
+NVLS for all_gather / reduce_scatter needs every GPU a head (enqueue.cc: <= 32 local ranks)."""
+
+
+def nvls_heads(shape: NcclShape) -> int:
+    """Heads per NVLink domain: the GPUs that own a shard (the first ones of each domain)."""
+    return min(NCCL_MAX_NVLS_ARITY, shape.local)
+
+
+def _nvls_flows(f: _Flows, shape: NcclShape, up: IntArray, down: IntArray, ch: int) -> None:
+    """Each GPU's NVLink to its NVSwitch: `up[g]` bytes in, `down[g]` bytes out (half paths)."""
     n, local = shape.ranks, shape.local
     g = np.arange(n, dtype=np.int64)
     peer = (g // local) * local + (g % local + 1) % local  # any GPU of the domain: same link
     for c in range(ch):
-        f.add(g, peer, up / ch, c, half=1)
-        f.add(peer, g, down / ch, c, half=2)
+        f.add_sized(g, peer, up / ch, c, half=1)
+        f.add_sized(peer, g, down / ch, c, half=2)
+
+
+def _nvls_allreduce_bytes(shape: NcclShape, size: float) -> npt.NDArray[np.float64]:
+    """Bytes each GPU's NVLink carries each way in an NVLS all-reduce of `size`: the switch reads
+    its whole buffer (multimem.ld_reduce of every shard) and multicasts every reduced shard back;
+    a head also stores its reduced shard (up) and receives it from the reduction (down)."""
+    heads = nvls_heads(shape)
+    is_head = np.arange(shape.ranks) % shape.local < heads
+    return np.where(is_head, size * (heads + 1) / heads, float(size))
 
 
 def nvls(op: str, shape: NcclShape, size: float) -> Plan:
     """NVLink SHARP inside one NVLink domain: the switch reduces (multimem.ld_reduce) and
-    multicasts (multimem.st). Each GPU's link carries about S(1 + 1/n) each way for an
-    all-reduce (its data up, the reduced shard down; its shard up, the multicast down), and
-    S(n-1)/n one way for all_gather / reduce_scatter."""
+    multicasts (multimem.st). For an all-reduce a head's link carries S(1 + 1/heads) each way,
+    another GPU's S; all_gather / reduce_scatter (every GPU a head) carry S/n one way and
+    S(n-1)/n the other."""
     if shape.nodes != 1 or shape.local < 2:
         raise ConfigError("nvls: needs one NVLink domain of >= 2 GPUs", fix="use nvls_tree")
     ch = shape.channels("nvls")
     n = shape.ranks
     f = _Flows.empty()
     if op == "all_reduce":
-        _nvls_flows(f, shape, size * (n + 1) / n, size * (n + 1) / n, ch)
-    elif op == "all_gather":
-        _nvls_flows(f, shape, size / n, size * (n - 1) / n, ch)
-    elif op == "reduce_scatter":
-        _nvls_flows(f, shape, size * (n - 1) / n, size / n, ch)
+        both = _nvls_allreduce_bytes(shape, size)
+        _nvls_flows(f, shape, both, both, ch)
+    elif op in ("all_gather", "reduce_scatter") and n > NCCL_MAX_NVLS_ARITY:
+        raise ConfigError(
+            f"nvls: {op} needs every GPU a head (<= {NCCL_MAX_NVLS_ARITY} GPUs), not {n}",
+            fix="use --algo ring",
+        )
+    elif op in ("all_gather", "reduce_scatter"):
+        small, big = np.full(n, size / n), np.full(n, size * (n - 1) / n)
+        _nvls_flows(f, shape, *((small, big) if op == "all_gather" else (big, small)), ch)
     else:
         raise ConfigError(f"nvls: op {op!r}", fix="use all_reduce, all_gather or reduce_scatter")
     return _one_step_plan(shape, f, op, "nvls", "Simple", ch, size)
 
 
 def nvls_tree(shape: NcclShape, size: float) -> Plan:
-    """NVLS inside each domain, a double binary tree of domains per rail between them.
+    """NVLS inside each domain, a double binary tree of domains per head between them.
 
-    The NVLS reduce leaves each GPU (a head) with its domain's sum of one shard S/local; heads
-    of the same rail reduce and broadcast it over the network tree; NVLS multicasts back.
+    The NVLS reduce leaves each head with its domain's sum of one shard S/heads; the heads of
+    the same index reduce and broadcast it over the network tree (each through its own NIC);
+    NVLS multicasts it back.
     """
     if shape.nodes < 2:
         raise ConfigError("nvls_tree: needs >= 2 NVLink domains", fix="use nvls")
     ch = shape.channels("nvls_tree")
     local, hosts = shape.local, shape.nodes
+    heads = nvls_heads(shape)
     f = _Flows.empty()
-    _nvls_flows(f, shape, size * (local + 1) / local, size * (local + 1) / local, ch)
-    shard = size / local
+    both = _nvls_allreduce_bytes(shape, size)
+    _nvls_flows(f, shape, both, both, ch)
+    shard = size / heads
     trees = _dbt(hosts)
-    rails = np.arange(local, dtype=np.int64)
-    for c in range(ch):  # channel c runs tree c mod 2 for every head (rail), shard / ch each
+    rails = np.arange(heads, dtype=np.int64)
+    for c in range(ch):  # channel c runs tree c mod 2 for every head, shard / ch each
         child, parent = trees[c % 2]
         a = (child[:, None] * local + rails[None, :]).ravel()
         b = (parent[:, None] * local + rails[None, :]).ravel()
@@ -463,7 +503,12 @@ def enabled(op: str, shape: NcclShape) -> list[tuple[str, str]]:
         out.append(("ring", p))
         if op == "all_reduce" and shape.nodes > 1:
             out.append(("tree", p))
-    if nvls_ok and shape.nodes == 1 and op in ("all_reduce", "all_gather", "reduce_scatter"):
+    every_gpu_a_head = shape.local <= NCCL_MAX_NVLS_ARITY
+    if (
+        nvls_ok
+        and shape.nodes == 1
+        and (op == "all_reduce" or (op in ("all_gather", "reduce_scatter") and every_gpu_a_head))
+    ):
         out.append(("nvls", "Simple"))
     if nvls_ok and shape.nodes > 1 and op == "all_reduce":
         out.append(("nvls_tree", "Simple"))
