@@ -29,7 +29,7 @@ import numpy as np
 import numpy.typing as npt
 
 from starfabric.astral.collectives.algorithms import alltoall, ring
-from starfabric.astral.collectives.plan import IntArray, Plan, Step
+from starfabric.astral.collectives.plan import FloatArray, IntArray, Plan, Step
 from starfabric.astral.collectives.protocols import (
     LL_MAX_BW_GBS,
     LL_MAX_BW_MULTI_GBS,
@@ -397,7 +397,7 @@ def nvls_heads(shape: NcclShape) -> int:
     return min(NCCL_MAX_NVLS_ARITY, shape.local)
 
 
-def _nvls_flows(f: _Flows, shape: NcclShape, up: IntArray, down: IntArray, ch: int) -> None:
+def _nvls_flows(f: _Flows, shape: NcclShape, up: FloatArray, down: FloatArray, ch: int) -> None:
     """Each GPU's NVLink to its NVSwitch: `up[g]` bytes in, `down[g]` bytes out (half paths)."""
     n, local = shape.ranks, shape.local
     g = np.arange(n, dtype=np.int64)
