@@ -31,6 +31,7 @@ from rich.progress import Progress
 
 from starfabric.astral.collectives.moe import MoEShape, moe_alltoall, route_tokens
 from starfabric.astral.collectives.plan import IntArray, Plan, Step
+from starfabric.astral.collectives.protocols import get_protocol
 from starfabric.astral.collectives.run import run_plan
 from starfabric.astral.topology import LINK_NIC, ClusterSpec, Topology, build
 from starfabric.errors import ConfigError
@@ -47,6 +48,21 @@ PUBLISHED_H800: dict[tuple[int, str], tuple[float, float]] = {
 TOKENS_PER_RANK = 1024
 """Assumption: tokens per rank in the experiment (DeepEP's tests use 4096). Bandwidth is a
 rate, so fewer tokens only add sampling noise to the per-pair loads, and keep runtime modest."""
+
+DEEPEP_RDMA_CHUNK_TOKENS: dict[str, dict[int, int]] = {
+    "dispatch": {16: 20, 24: 32, 32: 32, 64: 28, 128: 32, 144: 12, 160: 12},
+    "combine": {16: 28, 24: 20, 32: 20, 64: 20, 128: 12, 144: 8, 160: 8},
+}
+"""Tokens per RDMA chunk (num_max_rdma_chunked_send_tokens) of DeepEP's recommended configs
+(deep_ep/buffer.py get_dispatch_config / get_combine_config): each chunk is one RDMA write
+followed by its tail signal, so a chunk is what a QP has in flight per signal."""
+
+
+QP_SIGNAL_WAIT_S = 2 * get_protocol("LL").hw_us("net", "ring") * 1e-6
+"""Assumption: 5.4 µs a QP waits between a chunk and the next, the chunk's way to the peer and
+its completion's way back before the tail signal may follow it (DeepEP's sender: write, fence,
+signal per chunk), each one proxy-driven IB hop as NCCL's tuner charges it (tuning.cc hwLat,
+network, ring, LL: 2.7 µs). Not measured here: no DeepEP timeline is in the repository."""
 
 REL_TOL = 0.01
 """Assumption: flows finishing within 1% of each other complete together (FlowSim rel_tol);
@@ -124,6 +140,21 @@ def with_efficiencies(plan: Plan, topo: Topology) -> Plan:
     return Plan(plan.op, plan.algorithm, plan.ranks, plan.size_bytes, plan.steps, 1.0, notes)
 
 
+def with_qp_chunks(plan: Plan, ep: int, phase: str) -> Plan:
+    """`plan` with the QP stop-and-wait of DeepEP's sender (run.qp_stop_and_wait_capacity):
+    one chunk of DEEPEP_RDMA_CHUNK_TOKENS per QP in flight, QP_SIGNAL_WAIT_S between chunks."""
+    table = DEEPEP_RDMA_CHUNK_TOKENS[phase]
+    if ep not in table:
+        raise ConfigError(
+            f"deepep: EP{ep} has no DeepEP config (RDMA chunk size)",
+            fix=f"use --eps from {', '.join(map(str, sorted(table)))}",
+        )
+    notes = dict(plan.notes)
+    notes["qp_chunk_bytes"] = table[ep] * plan.notes["token_bytes"]
+    notes["qp_wait_s"] = QP_SIGNAL_WAIT_S
+    return Plan(plan.op, plan.algorithm, plan.ranks, plan.size_bytes, plan.steps, 1.0, notes)
+
+
 def deepep_rdma_bytes(shape: MoEShape, phase: str) -> float:
     """Mean RDMA bytes per GPU as DeepEP's test counts them: tokens x distinct nodes x bytes."""
     experts = route_tokens(shape)
@@ -177,7 +208,7 @@ def deepep_sweep(
             gpus = spread_hosts(t, ep // shape.local)
             rdma = deepep_rdma_bytes(shape, phase)
             for q in qps:
-                plan = split_qps(base, q, shape.local)
+                plan = with_qp_chunks(split_qps(base, q, shape.local), ep, phase)
                 if transport is not None:
                     plan = with_efficiencies(plan, t)
                 time_s = nic_b = util = 0.0

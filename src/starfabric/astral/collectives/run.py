@@ -226,6 +226,39 @@ def _pipeline_overhead_s(
     return out
 
 
+def qp_stop_and_wait_capacity(
+    ptr: IntArray,
+    links: IntArray,
+    cap_bps: npt.NDArray[np.float64],
+    chunk_bytes: float,
+    wait_s: float,
+    nvl_mask: npt.NDArray[np.bool_],
+) -> npt.NDArray[np.float64]:
+    """NIC egress capacity when every QP has one chunk in flight per wait: a QP sends a chunk
+    at its share of the port, then waits `wait_s` before the next (its signal must follow the
+    chunk's completion), while the port's other QPs use it. With k QPs leaving by a port of rate
+    R, the port carries k chunks per (wait + k chunk / R), i.e. the fraction u = k b / (1 + k b)
+    with b = chunk / (R wait) (a closed loop of k customers with think time `wait`): one QP per
+    peer leaves a port idle while all its few QPs wait; many QPs overlap their waits.
+    """
+    lengths = np.diff(ptr)
+    if not len(links):
+        return cap_bps
+    big = len(links)
+    pos = np.where(nvl_mask[links], big, np.arange(len(links)))  # network hops only
+    first = np.minimum.reduceat(pos, np.minimum(ptr[:-1], len(links) - 1))
+    first = np.where(lengths > 0, first, big)
+    ports = links[first[first < big]]  # each network flow's first network link: its NIC port
+    if not len(ports):
+        return cap_bps
+    k = np.bincount(ports, minlength=len(cap_bps)).astype(np.float64)
+    used = k > 0
+    b = chunk_bytes * 8.0 / (np.maximum(cap_bps[used], 1.0) * wait_s)
+    out = cap_bps.copy()
+    out[used] *= k[used] * b / (1.0 + k[used] * b)
+    return out
+
+
 def run_plan(
     topo: Topology,
     plan: Plan,
@@ -280,6 +313,15 @@ def run_plan(
             ptr, links = adaptive_paths(cands, step.size_bytes.astype(np.float64), cap, seed)
         elif transport is not None:
             step_cap = contended_capacity(ptr, links, gpus[step.src], cap, transport, nvl_mask)
+        if "qp_wait_s" in plan.notes:
+            step_cap = qp_stop_and_wait_capacity(
+                ptr,
+                links,
+                step_cap,
+                plan.notes["qp_chunk_bytes"],
+                plan.notes["qp_wait_s"],
+                nvl_mask,
+            )
         flows = Flows(step.size_bytes.astype(np.float64), ptr, links)
         sim = make_backend(backend, step_cap, lat, rel_tol=rel_tol)
         sim.submit(flows)
