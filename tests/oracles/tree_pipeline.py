@@ -36,9 +36,10 @@ def _maxmin(src: np.ndarray, dst: np.ndarray, demand: np.ndarray, m: int) -> np.
     return rate
 
 
-def tree_allreduce_units(m: int, chunks: int, slots: int = 8) -> tuple[float, float]:
+def tree_allreduce_units(m: int, chunks: int, slots: int = 8, lat: int = 0) -> tuple[float, float]:
     """(time, bottleneck work) of a double-binary-tree all-reduce of `chunks` chunks per
-    connection over `m` nodes, in chunk times at the full NIC rate (one channel per tree)."""
+    connection over `m` nodes, in chunk times at the full NIC rate (one channel per tree).
+    `lat` units pass before sent data (and returned credit) reach the other end of a hop."""
     conns: list[tuple[int, int, int, int]] = []  # (src, dst, up?, tree)
     for t, (child, parent) in enumerate(_dbt(m)):
         for c, p in zip(child.tolist(), parent.tolist(), strict=True):
@@ -59,15 +60,18 @@ def tree_allreduce_units(m: int, chunks: int, slots: int = 8) -> tuple[float, fl
         for j in f:
             users[j].append(i)
     sent = np.zeros(n)
+    history = [sent]
     steps = 0
     while (sent < chunks - 1e-9).any():
-        whole = np.floor(sent + 1e-9)
+        seen = history[max(0, len(history) - 1 - lat)]  # what has arrived `lat` units later
+        whole = np.floor(seen + 1e-9)
         ready = np.array([min((whole[j] for j in f), default=chunks) for f in feeds], float)
-        freed = np.array([min((sent[i] for i in u), default=sent[j]) for j, u in enumerate(users)])
+        freed = np.array([min((seen[i] for i in u), default=seen[j]) for j, u in enumerate(users)])
         demand = np.maximum(np.minimum(np.minimum(ready, freed + slots), chunks) - sent, 0.0)
         sent = sent + _maxmin(src, dst, demand, m)
+        history.append(sent)
         steps += 1
         if steps > 20 * chunks * m:
             raise RuntimeError("reference pipeline stalled")
     work = max(np.bincount(src, minlength=m).max(), np.bincount(dst, minlength=m).max())
-    return float(steps), float(work * chunks)
+    return float(steps + lat), float(work * chunks)  # the last chunk still has to arrive

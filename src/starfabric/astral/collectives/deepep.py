@@ -13,6 +13,11 @@ NVLink (see moe.py). What makes the multi-QP gain in this model:
   bytes over both ports; the busiest port's excess shrinks like 1/sqrt(flows).
 * Fabric: when the nodes sit under different ToRs, each flow also hashes to one ToR uplink;
   few large flows can collide on uplinks, many small ones fill them evenly.
+* QP serialization (every fabric, and all there is on one IB port with adaptive routing): the
+  sender writes a chunk, fences, then signals its tail, so a QP has one chunk in flight per
+  signal wait; a port with k QPs is idle while all k wait (run.qp_stop_and_wait_capacity). A
+  single QP is not bandwidth-limited at DeepEP's 150-290 KB chunks (one CX7 QP reaches 392 Gb/s
+  at 128 KiB, NVIDIA/nccl#2409); it is the few waits per port that more QPs overlap.
 The gain therefore saturates once each port and uplink carries many QPs; bandwidth can never
 exceed the NIC line rate, which the flow model's max-min sharing enforces.
 
