@@ -12,7 +12,7 @@ from starfabric.errors import ConfigError
 DEV = Path(__file__).parents[2] / "data" / "published_runs" / "development_runs.csv"
 
 MEAN_TARGET = 0.08
-"""The issue's mean |error| target on the development rows (this revision: 7.1%)."""
+"""The issue's mean |error| target on the development rows (this revision: 6.9%)."""
 MAX_TARGET = 0.20
 """The issue's max |error| target (this revision: 17.2%, a ZeRO-3 row of Narayanan Table 2)."""
 
@@ -48,7 +48,7 @@ def test_mechanism_rows_within_bounds(dev) -> None:
     assert per["NARAYANAN21_T2"]["max_abs_error"] <= 0.20
     assert per["NEMO_2407_PERF"]["mean_abs_error"] <= 0.06
     assert per["NEMO_2407_PERF"]["max_abs_error"] <= 0.12
-    assert per["DEEPSEEKV3_TR"]["max_abs_error"] <= 0.15
+    assert per["DEEPSEEKV3_TR"]["max_abs_error"] <= 0.05  # MTP + DualPipe (this revision: 1.8%)
     assert per["MEGASCALE24_T2"]["max_abs_error"] <= 0.20
     assert per["LLAMA3_T4"]["max_abs_error"] <= 0.12
 

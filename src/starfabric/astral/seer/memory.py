@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from starfabric.astral.seer.model import ModelSpec
 from starfabric.astral.seer.parallel import ExecutionSpec, Layout
-from starfabric.astral.seer.schedule import Timeline, stage_params
+from starfabric.astral.seer.schedule import StageParams, Timeline, stage_params
 from starfabric.errors import InvariantError
 
 RESERVED_BYTES = 3.0 * 2**30
@@ -113,8 +113,14 @@ def memory_report(model: ModelSpec, ex: ExecutionSpec, lay: Layout, tl: Timeline
     per_moe = activation_bytes_per_layer(model, ex, lay, moe=True) if model.is_moe else per_dense
     moe_frac = model.moe_layers / model.layers
     per_layer = (1 - moe_frac) * per_dense + moe_frac * per_moe
+    dualpipe = ex.pipeline_schedule == "dualpipe"
     for s in range(lay.pp):
         sp_ = params[s]
+        if dualpipe:
+            # Each rank holds two stages, one per pipeline direction (DeepSeek-V3 Table 2:
+            # 2x parameters); their optimizer shards are spread over both stages' ranks.
+            o = params[lay.pp - 1 - s]
+            sp_ = StageParams(sp_.dense + o.dense, sp_.expert + o.expert, sp_.per_chunk)
 
         def shard(x_dense: float, x_exp: float, on: bool) -> float:
             return x_dense / dp_shard + x_exp / lay.edp if on else x_dense + x_exp
@@ -123,10 +129,15 @@ def memory_report(model: ModelSpec, ex: ExecutionSpec, lay: Layout, tl: Timeline
         weights = WEIGHT_BYTES * shard(sp_.dense, sp_.expert, ex.zero >= 3 and lay.pp == 1)
         grads = grad_b * shard(sp_.dense, sp_.expert, ex.zero >= 2)
         opt = MASTER_OPTIMIZER_BYTES * shard(sp_.dense, sp_.expert, ex.zero >= 1)
+        if dualpipe:
+            opt /= 2.0
         acts = float(tl.peak_inflight_layers[s]) * per_layer
         tok = ex.micro_batch * ex.seq_len / lay.cp
-        if s == lay.pp - 1:
-            acts += 4.0 * tok * model.vocab / lay.tp  # fp32 logits kept for the loss backward
+        if s == lay.pp - 1 or (dualpipe and s == 0):
+            heads = 1 + model.mtp_layers  # the output head, and each MTP module's
+            acts += heads * 4.0 * tok * model.vocab / lay.tp  # fp32 logits for the loss backward
+            # Each MTP module keeps one more block's activations for its one micro-batch.
+            acts += model.mtp_layers * (per_moe if model.is_moe else per_dense)
         total = weights + grads + opt + acts + RESERVED_BYTES
         rep = MemoryReport(weights, grads, opt, acts, RESERVED_BYTES, total, capacity, s)
         if best is None or rep.total > best.total:
