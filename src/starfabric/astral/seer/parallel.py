@@ -76,6 +76,16 @@ class ExecutionSpec(Spec):
         "all-to-all with each other's compute, bubble (pp/2 - 1)(F&B + B - 3W), two copies "
         "of the parameters",
     )
+    offload_activations: bool = Field(
+        default=False,
+        description="saved activations to the GPU's second memory tier (Grace over C2C) and "
+        "back, prefetched (seer/offload.py)",
+    )
+    offload_weights: bool = Field(
+        default=False,
+        description="weights, gradients and optimizer states kept in the second memory tier, "
+        "streamed per layer (seer/offload.py)",
+    )
     overlap_p2p: bool = Field(
         default=True, description="PP send/recv overlapped with compute (else blocking)"
     )
@@ -173,6 +183,12 @@ def resolve_layout(model: ModelSpec, ex: ExecutionSpec, system: SystemSpec) -> L
         gpu = gpu.model_copy(update={"hbm_gib": system.hbm_gib})
     if ex.precision == "fp8":
         gpu.tflops("fp8")
+    if (ex.offload_activations or ex.offload_weights) and not gpu.offload_gib:
+        raise _fail(
+            f"GPU {gpu.name} has no second memory tier to offload to (hardware catalog: no "
+            "offload_gib)",
+            "set offload_activations/offload_weights false, or use GH200, GB200 or GB300",
+        )
     mp = ex.tp * ex.pp * ex.cp
     if system.gpus % mp:
         raise _fail(

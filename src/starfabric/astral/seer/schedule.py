@@ -15,7 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from starfabric.astral.seer import _kernels
+from starfabric.astral.seer import _kernels, offload
+from starfabric.astral.seer.activations import activation_bytes_per_layer
 from starfabric.astral.seer.comm import Kind
 from starfabric.astral.seer.cost import (
     DP_OVERLAP_RESIDUAL,
@@ -53,6 +54,7 @@ COMPONENTS = (
     "ep",
     "pp",
     "dp",
+    "offload",
     "bubble",
     "optimizer",
     "overhead",
@@ -259,6 +261,42 @@ def chunk_pieces(model: ModelSpec, lay: Layout, s: int, c: int) -> dict[str, int
     }
 
 
+def layer_params(model: ModelSpec, lay: Layout, moe: bool) -> float:
+    """Parameters of one dense or MoE layer held by one rank (TP/EP/expert-TP shards)."""
+    norm_w = 2 if model.norm == "layernorm" else 1
+    p = attention_params(model) / lay.tp + 2 * norm_w * model.hidden
+    if not moe:
+        return p + mlp_params(model, model.ffn_hidden) / lay.tp
+    expert = mlp_params(model, model.moe_ffn_hidden)
+    p += model.moe_shared_experts * expert / lay.tp + model.moe_experts * model.hidden
+    return p + model.moe_experts / lay.ep * expert / lay.etp
+
+
+def grad_bytes(ex: ExecutionSpec) -> float:
+    """Bytes per gradient element (fp32 reduction by default for bf16/fp8)."""
+    fp32 = ex.grad_reduce_fp32 if ex.grad_reduce_fp32 is not None else ex.precision != "fp16"
+    return 4.0 if fp32 else 2.0
+
+
+def _with_offload(pc: PieceCost, key: str, model: ModelSpec, ex: ExecutionSpec,
+                  lay: Layout) -> PieceCost:  # fmt: skip
+    """A layer piece with its offload traffic (`offload.py`): the transfer beyond the pass's
+    own compute lands on the critical path as group "offload"."""
+    if key not in ("dense", "moe"):
+        return pc
+    moe = key == "moe"
+    act = activation_bytes_per_layer(model, ex, lay, moe=moe)
+    f_b, b_b = offload.pass_bytes(act, layer_params(model, lay, moe), grad_bytes(ex),
+                                  ex.offload_activations, ex.offload_weights)  # fmt: skip
+    bw = offload.link_bytes_per_s(lay.gpu)
+    f_x = offload.exposed(f_b, pc.fwd.total, bw)
+    b_x = offload.exposed(b_b, pc.bwd.total + pc.recompute.total, bw)
+    fwd = _add(pc.fwd, PassCost(0.0, {"offload": f_x}, 0.0))
+    bwd = _add(pc.bwd, PassCost(0.0, {"offload": b_x}, 0.0))
+    return PieceCost(fwd, bwd, pc.recompute, pc.fwd_table, pc.fwd_costs, pc.bwd_table,
+                     pc.bwd_costs)  # fmt: skip
+
+
 def weight_grad_s(pc: PieceCost) -> float:
     """Critical-path seconds of a piece's weight-gradient GEMMs (W in DualPipe's terms)."""
     mask = np.fromiter((n.endswith(".wgrad") for n in pc.bwd_table.name), bool, len(pc.bwd_table))
@@ -320,6 +358,8 @@ def build_timeline(model: ModelSpec, ex: ExecutionSpec, lay: Layout, ctx: CostCo
         pieces["moe"] = piece_cost(layer_ops(model, ex, lay, moe=True), ctx, ex.recompute)
     if model.mtp_layers:
         pieces["mtp"] = piece_cost(mtp_ops(model, ex, lay), ctx, ex.recompute)
+    if ex.offload_activations or ex.offload_weights:
+        pieces = {k: _with_offload(pc, k, model, ex, lay) for k, pc in pieces.items()}
     p, v, m = lay.pp, lay.vpp, lay.micro_batches
     # Activations cross stages split over the TP ranks (Megatron's scatter/gather optimization,
     # Narayanan et al. SC'21 section 4.1, or sequence parallelism), re-gathered over NVLink.
@@ -431,6 +471,8 @@ def build_timeline(model: ModelSpec, ex: ExecutionSpec, lay: Layout, ctx: CostCo
             lay.edp if shard else 1
         )
         opt[s] = local * OPTIMIZER_BYTES_PER_PARAM / (ctx.hbm_bytes_per_s * ctx.eff.mem_bw_fraction)
+        if ex.offload_weights:  # the states stream through the tier's link
+            opt[s] = max(opt[s], offload.optimizer_s(local, offload.link_bytes_per_s(lay.gpu)))
         if ex.zero in (1, 2) or (ex.zero == 3 and p > 1):
             ag = ctx.comm.time("all_gather", sp_.dense * 2.0, dp_name)
             ag += ctx.comm.time("all_gather", sp_.expert * 2.0, "edp")
@@ -478,6 +520,7 @@ def build_timeline(model: ModelSpec, ex: ExecutionSpec, lay: Layout, ctx: CostCo
         "ep": comm.get("ep", 0.0),
         "pp": 0.0,
         "dp": comm.get("dp", 0.0) + float(dp_exposed[crit] + ag_exposed.max()),
+        "offload": comm.get("offload", 0.0),
         "bubble": bubble,
         "optimizer": float(opt.max()),
         "overhead": ITERATION_OVERHEAD_S,
