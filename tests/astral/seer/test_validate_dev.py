@@ -128,3 +128,19 @@ def test_mla_rows_without_a_bundled_config_are_read_from_their_notes() -> None:
         4,
     )
     assert param_counts(m).total == pytest.approx(param_counts(ref).total, rel=0.002)
+
+
+def test_a_blackwell_fp4_row_is_read_and_its_assumptions_printed() -> None:
+    """A held-out-style row: GB200 NVL72 trays of 4, FP4 training, Megatron-Core framework."""
+    from starfabric.astral.seer.validate import validate_row
+
+    row = next(r for r in read_rows(DEV) if r["row_id"] == "NEMO2407-05")
+    gb = dict(row, gpu="NVIDIA GB200 NVL72", gpus_per_node="4", precision="NVFP4 (TE)",
+              framework="Megatron-LM (core r0.12, 2025)", interconnect="")  # fmt: skip
+    res = validate_row(gb)
+    assert res.prediction.layout.gpu.name == "GB200"
+    assert res.choices["precision"].startswith("fp8")
+    assert res.prediction.summary()["efficiency_basis"].startswith("estimate")
+    assert res.prediction.job.execution.overlap_grad_reduce  # Megatron-Core overlaps by default
+    h100 = validate_row(row)
+    assert res.predicted_iter_s < h100.predicted_iter_s

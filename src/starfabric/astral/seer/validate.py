@@ -272,7 +272,9 @@ def _framework(row: dict[str, str]) -> dict[str, Any]:
     # Plain Megatron-LM (not Core/NeMo) ships DP and PP overlap as opt-in flags
     # (--overlap-grad-reduce, --overlap-param-gather, --overlap-p2p-communication): a row that
     # does not state them ran without (the baseline MegaScale section 3.2 improves on).
-    plain_megatron = fw.strip().startswith("megatron-lm") and "overlap" not in fw
+    plain_megatron = (
+        fw.strip().startswith("megatron-lm") and "overlap" not in fw and "core" not in fw
+    )
     dp_overlap = not no_overlap and not plain_megatron
     sp_text = (row.get("sp") or "").lower()
     # MegaScale overlaps TP/SP collectives with the adjacent GEMMs (MegaScale section 3.2).
@@ -436,9 +438,14 @@ def recompute_modules(text: str) -> tuple[str, ...]:
     return tuple(m for m, keys in named.items() if any(k in low for k in keys))
 
 
+FP4_AS_FP8 = "fp8 (the row trains in FP4; the catalog has no FP4 peak, so its GEMMs are timed at the FP8 rate)"
+"""How an FP4 row (NVFP4/MXFP4 on Blackwell) is modelled: at the FP8 tensor rate, an upper
+bound on its GEMM time (assumption until FP4 peaks and efficiencies are catalogued)."""
+
+
 def _precision(row: dict[str, str]) -> str:
     raw = (row.get("precision") or "").lower()
-    if "fp8" in raw:
+    if "fp8" in raw or "fp4" in raw:
         return "fp8"
     if "bf16" in raw or _unverified(raw):
         return "bf16"  # an unstated mixed precision on Ampere or later: BF16 (same peak)
@@ -458,6 +465,8 @@ def row_setup(row: dict[str, str]) -> RowSetup:
         r"sliding[- ]window|\bSWA\b", row.get("model_notes") or "", re.I
     ):
         read["sliding_window"] = "not applied (the source names it without a window size)"
+    if "fp4" in (row.get("precision") or "").lower():
+        read["precision"] = FP4_AS_FP8
     zero = cells.zero_stage(row.get("zero_or_fsdp"), _legacy(row))
     if zero is None:
         nemo1 = "nemo" in (row.get("framework") or "").lower() and "1.x" in row["framework"]
