@@ -15,7 +15,13 @@ from starfabric.astral.seer import offload
 from starfabric.astral.seer.activations import activation_bytes_per_layer
 from starfabric.astral.seer.model import ModelSpec
 from starfabric.astral.seer.parallel import ExecutionSpec, Layout
-from starfabric.astral.seer.schedule import StageParams, Timeline, layer_params, stage_params
+from starfabric.astral.seer.schedule import (
+    StageParams,
+    Timeline,
+    grad_bytes,
+    layer_params,
+    stage_params,
+)
 from starfabric.errors import InvariantError
 
 RESERVED_BYTES = 3.0 * 2**30
@@ -54,11 +60,7 @@ def memory_report(model: ModelSpec, ex: ExecutionSpec, lay: Layout, tl: Timeline
     params = stage_params(model, lay)
     capacity = lay.gpu.hbm_gib * 2**30
     dp_shard = lay.dp * lay.cp
-    grad_b = (
-        4.0
-        if (ex.grad_reduce_fp32 if ex.grad_reduce_fp32 is not None else ex.precision != "fp16")
-        else 2.0
-    )
+    grad_b = grad_bytes(ex)
     best: MemoryReport | None = None
     per_dense = activation_bytes_per_layer(model, ex, lay, moe=False)
     per_moe = activation_bytes_per_layer(model, ex, lay, moe=True) if model.is_moe else per_dense

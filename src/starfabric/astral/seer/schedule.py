@@ -422,11 +422,7 @@ def build_timeline(model: ModelSpec, ex: ExecutionSpec, lay: Layout, ctx: CostCo
 
     # Gradient reduction, optimizer and parameter all-gather, per stage.
     params = stage_params(model, lay)
-    grad_bytes = (
-        4.0
-        if (ex.grad_reduce_fp32 if ex.grad_reduce_fp32 is not None else ex.precision != "fp16")
-        else 2.0
-    )
+    grad_b = grad_bytes(ex)
     dp_name = "dp_cp" if lay.cp > 1 else "dp"
     coll: Kind = "reduce_scatter" if ex.zero >= 1 else "all_reduce"
     tails = np.zeros(p)
@@ -448,8 +444,8 @@ def build_timeline(model: ModelSpec, ex: ExecutionSpec, lay: Layout, ctx: CostCo
         for c in sorted(range(v), key=lambda k: last_b[k]):
             share = sp_.per_chunk[c] / max(sp_.dense + sp_.expert, 1.0)
             dense_c, exp_c = sp_.dense * share, sp_.expert * share
-            t_c = ctx.comm.time(coll, dense_c * grad_bytes, dp_name)
-            t_c += ctx.comm.time(coll, exp_c * grad_bytes, "edp")
+            t_c = ctx.comm.time(coll, dense_c * grad_b, dp_name)
+            t_c += ctx.comm.time(coll, exp_c * grad_b, "edp")
             if ex.zero == 3 and p == 1:
                 t_c = 0.0  # ZeRO-3 reduce-scatters gradients inside every backward pass
             total_dp += t_c
