@@ -36,6 +36,14 @@ class GPUSpec(Spec):
     nic_gbps: float | None = Field(
         default=None, gt=0, description="scale-out NIC line rate per GPU in the reference design"
     )
+    offload_gib: float | None = Field(
+        default=None,
+        gt=0,
+        description="second memory tier per GPU (Grace LPDDR5X on GH200/GB200); None: none",
+    )
+    offload_gbps: float | None = Field(
+        default=None, gt=0, description="GB/s per direction from the GPU to that tier"
+    )
     nvlink_domain: int | None = Field(
         default=None,
         ge=1,

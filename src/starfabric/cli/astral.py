@@ -93,6 +93,10 @@ def seer_predict(
         f"(weights {mem['weights']:.1f}, grads {mem['grads']:.1f}, optimizer "
         f"{mem['optimizer']:.1f}, activations {mem['activations']:.1f}) — {verdict}"
     )
+    if mem["offloaded"]:
+        con.print(f"offloaded to the second memory tier: {mem['offloaded']:.1f} GiB")
+    if str(out["efficiency_basis"]).startswith("estimate"):
+        con.print(f"[yellow]{out['gpu']} kernel efficiency: {escape(out['efficiency_basis'])}[/]")
     if trace:
         con.print(f"trace: {trace}")
 
@@ -384,12 +388,14 @@ def seer_search(
         f"{len(res)} layouts ({int(res.feasible.sum())} fit in memory) in {dt:.2f}s "
         f"({len(res) / dt:,.0f} configs/s)"
     )
-    tab = Table("#", "tp", "cp", "pp", "vpp", "dp", "ep", "mb", "recompute", "iter s", "tokens/s",
-                "GiB")  # fmt: skip
+    tab = Table("#", "tp", "cp", "pp", "vpp", "dp", "ep", "mb", "recompute", "zero", "tp ov",
+                "dp ov", "offload", "iter s", "tokens/s", "GiB")  # fmt: skip
+    yes = {True: "yes", False: "no"}
     for i, r in enumerate(rows, 1):
         tab.add_row(
             str(i), *(str(r[k]) for k in ("tp", "cp", "pp", "vpp", "dp", "ep", "mb")),
-            r["recompute"], f"{r['iteration_s']:.3f}", f"{r['tokens_per_s']:,.0f}",
+            r["recompute"], str(r["zero"]), yes[r["tp_comm_overlap"]], yes[r["dp_overlap"]],
+            r["offload"], f"{r['iteration_s']:.3f}", f"{r['tokens_per_s']:,.0f}",
             f"{r['memory_gib']:.1f}",
         )  # fmt: skip
     con.print(tab)

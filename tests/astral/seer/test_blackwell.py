@@ -22,3 +22,24 @@ def test_nvl72_keeps_tp8_on_nvlink_with_4_gpu_trays() -> None:
     trays = predict(make_job("llama-3.1-70b", EX, {"gpu": "B200", "gpus": 64, "gpus_per_node": 4}))
     assert get_gpu("GB200").nvlink_domain == 72
     assert rack.breakdown["tp"] < 0.5 * trays.breakdown["tp"]
+
+
+def test_blackwell_efficiency_is_labelled_an_estimate() -> None:
+    """No measured Blackwell training run calibrates its GEMM fractions: Seer says so, while
+    Hopper and Ampere name the published rows they are calibrated on."""
+    from starfabric.astral.seer.efficiency import efficiency_for
+
+    for name in ("B200", "B300", "GB200", "GB300"):
+        eff = efficiency_for(get_gpu(name))
+        assert eff.is_estimate and "Blackwell" in eff.basis
+    for name in ("H100", "H800", "A100"):
+        assert not efficiency_for(get_gpu(name)).is_estimate
+    pred = predict(make_job("llama-3.1-70b", EX, {"gpu": "B200", "gpus": 64}))
+    assert pred.summary()["efficiency_basis"].startswith("estimate")
+
+
+def test_grace_memory_is_a_second_tier_only_on_superchips() -> None:
+    assert get_gpu("H100").offload_gib is None and get_gpu("B200").offload_gib is None
+    for name in ("GH200", "GB200", "GB300"):
+        g = get_gpu(name)
+        assert g.offload_gib and g.offload_gbps and "Grace" in g.source

@@ -61,3 +61,8 @@ def test_command_without_gpu_count_asks_for_it(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="--gpus"):
         load_job(script)
     assert load_job(script, {"gpus": 16}).system.gpus == 16
+
+
+def test_mtp_layers_flag_is_read() -> None:
+    spec = parse_megatron_command(CMD.replace("--bf16", "--bf16 --mtp-num-layers 1"))
+    assert spec["model"]["mtp_layers"] == 1

@@ -3,7 +3,7 @@ import pytest
 
 from starfabric.astral.seer import load_model, make_job, predict, resolve_layout
 from starfabric.astral.seer.parallel import ExecutionSpec, SystemSpec, uneven_pipeline_layers
-from starfabric.astral.seer.search import COLUMNS, RECOMPUTE, enumerate_configs, search
+from starfabric.astral.seer.search import COLUMNS, OFFLOAD, RECOMPUTE, enumerate_configs, search
 from starfabric.errors import ConfigError, InfeasibleError
 
 SYS = SystemSpec(gpu="H100", gpus=64)
@@ -52,8 +52,7 @@ def test_analytical_mode_tracks_the_full_timeline() -> None:
     system = SystemSpec(gpu="H100", gpus=256)
     res = search(model, system, 512, 8192)
     for i in res.ranked()[:5]:
-        row = {c: int(res.configs[c][i]) for c in COLUMNS}
-        full = predict(make_job(model, _ex(row, 512, 8192, model.layers), system))
+        full = predict(make_job(model, res.execution(int(i)), system))
         assert res.iteration_s[i] == pytest.approx(full.iteration_s, rel=0.10)
         assert res.memory_bytes[i] == pytest.approx(full.memory.total, rel=0.05)
 
@@ -75,20 +74,62 @@ def test_search_errors() -> None:
 
 
 @pytest.mark.parametrize(
-    ("name", "gpus", "gb", "seq"),
-    [("llama-3.1-8b", 64, 256, 4096), ("llama-3.1-70b", 256, 256, 8192)],
-)
-def test_search_top20_agree_with_predict(name: str, gpus: int, gb: int, seq: int) -> None:
+    ("name", "gpu", "gpus", "gb", "seq"),
+    [("llama-3.1-8b", "H100", 64, 256, 4096), ("llama-3.1-70b", "H100", 256, 256, 8192),
+     ("llama-3.1-8b", "GH200", 64, 256, 8192)],
+)  # fmt: skip
+def test_search_top20_agree_with_predict(name: str, gpu: str, gpus: int, gb: int, seq: int) -> None:
     """The vectorized evaluator and predict() are the same model: the 20 layouts search ranks
-    first get (within 1%) the time predict gives each of them."""
-    from starfabric.astral.seer import make_job, predict
-
+    first get (within 1%) the time predict gives each of them, overlaps, ZeRO stage and
+    offload included."""
     model = load_model(name)
-    system = SystemSpec(gpu="H100", gpus=gpus)
+    system = SystemSpec(gpu=gpu, gpus=gpus)
     res = search(model, system, gb, seq)
-    for row in res.top(20):
-        ex = {"global_batch": gb, "seq_len": seq, "tp": row["tp"], "pp": row["pp"],
-              "vpp": row["vpp"], "dp": row["dp"], "cp": row["cp"], "micro_batch": row["mb"],
-              "recompute": row["recompute"]}  # fmt: skip
-        it = predict(make_job(model, ex, system)).iteration_s
-        assert it == pytest.approx(row["iteration_s"], rel=0.01), row
+    for i in res.ranked()[:20]:
+        it = predict(make_job(model, res.execution(int(i)), system)).iteration_s
+        assert it == pytest.approx(res.iteration_s[i], rel=0.01), res.row(int(i))
+
+
+def test_search_space_has_calculons_axes() -> None:
+    """TP overlap (tp > 1 only), DP overlap and ZeRO 0-3 (with a DP group), and offload only
+    where the catalog gives the GPU a second memory tier."""
+    model = load_model("llama-3.1-8b")
+    h100 = enumerate_configs(model, SystemSpec(gpu="H100", gpus=64), 256, 4096)
+    assert set(np.unique(h100["zero"])) == {0, 1, 2, 3}
+    assert set(np.unique(h100["dpo"])) == {0, 1} and set(np.unique(h100["tpo"])) == {0, 1}
+    assert (h100["tpo"][h100["tp"] == 1] == 0).all()
+    assert (h100["off"] == 0).all()  # HGX H100: no second tier
+    gh = enumerate_configs(model, SystemSpec(gpu="GH200", gpus=64), 256, 4096)
+    assert set(np.unique(gh["off"])) == set(range(len(OFFLOAD)))
+    lone = (h100["dp"] * h100["cp"]) == 1
+    assert (h100["zero"][lone] == 1).all() and (h100["dpo"][lone] == 1).all()
+
+
+def test_offload_trades_hbm_for_the_second_tier() -> None:
+    model = load_model("llama-3.1-70b")
+    res = search(model, SystemSpec(gpu="GH200", gpus=64), 64, 8192, limit=3000)
+    c = res.configs
+    assert res.offloaded_bytes is not None
+    base = (c["off"] == 0) & (c["rec"] == 0)
+    for off in (1, 2, 3):
+        sel = c["off"] == off
+        assert (res.offloaded_bytes[sel] > 0).all() and (
+            res.offloaded_bytes[c["off"] == 0] == 0
+        ).all()
+    # Same layout, activations offloaded: less HBM, never faster.
+    keys = ("tp", "cp", "pp", "vpp", "dp", "mb", "rec", "tpo", "dpo", "zero")
+    idx = {tuple(int(c[k][i]) for k in keys): i for i in np.flatnonzero(base)}
+    pairs = [(idx[t], i) for i in np.flatnonzero((c["off"] == 1) & (c["rec"] == 0))
+             if (t := tuple(int(c[k][i]) for k in keys)) in idx]  # fmt: skip
+    assert pairs
+    for a, b in pairs:
+        assert res.memory_bytes[b] <= res.memory_bytes[a]
+        assert res.iteration_s[b] >= res.iteration_s[a] - 1e-12
+    ex = {"global_batch": 64, "seq_len": 8192, "tp": 8, "pp": 2, "offload_activations": True}
+    with pytest.raises(InfeasibleError, match="no second memory tier"):
+        predict(make_job(model, ex, {"gpu": "H100", "gpus": 64}))
+    full = predict(make_job(model, ex, {"gpu": "GH200", "gpus": 64}))
+    kept = predict(
+        make_job(model, dict(ex, offload_activations=False), {"gpu": "GH200", "gpus": 64})
+    )
+    assert full.memory.activations < kept.memory.activations and full.memory.offloaded > 0

@@ -12,7 +12,7 @@ from starfabric.errors import ConfigError
 DEV = Path(__file__).parents[2] / "data" / "published_runs" / "development_runs.csv"
 
 MEAN_TARGET = 0.08
-"""The issue's mean |error| target on the development rows (this revision: 7.1%)."""
+"""The issue's mean |error| target on the development rows (this revision: 6.9%)."""
 MAX_TARGET = 0.20
 """The issue's max |error| target (this revision: 17.2%, a ZeRO-3 row of Narayanan Table 2)."""
 
@@ -48,7 +48,7 @@ def test_mechanism_rows_within_bounds(dev) -> None:
     assert per["NARAYANAN21_T2"]["max_abs_error"] <= 0.20
     assert per["NEMO_2407_PERF"]["mean_abs_error"] <= 0.06
     assert per["NEMO_2407_PERF"]["max_abs_error"] <= 0.12
-    assert per["DEEPSEEKV3_TR"]["max_abs_error"] <= 0.15
+    assert per["DEEPSEEKV3_TR"]["max_abs_error"] <= 0.05  # MTP + DualPipe (this revision: 1.8%)
     assert per["MEGASCALE24_T2"]["max_abs_error"] <= 0.20
     assert per["LLAMA3_T4"]["max_abs_error"] <= 0.12
 
@@ -128,3 +128,19 @@ def test_mla_rows_without_a_bundled_config_are_read_from_their_notes() -> None:
         4,
     )
     assert param_counts(m).total == pytest.approx(param_counts(ref).total, rel=0.002)
+
+
+def test_a_blackwell_fp4_row_is_read_and_its_assumptions_printed() -> None:
+    """A held-out-style row: GB200 NVL72 trays of 4, FP4 training, Megatron-Core framework."""
+    from starfabric.astral.seer.validate import validate_row
+
+    row = next(r for r in read_rows(DEV) if r["row_id"] == "NEMO2407-05")
+    gb = dict(row, gpu="NVIDIA GB200 NVL72", gpus_per_node="4", precision="NVFP4 (TE)",
+              framework="Megatron-LM (core r0.12, 2025)", interconnect="")  # fmt: skip
+    res = validate_row(gb)
+    assert res.prediction.layout.gpu.name == "GB200"
+    assert res.choices["precision"].startswith("fp8")
+    assert res.prediction.summary()["efficiency_basis"].startswith("estimate")
+    assert res.prediction.job.execution.overlap_grad_reduce  # Megatron-Core overlaps by default
+    h100 = validate_row(row)
+    assert res.predicted_iter_s < h100.predicted_iter_s

@@ -16,6 +16,7 @@ from typing import Literal, Protocol
 
 import numpy as np
 
+from starfabric.astral.hardware import GPUSpec
 from starfabric.astral.seer.efficiency import Efficiency
 from starfabric.astral.seer.parallel import ExecutionSpec, Layout
 from starfabric.errors import ConfigError, InvariantError
@@ -153,14 +154,18 @@ SC'20 §7) runs at one NIC's rate, not the node-aggregate rate of flat-buffer FS
 rail-aligned groups."""
 
 
+def nvlink_domain(gpus_per_node: int, gpu: GPUSpec, gpus: int) -> int:
+    """GPUs one NVLink fabric joins: the node, or on NVL72 racks (GB200/GB300) the 72 GPUs
+    of the rack although a tray holds 4 — groups are placed on this domain."""
+    if gpu.nvlink_domain is None:
+        return gpus_per_node
+    return max(gpus_per_node, min(gpu.nvlink_domain, gpus))
+
+
 def layout_groups(ex: ExecutionSpec, lay: Layout) -> dict[str, Group]:
     """Every parallel group of the layout placed in Megatron rank order (TP fastest, then CP,
     DP, PP; experts as ETP, EP, EDP), with ZeRO-3/FSDP parameter groups named apart."""
-    # NVL72 racks (GB200/GB300) join 72 GPUs by NVLink although a tray holds 4: groups are
-    # placed on the NVLink domain, not the node.
-    gpn = lay.gpus_per_node
-    if lay.gpu.nvlink_domain is not None:
-        gpn = max(gpn, min(lay.gpu.nvlink_domain, lay.gpus))
+    gpn = nvlink_domain(lay.gpus_per_node, lay.gpu, lay.gpus)
     groups = {
         "tp": place_group(lay.tp, 1, gpn),
         "cp": place_group(lay.cp, lay.tp, gpn),
@@ -170,11 +175,9 @@ def layout_groups(ex: ExecutionSpec, lay: Layout) -> dict[str, Group]:
         "ep": place_group(lay.ep, lay.etp, gpn),
         "edp": place_group(lay.edp, lay.etp * lay.ep, gpn),
     }
-    # Gradients of a CP run reduce over DP x CP: CP ranks of one DP rank share its nodes.
-    dp = groups["dp"]
-    groups["dp_cp"] = Group(
-        size=lay.dp * lay.cp, per_node=min(lay.dp * lay.cp, max(1, dp.per_node * lay.cp))
-    )
+    # Gradients of a CP run reduce over DP x CP: every rank with the same TP index, i.e.
+    # gpn / tp of them per node (only the CP ranks of a node when tp * cp >= gpn).
+    groups["dp_cp"] = place_group(lay.dp * lay.cp, lay.tp, gpn)
     # ZeRO-3/FSDP parameter collectives run on the DP groups (named apart for their overlap);
     # per-parameter gathers carry each GPU's stream at one NIC's rate (see PER_PARAMETER_RAILS).
     for name in ("dp", "edp"):

@@ -56,6 +56,9 @@ class CostContext:
     tp_comm_overlap: bool
     fp8: bool = False
     ep_comm_overlap: bool = False
+    dualpipe: bool = False
+    """DualPipe: the expert all-to-all of a forward chunk hides behind the paired backward
+    chunk's compute and vice versa (`pair_ep_overlap`), not within one pass."""
 
 
 def make_context(
@@ -83,6 +86,7 @@ def make_context(
         tp_comm_overlap=ex.tp_comm_overlap,
         fp8=ex.precision == "fp8",
         ep_comm_overlap=ex.ep_comm_overlap,
+        dualpipe=ex.pipeline_schedule == "dualpipe",
     )
 
 
@@ -107,7 +111,7 @@ def op_costs(t: OpTable, ctx: CostContext, backward: bool = False) -> OpCosts:
         # Transformer Engine runs FP8 only inside the transformer layers' TE linears; the
         # output layer (logits) and the MoE router stay in BF16 (Megatron-Core/NeMo, DeepSeek-V3
         # section 3.3.1), so they take the 16-bit path below.
-        bf = g & np.isin(np.asarray(t.name), BF16_GEMMS)
+        bf = g & np.fromiter((n.endswith(BF16_GEMMS) for n in t.name), bool, len(t))
         g = g & ~bf
         if bf.any():
             time[bf] = gemm_time(
@@ -157,7 +161,7 @@ def op_costs(t: OpTable, ctx: CostContext, backward: bool = False) -> OpCosts:
             exposed[i] = max(0.0, dur - attn) + CP_OVERLAP_RESIDUAL * dur
     grp_names = np.asarray(t.group)
     ep = (kind == COMM) & ((grp_names == "ep") | (grp_names == "etp"))
-    if ctx.ep_comm_overlap and ep.any():
+    if ctx.ep_comm_overlap and not ctx.dualpipe and ep.any():
         # Two micro-batches interleaved (DualPipe / A2A overlap): one's dispatch/combine runs
         # under the other's attention and expert GEMMs; the excess stays exposed.
         total = float(time[ep].sum())
@@ -173,6 +177,30 @@ def op_costs(t: OpTable, ctx: CostContext, backward: bool = False) -> OpCosts:
         excess = total - hidden + DP_OVERLAP_RESIDUAL * hidden
         exposed[fsdp] = time[fsdp] * (excess / total if total > 0 else 0.0)
     return OpCosts(time=time, exposed=exposed, kind=kind)
+
+
+def pair_ep_overlap(
+    fwd: OpTable, fc: OpCosts, bwd: OpTable, bc: OpCosts
+) -> tuple[OpCosts, OpCosts]:
+    """DualPipe's compute/communication overlap (DeepSeek-V3 section 3.2.1, Figure 4): a
+    forward chunk and a backward chunk of two micro-batches run together, each one's
+    dispatch/combine under the other's attention, MLP and expert GEMMs; only the all-to-all
+    time beyond the pair's compute stays exposed, shared pro rata."""
+    masks = [_ep_mask(t, c) for t, c in ((fwd, fc), (bwd, bc))]
+    total = float(fc.time[masks[0]].sum() + bc.time[masks[1]].sum())
+    compute = float(fc.time[fc.kind != COMM].sum() + bc.time[bc.kind != COMM].sum())
+    frac = max(0.0, total - compute) / total if total > 0 else 0.0
+    out = []
+    for c, mask in zip((fc, bc), masks, strict=True):
+        exposed = c.exposed.copy()
+        exposed[mask] = c.time[mask] * frac
+        out.append(OpCosts(time=c.time, exposed=exposed, kind=c.kind))
+    return out[0], out[1]
+
+
+def _ep_mask(t: OpTable, c: OpCosts) -> np.ndarray[Any, Any]:
+    grp = np.asarray(t.group)
+    return (c.kind == COMM) & ((grp == "ep") | (grp == "etp"))
 
 
 def _adjacent_gemm(kind: np.ndarray[Any, Any], i: int) -> int:

@@ -54,7 +54,7 @@ def _chunk(
     global_batch: int,
     seq_len: int,
     precision: str,
-) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]]:
     """One Ray task: the vectorized evaluator on a slice of the layouts."""
     from starfabric.astral.seer.search import _evaluate_vectorized
 
@@ -71,8 +71,9 @@ def evaluate_on_ray(
     precision: str,
     chunk: int | None,
     min_chunk: int = 1,
-) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
-    """Iteration seconds and memory bytes of every layout in `cfg`, computed by Ray tasks of
+) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    """Iteration seconds, memory bytes and offloaded bytes of every layout in `cfg`, computed
+    by Ray tasks of
     `chunk` layouts each (None: one task per cluster CPU, at least `min_chunk` layouts) and
     gathered in order."""
     if chunk is not None and chunk < 1:
@@ -118,4 +119,5 @@ def evaluate_on_ray(
             ray.shutdown()
     it = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0)
     mem = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0)
-    return it, mem
+    moved = np.concatenate([p[2] for p in parts]) if parts else np.zeros(0)
+    return it, mem, moved

@@ -41,6 +41,14 @@ class Efficiency:
     collective_bus_fractions: tuple[tuple[str, float, float, float, float], ...] = ()
     """Calibrated (collective, NVLink fraction, NIC fraction, NVLink alpha s, NIC alpha s);
     0 fractions / negative alphas mean "not measured"."""
+    basis: str = ""
+    """What the GPU's kernel fractions are calibrated on, or "estimate: ..." when no measured
+    run of that GPU backs them (Blackwell today)."""
+
+    @property
+    def is_estimate(self) -> bool:
+        """True when no published measurement calibrates these fractions."""
+        return self.basis.startswith("estimate")
 
 
 _FIELDS = set(Efficiency.__dataclass_fields__)
@@ -74,7 +82,8 @@ def efficiency_for(gpu: GPUSpec, overrides: dict[str, Any] | None = None) -> Eff
         merged.get("collective_bus_fractions", {})
     )
     eff = Efficiency(**merged)
-    skip = {"gemm_tiles", "sms", "kernel_overhead_s", "gemm_k_half", "collective_bus_fractions"}
+    skip = {"gemm_tiles", "sms", "kernel_overhead_s", "gemm_k_half", "collective_bus_fractions",
+            "basis"}  # fmt: skip
     for name in _FIELDS - skip:
         val = getattr(eff, name)
         if not 0 < val <= 1:

@@ -47,9 +47,13 @@ COUNTS: dict[str, tuple[int, int]] = {
     "qk_rope_head_dim": (1, 100_000),
     "qk_nope_head_dim": (1, 100_000),
     "v_head_dim": (1, 100_000),
+    "num_nextn_predict_layers": (0, 1_000),
+    "sliding_window": (1, 1 << 30),
+    "max_window_layers": (0, 100_000),
+    "sliding_window_pattern": (1, 100_000),
 }
 PROBABILITIES = ("attn_pdrop",)
-BOOLEANS = ("tie_word_embeddings", "attention_bias")
+BOOLEANS = ("tie_word_embeddings", "attention_bias", "use_sliding_window")
 
 #: Required fields of the MoE families the builder reads with `cfg[...]`.
 FAMILY_FIELDS = {

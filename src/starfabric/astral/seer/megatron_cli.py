@@ -36,6 +36,7 @@ _VALUED: dict[str, tuple[str, str, str]] = {
     "--kv-lora-rank": ("model", "kv_lora_rank", "int"),
     "--qk-pos-emb-head-dim": ("model", "qk_rope_head_dim", "int"),
     "--v-head-dim": ("model", "v_head_dim", "int"),
+    "--mtp-num-layers": ("model", "mtp_layers", "int"),
     "--attention-dropout": ("model", "_attn_dropout", "float"),
     "--hidden-dropout": ("model", "_hidden_dropout", "float"),
     "--seq-length": ("execution", "seq_len", "int"),

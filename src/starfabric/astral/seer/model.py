@@ -62,6 +62,17 @@ class ModelSpec(Spec):
     kv_lora_rank: int = Field(default=0, ge=0)
     qk_rope_head_dim: int = Field(default=0, ge=0)
     v_head_dim: int = Field(default=0, ge=0)
+    # Multi-token prediction (DeepSeek-V3 section 2.2): each MTP module is one more transformer
+    # block (+ a 2h -> h projection and two norms) sharing the embedding and output head.
+    mtp_layers: int = Field(
+        default=0, ge=0, description="multi-token-prediction modules (HF num_nextn_predict_layers)"
+    )
+    # Sliding-window attention (Mistral, Gemma, MegaScale section 3.1): each query attends to at
+    # most `sliding_window` previous keys in the layers that use it.
+    sliding_window: int = Field(default=0, ge=0, description="attention window (0 = full)")
+    sliding_window_layers: int | None = Field(
+        default=None, ge=0, description="layers that use the window (default: all)"
+    )
 
     @model_validator(mode="after")
     def _check(self) -> ModelSpec:
@@ -77,6 +88,10 @@ class ModelSpec(Spec):
                 raise ValueError("moe_ffn_hidden must be > 0 when moe_experts > 0")
             if self.moe_dense_layers >= self.layers:
                 raise ValueError(f"moe_dense_layers={self.moe_dense_layers} leaves no MoE layer")
+        if self.sliding_window_layers is not None and self.sliding_window_layers > self.layers:
+            raise ValueError(
+                f"sliding_window_layers={self.sliding_window_layers} exceeds layers={self.layers}"
+            )
         if self.kv_lora_rank and (self.qk_rope_head_dim <= 0 or self.v_head_dim <= 0):
             raise ValueError("MLA (kv_lora_rank > 0) needs qk_rope_head_dim and v_head_dim")
         return self
@@ -100,6 +115,20 @@ class ModelSpec(Spec):
     def dense_layers(self) -> int:
         """Number of layers with a dense MLP."""
         return self.layers - self.moe_layers
+
+    def attended_keys(self, seq_len: int) -> float:
+        """Keys one query attends to on average over the layers of a causal sequence of
+        `seq_len`: s/2 with full attention; w - w^2/(2s) in a layer with a window w < s
+        (sum over queries of min(i, w), Beltagy et al. 2020 / Mistral 7B section 2)."""
+        s = float(seq_len)
+        full = s / 2.0
+        w = float(self.sliding_window)
+        if w <= 0 or w >= s:
+            return full
+        windowed = w - w * w / (2.0 * s)
+        n = self.layers if self.sliding_window_layers is None else self.sliding_window_layers
+        frac = n / self.layers
+        return frac * windowed + (1.0 - frac) * full
 
     @property
     def qk_head_dim(self) -> int:
@@ -162,8 +191,28 @@ def mlp_params(m: ModelSpec, ffn: int) -> int:
     return p
 
 
+def mtp_params(m: ModelSpec) -> tuple[int, int]:
+    """(dense, routed-expert) parameters of the multi-token-prediction modules: per module a
+    transformer block (MoE when the model is), two norms and the 2h -> h projection
+    (DeepSeek-V3 section 2.2; embedding and output head are shared with the main model)."""
+    if not m.mtp_layers:
+        return 0, 0
+    norm_w = 2 if m.norm == "layernorm" else 1
+    dense = attention_params(m) + 2 * norm_w * m.hidden + 2 * norm_w * m.hidden
+    dense += 2 * m.hidden * m.hidden
+    experts = 0
+    if m.is_moe:
+        expert = mlp_params(m, m.moe_ffn_hidden)
+        dense += m.moe_shared_experts * expert + m.moe_experts * m.hidden
+        experts = m.moe_experts * expert
+    else:
+        dense += mlp_params(m, m.ffn_hidden)
+    return m.mtp_layers * dense, m.mtp_layers * experts
+
+
 def param_counts(m: ModelSpec) -> ParamCounts:
-    """Exact parameter count of the model (multi-token-prediction heads excluded)."""
+    """Exact parameter count of the model (multi-token-prediction modules excluded, as the
+    published totals count them: DeepSeek-V3's 671B excludes its 14B MTP module)."""
     norm_w = 2 if m.norm == "layernorm" else 1
     norms = 2 * norm_w * m.hidden
     attn = attention_params(m)
@@ -210,6 +259,29 @@ _ACT = {
 }
 
 
+def _sliding_window(cfg: dict[str, Any], mt: str, layers: int) -> dict[str, Any]:
+    """Window and windowed-layer count from a config.json: `layer_types` when given, else
+    Qwen2's `use_sliding_window` / `max_window_layers` (layers from that index on use it),
+    Gemma 2's every other layer, Gemma 3's `sliding_window_pattern` (one full in N); a null
+    window or use_sliding_window false means full attention."""
+    w = cfg.get("sliding_window")
+    if not w or cfg.get("use_sliding_window") is False:
+        return {}
+    types = cfg.get("layer_types")
+    if isinstance(types, list) and types:
+        n = sum(1 for t in types if "sliding" in str(t))
+    elif cfg.get("use_sliding_window") and cfg.get("max_window_layers") is not None:
+        n = max(0, layers - int(cfg["max_window_layers"]))
+    elif mt == "gemma2":
+        n = layers // 2
+    elif cfg.get("sliding_window_pattern"):
+        pat = int(cfg["sliding_window_pattern"])
+        n = layers - layers // pat
+    else:
+        n = layers
+    return {"sliding_window": int(w), "sliding_window_layers": n} if n else {}
+
+
 def from_hf_config(cfg: dict[str, Any], name: str = "model") -> ModelSpec:
     """Build a ModelSpec from a Hugging Face `config.json` mapping (Llama, Qwen2/3, Mixtral,
     DeepSeek-V2/V3, GPT-2)."""
@@ -244,6 +316,8 @@ def from_hf_config(cfg: dict[str, Any], name: str = "model") -> ModelSpec:
         "activation": act,
         "ffn_hidden": _get(cfg, "intermediate_size", "n_inner", default=4 * h),
         "tied_embeddings": bool(cfg.get("tie_word_embeddings", gpt2)),
+        "mtp_layers": cfg.get("num_nextn_predict_layers") or 0,
+        **_sliding_window(cfg, mt, layers),
     }
     if gpt2:
         spec.update(

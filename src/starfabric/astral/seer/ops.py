@@ -84,6 +84,13 @@ class OpTable:
         """A collective of `coll` kind over `group` on an `nbytes` buffer."""
         self.add(name, COMM, coll=coll, group=group, nbytes=nbytes)
 
+    def extend(self, other: OpTable, prefix: str = "") -> None:
+        """Append every operator of `other`, names prefixed with `prefix`."""
+        self.name.extend(prefix + n for n in other.name)
+        for col in ("kind", "m", "n", "k", "batch", "flops", "nbytes", "coll", "group",
+                    "selective"):  # fmt: skip
+            getattr(self, col).extend(getattr(other, col))
+
     def __len__(self) -> int:
         return len(self.name)
 
@@ -160,7 +167,9 @@ def _attention(t: OpTable, model: ModelSpec, ex: ExecutionSpec, lay: Layout, loc
     b = ex.micro_batch
     core = "core_attn" in mods
     if ex.attention == "flash":
-        flops = 2.0 * tok * loc.seq * loc.heads * (dq + dv) * 0.5
+        # Causal: each query sees loc.seq/2 keys on average; a sliding window fewer (flash
+        # kernels skip the masked-out key blocks; the unfused path below computes them all).
+        flops = 2.0 * tok * model.attended_keys(int(loc.seq)) * loc.heads * (dq + dv)
         t.add("attn.core_flash", FLASH, flops=flops, selective=core)
     else:
         s_loc = tok / b
@@ -264,6 +273,25 @@ def _fsdp(t: OpTable, model: ModelSpec, lay: Layout, moe: bool) -> None:
     t.comm("fsdp.param_all_gather", "all_gather", "fsdp_dp", 2.0 * dense)
 
 
+def mtp_ops(model: ModelSpec, ex: ExecutionSpec, lay: Layout) -> OpTable:
+    """Forward operators of the multi-token-prediction modules (DeepSeek-V3 section 2.2), run
+    on the last pipeline stage beside the output head: per module two norms, the embedding of
+    the shifted tokens, the 2h -> h projection, one transformer block (MoE when the model is),
+    and the shared output head with its loss."""
+    t = OpTable()
+    loc = local_sizes(model, ex, lay)
+    h, e = model.hidden, loc.elem
+    for i in range(model.mtp_layers):
+        tag = f"mtp{i}"
+        t.mem(f"{tag}.embed", 2 * e * loc.tokens_sp * h)
+        t.mem(f"{tag}.norm_hidden", 2 * e * loc.tokens_sp * h)
+        t.mem(f"{tag}.norm_embed", 2 * e * loc.tokens_sp * h)
+        t.gemm(f"{tag}.proj", loc.tokens_sp, h, 2 * h)
+        t.extend(layer_ops(model, ex, lay, moe=model.is_moe), f"{tag}.")
+        t.extend(logits_ops(model, ex, lay), f"{tag}.")
+    return t
+
+
 def embedding_ops(model: ModelSpec, ex: ExecutionSpec, lay: Layout) -> OpTable:
     """Forward operators of the input embedding (first pipeline stage)."""
     loc = local_sizes(model, ex, lay)
@@ -324,10 +352,14 @@ def backward_of(fwd: OpTable) -> OpTable:
 
 def flops_per_token_6nd(model: ModelSpec, seq_len: int) -> float:
     """Model FLOPs per token (forward + backward) by the 6N rule plus causal attention:
-    6 * active non-embedding params + 6 * seq * layers * heads * (dq + dv) / 2."""
+    6 * active non-embedding params + 6 * seq * layers * heads * (dq + dv) / 2, with the
+    keys a query sees reduced by a sliding window (MegaScale counts the reduced FLOPs)."""
     pc = param_counts(model)
     non_emb = pc.active - pc.embedding + model.vocab * model.hidden  # logits GEMM counts
-    attn = 6.0 * seq_len * model.layers * model.heads * (model.qk_head_dim + model.vo_head_dim) / 2
+    attn = (
+        6.0 * model.attended_keys(seq_len) * model.layers * model.heads
+        * (model.qk_head_dim + model.vo_head_dim)
+    )  # fmt: skip
     return 6.0 * non_emb + attn
 
 

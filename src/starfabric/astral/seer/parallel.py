@@ -69,6 +69,23 @@ class ExecutionSpec(Spec):
         description="expert all-to-all hidden behind another micro-batch's compute "
         "(DeepSeek DualPipe, Megatron 1F1B A2A overlap)",
     )
+    pipeline_schedule: Literal["1f1b", "dualpipe"] = Field(
+        default="1f1b",
+        description="1f1b: Megatron's (interleaved when vpp > 1); dualpipe: DeepSeek-V3's "
+        "bidirectional schedule (section 3.2.1): forward/backward chunk pairs overlap their "
+        "all-to-all with each other's compute, bubble (pp/2 - 1)(F&B + B - 3W), two copies "
+        "of the parameters",
+    )
+    offload_activations: bool = Field(
+        default=False,
+        description="saved activations to the GPU's second memory tier (Grace over C2C) and "
+        "back, prefetched (seer/offload.py)",
+    )
+    offload_weights: bool = Field(
+        default=False,
+        description="weights, gradients and optimizer states kept in the second memory tier, "
+        "streamed per layer (seer/offload.py)",
+    )
     overlap_p2p: bool = Field(
         default=True, description="PP send/recv overlapped with compute (else blocking)"
     )
@@ -166,6 +183,12 @@ def resolve_layout(model: ModelSpec, ex: ExecutionSpec, system: SystemSpec) -> L
         gpu = gpu.model_copy(update={"hbm_gib": system.hbm_gib})
     if ex.precision == "fp8":
         gpu.tflops("fp8")
+    if (ex.offload_activations or ex.offload_weights) and not gpu.offload_gib:
+        raise _fail(
+            f"GPU {gpu.name} has no second memory tier to offload to (hardware catalog: no "
+            "offload_gib)",
+            "set offload_activations/offload_weights false, or use GH200, GB200 or GB300",
+        )
     mp = ex.tp * ex.pp * ex.cp
     if system.gpus % mp:
         raise _fail(
@@ -248,6 +271,12 @@ def resolve_layout(model: ModelSpec, ex: ExecutionSpec, system: SystemSpec) -> L
         raise _fail(
             f"interleaved 1F1B needs micro-batches ({m}) to be a multiple of pp = {ex.pp}",
             "change global_batch, micro_batch or pp, or set vpp: 1",
+        )
+    if ex.pipeline_schedule == "dualpipe" and (ex.pp < 2 or ex.pp % 2 or ex.vpp > 1 or m % 2):
+        raise _fail(
+            f"dualpipe needs an even pp >= 2 (pp = {ex.pp}), vpp = 1 (vpp = {ex.vpp}) and an "
+            f"even number of micro-batches ({m}) (DeepSeek-V3 section 3.2.1)",
+            "change pp, vpp or the batch, or set pipeline_schedule: 1f1b",
         )
     if ex.cp > 1 and ex.seq_len % (2 * ex.cp):
         raise _fail(

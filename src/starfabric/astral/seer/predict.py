@@ -176,9 +176,11 @@ class Prediction:
                 "reserved": self.memory.reserved / 2**30,
                 "total": self.memory.total / 2**30,
                 "capacity": self.memory.capacity / 2**30,
+                "offloaded": self.memory.offloaded / 2**30,
                 "stage": self.memory.stage,
             },
             "oom": self.memory.oom,
+            "efficiency_basis": self.extra.get("efficiency_basis", ""),
         }
 
 
@@ -204,5 +206,8 @@ def predict(job: Job) -> Prediction:
         memory=mem,
         timeline=tl,
         peak_flops_per_gpu=ctx.peak_flops,
-        extra={"narayanan_flops": narayanan_hardware_flops(model, tokens, ex.seq_len)},
+        extra={
+            "narayanan_flops": narayanan_hardware_flops(model, tokens, ex.seq_len),
+            "efficiency_basis": eff.basis,
+        },
     )

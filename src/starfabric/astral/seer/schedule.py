@@ -15,15 +15,17 @@ from typing import Any
 
 import numpy as np
 
-from starfabric.astral.seer import _kernels
+from starfabric.astral.seer import _kernels, offload
+from starfabric.astral.seer.activations import activation_bytes_per_layer
 from starfabric.astral.seer.comm import Kind
 from starfabric.astral.seer.cost import (
     DP_OVERLAP_RESIDUAL,
     CostContext,
     OpCosts,
     op_costs,
+    pair_ep_overlap,
 )
-from starfabric.astral.seer.model import ModelSpec, attention_params, mlp_params
+from starfabric.astral.seer.model import ModelSpec, attention_params, mlp_params, mtp_params
 from starfabric.astral.seer.ops import (
     COMM,
     OpTable,
@@ -31,6 +33,7 @@ from starfabric.astral.seer.ops import (
     embedding_ops,
     layer_ops,
     logits_ops,
+    mtp_ops,
 )
 from starfabric.astral.seer.parallel import ExecutionSpec, Layout
 from starfabric.errors import InvariantError
@@ -51,6 +54,7 @@ COMPONENTS = (
     "ep",
     "pp",
     "dp",
+    "offload",
     "bubble",
     "optimizer",
     "overhead",
@@ -118,6 +122,8 @@ def piece_cost(t: OpTable, ctx: CostContext, recompute: str) -> PieceCost:
     fc = op_costs(t, ctx)
     bt = backward_of(t)
     bc = op_costs(bt, ctx, backward=True)
+    if ctx.dualpipe and ctx.ep_comm_overlap:
+        fc, bc = pair_ep_overlap(t, fc, bt, bc)
     fwd = pass_cost(t, fc)
     if recompute == "full":
         rec = fwd
@@ -180,6 +186,7 @@ def stage_params(model: ModelSpec, lay: Layout) -> list[StageParams]:
         else 0.0
     )
     router = model.moe_experts * model.hidden if model.is_moe else 0
+    mtp_d, mtp_e = mtp_params(model)
     emb = model.vocab * model.hidden / lay.tp
     pos = model.max_seq_len * model.hidden if model.learned_pos_emb else 0
     out: list[StageParams] = []
@@ -201,6 +208,10 @@ def stage_params(model: ModelSpec, lay: Layout) -> list[StageParams]:
                 d += emb + pos
             if vs == last_vs and (not model.tied_embeddings or lay.pp > 1 or lay.vpp > 1):
                 d += (0 if model.tied_embeddings and vs == 0 else emb) + norm_w * model.hidden
+            if vs == last_vs and model.mtp_layers:
+                # MTP modules sit with the output head (DeepSeek-V3 section 3.2.1).
+                d += mtp_d / lay.tp
+                e += mtp_e / (lay.ep * lay.etp)
             dense_tot += d
             exp_tot += e
             chunks.append(d + e)
@@ -246,7 +257,94 @@ def chunk_pieces(model: ModelSpec, lay: Layout, s: int, c: int) -> dict[str, int
         "moe": n_moe,
         "embedding": int(vs == 0),
         "logits": int(vs == lay.pp * lay.vpp - 1),
+        "mtp": int(vs == lay.pp * lay.vpp - 1 and model.mtp_layers > 0),
     }
+
+
+def layer_params(model: ModelSpec, lay: Layout, moe: bool) -> float:
+    """Parameters of one dense or MoE layer held by one rank (TP/EP/expert-TP shards)."""
+    norm_w = 2 if model.norm == "layernorm" else 1
+    p = attention_params(model) / lay.tp + 2 * norm_w * model.hidden
+    if not moe:
+        return p + mlp_params(model, model.ffn_hidden) / lay.tp
+    expert = mlp_params(model, model.moe_ffn_hidden)
+    p += model.moe_shared_experts * expert / lay.tp + model.moe_experts * model.hidden
+    return p + model.moe_experts / lay.ep * expert / lay.etp
+
+
+def grad_bytes(ex: ExecutionSpec) -> float:
+    """Bytes per gradient element (fp32 reduction by default for bf16/fp8)."""
+    fp32 = ex.grad_reduce_fp32 if ex.grad_reduce_fp32 is not None else ex.precision != "fp16"
+    return 4.0 if fp32 else 2.0
+
+
+def _with_offload(pc: PieceCost, key: str, model: ModelSpec, ex: ExecutionSpec,
+                  lay: Layout) -> PieceCost:  # fmt: skip
+    """A layer piece with its offload traffic (`offload.py`): the transfer beyond the pass's
+    own compute lands on the critical path as group "offload"."""
+    if key not in ("dense", "moe"):
+        return pc
+    moe = key == "moe"
+    act = activation_bytes_per_layer(model, ex, lay, moe=moe)
+    f_b, b_b = offload.pass_bytes(act, layer_params(model, lay, moe), grad_bytes(ex),
+                                  ex.offload_activations, ex.offload_weights)  # fmt: skip
+    bw = offload.link_bytes_per_s(lay.gpu)
+    f_x = offload.exposed(f_b, pc.fwd.total, bw)
+    b_x = offload.exposed(b_b, pc.bwd.total + pc.recompute.total, bw)
+    fwd = _add(pc.fwd, PassCost(0.0, {"offload": f_x}, 0.0))
+    bwd = _add(pc.bwd, PassCost(0.0, {"offload": b_x}, 0.0))
+    return PieceCost(fwd, bwd, pc.recompute, pc.fwd_table, pc.fwd_costs, pc.bwd_table,
+                     pc.bwd_costs)  # fmt: skip
+
+
+def weight_grad_s(pc: PieceCost) -> float:
+    """Critical-path seconds of a piece's weight-gradient GEMMs (W in DualPipe's terms)."""
+    mask = np.fromiter((n.endswith(".wgrad") for n in pc.bwd_table.name), bool, len(pc.bwd_table))
+    return float(pc.bwd_costs.exposed[mask].sum())
+
+
+def dualpipe_bubble(f: float, b: float, w: float, pp: int) -> float:
+    """DualPipe's pipeline bubble (DeepSeek-V3 Table 2): (PP/2 - 1)(F&B + B - 3W), with F&B
+    the time of a mutually overlapped forward + backward chunk pair (here F + B: the pair's
+    all-to-all hiding is already in F and B, `cost.pair_ep_overlap`)."""
+    return max(0.0, (pp / 2 - 1) * (f + b + b - 3 * w))
+
+
+def dualpipe_pairs(p: int) -> list[tuple[int, int]]:
+    """DualPipe's placement: rank r runs stage r of one direction and stage p-1-r of the
+    other, half the micro-batches each (DeepSeek-V3 section 3.2.1), so the embedding and the
+    output head (and MTP) share ranks 0 and p-1."""
+    return [(r, p - 1 - r) for r in range(p)]
+
+
+def dualpipe_times(
+    start: np.ndarray[Any, Any],
+    end: np.ndarray[Any, Any],
+    fwd: np.ndarray[Any, Any],
+    bwd: np.ndarray[Any, Any],
+    wgrad: np.ndarray[Any, Any],
+    m: int,
+) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    """Per-stage op times under DualPipe, as a closed form of the bidirectional schedule: a
+    rank's busy time is half the micro-batches of each of its two stages, plus DualPipe's
+    bubble of the busiest rank; each stage keeps the 1F1B list schedule's op order, its times
+    scaled to end there (a stage's work is split over two ranks, so a trace of it shows
+    the order, not the durations, of DualPipe)."""
+    p = fwd.shape[0]
+    per_mb = fwd.sum(axis=1) + bwd.sum(axis=1)
+    pairs = dualpipe_pairs(p)
+    rank_busy = np.array([m / 2 * (per_mb[a] + per_mb[b]) for a, b in pairs])
+    crit = int(np.argmax(rank_busy))
+    a, b = pairs[crit]
+    target = dualpipe_bubble(
+        float(fwd[a].sum() + fwd[b].sum()) / 2,
+        float(bwd[a].sum() + bwd[b].sum()) / 2,
+        float(wgrad[a].sum() + wgrad[b].sum()) / 2,
+        p,
+    )
+    old_end = np.maximum(end.max(axis=1), 1e-30)
+    k = (rank_busy + target) / old_end
+    return start * k[:, None], end * k[:, None]
 
 
 def build_timeline(model: ModelSpec, ex: ExecutionSpec, lay: Layout, ctx: CostContext) -> Timeline:
@@ -258,6 +356,10 @@ def build_timeline(model: ModelSpec, ex: ExecutionSpec, lay: Layout, ctx: CostCo
     }
     if model.is_moe:
         pieces["moe"] = piece_cost(layer_ops(model, ex, lay, moe=True), ctx, ex.recompute)
+    if model.mtp_layers:
+        pieces["mtp"] = piece_cost(mtp_ops(model, ex, lay), ctx, ex.recompute)
+    if ex.offload_activations or ex.offload_weights:
+        pieces = {k: _with_offload(pc, k, model, ex, lay) for k, pc in pieces.items()}
     p, v, m = lay.pp, lay.vpp, lay.micro_batches
     # Activations cross stages split over the TP ranks (Megatron's scatter/gather optimization,
     # Narayanan et al. SC'21 section 4.1, or sequence parallelism), re-gathered over NVLink.
@@ -304,16 +406,23 @@ def build_timeline(model: ModelSpec, ex: ExecutionSpec, lay: Layout, ctx: CostCo
             f"pipeline schedule deadlocked (pp={p}, vpp={v}, micro-batches={m})",
             fix="report this configuration; it is a scheduler bug",
         )
+    if ex.pipeline_schedule == "dualpipe":
+        wgrad = np.zeros((p, v))
+        for s in range(p):
+            for c in range(v):
+                wgrad[s, c] = sum(
+                    cnt * weight_grad_s(pieces[k]) for k, cnt in chunk_pieces(model, lay, s, c).items()
+                    if cnt
+                )  # fmt: skip
+        start, end = dualpipe_times(start, end, fwd, bwd, wgrad, m)
     stage_end = end.max(axis=1)
     inflight = _kernels.peak_inflight(is_fwd, chs, layers)
+    if ex.pipeline_schedule == "dualpipe":
+        inflight = inflight * (p + 1) / p  # PP + 1 micro-batches in flight (DeepSeek-V3 Table 2)
 
     # Gradient reduction, optimizer and parameter all-gather, per stage.
     params = stage_params(model, lay)
-    grad_bytes = (
-        4.0
-        if (ex.grad_reduce_fp32 if ex.grad_reduce_fp32 is not None else ex.precision != "fp16")
-        else 2.0
-    )
+    grad_b = grad_bytes(ex)
     dp_name = "dp_cp" if lay.cp > 1 else "dp"
     coll: Kind = "reduce_scatter" if ex.zero >= 1 else "all_reduce"
     tails = np.zeros(p)
@@ -335,8 +444,8 @@ def build_timeline(model: ModelSpec, ex: ExecutionSpec, lay: Layout, ctx: CostCo
         for c in sorted(range(v), key=lambda k: last_b[k]):
             share = sp_.per_chunk[c] / max(sp_.dense + sp_.expert, 1.0)
             dense_c, exp_c = sp_.dense * share, sp_.expert * share
-            t_c = ctx.comm.time(coll, dense_c * grad_bytes, dp_name)
-            t_c += ctx.comm.time(coll, exp_c * grad_bytes, "edp")
+            t_c = ctx.comm.time(coll, dense_c * grad_b, dp_name)
+            t_c += ctx.comm.time(coll, exp_c * grad_b, "edp")
             if ex.zero == 3 and p == 1:
                 t_c = 0.0  # ZeRO-3 reduce-scatters gradients inside every backward pass
             total_dp += t_c
@@ -358,6 +467,8 @@ def build_timeline(model: ModelSpec, ex: ExecutionSpec, lay: Layout, ctx: CostCo
             lay.edp if shard else 1
         )
         opt[s] = local * OPTIMIZER_BYTES_PER_PARAM / (ctx.hbm_bytes_per_s * ctx.eff.mem_bw_fraction)
+        if ex.offload_weights:  # the states stream through the tier's link
+            opt[s] = max(opt[s], offload.optimizer_s(local, offload.link_bytes_per_s(lay.gpu)))
         if ex.zero in (1, 2) or (ex.zero == 3 and p > 1):
             ag = ctx.comm.time("all_gather", sp_.dense * 2.0, dp_name)
             ag += ctx.comm.time("all_gather", sp_.expert * 2.0, "edp")
@@ -373,19 +484,29 @@ def build_timeline(model: ModelSpec, ex: ExecutionSpec, lay: Layout, ctx: CostCo
     # the slowest stage's finish is bubble.
     busy_all = (fwd.sum(axis=1) + bwd.sum(axis=1)) * m
     crit = int(np.argmax(busy_all))
+    # Whose work the breakdown adds up: the busiest stage's m micro-batches, or under
+    # DualPipe the busiest rank's two stages, m/2 micro-batches each.
+    whose: list[tuple[int, float]] = [(crit, float(m))]
+    if ex.pipeline_schedule == "dualpipe":
+        pairs = dualpipe_pairs(p)
+        rank = int(np.argmax([busy_all[a] + busy_all[b] for a, b in pairs]))
+        crit = rank
+        whose = [(pairs[rank][0], m / 2), (pairs[rank][1], m / 2)]
     iteration = float(total.max() + opt.max() + ag_exposed.max() + ITERATION_OVERHEAD_S)
 
     # Breakdown along the busiest stage.
     comp = rec = 0.0
     comm: dict[str, float] = {}
-    for c in range(v):
-        parts = chunk_parts[crit][c]
-        comp += m * (parts["fwd"].compute + parts["bwd"].compute)
-        rec += m * parts["rec"].total
-        for key in ("fwd", "bwd"):
-            for g, val in parts[key].comm.items():
-                comm[g] = comm.get(g, 0.0) + m * val
-    busy = float(fwd[crit].sum() + bwd[crit].sum()) * m
+    busy = 0.0
+    for st, n_mb in whose:
+        busy += float(fwd[st].sum() + bwd[st].sum()) * n_mb
+        for c in range(v):
+            parts = chunk_parts[st][c]
+            comp += n_mb * (parts["fwd"].compute + parts["bwd"].compute)
+            rec += n_mb * parts["rec"].total
+            for key in ("fwd", "bwd"):
+                for g, val in parts[key].comm.items():
+                    comm[g] = comm.get(g, 0.0) + n_mb * val
     bubble = max(0.0, float(total.max() - dp_exposed[crit]) - busy)
     breakdown = {
         "compute": comp,
@@ -395,6 +516,7 @@ def build_timeline(model: ModelSpec, ex: ExecutionSpec, lay: Layout, ctx: CostCo
         "ep": comm.get("ep", 0.0),
         "pp": 0.0,
         "dp": comm.get("dp", 0.0) + float(dp_exposed[crit] + ag_exposed.max()),
+        "offload": comm.get("offload", 0.0),
         "bubble": bubble,
         "optimizer": float(opt.max()),
         "overhead": ITERATION_OVERHEAD_S,

@@ -1,9 +1,14 @@
 """Configuration search: every valid parallel layout of a model on N GPUs, ranked by throughput.
 
+The space is what Calculon (Isaev et al., SC'23) varies: TP/CP/PP/VPP/DP/EP/expert-TP,
+micro-batch, recompute, TP communication overlap, DP overlap, optimizer sharding (ZeRO 0-3,
+ZeRO-1 = Megatron's distributed optimizer), and activation/weight offload where the GPU has a
+second memory tier in the hardware catalog (GH200/GB200 Grace memory; none on HGX H100).
 The analytical search mode prices each distinct *layer shape* (tp, cp, micro-batch, ep, etp,
-recompute) once with the operator model, then evaluates every layout built on it — pipeline
-fill/drain, interleaving, DP gradient traffic, optimizer, memory — as numpy vectors over all
-configurations at once. `mode="scalar"` runs the same formulas one configuration at a time with
+TP overlap, ZeRO-3 group) once with the operator model, then evaluates every layout built on
+it — pipeline fill/drain, interleaving, DP gradient traffic, optimizer, offload, memory — as
+numpy vectors over all configurations at once, with the same offload functions as the
+schedule. `mode="scalar"` runs the same formulas one configuration at a time with
 no sharing (the reference, and the baseline of the benchmark). The best layouts can then be
 re-run through the full timeline with `predict`.
 """
@@ -16,13 +21,19 @@ from typing import Any, Literal
 import numpy as np
 
 from starfabric.astral.hardware import get_gpu
-from starfabric.astral.seer.comm import make_fabric
+from starfabric.astral.seer import offload
+from starfabric.astral.seer.comm import make_fabric, nvlink_domain
 from starfabric.astral.seer.cost import DP_OVERLAP_RESIDUAL, CostContext, make_context
 from starfabric.astral.seer.efficiency import efficiency_for
 from starfabric.astral.seer.memory import RESERVED_BYTES, activation_bytes_per_layer
 from starfabric.astral.seer.model import ModelSpec, attention_params, mlp_params
-from starfabric.astral.seer.ops import OpTable, embedding_ops, layer_ops, logits_ops
-from starfabric.astral.seer.parallel import ExecutionSpec, Layout, SystemSpec
+from starfabric.astral.seer.ops import OpTable, embedding_ops, layer_ops, logits_ops, mtp_ops
+from starfabric.astral.seer.parallel import (
+    ExecutionSpec,
+    Layout,
+    SystemSpec,
+    uneven_pipeline_layers,
+)
 from starfabric.astral.seer.schedule import (
     DP_BUCKET_PARAMS,
     ITERATION_OVERHEAD_S,
@@ -47,8 +58,14 @@ RAY_MIN_CHUNK = 256
 cluster CPU otherwise; assumption: below this Ray's per-task overhead of milliseconds
 outweighs the work)."""
 
-COLUMNS = ("tp", "cp", "pp", "vpp", "dp", "ep", "etp", "mb", "rec")
-"""Integer columns of a configuration table (rec indexes RECOMPUTE)."""
+OFFLOAD = ("none", "activations", "weights", "both")
+"""Offload settings (bit 0: activations, bit 1: weights + optimizer states)."""
+ZERO_STAGES = (0, 1, 2, 3)
+"""Optimizer sharding the search tries when DP > 1 (ZeRO-1 alone otherwise)."""
+
+COLUMNS = ("tp", "cp", "pp", "vpp", "dp", "ep", "etp", "mb", "rec", "tpo", "dpo", "zero", "off")
+"""Integer columns of a configuration table (rec indexes RECOMPUTE; tpo: TP comm overlap;
+dpo: DP gradient-reduce and parameter-gather overlap; zero: ZeRO stage; off indexes OFFLOAD)."""
 
 
 def _divisors(n: int) -> list[int]:
@@ -60,7 +77,7 @@ def enumerate_configs(
 ) -> dict[str, np.ndarray[Any, Any]]:
     """Every layout `resolve_layout` accepts, as integer column arrays (zero = 1)."""
     gpus, gpn = system.gpus, system.gpus_per_node
-    rows: list[tuple[int, ...]] = []
+    rows: Any = []
     tps = [
         t
         for t in _divisors(gpn)
@@ -96,8 +113,10 @@ def enumerate_configs(
                             if model.is_moe and (tp * cp * dp) % (ep * etp):
                                 continue
                             for rec in range(len(RECOMPUTE)):
-                                rows.append((tp, cp, pp, vpp, dp, ep, etp, mb, rec))
-    if not rows:
+                                rows.append((tp, cp, pp, vpp, dp, ep, etp, mb, rec, 0, 1, 1, 0))
+    if rows:
+        rows = _expand(np.asarray(rows, dtype=np.int64), model, system)
+    if not len(rows):
         raise InfeasibleError(
             f"no valid parallel layout of {model.name} on {gpus} GPUs with global_batch "
             f"{global_batch}",
@@ -107,6 +126,27 @@ def enumerate_configs(
     return {c: arr[:, i] for i, c in enumerate(COLUMNS)}
 
 
+def _expand(base: np.ndarray[Any, Any], model: ModelSpec, system: SystemSpec) -> Any:
+    """Every base layout crossed with the switches that apply to it: TP overlap when tp > 1,
+    DP overlap and ZeRO 0-3 when a DP group exists, offload when the GPU has a second memory
+    tier (hardware catalog `offload_gib`)."""
+    col = {c: i for i, c in enumerate(COLUMNS)}
+    offs = range(len(OFFLOAD)) if get_gpu(system.gpu).offload_gib else range(1)
+    parts = []
+    for tpo in (0, 1):
+        for dpo in (1, 0):
+            for zero in ZERO_STAGES:
+                for off in offs:
+                    a = base.copy()
+                    a[:, col["tpo"]], a[:, col["dpo"]] = tpo, dpo
+                    a[:, col["zero"]], a[:, col["off"]] = zero, off
+                    tp, dp, cp = a[:, col["tp"]], a[:, col["dp"]], a[:, col["cp"]]
+                    ok = (tp > 1) | (tpo == 0)
+                    ok &= (dp * cp > 1) | ((dpo == 1) & (zero == 1))
+                    parts.append(a[ok])
+    return np.concatenate(parts)
+
+
 @dataclass(frozen=True)
 class _LayerKey:
     tp: int
@@ -114,15 +154,19 @@ class _LayerKey:
     mb: int
     ep: int
     etp: int
+    tpo: int
+    fsdp_dp: int
+    """DP size of a ZeRO-3 run without pipelining (its gathers sit in the layer), else 0."""
 
 
 def _layout(system: SystemSpec, key: _LayerKey, nic: float) -> Layout:
     """A one-stage layout carrying what layer costs depend on (tp, cp, ep, etp, placement)."""
     tp, cp = key.tp, key.cp
-    gpus = max(tp * cp, key.ep * key.etp)
+    gpus = max(tp * cp * max(1, key.fsdp_dp), key.ep * key.etp)
+    edp = max(1, gpus // (key.ep * key.etp)) if key.fsdp_dp else 1
     return Layout(
         gpus=gpus, gpus_per_node=system.gpus_per_node, tp=tp, pp=1, vpp=1,
-        dp=max(1, gpus // (tp * cp)), cp=cp, ep=key.ep, etp=key.etp, edp=1, sp=tp > 1,
+        dp=max(1, gpus // (tp * cp)), cp=cp, ep=key.ep, etp=key.etp, edp=edp, sp=tp > 1,
         micro_batches=1, stage_layers=((1,),), chunk_first_layer=((0,),),
         nic_bytes_per_s=nic, gpu=get_gpu(system.gpu),
     )  # fmt: skip
@@ -132,14 +176,16 @@ def _layer_costs(
     model: ModelSpec, system: SystemSpec, key: _LayerKey, seq_len: int, precision: str, nic: float
 ) -> np.ndarray[Any, Any]:
     """Per recompute policy (rows, RECOMPUTE order): [dense fwd, dense bwd+rec, moe fwd,
-    moe bwd+rec, embedding+logits fwd+bwd, activation bytes per layer, p2p bytes]."""
+    moe bwd+rec, embedding+logits(+MTP) fwd+bwd, activation bytes per layer, p2p bytes,
+    dense activation bytes, MoE activation bytes]."""
     lay = _layout(system, key, nic)
     ex = ExecutionSpec(
         global_batch=key.mb, micro_batch=key.mb, seq_len=seq_len, precision=precision,
         tp=key.tp, cp=key.cp, ep=key.ep, etp=key.etp, recompute="none",
+        tp_comm_overlap=bool(key.tpo), zero=3 if key.fsdp_dp else 1,
     )  # fmt: skip
     ctx: CostContext = make_context(ex, lay, efficiency_for(lay.gpu, system.efficiency))
-    out = np.zeros((len(RECOMPUTE), 7))
+    out = np.zeros((len(RECOMPUTE), 9))
     emb = piece_cost(embedding_ops(model, ex, lay), ctx, "none")
     head = piece_cost(logits_ops(model, ex, lay), ctx, "none")
     out[:, 4] = emb.fwd.total + emb.bwd.total + head.fwd.total + head.bwd.total
@@ -153,6 +199,12 @@ def _layer_costs(
             pc = _with_recompute(base, table, rec)
             out[r, col] = pc.fwd.total
             out[r, col + 1] = pc.bwd.total + pc.recompute.total
+    if model.mtp_layers:
+        mtp_table = mtp_ops(model, ex, lay)
+        mtp = piece_cost(mtp_table, ctx, "none")
+        for r, rec in enumerate(RECOMPUTE):
+            pc = _with_recompute(mtp, mtp_table, rec)
+            out[r, 4] += pc.fwd.total + pc.bwd.total + pc.recompute.total
     frac = model.moe_layers / model.layers
     for r, rec in enumerate(RECOMPUTE):
         exr = ex.model_copy(update={"recompute": rec})
@@ -161,6 +213,7 @@ def _layer_costs(
             activation_bytes_per_layer(model, exr, lay, moe=True) if model.is_moe else dense_act
         )
         out[r, 5] = (1 - frac) * dense_act + frac * moe_act
+        out[r, 7], out[r, 8] = dense_act, moe_act
     return out
 
 
@@ -186,6 +239,10 @@ class SearchResult:
     memory_bytes: np.ndarray[Any, Any]
     feasible: np.ndarray[Any, Any]
     capacity_bytes: float
+    offloaded_bytes: np.ndarray[Any, Any] | None = None
+    global_batch: int = 0
+    seq_len: int = 0
+    precision: str = "bf16"
 
     def __len__(self) -> int:
         return len(self.iteration_s)
@@ -197,12 +254,38 @@ class SearchResult:
 
     def row(self, i: int) -> dict[str, Any]:
         """One configuration as a JSON-ready mapping."""
-        out: dict[str, Any] = {c: int(self.configs[c][i]) for c in COLUMNS if c != "rec"}
+        out: dict[str, Any] = {
+            c: int(self.configs[c][i]) for c in COLUMNS if c not in ("rec", "tpo", "dpo", "off")
+        }
         out["recompute"] = RECOMPUTE[int(self.configs["rec"][i])]
+        out["tp_comm_overlap"] = bool(self.configs["tpo"][i])
+        out["dp_overlap"] = bool(self.configs["dpo"][i])
+        out["offload"] = OFFLOAD[int(self.configs["off"][i])]
         out["iteration_s"] = float(self.iteration_s[i])
         out["tokens_per_s"] = float(self.tokens_per_s[i])
         out["memory_gib"] = float(self.memory_bytes[i] / 2**30)
         return out
+
+    def execution(self, i: int) -> dict[str, Any]:
+        """Configuration i as `predict`'s execution settings (the same job the search priced;
+        uneven pipelines get `uneven_pipeline_layers`)."""
+        c = {k: int(v[i]) for k, v in self.configs.items()}
+        off = OFFLOAD[c["off"]]
+        ex: dict[str, Any] = {
+            "global_batch": self.global_batch, "seq_len": self.seq_len,
+            "precision": self.precision, "tp": c["tp"], "pp": c["pp"], "vpp": c["vpp"],
+            "dp": c["dp"], "cp": c["cp"], "ep": c["ep"], "micro_batch": c["mb"],
+            "recompute": RECOMPUTE[c["rec"]], "tp_comm_overlap": bool(c["tpo"]),
+            "overlap_grad_reduce": bool(c["dpo"]), "overlap_param_gather": bool(c["dpo"]),
+            "zero": c["zero"], "offload_activations": off in ("activations", "both"),
+            "offload_weights": off in ("weights", "both"),
+        }  # fmt: skip
+        if self.model.is_moe:
+            ex["etp"] = c["etp"]
+        chunks = c["pp"] * c["vpp"]
+        if self.model.layers % chunks:
+            ex["pipeline_layers"] = list(uneven_pipeline_layers(self.model.layers, chunks))
+        return ex
 
     def top(self, n: int = 10) -> list[dict[str, Any]]:
         """The n fastest memory-feasible configurations."""
@@ -217,20 +300,41 @@ def _evaluate(
     global_batch: int,
     seq_len: int,
     precision: str,
-) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
-    """Iteration seconds and peak memory bytes for configuration columns `cfg` whose layer
-    costs are the rows of `lc` (vectorized over configurations)."""
+) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    """Iteration seconds, peak HBM bytes and offloaded bytes for configuration columns `cfg`
+    whose layer costs are the rows of `lc` (vectorized over configurations)."""
     gpu = get_gpu(system.gpu)
     eff = efficiency_for(gpu, system.efficiency)
     nic = parse_bandwidth(system.nic_bandwidth, "system.nic_bandwidth") / 8.0
     tp, cp, pp, vpp, dp = cfg["tp"], cfg["cp"], cfg["pp"], cfg["vpp"], cfg["dp"]
     ep, etp, mb = cfg["ep"], cfg["etp"], cfg["mb"]
-    f = lc[:, 0] * (1 - model.moe_layers / model.layers) + lc[:, 2] * (
-        model.moe_layers / model.layers
-    )
-    b = lc[:, 1] * (1 - model.moe_layers / model.layers) + lc[:, 3] * (
-        model.moe_layers / model.layers
-    )
+    zero, dpo = cfg["zero"], cfg["dpo"] > 0
+    off_act, off_w = (cfg["off"] & 1) > 0, (cfg["off"] & 2) > 0
+    grad_b = 2.0 if precision == "fp16" else 4.0
+    # Parameters per rank of one dense / MoE layer (schedule.layer_params on arrays).
+    norm_w = 2 if model.norm == "layernorm" else 1
+    attn = attention_params(model) + 2 * norm_w * model.hidden
+    dense_mlp = mlp_params(model, model.ffn_hidden)
+    expert = mlp_params(model, model.moe_ffn_hidden) if model.is_moe else 0
+    shared = model.moe_shared_experts * expert
+    lp_d = (attn - 2 * norm_w * model.hidden + dense_mlp) / tp + 2 * norm_w * model.hidden
+    lp_m = (
+        (attn - 2 * norm_w * model.hidden + shared) / tp + 2 * norm_w * model.hidden
+        + model.moe_experts * model.hidden + model.moe_experts / ep * expert / etp
+    )  # fmt: skip
+    # Offload traffic beyond each pass's compute (offload.py, as schedule._with_offload).
+    link = offload.link_bytes_per_s(gpu)
+    costs = []
+    for col_f, col_act, lp in ((0, 7, lp_d), (2, 8, lp_m)):
+        f_l, b_l = lc[:, col_f], lc[:, col_f + 1]
+        if link > 0:
+            fb, bb = offload.pass_bytes(lc[:, col_act], lp, grad_b, off_act, off_w)
+            f_l = f_l + offload.exposed(fb, f_l, link)
+            b_l = b_l + offload.exposed(bb, b_l, link)
+        costs.append((f_l, b_l))
+    frac = model.moe_layers / model.layers
+    f = costs[0][0] * (1 - frac) + costs[1][0] * frac
+    b = costs[0][1] * (1 - frac) + costs[1][1] * frac
     layers_stage = np.ceil(model.layers / pp)  # the heaviest stage of an uneven split
     m = global_batch / (mb * dp)
     per_mb_stage = layers_stage * (f + b)
@@ -240,15 +344,11 @@ def _evaluate(
     # The formula CommModel's bus rates (search's closed form is its DP/PP ring on arrays).
     fabric = make_fabric(gpu.nvlink_gbps * 1e9, nic, eff)
     nvl, nicb = fabric.nvlink_bus_bytes_per_s, fabric.nic_bus_bytes_per_s
-    cross = (tp * cp * dp) >= system.gpus_per_node
+    gpn = nvlink_domain(system.gpus_per_node, gpu, system.gpus)
+    cross = (tp * cp * dp) >= gpn
     p2p = np.where(pp > 1, lc[:, 6] / np.where(cross, nicb, nvl), 0.0)
     pipeline = m * stage_max + (pp - 1) * (chunk + 2 * p2p)
     # Parameters per rank on the heaviest stage and their DP gradient traffic.
-    norm_w = 2 if model.norm == "layernorm" else 1
-    attn = attention_params(model) + 2 * norm_w * model.hidden
-    dense_mlp = mlp_params(model, model.ffn_hidden)
-    expert = mlp_params(model, model.moe_ffn_hidden) if model.is_moe else 0
-    shared = model.moe_shared_experts * expert
     dense_layers = model.dense_layers / pp
     moe_layers = model.moe_layers / pp
     emb = model.vocab * model.hidden
@@ -260,23 +360,31 @@ def _evaluate(
     dp_ranks = dp * cp
     # DP(xCP) group: members tp ranks apart (Megatron order); inside a node it runs on NVLink,
     # across nodes on the NICs of its members on each node.
-    gpn = system.gpus_per_node
     per_node = np.where(tp >= gpn, 1, np.minimum(dp_ranks, gpn // np.minimum(tp, gpn)))
     ring = np.where(dp_ranks * tp <= gpn, nvl, np.minimum(nvl, per_node * nicb))
-    grad_b = 2.0 if precision == "fp16" else 4.0
-    t_rs = grad_b * p_dense * (dp_ranks - 1) / dp_ranks / ring
-    t_rs += np.where(edp > 1, grad_b * p_exp * (edp - 1) / np.maximum(edp, 1) / nicb, 0.0)
+    # ZeRO 0: all-reduce (twice a reduce-scatter's traffic); ZeRO-3 without PP reduces and
+    # gathers inside every layer (in lc); otherwise reduce-scatter + parameter all-gather.
+    fsdp = (zero == 3) & (pp == 1)
+    coll = np.where(zero == 0, 2.0, np.where(fsdp, 0.0, 1.0))
+    t_rs = coll * grad_b * p_dense * (dp_ranks - 1) / dp_ranks / ring
+    t_rs += coll * np.where(edp > 1, grad_b * p_exp * (edp - 1) / np.maximum(edp, 1) / nicb, 0.0)
     nb = np.maximum(1.0, np.ceil((p_dense + p_exp) / DP_BUCKET_PARAMS))
     last_bwd = layers_stage * b
     excess = np.where(vpp > 1, _interleaved_dp_exposed(t_rs, nb, vpp, pp, last_bwd / vpp),
                       np.maximum(t_rs / nb, t_rs - last_bwd))  # fmt: skip
     # What ran under the backward still costs DP_OVERLAP_RESIDUAL of it (schedule.py does the
-    # same bucket by bucket).
-    dp_exposed = excess + DP_OVERLAP_RESIDUAL * np.maximum(0.0, t_rs - excess)
+    # same bucket by bucket); without overlap the whole reduction follows the pipeline.
+    dp_exposed = np.where(dpo, excess + DP_OVERLAP_RESIDUAL * np.maximum(0.0, t_rs - excess), t_rs)
+    gathers = (zero >= 1) & ~fsdp
     ag = 2.0 * p_dense * (dp_ranks - 1) / dp_ranks / ring
-    ag_exposed = ag / nb
-    local = p_dense / dp_ranks + p_exp / edp
+    ag += np.where(edp > 1, 2.0 * p_exp * (edp - 1) / np.maximum(edp, 1) / nicb, 0.0)
+    ag = np.where(gathers, ag, 0.0)
+    ag_exposed = np.where(dpo, ag / nb, ag)
+    shard = zero >= 1
+    local = np.where(shard, p_dense / dp_ranks + p_exp / edp, p_dense + p_exp)
     opt = local * OPTIMIZER_BYTES_PER_PARAM / (gpu.hbm_gbps * 1e9 * eff.mem_bw_fraction)
+    if link > 0:
+        opt = np.where(off_w, np.maximum(opt, offload.optimizer_s(local, link)), opt)
     iteration = pipeline + dp_exposed + ag_exposed + opt + ITERATION_OVERHEAD_S
     # Memory on stage 0: Megatron's warm-up keeps this many chunks in flight.
     inflight = np.where(
@@ -284,11 +392,21 @@ def _evaluate(
         np.minimum(m * vpp, (pp - 1) * 2 + (vpp - 1) * pp + 1) * layers_stage / vpp,
         np.minimum(pp, m) * layers_stage,
     )
-    mem = (
-        2.0 * (p_dense + p_exp) + grad_b * (p_dense + p_exp) + 12.0 * local
-        + inflight * lc[:, 5] + RESERVED_BYTES
-    )  # fmt: skip
-    return iteration, mem
+    params = p_dense + p_exp
+    sharded = p_dense / dp_ranks + p_exp / edp
+    weights = 2.0 * np.where(fsdp, sharded, params)
+    grads = grad_b * np.where(zero >= 2, sharded, params)
+    states = 12.0 * local
+    acts = inflight * lc[:, 5]
+    resident = offload.RESIDENT_LAYERS * np.maximum(lc[:, 7], lc[:, 8])
+    moved_acts = np.where(off_act, np.maximum(0.0, acts - resident), 0.0)
+    keep = offload.RESIDENT_LAYERS * np.maximum(lp_d, lp_m if model.is_moe else lp_d)
+    moved = moved_acts + np.where(off_w, weights + grads + states, 0.0)
+    weights = np.where(off_w, 2.0 * keep, weights)
+    grads = np.where(off_w, grad_b * keep, grads)
+    states = np.where(off_w, 0.0, states)
+    mem = weights + grads + states + acts - moved_acts + RESERVED_BYTES
+    return iteration, mem, moved
 
 
 def _interleaved_dp_exposed(
@@ -319,11 +437,11 @@ def _evaluate_vectorized(
     global_batch: int,
     seq_len: int,
     precision: str,
-) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]]:
     """Price each distinct layer shape of `cfg` once, then evaluate every layout as vectors
     (the search's analytical mode; also what each Ray task runs on its chunk)."""
     nic = parse_bandwidth(system.nic_bandwidth, "system.nic_bandwidth") / 8.0
-    stacked = np.stack([cfg[k] for k in _LAYER_KEYS], axis=1)
+    stacked = np.stack([_key_columns(cfg)[k] for k in _LAYER_KEYS], axis=1)
     uniq, inverse = np.unique(stacked, axis=0, return_inverse=True)
     table = np.stack(
         [
@@ -335,7 +453,14 @@ def _evaluate_vectorized(
     return _evaluate(model, system, cfg, lc, global_batch, seq_len, precision)
 
 
-_LAYER_KEYS = ("tp", "cp", "mb", "ep", "etp")
+_LAYER_KEYS = ("tp", "cp", "mb", "ep", "etp", "tpo", "fsdp_dp")
+
+
+def _key_columns(cfg: dict[str, np.ndarray[Any, Any]]) -> dict[str, np.ndarray[Any, Any]]:
+    """The columns a layer's cost depends on (fsdp_dp: the DP size when ZeRO-3 runs its
+    gathers inside the layer, i.e. without pipelining)."""
+    fsdp = (cfg["zero"] == 3) & (cfg["pp"] == 1) & (cfg["dp"] * cfg["cp"] > 1)
+    return {**cfg, "fsdp_dp": np.where(fsdp, cfg["dp"], 0)}
 
 
 def search(
@@ -370,24 +495,28 @@ def search(
     if ray is not None:
         from starfabric.astral.seer.distributed import evaluate_on_ray
 
-        it, mem = evaluate_on_ray(
+        it, mem, moved = evaluate_on_ray(
             ray, model, system, cfg, global_batch, seq_len, precision, ray_chunk, RAY_MIN_CHUNK
         )
     elif mode == "vectorized":
-        it, mem = _evaluate_vectorized(model, system, cfg, global_batch, seq_len, precision)
+        it, mem, moved = _evaluate_vectorized(model, system, cfg, global_batch, seq_len, precision)
     else:
-        it = np.zeros(n)
-        mem = np.zeros(n)
+        it, mem, moved = np.zeros(n), np.zeros(n), np.zeros(n)
+        keys = _key_columns(cfg)
         for i in range(n):
             one = {c: cfg[c][i : i + 1] for c in COLUMNS}
-            key = _LayerKey(*(int(cfg[k][i]) for k in _LAYER_KEYS))
+            key = _LayerKey(*(int(keys[k][i]) for k in _LAYER_KEYS))
             costs = _layer_costs(model, system, key, seq_len, precision, nic)
             lc1 = costs[int(cfg["rec"][i])][None, :]
-            a, bm = _evaluate(model, system, one, lc1, global_batch, seq_len, precision)
-            it[i], mem[i] = a[0], bm[0]
-    capacity = get_gpu(system.gpu).hbm_gib * 2**30
+            a, bm, mv = _evaluate(model, system, one, lc1, global_batch, seq_len, precision)
+            it[i], mem[i], moved[i] = a[0], bm[0], mv[0]
+    gpu = get_gpu(system.gpu)
+    capacity = gpu.hbm_gib * 2**30
+    off_capacity = (gpu.offload_gib or 0.0) * 2**30
     tokens = float(global_batch) * seq_len
     return SearchResult(
         model=model, configs=cfg, iteration_s=it, tokens_per_s=tokens / it,
-        memory_bytes=mem, feasible=mem <= capacity, capacity_bytes=capacity,
+        memory_bytes=mem, feasible=(mem <= capacity) & (moved <= off_capacity),
+        capacity_bytes=capacity, offloaded_bytes=moved, global_batch=global_batch,
+        seq_len=seq_len, precision=precision,
     )  # fmt: skip

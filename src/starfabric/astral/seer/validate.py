@@ -177,6 +177,16 @@ def row_model(row: dict[str, str]) -> ModelSpec:
     }
     if mla:
         spec.update(_mla_fields(row, heads))
+    notes = row.get("model_notes") or ""
+    swa = re.search(
+        r"(?:sliding[- ]window(?: attention)?|\bSWA\b)\s*(?:window|size)?\s*[=:(]?\s*(\d{3,})",
+        notes, re.I,
+    )  # fmt: skip
+    if swa:  # "sliding-window attention 4096": the window; a bare "SWA" states no size
+        spec["sliding_window"] = int(swa.group(1))
+    mtp = re.search(r"\bMTP\b\D{0,12}(\d+)", notes)
+    if mtp:  # "MTP depth 1": multi-token-prediction modules (DeepSeek-V3 section 2.2)
+        spec["mtp_layers"] = int(mtp.group(1))
     if arch == "moe" or (row.get("moe_experts") or "").strip():
         spec.update(
             moe_experts=_int(row, "moe_experts"),
@@ -262,7 +272,9 @@ def _framework(row: dict[str, str]) -> dict[str, Any]:
     # Plain Megatron-LM (not Core/NeMo) ships DP and PP overlap as opt-in flags
     # (--overlap-grad-reduce, --overlap-param-gather, --overlap-p2p-communication): a row that
     # does not state them ran without (the baseline MegaScale section 3.2 improves on).
-    plain_megatron = fw.strip().startswith("megatron-lm") and "overlap" not in fw
+    plain_megatron = (
+        fw.strip().startswith("megatron-lm") and "overlap" not in fw and "core" not in fw
+    )
     dp_overlap = not no_overlap and not plain_megatron
     sp_text = (row.get("sp") or "").lower()
     # MegaScale overlaps TP/SP collectives with the adjacent GEMMs (MegaScale section 3.2).
@@ -274,7 +286,9 @@ def _framework(row: dict[str, str]) -> dict[str, Any]:
         or "dualpipe" in (row.get("vpp") or "").lower()
         or ("overlap" in fw and ("a2a" in fw or "ep" in fw.split("/")))
     )
+    dualpipe = "dualpipe" in fw or "dualpipe" in (row.get("vpp") or "").lower()
     return {"attention": "flash", "overlap_grad_reduce": dp_overlap,
+            "pipeline_schedule": "dualpipe" if dualpipe else "1f1b",
             "overlap_param_gather": dp_overlap,
             "tp_comm_overlap": tp_overlap and not no_overlap,
             "overlap_p2p": dp_overlap,
@@ -378,8 +392,8 @@ def _choices(row: dict[str, str], model: ModelSpec, ex: dict[str, Any]) -> dict[
         out["micro_batch"] = [_int(row, "micro_batch")]
     vpp_raw = row.get("vpp", "")
     per = -(-model.layers // pp)  # layers per stage (uneven: the end stages hold fewer)
-    if pp == 1:
-        out["vpp"] = [1]
+    if pp == 1 or ex.get("pipeline_schedule") == "dualpipe":
+        out["vpp"] = [1]  # DualPipe's two directions take the place of virtual stages
     elif cells.number(vpp_raw) is not None and not _unverified(vpp_raw):
         out["vpp"] = [_int(row, "vpp")]
     elif _legacy(row) and not _interleaving_stated(row):
@@ -424,9 +438,14 @@ def recompute_modules(text: str) -> tuple[str, ...]:
     return tuple(m for m, keys in named.items() if any(k in low for k in keys))
 
 
+FP4_AS_FP8 = "fp8 (the row trains in FP4; the catalog has no FP4 peak, so its GEMMs are timed at the FP8 rate)"
+"""How an FP4 row (NVFP4/MXFP4 on Blackwell) is modelled: at the FP8 tensor rate, an upper
+bound on its GEMM time (assumption until FP4 peaks and efficiencies are catalogued)."""
+
+
 def _precision(row: dict[str, str]) -> str:
     raw = (row.get("precision") or "").lower()
-    if "fp8" in raw:
+    if "fp8" in raw or "fp4" in raw:
         return "fp8"
     if "bf16" in raw or _unverified(raw):
         return "bf16"  # an unstated mixed precision on Ampere or later: BF16 (same peak)
@@ -442,6 +461,12 @@ def row_setup(row: dict[str, str]) -> RowSetup:
         raw = row.get(key) or ""
         if cells.is_hint(raw) and cells.number(raw) is not None:
             read[key] = f"{_int(row, key)} (read from {raw.strip()!r})"
+    if model.sliding_window == 0 and re.search(
+        r"sliding[- ]window|\bSWA\b", row.get("model_notes") or "", re.I
+    ):
+        read["sliding_window"] = "not applied (the source names it without a window size)"
+    if "fp4" in (row.get("precision") or "").lower():
+        read["precision"] = FP4_AS_FP8
     zero = cells.zero_stage(row.get("zero_or_fsdp"), _legacy(row))
     if zero is None:
         nemo1 = "nemo" in (row.get("framework") or "").lower() and "1.x" in row["framework"]
