@@ -217,7 +217,8 @@ def sim_compare(
     ),
     seed: int = typer.Option(0, "--seed", help="ECMP hash seed."),
 ) -> None:
-    """Same-rail 3-tier vs fat-tree vs rail-only: DP all-reduce and all-to-all, ECMP vs polarized."""
+    """Same-rail 3-tier vs fat-tree vs rail-only vs dual-plane: DP all-reduce and all-to-all,
+    ECMP vs polarized."""
     from dataclasses import asdict
 
     from starfabric.astral.collectives.compare import compare_designs, plot_compare
