@@ -115,8 +115,8 @@ def sim_collective(
         raise ConfigError(
             f"--gpus {gpus}: the topology has {t.n_gpus:,} GPUs", fix=f"use 2..{t.n_gpus}"
         )
-    top = parse_bytes(max_size or size, "--max-size")
     sizes = [parse_bytes(size, "--size")]
+    top = parse_bytes(max_size, "--max-size") if max_size else sizes[0]
     if sweep:
         lo = parse_bytes(min_size, "--min-size")
         if lo <= 0 or lo > top:
