@@ -138,35 +138,54 @@ def bar_style(i: int) -> dict[str, Any]:
             "linewidth": 0.6}  # fmt: skip
 
 
+#: Bars whose positive values span more than this factor get a log axis: at 16M sessions the
+#: OVS-like manager's restart costs 150x Fornax's, and a linear axis shows Fornax's as nothing.
+LOG_SPAN = 30.0
+
+
 def contender_bars(ax: Any, rows: list[dict[str, Any]], y: str, ylabel: str, *,
                    group: str | None = None) -> None:  # fmt: skip
     """Bars of `y`, one per contender (side by side within each value of `group`, when
     given), each labelled with its value; a zero bar is drawn as the contender's marker on
-    the axis, so no contender disappears, and a panel of zeros says so."""
+    the axis, so no contender disappears, values spanning more than LOG_SPAN get a log axis,
+    and a panel of zeros says so."""
     import numpy as np
 
     by = by_controller(rows)
     cats = list(dict.fromkeys(str(r[group]) for r in rows)) if group else [""]
     n = max(1, len(by))
     w = 0.8 / n if group else 0.6
-    top = 0.0
+    series = []
     for i, (name, rs) in enumerate(by.items()):
         got = {str(r[group]) if group else "": r.get(y) for r in rs}
         vals = np.array([np.nan if (v := got.get(c)) is None else float(v) for c in cats])
         pos = np.arange(len(cats)) + (i - (n - 1) / 2) * w if group else np.array([float(i)])
+        series.append((i, name, vals, pos))
+    every = np.concatenate([v for _, _, v, _ in series]) if series else np.zeros(0)
+    every = every[every == every]
+    positive = every[every > 0]
+    top = float(every.max()) if len(every) else 0.0
+    logy = len(positive) > 1 and positive.max() > LOG_SPAN * positive.min()
+    floor = float(positive.min()) / 3 if logy else 0.0
+    for i, name, vals, pos in series:
         bars = ax.bar(pos, np.nan_to_num(vals), w, label=name, **bar_style(i))
         ax.bar_label(bars, labels=[_cell(v) if v == v else "n/a" for v in vals], fontsize=7,
                      padding=2)  # fmt: skip
         zero = vals == 0
         if zero.any():
-            ax.plot(pos[zero], vals[zero], linestyle="none", color=f"C{i}", clip_on=False,
+            ax.plot(pos[zero], np.full(int(zero.sum()), floor), linestyle="none", color=f"C{i}",
+                    clip_on=False,
                     **{k: v for k, v in style(i).items() if k.startswith("marker")})  # fmt: skip
-        top = max([top, *vals[vals == vals].tolist()])
     if group:
         ax.set_xticks(np.arange(len(cats)), cats)
     else:
         ax.set_xticks(np.arange(len(by)), list(by), rotation=15, ha="right")
-    ax.set_ylim(0, top * 1.18 if top > 0 else 1.0)
+    if logy:
+        ax.set_yscale("log")
+        ax.set_ylim(floor, top * 4)
+        ylabel += " (log)"
+    else:
+        ax.set_ylim(0, top * 1.18 if top > 0 else 1.0)
     if top == 0 and rows:
         ax.text(0.5, 0.5, "0 for every contender", transform=ax.transAxes, ha="center",
                 va="center", fontsize=10)  # fmt: skip
