@@ -52,6 +52,34 @@ TIMEOUT_S = 60.0
 _PLOTS_JS = """JSON.stringify(Array.from(document.querySelectorAll('img.plot')).map(
   i => ({alt: i.alt, complete: i.complete, w: i.naturalWidth, h: i.naturalHeight})))"""
 
+#: The first three matplotlib colours: contender i of a Fornax plot draws in colour Ci.
+CONTENDER_RGB = ((31, 119, 180), (255, 127, 14), (44, 160, 44))
+#: Pixels of its own colour a contender must paint in a plot: about 3x what its legend entry
+#: alone paints at the report's 110 dpi (80-135 px), so a line hidden under another fails.
+MIN_VISIBLE_PX = 300
+#: Strongly coloured pixels (max - min channel > 60) a plot must have: an empty plot has its
+#: axes, ticks and title in black and grey only.
+MIN_COLOURED_PX = 300
+
+#: Per plot, as the browser decoded it: strongly coloured pixels and pixels within 40 per
+#: channel of each contender colour (drawn onto a canvas; data: URIs do not taint it).
+_PIXELS_JS = """JSON.stringify(Array.from(document.querySelectorAll('img.plot')).map(img => {
+  if (!img.complete || img.naturalWidth === 0) return {alt: img.alt, coloured: 0, near: [0, 0, 0]};
+  const c = document.createElement('canvas');
+  c.width = img.naturalWidth; c.height = img.naturalHeight;
+  const g = c.getContext('2d'); g.drawImage(img, 0, 0);
+  const d = g.getImageData(0, 0, c.width, c.height).data;
+  const ref = REF; const near = ref.map(() => 0); let coloured = 0;
+  for (let i = 0; i < d.length; i += 4) {
+    const r = d[i], gr = d[i + 1], b = d[i + 2];
+    if (Math.max(r, gr, b) - Math.min(r, gr, b) > 60) coloured++;
+    ref.forEach((q, k) => {
+      if (Math.abs(r - q[0]) <= 40 && Math.abs(gr - q[1]) <= 40 && Math.abs(b - q[2]) <= 40) near[k]++;
+    });
+  }
+  return {alt: img.alt, coloured: coloured, near: near};
+}))""".replace("REF", json.dumps(CONTENDER_RGB))
+
 
 class Browser:
     """A headless Chromium and one page, spoken to over the DevTools pipe."""
@@ -178,20 +206,37 @@ def browser(tmp_path: Path) -> Any:
     b.close()
 
 
-def _plot_step(out: Path, seed: int, console: Console) -> dict[str, Any]:
-    """Stand-in for the 66 s 'astral network' step: a real matplotlib PNG under its file name."""
-    import matplotlib
+DATA = Path(__file__).resolve().parent / "data"
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(4, 3))
-    sizes = [2**k for k in range(20, 31, 2)]
-    ax.plot(sizes, [s / 2**30 for s in sizes], marker="o")
-    ax.set_xscale("log", base=2)
-    fig.savefig(out / "astral_compare.png", dpi=80)
-    plt.close(fig)
-    return {"seed": seed, "sizes": sizes}
+def _network_step(out: Path, seed: int, console: Console) -> dict[str, Any]:
+    """Stand-in for the minutes-long 'astral network' step: the recorded four-design
+    comparison at 16,384 GPUs (tests/data/astral_compare_16k.json, `sim compare` on
+    examples/cluster-small.yaml) through the step's real chart and JSON."""
+    from starfabric import outputs
+    from starfabric.astral.collectives.compare import CompareRow, plot_compare
+
+    rows = json.loads((DATA / "astral_compare_16k.json").read_text())
+    outputs.save_figure(plot_compare([CompareRow(**r) for r in rows]), out / "astral_compare.png",
+                        dpi=110, bbox_inches="tight")  # fmt: skip
+    outputs.write_json(out / "astral_network.json", {"gpus": 16384, "compare": rows})
+    return {"gpus": 16384, "designs": len({r["design"] for r in rows})}
+
+
+def _baselines_step(out: Path, seed: int, console: Console) -> dict[str, Any]:
+    """The real baselines step at ci scale with E1 only (seconds), then E2 and E3 drawn by
+    their real plot functions from a recorded --scale ci run (minutes to run)."""
+    from starfabric.fornax.experiments import EXPERIMENTS
+    from starfabric.fornax.experiments.demo import baselines_demo
+    from starfabric.fornax.experiments.output import Result, write_png
+
+    summary = baselines_demo(out, seed, console)
+    doc = json.loads((DATA / "fornax_experiments_ci.json").read_text())
+    for name in ("E2", "E3"):
+        d = doc["experiments"][name]
+        res = Result(d["name"], d["title"], [], d["rows"], d["summary"], d["notes"])
+        write_png(res, EXPERIMENTS[name].plot, out / f"fornax_{name}.png")
+    return summary
 
 
 def test_demo_report_renders_every_plot(
@@ -200,13 +245,14 @@ def test_demo_report_renders_every_plot(
     from starfabric.fornax.experiments import demo as fornax_exp_demo
     from starfabric.fornax.experiments import get_scale
 
-    # the baselines step at ci scale, E1 only (its plot is what the page must render)
+    # the baselines step at ci scale, E1 only (E2, E3 plots from a recorded run)
     monkeypatch.setattr(fornax_exp_demo, "DEMO_EXPERIMENTS", "E1")
     monkeypatch.setattr(fornax_exp_demo, "DEMO_SCALE", get_scale("ci"))
     real = dict(demo._steps())
-    fast = [(n, real[n]) for n in ("fornax engine", "fornax manager", "fornax vs baselines",
-                                   "fornax chaos", "astral seer")]  # fmt: skip
-    steps = [*fast, ("astral network", _plot_step), ("astral monitor", real["astral monitor"])]
+    steps = [(n, real[n]) for n in ("fornax engine", "fornax manager")]
+    steps += [("fornax vs baselines", _baselines_step), ("fornax chaos", real["fornax chaos"]),
+              ("astral network", _network_step), ("astral seer", real["astral seer"]),
+              ("astral monitor", real["astral monitor"])]  # fmt: skip
     monkeypatch.setattr(demo, "_steps", lambda: steps)
     out = tmp_path / "demo"
     demo.run_demo(out, seed=1, console=Console(quiet=True))
@@ -224,7 +270,7 @@ def test_demo_report_renders_every_plot(
     )
     png = base64.b64decode(shot["data"])
     (tmp_path / "report.png").write_bytes(png)
-    if os.environ.get("STARFABRIC_REPORT_SCREENSHOT"):  # docs/report.png is made this way
+    if os.environ.get("STARFABRIC_REPORT_SCREENSHOT"):  # docs/img/demo-report.png is made so
         Path(os.environ["STARFABRIC_REPORT_SCREENSHOT"]).write_bytes(png)
 
     # the headline box answers the four questions; run metadata and file links are there
@@ -232,8 +278,11 @@ def test_demo_report_renders_every_plot(
         "JSON.stringify(Array.from(document.querySelectorAll('#headline dt')).map(d => d.textContent))"
     ))  # fmt: skip
     assert len(head) == 4 and all(q.endswith("?") for q in head), head
-    assert "starfabric version" in browser.evaluate("document.body.innerText")
+    text = browser.evaluate("document.body.innerText")
+    assert "starfabric version" in text
     assert browser.evaluate("document.querySelectorAll('.meta a[href$=\".json\"]').length") > 0
+    # Perfetto timelines are linked
+    assert "chaos_trace.json" in text and "seer_timeline.json" in text
     # no raw key names, no Python containers in any cell
     cells = json.loads(browser.evaluate(
         "JSON.stringify(Array.from(document.querySelectorAll('td')).map(c => c.textContent))"
@@ -246,12 +295,27 @@ def test_demo_report_renders_every_plot(
     ]
     assert raw == [], f"raw key names: {raw[:5]}"
     assert [c for c in cells if c.startswith(("{", "[")) or "': " in c] == [], "a container"
+    # all four designs in the comparison; Seer's breakdown and memory in words
+    for design in ("astral", "fat-tree", "rail-only", "dual-plane"):
+        assert design in cells, design
+    for words in ("compute (forward and backward)", "pipeline bubble",
+                  "exposed communication: tensor parallel (TP)",
+                  "recompute (activation recomputation)", "activations"):  # fmt: skip
+        assert words in cells, words
     # the page uses the window's width, not a 1100 px column
     assert browser.evaluate("document.body.getBoundingClientRect().width") > 1200
 
     assert plots, "report.html has no <img class='plot'>"
     broken = [p["alt"] for p in plots if not (p["complete"] and p["w"] > 0 and p["h"] > 0)]
     assert broken == [], f"plots that did not render: {broken}"
+    # no empty plot; in E1-E3 every contender shows (not only in the legend)
+    pixels = {p["alt"]: p for p in json.loads(browser.evaluate(_PIXELS_JS))}
+    empty = [a for a, p in pixels.items() if p["coloured"] < MIN_COLOURED_PX]
+    assert empty == [], f"empty plots: {empty}"
+    fornax = [a for a in pixels if re.search(r"fornax_E[123]\.png", a)]
+    assert len(fornax) == 3, list(pixels)
+    hidden = {a: pixels[a]["near"] for a in fornax if min(pixels[a]["near"]) < MIN_VISIBLE_PX}
+    assert hidden == {}, f"a contender hidden (pixels per contender colour): {hidden}"
     assert browser.errors() == []
     headings = browser.evaluate(
         "Array.from(document.querySelectorAll('h2')).map(h => h.textContent)"
@@ -260,15 +324,37 @@ def test_demo_report_renders_every_plot(
 
 
 def test_checker_sees_a_broken_plot_and_a_console_error(tmp_path: Path, browser: Browser) -> None:
-    """The checks above can fail: a corrupt PNG and a script error are both reported."""
+    """The checks above can fail: a corrupt PNG, an empty plot, a contender hidden under
+    another drawn alike, and a script error are all reported."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from starfabric.report.html import figure_png
+
+    empty, ax = plt.subplots(figsize=(6.4, 4.0))
+    ax.bar(range(3), [0, 0, 0])
+    ax.set_title("E6: all-zero bars")
+    alike, ax = plt.subplots(figsize=(6.4, 4.0))
+    for name in ("fornax", "ovs_like", "doca_like"):  # fornax under doca_like, same style
+        ys = [9.0, 9.5, 10.0] if name == "ovs_like" else [4.0, 4.2, 4.5]
+        ax.plot([1, 2, 3], ys, marker="o", linewidth=2, label=name)
+    ax.legend()
     rep = HtmlReport("broken")
     rep.image(b"\x89PNG\r\n\x1a\n not really a png", "corrupt")
+    rep.image(figure_png(empty), "empty")
+    rep.image(figure_png(alike), "alike")
     rep.parts.append("<script>console.error('boom'); undefinedFunction();</script>")
     page = rep.write(tmp_path / "broken.html")
 
     browser.open(page)
     plots = json.loads(browser.evaluate(_PLOTS_JS))
-    assert [p["w"] for p in plots] == [0]
+    assert plots[0]["w"] == 0
+    pixels = {p["alt"]: p for p in json.loads(browser.evaluate(_PIXELS_JS))}
+    assert pixels["empty"]["coloured"] < MIN_COLOURED_PX
+    near = pixels["alike"]["near"]
+    assert near[0] < MIN_VISIBLE_PX <= min(near[1:]), near
     errors = browser.errors()
     assert any("boom" in e for e in errors), errors
     assert any(e.startswith("exception") for e in errors), errors

@@ -34,7 +34,9 @@ def seer_predict(
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the prediction as JSON."),
     gpu: str = typer.Option("", "--gpu", help="GPU type (overrides the job's system.gpu)."),
-    gpus: int = typer.Option(0, "--gpus", help="GPU count (overrides system.gpus)."),
+    gpus: int | None = typer.Option(
+        None, "--gpus", help="GPU count (overrides system.gpus).", callback=at_least("--gpus")
+    ),
     trace: str = typer.Option(
         "",
         "--trace",
@@ -55,7 +57,7 @@ def seer_predict(
     overrides: dict[str, object] = {}
     if gpu:
         overrides["gpu"] = gpu
-    if gpus:
+    if gpus is not None:
         overrides["gpus"] = gpus
     the_job = load_job(job, overrides or None)
     check_seq_len(the_job.model, the_job.execution.seq_len, "execution.seq_len")

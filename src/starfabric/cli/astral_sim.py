@@ -115,8 +115,8 @@ def sim_collective(
         raise ConfigError(
             f"--gpus {gpus}: the topology has {t.n_gpus:,} GPUs", fix=f"use 2..{t.n_gpus}"
         )
-    top = parse_bytes(max_size or size, "--max-size")
     sizes = [parse_bytes(size, "--size")]
+    top = parse_bytes(max_size, "--max-size") if max_size else sizes[0]
     if sweep:
         lo = parse_bytes(min_size, "--min-size")
         if lo <= 0 or lo > top:
@@ -217,7 +217,8 @@ def sim_compare(
     ),
     seed: int = typer.Option(0, "--seed", help="ECMP hash seed."),
 ) -> None:
-    """Same-rail 3-tier vs fat-tree vs rail-only: DP all-reduce and all-to-all, ECMP vs polarized."""
+    """Same-rail 3-tier vs fat-tree vs rail-only vs dual-plane: DP all-reduce and all-to-all,
+    ECMP vs polarized."""
     from dataclasses import asdict
 
     from starfabric.astral.collectives.compare import compare_designs, plot_compare

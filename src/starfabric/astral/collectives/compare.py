@@ -1,4 +1,5 @@
-"""The paper's network claims side by side: same-rail 3-tier vs fat-tree vs rail-only.
+"""The paper's network claims side by side: same-rail 3-tier vs fat-tree vs rail-only vs
+dual-plane (the four designs `astral topo compare` builds).
 
 At equal GPU count, each design runs (1) a data-parallel all-reduce (NCCL-style hierarchical:
 NVLink inside the host, one ring per rail across hosts), (2) an all-to-all such as MoE
@@ -19,7 +20,7 @@ from starfabric.astral.collectives.run import run_plan
 from starfabric.astral.topology import ClusterSpec, build
 from starfabric.errors import InfeasibleError
 
-DESIGNS = ("astral", "fat-tree", "rail-only")
+DESIGNS = ("astral", "fat-tree", "rail-only", "dual-plane")
 A2A_FLOWS = 65_536
 """Assumption: flows simulated per all-to-all (a sample of its shifts, scaled to the whole)."""
 REL_TOL = 0.02
@@ -148,10 +149,15 @@ def plot_compare(rows: list[CompareRow]):
                 )
                 for d in designs
             ]
-            ax.bar(x + (k - 0.5) * 0.38, vals, 0.38, label="polarized ECMP" if pol else "ECMP")
+            bars = ax.bar(
+                x + (k - 0.5) * 0.38, vals, 0.38, label="polarized ECMP" if pol else "ECMP"
+            )
+            ax.bar_label(bars, fmt="%.0f", fontsize=7, padding=1)
         ax.set_xticks(x, designs)
         ax.set_ylabel("time (ms)")
         ax.set_title(f"{wl} on {rows[0].gpus:,} GPUs")
-        ax.legend()
-    fig.tight_layout()
+        ax.margins(y=0.12)
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=2, frameon=False)
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
     return fig

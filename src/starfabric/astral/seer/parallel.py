@@ -15,7 +15,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from starfabric.astral.hardware import GPUSpec, get_gpu
-from starfabric.astral.seer.model import ModelSpec
+from starfabric.astral.seer.model import ModelSpec, bundled_models
 from starfabric.config import Spec
 from starfabric.errors import ConfigError, InfeasibleError
 from starfabric.units import parse_bandwidth
@@ -176,8 +176,41 @@ def _divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
 
-def resolve_layout(model: ModelSpec, ex: ExecutionSpec, system: SystemSpec) -> Layout:
-    """Check that `ex` can run `model` on `system`; return the resolved layout or say why not."""
+def _use(
+    key: str,
+    candidates: list[int],
+    model: ModelSpec,
+    ex: ExecutionSpec,
+    system: SystemSpec,
+    suggest: bool,
+) -> str:
+    """The fix for a bad `key`: only the candidate values with which the whole layout then
+    resolves (each is tried), or, when none does, where to find layouts that work."""
+    if not suggest:
+        return f"change {key}"
+    ok: list[int] = []
+    for v in candidates:
+        try:
+            resolve_layout(model, ex.model_copy(update={key: v}), system, suggest=False)
+        except InfeasibleError:
+            continue
+        ok.append(v)
+    if ok:
+        return f"use {key} in {ok}"
+    name = model.name if model.name in bundled_models() else "CONFIG.json"
+    return (
+        f"no {key} works with the rest of this layout; `starfabric astral seer search "
+        f"{name} --gpus {system.gpus} --global-batch {ex.global_batch} --seq-len "
+        f"{ex.seq_len} --gpu {system.gpu} --precision {ex.precision}` lists the layouts that do"
+    )
+
+
+def resolve_layout(
+    model: ModelSpec, ex: ExecutionSpec, system: SystemSpec, *, suggest: bool = True
+) -> Layout:
+    """Check that `ex` can run `model` on `system`; return the resolved layout or say why not.
+
+    With `suggest`, a fix that names values lists only values that were tried and resolve."""
     gpu = get_gpu(system.gpu)
     if system.hbm_gib is not None:
         gpu = gpu.model_copy(update={"hbm_gib": system.hbm_gib})
@@ -190,10 +223,12 @@ def resolve_layout(model: ModelSpec, ex: ExecutionSpec, system: SystemSpec) -> L
             "set offload_activations/offload_weights false, or use GH200, GB200 or GB300",
         )
     mp = ex.tp * ex.pp * ex.cp
+    tp_candidates = [d for d in _divisors(model.heads) if d <= 64]
     if system.gpus % mp:
         raise _fail(
             f"tp*pp*cp = {ex.tp}*{ex.pp}*{ex.cp} = {mp} does not divide gpus = {system.gpus}",
-            f"pick tp, pp, cp whose product divides {system.gpus}",
+            _use("tp", tp_candidates, model, ex, system, suggest)
+            + f" (or pick pp, cp so that tp*pp*cp divides {system.gpus})",
         )
     dp = ex.dp if ex.dp is not None else system.gpus // mp
     if dp * mp != system.gpus:
@@ -204,13 +239,13 @@ def resolve_layout(model: ModelSpec, ex: ExecutionSpec, system: SystemSpec) -> L
     if model.heads % ex.tp:
         raise _fail(
             f"tp = {ex.tp} does not divide heads = {model.heads}",
-            f"use tp in {[d for d in _divisors(model.heads) if d <= 64]}",
+            _use("tp", tp_candidates, model, ex, system, suggest),
         )
     if not model.is_mla and model.kv_heads % ex.tp:
         raise _fail(
             f"tp = {ex.tp} does not divide kv_heads = {model.kv_heads} (Megatron splits whole "
             "query groups over TP ranks)",
-            f"use tp in {_divisors(model.kv_heads)}",
+            _use("tp", tp_candidates, model, ex, system, suggest),
         )
     if ex.vpp > 1 and ex.pp == 1:
         raise _fail("vpp > 1 needs pp > 1 (virtual stages interleave a pipeline)", "set vpp: 1")
@@ -281,12 +316,12 @@ def resolve_layout(model: ModelSpec, ex: ExecutionSpec, system: SystemSpec) -> L
     if ex.cp > 1 and ex.seq_len % (2 * ex.cp):
         raise _fail(
             f"seq_len = {ex.seq_len} not divisible by 2*cp = {2 * ex.cp} (load-balanced causal CP)",
-            "pick cp so that 2*cp divides seq_len",
+            _use("cp", _divisors(min(system.gpus, 64)), model, ex, system, suggest),
         )
     if ex.seq_len % ex.tp and ex.sp and ex.tp > 1:
         raise _fail(
             f"sequence parallelism splits seq_len = {ex.seq_len} over tp = {ex.tp} unevenly",
-            "pick tp dividing seq_len or set sp: false",
+            "set sp: false or " + _use("tp", tp_candidates, model, ex, system, suggest),
         )
     etp = ex.etp if ex.etp is not None else (1 if ex.ep > 1 else ex.tp)
     if not model.is_moe:
@@ -297,7 +332,14 @@ def resolve_layout(model: ModelSpec, ex: ExecutionSpec, system: SystemSpec) -> L
         if model.moe_experts % ex.ep:
             raise _fail(
                 f"ep = {ex.ep} does not divide moe_experts = {model.moe_experts}",
-                f"use ep in {[d for d in _divisors(model.moe_experts) if d <= 256]}",
+                _use(
+                    "ep",
+                    [d for d in _divisors(model.moe_experts) if d <= 256],
+                    model,
+                    ex,
+                    system,
+                    suggest,
+                ),
             )
         inner = ex.tp * ex.cp * dp
         if inner % (ex.ep * etp):

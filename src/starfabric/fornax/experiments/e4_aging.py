@@ -14,7 +14,7 @@ import numpy as np
 
 from starfabric.fornax.experiments import traffic
 from starfabric.fornax.experiments.harness import FILL_CPS, Context, Run
-from starfabric.fornax.experiments.output import Result, by_controller
+from starfabric.fornax.experiments.output import Result, by_controller, style
 from starfabric.fornax.manager import Final
 
 COLUMNS = [("timeout_s", "timeout s"), ("controller", "controller"),
@@ -94,9 +94,9 @@ def plot(res: Result) -> Any:
     panels = (("active_aged_share", "active packets that missed hardware"),
               ("idle_overstay_s", "idle residency beyond T (s)"))  # fmt: skip
     for ax, (key, label) in zip(axes, panels, strict=True):
-        for name, rows in by_controller(res.rows).items():
-            ax.plot([r["timeout_s"] for r in rows], [r[key] for r in rows], marker="o",
-                    label=name)  # fmt: skip
+        for i, (name, rows) in enumerate(by_controller(res.rows).items()):
+            ax.plot([r["timeout_s"] for r in rows], [r[key] for r in rows], label=name,
+                    **style(i))  # fmt: skip
         ax.set_xscale("log")
         ax.set_xlabel("idle timeout T (s)")
         ax.set_ylabel(label)

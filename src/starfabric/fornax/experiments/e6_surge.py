@@ -11,7 +11,7 @@ import numpy as np
 
 from starfabric.fornax.experiments import traffic
 from starfabric.fornax.experiments.harness import Context, Run
-from starfabric.fornax.experiments.output import Result, bar_plot, by_controller
+from starfabric.fornax.experiments.output import Result, bar_panels, by_controller
 from starfabric.fornax.manager import Final
 
 COLUMNS = [("controller", "controller"), ("phase", "phase"), ("cps", "CPS"),
@@ -81,9 +81,10 @@ def run(ctx: Context) -> Result:
 
 
 def plot(res: Result) -> Any:
-    for row in res.rows:
-        row["label"] = f"{row['controller']}:{row['phase']}"
-    fig = bar_plot(res, "drops", "dropped packets", label="label")
-    for row in res.rows:
-        row.pop("label")
-    return fig
+    """Per phase, each contender's software-forwarded share, offload p99 and drops."""
+    return bar_panels(
+        res,
+        [("sw_share", "share of packets forwarded in software"),
+         ("offload_p99_ms", "offload latency p99 (ms)"), ("drops", "dropped packets")],
+        group="phase",
+    )  # fmt: skip

@@ -21,7 +21,7 @@ from typing import Any
 from starfabric.fornax.engine import SessionEngine
 from starfabric.fornax.experiments import traffic
 from starfabric.fornax.experiments.harness import Context
-from starfabric.fornax.experiments.output import Result, by_controller
+from starfabric.fornax.experiments.output import Result, bar_style, by_controller
 from starfabric.fornax.manager.chaos import ChaosSpec, resilient, run_chaos, summary_rows
 
 COLUMNS = [("fault", "fault"), ("controller", "controller"), ("count", "faults"),
@@ -122,7 +122,7 @@ def plot(res: Result) -> Any:
     for i, (name, rows) in enumerate(groups.items()):
         d = {r["fault"]: r["detect_s"] for r in rows}
         vals = [max(float(d.get(f) or 0.0), 1e-6) for f in faults]
-        ax.bar(np.arange(len(faults)) + i * w, vals, w, label=name)
+        ax.bar(np.arange(len(faults)) + i * w, vals, w, label=name, **bar_style(i))
     ax.set_xticks(np.arange(len(faults)) + w * (len(groups) - 1) / 2, faults, rotation=20,
                   ha="right")  # fmt: skip
     ax.set_yscale("log")

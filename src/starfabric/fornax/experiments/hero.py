@@ -10,7 +10,7 @@ from typing import Any
 from starfabric.fornax.experiments import traffic
 from starfabric.fornax.experiments.e4_aging import timeouts
 from starfabric.fornax.experiments.harness import Context, dropped, forwarded
-from starfabric.fornax.experiments.output import Result, bar_plot
+from starfabric.fornax.experiments.output import Result, bar_panels
 
 #: SONiC-DASH hero test aging (5 s) [fact, reference/fornax.md].
 HERO_AGING_S = 5.0
@@ -55,4 +55,15 @@ def run(ctx: Context) -> Result:
 
 
 def plot(res: Result) -> Any:
-    return bar_plot(res, "drops", "dropped packets (zero required)")
+    """Each contender's drops (zero required), peak live sessions and management CPU."""
+    fig = bar_panels(
+        res,
+        [("drops", "dropped packets (zero required)"), ("peak_sessions", "peak live sessions"),
+         ("cpu_s", "management CPU (s)")],
+    )  # fmt: skip
+    target = res.summary.get("sessions")
+    if isinstance(target, int | float):
+        ax = fig.axes[1]
+        line = ax.axhline(target, color="black", linestyle="--", linewidth=1.0)
+        ax.legend([line], [f"target {target:,.0f}"], loc="lower center", fontsize=8)
+    return fig

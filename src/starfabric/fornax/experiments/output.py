@@ -107,6 +107,7 @@ def style(i: int) -> dict[str, Any]:
 def line_plot(r: Result, x: str, y: str, xlabel: str, ylabel: str, *, logy: bool = True) -> Any:
     """One line per controller of `y` against `x` (log-log by default)."""
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import NullFormatter
 
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
     for i, (name, rows) in enumerate(by_controller(r.rows).items()):
@@ -115,6 +116,7 @@ def line_plot(r: Result, x: str, y: str, xlabel: str, ylabel: str, *, logy: bool
             xs, ys = zip(*pts, strict=True)
             ax.plot(xs, [max(v, 1e-12) for v in ys] if logy else ys, label=name, **style(i))
     ax.set_xscale("log")
+    ax.xaxis.set_minor_formatter(NullFormatter())  # 3x10^4 4x10^4 ... overprint each other
     if logy:
         ax.set_yscale("log")
     ax.set_xlabel(xlabel)
@@ -125,24 +127,96 @@ def line_plot(r: Result, x: str, y: str, xlabel: str, ylabel: str, *, logy: bool
     return fig
 
 
-def bar_plot(
-    r: Result, y: str, ylabel: str, *, label: str = "controller", logy: bool = False
-) -> Any:
-    """One bar per row (labelled by `label`) of `y`."""
-    import matplotlib.pyplot as plt
+#: Bar hatches per contender, in the order of STYLES: bars of equal height (Fornax and
+#: DOCA-like often are) still show which contender each one is, also in grey print.
+HATCHES: tuple[str, ...] = ("", "//", "..", "xx", "\\\\")
 
-    fig, ax = plt.subplots(figsize=(6.4, 4.0))
-    names = [str(row[label]) for row in r.rows]
-    vals = [float(row.get(y) or 0.0) for row in r.rows]
-    ax.bar(range(len(vals)), [max(v, 1e-12) for v in vals] if logy else vals)
-    ax.set_xticks(range(len(vals)), names, rotation=20, ha="right")
+
+def bar_style(i: int) -> dict[str, Any]:
+    """Matplotlib keywords of the i-th contender's bars (its line colour, a hatch)."""
+    return {"color": f"C{i}", "hatch": HATCHES[i % len(HATCHES)], "edgecolor": "black",
+            "linewidth": 0.6}  # fmt: skip
+
+
+#: Bars whose positive values span more than this factor get a log axis: at 16M sessions the
+#: OVS-like manager's restart costs 150x Fornax's, and a linear axis shows Fornax's as nothing.
+LOG_SPAN = 30.0
+
+
+def contender_bars(ax: Any, rows: list[dict[str, Any]], y: str, ylabel: str, *,
+                   group: str | None = None) -> None:  # fmt: skip
+    """Bars of `y`, one per contender (side by side within each value of `group`, when
+    given), each labelled with its value; a zero bar is drawn as the contender's marker on
+    the axis, so no contender disappears, values spanning more than LOG_SPAN get a log axis,
+    and a panel of zeros says so."""
+    import numpy as np
+
+    by = by_controller(rows)
+    cats = list(dict.fromkeys(str(r[group]) for r in rows)) if group else [""]
+    n = max(1, len(by))
+    w = 0.8 / n if group else 0.6
+    series = []
+    for i, (name, rs) in enumerate(by.items()):
+        got = {str(r[group]) if group else "": r.get(y) for r in rs}
+        vals = np.array([np.nan if (v := got.get(c)) is None else float(v) for c in cats])
+        pos = np.arange(len(cats)) + (i - (n - 1) / 2) * w if group else np.array([float(i)])
+        series.append((i, name, vals, pos))
+    every = np.concatenate([v for _, _, v, _ in series]) if series else np.zeros(0)
+    every = every[every == every]
+    positive = every[every > 0]
+    top = float(every.max()) if len(every) else 0.0
+    logy = len(positive) > 1 and positive.max() > LOG_SPAN * positive.min()
+    floor = float(positive.min()) / 3 if logy else 0.0
+    for i, name, vals, pos in series:
+        bars = ax.bar(pos, np.nan_to_num(vals), w, label=name, **bar_style(i))
+        ax.bar_label(bars, labels=[_cell(v) if v == v else "n/a" for v in vals], fontsize=7,
+                     padding=2)  # fmt: skip
+        zero = vals == 0
+        if zero.any():
+            ax.plot(pos[zero], np.full(int(zero.sum()), floor), linestyle="none", color=f"C{i}",
+                    clip_on=False,
+                    **{k: v for k, v in style(i).items() if k.startswith("marker")})  # fmt: skip
+    if group:
+        ax.set_xticks(np.arange(len(cats)), cats)
+    else:
+        ax.set_xticks(np.arange(len(by)), list(by), rotation=15, ha="right")
     if logy:
         ax.set_yscale("log")
+        ax.set_ylim(floor, top * 4)
+        ylabel += " (log)"
+    else:
+        ax.set_ylim(0, top * 1.18 if top > 0 else 1.0)
+    if top == 0 and rows:
+        ax.text(0.5, 0.5, "0 for every contender", transform=ax.transAxes, ha="center",
+                va="center", fontsize=10)  # fmt: skip
+        ax.set_yticks([0])
     ax.set_ylabel(ylabel)
-    ax.set_title(f"{r.name}: {r.title}")
     ax.grid(True, axis="y", alpha=0.3)
+
+
+def bar_panels(r: Result, panels: list[tuple[str, str]], *, group: str | None = None) -> Any:
+    """One `contender_bars` panel per (column, label), side by side, one legend below."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.8), squeeze=False)
+    for ax, (key, lab) in zip(axes[0], panels, strict=True):
+        contender_bars(ax, r.rows, key, lab, group=group)
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=len(labels), frameon=False)
+    fig.suptitle(f"{r.name}: {r.title}")
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
     return fig
 
 
-__all__ = ["Result", "bar_plot", "by_controller", "line_plot", "print_result", "write_json",
-           "write_png"]  # fmt: skip
+def bar_plot(r: Result, y: str, ylabel: str) -> Any:
+    """One bar per contender of `y` (a single `contender_bars` panel)."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    contender_bars(ax, r.rows, y, ylabel)
+    ax.set_title(f"{r.name}: {r.title}")
+    return fig
+
+
+__all__ = ["Result", "bar_panels", "bar_plot", "bar_style", "by_controller", "contender_bars",
+           "line_plot", "print_result", "write_json", "write_png"]  # fmt: skip
