@@ -14,14 +14,16 @@ setup rate at which new connections start to be dropped (--sweep).
 Modes: `exact` (`upcall/disable-megaflows`: every datapath flow exact-match, the premise of
 the OVS-like model, which keeps one flow per connection direction) and `megaflow` (OVS's
 default wildcarded megaflows; the model does not model megaflows, see baselines/config.py
-NOT_MODELLED). The model runs the same N (fill, then keep-alives every 2 s on the simulated
-clock over the same settle + window) with `ovs_like()` (calibrated) and
-`ovs_like(calibrated=False)`.
+NOT_MODELLED). The model runs the same N (fill, then keep-alives every KEEPALIVE_PERIOD_S on
+the simulated clock, at the private OVS's max-idle) with `ovs_like()` (calibrated: ovs_cost,
+config.OVS_*) and, unless --quick, `ovs_like(calibrated=False)`. --quick: N = 10k, 50k, 100k,
+exact mode only.
 
     python benchmarks/ovs_real.py [--quick] [--json PATH] [--mode exact|megaflow|both]
+                                  [--levels N,N,...] [--[no-]uncalibrated] [--no-sweep]
 
-Prints, last, the ratios model/real (bytes per connection, revalidator CPU per second, dump
-time) per N of the exact mode.
+Prints, last, per N of the exact mode: real bytes per connection, revalidator CPU per second
+and dump time, the model's, and the ratios model/real.
 """
 
 from __future__ import annotations
@@ -62,6 +64,11 @@ CPS = {"exact": 1_000.0, "megaflow": 10_000.0}
 SWEEP = {"exact": (1_000.0, 2_000.0, 4_000.0, 8_000.0, 16_000.0),
          "megaflow": (5_000.0, 10_000.0, 20_000.0, 40_000.0, 80_000.0)}  # fmt: skip
 TCP_SHARE = 0.75
+#: Simulated seconds of keep-alives before and during the model's measured window: one
+#: keep-alive period each (the model has no setup transients to wait out; its CPU per second
+#: is steady from the first period on).
+MODEL_SETTLE_S = scenario.KEEPALIVE_PERIOD_S
+MODEL_WINDOW_S = scenario.KEEPALIVE_PERIOD_S
 #: Share of a level's connections conntrack must hold for the level to count as held (the
 #: driver's packets are lost at OVS's receive queues when the shared cores are busy).
 HELD_SHARE = 0.97
@@ -117,10 +124,11 @@ def model_level(make: Any, n: int, settle_s: float, window_s: float) -> dict[str
 
 def held(lv: scenario.Level, cfg: scenario.RunConfig) -> bool:
     """The level held: conntrack has >= HELD_SHARE of its connections, OVS's dynamic flow limit
-    never shrank below the configured one (no slow-dump shrink) and, with exact-match flows,
-    the datapath holds >= HELD_SHARE of DP_FLOWS_PER_CONNECTION per connection held (keep-alives
-    refreshed them; flows that idled out make the level's CPU a smaller table's)."""
-    ok = lv.connections_held >= HELD_SHARE * lv.connections and lv.flow_limit >= cfg.flow_limit
+    never fell to the table (a slow dump may shrink it; it evicts only once flows exceed it)
+    and, with exact-match flows, the datapath holds >= HELD_SHARE of DP_FLOWS_PER_CONNECTION
+    per connection held (keep-alives refreshed them; flows that idled out would make the
+    level's CPU a smaller table's)."""
+    ok = lv.connections_held >= HELD_SHARE * lv.connections and lv.flow_limit > lv.flows_max
     if not cfg.megaflows:
         ok = ok and lv.flows >= HELD_SHARE * DP_FLOWS_PER_CONNECTION * lv.connections_held
     return ok
@@ -148,7 +156,18 @@ def main() -> None:
     )
     ap.add_argument("--quick", action="store_true", help=f"N in {QUICK} (a few minutes)")
     ap.add_argument("--json", type=Path, help="write every figure here (atomically)")
-    ap.add_argument("--mode", choices=("exact", "megaflow", "both"), default="both")
+    ap.add_argument(
+        "--mode",
+        choices=("exact", "megaflow", "both"),
+        default=None,
+        help="datapath flows (default: exact with --quick, both otherwise)",
+    )
+    ap.add_argument(
+        "--uncalibrated",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="also run ovs_like(calibrated=False) (default: not with --quick)",
+    )
     ap.add_argument("--levels", help="comma list of N (overrides --quick)")
     ap.add_argument("--window", type=float, default=5.0, help="measured window, s")
     ap.add_argument("--no-sweep", action="store_true", help="skip the setup-rate sweep")
@@ -170,14 +189,19 @@ def main() -> None:
         if args.quick
         else FULL
     )
-    modes = ("exact", "megaflow") if args.mode == "both" else (args.mode,)
+    mode_arg = args.mode or ("exact" if args.quick else "both")
+    modes = ("exact", "megaflow") if mode_arg == "both" else (mode_arg,)
+    uncal = not args.quick if args.uncalibrated is None else args.uncalibrated
     t_start = time.time()
     out: dict[str, Any] = {"levels": list(levels), "quick": args.quick, "window_s": args.window,
                            "cpu_note": "per-thread CPU time (/proc/PID/task/*/schedstat) per wall "
                            "second of the window; the 2 cores were shared with other work",
                            "modes": {}}  # fmt: skip
-    models = {"calibrated": ovs_like, "uncalibrated": lambda: ovs_like(calibrated=False)}
+    models: dict[str, Any] = {"calibrated": ovs_like}
+    if uncal:
+        models["uncalibrated"] = lambda: ovs_like(calibrated=False)
     out["model_configs"] = {k: m().model_dump() for k, m in models.items()}
+    cache: dict[int, dict[str, Any]] = {}  # the model does not depend on the mode
     for mode in modes:
         cfg = scenario.RunConfig(levels=levels, cps=CPS[mode], megaflows=mode == "megaflow",
                                  window_s=args.window,
@@ -188,12 +212,14 @@ def main() -> None:
         real = scenario.run(cfg, lambda m: console.print(f"  {m}"))
         rows = []
         for lv in real.levels:
-            console.print(f"  model at {lv.connections:,}")
-            mod = {
-                k: model_level(m, lv.connections, cfg.settle_s, cfg.window_s * cfg.windows)
-                for k, m in models.items()
-            }
-            gc.collect()  # each model run's engine and mirror are gone before the next
+            if lv.connections not in cache:
+                console.print(f"  model at {lv.connections:,}")
+                cache[lv.connections] = {
+                    k: model_level(m, lv.connections, MODEL_SETTLE_S, MODEL_WINDOW_S)
+                    for k, m in models.items()
+                }
+                gc.collect()  # each model run's engine and mirror are gone before the next
+            mod = cache[lv.connections]
             c = mod["calibrated"]
             rows.append({"real": {**lv.__dict__, "connections_held": lv.connections_held},
                          "held": held(lv, cfg), "model": mod,
@@ -214,7 +240,9 @@ def main() -> None:
                     "model", "load"):  # fmt: skip
             t.add_column(col, justify="right")
         for r in res["rows"]:
-            lv, m, u = r["real"], r["model"]["calibrated"], r["model"]["uncalibrated"]
+            lv, m = r["real"], r["model"]["calibrated"]
+            u = r["model"].get("uncalibrated", {"bytes_per_connection": float("nan"),
+                                                "revalidator_cpu_per_s": float("nan")})  # fmt: skip
             wins = "/".join(f"{w:.3f}" for w in lv["revalidator_cpu_windows"])
             ka = lv["keepalive_delivered"] / max(lv["keepalive_sent"], 1)
             t.add_row(f"{lv['connections']:,}{'' if r['held'] else ' (not held)'}",

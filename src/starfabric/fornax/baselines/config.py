@@ -43,8 +43,9 @@ OVS_DP_FLOWS_PER_MODEL_FLOW = 2
 #: 50k, 75k, 100k (docs/results/ovs-real-calibration.json; benchmarks/ovs_real.py --mode exact
 #: --levels ... runs the same), 1,000 CPS, max-idle 20 s, keep-alives every 8 s, 2 revalidator
 #: threads, the shared 2-core VM at load 5-9. Every constant below is a least-squares fit over
-#: all its levels that held (10k, 25k, 50k; ovs_cost.fit), never one level; at 75k and 100k the
-#: dynamic flow limit shrank (dumps past 2 s on the busy cores) and they are not used.
+#: all its levels that held (10k, 25k, 50k; ovs_cost.fit), never one level. 75k and 100k did
+#: not hold (58% and 27% of the keep-alives delivered, flows idled out; at 100k the dynamic
+#: flow limit shrank below the table after dumps past 2 s on the busy cores): not used.
 #: Host bytes per live model flow: the slope of ovs-vswitchd's RSS growth (over its RSS with zero
 #: flows) on the model's flows (2 per connection held). It covers 2 datapath flows: their
 #: udpif_keys, dp_netdev_flows and dpcls rules, the conntrack entry's half, glibc's overhead.
