@@ -7,7 +7,7 @@ earlier its SYN-ACK/reply (s0), the one before that its ACK and data (c1), and s
 Batches are small (a tick's worth of connections) so no burst overruns the receive queue of
 OVS's AF_PACKET socket on the bridge end of the veth. Keep-alives (a duplicate ACK per TCP
 direction, a request and reply per UDP flow) hold the connections in conntrack and their flows
-in the datapath (OVS max-idle 10 s); `KeepAlive` paces them evenly and is pumped between setup
+in the datapath (within max-idle); `KeepAlive` paces them evenly and is pumped between setup
 batches, so earlier connections stay alive while new ones open.
 """
 
