@@ -14,14 +14,16 @@ setup rate at which new connections start to be dropped (--sweep).
 Modes: `exact` (`upcall/disable-megaflows`: every datapath flow exact-match, the premise of
 the OVS-like model, which keeps one flow per connection direction) and `megaflow` (OVS's
 default wildcarded megaflows; the model does not model megaflows, see baselines/config.py
-NOT_MODELLED). The model runs the same N (fill, then keep-alives every 2 s on the simulated
-clock over the same settle + window) with `ovs_like()` (calibrated) and
-`ovs_like(calibrated=False)`.
+NOT_MODELLED). The model runs the same N (fill, then keep-alives every KEEPALIVE_PERIOD_S on
+the simulated clock, at the private OVS's max-idle) with `ovs_like()` (calibrated: ovs_cost,
+config.OVS_*) and, unless --quick, `ovs_like(calibrated=False)`. --quick: N = 10k, 50k, 100k,
+exact mode only.
 
     python benchmarks/ovs_real.py [--quick] [--json PATH] [--mode exact|megaflow|both]
+                                  [--levels N,N,...] [--[no-]uncalibrated] [--no-sweep]
 
-Prints, last, the ratios model/real (bytes per connection, revalidator CPU per second, dump
-time) per N of the exact mode.
+Prints, last, per N of the exact mode: real bytes per connection, revalidator CPU per second
+and dump time, the model's, and the ratios model/real.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import gc
 import os
 import sys
 import time
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +41,12 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from starfabric.fornax.baselines import SoftwareCentric, ovs_like
+from starfabric.fornax.baselines import (
+    OVS_DP_FLOWS_PER_MODEL_FLOW,
+    SoftwareCentric,
+    ovs_cost,
+    ovs_like,
+)
 from starfabric.fornax.baselines.ovs_real import scenario
 from starfabric.fornax.baselines.ovs_real.instance import leftovers, unavailable_reason
 from starfabric.fornax.experiments import traffic
@@ -48,16 +56,25 @@ from starfabric.fornax.experiments.output import write_json
 from starfabric.fornax.vpc import compile_policy
 
 FULL = (10_000, 50_000, 100_000, 200_000)
-QUICK = (5_000, 10_000, 20_000)
+QUICK = (10_000, 50_000, 100_000)
 #: Connection rates per mode: below the onset of drops measured on the shared 2-core VM
-#: (the exact mode upcalls every new packet: ~10 datapath flows per TCP setup).
-CPS = {"exact": 2_000.0, "megaflow": 10_000.0}
+#: (the exact mode upcalls every new packet: ~10 datapath flows per TCP setup; at 2,000 CPS
+#: a quarter of the setup packets were lost with the cores busy).
+CPS = {"exact": 1_000.0, "megaflow": 10_000.0}
 SWEEP = {"exact": (1_000.0, 2_000.0, 4_000.0, 8_000.0, 16_000.0),
          "megaflow": (5_000.0, 10_000.0, 20_000.0, 40_000.0, 80_000.0)}  # fmt: skip
 TCP_SHARE = 0.75
+#: Simulated seconds of keep-alives before and during the model's measured window: one
+#: keep-alive period each (the model has no setup transients to wait out; its CPU per second
+#: is steady from the first period on).
+MODEL_SETTLE_S = scenario.KEEPALIVE_PERIOD_S
+MODEL_WINDOW_S = scenario.KEEPALIVE_PERIOD_S
 #: Share of a level's connections conntrack must hold for the level to count as held (the
 #: driver's packets are lost at OVS's receive queues when the shared cores are busy).
-HELD_SHARE = 0.97  # as frames.py: three connections in four are TCP
+HELD_SHARE = 0.97
+#: Datapath flows an exact-match OVS holds per kept-alive connection: per direction one before
+#: and one after the ct() recirculation (2 model flows x OVS_DP_FLOWS_PER_MODEL_FLOW).
+DP_FLOWS_PER_CONNECTION = 2 * OVS_DP_FLOWS_PER_MODEL_FLOW
 
 
 def model_level(make: Any, n: int, settle_s: float, window_s: float) -> dict[str, Any]:
@@ -65,7 +82,8 @@ def model_level(make: Any, n: int, settle_s: float, window_s: float) -> dict[str
     KEEPALIVE_PERIOD_S over settle_s, then the measured window_s (simulated seconds)."""
     spec = traffic.vpc_spec(n)
     cfg = engine_config(n)
-    run = Run("ovs_like", _preset(make)(cfg, compile_policy(spec), None))
+    # the private OVS's max-idle (scenario.MAX_IDLE_S) replaces the preset's
+    run = Run("ovs_like", _preset(make)(cfg, compile_policy(spec), scenario.MAX_IDLE_S))
     cp: SoftwareCentric = run.cp  # type: ignore[assignment]
     run.fill(n, tcp_share=TCP_SHARE, handshake=True)
     ids = np.arange(n, dtype=np.int64)
@@ -97,30 +115,35 @@ def model_level(make: Any, n: int, settle_s: float, window_s: float) -> dict[str
            "measured_mirror_bytes_per_connection": (cp.mirror.live_nbytes if cp.mirror else 0) / max(n, 1),
            "revalidator_cpu_per_s": cpu, "passes_per_s": (cp.passes - passes0) / window_s,
            "dump_ms": fl.dump_duration_ms(flows) if fl else None,
-           "flow_limit": fl.limit if fl else None}  # fmt: skip
+           "flow_limit": fl.limit if fl else None,
+           "closed_form": {"host_bytes_per_connection": None if (hb := ovs_cost.host_bytes(cp.baseline, flows)) is None else hb / max(n, 1),
+                           "revalidator_cpu_per_s": ovs_cost.revalidator_cpu_per_s(cp.baseline, flows),
+                           "pass_interval_s": ovs_cost.pass_interval_s(cp.baseline, flows)}}  # fmt: skip
     return out
 
 
 def held(lv: scenario.Level, cfg: scenario.RunConfig) -> bool:
-    """The level held: conntrack has >= HELD_SHARE of its connections and OVS's dynamic flow
-    limit never shrank below the configured one (no slow-dump shrink)."""
-    return lv.connections_held >= HELD_SHARE * lv.connections and lv.flow_limit >= cfg.flow_limit
+    """The level held: conntrack has >= HELD_SHARE of its connections, OVS's dynamic flow limit
+    never fell to the table (a slow dump may shrink it; it evicts only once flows exceed it)
+    and, with exact-match flows, the datapath holds >= HELD_SHARE of DP_FLOWS_PER_CONNECTION
+    per connection held (keep-alives refreshed them; flows that idled out would make the
+    level's CPU a smaller table's)."""
+    ok = lv.connections_held >= HELD_SHARE * lv.connections and lv.flow_limit > lv.flows_max
+    if not cfg.megaflows:
+        ok = ok and lv.flows >= HELD_SHARE * DP_FLOWS_PER_CONNECTION * lv.connections_held
+    return ok
 
 
 def suggested_calibration(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The OVS-like preset's calibration from an exact-mode run (config.py documents it):
-    host bytes per model flow = real bytes per connection / 2 at the largest level that held;
-    revalidator ns per model flow and pass = real revalidator CPU/s per connection / (2 flows
-    x 2 passes/s), the mean over the levels that held."""
-    ok = [r for r in rows if r["held"]]
-    if not ok:
+    """The OVS-like preset's calibration this run would give (config.py documents it): the
+    least-squares fit of ovs_cost over every exact-mode level that held (at least two)."""
+    ok = [r["real"] for r in rows if r["held"]]
+    if len(ok) < 2:
         return None
-    per_flow = [r["real"]["cpu_per_s"].get("revalidator", 0.0) / (r["real"]["connections"] * 2 * 2) * 1e9
-                for r in ok]  # fmt: skip
-    top = max(ok, key=lambda r: r["real"]["connections"])
-    return {"host_bytes_per_flow": top["real"]["bytes_per_connection"] / 2,
-            "revalidate_ns_per_flow": float(np.mean(per_flow)),
-            "from_levels": [r["real"]["connections"] for r in ok]}  # fmt: skip
+    figs = [ovs_cost.LevelFigures(lv["connections_held"], lv["flows"], lv["rss_growth_bytes"],
+                                  lv["cpu_per_s"].get("revalidator", 0.0), lv["dump_ms_median"])
+            for lv in ok]  # fmt: skip
+    return asdict(ovs_cost.fit(figs, OVS_DP_FLOWS_PER_MODEL_FLOW))
 
 
 def ratio(a: float | None, b: float | None) -> float | None:
@@ -133,7 +156,18 @@ def main() -> None:
     )
     ap.add_argument("--quick", action="store_true", help=f"N in {QUICK} (a few minutes)")
     ap.add_argument("--json", type=Path, help="write every figure here (atomically)")
-    ap.add_argument("--mode", choices=("exact", "megaflow", "both"), default="both")
+    ap.add_argument(
+        "--mode",
+        choices=("exact", "megaflow", "both"),
+        default=None,
+        help="datapath flows (default: exact with --quick, both otherwise)",
+    )
+    ap.add_argument(
+        "--uncalibrated",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="also run ovs_like(calibrated=False) (default: not with --quick)",
+    )
     ap.add_argument("--levels", help="comma list of N (overrides --quick)")
     ap.add_argument("--window", type=float, default=5.0, help="measured window, s")
     ap.add_argument("--no-sweep", action="store_true", help="skip the setup-rate sweep")
@@ -155,14 +189,19 @@ def main() -> None:
         if args.quick
         else FULL
     )
-    modes = ("exact", "megaflow") if args.mode == "both" else (args.mode,)
+    mode_arg = args.mode or ("exact" if args.quick else "both")
+    modes = ("exact", "megaflow") if mode_arg == "both" else (mode_arg,)
+    uncal = not args.quick if args.uncalibrated is None else args.uncalibrated
     t_start = time.time()
     out: dict[str, Any] = {"levels": list(levels), "quick": args.quick, "window_s": args.window,
                            "cpu_note": "per-thread CPU time (/proc/PID/task/*/schedstat) per wall "
                            "second of the window; the 2 cores were shared with other work",
                            "modes": {}}  # fmt: skip
-    models = {"calibrated": ovs_like, "uncalibrated": lambda: ovs_like(calibrated=False)}
+    models: dict[str, Any] = {"calibrated": ovs_like}
+    if uncal:
+        models["uncalibrated"] = lambda: ovs_like(calibrated=False)
     out["model_configs"] = {k: m().model_dump() for k, m in models.items()}
+    cache: dict[int, dict[str, Any]] = {}  # the model does not depend on the mode
     for mode in modes:
         cfg = scenario.RunConfig(levels=levels, cps=CPS[mode], megaflows=mode == "megaflow",
                                  window_s=args.window,
@@ -173,12 +212,14 @@ def main() -> None:
         real = scenario.run(cfg, lambda m: console.print(f"  {m}"))
         rows = []
         for lv in real.levels:
-            console.print(f"  model at {lv.connections:,}")
-            mod = {
-                k: model_level(m, lv.connections, cfg.settle_s, cfg.window_s)
-                for k, m in models.items()
-            }
-            gc.collect()  # each model run's engine and mirror are gone before the next
+            if lv.connections not in cache:
+                console.print(f"  model at {lv.connections:,}")
+                cache[lv.connections] = {
+                    k: model_level(m, lv.connections, MODEL_SETTLE_S, MODEL_WINDOW_S)
+                    for k, m in models.items()
+                }
+                gc.collect()  # each model run's engine and mirror are gone before the next
+            mod = cache[lv.connections]
             c = mod["calibrated"]
             rows.append({"real": {**lv.__dict__, "connections_held": lv.connections_held},
                          "held": held(lv, cfg), "model": mod,
@@ -193,19 +234,27 @@ def main() -> None:
     out["leftovers"] = leftovers()
     for mode, res in out["modes"].items():
         t = Table(title=f"{res['version']}, {mode} datapath flows (real) vs OVS-like model")
-        for col in ("N", "conntrack", "dp flows", "flows/conn", "real B/conn", "model B/conn",
-                    "uncal. B/conn", "real reval CPU/s", "model", "uncal.", "main CPU/s",
-                    "handler CPU/s", "dump ms real", "model", "flow limit real", "model"):  # fmt: skip
+        for col in ("N", "conntrack", "dp flows", "flows/conn", "keep-alives delivered",
+                    "real B/conn", "model B/conn", "uncal. B/conn", "real reval CPU/s (windows)",
+                    "model", "uncal.", "main CPU/s", "dump ms real", "model", "flow limit real",
+                    "model", "load"):  # fmt: skip
             t.add_column(col, justify="right")
         for r in res["rows"]:
-            lv, m, u = r["real"], r["model"]["calibrated"], r["model"]["uncalibrated"]
-            t.add_row(f"{lv['connections']:,}", f"{lv['conntrack']:,}", f"{lv['flows']:,}",
-                      f"{lv['flows_per_connection']:.2f}", f"{lv['bytes_per_connection']:,.0f}",
+            lv, m = r["real"], r["model"]["calibrated"]
+            u = r["model"].get("uncalibrated", {"bytes_per_connection": float("nan"),
+                                                "revalidator_cpu_per_s": float("nan")})  # fmt: skip
+            wins = "/".join(f"{w:.3f}" for w in lv["revalidator_cpu_windows"])
+            ka = lv["keepalive_delivered"] / max(lv["keepalive_sent"], 1)
+            t.add_row(f"{lv['connections']:,}{'' if r['held'] else ' (not held)'}",
+                      f"{lv['conntrack']:,}", f"{lv['flows']:,}",
+                      f"{lv['flows_per_connection']:.2f}", f"{ka:.1%}",
+                      f"{lv['bytes_per_connection']:,.0f}",
                       f"{m['bytes_per_connection']:,.0f}", f"{u['bytes_per_connection']:,.0f}",
-                      f"{lv['cpu_per_s'].get('revalidator', 0):.4f}", f"{m['revalidator_cpu_per_s']:.4f}",
-                      f"{u['revalidator_cpu_per_s']:.4f}", f"{lv['cpu_per_s'].get('main', 0):.4f}",
-                      f"{lv['cpu_per_s'].get('handler', 0):.4f}", f"{lv['dump_ms_median']:.0f}",
-                      f"{m['dump_ms']}", f"{lv['flow_limit']:,}", f"{m['flow_limit']:,}")  # fmt: skip
+                      f"{lv['cpu_per_s'].get('revalidator', 0):.4f} ({wins})",
+                      f"{m['revalidator_cpu_per_s']:.4f}", f"{u['revalidator_cpu_per_s']:.4f}",
+                      f"{lv['cpu_per_s'].get('main', 0):.3f}", f"{lv['dump_ms_median']:.0f}",
+                      f"{m['dump_ms']}", f"{lv['flow_limit']:,}", f"{m['flow_limit']:,}",
+                      f"{lv['load_avg']:.1f}")  # fmt: skip
         console.print(t)
         if res["sweep"]:
             s = ", ".join(f"{x['cps']:,.0f}: {x['delivered'] / max(x['expected'], 1):.1%} delivered, "
@@ -217,22 +266,33 @@ def main() -> None:
             )
     console.print(f"leftovers after the runs: {out['leftovers']}; wall {out['wall_s']:.0f} s")
     if "exact" in out["modes"]:
+        cal = out["model_configs"]["calibrated"]
         console.print(
-            f"calibration this run suggests (exact mode): {out['modes']['exact']['suggested_calibration']}; "
-            f"in use: {out['model_configs']['calibrated']['host_bytes_per_flow']} B/flow, "
-            f"{out['model_configs']['calibrated']['revalidate_ns_per_flow']} ns/flow/pass"
+            f"calibration this run suggests (exact mode, fit over its held levels): "
+            f"{out['modes']['exact']['suggested_calibration']}; in use: "
+            f"{cal['host_base_bytes']:,.0f} B + {cal['host_bytes_per_flow']:,.0f} B/flow, "
+            f"{cal['revalidate_ns_per_flow']:,.0f} ns/flow/pass, "
+            f"{cal['flow_limit']['dump_ns_per_flow']:,.0f} ns/flow dump"
         )
     if args.json is not None:
         write_json(out, args.json)
+    f = lambda v: "n/a" if v is None else f"{v:.2f}"  # noqa: E731
     for mode in sorted(out["modes"], key=lambda m: m == "exact"):  # exact (the calibrated one) last
         res = out["modes"][mode]
         parts = []
         for r in res["rows"]:
-            q = r["ratio"]
-            f = lambda v: "n/a" if v is None else f"{v:.2f}"  # noqa: E731
-            parts.append(f"N={r['real']['connections']:,}{'' if r['held'] else ' (did not hold)'}: bytes/conn {f(q['bytes_per_connection'])}, "
-                         f"reval CPU {f(q['revalidator_cpu_per_s'])}, dump {f(q['dump_ms'])}")  # fmt: skip
-        console.print(f"model/real ({mode}, calibrated ovs_like): " + "; ".join(parts))
+            lv, m, q = r["real"], r["model"]["calibrated"], r["ratio"]
+            parts.append(
+                f"N={lv['connections']:,}{'' if r['held'] else ' (did not hold)'}: "
+                f"bytes/conn {lv['bytes_per_connection']:,.0f} vs {m['bytes_per_connection']:,.0f}, "
+                f"reval CPU/s {lv['cpu_per_s'].get('revalidator', 0):.3f} vs "
+                f"{m['revalidator_cpu_per_s']:.3f}, dump ms {lv['dump_ms_median']:.0f} vs {m['dump_ms']}"
+                f" -> ratio {f(q['bytes_per_connection'])}, {f(q['revalidator_cpu_per_s'])}, "
+                f"{f(q['dump_ms'])}"
+            )  # fmt: skip
+        console.print(
+            f"real vs model (calibrated ovs_like), {mode}; model/real last: " + "; ".join(parts)
+        )
 
 
 if __name__ == "__main__":

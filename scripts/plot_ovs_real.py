@@ -1,7 +1,8 @@
 """E1 and E2 of an experiments JSON with the real Open vSwitch points of a
 benchmarks/ovs_real.py JSON on them (docs/fornax-experiments.md, "Real Open vSwitch").
 
-E1: software bytes = real ovs-vswitchd RSS growth per connection x connections held.
+E1: software bytes = real ovs-vswitchd RSS growth (over its zero-flow RSS) per connection x
+connections held. Levels that did not hold (benchmarks/ovs_real.py `held`) are hollow markers.
 E2: management CPU in the E2 window = real revalidator + handler + ct_clean thread CPU per
 second x the window (measure_s). The main thread (it forwards the netdev ports' packets and runs
 their upcalls) is left out, as the experiments leave the datapath out; the real runs hold their
@@ -29,16 +30,17 @@ MARKERS = {"exact": "s", "megaflow": "^"}
 
 
 def real_points(
-    ovs: dict[str, Any], mode: str, measure_s: float
+    ovs: dict[str, Any], mode: str, measure_s: float, held: bool = True
 ) -> dict[str, list[tuple[float, float]]]:
-    rows = ovs["modes"].get(mode, {}).get("rows", [])
+    """E1 and E2 points of the levels that held (`held`), or of those that did not."""
+    rows = [r for r in ovs["modes"].get(mode, {}).get("rows", []) if r["held"] == held]
     e1, e2 = [], []
     for r in rows:
         lv = r["real"]
-        held = lv["connections_held"]
-        e1.append((held, lv["bytes_per_connection"] * held))
+        n = lv["connections_held"]
+        e1.append((n, lv["bytes_per_connection"] * n))
         cpu = sum(lv["cpu_per_s"].get(k, 0.0) for k in ("revalidator", "handler", "ct_clean"))
-        e2.append((held, cpu * measure_s))
+        e2.append((n, cpu * measure_s))
     return {"E1": e1, "E2": e2}
 
 
@@ -53,12 +55,18 @@ def plot(exp: dict[str, Any], ovs: dict[str, Any], name: str, ykey: str, ylabel:
             ax.plot(xs, [max(v, 1e-12) for v in ys], marker="o", label=ctl)
     version = next(iter(ovs["modes"].values()))["version"].split()[-1]
     for mode in ("exact", "megaflow"):
+        color = "black" if mode == "exact" else "grey"
         pts = real_points(ovs, mode, measure_s)[name]
         if pts:
             xs, ys = zip(*pts, strict=True)
             ax.plot(xs, [max(v, 1e-12) for v in ys], marker=MARKERS[mode], linestyle="--",
-                    color="black" if mode == "exact" else "grey",
-                    label=f"real OVS {version}, {mode} flows")  # fmt: skip
+                    color=color, label=f"real OVS {version}, {mode} flows")  # fmt: skip
+        lost = real_points(ovs, mode, measure_s, held=False)[name]
+        if lost:
+            xs, ys = zip(*lost, strict=True)
+            ax.plot(xs, [max(v, 1e-12) for v in ys], marker=MARKERS[mode], linestyle="none",
+                    markerfacecolor="none", color=color,
+                    label=f"real OVS {version}, {mode} flows, did not hold")  # fmt: skip
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("live sessions (connections)")

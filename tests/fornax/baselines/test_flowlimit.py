@@ -59,9 +59,12 @@ def test_slow_dumps_shrink_the_limit_then_100ms_idle_then_flush() -> None:
     m.tick(600_000_000)
     assert m.flow_limit is not None and m.flow_limit.limit == 20
     assert m.hw.occupancy() == 40  # everything was active within 10 s
-    # 40 flows > limit 20: the idle timeout is now 100 ms; connections 0..9 keep talking
-    m.process(web_packets(np.arange(10), 1_050_000_000, flags=ACK))
+    # the 4 s dump delays the next pass to 0.6 + 4 s (OVS: back to back, not every 500 ms)
     m.tick(1_100_000_000)
+    assert m.sessions() == 20 and m.metrics.counts.get("revalidate_aged", 0) == 0
+    # 40 flows > limit 20: the idle timeout is now 100 ms; connections 0..9 keep talking
+    m.process(web_packets(np.arange(10), 4_550_000_000, flags=ACK))
+    m.tick(4_600_000_000)
     assert m.sessions() == 10 and m.metrics.counts["revalidate_aged"] == 10
     assert m.metrics.counts.get("flow_limit_flushes", 0) == 0
 
@@ -73,7 +76,7 @@ def test_flows_above_twice_the_limit_are_all_flushed() -> None:
     m.tick(10_000_000)
     m.tick(600_000_000)  # 100 flows dump in 10 s: limit 100 // 10 = 10 -> floor 20
     assert m.flow_limit is not None and m.flow_limit.limit == 20
-    m.process(web_packets(np.arange(50), 700_000_000, flags=ACK))  # all active
-    m.tick(1_200_000_000)  # 100 flows > 2 x 20: kill them all
+    m.process(web_packets(np.arange(50), 10_500_000_000, flags=ACK))  # all active
+    m.tick(10_600_000_000)  # the next pass, after the 10 s dump: 100 flows > 2 x 20: kill all
     assert m.metrics.counts["flow_limit_flushes"] == 1
     assert m.hw.occupancy() == 0 and m.mirror is not None and m.mirror.count == 0

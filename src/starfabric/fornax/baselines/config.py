@@ -35,19 +35,36 @@ RESCAN_THREADS = 4
 OVS_CALIBRATION_VERSION = (
     "Open vSwitch 3.1.0 (Debian 3.1.0-2+deb12u1), netdev datapath, exact-match flows"
 )
-#: Host bytes per model flow [calibration, OVS_CALIBRATION_VERSION]: ovs-vswitchd's resident
-#: memory growth per connection (udpif_keys, datapath flows and dpcls rules, xlate caches, the
-#: conntrack entry, what glibc keeps of the setup's short-lived flows), divided by the model's
-#: two flows per connection. Measured 2026-12-01 by `benchmarks/ovs_real.py --mode exact`
-#: (docs/results/ovs-real-full.json) at the largest level that held: 10,000 connections,
-#: 27,468 B per connection (2,000 CPS; at 50k-200k, on the shared 2-core VM, setup packets
-#: were lost and the dynamic flow limit shrank). Real RSS does not grow linearly with N: see
-#: docs/fornax-experiments.md, "Real Open vSwitch".
-OVS_HOST_BYTES_PER_FLOW = 13734.0
-#: Revalidator CPU per model flow per revalidator pass [calibration, OVS_CALIBRATION_VERSION]:
-#: measured revalidator-thread CPU per second per connection / (2 model flows x 2 passes/s),
-#: over the levels that held (the same run: 0.0774 CPU s/s at 10,000 connections).
-OVS_REVALIDATE_NS_PER_FLOW = 1934.0
+#: Datapath flows a real exact-match OVS holds per model flow (one direction of a connection):
+#: one before and one after the ct() recirculation (their recirc_id and ct_state differ) [fact
+#: of the pipeline; measured: 4.00 datapath flows per connection held].
+OVS_DP_FLOWS_PER_MODEL_FLOW = 2
+#: The calibration run [OVS_CALIBRATION_VERSION], 2026-12-01: scenario.run at N = 10k, 25k,
+#: 50k, 75k, 100k (docs/results/ovs-real-calibration.json; benchmarks/ovs_real.py --mode exact
+#: --levels ... runs the same), 1,000 CPS, max-idle 20 s, keep-alives every 8 s, 2 revalidator
+#: threads, the shared 2-core VM at load 5-9. Every constant below is a least-squares fit over
+#: all its levels that held (10k, 25k, 50k; ovs_cost.fit), never one level. 75k and 100k did
+#: not hold (58% and 27% of the keep-alives delivered, flows idled out; at 100k the dynamic
+#: flow limit shrank below the table after dumps past 2 s on the busy cores): not used.
+#: Host bytes per live model flow: the slope of ovs-vswitchd's RSS growth (over its RSS with zero
+#: flows) on the model's flows (2 per connection held). It covers 2 datapath flows: their
+#: udpif_keys, dp_netdev_flows and dpcls rules, the conntrack entry's half, glibc's overhead.
+#: Fit residual at most 14% over the three levels.
+OVS_HOST_BYTES_PER_FLOW = 6294.0
+#: Host bytes charged once any flow is live: the intercept of the same fit. RSS keeps the
+#: high-water of the setup's short-lived exact-match flows (SYN, SYN-ACK, data: 10 datapath
+#: flows per TCP setup, 8 of them gone after max-idle; measured flows_max - flows: 6.3 per
+#: connection of the 3:1 TCP:UDP mix), so the base follows the setup rate x max-idle (1,000 CPS
+#: x 20 s here; another rate moves it, which the model does not follow).
+OVS_HOST_BASE_BYTES = 289.8e6
+#: Revalidator thread CPU per model flow and pass: the fit (through zero) of revalidator CPU/s x
+#: the pass interval, max(500 ms, dump duration), on the measured datapath flows / 2; 1.56-1.88
+#: us per level (it rises with the table: cache misses), fit residual at most 19%.
+OVS_REVALIDATE_NS_PER_FLOW = 1860.0
+#: Wall time of a dump per model flow: the fit (through zero) of the median dump duration (2
+#: revalidator threads on the shared, busy cores; residual up to 33%). It sets the preset's
+#: FlowLimitConfig.dump_ns_per_flow, so the pass interval and the dynamic flow limit follow it.
+OVS_DUMP_NS_PER_FLOW = 3780.0
 
 
 class FlowLimitConfig(Spec):
@@ -152,6 +169,12 @@ class SoftwareCentricConfig(Spec):
         "measured ovs-vswitchd: OVS_HOST_BYTES_PER_FLOW); None: the mirror's measured numpy "
         "bytes (records and index)",
     )
+    host_base_bytes: float = Field(
+        0.0,
+        ge=0,
+        description="software bytes charged once any mirrored flow is live, with "
+        "host_bytes_per_flow (a calibration: OVS_HOST_BASE_BYTES, the setup's high-water)",
+    )
     revalidate_ns_per_flow: float | None = Field(
         None,
         gt=0,
@@ -192,6 +215,10 @@ class SoftwareCentricConfig(Spec):
             raise ValueError(
                 f"stats_lag_s = {self.stats_lag_s} is read by revalidators only; use "
                 "aging: revalidate or stats_lag_s: 0"
+            )
+        if self.host_base_bytes and self.host_bytes_per_flow is None:
+            raise ValueError(
+                "host_base_bytes is charged with host_bytes_per_flow; set both or neither"
             )
         if self.host_bytes_per_flow is not None and self.mirror != "full":
             raise ValueError(
@@ -242,20 +269,25 @@ def fornax() -> SoftwareCentricConfig:
 
 def ovs_like(calibrated: bool = True) -> SoftwareCentricConfig:
     """Open vSwitch with hardware offload: per-direction flows, udpif_key mirror, revalidators
-    every min(max-idle, 500 ms), dynamic flow limit, 2 s offloaded-stats delay, rescan; with
-    `calibrated`, host bytes and revalidator CPU per flow as measured on a real ovs-vswitchd
-    (OVS_CALIBRATION_VERSION), else the mirror's numpy bytes and its measured thread time."""
+    every min(max-idle, 500 ms) or back to back when a dump takes longer, dynamic flow limit,
+    2 s offloaded-stats delay, rescan; with `calibrated`, host bytes (base + per flow),
+    revalidator CPU per flow and pass and the dump time per flow as fitted to a real
+    ovs-vswitchd (OVS_CALIBRATION_VERSION, ovs_cost.py), else the mirror's numpy bytes, its
+    measured thread time and the assumed dump_ns_per_flow."""
     cal: dict[str, Any] = {}
+    limit = FlowLimitConfig()
     if calibrated:
         cal = {"host_bytes_per_flow": OVS_HOST_BYTES_PER_FLOW,
+               "host_base_bytes": OVS_HOST_BASE_BYTES,
                "revalidate_ns_per_flow": OVS_REVALIDATE_NS_PER_FLOW}  # fmt: skip
+        limit = FlowLimitConfig(dump_ns_per_flow=OVS_DUMP_NS_PER_FLOW)
     return SoftwareCentricConfig(
         **cal,
         entries="per_direction",
         aging="revalidate",
         policy="rescan",
         mirror="full",
-        flow_limit=FlowLimitConfig(),
+        flow_limit=limit,
         stats_lag_s=OVS_OFFLOADED_STATS_DELAY_S,
         idle_timeout_s=OVS_MAX_IDLE_S,
     )
@@ -290,10 +322,12 @@ MODELLED = {
         "two exact-match hardware entries per connection (one datapath flow per direction)",
         "a udpif_key-like software record per flow: ufid, netlink key and mask, actions, "
         "stats, policy reference, dump sequence, state (mirror.py); software bytes charged at "
-        "OVS_HOST_BYTES_PER_FLOW per flow and revalidator CPU at OVS_REVALIDATE_NS_PER_FLOW "
-        "per flow and pass, as measured on a real ovs-vswitchd (ovs_like(calibrated=False): "
-        "the records' numpy bytes and the passes' thread time)",
-        "revalidators dumping every flow each min(max-idle, 500 ms), comparing counters, "
+        "OVS_HOST_BASE_BYTES + OVS_HOST_BYTES_PER_FLOW per flow and revalidator CPU at "
+        "OVS_REVALIDATE_NS_PER_FLOW per flow and pass, fitted to a real ovs-vswitchd "
+        "(ovs_cost.py; ovs_like(calibrated=False): the records' numpy bytes and the passes' "
+        "thread time)",
+        "revalidators dumping every flow each min(max-idle, 500 ms), or back to back when a "
+        "dump (OVS_DUMP_NS_PER_FLOW per flow) takes longer, comparing counters, "
         "deleting idle flows, creating missing ukeys and sweeping ukeys of vanished flows",
         "the dynamic flow limit (start 10k, max 200k, shrink on slow dumps, +1000 on fast "
         "ones, 100 ms idle above the limit, flush above 2x); refused flows forwarded in software",
@@ -319,13 +353,15 @@ NOT_MODELLED = (
     "hits this, generated workloads do not (the per-direction differential tests use them)",
     "upcall handlers and OpenFlow translation (xlate): every contender uses Fornax's batched "
     "miss path and policy evaluation, so only the management differences are measured",
-    "revalidator threads' real dump time: the dynamic flow limit uses dump_ns_per_flow "
-    "(within 0.77-1.75x of a real ovs-vswitchd's dumps, docs/fornax-experiments.md)",
-    "OVS's recirculation after ct(): a real exact-match OVS holds up to 4 datapath flows per "
-    "connection, the model 2 (the calibration charges per model flow what real OVS spends per "
-    "connection / 2)",
-    "RSS that follows the setup's transient flows (rate x max-idle), not the live table: the "
-    "calibration is one bytes-per-flow constant",
+    "the load of the host's cores: the calibrated dump time per flow (OVS_DUMP_NS_PER_FLOW) "
+    "is the wall time measured on a shared 2-core VM, and the pass interval and the dynamic "
+    "flow limit follow it",
+    "OVS's recirculation after ct(): a real exact-match OVS holds 4 datapath flows per "
+    "connection (OVS_DP_FLOWS_PER_MODEL_FLOW x 2), the model 2; the calibrated constants are "
+    "per model flow",
+    "the setup rate's effect on RSS: OVS_HOST_BASE_BYTES is the high-water the setup's "
+    "short-lived flows leave at 1,000 CPS; another rate moves it (about rate x max-idle x 6 "
+    "datapath flows)",
     "the driver's stats sync costs nothing to management (first tick after each lag boundary)",
     "DOCA polling reads counters by dump chunks, not per-connection queries",
     "rescan operations are never deferred by the setup budget (the rescan's own rate, "
@@ -345,6 +381,9 @@ __all__ = [
     "MODELLED",
     "NOT_MODELLED",
     "OVS_CALIBRATION_VERSION",
+    "OVS_DP_FLOWS_PER_MODEL_FLOW",
+    "OVS_DUMP_NS_PER_FLOW",
+    "OVS_HOST_BASE_BYTES",
     "OVS_HOST_BYTES_PER_FLOW",
     "OVS_MAX_IDLE_S",
     "OVS_MAX_REVALIDATOR_S",

@@ -48,6 +48,7 @@ from starfabric.fornax.baselines.engines import (
 )
 from starfabric.fornax.baselines.flowlimit import DynamicFlowLimit
 from starfabric.fornax.baselines.mirror import OVS_UKEY_BYTES, FlowMirror, MirroredEngine
+from starfabric.fornax.baselines.ovs_cost import host_bytes, pass_interval_s
 from starfabric.fornax.engine import ENTRY_DTYPE, Scope, SessionEngine, Status
 from starfabric.fornax.engine.config import TO_GENERIC, TO_ICMP, TO_UDP_ASSURED, TO_UDP_UNREPLIED
 from starfabric.fornax.engine.layout import FLAG_SEEN_REPLY
@@ -270,7 +271,10 @@ class SoftwareCentric(Manager):
         if self._next_pass_ns is None:
             self._next_pass_ns = self.now_ns + self._period_ns
         elif self.now_ns >= self._next_pass_ns:
-            self._next_pass_ns = self.now_ns + self._period_ns
+            # OVS: the next dump starts a period after this one started, or at once when
+            # this one took longer (ovs_cost.pass_interval_s)
+            flows = self.flows()
+            self._next_pass_ns = self.now_ns + round(pass_interval_s(self.baseline, flows) * 1e9)
             self.aging_pass()
 
     def _sync_stats(self) -> None:
@@ -562,13 +566,13 @@ class SoftwareCentric(Manager):
     @property
     def software_bytes(self) -> int:
         """Bytes of per-session/per-flow software state: SNAT bitmaps plus, with mirror=full,
-        the live udpif_key records and their index as measured, or live flows x
-        host_bytes_per_flow when the baseline is calibrated to a real ovs-vswitchd."""
+        the live udpif_key records and their index as measured, or ovs_cost.host_bytes of the
+        live flows when the baseline is calibrated to a real ovs-vswitchd."""
         if self.mirror is None:
             return int(self.nat.nbytes)
-        per = self.baseline.host_bytes_per_flow
-        if per is not None:
-            return int(self.nat.nbytes + self.mirror.count * per)
+        host = host_bytes(self.baseline, self.mirror.count)
+        if host is not None:
+            return int(self.nat.nbytes + host)
         return int(self.nat.nbytes + self.mirror.live_nbytes)
 
     @property

@@ -5,8 +5,10 @@ Setup is staged so each connection's packets arrive in order across the two port
 `TICK_S` one batch of connections sends its SYN/request (c0), the batch of `STAGE_TICKS`
 earlier its SYN-ACK/reply (s0), the one before that its ACK and data (c1), and so on (s1).
 Batches are small (a tick's worth of connections) so no burst overruns the receive queue of
-OVS's AF_PACKET socket on the bridge end of the veth. Keep-alives (a duplicate ACK per TCP direction, a request and reply per UDP flow) hold
-the connections in conntrack and their flows in the datapath (OVS max-idle 10 s).
+OVS's AF_PACKET socket on the bridge end of the veth. Keep-alives (a duplicate ACK per TCP
+direction, a request and reply per UDP flow) hold the connections in conntrack and their flows
+in the datapath (within max-idle); `KeepAlive` paces them evenly and is pumped between setup
+batches, so earlier connections stay alive while new ones open.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import contextlib
 import ctypes
 import os
 import socket
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -145,9 +148,96 @@ class SendStats:
             self.server += n
 
 
+class KeepAlive:
+    """Keep-alives of every connection of `pres`, one round each `period_s`, paced evenly
+    over `spread` of the period (frames/s = 2 frames per connection / (spread x period),
+    at most `max_pps`), so no burst overruns OVS's receive queue; `pump()` sends what is due
+    and is called between setup batches and while waiting (one sender thread)."""
+
+    def __init__(self, socks: Sockets, pres: list[PrebuiltPhases], period_s: float,
+                 max_pps: float, spread: float = 0.8) -> None:  # fmt: skip
+        self.socks, self.pres = socks, pres
+        self.period_s, self.max_pps, self.spread = period_s, max_pps, spread
+        self.stats = SendStats()
+        self._round_t0: float | None = None
+        self._pos = 0  # connections of this round already sent (over all of pres)
+        self._sent_round = 0
+        self.rounds = 0
+
+    @property
+    def connections(self) -> int:
+        return sum(p.conns.n for p in self.pres)
+
+    def pps(self) -> float:
+        return min(self.max_pps, 2 * self.connections / (self.spread * self.period_s))
+
+    def pump(self, now: float | None = None) -> None:
+        """Send this round's frames due by `now`; start the next round once a period passed."""
+        now = time.perf_counter() if now is None else now
+        n = self.connections
+        if n == 0:
+            return
+        if self._round_t0 is None or (self._pos >= n and now - self._round_t0 >= self.period_s):
+            self._round_t0, self._pos, self._sent_round = now, 0, 0
+            self.rounds += 1
+        # at most CATCHUP_S of the rate a call: after a stall the round slips instead of
+        # bursting (a burst overruns OVS's receive queue; the spread leaves the slip room)
+        rate = self.pps() / 2
+        most = max(CHUNK, int(rate * CATCHUP_S))
+        due = min(n, int((now - self._round_t0) * rate) + 1, self._pos + most)
+        if self._pos < due:
+            self._send(self._pos, due)
+            self._pos = due
+
+    def _send(self, a: int, b: int) -> None:
+        off = 0
+        for pre in self.pres:  # connections [a, b) of the concatenation of pres
+            lo, hi = max(a - off, 0), min(b - off, pre.conns.n)
+            if lo < hi:
+                for ph in KEEPALIVE:
+                    buf, ln = pre.rows(ph, lo, hi)
+                    self.stats.add(ph, send(self.socks.of(ph), buf, ln))
+            off += pre.conns.n
+
+    def run_for(self, seconds: float, every: Callable[[], None] | None = None,
+                every_s: float = 0.5) -> None:  # fmt: skip
+        """Keep pumping for `seconds`; `every` (a sample, e.g. an ovs-appctl call) about every
+        `every_s` on another thread, so the pacing never waits for it."""
+        stop = threading.Event()
+
+        def sampler() -> None:
+            while not stop.is_set():
+                assert every is not None
+                every()
+                stop.wait(every_s)
+
+        th = threading.Thread(target=sampler, daemon=True) if every is not None else None
+        if th is not None:
+            th.start()
+        try:
+            t_end = time.perf_counter() + seconds
+            while (now := time.perf_counter()) < t_end:
+                self.pump(now)
+                time.sleep(PUMP_S)
+        finally:
+            stop.set()
+            if th is not None:
+                th.join()
+
+
+#: Connections per keep-alive pump at least (2 frames each) ...
+CHUNK = 8
+#: ... and at most this many seconds' worth of the round's rate (catching up after a stall).
+CATCHUP_S = 0.004
+#: Seconds between two keep-alive pumps while waiting.
+PUMP_S = 0.0005
+
+
 def open_connections(socks: Sockets, pre: PrebuiltPhases, cps: float,
-                     progress: Callable[[int], None] | None = None) -> SendStats:  # fmt: skip
-    """Open every connection of `pre` at `cps` connections/s (staged, module docstring)."""
+                     progress: Callable[[int], None] | None = None,
+                     keep: KeepAlive | None = None) -> SendStats:  # fmt: skip
+    """Open every connection of `pre` at `cps` connections/s (staged, module docstring),
+    pumping the keep-alives of the connections opened before (`keep`) between batches."""
     n = pre.conns.n
     batch = max(1, round(cps * TICK_S))
     n_batches = -(-n // batch)
@@ -155,45 +245,24 @@ def open_connections(socks: Sockets, pre: PrebuiltPhases, cps: float,
     t0 = time.perf_counter()
     for k in range(n_batches + (len(SETUP) - 1) * STAGE_TICKS):
         due = t0 + k * batch / cps
-        now = time.perf_counter()
-        if now < due:
-            time.sleep(due - now)
-        else:
-            st.behind_s = max(st.behind_s, now - due)
+        while (now := time.perf_counter()) < due:
+            if keep is not None:
+                keep.pump(now)
+            time.sleep(min(PUMP_S, max(due - time.perf_counter(), 0.0)))
+        st.behind_s = max(st.behind_s, now - due)
         for stage, ph in enumerate(SETUP):
             j = k - stage * STAGE_TICKS
             if 0 <= j < n_batches:
                 a, b = j * batch, min((j + 1) * batch, n)
                 buf, ln = pre.rows(ph, a, b)
                 st.add(ph, send(socks.of(ph), buf, ln))
+        if keep is not None:
+            keep.pump()
         if progress is not None and k < n_batches:
             progress(min((k + 1) * batch, n))
     st.wall_s = time.perf_counter() - t0
     return st
 
 
-def keep_alive(socks: Sockets, pres: list[PrebuiltPhases], pps: float) -> SendStats:
-    """One keep-alive round over every connection of `pres` at `pps` frames/s."""
-    st = SendStats()
-    t0 = time.perf_counter()
-    sent = 0
-    chunk = 64
-    for pre in pres:
-        n = pre.conns.n
-        for a in range(0, n, chunk):
-            b = min(a + chunk, n)
-            for ph in KEEPALIVE:
-                buf, ln = pre.rows(ph, a, b)
-                due = t0 + sent / pps
-                now = time.perf_counter()
-                if now < due:
-                    time.sleep(due - now)
-                k = send(socks.of(ph), buf, ln)
-                st.add(ph, k)
-                sent += k
-    st.wall_s = time.perf_counter() - t0
-    return st
-
-
-__all__ = ["TICK_S", "PrebuiltPhases", "SendStats", "Sockets", "keep_alive",
-           "open_connections", "raw_socket", "send"]  # fmt: skip
+__all__ = ["TICK_S", "KeepAlive", "PrebuiltPhases", "SendStats", "Sockets", "open_connections",
+           "raw_socket", "send"]  # fmt: skip

@@ -1,6 +1,6 @@
 """One measured run on a private OVS: open connections level by level (N grows, earlier
-connections kept alive), let the setup's datapath flows idle out (max-idle 10 s), then
-measure a window of keep-alive traffic; optionally a setup-rate sweep on the full table.
+connections kept alive), let the setup's datapath flows idle out (MAX_IDLE_S), then measure
+two windows of keep-alive traffic; optionally a setup-rate sweep on the full table.
 
 Every figure is read from ovs-vswitchd itself (measure.py); CPU is per-thread CPU time, so
 other work on the machine's cores slows the run but does not inflate the figures.
@@ -8,6 +8,7 @@ other work on the machine's cores slows the run but does not inflate the figures
 
 from __future__ import annotations
 
+import os
 import statistics
 import time
 from collections.abc import Callable
@@ -25,17 +26,31 @@ from starfabric.fornax.baselines.ovs_real.frames import (
 from starfabric.fornax.baselines.ovs_real.instance import OvsInstance, ovs_version
 from starfabric.fornax.baselines.ovs_real.pipeline import pipeline_flows
 
-#: OVS other_config:max-idle default (s): a setup-only flow is gone after this [fact].
-MAX_IDLE_S = 10.0
-#: Seconds between the starts of two keep-alive rounds (below max-idle and the UDP conntrack
-#: timeout; a round of 2N frames longer than this starts the next one right away).
-KEEPALIVE_PERIOD_S = 3.0
-#: Keep-alive frames per second the driver sends at most (faster rounds overran OVS's
-#: AF_PACKET receive queues on the shared 2-core VM: keep-alives lost, flows aged).
-KEEPALIVE_PPS = 100_000.0
-#: Connections opened (and kept) before the baseline RSS is read, so first-use allocations
-#: (datapath caches, conntrack buckets, subtables) are not charged to the measured levels.
-WARMUP = 1000
+#: OVS other_config:max-idle default (s) [fact] ...
+OVS_DEFAULT_MAX_IDLE_S = 10.0
+#: ... and the private OVS's (other_config:max-idle): a flow idle this long is deleted. Twice
+#: the default, so a keep-alive round every KEEPALIVE_PERIOD_S may lose one frame of a flow and
+#: still refresh it in time. With the default, keep-alives every 4 s were needed (a lost one
+#: made an 8 s gap), and at 100k connections their rate overran the receive queues of OVS's
+#: datapath thread on the shared 2-core VM: flows idled out, their next keep-alives became
+#: upcalls, and losses cascaded. The model runs with the same max-idle.
+MAX_IDLE_S = 20.0
+#: Seconds between the starts of two keep-alive rounds (two rounds within MAX_IDLE_S).
+KEEPALIVE_PERIOD_S = 8.0
+#: Keep-alive frames per second at most; a round is spread evenly over KEEPALIVE_SPREAD of the
+#: period (31k frames/s at 100k connections), the rest is room for the sender's stalls on the
+#: shared cores (driver.KeepAlive slips rather than bursts: bursts overran OVS's AF_PACKET
+#: receive queues, flows aged and their keep-alives became upcalls).
+KEEPALIVE_PPS = 150_000.0
+KEEPALIVE_SPREAD = 0.8
+#: Revalidator threads of the private OVS (other_config:n-revalidator-threads). OVS's default
+#: on 2 cores is 1 (cores / 4 + 1), and a 400k-flow dump then ran past the 1.3 s at which the
+#: dynamic flow limit shrinks on the shared cores; 2 halves the dump's wall time (the CPU per
+#: flow is the same). The model's host (RESCAN_THREADS) has 4.
+REVALIDATOR_THREADS = 2
+#: Connections opened (and kept) before the levels; 0: none (the fit's base is the RSS with
+#: zero flows, read before any traffic).
+WARMUP = 0
 #: Connection ids of the warm-up (far from the levels' ids 0..N-1).
 WARMUP_FIRST = 50_000_000
 
@@ -46,11 +61,14 @@ class RunConfig:
     cps: float
     megaflows: bool = True
     window_s: float = 5.0
-    settle_s: float = MAX_IDLE_S + 1.5
+    windows: int = 2
+    settle_s: float = MAX_IDLE_S + 2.0  # the setup's flows idle out first
     flow_limit: int = 4_000_000
     sweep: tuple[float, ...] = ()
     sweep_step_s: float = 1.0
     warmup: int = WARMUP
+    revalidators: int = REVALIDATOR_THREADS
+    max_idle_s: float = MAX_IDLE_S
 
 
 @dataclass
@@ -74,25 +92,35 @@ class Level:
     cpu_per_s: dict[str, float]
     window_s: float
     warmup: int = 0
+    #: revalidator CPU s/s of each measured window (their spread is the measurement's noise)
+    revalidator_cpu_windows: list[float] = field(default_factory=list)
+    keepalive_sent: int = 0
+    keepalive_delivered: int = 0
+    keepalive_pps: float = 0.0
+    load_avg: float = 0.0
     bytes_per_connection: float = 0.0
     bytes_per_flow: float | None = None
     flows_per_connection: float = 0.0
 
     def __post_init__(self) -> None:
-        self.bytes_per_connection = self.rss_growth_bytes / max(self.connections_held, 1)
-        self.flows_per_connection = self.flows / max(self.connections_held, 1)
+        held = max(self.connections_held, 1)
+        self.bytes_per_connection = self.rss_growth_bytes / held
+        self.flows_per_connection = self.flows / held
+        self.bytes_per_flow = self.rss_growth_bytes / self.flows if self.flows > 100 else None
 
     @property
     def connections_held(self) -> int:
         """Conntrack entries of the levels' connections (the warm-up's excluded)."""
         return self.conntrack - self.warmup
-        self.bytes_per_flow = self.rss_growth_bytes / self.flows if self.flows > 100 else None
 
 
 @dataclass
 class RunResult:
     version: str
     megaflows: bool
+    #: ovs-vswitchd's RSS with the bridge, ports and pipeline and zero datapath flows
+    zero_rss_bytes: int
+    #: the RSS the levels' growth is taken from (zero_rss_bytes without a warm-up)
     base_rss_bytes: int
     warmup_connections: int = 0
     levels: list[Level] = field(default_factory=list)
@@ -109,28 +137,13 @@ def _rx(ovs: OvsInstance) -> int:
     )
 
 
-def _keepalive_for(socks: drv.Sockets, pres: list[drv.PrebuiltPhases], seconds: float,
-                   sample: Callable[[], None] | None = None) -> None:  # fmt: skip
-    """Keep-alive rounds every KEEPALIVE_PERIOD_S for `seconds`; `sample` between rounds."""
-    t_end = time.perf_counter() + seconds
-    while True:
-        t0 = time.perf_counter()
-        drv.keep_alive(socks, pres, KEEPALIVE_PPS)
-        while True:
-            if sample is not None:
-                sample()
-            now = time.perf_counter()
-            if now >= t_end:
-                return
-            if now - t0 >= KEEPALIVE_PERIOD_S:
-                break
-            time.sleep(min(0.5, KEEPALIVE_PERIOD_S - (now - t0), t_end - now))
-
-
 def run(cfg: RunConfig, progress: Callable[[str], None] | None = None) -> RunResult:
     """Start a private OVS, measure every level of `cfg`, then the sweep; always cleans up."""
     say = progress or (lambda _m: None)
-    with OvsInstance(megaflows=cfg.megaflows, flow_limit=cfg.flow_limit) as ovs:
+    other = {"n-revalidator-threads": str(cfg.revalidators),
+             "max-idle": str(int(cfg.max_idle_s * 1000))}  # fmt: skip
+    with OvsInstance(megaflows=cfg.megaflows, flow_limit=cfg.flow_limit,
+                     other_config=other) as ovs:  # fmt: skip
         ovs.add_flows(pipeline_flows())
         cm = ovs.mac(ovs.ns_client, ovs.if_client)
         sm = ovs.mac(ovs.ns_server, ovs.if_server)
@@ -138,54 +151,50 @@ def run(cfg: RunConfig, progress: Callable[[str], None] | None = None) -> RunRes
                             drv.raw_socket(ovs.ns_server, ovs.if_server))  # fmt: skip
         try:
             pid = ovs.vswitchd_pid
+            time.sleep(1.0)  # the bridge's first revalidator and bridge runs are done
+            zero = ms.rss_bytes(pid)
             pres: list[drv.PrebuiltPhases] = []
+            keep = drv.KeepAlive(socks, pres, KEEPALIVE_PERIOD_S, KEEPALIVE_PPS, KEEPALIVE_SPREAD)
             if cfg.warmup:
                 warm = Connections(WARMUP_FIRST, cfg.warmup, cm, sm)
                 drv.open_connections(socks, drv.PrebuiltPhases.build(warm, SETUP), cfg.cps)
                 pres.append(drv.PrebuiltPhases.build(warm, KEEPALIVE))
-                _keepalive_for(socks, pres, 1.0)
-            res = RunResult(ovs_version(), cfg.megaflows, ms.rss_bytes(pid),
+                keep.run_for(1.0)
+            res = RunResult(ovs_version(), cfg.megaflows, zero, ms.rss_bytes(pid),
                             ms.parse_nconns(ovs.appctl("dpctl/ct-get-nconns")))  # fmt: skip
             opened = 0
             for n in cfg.levels:
                 if n <= opened:
                     continue
                 say(f"opening {n - opened:,} connections at {cfg.cps:,.0f}/s (to {n:,})")
-                res.levels.append(_level(ovs, socks, pres, opened, n, cfg, cm, sm, res, say))
+                res.levels.append(_level(ovs, keep, opened, n, cfg, cm, sm, res, say))
                 opened = n
             if cfg.sweep:
-                _sweep(ovs, socks, opened, cfg, cm, sm, res, say)
+                _sweep(ovs, socks, keep, opened, cfg, cm, sm, res, say)
             return res
         finally:
             socks.close()
 
 
-def _level(ovs: OvsInstance, socks: drv.Sockets, pres: list[drv.PrebuiltPhases], opened: int,
-           n: int, cfg: RunConfig, cm: bytes, sm: bytes, res: RunResult,
-           say: Callable[[str], None]) -> Level:  # fmt: skip
+def _level(ovs: OvsInstance, keep: drv.KeepAlive, opened: int, n: int, cfg: RunConfig,
+           cm: bytes, sm: bytes, res: RunResult, say: Callable[[str], None]) -> Level:  # fmt: skip
     pid = ovs.vswitchd_pid
     new = Connections(opened, n - opened, cm, sm)
-    pre = drv.PrebuiltPhases.build(new, KEEPALIVE)
-    # open in chunks of a keep-alive period, keeping the earlier connections alive between
-    chunk = max(1, int(cfg.cps * KEEPALIVE_PERIOD_S))
-    sent = delivered = 0
+    pre_setup = drv.PrebuiltPhases.build(new, SETUP)
     t_open = time.perf_counter()
-    for a in range(0, new.n, chunk):
-        b = min(a + chunk, new.n)
-        part = drv.PrebuiltPhases.build(Connections(opened + a, b - a, cm, sm), SETUP)
-        rx0 = _rx(ovs)
-        st = drv.open_connections(socks, part, cfg.cps)
-        time.sleep(0.2)
-        delivered += _rx(ovs) - rx0
-        sent += st.client + st.server
-        if pres:
-            drv.keep_alive(socks, pres, KEEPALIVE_PPS)
+    rx0 = _rx(ovs)
+    ka0 = keep.stats.client + keep.stats.server
+    st = drv.open_connections(keep.socks, pre_setup, cfg.cps, keep=keep)
+    keep.run_for(0.2)
+    # what OVS delivered of everything sent while opening (setup and earlier keep-alives)
+    sent = st.client + st.server + keep.stats.client + keep.stats.server - ka0
+    delivered = _rx(ovs) - rx0
+    del pre_setup
+    keep.pres.append(drv.PrebuiltPhases.build(new, KEEPALIVE))
     open_wall = time.perf_counter() - t_open
-    pres.append(pre)
-    say(
-        f"{n:,}: settling {cfg.settle_s:.0f} s (setup flows idle out), then a {cfg.window_s:.0f} s window"
-    )
-    _keepalive_for(socks, pres, cfg.settle_s)
+    say(f"{n:,}: settling {cfg.settle_s:.0f} s (setup flows idle out), then "
+        f"{cfg.windows} x {cfg.window_s:.0f} s windows at {keep.pps():,.0f} keep-alive frames/s")  # fmt: skip
+    keep.run_for(cfg.settle_s)
     dumps: list[int] = []
     shows: list[ms.UpcallShow] = []
 
@@ -194,9 +203,17 @@ def _level(ovs: OvsInstance, socks: drv.Sockets, pres: list[drv.PrebuiltPhases],
         shows.append(u)
         dumps.append(u.dump_ms)
 
+    rx0, ka0 = _rx(ovs), keep.stats.client + keep.stats.server
     cpu0, t0 = ms.thread_cpu_ns(pid), time.perf_counter()
-    _keepalive_for(socks, pres, cfg.window_s, sample)
+    reval: list[float] = []
+    for _ in range(cfg.windows):
+        c0, w0 = ms.thread_cpu_ns(pid), time.perf_counter()
+        keep.run_for(cfg.window_s, sample)
+        c1, w1 = ms.thread_cpu_ns(pid), time.perf_counter()
+        reval.append((c1.get("revalidator", 0) - c0.get("revalidator", 0)) / 1e9 / (w1 - w0))
     cpu1, t1 = ms.thread_cpu_ns(pid), time.perf_counter()
+    ka_sent = keep.stats.client + keep.stats.server - ka0
+    ka_got = _rx(ovs) - rx0
     window = t1 - t0
     cpu = {
         k: (cpu1.get(k, 0) - cpu0.get(k, 0)) / 1e9 / window for k in sorted(set(cpu0) | set(cpu1))
@@ -205,27 +222,35 @@ def _level(ovs: OvsInstance, socks: drv.Sockets, pres: list[drv.PrebuiltPhases],
     rss = ms.rss_bytes(pid)
     ct = ms.parse_nconns(ovs.appctl("dpctl/ct-get-nconns"))
     return Level(connections=n, cps=cfg.cps, setup_sent=sent, setup_delivered=delivered,
-                 open_wall_s=open_wall, conntrack=ct, flows=last.flows, flows_max=last.flows_max, ukeys=last.ukeys,
-                 flow_limit=last.limit, dump_ms_median=statistics.median(dumps),
-                 dump_ms_max=max(dumps), rss_bytes=rss, rss_growth_bytes=rss - res.base_rss_bytes,
-                 cpu_per_s=cpu, window_s=window, warmup=res.warmup_connections)  # fmt: skip
+                 open_wall_s=open_wall, conntrack=ct, flows=last.flows, flows_max=last.flows_max,
+                 ukeys=last.ukeys, flow_limit=min(u.limit for u in shows),
+                 dump_ms_median=statistics.median(dumps), dump_ms_max=max(dumps), rss_bytes=rss,
+                 rss_growth_bytes=rss - res.base_rss_bytes, cpu_per_s=cpu, window_s=window,
+                 warmup=res.warmup_connections, revalidator_cpu_windows=reval,
+                 keepalive_sent=ka_sent, keepalive_delivered=ka_got, keepalive_pps=keep.pps(),
+                 load_avg=os.getloadavg()[0])  # fmt: skip
 
 
-def _sweep(ovs: OvsInstance, socks: drv.Sockets, opened: int, cfg: RunConfig, cm: bytes,
-           sm: bytes, res: RunResult, say: Callable[[str], None]) -> None:  # fmt: skip
-    """New connections at rising rates on the full table; the first rate at which OVS
-    delivers < 99.5% of the setup packets or conntrack gains < 99.5% of them is the onset."""
+def _sweep(ovs: OvsInstance, socks: drv.Sockets, keep: drv.KeepAlive, opened: int,
+           cfg: RunConfig, cm: bytes, sm: bytes, res: RunResult,
+           say: Callable[[str], None]) -> None:  # fmt: skip
+    """New connections at rising rates on the full table (its keep-alives between steps); the
+    first rate at which OVS delivers < 99.5% of the setup packets or conntrack gains < 99.5%
+    of them is the onset."""
     first = opened
     for cps in cfg.sweep:
         n = max(1, int(cps * cfg.sweep_step_s))
         say(f"sweep: {n:,} new connections at {cps:,.0f}/s")
         pre = drv.PrebuiltPhases.build(Connections(first, n, cm, sm), SETUP)
         ct0 = ms.parse_nconns(ovs.appctl("dpctl/ct-get-nconns"))
+        # keep-alives pause during a step (max-idle is far longer), so what OVS delivers is
+        # the step's setup packets only
         rx0 = _rx(ovs)
         st = drv.open_connections(socks, pre, cps)
         time.sleep(0.5)
         got = _rx(ovs) - rx0
         ct1 = ms.parse_nconns(ovs.appctl("dpctl/ct-get-nconns"))
+        keep.run_for(1.0)
         expect = packets_per_setup(pre.conns.ids)
         row = {"cps": cps, "connections": n, "sent": st.client + st.server, "expected": expect,
                "delivered": got, "conntrack_added": ct1 - ct0, "send_wall_s": st.wall_s,
@@ -237,4 +262,12 @@ def _sweep(ovs: OvsInstance, socks: drv.Sockets, opened: int, cfg: RunConfig, cm
             return
 
 
-__all__ = ["KEEPALIVE_PERIOD_S", "MAX_IDLE_S", "Level", "RunConfig", "RunResult", "run"]
+__all__ = [
+    "KEEPALIVE_PERIOD_S",
+    "MAX_IDLE_S",
+    "OVS_DEFAULT_MAX_IDLE_S",
+    "Level",
+    "RunConfig",
+    "RunResult",
+    "run",
+]
