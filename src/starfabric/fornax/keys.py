@@ -11,12 +11,13 @@ bit for bit (tested).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
 
-from starfabric.fornax.packets import PROTO_ICMP, PROTO_ICMPV6, PacketBatch
+from starfabric.fornax.packets import PROTO_ICMP, PROTO_ICMPV6
 
 M64 = (1 << 64) - 1
 M32 = (1 << 32) - 1
@@ -52,6 +53,63 @@ class CanonicalKeys:
             self.a_port.astype(np.uint64) << np.uint64(16)
         )
         return np.asarray(word | self.b_port.astype(np.uint64), dtype=np.uint64)
+
+    def take(self, idx: npt.ArrayLike | slice) -> CanonicalKeys:
+        """Rows `idx` (indices or a mask)."""
+        return CanonicalKeys(*(getattr(self, f.name)[idx] for f in fields(self)))
+
+    def words(self) -> npt.NDArray[np.uint64]:
+        """The keys as uint64[n, 5] (a_hi, a_lo, b_hi, b_lo, ports word): the stored form."""
+        return np.ascontiguousarray(
+            np.stack([self.a_hi, self.a_lo, self.b_hi, self.b_lo, self.ports_word()], 1)
+        )
+
+    @classmethod
+    def from_words(
+        cls, words: npt.NDArray[np.uint64], proto: npt.NDArray[np.uint8]
+    ) -> CanonicalKeys:
+        """Inverse of `words` (direction bits are not part of a stored key: zeros)."""
+        return cls(
+            vni=(words[:, 4] >> np.uint64(32)).astype(np.uint32),
+            proto=proto,
+            a_hi=words[:, 0].copy(),
+            a_lo=words[:, 1].copy(),
+            b_hi=words[:, 2].copy(),
+            b_lo=words[:, 3].copy(),
+            a_port=((words[:, 4] >> np.uint64(16)) & np.uint64(0xFFFF)).astype(np.uint16),
+            b_port=(words[:, 4] & np.uint64(0xFFFF)).astype(np.uint16),
+            direction=np.zeros(len(proto), np.uint8),
+        )
+
+    @classmethod
+    def from_records(cls, recs: np.ndarray) -> CanonicalKeys:
+        """Keys of canonical session records (fields a_hi .. b_port, orig_dir as direction:
+        the software path's SESSION_DTYPE)."""
+        return cls(
+            recs["vni"], recs["proto"], recs["a_hi"], recs["a_lo"], recs["b_hi"], recs["b_lo"],
+            recs["a_port"], recs["b_port"], recs["orig_dir"],
+        )  # fmt: skip
+
+
+class FlowColumns(Protocol):
+    """Anything with directed key columns: a PacketBatch, the engine's FlowKeys."""
+
+    @property
+    def vni(self) -> npt.NDArray[np.uint32]: ...
+    @property
+    def proto(self) -> npt.NDArray[np.uint8]: ...
+    @property
+    def src_hi(self) -> npt.NDArray[np.uint64]: ...
+    @property
+    def src_lo(self) -> npt.NDArray[np.uint64]: ...
+    @property
+    def dst_hi(self) -> npt.NDArray[np.uint64]: ...
+    @property
+    def dst_lo(self) -> npt.NDArray[np.uint64]: ...
+    @property
+    def sport(self) -> npt.NDArray[np.uint16]: ...
+    @property
+    def dport(self) -> npt.NDArray[np.uint16]: ...
 
 
 def _l4_ports(
@@ -101,8 +159,9 @@ def canonicalize_columns(
     )
 
 
-def canonicalize(batch: PacketBatch) -> CanonicalKeys:
-    """Canonical keys and direction bits of every packet of a batch."""
+def canonicalize(batch: FlowColumns) -> CanonicalKeys:
+    """Canonical keys and direction bits of every packet of a batch (or of directed keys:
+    the direction bit then tells which side is the key's source)."""
     return canonicalize_columns(
         batch.vni,
         batch.proto,
@@ -178,6 +237,7 @@ def bucket_pair(h: int, n_buckets: int) -> tuple[int, int]:
 __all__ = [
     "DEFAULT_HASH_SEED",
     "CanonicalKeys",
+    "FlowColumns",
     "bucket_pair",
     "canonicalize",
     "canonicalize_columns",

@@ -41,7 +41,7 @@ from starfabric.fornax.engine import (
 from starfabric.fornax.engine.ecc import ecc_encode
 from starfabric.fornax.engine.layout import N_DATA_WORDS, N_WORDS, W_ECC
 from starfabric.fornax.engine.proxy import EngineProxy
-from starfabric.fornax.keys import key_hash
+from starfabric.fornax.keys import canonicalize, key_hash
 from starfabric.fornax.manager.accounting import Ledger
 from starfabric.fornax.manager.chaos_report import (
     Trace,
@@ -328,11 +328,10 @@ class Injector:
             pick = self.rng.integers(0, len(recs), n)
             slots = recs["slot"][pick]
             from starfabric.fornax.manager.decide import original_from_entries
-            from starfabric.fornax.manager.manager import keys_of_flow
 
             victims = recs[pick].copy()
             victims["vni"] &= np.uint32(0xFFFFFF)  # per-direction entries mark bit 31
-            keys = key_hash(keys_of_flow(original_from_entries(victims)))
+            keys = key_hash(canonicalize(original_from_entries(victims)))
         else:
             slots = self.rng.integers(0, cap, n)
             keys = np.zeros(n, np.uint64)
