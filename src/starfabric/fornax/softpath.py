@@ -347,8 +347,11 @@ class SoftPath:
         cur[scope_id] += np.uint32(1)
 
     # ---- packet path -----------------------------------------------------------------
-    def process(self, batch: PacketBatch, ck: CanonicalKeys | None = None) -> SoftResult:
-        """Forward packets in order (as the engine does); OVERLOAD beyond the rate budget."""
+    def process(
+        self, batch: PacketBatch, ck: CanonicalKeys | None = None, *, limit: bool = True
+    ) -> SoftResult:
+        """Forward packets in order (as the engine does); OVERLOAD beyond the rate budget
+        (`limit=False`: every packet runs, as through the engine contract, softengine.py)."""
         t0 = time.thread_time()
         n = len(batch)
         ck = canonicalize(batch) if ck is None else ck
@@ -357,7 +360,7 @@ class SoftPath:
         slot = np.full(n, -1, np.int64)
         verdict = np.full(n, 255, np.uint8)
         state = np.zeros(n, np.uint8)
-        admit = self._admit(batch)
+        admit = self._admit(batch) if limit else n
         if admit < n:
             outcome[admit:] = SoftOutcome.OVERLOAD
             self.overload += n - admit
