@@ -17,13 +17,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-#: Key names whose values depend on the machine's speed, not on the model's results.
-TIMING_PATTERNS = (
-    r"(^|_)cpu(_|$)", r"(^|_)wall(_|$)", r"_s$", r"_ms$", r"_us$", r"seconds", r"elapsed",
-    r"jit", r"compile", r"per_s(ec)?$", r"_rate$", r"throughput", r"(^|_)pps$", r"cps$",
-    r"(^|_)time(_|$)", r"duration", r"speed", r"timing",
-)  # fmt: skip
+#: Key names whose values are measured machine time (wall or CPU) or JIT state; values
+#: derived from measured time are listed by name in DERIVED (each checked in its source).
+TIMING_PATTERNS = (r"cpu", r"wall", r"jit", r"compile", r"elapsed", r"thread_time")
 _TIMING = re.compile("|".join(TIMING_PATTERNS), re.IGNORECASE)
+#: JSON paths of values derived from measured CPU time, or naming an output file:
+#: E2's ratios are management-CPU ratios (experiments/e2_cpu.py: ratio(fornax_cpu, cpu),
+#: harness.common_ratio over them); `plot` is the PNG path of the run's --out folder.
+DERIVED = re.compile(r"\.E2\.rows\[\d+\]\.fornax_ratio$|\.E2\.summary\.ratio_vs\.|\.plot$")
 
 
 def is_timing(key: str) -> bool:
@@ -31,12 +32,13 @@ def is_timing(key: str) -> bool:
     return bool(_TIMING.search(key))
 
 
-def strip(obj: Any) -> Any:
-    """`obj` without its timing keys (recursively)."""
+def strip(obj: Any, path: str = "$") -> Any:
+    """`obj` without its timing keys and DERIVED paths (recursively)."""
     if isinstance(obj, dict):
-        return {k: strip(v) for k, v in obj.items() if not is_timing(str(k))}
+        return {k: strip(v, f"{path}.{k}") for k, v in obj.items()
+                if not is_timing(str(k)) and not DERIVED.search(f"{path}.{k}")}  # fmt: skip
     if isinstance(obj, list):
-        return [strip(v) for v in obj]
+        return [strip(v, f"{path}[{i}]") for i, v in enumerate(obj)]
     return obj
 
 
