@@ -12,12 +12,15 @@ bit for bit (tested).
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import Protocol
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 
-from starfabric.fornax.packets import PROTO_ICMP, PROTO_ICMPV6
+from starfabric.fornax.packets import PROTO_ICMP, PROTO_ICMPV6, PacketBatch
+
+if TYPE_CHECKING:
+    from starfabric.fornax.engine.interface import FlowKeys
 
 M64 = (1 << 64) - 1
 M32 = (1 << 32) - 1
@@ -91,27 +94,6 @@ class CanonicalKeys:
         )  # fmt: skip
 
 
-class FlowColumns(Protocol):
-    """Anything with directed key columns: a PacketBatch, the engine's FlowKeys."""
-
-    @property
-    def vni(self) -> npt.NDArray[np.uint32]: ...
-    @property
-    def proto(self) -> npt.NDArray[np.uint8]: ...
-    @property
-    def src_hi(self) -> npt.NDArray[np.uint64]: ...
-    @property
-    def src_lo(self) -> npt.NDArray[np.uint64]: ...
-    @property
-    def dst_hi(self) -> npt.NDArray[np.uint64]: ...
-    @property
-    def dst_lo(self) -> npt.NDArray[np.uint64]: ...
-    @property
-    def sport(self) -> npt.NDArray[np.uint16]: ...
-    @property
-    def dport(self) -> npt.NDArray[np.uint16]: ...
-
-
 def _l4_ports(
     proto: npt.NDArray[np.uint8], sport: npt.NDArray[np.uint16], dport: npt.NDArray[np.uint16]
 ) -> tuple[npt.NDArray[np.uint16], npt.NDArray[np.uint16]]:
@@ -131,16 +113,16 @@ def _l4_ports(
     return sport, dport
 
 
+_U8 = npt.NDArray[np.uint8]
+_U16 = npt.NDArray[np.uint16]
+_U32 = npt.NDArray[np.uint32]
+_U64 = npt.NDArray[np.uint64]
+
+
 def canonicalize_columns(
-    vni: npt.NDArray[np.uint32],
-    proto: npt.NDArray[np.uint8],
-    src_hi: npt.NDArray[np.uint64],
-    src_lo: npt.NDArray[np.uint64],
-    dst_hi: npt.NDArray[np.uint64],
-    dst_lo: npt.NDArray[np.uint64],
-    sport: npt.NDArray[np.uint16],
-    dport: npt.NDArray[np.uint16],
-) -> CanonicalKeys:
+    vni: _U32, proto: _U8, src_hi: _U64, src_lo: _U64, dst_hi: _U64, dst_lo: _U64,
+    sport: _U16, dport: _U16,
+) -> CanonicalKeys:  # fmt: skip
     """Vectorized canonicalization of directed 5-tuples (+VNI)."""
     sp, dp = _l4_ports(proto, sport, dport)
     swap = (src_hi > dst_hi) | (
@@ -159,19 +141,12 @@ def canonicalize_columns(
     )
 
 
-def canonicalize(batch: FlowColumns) -> CanonicalKeys:
+def canonicalize(batch: PacketBatch | FlowKeys) -> CanonicalKeys:
     """Canonical keys and direction bits of every packet of a batch (or of directed keys:
     the direction bit then tells which side is the key's source)."""
-    return canonicalize_columns(
-        batch.vni,
-        batch.proto,
-        batch.src_hi,
-        batch.src_lo,
-        batch.dst_hi,
-        batch.dst_lo,
-        batch.sport,
-        batch.dport,
-    )
+    b = batch
+    return canonicalize_columns(b.vni, b.proto, b.src_hi, b.src_lo, b.dst_hi, b.dst_lo,
+                                b.sport, b.dport)  # fmt: skip
 
 
 def _mix_np(h: npt.NDArray[np.uint64], k: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
@@ -237,7 +212,6 @@ def bucket_pair(h: int, n_buckets: int) -> tuple[int, int]:
 __all__ = [
     "DEFAULT_HASH_SEED",
     "CanonicalKeys",
-    "FlowColumns",
     "bucket_pair",
     "canonicalize",
     "canonicalize_columns",

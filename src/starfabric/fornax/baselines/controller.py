@@ -223,21 +223,15 @@ class SoftwareCentric(Manager):
 
     @classmethod
     def recover(
-        cls,
-        engine: SessionEngine,
-        policy: CompiledPolicy,
-        config: ManagerConfig | None = None,
-        *,
-        softpath: SoftPath | None = None,
-        between_chunks: Callable[[], None] | None = None,
-        baseline: SoftwareCentricConfig | dict[str, Any] | None = None,
-        **kw: Any,
-    ) -> SoftwareCentric:
+        cls, engine: SessionEngine, policy: CompiledPolicy, config: ManagerConfig | None = None,
+        *, between_chunks: Callable[[], None] | None = None,
+        baseline: SoftwareCentricConfig | dict[str, Any] | None = None, **kw: Any,
+    ) -> SoftwareCentric:  # fmt: skip
         """A new controller over `engine` (the raw engine, not a wrapper) rebuilt from it:
         SNAT bitmaps by chunked dumps as the Manager does and, with a mirror, one udpif_key
         per hardware entry from one more full dump (as OVS's revalidators after a restart);
         `between_chunks` runs between the chunks of both dumps."""
-        m = cls(engine, policy, baseline, config, softpath=softpath, **kw)
+        m = cls(engine, policy, baseline, config, **kw)
         with m.metrics.activity("recovery"):
             recover_nat(m, between_chunks)
             if m.mirror is not None:

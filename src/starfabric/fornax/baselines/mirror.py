@@ -24,7 +24,7 @@ import numpy.typing as npt
 
 from starfabric.fornax import keyindex
 from starfabric.fornax.baselines.engines import DelegatingEngine
-from starfabric.fornax.engine.interface import EventType, FlowKeys, Status
+from starfabric.fornax.engine.interface import ENTRY_DTYPE, EventType, FlowKeys, Status
 from starfabric.fornax.keyindex import KeyIndex
 from starfabric.fornax.keys import canonicalize, key_hash
 from starfabric.fornax.manager.decide import original_from_entries
@@ -51,15 +51,8 @@ _ADD_CHUNK = 1 << 20
 _KEY_FIELDS = ("vni", "proto", "src_hi", "src_lo", "dst_hi", "dst_lo", "sport", "dport")
 
 HOT_DTYPE = np.dtype(
-    [
-        ("vni", np.uint32),
-        ("proto", np.uint8),
-        ("src_hi", np.uint64),
-        ("src_lo", np.uint64),
-        ("dst_hi", np.uint64),
-        ("dst_lo", np.uint64),
-        ("sport", np.uint16),
-        ("dport", np.uint16),
+    [(f, ENTRY_DTYPE.fields[f][0]) for f in _KEY_FIELDS]  # type: ignore[index]
+    + [
         ("action_orig", np.uint32),
         ("action_reply", np.uint32),
         ("eni_scope", np.uint32),
@@ -268,30 +261,20 @@ class FlowMirror:
         return got
 
     # ---- records -------------------------------------------------------------------------
-    def add(
-        self,
-        keys: FlowKeys,
-        *,
-        action_orig: npt.ArrayLike,
-        action_reply: npt.ArrayLike,
-        eni_scope: npt.ArrayLike,
-        vpc_scope: npt.ArrayLike,
-        aux: npt.ArrayLike,
-        now_ns: npt.ArrayLike,
-        reval_seq: int,
-    ) -> None:
-        """Create the ukeys of flows just installed (a key already mirrored is refreshed)."""
+    def add(self, keys: FlowKeys, *, reval_seq: int, **cols: npt.ArrayLike) -> None:
+        """Create the ukeys of flows just installed (a key already mirrored is refreshed);
+        `cols`: action_orig, action_reply, eni_scope, vpc_scope, aux, now_ns."""
+        action_orig, action_reply = cols["action_orig"], cols["action_reply"]
+        eni_scope, vpc_scope, aux, now_ns = (cols[k] for k in ("eni_scope", "vpc_scope", "aux",
+                                                               "now_ns"))  # fmt: skip
         n = len(keys)
         if not n:
             return
         if n > _ADD_CHUNK:  # bounded temporaries (a recovery adopts a whole table)
-            cols = [np.broadcast_to(np.asarray(v), (n,))
-                    for v in (action_orig, action_reply, eni_scope, vpc_scope, aux, now_ns)]  # fmt: skip
+            full = {k: np.broadcast_to(np.asarray(v), (n,)) for k, v in cols.items()}
             for s in range(0, n, _ADD_CHUNK):
                 sl = np.arange(s, min(n, s + _ADD_CHUNK))
-                a0, a1, e, v, x, t = (c[sl] for c in cols)
-                self.add(keys.take(sl), action_orig=a0, action_reply=a1, eni_scope=e,
-                         vpc_scope=v, aux=x, now_ns=t, reval_seq=reval_seq)  # fmt: skip
+                self.add(keys.take(sl), reval_seq=reval_seq, **{k: v[sl] for k, v in full.items()})
             return
         self._index_room(n)
         h, w, p = _canon(keys)

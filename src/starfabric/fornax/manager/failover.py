@@ -32,7 +32,6 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from starfabric.errors import InvariantError
 from starfabric.fornax.engine.interface import (
     EVENT_DTYPE,
     EventType,
@@ -52,7 +51,7 @@ from starfabric.fornax.manager.manager import Manager
 from starfabric.fornax.manager.parts import Handler, Part
 from starfabric.fornax.manager.rebuild import event_keys, match_suspects, rebuild_lost
 from starfabric.fornax.packets import PacketBatch
-from starfabric.fornax.softpath import SoftPath, SoftPathConfig, SoftStatus
+from starfabric.fornax.softpath import SoftStatus
 from starfabric.fornax.vpc import CompiledPolicy
 
 #: Probe packet: a key no tenant uses (VNI 2**24-1, IANA experimental protocol 253), so the
@@ -520,52 +519,23 @@ class ResilientManager(Manager):
     fault state is `self.faults`, also reachable under the names below."""
 
     def __init__(
-        self,
-        engine: SessionEngine,
-        policy: CompiledPolicy,
-        config: ManagerConfig | None = None,
-        *,
-        softpath: SoftPath | None = None,
-        softpath_config: SoftPathConfig | None = None,
-        health: HealthConfig | None = None,
-    ) -> None:
-        super().__init__(engine, policy, config, softpath=softpath,
-                         softpath_config=softpath_config)  # fmt: skip
+        self, engine: SessionEngine, policy: CompiledPolicy, config: ManagerConfig | None = None,
+        *, health: HealthConfig | None = None, **kw: Any,
+    ) -> None:  # fmt: skip
+        """As Manager (softpath, softpath_config in `kw`), plus the health configuration."""
+        super().__init__(engine, policy, config, **kw)
         self.faults = Resilience(self, health)
         self.add_part(self.faults)
 
-    @classmethod
-    def recover(
-        cls,
-        engine: SessionEngine,
-        policy: CompiledPolicy,
-        config: ManagerConfig | None = None,
-        *,
-        softpath: SoftPath | None = None,
-        between_chunks: Any = None,
-        **kw: Any,
-    ) -> ResilientManager:
-        """Restart: rebuild from the engine (Manager.recover); failover state is re-learned
-        (hung ports from PORT_HUNG outcomes, table faults from new events)."""
-        m = super().recover(engine, policy, config, softpath=softpath,
-                            between_chunks=between_chunks, **kw)  # fmt: skip
-        if not isinstance(m, ResilientManager):
-            raise InvariantError(f"recover built a {type(m).__name__}, not a ResilientManager")
-        return m
+    #: the fault state, reachable by the names callers know (it lives in `faults`)
+    FAULT_STATE = frozenset(("health", "suspects", "quarantined", "port_pins", "timeline",
+                             "ecc_log", "patrol_cycles", "overflows", "last_diverted",
+                             "diverted", "probes", "unknown_losses"))  # fmt: skip
 
-    # the fault state, by the names callers know
-    health = property(lambda self: self.faults.health)
-    suspects = property(lambda self: self.faults.suspects)
-    quarantined = property(lambda self: self.faults.quarantined)
-    port_pins = property(lambda self: self.faults.port_pins)
-    timeline = property(lambda self: self.faults.timeline)
-    ecc_log = property(lambda self: self.faults.ecc_log)
-    patrol_cycles = property(lambda self: self.faults.patrol_cycles)
-    overflows = property(lambda self: self.faults.overflows)
-    last_diverted = property(lambda self: self.faults.last_diverted)
-    diverted = property(lambda self: self.faults.diverted)
-    probes = property(lambda self: self.faults.probes)
-    unknown_losses = property(lambda self: self.faults.unknown_losses)
+    def __getattr__(self, name: str) -> Any:
+        if name in ResilientManager.FAULT_STATE and "faults" in self.__dict__:
+            return getattr(self.faults, name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def quarantine(self, ck: CanonicalKeys) -> int:
         return self.faults.quarantine(ck)

@@ -32,7 +32,7 @@ subclasses overriding these steps.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
 import numpy.typing as npt
@@ -338,12 +338,9 @@ class Manager:
         return out_idx, fin, w.astype(np.uint8)
 
     def _import_stale(
-        self,
-        pb: PacketBatch,
-        ck: CanonicalKeys,
-        gid: npt.NDArray[np.int64],
+        self, pb: PacketBatch, ck: CanonicalKeys, gid: npt.NDArray[np.int64],
         stale: npt.NDArray[np.bool_],
-    ) -> npt.NDArray[np.int64]:
+    ) -> npt.NDArray[np.int64]:  # fmt: skip
         """Read stale engine sessions back, decide them again and move them into the software
         table (pushed back by `flush`); returns packets dropped because the session is now
         refused and forgotten."""
@@ -593,18 +590,15 @@ class Manager:
 
     @classmethod
     def recover(
-        cls,
-        engine: SessionEngine,
-        policy: CompiledPolicy,
-        config: ManagerConfig | None = None,
-        *,
-        softpath: SoftPath | None = None,
-        between_chunks: Callable[[], None] | None = None,
-        **kw: Any,
-    ) -> Any:
+        cls, engine: SessionEngine, policy: CompiledPolicy, config: ManagerConfig | None = None,
+        *, between_chunks: Callable[[], None] | None = None, **kw: Any,
+    ) -> Self:  # fmt: skip
         """A new manager whose state is rebuilt from the engine (and the surviving software
-        datapath) by chunked dumps, while traffic keeps flowing between chunks."""
-        m = cls(engine, policy, config, softpath=softpath, **kw)
+        datapath) by chunked dumps, while traffic keeps flowing between chunks; `kw` goes to
+        the constructor (`softpath`: the surviving software datapath; ResilientManager's
+        `health`). Failover state is re-learned (hung
+        ports from PORT_HUNG outcomes, table faults from new events)."""
+        m = cls(engine, policy, config, **kw)
         with m.metrics.activity("recovery"):
             recover_nat(m, between_chunks)
         return m
