@@ -183,7 +183,7 @@ class Resilience(Part):
         eng = np.full(n, int(Outcome.MISS), np.uint8)
         eng[m.softpath.lookup(ck) < 0] = Outcome.STALE  # held by hardware? take it over
         with m.metrics.activity("miss"):
-            f, a, r, v, ts = m.punt(pb, eng)
+            f, a, r, v, ts = m.punt(pb, eng, ck)
         fate = Fate(f, a, r, engine=eng, tcp_state=ts, verdict=v)
         m.ledger.add(fate)
         self.diverted += n
@@ -191,12 +191,11 @@ class Resilience(Part):
         return fate
 
     def screen(
-        self, pb: PacketBatch, eng: npt.NDArray[np.uint8]
+        self, pb: PacketBatch, ck: CanonicalKeys, eng: npt.NDArray[np.uint8]
     ) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.bool_] | None]:
         """ECC losses are rebuilt before punted packets are decided (so a lost session's next
         packet is never decided as a new connection); quarantined keys are dropped as lost."""
         self._ecc_sync(bool((eng == Outcome.FAULT).any()))
-        ck = canonicalize(pb)
         if len(self.suspects):
             ev, keys = match_suspects(self, ck, FlowKeys.from_batch(pb))
             if len(ev):

@@ -194,18 +194,20 @@ class Manager:
         return fate
 
     def punt(
-        self, pb: PacketBatch, eng: npt.NDArray[np.uint8]
+        self, pb: PacketBatch, eng: npt.NDArray[np.uint8], ck: CanonicalKeys | None = None
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """Punted packets: the parts' screens first (rebuilds, quarantine), then software."""
+        """Punted packets: the parts' screens first (rebuilds, quarantine), then software;
+        `ck`: their canonical keys when the caller has them (canonicalized once)."""
+        ck = canonicalize(pb) if ck is None else ck
         self.punting = True
         try:
             lost: npt.NDArray[np.bool_] | None = None
             for p in self.parts:
-                eng, q = p.screen(pb, eng)
+                eng, q = p.screen(pb, ck, eng)
                 if q is not None:
                     lost = q if lost is None else lost | q
             if lost is None:
-                return self._software(pb, eng)
+                return self._software(pb, ck, eng)
             n = len(pb)
             final = np.zeros(n, np.uint8)
             action = np.zeros(n, np.uint32)
@@ -216,7 +218,7 @@ class Manager:
             reason[lost] = DropReason.SESSION_LOST
             rest = np.flatnonzero(~lost)
             if len(rest):
-                f, a, r, v, ts = self._software(pb.take(rest), eng[rest])
+                f, a, r, v, ts = self._software(pb.take(rest), ck.take(rest), eng[rest])
                 final[rest], action[rest], reason[rest] = f, a, r
                 verdict[rest], tcp_state[rest] = v, ts
             return final, action, reason, verdict, tcp_state
@@ -224,12 +226,11 @@ class Manager:
             self.punting = False
 
     def _software(
-        self, pb: PacketBatch, eng: npt.NDArray[np.uint8]
+        self, pb: PacketBatch, ck: CanonicalKeys, eng: npt.NDArray[np.uint8]
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         n = len(pb)
         verdict = np.full(n, 255, np.uint8)
         tcp_state = np.zeros(n, np.uint8)
-        ck = canonicalize(pb)
         final = np.full(n, 255, np.uint8)
         action = np.zeros(n, np.uint32)
         reason = np.zeros(n, np.uint8)

@@ -4,7 +4,7 @@ hook a no-op by default, so the manager is extended by composition and never by 
 its private steps. Hooks, in the order a batch or tick meets them:
 
 - `front(batch, inner)`: wraps the packet path (divert to software, cut a batch in time).
-- `screen(pb, eng)`: before punted packets are decided: may rebuild lost sessions, change
+- `screen(pb, ck, eng)`: before punted packets are decided: may rebuild lost sessions, change
   engine outcomes and name packets to drop as SESSION_LOST (quarantine).
 - `hold(recs)`: software sessions that must stay in software (a failed-over scope).
 - `room(n)`: how many of n sessions may be pushed to hardware now (a flow limit; None:
@@ -23,6 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from starfabric.fornax.engine.interface import EventType
+from starfabric.fornax.keys import CanonicalKeys
 from starfabric.fornax.packets import PacketBatch
 
 if TYPE_CHECKING:
@@ -39,7 +40,7 @@ class Part:
         return inner(batch)
 
     def screen(
-        self, pb: PacketBatch, eng: npt.NDArray[np.uint8]
+        self, pb: PacketBatch, ck: CanonicalKeys, eng: npt.NDArray[np.uint8]
     ) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.bool_] | None]:
         return eng, None
 
