@@ -52,7 +52,7 @@ def test_entry_operations_agree() -> None:
     assert soft.occupancy() == ref.occupancy()
     d1, _ = soft.dump(0, 1 << 10, eni_scope=0)
     d2, _ = ref.dump(0, 1 << 10, eni_scope=0)
-    order = (lambda d: np.lexsort((d["dport"], d["sport"], d["src_lo"], d["vni"])))  # noqa: E731
+    order = lambda d: np.lexsort((d["dport"], d["sport"], d["src_lo"], d["vni"]))  # noqa: E731
     same_records(d1[order(d1)], d2[order(d2)])
 
 
