@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.starfabric-installed
 export NUMBA_CACHE_DIR ?= $(CURDIR)/.numba_cache
 
-.PHONY: setup demo test lint typecheck pytest bench clean
+.PHONY: setup demo test lint typecheck layering pytest bench clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -25,10 +25,14 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
+# DESIGN.md's layering as import-linter contracts ([tool.importlinter] in pyproject.toml)
+layering: $(STAMP)
+	$(BIN)/lint-imports
+
 pytest: $(STAMP)
 	$(BIN)/pytest -q -n 2 --dist loadfile
 
-test: lint typecheck pytest
+test: lint typecheck layering pytest
 
 bench: $(STAMP)
 	@for b in benchmarks/*.py; do \

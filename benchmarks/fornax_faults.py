@@ -67,7 +67,7 @@ def main() -> None:
         recs, cursor = eng.dump(cursor, 4096)
         read += len(recs)
     out["dump_entries_per_s"] = read / (time.perf_counter() - t0)
-    m._patrol_cursor = 0
+    m.patrol_cursor = 0
     t0 = time.perf_counter()
     r = patrol_step(m, occupied, chunk=4096)
     out["patrol_entries_per_s"] = r["entries"] / (time.perf_counter() - t0)

@@ -40,7 +40,7 @@ SPECS = [
     ("VPC: EIP", "starfabric.fornax.vpc.spec:Eip"),
     ("VPC: host", "starfabric.fornax.vpc.spec:Host"),
     ("VPC: peering", "starfabric.fornax.vpc.spec:Peering"),
-    ("Scenario file (`fornax run`)", "starfabric.fornax.manager.scenario:Scenario"),
+    ("Scenario file (`fornax run`)", "starfabric.fornax.run.scenario:Scenario"),
     ("Scenario: synthetic workload", "starfabric.fornax.workload:SyntheticWorkload"),
     ("Scenario: pcap workload", "starfabric.fornax.workload:PcapWorkload"),
     ("Scenario: policy change", "starfabric.fornax.workload:PolicyChange"),

@@ -98,11 +98,6 @@ def njit(fn: F) -> F:
     return numba.njit(**_OPTIONS)(fn)
 
 
-def njit_parallel(fn: F) -> F:
-    """Like `njit`, with `prange` loops spread over threads."""
-    return numba.njit(parallel=True, **_OPTIONS)(fn)
-
-
 def njit_inline(fn: F) -> F:
     """Like `njit`, inlined into its callers at numba IR level: for small helpers that take
     the table arrays, whose calls would otherwise cost reference counting each."""

@@ -23,10 +23,10 @@ def _steps() -> list[tuple[str, DemoStep]]:
     """The demo's steps in order, imported lazily so `--help` stays fast."""
     from starfabric.astral.demo import network_demo, seer_demo
     from starfabric.astral.monitor.demo import monitor_demo
-    from starfabric.fornax.engine.demo import engine_demo
+    from starfabric.fornax.demo.chaos import chaos_demo
+    from starfabric.fornax.demo.engine import engine_demo
+    from starfabric.fornax.demo.manager import manager_demo
     from starfabric.fornax.experiments.demo import baselines_demo
-    from starfabric.fornax.manager.chaos_demo import chaos_demo
-    from starfabric.fornax.manager.demo import manager_demo
 
     return [
         ("fornax engine", engine_demo),

@@ -204,8 +204,8 @@ def run(
     from rich.progress import Progress
 
     from starfabric.fornax.guards import check_workload_memory
-    from starfabric.fornax.manager.report import print_summary
-    from starfabric.fornax.manager.scenario import load_scenario, run_scenario
+    from starfabric.fornax.run.report import print_summary
+    from starfabric.fornax.run.scenario import load_scenario, run_scenario
 
     console = make_console()
     scenario, base = load_scenario(scenario_file)
@@ -273,7 +273,7 @@ def experiment(
         console.print(f"wrote {json_out}")
 
 
-# --- chaos: faults injected under traffic (fornax/manager/chaos.py) ------------------------------
+# --- chaos: faults injected under traffic (fornax/run/chaos.py) ------------------------------
 @fornax_app.command("chaos")
 def chaos(
     chaos_file: str = typer.Argument(..., metavar="SCENARIO.yaml", help="Chaos spec (YAML/JSON)."),
@@ -294,7 +294,7 @@ def chaos(
     from rich.table import Table
 
     from starfabric.fornax.guards import check_workload_memory
-    from starfabric.fornax.manager.chaos import load_chaos, run_chaos, summary_rows
+    from starfabric.fornax.run.chaos import load_chaos, run_chaos, summary_rows
 
     console = make_console()
     spec, base = load_chaos(chaos_file)
@@ -331,7 +331,7 @@ def chaos(
         write_json(json_out, report, sort_keys=True, default=int)
         console.print(f"wrote {json_out}", markup=False)
     if trace_out:
-        from starfabric.fornax.manager.chaos_report import chrome_trace
+        from starfabric.fornax.run.chaos_report import chrome_trace
 
         chrome_trace(report).write(trace_out)
         console.print(f"wrote {trace_out}")

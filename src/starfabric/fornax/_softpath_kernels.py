@@ -19,6 +19,14 @@ from __future__ import annotations
 import numpy as np
 
 from starfabric._jit import njit
+from starfabric.fornax._keyindex_kernels import (
+    ST_EXISTS,
+    ST_FULL,
+    ST_OK,
+    _find,
+    sp_insert,
+    sp_lookup,
+)
 from starfabric.fornax.engine import conntrack as CT
 
 SP_HIT = 0
@@ -28,70 +36,6 @@ SP_DROP = 3
 
 V_INVALID_NEW = CT.V_INVALID_NEW  # the first packet creates no tracker entry
 V_NEW = CT.V_NEW  # the first packet created the tracker entry
-
-ST_OK = 0
-ST_EXISTS = 1
-ST_FULL = 3
-
-
-@njit
-def _find(key, kproto, used, mask, h, k0, k1, k2, k3, k4, p):
-    s = np.int64(h & np.uint64(mask))
-    for _ in range(mask + 1):
-        u = used[s]
-        if u == 0:
-            return -1
-        if (
-            u == 1
-            and key[s, 4] == k4
-            and key[s, 1] == k1
-            and key[s, 3] == k3
-            and key[s, 0] == k0
-            and key[s, 2] == k2
-            and kproto[s] == p
-        ):
-            return s
-        s = (s + 1) & mask
-    return -1
-
-
-@njit
-def sp_lookup(h, k, proto, key, kproto, used, out_slot):
-    """Slot of each canonical key (k: uint64[n, 5]) or -1."""
-    mask = np.int64(len(used) - 1)
-    for i in range(len(h)):
-        out_slot[i] = _find(
-            key, kproto, used, mask, h[i], k[i, 0], k[i, 1], k[i, 2], k[i, 3], k[i, 4], proto[i]
-        )
-
-
-@njit
-def sp_insert(h, k, proto, count, capacity, key, kproto, used, out_status, out_slot):
-    """Insert keys (values are written by the caller at out_slot); returns the new count."""
-    mask = np.int64(len(used) - 1)
-    for i in range(len(h)):
-        found = _find(
-            key, kproto, used, mask, h[i], k[i, 0], k[i, 1], k[i, 2], k[i, 3], k[i, 4], proto[i]
-        )
-        if found >= 0:
-            out_status[i] = ST_EXISTS
-            out_slot[i] = found
-            continue
-        if count >= capacity:
-            out_status[i] = ST_FULL
-            out_slot[i] = -1
-            continue
-        s = np.int64(h[i] & np.uint64(mask))
-        while used[s] == 1:
-            s = (s + 1) & mask
-        used[s] = 1
-        for j in range(5):
-            key[s, j] = k[i, j]
-        kproto[s] = proto[i]
-        count += 1
-        out_status[i] = ST_OK
-        out_slot[i] = s
-    return count
 
 
 @njit
@@ -178,3 +122,21 @@ def sp_process(
         nbytes[s, d] += length[i]
         if v == CT.V_KILL:
             used[s] = 2  # the only reply was a RST: the entry goes (the caller releases it)
+
+
+__all__ = [
+    "SP_DROP",
+    "SP_HIT",
+    "SP_MISS",
+    "SP_STALE",
+    "ST_EXISTS",
+    "ST_FULL",
+    "ST_OK",
+    "V_INVALID_NEW",
+    "V_NEW",
+    "_find",
+    "sp_insert",
+    "sp_install",
+    "sp_lookup",
+    "sp_process",
+]

@@ -18,6 +18,7 @@ from pydantic import Field
 
 from starfabric.config import Spec
 from starfabric.errors import ConfigError, InvariantError
+from starfabric.fornax import packets as pk
 from starfabric.fornax.engine import (
     EventType,
     FastEngine,
@@ -34,23 +35,22 @@ from starfabric.fornax.engine.reference import canonical_key
 from starfabric.fornax.engine.tcp import TCP_IGNORE, TCP_INVALID, TRANSITIONS, TcpEvent, is_reopen
 from starfabric.fornax.engine.tcp import tcp_event as classify
 from starfabric.fornax.keys import DEFAULT_HASH_SEED, bucket_pair, hash_key_py, tag_of
-from starfabric.fornax.packets import (
-    PROTO_ICMP,
-    PROTO_ICMPV6,
-    PROTO_TCP,
-    PROTO_UDP,
-    TCP_ACK,
-    TCP_FIN,
-    TCP_PSH,
-    TCP_RST,
-    TCP_SYN,
-    PacketBatch,
-    halves_to_ip,
-    ip_to_halves,
-)
+from starfabric.fornax.packets import PacketBatch
 
-PROTOS = {"tcp": PROTO_TCP, "udp": PROTO_UDP, "icmp": PROTO_ICMP, "icmpv6": PROTO_ICMPV6}
-FLAG_LETTERS = {"S": TCP_SYN, "A": TCP_ACK, "F": TCP_FIN, "R": TCP_RST, "P": TCP_PSH, ".": TCP_ACK}
+PROTOS = {
+    "tcp": pk.PROTO_TCP,
+    "udp": pk.PROTO_UDP,
+    "icmp": pk.PROTO_ICMP,
+    "icmpv6": pk.PROTO_ICMPV6,
+}
+FLAG_LETTERS = {
+    "S": pk.TCP_SYN,
+    "A": pk.TCP_ACK,
+    "F": pk.TCP_FIN,
+    "R": pk.TCP_RST,
+    "P": pk.TCP_PSH,
+    ".": pk.TCP_ACK,
+}
 
 
 class Inspectable(Protocol):
@@ -176,8 +176,8 @@ DEFAULT_SCENARIO = Scenario(
 
 def _key_of(vni: int, proto: int, src: str, dst: str, field: str) -> FlowKeys:
     (sa, sp), (da, dp) = parse_endpoint(src, f"{field}.src"), parse_endpoint(dst, f"{field}.dst")
-    if proto in (PROTO_ICMP, PROTO_ICMPV6):
-        dp = (8 if proto == PROTO_ICMP else 128) << 8  # echo request; port = echo id
+    if proto in (pk.PROTO_ICMP, pk.PROTO_ICMPV6):
+        dp = (8 if proto == pk.PROTO_ICMP else 128) << 8  # echo request; port = echo id
     return FlowKeys.single(vni, proto, sa, da, sp, dp)
 
 
@@ -217,12 +217,18 @@ def build_engine(scenario: Scenario) -> FastEngine:
 
 
 def _ep(hi: int, lo: int, port: int) -> str:
-    ip = halves_to_ip(hi, lo)
+    ip = pk.halves_to_ip(hi, lo)
     return f"[{ip}]:{port}" if ip.version == 6 else f"{ip}:{port}"
 
 
 def _flags_text(flags: int) -> str:
-    names = [(TCP_SYN, "S"), (TCP_FIN, "F"), (TCP_RST, "R"), (TCP_PSH, "P"), (TCP_ACK, "A")]
+    names = [
+        (pk.TCP_SYN, "S"),
+        (pk.TCP_FIN, "F"),
+        (pk.TCP_RST, "R"),
+        (pk.TCP_PSH, "P"),
+        (pk.TCP_ACK, "A"),
+    ]
     return "".join(c for bit, c in names if flags & bit) or "-"
 
 
@@ -244,13 +250,13 @@ def explain_packet(
     cfg = engine.config
     pnum = _proto(proto)
     (sa, sp), (da, dp) = parse_endpoint(src, "src"), parse_endpoint(dst, "dst")
-    fbits = parse_flags(flags) if pnum == PROTO_TCP else 0
-    if pnum in (PROTO_ICMP, PROTO_ICMPV6):
+    fbits = parse_flags(flags) if pnum == pk.PROTO_TCP else 0
+    if pnum in (pk.PROTO_ICMP, pk.PROTO_ICMPV6):
         dp = icmp_type << 8
     if not 0 <= port < cfg.n_ports:
         raise ConfigError(f"port {port} outside 0..{cfg.n_ports - 1}", fix="pick an existing port")
-    sh, sl = ip_to_halves(sa)
-    dh, dl = ip_to_halves(da)
+    sh, sl = pk.ip_to_halves(sa)
+    dh, dl = pk.ip_to_halves(da)
     key, d = canonical_key(vni, pnum, (sh, sl), (dh, dl), sp, dp)
     lines = [
         f"packet   vni {vni} {proto} {src} -> {dst} flags {_flags_text(fbits)} "
@@ -358,7 +364,7 @@ def _hit(
     if not ok:
         return Outcome.STALE, "version"
     dname = "REPLY" if rel else "ORIGINAL"
-    if proto == PROTO_TCP:
+    if proto == pk.PROTO_TCP:
         evn = classify(fbits)
         new = int(TRANSITIONS[rel, evn, state])
         sname = TcpState(state).name

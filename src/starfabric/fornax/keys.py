@@ -11,12 +11,16 @@ bit for bit (tested).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 
 from starfabric.fornax.packets import PROTO_ICMP, PROTO_ICMPV6, PacketBatch
+
+if TYPE_CHECKING:
+    from starfabric.fornax.engine.interface import FlowKeys
 
 M64 = (1 << 64) - 1
 M32 = (1 << 32) - 1
@@ -53,6 +57,42 @@ class CanonicalKeys:
         )
         return np.asarray(word | self.b_port.astype(np.uint64), dtype=np.uint64)
 
+    def take(self, idx: npt.ArrayLike | slice) -> CanonicalKeys:
+        """Rows `idx` (indices or a mask)."""
+        return CanonicalKeys(*(getattr(self, f.name)[idx] for f in fields(self)))
+
+    def words(self) -> npt.NDArray[np.uint64]:
+        """The keys as uint64[n, 5] (a_hi, a_lo, b_hi, b_lo, ports word): the stored form."""
+        return np.ascontiguousarray(
+            np.stack([self.a_hi, self.a_lo, self.b_hi, self.b_lo, self.ports_word()], 1)
+        )
+
+    @classmethod
+    def from_words(
+        cls, words: npt.NDArray[np.uint64], proto: npt.NDArray[np.uint8]
+    ) -> CanonicalKeys:
+        """Inverse of `words` (direction bits are not part of a stored key: zeros)."""
+        return cls(
+            vni=(words[:, 4] >> np.uint64(32)).astype(np.uint32),
+            proto=proto,
+            a_hi=words[:, 0].copy(),
+            a_lo=words[:, 1].copy(),
+            b_hi=words[:, 2].copy(),
+            b_lo=words[:, 3].copy(),
+            a_port=((words[:, 4] >> np.uint64(16)) & np.uint64(0xFFFF)).astype(np.uint16),
+            b_port=(words[:, 4] & np.uint64(0xFFFF)).astype(np.uint16),
+            direction=np.zeros(len(proto), np.uint8),
+        )
+
+    @classmethod
+    def from_records(cls, recs: np.ndarray) -> CanonicalKeys:
+        """Keys of canonical session records (fields a_hi .. b_port, orig_dir as direction:
+        the software path's SESSION_DTYPE)."""
+        return cls(
+            recs["vni"], recs["proto"], recs["a_hi"], recs["a_lo"], recs["b_hi"], recs["b_lo"],
+            recs["a_port"], recs["b_port"], recs["orig_dir"],
+        )  # fmt: skip
+
 
 def _l4_ports(
     proto: npt.NDArray[np.uint8], sport: npt.NDArray[np.uint16], dport: npt.NDArray[np.uint16]
@@ -73,16 +113,16 @@ def _l4_ports(
     return sport, dport
 
 
+_U8 = npt.NDArray[np.uint8]
+_U16 = npt.NDArray[np.uint16]
+_U32 = npt.NDArray[np.uint32]
+_U64 = npt.NDArray[np.uint64]
+
+
 def canonicalize_columns(
-    vni: npt.NDArray[np.uint32],
-    proto: npt.NDArray[np.uint8],
-    src_hi: npt.NDArray[np.uint64],
-    src_lo: npt.NDArray[np.uint64],
-    dst_hi: npt.NDArray[np.uint64],
-    dst_lo: npt.NDArray[np.uint64],
-    sport: npt.NDArray[np.uint16],
-    dport: npt.NDArray[np.uint16],
-) -> CanonicalKeys:
+    vni: _U32, proto: _U8, src_hi: _U64, src_lo: _U64, dst_hi: _U64, dst_lo: _U64,
+    sport: _U16, dport: _U16,
+) -> CanonicalKeys:  # fmt: skip
     """Vectorized canonicalization of directed 5-tuples (+VNI)."""
     sp, dp = _l4_ports(proto, sport, dport)
     swap = (src_hi > dst_hi) | (
@@ -101,18 +141,12 @@ def canonicalize_columns(
     )
 
 
-def canonicalize(batch: PacketBatch) -> CanonicalKeys:
-    """Canonical keys and direction bits of every packet of a batch."""
-    return canonicalize_columns(
-        batch.vni,
-        batch.proto,
-        batch.src_hi,
-        batch.src_lo,
-        batch.dst_hi,
-        batch.dst_lo,
-        batch.sport,
-        batch.dport,
-    )
+def canonicalize(batch: PacketBatch | FlowKeys) -> CanonicalKeys:
+    """Canonical keys and direction bits of every packet of a batch (or of directed keys:
+    the direction bit then tells which side is the key's source)."""
+    b = batch
+    return canonicalize_columns(b.vni, b.proto, b.src_hi, b.src_lo, b.dst_hi, b.dst_lo,
+                                b.sport, b.dport)  # fmt: skip
 
 
 def _mix_np(h: npt.NDArray[np.uint64], k: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:

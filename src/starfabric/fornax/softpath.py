@@ -114,26 +114,6 @@ def tcp_events(flags: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint8]:
     return ev
 
 
-def key_words(ck: CanonicalKeys) -> npt.NDArray[np.uint64]:
-    """Canonical keys as uint64[n, 5] (a_hi, a_lo, b_hi, b_lo, ports word)."""
-    return np.ascontiguousarray(np.stack([ck.a_hi, ck.a_lo, ck.b_hi, ck.b_lo, ck.ports_word()], 1))
-
-
-def _words_to_keys(words: npt.NDArray[np.uint64], proto: npt.NDArray[np.uint8]) -> CanonicalKeys:
-    """Inverse of `key_words` (direction bits are not part of a stored key: zeros)."""
-    return CanonicalKeys(
-        vni=(words[:, 4] >> np.uint64(32)).astype(np.uint32),
-        proto=proto,
-        a_hi=words[:, 0].copy(),
-        a_lo=words[:, 1].copy(),
-        b_hi=words[:, 2].copy(),
-        b_lo=words[:, 3].copy(),
-        a_port=((words[:, 4] >> np.uint64(16)) & np.uint64(0xFFFF)).astype(np.uint16),
-        b_port=(words[:, 4] & np.uint64(0xFFFF)).astype(np.uint16),
-        direction=np.zeros(len(proto), np.uint8),
-    )
-
-
 @dataclass(frozen=True)
 class SoftResult:
     """Per-packet results of `SoftPath.process`, in batch order."""
@@ -191,7 +171,7 @@ class SoftPath:
     def lookup(self, ck: CanonicalKeys) -> npt.NDArray[np.int64]:
         """Slot of each canonical key, -1 where there is no software session."""
         out = np.empty(len(ck), np.int64)
-        K.sp_lookup(self._hash(ck), key_words(ck), ck.proto, self.key, self.kproto, self.used, out)
+        K.sp_lookup(self._hash(ck), ck.words(), ck.proto, self.key, self.kproto, self.used, out)
         return out
 
     def insert(
@@ -226,7 +206,7 @@ class SoftPath:
         slot = np.empty(n, np.int64)
         self.count = int(
             K.sp_insert(
-                self._hash(ck), key_words(ck), ck.proto, self.count, self.config.capacity,
+                self._hash(ck), ck.words(), ck.proto, self.count, self.config.capacity,
                 self.key, self.kproto, self.used, status, slot,
             )
         )  # fmt: skip
@@ -296,7 +276,7 @@ class SoftPath:
         saved = [c[s].copy() for c in cols]
         words, proto = self.key[s].copy(), self.kproto[s].copy()
         self.used[:] = 0
-        h = key_hash(_words_to_keys(words, proto), self.engine_config.hash_seed)
+        h = key_hash(CanonicalKeys.from_words(words, proto), self.engine_config.hash_seed)
         status = np.empty(len(s), np.uint8)
         slot = np.empty(len(s), np.int64)
         K.sp_insert(h, words, proto, 0, len(self.used), self.key, self.kproto, self.used,
@@ -334,6 +314,24 @@ class SoftPath:
     def occupancy(self) -> int:
         return self.count
 
+    def live(self, slots: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
+        """Whether each slot holds a session (one ended in the batch does not)."""
+        return np.asarray(self.used[slots] == 1)
+
+    def current_slots(self) -> npt.NDArray[np.int64]:
+        """Slots of the sessions decided under the current versions of both scopes (the
+        promotable ones: a stale session is re-decided on its next packet first)."""
+        live = np.flatnonzero(self.used == 1)
+        cur = (self.ver[live, 0] == self.eni_cur[self.scope[live, 0]]) & (
+            self.ver[live, 1] == self.vpc_cur[self.scope[live, 1]]
+        )
+        return live[cur]
+
+    def stale_slots(self) -> npt.NDArray[np.int64]:
+        """Slots of the live sessions whose snapshot of a scope version is old."""
+        live = np.flatnonzero(self.used == 1)
+        return np.setdiff1d(live, self.current_slots())
+
     @property
     def nbytes_table(self) -> int:
         """Bytes of the software table (allocated, whatever its occupancy)."""
@@ -349,8 +347,11 @@ class SoftPath:
         cur[scope_id] += np.uint32(1)
 
     # ---- packet path -----------------------------------------------------------------
-    def process(self, batch: PacketBatch, ck: CanonicalKeys | None = None) -> SoftResult:
-        """Forward packets in order (as the engine does); OVERLOAD beyond the rate budget."""
+    def process(
+        self, batch: PacketBatch, ck: CanonicalKeys | None = None, *, limit: bool = True
+    ) -> SoftResult:
+        """Forward packets in order (as the engine does); OVERLOAD beyond the rate budget
+        (`limit=False`: every packet runs, as through the engine contract, softengine.py)."""
         t0 = time.thread_time()
         n = len(batch)
         ck = canonicalize(batch) if ck is None else ck
@@ -359,16 +360,16 @@ class SoftPath:
         slot = np.full(n, -1, np.int64)
         verdict = np.full(n, 255, np.uint8)
         state = np.zeros(n, np.uint8)
-        admit = self._admit(batch)
+        admit = self._admit(batch) if limit else n
         if admit < n:
             outcome[admit:] = SoftOutcome.OVERLOAD
             self.overload += n - admit
         if admit:
             sub = slice(0, admit)
-            ckk = CanonicalKeys(*(getattr(ck, f)[sub] for f in ck.__dataclass_fields__))
+            ckk = ck.take(sub)
             b = batch
             K.sp_process(
-                self._hash(ckk), key_words(ckk), ckk.proto, ckk.direction, b.time_ns[sub],
+                self._hash(ckk), ckk.words(), ckk.proto, ckk.direction, b.time_ns[sub],
                 b.length[sub], b.tcp_flags[sub], b.tcp_seq[sub], b.tcp_ack[sub],
                 b.tcp_sack[sub], b.tcp_win[sub], b.tcp_opt[sub], b.tcp_wscale[sub],
                 b.tcp_len[sub], (b.dport[sub] >> np.uint16(8)).astype(np.uint8),
@@ -432,6 +433,5 @@ __all__ = [
     "SoftPathConfig",
     "SoftResult",
     "SoftStatus",
-    "key_words",
     "tcp_events",
 ]

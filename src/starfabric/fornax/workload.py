@@ -15,28 +15,16 @@ import ipaddress
 import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
 from pydantic import Field, field_validator, model_validator
 
-from starfabric.config import Spec, parse_spec, read_mapping
+from starfabric.config import Spec, parse_spec
 from starfabric.errors import ConfigError
-from starfabric.fornax.packets import (
-    PROTO_ICMP,
-    PROTO_ICMPV6,
-    PROTO_TCP,
-    PROTO_UDP,
-    TCP_ACK,
-    TCP_FIN,
-    TCP_PSH,
-    TCP_RST,
-    TCP_SYN,
-    PacketBatch,
-    ip_to_halves,
-)
+from starfabric.fornax import packets as pk
+from starfabric.fornax.packets import PacketBatch
 from starfabric.fornax.pcap import read_pcap
 from starfabric.fornax.vpc.spec import VpcSpec
 from starfabric.units import parse_count, parse_duration
@@ -172,10 +160,6 @@ def parse_workload(data: dict[str, object], source: str = "") -> WorkloadSpec:
     return parse_spec(models[kind], data, source=source)
 
 
-def load_workload(path: str | Path) -> WorkloadSpec:
-    return parse_workload(read_mapping(path), source=str(path))
-
-
 @dataclass(frozen=True)
 class WorkloadBatch:
     """One window of traffic: packets in time order, each with its connection id and whether
@@ -208,10 +192,10 @@ def _endpoints(spec: VpcSpec) -> _Endpoints:
     for t in spec.tenants:
         for v in t.vpcs:
             vi = vpc_index.setdefault(f"{t.name}/{v.name}", len(vpc_index))
-            eips = {x.eni: ip_to_halves(x.ip)[1] for x in v.eips}
+            eips = {x.eni: pk.ip_to_halves(x.ip)[1] for x in v.eips}
             for e in v.enis:
-                v4 = ip_to_halves(e.ipv4)[1] if e.ipv4 else 0
-                hi, lo = ip_to_halves(e.ipv6) if e.ipv6 else (0, 0)
+                v4 = pk.ip_to_halves(e.ipv4)[1] if e.ipv4 else 0
+                hi, lo = pk.ip_to_halves(e.ipv6) if e.ipv6 else (0, 0)
                 rows.append((v.vni, vi, v4, hi, lo, e.ipv6 is not None, eips.get(e.name, 0)))
     peers: list[list[int]] = [[] for _ in vpc_index]
     for p in spec.peerings:
@@ -232,7 +216,7 @@ def _endpoints(spec: VpcSpec) -> _Endpoints:
 
 def _random_in(net_text: str, rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
     net = ipaddress.ip_network(net_text)
-    hi, lo = ip_to_halves(net.network_address)
+    hi, lo = pk.ip_to_halves(net.network_address)
     host_bits = min(net.max_prefixlen - net.prefixlen, 62)
     offs = rng.integers(1, max(2, (1 << host_bits) - 1), n).astype(np.uint64)
     return np.full(n, hi, dtype=np.uint64), np.uint64(lo) + offs
@@ -308,10 +292,7 @@ class _Synth:
         kind = rng.choice(3, n, p=self.dir_p)
         proto_k = rng.choice(3, n, p=self.proto_p)
         vni = np.zeros(n, dtype=np.uint32)
-        c_hi = np.zeros(n, dtype=np.uint64)
-        c_lo = np.zeros(n, dtype=np.uint64)
-        s_hi = np.zeros(n, dtype=np.uint64)
-        s_lo = np.zeros(n, dtype=np.uint64)
+        c_hi, c_lo, s_hi, s_lo = np.zeros((4, n), dtype=np.uint64)  # client, server halves
         v6 = np.zeros(n, dtype=np.bool_)
         ew = np.flatnonzero(kind == 0)
         if len(ew):
@@ -344,20 +325,20 @@ class _Synth:
             vni[inb] = self.gw
             c_hi[inb], c_lo[inb] = x4h, x4l
             s_lo[inb] = ep.eip[b]
-        proto = np.array([PROTO_TCP, PROTO_UDP, PROTO_ICMP], dtype=np.uint8)[proto_k]
-        proto[(proto == PROTO_ICMP) & v6] = PROTO_ICMPV6
+        proto = np.array([pk.PROTO_TCP, pk.PROTO_UDP, pk.PROTO_ICMP], dtype=np.uint8)[proto_k]
+        proto[(proto == pk.PROTO_ICMP) & v6] = pk.PROTO_ICMPV6
         sport = rng.integers(EPHEMERAL_PORTS[0], EPHEMERAL_PORTS[1] + 1, n)
         dport = np.where(
-            proto == PROTO_TCP,
+            proto == pk.PROTO_TCP,
             np.array(wl.tcp_ports)[rng.integers(0, len(wl.tcp_ports), n)],
             np.array(wl.udp_ports)[rng.integers(0, len(wl.udp_ports), n)],
         )
         data = np.maximum(np.rint(wl.data_packets.sample(rng, n)), 0).astype(np.int64)
-        rst = (proto == PROTO_TCP) & (rng.random(n) < wl.rst)
+        rst = (proto == pk.PROTO_TCP) & (rng.random(n) < wl.rst)
         count = np.where(
-            proto == PROTO_TCP,
+            proto == pk.PROTO_TCP,
             3 + data + np.where(rst, 1, 3),
-            np.where(proto == PROTO_UDP, np.maximum(data, 1), 2 * np.maximum(data // 2, 1)),
+            np.where(proto == pk.PROTO_UDP, np.maximum(data, 1), 2 * np.maximum(data // 2, 1)),
         )
         dur = wl.flow_duration.sample(rng, n)
         conn = np.arange(self.next_conn, self.next_conn + n, dtype=np.int64)
@@ -379,7 +360,7 @@ class _Synth:
         n_k = count[k]
         proto = c["proto"][k]
         data = c["data"][k]
-        tcp = proto == PROTO_TCP
+        tcp = proto == pk.PROTO_TCP
         # direction: TCP handshake c,s,c; data alternates; FIN c,s,c; RST from the client
         close = j - 3 - data  # 0.. in the teardown
         reply = np.where(
@@ -388,20 +369,20 @@ class _Synth:
             j % 2 == 1,
         )
         flags = np.zeros(total, dtype=np.uint8)
-        flags[tcp & (j == 0)] = TCP_SYN
-        flags[tcp & (j == 1)] = TCP_SYN | TCP_ACK
-        flags[tcp & (j == 2)] = TCP_ACK
-        flags[tcp & (j >= 3) & (close < 0)] = TCP_PSH | TCP_ACK
+        flags[tcp & (j == 0)] = pk.TCP_SYN
+        flags[tcp & (j == 1)] = pk.TCP_SYN | pk.TCP_ACK
+        flags[tcp & (j == 2)] = pk.TCP_ACK
+        flags[tcp & (j >= 3) & (close < 0)] = pk.TCP_PSH | pk.TCP_ACK
         rst = c["rst"][k]
-        flags[tcp & (close == 0) & rst] = TCP_RST | TCP_ACK
-        flags[tcp & (close >= 0) & (close <= 1) & ~rst] = TCP_FIN | TCP_ACK
-        flags[tcp & (close == 2) & ~rst] = TCP_ACK
+        flags[tcp & (close == 0) & rst] = pk.TCP_RST | pk.TCP_ACK
+        flags[tcp & (close >= 0) & (close <= 1) & ~rst] = pk.TCP_FIN | pk.TCP_ACK
+        flags[tcp & (close == 2) & ~rst] = pk.TCP_ACK
         frac = np.where(n_k > 1, j / np.maximum(n_k - 1, 1), 0.0)
         t = np.rint((c["start"][k] + c["dur"][k] * frac) * 1e9).astype(np.int64)
         sp, dp = c["sport"][k], c["dport"][k]
-        icmp = (proto == PROTO_ICMP) | (proto == PROTO_ICMPV6)
-        echo_req = np.where(proto == PROTO_ICMPV6, 128, 8)
-        echo_rep = np.where(proto == PROTO_ICMPV6, 129, 0)
+        icmp = (proto == pk.PROTO_ICMP) | (proto == pk.PROTO_ICMPV6)
+        echo_req = np.where(proto == pk.PROTO_ICMPV6, 128, 8)
+        echo_rep = np.where(proto == pk.PROTO_ICMPV6, 129, 0)
         sport = np.where(reply, dp, sp)
         dport = np.where(reply, sp, dp)
         sport = np.where(icmp, sp & 0xFFFF, sport)  # echo identifier both ways
@@ -510,7 +491,7 @@ def label_connections(batch: PacketBatch) -> tuple[npt.NDArray[np.int64], npt.ND
     n = len(batch)
     if n == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.bool_)
-    icmp = (batch.proto == PROTO_ICMP) | (batch.proto == PROTO_ICMPV6)
+    icmp = (batch.proto == pk.PROTO_ICMP) | (batch.proto == pk.PROTO_ICMPV6)
     sport = batch.sport.astype(np.uint64)
     dport = np.where(icmp, batch.sport, batch.dport).astype(np.uint64)
     a = np.stack([batch.src_hi, batch.src_lo, sport], axis=1)

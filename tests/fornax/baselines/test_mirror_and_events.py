@@ -109,7 +109,7 @@ def test_a_spilled_mirror_keeps_its_blobs_in_a_file_and_answers_the_same(
         assert (m.rows["action_orig"][kept] == ids[ids % 3 != 0]).all()
         assert (m.blobs["mask_nl"][kept, :41] == 0xFF).all()
         assert m.live_nbytes == m.count * mm.UKEY_DTYPE.itemsize + sum(
-            a.nbytes for a in (m.i_used, m.i_key, m.i_proto, m.i_row)
+            a.nbytes for a in (m.index.used, m.index.key, m.index.proto, m.i_row)
         )
     assert (
         small.blobs["ufid"][small.lookup(_keys([1]))[0], 0]

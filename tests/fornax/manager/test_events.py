@@ -7,9 +7,9 @@ from __future__ import annotations
 import numpy as np
 
 from starfabric.fornax.engine import FastEngine
+from starfabric.fornax.keys import canonicalize
 from starfabric.fornax.manager import Final, Manager, ManagerConfig, patrol
 from starfabric.fornax.manager.decide import original_from_entries, original_from_sessions
-from starfabric.fornax.manager.manager import keys_of_flow
 from starfabric.fornax.vpc import compile_policy
 
 from .conftest import NO_AGING
@@ -83,7 +83,7 @@ def test_patrol_is_bounded_and_resumes() -> None:
     out = patrol(m)
     assert out["entries"] <= 256 + 256
     assert m.metrics.ops["dump"] - before <= 2
-    assert 0 < m._patrol_cursor < eng.config.capacity
+    assert 0 < m.patrol_cursor < eng.config.capacity
 
 
 def test_setup_budget_defers_to_software() -> None:
@@ -120,19 +120,16 @@ def test_promotion_never_hands_hardware_a_stale_decision() -> None:
     assert resident > 20
     m.apply_policy(load_vpc_spec("examples/scenario-policy-v2.yaml"))
     sp = m.softpath
-    live = np.flatnonzero(sp.used == 1)
-    stale = (sp.ver[live, 0] != sp.eni_cur[sp.scope[live, 0]]) | (
-        sp.ver[live, 1] != sp.vpc_cur[sp.scope[live, 1]]
-    )
-    assert stale.any()
-    stale_keys = keys_of_flow(original_from_sessions(sp.sessions(live[stale])))
+    stale = sp.stale_slots()
+    assert len(stale)
+    stale_keys = canonicalize(original_from_sessions(sp.sessions(stale)))
     recs, _ = eng.dump(0, 1 << 10)
     eng.delete(original_from_entries(recs))  # room in hardware
     object.__setattr__(m, "config", ManagerConfig(promote_per_tick=1 << 10))
     m.tick(m.now_ns + 1)
     assert m.summary()["counts"]["promoted"] > 0
     assert (sp.lookup(stale_keys) >= 0).all()  # stale sessions stay until re-decided
-    assert (eng.slot_of(original_from_sessions(sp.sessions(live[stale]))) < 0).all()
+    assert (eng.slot_of(original_from_sessions(sp.sessions(stale))) < 0).all()
 
 
 def test_mismatch_event_alone_re_decides_and_modifies() -> None:

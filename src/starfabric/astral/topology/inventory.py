@@ -18,7 +18,6 @@ from starfabric.astral.topology.model import (
     LINK_AGG_CORE,
     LINK_KIND_NAMES,
     LINK_NIC,
-    LINK_NVLINK,
     LINK_TOR_AGG,
     TIER_AGG,
     TIER_CORE,
@@ -193,11 +192,6 @@ def _network_bisection(topo: Topology, nic_up: float, tor_up: float, agg_up: flo
             return nic_up / 2
         return min(nic_up, tor_up) / 2
     return 0.0
-
-
-def nvlink_links(topo: Topology) -> int:
-    """Number of GPU-NVSwitch links (physical)."""
-    return _physical(topo, LINK_NVLINK)
 
 
 def hop_histogram(path_offsets: np.ndarray) -> dict[int, int]:

@@ -49,14 +49,21 @@ from starfabric.fornax.baselines.engines import (
 from starfabric.fornax.baselines.flowlimit import DynamicFlowLimit
 from starfabric.fornax.baselines.mirror import OVS_UKEY_BYTES, FlowMirror, MirroredEngine
 from starfabric.fornax.baselines.ovs_cost import host_bytes, pass_interval_s
-from starfabric.fornax.engine import ENTRY_DTYPE, Scope, SessionEngine, Status
 from starfabric.fornax.engine.config import TO_GENERIC, TO_ICMP, TO_UDP_ASSURED, TO_UDP_UNREPLIED
-from starfabric.fornax.engine.layout import FLAG_SEEN_REPLY
+from starfabric.fornax.engine.interface import (
+    ENTRY_DTYPE,
+    ENTRY_FLAG_SEEN_REPLY,
+    Scope,
+    SessionEngine,
+    Status,
+)
 from starfabric.fornax.manager import Fate, Manager, ManagerConfig
-from starfabric.fornax.manager.decide import decide, is_icmp, original_from_entries, packets_of
+from starfabric.fornax.manager.decide import is_icmp, original_from_entries
+from starfabric.fornax.manager.parts import Part
+from starfabric.fornax.manager.recover import recover_nat
 from starfabric.fornax.packets import PROTO_TCP, PROTO_UDP, PacketBatch
 from starfabric.fornax.softpath import SoftPath, SoftPathConfig
-from starfabric.fornax.vpc import CompiledPolicy, VpcSpec, recompile
+from starfabric.fornax.vpc import CompiledPolicy, VpcSpec
 
 BASELINE_ACTIVITIES = ("poll", "revalidate", "rescan")
 _KEY_FIELDS = ("vni", "proto", "src_hi", "src_lo", "dst_hi", "dst_lo", "sport", "dport")
@@ -77,6 +84,26 @@ def _lean(raw: np.ndarray) -> np.ndarray:
     for f in LEAN_DTYPE.names or ():
         out[f] = raw[f]
     return out
+
+
+class _Knobs(Part):
+    """The software-centric knobs as one manager part: the flow limit (room), the rescan's
+    time cuts (front, before_tick) and software aging (after_tick)."""
+
+    def __init__(self, c: SoftwareCentric) -> None:
+        self.c = c
+
+    def room(self, n: int) -> int | None:
+        return self.c._room(n)
+
+    def front(self, batch: PacketBatch, inner: Callable[[PacketBatch], Fate]) -> Fate:
+        return self.c._front(batch, inner)
+
+    def before_tick(self, now_ns: int) -> None:
+        self.c._advance_rescan(now_ns)
+
+    def after_tick(self, now_ns: int) -> None:
+        self.c._after_tick(now_ns)
 
 
 class SoftwareCentric(Manager):
@@ -128,6 +155,9 @@ class SoftwareCentric(Manager):
         self._rq_t0 = 0
         self.rescan_end_ns: int | None = None
         """Simulated time the last chunk of the latest rescan is (or was) applied."""
+        self.add_part(_Knobs(self))
+        if b.policy != "versions":
+            self.update_policy = self.rescan_policy
 
     # ---- hardware view -----------------------------------------------------------------
     @property
@@ -151,8 +181,8 @@ class SoftwareCentric(Manager):
         `between_chunks` runs between two chunks (traffic during a recovery)."""
         cursor, cap = 0, self.hw.config.capacity
         while cursor < cap:
-            recs, cursor = self._call("dump", self.hw.dump, cursor, self.baseline.chunk,
-                                      **filters)  # fmt: skip
+            recs, cursor = self.driver.call("dump", self.hw.dump, cursor, self.baseline.chunk,
+                                            **filters)  # fmt: skip
             self.metrics.ops["dump_entries"] += len(recs)
             yield recs
             if between_chunks is not None and cursor < cap:
@@ -194,50 +224,42 @@ class SoftwareCentric(Manager):
 
     @classmethod
     def recover(
-        cls,
-        engine: SessionEngine,
-        policy: CompiledPolicy,
-        config: ManagerConfig | None = None,
-        *,
-        softpath: SoftPath | None = None,
-        between_chunks: Callable[[], None] | None = None,
-        baseline: SoftwareCentricConfig | dict[str, Any] | None = None,
-    ) -> SoftwareCentric:
+        cls, engine: SessionEngine, policy: CompiledPolicy, config: ManagerConfig | None = None,
+        *, between_chunks: Callable[[], None] | None = None,
+        baseline: SoftwareCentricConfig | dict[str, Any] | None = None, **kw: Any,
+    ) -> SoftwareCentric:  # fmt: skip
         """A new controller over `engine` (the raw engine, not a wrapper) rebuilt from it:
         SNAT bitmaps by chunked dumps as the Manager does and, with a mirror, one udpif_key
         per hardware entry from one more full dump (as OVS's revalidators after a restart);
         `between_chunks` runs between the chunks of both dumps."""
-        from starfabric.fornax.manager.recover import rebuild
-
-        m = cls(engine, policy, baseline, config, softpath=softpath)
+        m = cls(engine, policy, baseline, config, **kw)
         with m.metrics.activity("recovery"):
-            rebuild(m, between_chunks)
+            recover_nat(m, between_chunks)
             if m.mirror is not None:
                 for recs in m._dump_chunks(between_chunks):
                     m.adopt(recs)
         return m
 
     # ---- setup (flow limit) ------------------------------------------------------------
-    def _insert_from_soft(self, slots: npt.NDArray[np.int64]) -> int:
-        if self.flow_limit is not None and len(slots):
+    def _room(self, n: int) -> int | None:
+        """How many of n sessions the flow limit lets into hardware now (Part.room)."""
+        if self.flow_limit is not None and n:
             room = self.flow_limit.room(self.flows()) // self.baseline.entries_per_connection
-            if room < len(slots):
-                self.metrics.count("flow_limit_refused", len(slots) - room)
-                slots = slots[:room]
-        if not len(slots):
-            return 0
-        return super()._insert_from_soft(slots)
+            if room < n:
+                self.metrics.count("flow_limit_refused", n - room)
+                return room
+        return n
 
     # ---- the packet path: a rescan in progress advances with packet time ----------------
-    def process(self, batch: PacketBatch) -> Fate:
-        """Manager's process; while a rescan is in progress the batch is cut at the times
-        its chunks come due, so each packet meets the entries as revalidated by then."""
+    def _front(self, batch: PacketBatch, inner: Callable[[PacketBatch], Fate]) -> Fate:
+        """While a rescan is in progress the batch is cut at the times its chunks come due,
+        so each packet meets the entries as revalidated by then (Part.front)."""
         if self._rq is None or not len(batch):
-            return super().process(batch)
+            return inner(batch)
         t = batch.time_ns
         if bool(np.any(t[1:] < t[:-1])):  # not time-ordered: revalidate up to its start
             self._advance_rescan(int(t.min()))
-            return super().process(batch)
+            return inner(batch)
         parts: list[Fate] = []
         start, n = 0, len(batch)
         while start < n:
@@ -247,7 +269,7 @@ class SoftwareCentric(Manager):
                 due = self._rescan_due_ns(self._rq_done)
                 end = max(start + 1, int(np.searchsorted(t, due, "left")))
             whole = start == 0 and end == n
-            parts.append(super().process(batch if whole else batch.take(np.arange(start, end))))
+            parts.append(inner(batch if whole else batch.take(np.arange(start, end))))
             start = end
         if len(parts) == 1:
             return parts[0]
@@ -256,18 +278,17 @@ class SoftwareCentric(Manager):
                     np.concatenate([f.reason for f in parts]))  # fmt: skip
 
     # ---- time: software aging ----------------------------------------------------------
-    def tick(self, now_ns: int, scrub_slots: int | None = None) -> None:
-        """Rescan chunks due by now, Manager's tick (hardware aging only with aging=events),
-        then stats sync and the software aging pass when its period has come."""
-        self._advance_rescan(now_ns)
-        super().tick(now_ns, scrub_slots)
+    def _after_tick(self, now_ns: int) -> None:
+        """After the Manager's tick (hardware aging only with aging=events): stats sync and
+        the software aging pass when its period has come (rescan chunks due by now ran
+        before the tick: Part.before_tick)."""
         if self.baseline.aging == "events":
             return
         if self._lag_ns:
             epoch = self.now_ns // self._lag_ns
             if epoch > self._sync_epoch:
                 self._sync_epoch = epoch
-                self._call("datapath", self._sync_stats, n=0)
+                self.driver.call("datapath", self._sync_stats, n=0)
         if self._next_pass_ns is None:
             self._next_pass_ns = self.now_ns + self._period_ns
         elif self.now_ns >= self._next_pass_ns:
@@ -296,7 +317,7 @@ class SoftwareCentric(Manager):
         tcp = raw["proto"] == PROTO_TCP
         cls[tcp] = raw["tcp_state"][tcp]
         udp = raw["proto"] == PROTO_UDP
-        seen = (raw["flags"] & FLAG_SEEN_REPLY) != 0
+        seen = (raw["flags"] & ENTRY_FLAG_SEEN_REPLY) != 0
         cls[udp] = np.where(seen[udp], TO_UDP_ASSURED, TO_UDP_UNREPLIED)
         cls[is_icmp(raw["proto"])] = TO_ICMP
         return np.asarray(self.hw.config.timeouts_ns()[cls], np.int64)
@@ -322,7 +343,7 @@ class SoftwareCentric(Manager):
             busy_ch: list[np.ndarray] = []
             n_flows, cursor, cap = 0, 0, self.hw.config.capacity
             while cursor < cap:
-                raw, cursor = self._call("dump", self.hw.dump, cursor, self.baseline.chunk)
+                raw, cursor = self.driver.call("dump", self.hw.dump, cursor, self.baseline.chunk)
                 self.metrics.ops["dump_entries"] += len(raw)
                 n_flows += len(raw)
                 timeout = self._class_timeouts_ns(raw)
@@ -343,8 +364,8 @@ class SoftwareCentric(Manager):
             for s in range(0, len(dead), DELETE_CHUNK):  # bounded temporaries (a flush)
                 part = dead[s : s + DELETE_CHUNK]
                 keys = original_from_entries(part)
-                self._call("delete", self.engine.delete, keys, n=len(part))
-                self._release(part["aux"])
+                self.driver.delete(keys)
+                self.release(part["aux"])
             self.metrics.count(f"{name}_aged", len(dead))
             if flush:
                 self.metrics.count("flow_limit_flushes")
@@ -410,13 +431,11 @@ class SoftwareCentric(Manager):
         return dead
 
     # ---- policy: rescan --------------------------------------------------------------
-    def apply_policy(self, spec: VpcSpec) -> dict[str, int]:
-        """versions: Manager's O(1) bumps; rescan: re-evaluate every flow of the scopes."""
-        if self.baseline.policy == "versions":
-            return super().apply_policy(spec)
+    def rescan_policy(self, spec: VpcSpec) -> dict[str, int]:
+        """policy=rescan (the manager's `update_policy`): re-evaluate every flow of the
+        affected scopes instead of bumping their versions."""
         with self.metrics.activity("rescan"):
-            new, affected = recompile(self.policy, spec)
-            self._check_scopes(new)
+            new, affected = self.set_policy(spec)
             for scope, ids in ((Scope.ENI, affected.eni), (Scope.VPC, affected.vpc)):
                 for s in ids:  # software-resident sessions: the softpath's lazy versions
                     self.softpath.bump_version(scope, int(s))
@@ -468,8 +487,7 @@ class SoftwareCentric(Manager):
             with self.metrics.activity("rescan"):
                 for s in range(start, k, DELETE_CHUNK):  # bounded temporaries
                     chunk = self._rq[s : min(k, s + DELETE_CHUNK)]
-                    st, rec = self._call("query", self.engine.query,
-                                         original_from_entries(chunk), n=len(chunk))  # fmt: skip
+                    st, rec = self.driver.query(original_from_entries(chunk))
                     ok = st == Status.OK
                     cur = chunk[ok].copy()
                     for f in ("action_orig", "action_reply", "aux", "eni_scope", "vpc_scope"):
@@ -518,9 +536,7 @@ class SoftwareCentric(Manager):
         if not len(conns):
             return {"modified": 0, "deleted": 0, "moved": 0}
         orig = original_from_entries(conns)
-        d = decide(self.policy, packets_of(orig, self.now_ns), self.nat, drop_action=self.drop,
-                   drop_sessions=self.config.install_drop_sessions,
-                   old_aux=conns["aux"])  # fmt: skip
+        d = self.decide(orig, conns["aux"])
         same = d.session & (d.eni_scope == conns["eni_scope"]) & (d.vpc_scope == conns["vpc_scope"])
         changed = same & (
             (d.action_orig != conns["action_orig"])
@@ -531,28 +547,27 @@ class SoftwareCentric(Manager):
         gone = ~d.session
         self.budget.take(int(changed.sum() + 2 * moved.sum() + gone.sum()))  # shares setup
         if changed.any():
-            self._call(
-                "modify", self.engine.modify, orig.take(changed), n=int(changed.sum()),
-                action_orig=d.action_orig[changed], action_reply=d.action_reply[changed],
-                aux=d.aux[changed],
+            self.driver.modify(
+                orig.take(changed), action_orig=d.action_orig[changed],
+                action_reply=d.action_reply[changed], aux=d.aux[changed],
             )  # fmt: skip
         if gone.any():
-            self._call("delete", self.engine.delete, orig.take(gone), n=int(gone.sum()))
-            self._release(d.aux[gone])
+            self.driver.delete(orig.take(gone))
+            self.release(d.aux[gone])
             self.metrics.count("sessions_refused_after_change", int(gone.sum()))
         if moved.any():  # scopes changed: re-create the entry, keeping TCP state and time
             mk = orig.take(moved)
-            st, rec = self._call("query", self.engine.query, mk, n=len(mk))
-            self._call("delete", self.engine.delete, mk, n=len(mk))
+            st, rec = self.driver.query(mk)
+            self.driver.delete(mk)
             ok = st == Status.OK
             idx = np.flatnonzero(moved)[ok]
             if len(idx):
-                self._call(
-                    "insert", self.engine.insert, orig.take(idx), n=len(idx),
-                    action_orig=d.action_orig[idx], action_reply=d.action_reply[idx],
-                    eni_scope=d.eni_scope[idx], vpc_scope=d.vpc_scope[idx],
-                    eni_version=self._versions(Scope.ENI, d.eni_scope[idx]),
-                    vpc_version=self._versions(Scope.VPC, d.vpc_scope[idx]),
+                self.driver.insert(
+                    orig.take(idx), action_orig=d.action_orig[idx],
+                    action_reply=d.action_reply[idx], eni_scope=d.eni_scope[idx],
+                    vpc_scope=d.vpc_scope[idx],
+                    eni_version=self.driver.versions(Scope.ENI, d.eni_scope[idx]),
+                    vpc_version=self.driver.versions(Scope.VPC, d.vpc_scope[idx]),
                     now_ns=rec["last_seen_ns"][ok], tcp_state=rec["tcp_state"][ok],
                     aux=d.aux[idx],
                 )  # fmt: skip

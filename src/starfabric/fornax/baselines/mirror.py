@@ -22,12 +22,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from starfabric.fornax import _softpath_kernels as K
+from starfabric.fornax import keyindex
 from starfabric.fornax.baselines.engines import DelegatingEngine
-from starfabric.fornax.engine import EventType, FlowKeys, Status
-from starfabric.fornax.keys import canonicalize_columns, key_hash
+from starfabric.fornax.engine.interface import ENTRY_DTYPE, EventType, FlowKeys, Status
+from starfabric.fornax.keyindex import KeyIndex
+from starfabric.fornax.keys import canonicalize, key_hash
 from starfabric.fornax.manager.decide import original_from_entries
-from starfabric.fornax.softpath import key_words
 
 #: sizeof(struct udpif_key) with its key/mask buffers, ~1.5 KB (reference/fornax.md): a model
 #: figure reported beside the measured bytes, never used for the measured ratio.
@@ -51,15 +51,8 @@ _ADD_CHUNK = 1 << 20
 _KEY_FIELDS = ("vni", "proto", "src_hi", "src_lo", "dst_hi", "dst_lo", "sport", "dport")
 
 HOT_DTYPE = np.dtype(
-    [
-        ("vni", np.uint32),
-        ("proto", np.uint8),
-        ("src_hi", np.uint64),
-        ("src_lo", np.uint64),
-        ("dst_hi", np.uint64),
-        ("dst_lo", np.uint64),
-        ("sport", np.uint16),
-        ("dport", np.uint16),
+    [(f, ENTRY_DTYPE.fields[f][0]) for f in _KEY_FIELDS]  # type: ignore[index]
+    + [
         ("action_orig", np.uint32),
         ("action_reply", np.uint32),
         ("eni_scope", np.uint32),
@@ -102,9 +95,8 @@ def _canon(keys: Any) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint64], n
     """(hash, key words, proto) of directed keys, or of records with key fields and aux (an
     engine record keeps only the ICMP echo id: the type word comes back from aux)."""
     k = keys if isinstance(keys, FlowKeys) else original_from_entries(keys)
-    ck = canonicalize_columns(k.vni, k.proto, k.src_hi, k.src_lo, k.dst_hi, k.dst_lo, k.sport,
-                              k.dport)  # fmt: skip
-    return key_hash(ck), key_words(ck), ck.proto
+    ck = canonicalize(k)
+    return key_hash(ck), ck.words(), ck.proto
 
 
 class _Blobs:
@@ -220,9 +212,7 @@ class FlowMirror:
         return self._blobs.spilled
 
     def _new_index(self, size: int) -> None:
-        self.i_used = np.zeros(size, np.uint8)
-        self.i_key = np.zeros((size, 5), np.uint64)
-        self.i_proto = np.zeros(size, np.uint8)
+        self.index = KeyIndex(size)
         self.i_row = np.full(size, -1, np.int64)
         self.tombstones = 0
 
@@ -234,9 +224,7 @@ class FlowMirror:
     # ---- index ---------------------------------------------------------------------------
     def lookup(self, keys: Any) -> npt.NDArray[np.int64]:
         """Row of each key (FlowKeys or records with key fields), -1 when not mirrored."""
-        h, w, p = _canon(keys)
-        slot = np.empty(len(h), np.int64)
-        K.sp_lookup(h, w, p, self.i_key, self.i_proto, self.i_used, slot)
+        slot = self.index.lookup(*_canon(keys))
         return np.where(slot >= 0, self.i_row[np.maximum(slot, 0)], -1)
 
     def _reindex(self, size: int) -> None:
@@ -245,16 +233,13 @@ class FlowMirror:
         self._new_index(size)
         for s in range(0, len(rows), _REINDEX_CHUNK):
             part = rows[s : s + _REINDEX_CHUNK]
-            h, w, p = _canon(self.keys_of(part))
-            st = np.empty(len(part), np.uint8)
-            slot = np.empty(len(part), np.int64)
-            K.sp_insert(h, w, p, 0, size, self.i_key, self.i_proto, self.i_used, st, slot)
+            _, slot, _ = self.index.insert(*_canon(self.keys_of(part)))
             self.i_row[slot] = part
 
     def _index_room(self, n: int) -> None:
         """Grow (or clean) the index so that `n` more keys keep it under INDEX_MAX_LOAD."""
-        if self.count + n + self.tombstones > INDEX_MAX_LOAD * len(self.i_used):
-            self._reindex(max(self.index_slots(self.count + n), len(self.i_used)))
+        if self.count + n + self.tombstones > INDEX_MAX_LOAD * len(self.index):
+            self._reindex(max(self.index_slots(self.count + n), len(self.index)))
 
     def _alloc(self, n: int) -> npt.NDArray[np.int64]:
         """n row numbers: freed rows first, then rows never used (growing the arrays past
@@ -276,38 +261,25 @@ class FlowMirror:
         return got
 
     # ---- records -------------------------------------------------------------------------
-    def add(
-        self,
-        keys: FlowKeys,
-        *,
-        action_orig: npt.ArrayLike,
-        action_reply: npt.ArrayLike,
-        eni_scope: npt.ArrayLike,
-        vpc_scope: npt.ArrayLike,
-        aux: npt.ArrayLike,
-        now_ns: npt.ArrayLike,
-        reval_seq: int,
-    ) -> None:
-        """Create the ukeys of flows just installed (a key already mirrored is refreshed)."""
+    def add(self, keys: FlowKeys, *, reval_seq: int, **cols: npt.ArrayLike) -> None:
+        """Create the ukeys of flows just installed (a key already mirrored is refreshed);
+        `cols`: action_orig, action_reply, eni_scope, vpc_scope, aux, now_ns."""
+        action_orig, action_reply = cols["action_orig"], cols["action_reply"]
+        eni_scope, vpc_scope, aux, now_ns = (cols[k] for k in ("eni_scope", "vpc_scope", "aux",
+                                                               "now_ns"))  # fmt: skip
         n = len(keys)
         if not n:
             return
         if n > _ADD_CHUNK:  # bounded temporaries (a recovery adopts a whole table)
-            cols = [np.broadcast_to(np.asarray(v), (n,))
-                    for v in (action_orig, action_reply, eni_scope, vpc_scope, aux, now_ns)]  # fmt: skip
+            full = {k: np.broadcast_to(np.asarray(v), (n,)) for k, v in cols.items()}
             for s in range(0, n, _ADD_CHUNK):
                 sl = np.arange(s, min(n, s + _ADD_CHUNK))
-                a0, a1, e, v, x, t = (c[sl] for c in cols)
-                self.add(keys.take(sl), action_orig=a0, action_reply=a1, eni_scope=e,
-                         vpc_scope=v, aux=x, now_ns=t, reval_seq=reval_seq)  # fmt: skip
+                self.add(keys.take(sl), reval_seq=reval_seq, **{k: v[sl] for k, v in full.items()})
             return
         self._index_room(n)
         h, w, p = _canon(keys)
-        st = np.empty(n, np.uint8)
-        slot = np.empty(n, np.int64)
-        K.sp_insert(h, w, p, 0, len(self.i_used), self.i_key, self.i_proto, self.i_used, st,
-                    slot)  # fmt: skip
-        new = st == K.ST_OK
+        st, slot, _ = self.index.insert(h, w, p)
+        new = st == keyindex.OK
         fresh = self._alloc(int(new.sum()))
         self.i_row[slot[new]] = fresh
         rows = self.i_row[slot]  # a key repeated in the batch refreshes its one row
@@ -330,9 +302,7 @@ class FlowMirror:
         self.rows[rows] = rec
         blob = np.zeros(n, BLOB_DTYPE)
         blob["ufid"][:, 0] = h
-        blob["ufid"][:, 1] = key_hash(canonicalize_columns(
-            keys.vni, keys.proto, keys.src_hi, keys.src_lo, keys.dst_hi, keys.dst_lo, keys.sport,
-            keys.dport), seed=0x0F1D_0F1D_0F1D_0F1D)  # fmt: skip
+        blob["ufid"][:, 1] = key_hash(canonicalize(keys), seed=0x0F1D_0F1D_0F1D_0F1D)
         blob["mask_nl"][:, :41] = 0xFF  # exact match on the explicit key fields
         self.blobs[rows] = blob
 
@@ -353,11 +323,9 @@ class FlowMirror:
         rows = rows[self.live[rows]]
         if not len(rows):
             return
-        h, w, p = _canon(self.keys_of(rows))
-        slot = np.empty(len(rows), np.int64)
-        K.sp_lookup(h, w, p, self.i_key, self.i_proto, self.i_used, slot)
+        slot = self.index.lookup(*_canon(self.keys_of(rows)))
         slot = slot[slot >= 0]
-        self.i_used[slot] = 2
+        self.index.forget(slot)
         self.i_row[slot] = -1
         self.tombstones += len(slot)
         self.live[rows] = False
@@ -369,8 +337,8 @@ class FlowMirror:
         self._free[self._n_free : need] = rows
         self._n_free = need
         self.count -= len(rows)
-        if self.tombstones > len(self.i_used) // 4:
-            self._reindex(len(self.i_used))
+        if self.tombstones > len(self.index) // 4:
+            self._reindex(len(self.index))
 
     def free(self) -> None:
         """Drop every record and the index (the process holding the mirror is gone)."""
@@ -385,16 +353,14 @@ class FlowMirror:
     @property
     def live_nbytes(self) -> int:
         """Measured bytes: live records plus the hash index (allocated, as OVS's cmap)."""
-        index = (self.i_used, self.i_key, self.i_proto, self.i_row)
-        return int(self.count * UKEY_DTYPE.itemsize + sum(a.nbytes for a in index))
+        return int(self.count * UKEY_DTYPE.itemsize + self.index.nbytes + self.i_row.nbytes)
 
     @property
     def allocated_nbytes(self) -> int:
         """Bytes of the rows handed out so far (reserved, never-used rows take no memory),
         the free list and the index."""
-        index = (self.i_used, self.i_key, self.i_proto, self.i_row)
         return int(self._high * (UKEY_DTYPE.itemsize + 1) + self._free.nbytes
-                   + sum(a.nbytes for a in index))  # fmt: skip
+                   + self.index.nbytes + self.i_row.nbytes)  # fmt: skip
 
 
 class MirroredEngine(DelegatingEngine):

@@ -114,6 +114,7 @@ import numpy.typing as npt
 
 from starfabric.errors import ConfigError
 from starfabric.fornax.engine.config import EngineConfig
+from starfabric.fornax.engine.layout import FLAG_SEEN_REPLY
 from starfabric.fornax.packets import PacketBatch, ip_to_halves
 
 
@@ -317,6 +318,10 @@ ENTRY_DTYPE = np.dtype(
         #                               and the TCP state), then the N_TRACK window words
     ]
 )
+
+#: Bit of an entry record's `flags` (query/dump): IPS_SEEN_REPLY, the tracker accepted a
+#: packet the REPLY way (the record layout's bit, re-exported for software).
+ENTRY_FLAG_SEEN_REPLY = FLAG_SEEN_REPLY
 
 _M32 = np.uint64(0xFFFF_FFFF)
 
@@ -613,6 +618,7 @@ class SessionEngine(ABC):
 
 __all__ = [
     "ENTRY_DTYPE",
+    "ENTRY_FLAG_SEEN_REPLY",
     "EVENT_DTYPE",
     "N_COUNTERS",
     "N_EVENT_WORDS",

@@ -1,6 +1,6 @@
 """E7 — fault injection: bit flips (corrected and uncorrectable), a hung port, an event-ring
 overflow, a manager crash and a whole-pipeline failure, injected one after another under
-traffic with a policy change, through the chaos runner (fornax/manager/chaos.py) with the
+traffic with a policy change, through the chaos runner (fornax/run/chaos.py) with the
 same seeded fault draws for each controller. Per fault class: detection latency (`detect_s`,
 the worst of the class), blast radius (scope), packets lost and misforwarded (against a
 fault-free Fornax oracle fed the same packets) and failover/failback time.
@@ -22,7 +22,7 @@ from starfabric.fornax.engine import SessionEngine
 from starfabric.fornax.experiments import traffic
 from starfabric.fornax.experiments.harness import Context
 from starfabric.fornax.experiments.output import Result, bar_style, by_controller
-from starfabric.fornax.manager.chaos import ChaosSpec, resilient, run_chaos, summary_rows
+from starfabric.fornax.run.chaos import ChaosSpec, resilient, run_chaos, summary_rows
 
 COLUMNS = [("fault", "fault"), ("controller", "controller"), ("count", "faults"),
            ("detected", "detected"), ("detect_s", "detect s (max)"), ("scope", "scope"),

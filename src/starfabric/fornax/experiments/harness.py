@@ -26,6 +26,7 @@ from starfabric.fornax.experiments import traffic
 from starfabric.fornax.experiments.scales import Scale
 from starfabric.fornax.manager import Fate, Final, Ledger
 from starfabric.fornax.packets import PacketBatch
+from starfabric.fornax.replay import Replay
 from starfabric.fornax.vpc import CompiledPolicy, VpcSpec, compile_policy
 from starfabric.fornax.workload import WorkloadBatch
 
@@ -94,24 +95,35 @@ def dropped(ledger: Ledger) -> int:
     return int(ledger.offered) - forwarded(ledger)
 
 
-@dataclass
 class Run:
-    """One contender under test: the controller, its clock and its next tick."""
+    """One contender under test: the controller and its clock (fornax/replay.py: a tick
+    every TICK_S of simulated time)."""
 
-    name: str
-    cp: ControlPlane
-    now_ns: int = 0
-    next_tick_ns: int = 0
-    ticks: int = 0
+    def __init__(self, name: str, cp: ControlPlane, now_ns: int = 0) -> None:
+        self.name = name
+        self.cp = cp
+        self.now_ns = now_ns
+        self.clock = Replay(int(TICK_S * 1e9), self._tick, next_tick_ns=0)
+
+    def _tick(self, t_ns: int) -> None:
+        self.cp.tick(t_ns)
+        self.now_ns = t_ns
+
+    @property
+    def next_tick_ns(self) -> int:
+        return int(self.clock.next_tick_ns or 0)
+
+    @next_tick_ns.setter
+    def next_tick_ns(self, t_ns: int) -> None:
+        self.clock.next_tick_ns = t_ns
+
+    @property
+    def ticks(self) -> int:
+        return self.clock.ticks
 
     def advance(self, until_ns: int) -> None:
         """Run every tick due up to `until_ns`."""
-        step = int(TICK_S * 1e9)
-        while self.next_tick_ns <= until_ns:
-            self.cp.tick(self.next_tick_ns)
-            self.now_ns = self.next_tick_ns
-            self.next_tick_ns += step
-            self.ticks += 1
+        self.clock.tick_until(until_ns)
 
     def offer(self, batch: PacketBatch) -> Fate:
         if len(batch):
@@ -122,11 +134,14 @@ class Run:
     def replay(self, batches: Iterable[WorkloadBatch]) -> int:
         """Offer workload windows; returns the end of the last window (ns)."""
         end = self.now_ns
-        for wb in batches:
-            self.advance(wb.t_start_ns)
+
+        def window(wb: WorkloadBatch) -> None:
+            nonlocal end
             if len(wb.packets):
                 self.cp.process(wb.packets)
             end = wb.t_end_ns
+
+        self.clock.replay(batches, window)
         self.advance(end)
         return end
 

@@ -1,13 +1,13 @@
 """The light-weight Fornax software manager: misses, events, policy changes, NAT, recovery.
 
-`Manager` drives any SessionEngine through engine/interface.py only; `run_scenario` replays a
-scenario (workload + VPC on a simulated clock) through engine + manager. `ResilientManager`
-adds fault tolerance (ECC rebuild, hang failover, patrol, multi-scope failover; failover.py,
-health.py, rebuild.py); `run_chaos` injects faults under traffic (chaos.py).
+`Manager` drives any SessionEngine through engine/interface.py only, composed of an engine
+driver (driver.py), explicit session locations (location.py), an event-handler table
+(events.py) and parts (parts.py). `ResilientManager` is the Manager with the `Resilience`
+part: ECC rebuild, hang failover, patrol, multi-scope failover (failover.py, health.py,
+rebuild.py). Scenario and chaos runs live above it, in fornax/run/.
 """
 
 from starfabric.fornax.manager.accounting import DropReason, Fate, Final, Ledger
-from starfabric.fornax.manager.chaos import ChaosSpec, load_chaos, run_chaos, summary_rows
 from starfabric.fornax.manager.config import ManagerConfig, TokenBucket
 from starfabric.fornax.manager.events import handle_events, patrol, patrol_step
 from starfabric.fornax.manager.failover import ResilientManager
@@ -15,10 +15,8 @@ from starfabric.fornax.manager.health import FaultKind, Health, HealthConfig, Sc
 from starfabric.fornax.manager.manager import Manager
 from starfabric.fornax.manager.metrics import Metrics
 from starfabric.fornax.manager.nat import NatPools
-from starfabric.fornax.manager.scenario import Scenario, load_scenario, run_scenario
 
 __all__ = [
-    "ChaosSpec",
     "DropReason",
     "Fate",
     "FaultKind",
@@ -31,15 +29,9 @@ __all__ = [
     "Metrics",
     "NatPools",
     "ResilientManager",
-    "Scenario",
     "ScopeKind",
     "TokenBucket",
     "handle_events",
-    "load_chaos",
-    "load_scenario",
     "patrol",
     "patrol_step",
-    "run_chaos",
-    "run_scenario",
-    "summary_rows",
 ]

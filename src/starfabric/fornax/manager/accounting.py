@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import IntEnum
 
@@ -54,6 +55,20 @@ class Fate:
 
     def __len__(self) -> int:
         return len(self.final)
+
+    @classmethod
+    def merge(cls, n: int, parts: Iterable[tuple[npt.NDArray[np.int64], Fate]]) -> Fate:
+        """One batch's fate from the fates of disjoint parts (packet indices, fate)."""
+        final = np.empty(n, np.uint8)
+        action = np.zeros(n, np.uint32)
+        reason = np.zeros(n, np.uint8)
+        engine = np.zeros(n, np.uint8)
+        state = np.zeros(n, np.uint8)
+        verdict = np.zeros(n, np.uint8)
+        for idx, f in parts:
+            final[idx], action[idx], reason[idx] = f.final, f.action, f.reason
+            engine[idx], state[idx], verdict[idx] = f.engine, f.tcp_state, f.verdict
+        return cls(final, action, reason, engine=engine, tcp_state=state, verdict=verdict)
 
 
 class Ledger:

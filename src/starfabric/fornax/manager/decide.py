@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from starfabric.fornax.engine import FlowKeys
+from starfabric.fornax.engine.interface import FlowKeys
 from starfabric.fornax.manager import cookie
 from starfabric.fornax.manager.nat import NatPools
 from starfabric.fornax.packets import PROTO_ICMP, PROTO_ICMPV6, PacketBatch
@@ -124,6 +124,26 @@ def original_from_sessions(s: np.ndarray) -> FlowKeys:
     )  # fmt: skip
 
 
+def policy_fields(
+    policy: CompiledPolicy, keys: FlowKeys, now_ns: int, drop_action: int
+) -> tuple[np.ndarray, ...]:
+    """(action_orig, action_reply, eni_scope, vpc_scope) the current policy gives these
+    ORIGINAL keys, as hardware handles, without allocating anything (no SNAT port)."""
+    r = evaluate(policy, packets_of(keys, now_ns))
+    fwd = np.where(r.reason == 0, r.fwd_action, np.uint32(drop_action)).astype(np.uint32)
+    return (
+        hw_actions(policy, fwd, drop_action),
+        hw_actions(policy, r.rev_action, drop_action),
+        r.eni_scope.astype(np.uint32),
+        r.vpc_scope.astype(np.uint32),
+    )
+
+
+def swapped(k: FlowKeys) -> FlowKeys:
+    """The same connection seen from its other end (non-ICMP)."""
+    return FlowKeys(k.vni, k.proto, k.dst_hi, k.dst_lo, k.src_hi, k.src_lo, k.dport, k.sport)
+
+
 def packets_of(keys: FlowKeys, now_ns: int) -> PacketBatch:
     """First packets carrying these keys (for a policy decision)."""
     return PacketBatch.from_columns(
@@ -140,4 +160,6 @@ __all__ = [
     "original_from_entries",
     "original_from_sessions",
     "packets_of",
+    "policy_fields",
+    "swapped",
 ]

@@ -17,17 +17,22 @@ What moves where:
 - The whole engine (enough ports and VPCs failed at once): every packet goes to software.
 Software forwarding has the engine's semantics and finite capacity (softpath.py); what it
 cannot carry is a named drop, never silent.
+
+Composition: all of this is one `Resilience` part (parts.py) handed to the Manager — a front
+(divert), a screen (ECC rebuild, quarantine), a hold (pinning), event handlers for ECC,
+overflow and hang events, and the periodic patrol, port and health work after each tick.
+`ResilientManager` is the Manager built with that part.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from starfabric.errors import InvariantError
-from starfabric.fornax.engine import (
+from starfabric.fornax.engine.interface import (
     EVENT_DTYPE,
     EventType,
     FlowKeys,
@@ -39,13 +44,14 @@ from starfabric.fornax.engine import (
 from starfabric.fornax.keys import CanonicalKeys, canonicalize, key_hash
 from starfabric.fornax.manager.accounting import DropReason, Fate, Final
 from starfabric.fornax.manager.config import ManagerConfig
-from starfabric.fornax.manager.decide import decide, original_from_entries, packets_of
+from starfabric.fornax.manager.decide import original_from_entries, policy_fields, swapped
 from starfabric.fornax.manager.events import patrol_step
 from starfabric.fornax.manager.health import FaultKind, Health, HealthConfig, ScopeKind
-from starfabric.fornax.manager.manager import Manager, take_keys
-from starfabric.fornax.manager.rebuild import event_keys, match_suspects, rebuild
+from starfabric.fornax.manager.manager import Manager
+from starfabric.fornax.manager.parts import Handler, Part
+from starfabric.fornax.manager.rebuild import event_keys, match_suspects, rebuild_lost
 from starfabric.fornax.packets import PacketBatch
-from starfabric.fornax.softpath import SoftPath, SoftPathConfig, SoftStatus
+from starfabric.fornax.softpath import SoftStatus
 from starfabric.fornax.vpc import CompiledPolicy
 
 #: Probe packet: a key no tenant uses (VNI 2**24-1, IANA experimental protocol 253), so the
@@ -62,30 +68,12 @@ def member(sorted_arr: npt.NDArray[np.uint64], x: npt.NDArray[np.uint64]) -> npt
     return np.asarray(sorted_arr[pos] == x)
 
 
-def _soft_keys(recs: np.ndarray) -> CanonicalKeys:
-    """Canonical keys of softpath records."""
-    return CanonicalKeys(
-        recs["vni"], recs["proto"], recs["a_hi"], recs["a_lo"], recs["b_hi"], recs["b_lo"],
-        recs["a_port"], recs["b_port"], recs["orig_dir"],
-    )  # fmt: skip
+class Resilience(Part):
+    """Fault detection, rebuild and failover, composed into a Manager (module docstring)."""
 
-
-class ResilientManager(Manager):
-    """Manager plus fault detection, rebuild and failover (see the module docstring)."""
-
-    def __init__(
-        self,
-        engine: SessionEngine,
-        policy: CompiledPolicy,
-        config: ManagerConfig | None = None,
-        *,
-        softpath: SoftPath | None = None,
-        softpath_config: SoftPathConfig | None = None,
-        health: HealthConfig | None = None,
-    ) -> None:
-        super().__init__(engine, policy, config, softpath=softpath,
-                         softpath_config=softpath_config)  # fmt: skip
-        cfg = engine.config
+    def __init__(self, m: Manager, health: HealthConfig | None = None) -> None:
+        self.m = m
+        cfg = m.engine.config
         self.health = Health(health or HealthConfig(), cfg.n_ports, cfg.vpc_scopes)
         self.suspects = np.zeros(0, EVENT_DTYPE)  # KEY_SUSPECT losses not yet matched
         self.quarantined = np.zeros(0, np.uint64)  # key hashes never forwarded on a guess
@@ -95,13 +83,12 @@ class ResilientManager(Manager):
         self._hung_since = np.full(cfg.n_ports, -1, np.int64)
         self._reset_at = np.full(cfg.n_ports, -1, np.int64)
         self._fault_keys: dict[int, tuple[int, ...]] = {}  # key hash -> FlowKeys row (rare)
-        self._ecc_seen = int(engine.counters().get("ecc_uncorrectable", 0))
+        self._ecc_seen = int(m.engine.counters().get("ecc_uncorrectable", 0))
         self._ecc_base = self._ecc_seen  # uncorrectable errors before this manager
         self._ecc_events = 0  # ECC_UNCORRECTABLE events this manager received
         self._deficit_since = -1  # when the counter first ran ahead of the events
         self._last_patrol_ns: int | None = None
         self._patrol_credit = 0.0
-        self._in_punt = False
         self.timeline: list[dict[str, Any]] = []  # failovers/failbacks (few)
         self.ecc_log: list[npt.NDArray[np.int64]] = []  # rows (slot, type, handled ns)
         self.patrol_cycles: list[tuple[int, int]] = []  # (start ns, end ns) of full cycles
@@ -111,28 +98,7 @@ class ResilientManager(Manager):
         self.diverted = 0
         self.probes = 0
 
-    @classmethod
-    def recover(
-        cls,
-        engine: SessionEngine,
-        policy: CompiledPolicy,
-        config: ManagerConfig | None = None,
-        *,
-        softpath: SoftPath | None = None,
-        between_chunks: Any = None,
-        health: HealthConfig | None = None,
-    ) -> ResilientManager:
-        """Restart: rebuild from the engine (Manager.recover); failover state is re-learned
-        (hung ports from PORT_HUNG outcomes, table faults from new events)."""
-        m = super().recover(engine, policy, config, softpath=softpath,
-                            between_chunks=between_chunks)  # fmt: skip
-        if not isinstance(m, ResilientManager):
-            raise InvariantError(f"recover built a {type(m).__name__}, not a ResilientManager")
-        if health is not None:
-            m.health = Health(health, engine.config.n_ports, engine.config.vpc_scopes)
-        return m
-
-    # ---- pinning -------------------------------------------------------------------
+    # ---- pinning (hold / promotable) ---------------------------------------------------
     def _repin(self) -> None:
         parts = [self.health.session_failed, self.quarantined, *self.port_pins.values()]
         self._pinned = np.unique(np.concatenate(parts)) if parts else np.zeros(0, np.uint64)
@@ -144,33 +110,19 @@ class ResilientManager(Manager):
         vpc = recs["vpc_scope"].astype(np.int64)
         out = self.health.vpc_failed[np.minimum(vpc, len(self.health.vpc_failed) - 1)].copy()
         if len(self._pinned) and len(recs):
-            out |= member(self._pinned, key_hash(_soft_keys(recs)))
+            out |= member(self._pinned, key_hash(CanonicalKeys.from_records(recs)))
         return out
 
-    def _insert_from_soft(self, slots: npt.NDArray[np.int64]) -> int:
-        if len(slots):
-            slots = slots[~self.pinned(self.softpath.sessions(slots))]
-        return super()._insert_from_soft(slots)
+    def hold(self, slots: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_] | None:
+        return self.pinned(self.m.softpath.sessions(slots))
 
-    def _flush(self) -> None:
-        """As Manager._flush, but a pinned session re-decided in software leaves hardware."""
-        if self._pending_mod:
-            mod = np.concatenate(self._pending_mod)
-            recs = self.softpath.sessions(mod)
-            pin = self.pinned(recs)
-            if pin.any():
-                keys = original_from_entries_soft(recs[pin])
-                self._call("delete", self.engine.delete, keys, n=int(pin.sum()))
-            self._pending_mod = [mod[~pin]]
-        super()._flush()
-
-    def _promotable(self, live: npt.NDArray[np.int64], k: int) -> npt.NDArray[np.int64]:
+    def promotable(self, live: npt.NDArray[np.int64], k: int) -> npt.NDArray[np.int64]:
         """None while the engine is failed over; otherwise the first k not pinned to software
         (looked up chunk by chunk, never the whole software table)."""
         if self.health.engine_failed:
             return live[:0]
         if self.health.vpc_failed.any() or len(self._pinned):  # skip pinned, chunk by chunk
-            sp = self.softpath
+            sp = self.m.softpath
             picked: list[npt.NDArray[np.int64]] = []
             got = 0
             for start in range(0, len(live), 4 * k):
@@ -183,7 +135,7 @@ class ResilientManager(Manager):
             live = np.concatenate(picked) if picked else live[:0]
         return live[:k]
 
-    # ---- packet path ---------------------------------------------------------------
+    # ---- packet path (front / screen) --------------------------------------------------
     def _divert_mask(self, batch: PacketBatch) -> npt.NDArray[np.bool_]:
         if self.health.engine_failed:
             return np.ones(len(batch), bool)
@@ -195,34 +147,27 @@ class ResilientManager(Manager):
             div |= member(np.unique(h[div]), h)
         return np.asarray(div)
 
-    def process(self, batch: PacketBatch) -> Fate:
+    def front(self, batch: PacketBatch, inner: Callable[[PacketBatch], Fate]) -> Fate:
         """Hardware for healthy scopes, software for failed-over ports or engine."""
+        m = self.m
         n = len(batch)
         if n:
-            self.now_ns = max(self.now_ns, int(batch.time_ns[-1]))
+            m.now_ns = max(m.now_ns, int(batch.time_ns[-1]))
         div = self._divert_mask(batch)
         self.last_diverted = div
         if not div.any():
-            fate = super().process(batch)
+            fate = inner(batch)
         else:
             keep, dv = np.flatnonzero(~div), np.flatnonzero(div)
-            f1 = super().process(batch.take(keep))
+            f1 = inner(batch.take(keep))
             f2 = self._software(batch.take(dv))
-            final = np.empty(n, np.uint8)
-            action = np.zeros(n, np.uint32)
-            reason = np.zeros(n, np.uint8)
-            engine = np.zeros(n, np.uint8)
-            state = np.zeros(n, np.uint8)
-            verdict = np.zeros(n, np.uint8)
-            for idx, f in ((keep, f1), (dv, f2)):
-                final[idx], action[idx], reason[idx] = f.final, f.action, f.reason
-                engine[idx], state[idx], verdict[idx] = f.engine, f.tcp_state, f.verdict
-            fate = Fate(final, action, reason, engine=engine, tcp_state=state, verdict=verdict)
+            fate = Fate.merge(n, ((keep, f1), (dv, f2)))
         self._watch_hung(batch, fate)
         return fate
 
     def _software(self, pb: PacketBatch) -> Fate:
         """Forward diverted packets in software, taking their sessions over from hardware."""
+        m = self.m
         n = len(pb)
         ck = canonicalize(pb)
         h = key_hash(ck)
@@ -236,56 +181,38 @@ class ResilientManager(Manager):
                         self.port_pins[int(p)] = np.union1d(old, add)
                         self._pinned = np.union1d(self._pinned, add)
         eng = np.full(n, int(Outcome.MISS), np.uint8)
-        eng[self.softpath.lookup(ck) < 0] = Outcome.STALE  # held by hardware? take it over
-        with self.metrics.activity("miss"):
-            f, a, r, v, ts = self._punted(pb, eng)
+        eng[m.softpath.lookup(ck) < 0] = Outcome.STALE  # held by hardware? take it over
+        with m.metrics.activity("miss"):
+            f, a, r, v, ts = m.punt(pb, eng, ck)
         fate = Fate(f, a, r, engine=eng, tcp_state=ts, verdict=v)
-        self.ledger.add(fate)
+        m.ledger.add(fate)
         self.diverted += n
-        self.metrics.count("diverted_packets", n)
+        m.metrics.count("diverted_packets", n)
         return fate
 
-    def _punted(
-        self, pb: PacketBatch, eng: npt.NDArray[np.uint8]
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    def screen(
+        self, pb: PacketBatch, ck: CanonicalKeys, eng: npt.NDArray[np.uint8]
+    ) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.bool_] | None]:
         """ECC losses are rebuilt before punted packets are decided (so a lost session's next
         packet is never decided as a new connection); quarantined keys are dropped as lost."""
-        self._in_punt = True
-        try:
-            self._ecc_sync(bool((eng == Outcome.FAULT).any()))
-            ck = canonicalize(pb)
-            if len(self.suspects):
-                ev, keys = match_suspects(self, ck, FlowKeys.from_batch(pb))
-                if len(ev):
-                    rebuild(self, ev, keys)
-            if self.unknown_losses:
-                self._guard(pb, ck, eng)
-            # a FAULT packet's own session may still be in hardware (the faulty entry can be
-            # another key with the same tag): read it back as for a stale one
-            eng = np.where(eng == Outcome.FAULT, np.uint8(Outcome.STALE), eng).astype(np.uint8)
-            n = len(pb)
-            final = np.zeros(n, np.uint8)
-            action = np.zeros(n, np.uint32)
-            reason = np.zeros(n, np.uint8)
-            verdict = np.full(n, 255, np.uint8)
-            tcp_state = np.zeros(n, np.uint8)
-            q = np.zeros(n, bool)
-            if len(self.quarantined):
-                h = key_hash(ck)
-                q = member(self.quarantined, h)
-                if q.any():
-                    pos = np.searchsorted(self.quarantined, h[q])
-                    np.maximum.at(self._q_seen, pos, pb.time_ns[q])
-            final[q] = Final.NAMED_DROP
-            reason[q] = DropReason.SESSION_LOST
-            rest = np.flatnonzero(~q)
-            if len(rest):
-                f, a, r, v, ts = super()._punted(pb.take(rest), eng[rest])
-                final[rest], action[rest], reason[rest] = f, a, r
-                verdict[rest], tcp_state[rest] = v, ts
-            return final, action, reason, verdict, tcp_state
-        finally:
-            self._in_punt = False
+        self._ecc_sync(bool((eng == Outcome.FAULT).any()))
+        if len(self.suspects):
+            ev, keys = match_suspects(self, ck, FlowKeys.from_batch(pb))
+            if len(ev):
+                rebuild_lost(self, ev, keys)
+        if self.unknown_losses:
+            self._guard(pb, ck, eng)
+        # a FAULT packet's own session may still be in hardware (the faulty entry can be
+        # another key with the same tag): read it back as for a stale one
+        eng = np.where(eng == Outcome.FAULT, np.uint8(Outcome.STALE), eng).astype(np.uint8)
+        q = np.zeros(len(pb), bool)
+        if len(self.quarantined):
+            h = key_hash(ck)
+            q = member(self.quarantined, h)
+            if q.any():
+                pos = np.searchsorted(self.quarantined, h[q])
+                np.maximum.at(self._q_seen, pos, pb.time_ns[q])
+        return eng, q
 
     def unquarantine(self, ck: CanonicalKeys) -> None:
         """Lift the quarantine of keys whose session was rebuilt after all (late event)."""
@@ -299,7 +226,7 @@ class ResilientManager(Manager):
         h = key_hash(ck)
         new = np.setdiff1d(h, self.quarantined)
         allh = np.concatenate([self.quarantined, new])
-        seen = np.concatenate([self._q_seen, np.full(len(new), self.now_ns, np.int64)])
+        seen = np.concatenate([self._q_seen, np.full(len(new), self.m.now_ns, np.int64)])
         order = np.argsort(allh)
         self.quarantined, self._q_seen = allh[order], seen[order]
         self._repin()
@@ -315,23 +242,24 @@ class ResilientManager(Manager):
         self._hung_since[ports_ok] = -1
         if not hung.any():
             return
-        limit = round(self.engine.config.watchdog_timeout_s * 1e9)
+        limit = round(self.m.engine.config.watchdog_timeout_s * 1e9)
         for p in np.unique(batch.port[hung]):
             t = int(batch.time_ns[hung][batch.port[hung] == p].min())
             if self._hung_since[p] < 0:
                 self._hung_since[p] = t
-            elif self.now_ns - self._hung_since[p] >= limit:
+            elif self.m.now_ns - self._hung_since[p] >= limit:
                 self._port_failover(int(p), "port_hung_outcomes")
 
-    # ---- events --------------------------------------------------------------------
+    # ---- events ------------------------------------------------------------------------
+    def _ecc_counter(self) -> int:
+        return int(self.m.engine.counters().get("ecc_uncorrectable", 0))
+
     def _ecc_sync(self, force: bool) -> None:
         """Handle events now when the engine found an uncorrectable entry since last time;
         track whether the engine's counter is ahead of the events received (lost victims)."""
-        c = int(self.engine.counters().get("ecc_uncorrectable", 0))
+        c = self._ecc_counter()
         if force or c != self._ecc_seen:
-            from starfabric.fornax.manager.events import handle_events
-
-            handle_events(self)
+            self.m.poll_events()
             self._ecc_seen = c
         self._update_deficit(c)
 
@@ -339,8 +267,8 @@ class ResilientManager(Manager):
         """Whether the engine's uncorrectable counter `c` is ahead of the events received."""
         if c - self._ecc_base > self._ecc_events:
             if self._deficit_since < 0:
-                self._deficit_since = self.now_ns
-            elif self.now_ns - self._deficit_since > round(
+                self._deficit_since = self.m.now_ns
+            elif self.m.now_ns - self._deficit_since > round(
                 self.health.config.suspect_keep_s * 1e9
             ):  # forgiven: such sessions would have aged by now
                 self._ecc_base = c - self._ecc_events
@@ -359,68 +287,74 @@ class ResilientManager(Manager):
         session anywhere may be such a session's: it is decided as a new connection only
         when both orientations forward alike, otherwise its key is quarantined (never
         forwarded on a guess; conntrack with tcp_loose=0 also refuses such pickups)."""
-        from starfabric.fornax.manager.events import policy_fields
-        from starfabric.fornax.manager.rebuild import swapped
-
+        m = self.m
         punted = (eng == Outcome.MISS) | (eng == Outcome.FAULT)
         cand = punted & (pb.proto == 6) & ((pb.tcp_flags & 0x02) == 0)
         if not cand.any():
             return
         idx = np.flatnonzero(cand)
-        idx = idx[self.softpath.lookup(take_keys(ck, idx)) < 0]
+        idx = idx[m.softpath.lookup(ck.take(idx)) < 0]
         fault = eng[idx] == Outcome.FAULT
         if fault.any():  # a FAULT packet's own session may still be in hardware
-            st, _ = self._call("query", self.engine.query, FlowKeys.from_batch(pb.take(idx[fault])),
-                               n=int(fault.sum()))  # fmt: skip
+            st, _ = m.driver.query(FlowKeys.from_batch(pb.take(idx[fault])))
             gone = np.ones(len(idx), bool)
             gone[np.flatnonzero(fault)[st == Status.OK]] = False
             idx = idx[gone]
         if not len(idx):
             return
         keys = FlowKeys.from_batch(pb.take(idx))
-        o = policy_fields(self, keys)
-        r = policy_fields(self, swapped(keys))
+        o = policy_fields(m.policy, keys, m.now_ns, m.drop)
+        r = policy_fields(m.policy, swapped(keys), m.now_ns, m.drop)
         same = (o[0] == r[1]) & (o[1] == r[0]) & (o[2] == r[2]) & (o[3] == r[3])
         if (~same).any():
-            self.metrics.count("guard_quarantined", int((~same).sum()))
-            self.quarantine(take_keys(ck, idx[~same]))
+            m.metrics.count("guard_quarantined", int((~same).sum()))
+            self.quarantine(ck.take(idx[~same]))
 
-    def on_fault_events(self, ev: np.ndarray) -> None:
-        """ECC and hang events (called by events.handle_events)."""
-        t = ev["type"]
-        now = self.now_ns
-        for typ in (EventType.ECC_CORRECTED, EventType.ECC_UNCORRECTABLE):
-            e = ev[t == typ]
-            if len(e):
-                self.ecc_log.append(
-                    np.stack([e["slot"], np.full(len(e), int(typ)), np.full(len(e), now)], 1)
-                )
-        corr = ev[t == EventType.ECC_CORRECTED]
-        if len(corr):
-            self._record(corr, FaultKind.ECC_CORRECTED)
-        unc = ev[t == EventType.ECC_UNCORRECTABLE]
+    def handlers(self) -> Mapping[EventType, Handler]:
+        return {
+            EventType.ECC_CORRECTED: self._on_corrected,
+            EventType.ECC_UNCORRECTABLE: self._on_uncorrectable,
+            EventType.RING_OVERFLOW: lambda ev: self.overflows.append(self.m.now_ns),
+            EventType.PIPELINE_HANG: self._on_hang,
+        }
+
+    def _log_ecc(self, e: np.ndarray, typ: EventType) -> None:
+        now = self.m.now_ns
+        self.ecc_log.append(
+            np.stack([e["slot"], np.full(len(e), int(typ)), np.full(len(e), now)], 1)
+        )
+
+    def _on_corrected(self, corr: np.ndarray) -> None:
+        self._log_ecc(corr, EventType.ECC_CORRECTED)
+        self._record(corr, FaultKind.ECC_CORRECTED)
+
+    def _on_uncorrectable(self, unc: np.ndarray) -> None:
+        """Rebuild lost sessions (rebuild.py); a damaged key waits for a packet as a suspect."""
+        m = self.m
+        self._log_ecc(unc, EventType.ECC_UNCORRECTABLE)
         self._ecc_events += len(unc)
-        if len(unc):
-            self._ecc_seen = int(self.engine.counters().get("ecc_uncorrectable", 0))
-            suspect = unc["reason"] == Reason.KEY_SUSPECT
-            s = unc[suspect].copy()
-            s["time_ns"] = now
-            self.suspects = np.concatenate([self.suspects, s])
-            self.metrics.count("ecc_key_suspect", int(suspect.sum()))
-            good = unc[~suspect]
-            if len(good):
-                self._record(good, FaultKind.ECC_UNCORRECTABLE)
-                rebuild(self, good)
-                if not self._in_punt:
-                    self._flush()
-            if suspect.any():
-                self.health.record(now, FaultKind.ECC_UNCORRECTABLE, n=int(suspect.sum()))
-        if (t == EventType.RING_OVERFLOW).any():
-            self.overflows.append(now)
-        for p in np.unique(ev["port"][t == EventType.PIPELINE_HANG]):
+        self._ecc_seen = self._ecc_counter()
+        suspect = unc["reason"] == Reason.KEY_SUSPECT
+        s = unc[suspect].copy()
+        s["time_ns"] = m.now_ns
+        self.suspects = np.concatenate([self.suspects, s])
+        m.metrics.count("ecc_key_suspect", int(suspect.sum()))
+        good = unc[~suspect]
+        if len(good):
+            self._record(good, FaultKind.ECC_UNCORRECTABLE)
+            rebuild_lost(self, good)
+            if not m.punting:
+                m.flush()
+        if suspect.any():
+            self.health.record(m.now_ns, FaultKind.ECC_UNCORRECTABLE, n=int(suspect.sum()))
+
+    def _on_hang(self, ev: np.ndarray) -> None:
+        for p in np.unique(ev["port"]):
             if int(p) < len(self.health.port_failed):
                 self._port_failover(int(p), "watchdog")
-        keep = now - round(self.health.config.suspect_keep_s * 1e9)
+
+    def after_poll(self) -> None:
+        keep = self.m.now_ns - round(self.health.config.suspect_keep_s * 1e9)
         self.suspects = self.suspects[self.suspects["time_ns"] >= keep]
 
     def _record(self, ev: np.ndarray, kind: FaultKind) -> None:
@@ -428,7 +362,7 @@ class ResilientManager(Manager):
         k = original_from_entries(ev)
         h = key_hash(event_keys(ev))
         vpc = np.where(ev["vpc_scope"] < len(self.health.vpc_failed), ev["vpc_scope"], -1)
-        self.health.record(self.now_ns, kind, key=h, vpc=vpc.astype(np.int64), n=len(ev))
+        self.health.record(self.m.now_ns, kind, key=h, vpc=vpc.astype(np.int64), n=len(ev))
         for j in range(len(ev)):  # faults are rare: a row per fault, not per session
             self._fault_keys[int(h[j])] = tuple(int(getattr(k, f)[j]) for f in
                                                 k.__dataclass_fields__)  # fmt: skip
@@ -437,53 +371,57 @@ class ResilientManager(Manager):
     def _port_failover(self, p: int, how: str) -> None:
         if self.health.port_failed[p]:
             return
+        now = self.m.now_ns
         self.health.port_failed[p] = True
-        self.health.record(self.now_ns, FaultKind.PORT_HANG, port=p)
-        self._reset_at[p] = self.now_ns + round(self.health.config.port_reset_s * 1e9)
+        self.health.record(now, FaultKind.PORT_HANG, port=p)
+        self._reset_at[p] = now + round(self.health.config.port_reset_s * 1e9)
         self._hung_since[p] = -1
-        self.timeline.append({"scope": "port", "id": p, "failover_ns": self.now_ns, "how": how})
-        self.metrics.count("port_failovers")
+        self.timeline.append({"scope": "port", "id": p, "failover_ns": now, "how": how})
+        self.m.metrics.count("port_failovers")
 
     def _ports(self) -> None:
         """Reset due ports, probe them, fail back the ones that answer."""
+        m = self.m
         due = np.flatnonzero(self.health.port_failed & (self._reset_at >= 0)
-                             & (self._reset_at <= self.now_ns))  # fmt: skip
+                             & (self._reset_at <= m.now_ns))  # fmt: skip
         for p in due:
-            self.engine.unstall_port(int(p))  # the reset
-            self.metrics.count("port_resets")
+            m.engine.unstall_port(int(p))  # the reset
+            m.metrics.count("port_resets")
             if not self._probe(int(p)):
-                self._reset_at[p] = self.now_ns + round(self.health.config.probe_backoff_s * 1e9)
-                self.metrics.count("probe_failed")
+                self._reset_at[p] = m.now_ns + round(self.health.config.probe_backoff_s * 1e9)
+                m.metrics.count("probe_failed")
                 continue
             self.health.port_failed[p] = False
             self._reset_at[p] = -1
             self.port_pins.pop(int(p), None)
             self._repin()
-            self.timeline.append({"scope": "port", "id": int(p), "failback_ns": self.now_ns})
-            self.metrics.count("port_failbacks")
+            self.timeline.append({"scope": "port", "id": int(p), "failback_ns": m.now_ns})
+            m.metrics.count("port_failbacks")
 
     # ---- table scopes --------------------------------------------------------------
     def _probe(self, p: int) -> bool:
         """One probe packet through port p: True when the pipeline answered."""
-        probe = PacketBatch.from_columns(time_ns=[self.now_ns], port=[p], vni=[PROBE_VNI],
+        m = self.m
+        probe = PacketBatch.from_columns(time_ns=[m.now_ns], port=[p], vni=[PROBE_VNI],
                                          proto=[PROBE_PROTO])  # fmt: skip
-        res = self._call("datapath", self.engine.process, probe, n=0)
+        res = m.driver.call("datapath", m.engine.process, probe, n=0)
         self.probes += 1
         return int(res.outcome[0]) != Outcome.PORT_HUNG
 
     def _apply(self) -> None:
-        for ch in self.health.evaluate(self.now_ns):
+        m = self.m
+        for ch in self.health.evaluate(m.now_ns):
             if ch.kind == ScopeKind.ENGINE and not ch.failover:
                 # verify every port before traffic returns to the pipeline
-                for p in range(self.engine.config.n_ports):
+                for p in range(m.engine.config.n_ports):
                     if not self.health.port_failed[p] and not self._probe(p):
                         self._port_failover(p, "probe")
             name = ch.kind.name.lower()
             rec: dict[str, Any] = {"scope": name, "id": ch.scope_id if ch.kind != ScopeKind.SESSION
                                    else ch.key_hash}  # fmt: skip
-            rec["failover_ns" if ch.failover else "failback_ns"] = self.now_ns
+            rec["failover_ns" if ch.failover else "failback_ns"] = m.now_ns
             self.timeline.append(rec)
-            self.metrics.count(f"{name}_{'failovers' if ch.failover else 'failbacks'}")
+            m.metrics.count(f"{name}_{'failovers' if ch.failover else 'failbacks'}")
             if ch.failover and ch.kind == ScopeKind.VPC:
                 self._migrate_vpc(ch.scope_id)
             if ch.failover and ch.kind == ScopeKind.SESSION:
@@ -495,53 +433,49 @@ class ResilientManager(Manager):
         self._repin()
 
     def _migrate_vpc(self, vpc: int) -> None:
-        cap = self.engine.config.capacity
+        m = self.m
+        cap = m.engine.config.capacity
         cursor = 0
         while cursor < cap:
-            recs, cursor = self._call("dump", self.engine.dump, cursor,
-                                      self.config.patrol_chunk, vpc_scope=vpc)  # fmt: skip
-            self.metrics.ops["dump_entries"] += len(recs)
+            recs, cursor = m.driver.dump(cursor, m.config.patrol_chunk, vpc_scope=vpc)
             if len(recs):
                 self._migrate(original_from_entries(recs))
 
     def _migrate(self, keys: FlowKeys) -> int:
         """Move sessions from hardware to software, decided under the current policy."""
-        st, rec = self._call("query", self.engine.query, keys, n=len(keys))
+        m = self.m
+        st, rec = m.driver.query(keys)
         ok = st == Status.OK
         if not ok.any():
             return 0
         rec = rec[ok]
         orig = original_from_entries(rec)
-        d = decide(self.policy, packets_of(orig, self.now_ns), self.nat, drop_action=self.drop,
-                   drop_sessions=self.config.install_drop_sessions, old_aux=rec["aux"])  # fmt: skip
-        from starfabric.fornax.manager.manager import keys_of_flow
-
-        ck = keys_of_flow(orig)
+        d = m.decide(orig, rec["aux"])
+        ck = canonicalize(orig)
         keep = d.session
-        sub = take_keys(ck, np.flatnonzero(keep))
-        status, _ = self.softpath.insert(
+        sub = ck.take(np.flatnonzero(keep))
+        status, _ = m.softpath.insert(
             sub, orig_dir=sub.direction, action_orig=d.action_orig[keep],
             action_reply=d.action_reply[keep], eni_scope=d.eni_scope[keep],
-            vpc_scope=d.vpc_scope[keep], now_ns=self.now_ns, track=rec["track"][keep],
+            vpc_scope=d.vpc_scope[keep], now_ns=m.now_ns, track=rec["track"][keep],
             aux=d.aux[keep],
         )  # fmt: skip
         moved = np.zeros(len(rec), bool)
         moved[np.flatnonzero(keep)[status == SoftStatus.OK]] = True
         gone = ~keep
-        self._release(d.aux[gone])
+        m.release(d.aux[gone])
         out = moved | gone  # software full: the session stays in hardware (reported)
-        self._call("delete", self.engine.delete, orig.take(out), n=int(out.sum()))
-        self.metrics.count("migrated_to_software", int(moved.sum()))
-        self.metrics.count("migrate_softpath_full", int((keep & ~moved).sum()))
+        m.driver.delete(orig.take(out))
+        m.metrics.count("migrated_to_software", int(moved.sum()))
+        m.metrics.count("migrate_softpath_full", int((keep & ~moved).sum()))
         return int(moved.sum())
 
     # ---- time ----------------------------------------------------------------------
-    def tick(self, now_ns: int, scrub_slots: int | None = None) -> None:
-        """Manager.tick, then the patrol's share of the period, port resets/probes, and the
-        health evaluation (failover/failback)."""
-        super().tick(now_ns, scrub_slots)
-        self._update_deficit(int(self.engine.counters().get("ecc_uncorrectable", 0)))
-        self._flush()
+    def after_tick(self, now_ns: int) -> None:
+        """After the manager's tick: the patrol's share of the period, port resets/probes,
+        and the health evaluation (failover/failback)."""
+        self._update_deficit(self._ecc_counter())
+        self.m.flush()
         self._patrol(now_ns)
         self._ports()
         self._apply()
@@ -563,7 +497,7 @@ class ResilientManager(Manager):
         if n <= 0:
             return
         self._patrol_credit -= n
-        r = patrol_step(self, n, chunk=self.health.config.patrol_chunk)
+        r = patrol_step(self.m, n, chunk=self.health.config.patrol_chunk)
         for kind, count in (("key_inconsistent", FaultKind.KEY_INCONSISTENT),
                             ("policy_drift", FaultKind.POLICY_DRIFT)):  # fmt: skip
             if r[kind]:
@@ -572,19 +506,44 @@ class ResilientManager(Manager):
             self.patrol_cycles.append((self._cycle_start, now_ns))
             self._cycle_start = now_ns
 
-    def summary(self) -> dict[str, Any]:
-        out = super().summary()
+    def summary(self, out: dict[str, Any]) -> None:
         out["health"] = self.health.as_dict()
         out["diverted_packets"] = self.diverted
         out["probe_packets"] = self.probes
         out["quarantined_keys"] = len(self.quarantined)
-        return out
 
 
-def original_from_entries_soft(recs: np.ndarray) -> FlowKeys:
-    from starfabric.fornax.manager.decide import original_from_sessions
+class ResilientManager(Manager):
+    """The Manager composed with the `Resilience` part (see the module docstring); its
+    fault state is `self.faults`, also reachable under the names below."""
 
-    return original_from_sessions(recs)
+    def __init__(
+        self, engine: SessionEngine, policy: CompiledPolicy, config: ManagerConfig | None = None,
+        *, health: HealthConfig | None = None, **kw: Any,
+    ) -> None:  # fmt: skip
+        """As Manager (softpath, softpath_config in `kw`), plus the health configuration."""
+        super().__init__(engine, policy, config, **kw)
+        self.faults = Resilience(self, health)
+        self.add_part(self.faults)
+
+    #: the fault state, reachable by the names callers know (it lives in `faults`)
+    FAULT_STATE = frozenset(("health", "suspects", "quarantined", "port_pins", "timeline",
+                             "ecc_log", "patrol_cycles", "overflows", "last_diverted",
+                             "diverted", "probes", "unknown_losses"))  # fmt: skip
+
+    def __getattr__(self, name: str) -> Any:
+        if name in ResilientManager.FAULT_STATE and "faults" in self.__dict__:
+            return getattr(self.faults, name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def quarantine(self, ck: CanonicalKeys) -> int:
+        return self.faults.quarantine(ck)
+
+    def unquarantine(self, ck: CanonicalKeys) -> None:
+        self.faults.unquarantine(ck)
+
+    def pinned(self, recs: np.ndarray) -> npt.NDArray[np.bool_]:
+        return self.faults.pinned(recs)
 
 
-__all__ = ["PROBE_PROTO", "PROBE_VNI", "ResilientManager", "member"]
+__all__ = ["PROBE_PROTO", "PROBE_VNI", "Resilience", "ResilientManager", "member"]

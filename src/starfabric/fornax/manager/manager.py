@@ -21,30 +21,49 @@ their old actions (engine and softpath both refuse them), so no packet is forwar
 policy older than the latest bump. A session the new policy refuses becomes a drop session
 (`install_drop_sessions`) or is forgotten: the packet that found it is dropped and the next
 one is a first packet again.
+
+Composition: engine calls go through `driver` (driver.py: counted ops, budget, versions);
+the push queue is an `Outbox` of explicit session locations (location.py); hardware events
+are dispatched through the `handlers` table ({EventType: handler}, events.py); fault
+tolerance and the software-centric baselines are `Part`s handed in (parts.py), never
+subclasses overriding these steps.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, Self
 
 import numpy as np
 import numpy.typing as npt
 
 from starfabric.errors import ConfigError
-from starfabric.fornax.engine import FlowKeys, Outcome, Scope, SessionEngine, Status
-from starfabric.fornax.keys import CanonicalKeys, canonicalize_columns, key_hash
+from starfabric.fornax.engine.interface import (
+    EventType,
+    FlowKeys,
+    Outcome,
+    Scope,
+    SessionEngine,
+    Status,
+)
+from starfabric.fornax.keys import CanonicalKeys, canonicalize, key_hash
 from starfabric.fornax.manager import _kernels, cookie
 from starfabric.fornax.manager.accounting import DropReason, Fate, Final, Ledger
 from starfabric.fornax.manager.config import ManagerConfig, TokenBucket
 from starfabric.fornax.manager.decide import (
+    Decision,
     decide,
     original_from_entries,
     original_from_sessions,
     packets_of,
 )
+from starfabric.fornax.manager.driver import EngineDriver
+from starfabric.fornax.manager.events import default_handlers, handle_events
+from starfabric.fornax.manager.location import Location, Move, Outbox
 from starfabric.fornax.manager.metrics import Metrics
 from starfabric.fornax.manager.nat import NatPools
+from starfabric.fornax.manager.parts import Handler, Part
+from starfabric.fornax.manager.recover import recover_nat
 from starfabric.fornax.packets import PacketBatch
 from starfabric.fornax.softpath import SoftOutcome, SoftPath, SoftPathConfig, SoftStatus
 from starfabric.fornax.vpc import CompiledPolicy, VpcSpec, recompile
@@ -53,16 +72,6 @@ _PUNT = (int(Outcome.MISS), int(Outcome.STALE), int(Outcome.FAULT))
 #: Promote software sessions only while the engine is below this fill (assumption: leave
 #: headroom so promotion does not turn into a storm of TABLE_FULL events).
 PROMOTE_MAX_FILL = 0.95
-
-
-def take_keys(ck: CanonicalKeys, idx: npt.ArrayLike) -> CanonicalKeys:
-    """Rows `idx` of canonical keys."""
-    return CanonicalKeys(*(getattr(ck, f)[idx] for f in ck.__dataclass_fields__))
-
-
-def keys_of_flow(k: FlowKeys) -> CanonicalKeys:
-    return canonicalize_columns(k.vni, k.proto, k.src_hi, k.src_lo, k.dst_hi, k.dst_lo,
-                                k.sport, k.dport)  # fmt: skip
 
 
 def _group(ck: CanonicalKeys) -> npt.NDArray[np.int64]:
@@ -93,6 +102,7 @@ class Manager:
         *,
         softpath: SoftPath | None = None,
         softpath_config: SoftPathConfig | None = None,
+        parts: Sequence[Part] = (),
     ) -> None:
         self.engine = engine
         self.config = config or ManagerConfig()
@@ -108,15 +118,26 @@ class Manager:
         self.nat = NatPools(policy, self.config.nat_port_min, self.config.nat_port_max)
         self.budget = TokenBucket(self.config.setup_rate, self.config.setup_burst)
         self.metrics = Metrics()
+        self.driver = EngineDriver(engine, self.metrics, self.budget)
         self.ledger = Ledger()
         self.drop = int(engine.config.drop_action)
         self.now_ns = 0
         self.connections = 0
         self.peak_sessions = 0
-        self._pending_new: list[npt.NDArray[np.int64]] = []
-        self._pending_mod: list[npt.NDArray[np.int64]] = []
-        self._redecided = np.zeros(0, np.uint64)
-        self._patrol_cursor = 0
+        self.outbox = Outbox()
+        self.redecided = np.zeros(0, np.uint64)  # key hashes re-decided since the last poll
+        self.patrol_cursor = 0
+        self.punting = False  # inside the punt path (a flush waits for its end)
+        self.handlers: dict[EventType, Handler] = default_handlers(self)
+        self.update_policy: Callable[[VpcSpec], dict[str, int]] = self.bump_policy
+        self.parts: list[Part] = []
+        for p in parts:
+            self.add_part(p)
+
+    def add_part(self, part: Part) -> None:
+        """Compose a part in: its event handlers take their place in the table."""
+        self.parts.append(part)
+        self.handlers.update(part.handlers())
 
     def _check_scopes(self, policy: CompiledPolicy) -> None:
         cfg = self.engine.config
@@ -127,25 +148,28 @@ class Manager:
                 fix="raise the engine's eni_scopes/vpc_scopes",
             )
 
-    # ---- engine calls (counted, their CPU is the emulated hardware's) ---------------------
-    def _call(self, op: str, fn: Callable[..., Any], *args: Any, n: int = 1, **kw: Any) -> Any:
-        with self.metrics.engine_call(op, n):
-            return fn(*args, **kw)
-
-    def _versions(self, scope: Scope, ids: npt.NDArray[np.uint32]) -> npt.NDArray[np.uint32]:
-        """Current engine versions of scope ids (one read per distinct scope)."""
-        uniq, inv = np.unique(ids, return_inverse=True)
-        cur = np.array([self.engine.scope_version(scope, int(s)) for s in uniq], np.uint32)
-        return cur[np.asarray(inv).ravel()] if len(ids) else np.zeros(0, np.uint32)
+    def decide(self, keys: FlowKeys, old_aux: npt.NDArray[np.uint64] | None = None) -> Decision:
+        """Decide ORIGINAL keys under the current policy (old cookies kept where they hold)."""
+        return decide(self.policy, packets_of(keys, self.now_ns), self.nat,
+                      drop_action=self.drop, drop_sessions=self.config.install_drop_sessions,
+                      old_aux=old_aux)  # fmt: skip
 
     # ---- the packet path --------------------------------------------------------------
     def process(self, batch: PacketBatch) -> Fate:
-        """Forward one batch through hardware and, for punted packets, software."""
+        """Forward one batch through hardware and, for punted packets, software (through
+        the parts' fronts: divert, time cuts)."""
+        inner: Callable[[PacketBatch], Fate] = self.datapath
+        for p in reversed(self.parts):
+            inner = (lambda part, nxt: lambda b: part.front(b, nxt))(p, inner)
+        return inner(batch)
+
+    def datapath(self, batch: PacketBatch) -> Fate:
+        """The engine's pass over one batch; punted packets go through `punt`."""
         n = len(batch)
         if n:
             self.now_ns = max(self.now_ns, int(batch.time_ns[-1]))
         self.budget.refill(self.now_ns)
-        res = self._call("datapath", self.engine.process, batch, n=0)
+        res = self.driver.call("datapath", self.engine.process, batch, n=0)
         final = np.empty(n, np.uint8)
         action = np.zeros(n, np.uint32)
         reason = np.zeros(n, np.uint8)
@@ -162,21 +186,51 @@ class Manager:
         punt = np.flatnonzero(np.isin(o, _PUNT))
         if len(punt):
             with self.metrics.activity("miss"):
-                f, a, r, v, ts = self._punted(batch.take(punt), o[punt])
+                f, a, r, v, ts = self.punt(batch.take(punt), o[punt])
             final[punt], action[punt], reason[punt] = f, a, r
             verdict[punt], tcp_state[punt] = v, ts
         fate = Fate(final, action, reason, engine=o.copy(), tcp_state=tcp_state, verdict=verdict)
         self.ledger.add(fate)
         return fate
 
-    def _punted(
-        self, pb: PacketBatch, eng: npt.NDArray[np.uint8]
+    def punt(
+        self, pb: PacketBatch, eng: npt.NDArray[np.uint8], ck: CanonicalKeys | None = None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Punted packets: the parts' screens first (rebuilds, quarantine), then software;
+        `ck`: their canonical keys when the caller has them (canonicalized once)."""
+        ck = canonicalize(pb) if ck is None else ck
+        self.punting = True
+        try:
+            lost: npt.NDArray[np.bool_] | None = None
+            for p in self.parts:
+                eng, q = p.screen(pb, ck, eng)
+                if q is not None:
+                    lost = q if lost is None else lost | q
+            if lost is None:
+                return self._software(pb, ck, eng)
+            n = len(pb)
+            final = np.zeros(n, np.uint8)
+            action = np.zeros(n, np.uint32)
+            reason = np.zeros(n, np.uint8)
+            verdict = np.full(n, 255, np.uint8)
+            tcp_state = np.zeros(n, np.uint8)
+            final[lost] = Final.NAMED_DROP
+            reason[lost] = DropReason.SESSION_LOST
+            rest = np.flatnonzero(~lost)
+            if len(rest):
+                f, a, r, v, ts = self._software(pb.take(rest), ck.take(rest), eng[rest])
+                final[rest], action[rest], reason[rest] = f, a, r
+                verdict[rest], tcp_state[rest] = v, ts
+            return final, action, reason, verdict, tcp_state
+        finally:
+            self.punting = False
+
+    def _software(
+        self, pb: PacketBatch, ck: CanonicalKeys, eng: npt.NDArray[np.uint8]
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         n = len(pb)
         verdict = np.full(n, 255, np.uint8)
         tcp_state = np.zeros(n, np.uint8)
-        ck = canonicalize_columns(pb.vni, pb.proto, pb.src_hi, pb.src_lo, pb.dst_hi, pb.dst_lo,
-                                  pb.sport, pb.dport)  # fmt: skip
         final = np.full(n, 255, np.uint8)
         action = np.zeros(n, np.uint32)
         reason = np.zeros(n, np.uint8)
@@ -193,17 +247,19 @@ class Manager:
             if not len(idx):
                 break
             with self.metrics.softpath_call():
-                r = self.softpath.process(pb.take(idx), take_keys(ck, idx))
+                r = self.softpath.process(pb.take(idx), ck.take(idx))
             so = r.outcome
             verdict[idx], tcp_state[idx] = r.verdict, r.tcp_state
             if len(r.reopened_aux):  # software sessions a reopening SYN ended
                 self.metrics.count("tcp_reopen", len(r.reopened_aux))
-                self._release(r.reopened_aux)
+                self.release(r.reopened_aux)
             if len(r.ended_aux):  # sessions the tracker ended (RST-only reply, invalid new)
                 self.metrics.count("tracker_ended", len(r.ended_aux))
-                self._release(r.ended_aux)
-            if len(r.ended_slots):
-                self._drop_pending(r.ended_slots)
+                self.release(r.ended_aux)
+            if len(r.ended_slots):  # their pushes go; a stale hardware original is deleted
+                was_mod = self.outbox.end(r.ended_slots)
+                if len(was_mod):
+                    self.driver.delete(original_from_sessions(self.softpath.sessions(was_mod)))
             done = np.isin(so, (SoftOutcome.HIT, SoftOutcome.DROP, SoftOutcome.OVERLOAD))
             fwd = so == SoftOutcome.HIT
             final[idx[fwd]] = Final.SW_FORWARDED
@@ -224,22 +280,8 @@ class Manager:
                 final[f_idx] = f_final
                 reason[f_idx] = f_reason
                 pending[f_idx] = False
-        self._flush()
+        self.flush()
         return final, action, reason, verdict, tcp_state
-
-    def _drop_pending(self, slots: npt.NDArray[np.int64]) -> None:
-        """Software sessions the tracker ended in this batch: their pending pushes go before a
-        new session can reuse the slot, and the stale hardware entry a pending modify would
-        have refreshed is deleted (its connection is over; a reopening SYN starts a new one)."""
-        empty = np.zeros(0, np.int64)
-        mod = np.concatenate(self._pending_mod) if self._pending_mod else empty
-        new = np.concatenate(self._pending_new) if self._pending_new else empty
-        dead = np.isin(mod, slots)
-        if dead.any():
-            keys = original_from_sessions(self.softpath.sessions(mod[dead]))
-            self._call("delete", self.engine.delete, keys, n=int(dead.sum()))
-        self._pending_mod = [mod[~dead]]
-        self._pending_new = [new[~np.isin(new, slots)]]
 
     def _first_packets(
         self,
@@ -255,7 +297,7 @@ class Manager:
         d = decide(self.policy, pb.take(first), self.nat, drop_action=self.drop,
                    drop_sessions=self.config.install_drop_sessions)  # fmt: skip
         mk = first[d.session]
-        fk = take_keys(ck, mk)
+        fk = ck.take(mk)
         status, slot = self.softpath.insert(
             fk, orig_dir=fk.direction, action_orig=d.action_orig[d.session],
             action_reply=d.action_reply[d.session], eni_scope=d.eni_scope[d.session],
@@ -263,11 +305,11 @@ class Manager:
             first=True,
         )  # fmt: skip
         ok = status == SoftStatus.OK
-        self._pending_new.append(slot[ok])
+        self.outbox.add(slot[ok], Location.GONE, Move.CREATE)
         self.connections += int(ok.sum())
         self.metrics.count("sessions_created", int(ok.sum()))
         full_aux = d.aux[d.session][~ok]
-        self._release(full_aux)
+        self.release(full_aux)
         # keys resolved without a session: denied (no drop session), NAT exhausted, SW full
         no_sess = np.zeros(len(first), bool)
         no_sess[~d.session] = True
@@ -297,51 +339,46 @@ class Manager:
         return out_idx, fin, w.astype(np.uint8)
 
     def _import_stale(
-        self,
-        pb: PacketBatch,
-        ck: CanonicalKeys,
-        gid: npt.NDArray[np.int64],
+        self, pb: PacketBatch, ck: CanonicalKeys, gid: npt.NDArray[np.int64],
         stale: npt.NDArray[np.bool_],
-    ) -> npt.NDArray[np.int64]:
+    ) -> npt.NDArray[np.int64]:  # fmt: skip
         """Read stale engine sessions back, decide them again and move them into the software
-        table (pushed back by `_flush`); returns packets dropped because the session is now
+        table (pushed back by `flush`); returns packets dropped because the session is now
         refused and forgotten."""
         idx = np.flatnonzero(stale)
         first = idx[_first_of_groups(gid[idx])]
-        st, rec = self._call("query", self.engine.query, FlowKeys.from_batch(pb.take(first)),
-                             n=len(first))  # fmt: skip
+        st, rec = self.driver.query(FlowKeys.from_batch(pb.take(first)))
         ok = st == Status.OK
         first, rec = first[ok], rec[ok]
         if not len(first):
             return np.zeros(0, np.int64)
         orig = original_from_entries(rec)
-        d = decide(self.policy, packets_of(orig, self.now_ns), self.nat, drop_action=self.drop,
-                   drop_sessions=self.config.install_drop_sessions, old_aux=rec["aux"])  # fmt: skip
+        d = self.decide(orig, rec["aux"])
         self.metrics.count("redecided", len(first))
-        ock = keys_of_flow(orig)
-        self._redecided = np.concatenate([self._redecided, key_hash(ock)])
+        ock = canonicalize(orig)
+        self.redecided = np.concatenate([self.redecided, key_hash(ock)])
         gone = ~d.session
         if gone.any():
-            self._call("delete", self.engine.delete, orig.take(gone), n=int(gone.sum()))
-            self._release(d.aux[gone])
+            self.driver.delete(orig.take(gone))
+            self.release(d.aux[gone])
             self.metrics.count("sessions_refused_after_change", int(gone.sum()))
         keep = d.session
         same = keep & (d.eni_scope == rec["eni_scope"]) & (d.vpc_scope == rec["vpc_scope"])
         moved = keep & ~same
         if moved.any():  # scopes changed: the entry must be re-created, not modified
-            self._call("delete", self.engine.delete, orig.take(moved), n=int(moved.sum()))
+            self.driver.delete(orig.take(moved))
         status, slot = self.softpath.insert(
-            take_keys(ock, keep), orig_dir=ock.direction[keep],
+            ock.take(keep), orig_dir=ock.direction[keep],
             action_orig=d.action_orig[keep], action_reply=d.action_reply[keep],
             eni_scope=d.eni_scope[keep], vpc_scope=d.vpc_scope[keep], now_ns=self.now_ns,
             track=rec["track"][keep], aux=d.aux[keep],
         )  # fmt: skip
         okk = status == SoftStatus.OK
         same_k = same[keep]
-        self._pending_mod.append(slot[okk & same_k])
-        self._pending_new.append(slot[okk & ~same_k])
+        self.outbox.add(slot[okk & same_k], Location.HARDWARE, Move.REDECIDE)
+        self.outbox.add(slot[okk & ~same_k], Location.HARDWARE, Move.RECREATE)
         if (~okk).any():  # software full: the stale entry stays in hardware, punted again
-            self._release(d.aux[keep][~okk])
+            self.release(d.aux[keep][~okk])
         return first[gone]
 
     def _redecide_soft(
@@ -355,12 +392,10 @@ class Manager:
         _, fi = np.unique(gids, return_index=True)
         rows, slots = rows[fi], slots[fi]
         recs = self.softpath.sessions(slots)
-        orig = original_from_sessions(recs)
-        d = decide(self.policy, packets_of(orig, self.now_ns), self.nat, drop_action=self.drop,
-                   drop_sessions=self.config.install_drop_sessions, old_aux=recs["aux"])  # fmt: skip
+        d = self.decide(original_from_sessions(recs), recs["aux"])
         self.metrics.count("redecided", len(slots))
         gone = ~d.session
-        self._release(d.aux[gone])
+        self.release(d.aux[gone])
         self.softpath.delete(slots[gone])
         keep = d.session
         self.softpath.update(slots[keep], action_orig=d.action_orig[keep],
@@ -368,7 +403,8 @@ class Manager:
                              eni_scope=d.eni_scope[keep], vpc_scope=d.vpc_scope[keep])  # fmt: skip
         return rows[gone]
 
-    def _release(self, aux: npt.NDArray[np.uint64]) -> int:
+    def release(self, aux: npt.NDArray[np.uint64]) -> int:
+        """Free the SNAT allocations held by these cookies; returns how many were freed."""
         held = cookie.has_nat(aux)
         if not held.any():
             return 0
@@ -376,57 +412,60 @@ class Manager:
         self.metrics.count("nat_released", freed)
         return freed
 
+    def rebuilt(self, slots: npt.NDArray[np.int64]) -> None:
+        """Sessions rebuilt into software slots (ECC loss): pushed with the next flush."""
+        self.outbox.add(slots, Location.HARDWARE, Move.REBUILD)
+
     # ---- software -> hardware ---------------------------------------------------------
-    def _flush(self) -> None:
+    def flush(self) -> None:
         """Push the sessions created or re-decided in this batch to hardware (budgeted)."""
-        mod = np.concatenate(self._pending_mod) if self._pending_mod else np.zeros(0, np.int64)
-        new = np.concatenate(self._pending_new) if self._pending_new else np.zeros(0, np.int64)
-        self._pending_mod, self._pending_new = [], []
+        for p in self.parts:  # a held session re-decided in software leaves hardware
+            mod = self.outbox.pending(Location.PENDING_MODIFY)
+            pin = p.hold(mod)
+            if pin is not None and pin.any():
+                self.driver.delete(original_from_sessions(self.softpath.sessions(mod[pin])))
+                self.outbox.pin(pin, Location.PENDING_MODIFY)
+        mod, new = self.outbox.take()
         # sessions the tracker ended within the batch (RST-only reply, invalid first packet,
         # reopen) are gone from the software table: nothing to push
-        live = self.softpath.used
-        mod, new = mod[live[mod] == 1], new[live[new] == 1]
+        live = self.softpath.live(mod), self.softpath.live(new)
+        mod, new = mod[live[0]], new[live[1]]
         if len(mod):
             grant = self.budget.take(len(mod))
             recs = self.softpath.sessions(mod[:grant])
-            keys = original_from_sessions(recs)
-            st = self._call(
-                "modify", self.engine.modify, keys, n=grant,
-                action_orig=recs["action_orig"], action_reply=recs["action_reply"],
-                eni_version=self._versions(Scope.ENI, recs["eni_scope"]),
-                vpc_version=self._versions(Scope.VPC, recs["vpc_scope"]),
-                aux=recs["aux"], track=recs["track"],
-            )  # fmt: skip
+            st = self.driver.modify_records(original_from_sessions(recs), recs)
             done = mod[:grant][st == Status.OK]
             self.softpath.delete(done)
             self.metrics.count("modified", len(done))
             lost = mod[:grant][st != Status.OK]  # entry vanished meanwhile: insert instead
             late = mod[grant:]  # no budget: the session moves to software
             if len(late):
-                lk = original_from_sessions(self.softpath.sessions(late))
-                self._call("delete", self.engine.delete, lk, n=len(late))
+                self.driver.delete(original_from_sessions(self.softpath.sessions(late)))
                 self.metrics.count("moved_to_software", len(late))
             new = np.concatenate([new, lost])
         if len(new):
-            self._insert_from_soft(new)
+            self.push(new)
 
-    def _insert_from_soft(self, slots: npt.NDArray[np.int64]) -> int:
+    def push(self, slots: npt.NDArray[np.int64]) -> int:
+        """Insert software sessions into hardware, as far as the parts let them (held
+        ones stay; a flow limit) and the budget grants; returns how many hardware took."""
+        if len(slots):
+            for p in self.parts:
+                pin = p.hold(slots)
+                if pin is not None:
+                    slots = slots[~pin]
+        rooms = [r for p in self.parts if (r := p.room(len(slots))) is not None]
+        if rooms:
+            slots = slots[: min(rooms)]
+            if not len(slots):
+                return 0
         grant = self.budget.take(len(slots))
         self.metrics.count("budget_deferred", len(slots) - grant)
         if not grant:
             return 0
         slots = slots[:grant]
         recs = self.softpath.sessions(slots)
-        keys = original_from_sessions(recs)
-        st = self._call(
-            "insert", self.engine.insert, keys, n=grant,
-            action_orig=recs["action_orig"], action_reply=recs["action_reply"],
-            eni_scope=recs["eni_scope"], vpc_scope=recs["vpc_scope"],
-            eni_version=self._versions(Scope.ENI, recs["eni_scope"]),
-            vpc_version=self._versions(Scope.VPC, recs["vpc_scope"]),
-            now_ns=np.maximum(recs["last_seen_ns"], 0), track=recs["track"],
-            aux=recs["aux"],
-        )  # fmt: skip
+        st = self.driver.insert_records(original_from_sessions(recs), recs)
         ok = st == Status.OK
         self.softpath.delete(slots[ok])
         self.metrics.count("inserted", int(ok.sum()))
@@ -438,13 +477,24 @@ class Manager:
 
     # ---- policy ----------------------------------------------------------------------
     def apply_policy(self, spec: VpcSpec) -> dict[str, int]:
+        """Apply a new policy with the manager's policy-update strategy (`update_policy`:
+        O(1) version bumps by default; the rescan baselines re-evaluate flows)."""
+        return self.update_policy(spec)
+
+    def set_policy(self, spec: VpcSpec) -> tuple[CompiledPolicy, Any]:
+        """Recompile with stable ids; the new policy takes over (returns it and the
+        affected scopes)."""
+        new, affected = recompile(self.policy, spec)
+        self._check_scopes(new)
+        return new, affected
+
+    def bump_policy(self, spec: VpcSpec) -> dict[str, int]:
         """Recompile with stable ids and bump exactly the affected scopes (O(1) each)."""
         with self.metrics.activity("policy"):
-            new, affected = recompile(self.policy, spec)
-            self._check_scopes(new)
+            new, affected = self.set_policy(spec)
             for scope, ids in ((Scope.ENI, affected.eni), (Scope.VPC, affected.vpc)):
                 for s in ids:
-                    self._call("bump_version", self.engine.bump_version, scope, int(s))
+                    self.driver.call("bump_version", self.engine.bump_version, scope, int(s))
                     self.softpath.bump_version(scope, int(s))
             self.policy = new
             self.nat.set_policy(new)
@@ -453,21 +503,28 @@ class Manager:
 
     # ---- time --------------------------------------------------------------------------
     def tick(self, now_ns: int, scrub_slots: int | None = None) -> None:
-        """One tick of the simulated clock: hardware scrub, software aging, events, promotion."""
-        from starfabric.fornax.manager.events import handle_events
-
+        """One tick of the simulated clock: the parts' early steps, hardware scrub, software
+        aging, events, promotion, then the parts' periodic work."""
+        for p in self.parts:
+            p.before_tick(now_ns)
         self.now_ns = max(self.now_ns, now_ns)
         self.budget.refill(self.now_ns)
-        self._call("datapath", self.engine.scrub, self.now_ns, scrub_slots, n=0)
+        self.driver.call("datapath", self.engine.scrub, self.now_ns, scrub_slots, n=0)
         with self.metrics.activity("aging"):
             recs, closed = self.softpath.expire(self.now_ns)
-            self._release(recs["aux"])
+            self.release(recs["aux"])
             self.metrics.count("softpath_aged", int((~closed).sum()))
             self.metrics.count("softpath_closed", int(closed.sum()))
-        handle_events(self)
+        self.poll_events()
         with self.metrics.activity("promote"):
             self._promote()
         self.peak_sessions = max(self.peak_sessions, self.sessions())
+        for p in self.parts:
+            p.after_tick(now_ns)
+
+    def poll_events(self) -> int:
+        """Poll and handle one ring's worth of events (events.handle_events)."""
+        return handle_events(self)
 
     def _promote(self) -> None:
         """Move software-resident sessions back to hardware while it has room and budget."""
@@ -476,19 +533,12 @@ class Manager:
         k = min(self.config.promote_per_tick, room, self.softpath.occupancy())
         if k <= 0:
             return
-        sp = self.softpath
-        live = np.flatnonzero(sp.used == 1)
         # only sessions decided under the current policy: a stale one is re-decided on its
         # next packet first (promoting it would hand hardware an old decision as current)
-        cur = (sp.ver[live, 0] == sp.eni_cur[sp.scope[live, 0]]) & (
-            sp.ver[live, 1] == sp.vpc_cur[sp.scope[live, 1]]
-        )
-        self.metrics.count("promoted", self._insert_from_soft(self._promotable(live[cur], k)))
-
-    def _promotable(self, live: npt.NDArray[np.int64], k: int) -> npt.NDArray[np.int64]:
-        """Up to k of the current-policy software sessions `live` to promote now (a subclass
-        may hold some back)."""
-        return live[:k]
+        live = self.softpath.current_slots()
+        for p in self.parts:
+            live = p.promotable(live, k)
+        self.metrics.count("promoted", self.push(live[:k]))
 
     # ---- state ---------------------------------------------------------------------
     @property
@@ -504,7 +554,7 @@ class Manager:
         """Metrics, accounting and state as plain data (for JSON)."""
         ops = self.metrics.control_ops
         sessions = self.sessions()
-        return self.metrics.as_dict(
+        out = self.metrics.as_dict(
             {
                 "packets": self.ledger.as_dict(),
                 "connections": self.connections,
@@ -523,6 +573,9 @@ class Manager:
                 "engine_ops_per_connection": ops / max(self.connections, 1),
             }
         )
+        for p in self.parts:
+            p.summary(out)
+        return out
 
     def prometheus(self) -> bytes:
         """Prometheus text of the metrics plus gauges of state."""
@@ -538,22 +591,18 @@ class Manager:
 
     @classmethod
     def recover(
-        cls,
-        engine: SessionEngine,
-        policy: CompiledPolicy,
-        config: ManagerConfig | None = None,
-        *,
-        softpath: SoftPath | None = None,
-        between_chunks: Callable[[], None] | None = None,
-    ) -> Manager:
+        cls, engine: SessionEngine, policy: CompiledPolicy, config: ManagerConfig | None = None,
+        *, between_chunks: Callable[[], None] | None = None, **kw: Any,
+    ) -> Self:  # fmt: skip
         """A new manager whose state is rebuilt from the engine (and the surviving software
-        datapath) by chunked dumps, while traffic keeps flowing between chunks."""
-        from starfabric.fornax.manager.recover import rebuild
-
-        m = cls(engine, policy, config, softpath=softpath)
+        datapath) by chunked dumps, while traffic keeps flowing between chunks; `kw` goes to
+        the constructor (`softpath`: the surviving software datapath; ResilientManager's
+        `health`). Failover state is re-learned (hung
+        ports from PORT_HUNG outcomes, table faults from new events)."""
+        m = cls(engine, policy, config, **kw)
         with m.metrics.activity("recovery"):
-            rebuild(m, between_chunks)
+            recover_nat(m, between_chunks)
         return m
 
 
-__all__ = ["Manager", "take_keys"]
+__all__ = ["Manager"]

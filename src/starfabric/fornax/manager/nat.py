@@ -22,6 +22,7 @@ import numpy.typing as npt
 
 from starfabric.errors import ConfigError
 from starfabric.fornax.manager import _kernels as K
+from starfabric.fornax.manager import cookie
 from starfabric.fornax.vpc import CompiledPolicy
 
 _WORDS = 65536 // 64
@@ -84,6 +85,21 @@ class NatPools:
         """Record allocations read back from hardware (recovery); returns how many were new."""
         i = np.ascontiguousarray(ip, np.int64)
         return int(K.nat_set(i, np.ascontiguousarray(port, np.int64), self.bitmap, self.used, 1))
+
+    def mark_cookies(self, aux: npt.NDArray[np.uint64], like: NatPools | None = None) -> None:
+        """Mark the SNAT allocations of cookies `aux` (read back from hardware or software),
+        growing to the IP numbering of `like` (the live pools) first when it has more IPs."""
+        held = cookie.has_nat(aux)
+        if not held.any():
+            return
+        if like is not None and len(self.used) < len(like.used):
+            grow = len(like.used) - len(self.used)
+            self.bitmap = np.vstack(
+                [self.bitmap, np.zeros((grow, self.bitmap.shape[1]), np.uint64)]
+            )
+            self.used = np.concatenate([self.used, np.zeros(grow, np.int64)])
+            self.ip_cursor = np.concatenate([self.ip_cursor, np.zeros(grow, np.int64)])
+        self.mark(cookie.nat_ip(aux[held]), cookie.nat_port(aux[held]))
 
     def allocated(self) -> int:
         return int(self.used.sum())

@@ -32,37 +32,37 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
-from starfabric.fornax.engine import FlowKeys, Reason, Scope
+from starfabric.fornax.engine.interface import FlowKeys, Scope
 from starfabric.fornax.engine.tcp import N_STATES, TcpState
-from starfabric.fornax.keys import CanonicalKeys, key_hash
+from starfabric.fornax.keys import CanonicalKeys, canonicalize
 from starfabric.fornax.manager import cookie
-from starfabric.fornax.manager.decide import decide, is_icmp, original_from_entries, packets_of
-from starfabric.fornax.manager.events import policy_fields
+from starfabric.fornax.manager.decide import (
+    is_icmp,
+    original_from_entries,
+    policy_fields,
+    swapped,
+)
 from starfabric.fornax.softpath import SoftStatus
 
 if TYPE_CHECKING:
-    from starfabric.fornax.manager.failover import ResilientManager
+    from starfabric.fornax.manager.failover import Resilience
+    from starfabric.fornax.manager.manager import Manager
 
 
-def swapped(k: FlowKeys) -> FlowKeys:
-    """The same connection seen from its other end (non-ICMP)."""
-    return FlowKeys(k.vni, k.proto, k.dst_hi, k.dst_lo, k.src_hi, k.src_lo, k.dport, k.sport)
-
-
-def choose_orientation(m: ResilientManager, ev: np.ndarray) -> tuple[FlowKeys, np.ndarray]:
+def choose_orientation(m: Manager, ev: np.ndarray) -> tuple[FlowKeys, np.ndarray]:
     """ORIGINAL keys (event orientation or swapped) and whether each was confirmed."""
     keys = original_from_entries(ev)
     n = len(ev)
     icmp = is_icmp(ev["proto"])
-    o = policy_fields(m, keys)
+    o = policy_fields(m.policy, keys, m.now_ns, m.drop)
     sw = swapped(keys)
-    r = policy_fields(m, sw)
+    r = policy_fields(m.policy, sw, m.now_ns, m.drop)
     eni_ok = ev["eni_scope"] < m.engine.config.eni_scopes
     vpc_ok = ev["vpc_scope"] < m.engine.config.vpc_scopes
     cur_e = np.zeros(n, np.uint32)
     cur_v = np.zeros(n, np.uint32)
-    cur_e[eni_ok] = m._versions(Scope.ENI, ev["eni_scope"][eni_ok])
-    cur_v[vpc_ok] = m._versions(Scope.VPC, ev["vpc_scope"][vpc_ok])
+    cur_e[eni_ok] = m.driver.versions(Scope.ENI, ev["eni_scope"][eni_ok])
+    cur_v[vpc_ok] = m.driver.versions(Scope.VPC, ev["vpc_scope"][vpc_ok])
     fresh = eni_ok & vpc_ok & (ev["eni_version"] == cur_e) & (ev["vpc_version"] == cur_v)
     read_o = (ev["action_orig"], ev["action_reply"], ev["eni_scope"], ev["vpc_scope"])
     read_r = (ev["action_reply"], ev["action_orig"], ev["eni_scope"], ev["vpc_scope"])
@@ -95,7 +95,7 @@ def rebuilt_state(proto: npt.NDArray[np.uint8], state: npt.NDArray[np.uint8]) ->
     return out, ok
 
 
-def nat_held(m: ResilientManager, aux: npt.NDArray[np.uint64]) -> npt.NDArray[np.bool_]:
+def nat_held(m: Manager, aux: npt.NDArray[np.uint64]) -> npt.NDArray[np.bool_]:
     """Whether each cookie's SNAT allocation is really held in the NAT bitmaps."""
     held = cookie.has_nat(aux)
     out = np.zeros(len(aux), bool)
@@ -112,7 +112,7 @@ def nat_held(m: ResilientManager, aux: npt.NDArray[np.uint64]) -> npt.NDArray[np
     return out
 
 
-def rebuild(m: ResilientManager, ev: np.ndarray, keys: FlowKeys | None = None) -> dict[str, int]:
+def rebuild_lost(part: Resilience, ev: np.ndarray, keys: FlowKeys | None = None) -> dict[str, int]:
     """Rebuild the sessions of ECC_UNCORRECTABLE records `ev` into the software table (pushed
     back to hardware by the next flush); `keys` overrides the read-back keys (KEY_SUSPECT
     matched to a packet). Returns counts of rebuilt and quarantined sessions."""
@@ -122,12 +122,11 @@ def rebuild(m: ResilientManager, ev: np.ndarray, keys: FlowKeys | None = None) -
         ev = ev.copy()
         for f in ("vni", "proto", "src_hi", "src_lo", "dst_hi", "dst_lo", "sport", "dport"):
             ev[f] = getattr(keys, f)
+    m = part.m
     orig, confirmed = choose_orientation(m, ev)
     state, valid = rebuilt_state(ev["proto"], ev["tcp_state"])
     ok = confirmed & valid
-    from starfabric.fornax.manager.manager import keys_of_flow
-
-    ck = keys_of_flow(orig)
+    ck = canonicalize(orig)
     # a key software already holds (e.g. rebuilt from an earlier event) stays as it is
     fresh = m.softpath.lookup(ck) < 0
     ok &= fresh
@@ -136,12 +135,11 @@ def rebuild(m: ResilientManager, ev: np.ndarray, keys: FlowKeys | None = None) -
     rebuilt = 0
     if ok.any():
         sel = np.flatnonzero(ok)
-        d = decide(m.policy, packets_of(orig.take(sel), m.now_ns), m.nat, drop_action=m.drop,
-                   drop_sessions=m.config.install_drop_sessions, old_aux=aux[sel])  # fmt: skip
+        d = m.decide(orig.take(sel), aux[sel])
         keep = d.session
         gone_sel = sel[~keep]
-        m._release(d.aux[~keep])
-        sub = _take(ck, sel[keep])
+        m.release(d.aux[~keep])
+        sub = ck.take(sel[keep])
         status, slot = m.softpath.insert(
             sub, orig_dir=sub.direction, action_orig=d.action_orig[keep],
             action_reply=d.action_reply[keep], eni_scope=d.eni_scope[keep],
@@ -149,27 +147,21 @@ def rebuild(m: ResilientManager, ev: np.ndarray, keys: FlowKeys | None = None) -
             aux=d.aux[keep],
         )  # fmt: skip
         done = status == SoftStatus.OK
-        m._pending_new.append(slot[done])
-        m.unquarantine(_take(sub, np.flatnonzero(done)))  # a late event confirmed them
-        m._release(d.aux[keep][~done])
+        m.rebuilt(slot[done])
+        part.unquarantine(sub.take(np.flatnonzero(done)))  # a late event confirmed them
+        m.release(d.aux[keep][~done])
         rebuilt = int(done.sum())
         ok[gone_sel] = False  # refused by the current policy: quarantined (never forwarded)
     q = np.flatnonzero(~ok & fresh)
-    quarantined = m.quarantine(_take(ck, q)) if len(q) else 0
+    quarantined = part.quarantine(ck.take(q)) if len(q) else 0
     m.metrics.count("ecc_rebuilt", rebuilt)
     m.metrics.count("ecc_quarantined", quarantined)
     return {"rebuilt": rebuilt, "quarantined": quarantined}
 
 
-def _take(ck: CanonicalKeys, idx: npt.ArrayLike) -> CanonicalKeys:
-    return CanonicalKeys(*(getattr(ck, f)[idx] for f in ck.__dataclass_fields__))
-
-
 def event_keys(ev: np.ndarray) -> CanonicalKeys:
     """Canonical keys of event records (direction = canonical side of the ORIGINAL sender)."""
-    from starfabric.fornax.manager.manager import keys_of_flow
-
-    return keys_of_flow(original_from_entries(ev))
+    return canonicalize(original_from_entries(ev))
 
 
 def key_distance(a: CanonicalKeys, b: CanonicalKeys) -> npt.NDArray[np.int64]:
@@ -184,7 +176,7 @@ def key_distance(a: CanonicalKeys, b: CanonicalKeys) -> npt.NDArray[np.int64]:
 
 
 def match_suspects(
-    m: ResilientManager, pk: CanonicalKeys, pkeys: FlowKeys
+    m: Resilience, pk: CanonicalKeys, pkeys: FlowKeys
 ) -> tuple[np.ndarray, FlowKeys]:
     """Suspect-key losses matched to punted packets' keys: (matched events, their keys in the
     event's orientation, built from the packet's true key). Matched suspects are forgotten."""
@@ -219,24 +211,12 @@ def match_suspects(
     return ev, k
 
 
-def is_suspect(ev: np.ndarray) -> npt.NDArray[np.bool_]:
-    return np.asarray(ev["reason"] == Reason.KEY_SUSPECT)
-
-
-def hashes(ck: CanonicalKeys) -> npt.NDArray[np.uint64]:
-    """Key hashes as the manager's pinning sets use them (direction-free)."""
-    return key_hash(ck)
-
-
 __all__ = [
     "choose_orientation",
     "event_keys",
-    "hashes",
-    "is_suspect",
     "key_distance",
     "match_suspects",
     "nat_held",
-    "rebuild",
+    "rebuild_lost",
     "rebuilt_state",
-    "swapped",
 ]

@@ -10,8 +10,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from starfabric.fornax.manager.events import _mark
-
 if TYPE_CHECKING:
     from starfabric.fornax.manager.manager import Manager
 
@@ -20,7 +18,7 @@ if TYPE_CHECKING:
 MAX_RECOVERY_PASSES = 4
 
 
-def rebuild(m: Manager, between_chunks: Callable[[], None] | None = None) -> dict[str, int]:
+def recover_nat(m: Manager, between_chunks: Callable[[], None] | None = None) -> dict[str, int]:
     """Dump the whole engine in `recover_chunk` chunks, marking every held SNAT port, then the
     software datapath's sessions; `between_chunks` runs between chunks (traffic)."""
     cap = m.engine.config.capacity
@@ -30,18 +28,17 @@ def rebuild(m: Manager, between_chunks: Callable[[], None] | None = None) -> dic
         disp0 = m.engine.counters().get("displacements", 0)
         cursor, entries = 0, 0
         while cursor < cap:
-            recs, cursor = m._call("dump", m.engine.dump, cursor, m.config.recover_chunk)
-            m.metrics.ops["dump_entries"] += len(recs)
+            recs, cursor = m.driver.dump(cursor, m.config.recover_chunk)
             entries += len(recs)
-            _mark(m.nat, m.nat, recs["aux"])
+            m.nat.mark_cookies(recs["aux"])
             if between_chunks is not None and cursor < cap:
                 between_chunks()
         if m.engine.counters().get("displacements", 0) == disp0:
             break
-    _mark(m.nat, m.nat, m.softpath.sessions()["aux"])
+    m.nat.mark_cookies(m.softpath.sessions()["aux"])
     m.metrics.count("recovered_entries", entries)
     m.metrics.count("recovery_passes", passes)
     return {"entries": entries, "passes": passes}
 
 
-__all__ = ["MAX_RECOVERY_PASSES", "rebuild"]
+__all__ = ["MAX_RECOVERY_PASSES", "recover_nat"]

@@ -4,6 +4,8 @@ semantics, reference.py for the same thing in plain Python)."""
 
 from __future__ import annotations
 
+from collections import namedtuple
+
 import numpy as np
 
 from starfabric._jit import njit
@@ -206,21 +208,63 @@ def reply_dport(p, sport, dport):
     return d
 
 
+#: The policy's tables as grouped kernel arguments (compile.CompiledPolicy columns).
+Packets = namedtuple("Packets", "vni src_hi src_lo dst_hi dst_lo sport dport proto")
+EniTable = namedtuple(
+    "EniTable",
+    "key_vni key_hi key_lo key_eni vni_key vni_vpc eip_key eip_eni eni_vpc eni_subnet "
+    "act_deliver act_peer act_dnat act_snat_eip vpc_vni subnet_table subnet_acl peer_a peer_b "
+    "pool_act_snat act_drop",
+)
+RouteTable = namedtuple("RouteTable", "tab_ptr seg_len seg_start seg_end hi lo target via")
+AclTable = namedtuple("AclTable", "ptr allow proto lo hi nhi nlo nlen nfam")
+SgTable = namedtuple("SgTable", "eni_ptr eni_idx ptr dir proto lo hi nhi nlo nlen nfam ref")
+Decisions = namedtuple(
+    "Decisions",
+    "reason rev_reason fwd_act rev_act eni_scope vpc_scope nat_kind nat_pool rev_vni m_route "
+    "m_sg_out m_acl_out m_acl_in m_sg_in",
+)
+
+
 @njit
-def evaluate_kernel(
-    vni_a, src_hi, src_lo, dst_hi, dst_lo, sport_a, dport_a, proto_a,
-    gateway_vni,
-    key_vni, key_hi, key_lo, key_eni, vni_key, vni_vpc, eip_key, eip_eni,
-    eni_vpc, eni_subnet, eni_v4_lo, eni_sg_ptr, eni_sg_idx,
-    eni_act_deliver, eni_act_peer, eni_act_dnat, eni_act_snat_eip,
-    vpc_vni, subnet_table, subnet_acl, peer_a, peer_b, pool_act_snat, act_drop, act_igw,
-    rt_tab_ptr, seg_len, seg_start, seg_end, rt_hi, rt_lo, rt_target, rt_via,
-    acl_ptr, acl_allow, acl_proto, acl_lo, acl_hi, acl_nhi, acl_nlo, acl_nlen, acl_nfam,
-    sg_ptr, sdir, sproto, slo, shi, snhi, snlo, snlen, snfam, sref,
-    reason, rev_reason, fwd_act, rev_act, eni_scope, vpc_scope, nat_kind, nat_pool, rev_vni,
-    m_route, m_sg_out, m_acl_out, m_acl_in, m_sg_in,
-):  # fmt: skip
-    """Fill the result columns for each first packet (see evaluate.py for the order of checks)."""
+def _acl(acl, list_id, d, p, port, hi, lo, v4):
+    """acl_match over an AclTable: (allowed, deciding rule)."""
+    return acl_match(acl.ptr, acl.allow, acl.proto, acl.lo, acl.hi, acl.nhi, acl.nlo, acl.nlen,
+                     acl.nfam, list_id, d, p, port, hi, lo, v4)  # fmt: skip
+
+
+@njit
+def _sg(sg, eni, d, p, port, hi, lo, v4, peer):
+    """sg_match over an SgTable: the allowing rule, -1 when none."""
+    return sg_match(sg.eni_ptr, sg.eni_idx, sg.ptr, sg.dir, sg.proto, sg.lo, sg.hi, sg.nhi,
+                    sg.nlo, sg.nlen, sg.nfam, sg.ref, eni, d, p, port, hi, lo, v4, peer)  # fmt: skip
+
+
+@njit
+def _route(rt, table, v4, hi, lo):
+    """lpm over a RouteTable: the matching route of `table`, -1 when none."""
+    return lpm(rt.tab_ptr, rt.seg_len, rt.seg_start, rt.seg_end, rt.hi, rt.lo, table, v4, hi, lo)
+
+
+@njit
+def evaluate_kernel(pk, gateway_vni, act_igw, net, rt, acl, sg, out):
+    """Fill the result columns `out` (Decisions) for each first packet `pk` (Packets), from
+    the grouped tables (see evaluate.py for the order of checks)."""
+    vni_a, src_hi, src_lo, dst_hi, dst_lo = pk.vni, pk.src_hi, pk.src_lo, pk.dst_hi, pk.dst_lo
+    sport_a, dport_a, proto_a = pk.sport, pk.dport, pk.proto
+    key_vni, key_hi, key_lo, key_eni = net.key_vni, net.key_hi, net.key_lo, net.key_eni
+    vni_key, vni_vpc, eip_key, eip_eni = net.vni_key, net.vni_vpc, net.eip_key, net.eip_eni
+    eni_vpc, eni_subnet, vpc_vni = net.eni_vpc, net.eni_subnet, net.vpc_vni
+    eni_act_deliver, eni_act_peer = net.act_deliver, net.act_peer
+    eni_act_dnat, eni_act_snat_eip = net.act_dnat, net.act_snat_eip
+    subnet_table, subnet_acl, peer_a, peer_b = (
+        net.subnet_table,
+        net.subnet_acl,
+        net.peer_a,
+        net.peer_b,
+    )
+    pool_act_snat, act_drop = net.pool_act_snat, net.act_drop
+    rt_target, rt_via = rt.target, rt.via
     n = len(vni_a)
     for i in range(n):
         vni = np.uint64(vni_a[i])
@@ -255,49 +299,11 @@ def evaluate_kernel(
                 e_sc = np.uint32(e)
                 v_sc = eni_vpc[e]
                 sub = eni_subnet[e]
-                ok, mai = acl_match(
-                    acl_ptr,
-                    acl_allow,
-                    acl_proto,
-                    acl_lo,
-                    acl_hi,
-                    acl_nhi,
-                    acl_nlo,
-                    acl_nlen,
-                    acl_nfam,
-                    subnet_acl[sub],
-                    _DIR_IN,
-                    p,
-                    dp,
-                    ahi,
-                    alo,
-                    True,
-                )
+                ok, mai = _acl(acl, subnet_acl[sub], _DIR_IN, p, dp, ahi, alo, True)
                 if not ok:
                     r_fwd = _R_ACL_IN
                 else:
-                    msi = sg_match(
-                        eni_sg_ptr,
-                        eni_sg_idx,
-                        sg_ptr,
-                        sdir,
-                        sproto,
-                        slo,
-                        shi,
-                        snhi,
-                        snlo,
-                        snlen,
-                        snfam,
-                        sref,
-                        e,
-                        _DIR_IN,
-                        p,
-                        dp,
-                        ahi,
-                        alo,
-                        True,
-                        -1,
-                    )
+                    msi = _sg(sg, e, _DIR_IN, p, dp, ahi, alo, True, -1)
                     if msi < 0:
                         r_fwd = _R_SG_IN
                 if r_fwd == 0:
@@ -305,24 +311,7 @@ def evaluate_kernel(
                     a_rev = eni_act_snat_eip[e]
                     nk = 2
                     rv = vpc_vni[eni_vpc[e]]
-                    ok, _x = acl_match(
-                        acl_ptr,
-                        acl_allow,
-                        acl_proto,
-                        acl_lo,
-                        acl_hi,
-                        acl_nhi,
-                        acl_nlo,
-                        acl_nlen,
-                        acl_nfam,
-                        subnet_acl[sub],
-                        _DIR_OUT,
-                        p,
-                        rdp,
-                        ahi,
-                        alo,
-                        True,
-                    )
+                    ok, _x = _acl(acl, subnet_acl[sub], _DIR_OUT, p, rdp, ahi, alo, True)
                     if not ok:
                         r_rev = _R_ACL_OUT
         else:
@@ -335,8 +324,7 @@ def evaluate_kernel(
                 e_sc = np.uint32(a)
                 v_sc = eni_vpc[a]
                 sub_a = eni_subnet[a]
-                r = lpm(rt_tab_ptr, seg_len, seg_start, seg_end, rt_hi, rt_lo,
-                        subnet_table[sub_a], v4, dhi, dlo)  # fmt: skip
+                r = _route(rt, subnet_table[sub_a], v4, dhi, dlo)  # fmt: skip
                 b = -1
                 peering = -1
                 if r < 0 or _is_v4(dhi, dlo) != v4:  # mixed families: nothing routes it
@@ -385,102 +373,25 @@ def evaluate_kernel(
                         a_rev = eni_act_deliver[a]
                         rv = np.uint32(gateway_vni)
                 if r_fwd == 0:
-                    mso = sg_match(
-                        eni_sg_ptr,
-                        eni_sg_idx,
-                        sg_ptr,
-                        sdir,
-                        sproto,
-                        slo,
-                        shi,
-                        snhi,
-                        snlo,
-                        snlen,
-                        snfam,
-                        sref,
-                        a,
-                        _DIR_OUT,
-                        p,
-                        dp,
-                        dhi,
-                        dlo,
-                        v4,
-                        b,
-                    )
+                    mso = _sg(sg, a, _DIR_OUT, p, dp, dhi, dlo, v4, b)
                     if mso < 0:
                         r_fwd = _R_SG_OUT
                 cross = b < 0 or eni_subnet[b] != sub_a
                 if r_fwd == 0 and cross:
-                    ok, mao = acl_match(
-                        acl_ptr,
-                        acl_allow,
-                        acl_proto,
-                        acl_lo,
-                        acl_hi,
-                        acl_nhi,
-                        acl_nlo,
-                        acl_nlen,
-                        acl_nfam,
-                        subnet_acl[sub_a],
-                        _DIR_OUT,
-                        p,
-                        dp,
-                        dhi,
-                        dlo,
-                        v4,
-                    )
+                    ok, mao = _acl(acl, subnet_acl[sub_a], _DIR_OUT, p, dp, dhi, dlo, v4)
                     if not ok:
                         r_fwd = _R_ACL_OUT
                 if r_fwd == 0 and cross and b >= 0:
-                    ok, mai = acl_match(
-                        acl_ptr,
-                        acl_allow,
-                        acl_proto,
-                        acl_lo,
-                        acl_hi,
-                        acl_nhi,
-                        acl_nlo,
-                        acl_nlen,
-                        acl_nfam,
-                        subnet_acl[eni_subnet[b]],
-                        _DIR_IN,
-                        p,
-                        dp,
-                        ahi,
-                        alo,
-                        v4,
-                    )
+                    ok, mai = _acl(acl, subnet_acl[eni_subnet[b]], _DIR_IN, p, dp, ahi, alo, v4)
                     if not ok:
                         r_fwd = _R_ACL_IN
                 if r_fwd == 0 and b >= 0:
-                    msi = sg_match(
-                        eni_sg_ptr,
-                        eni_sg_idx,
-                        sg_ptr,
-                        sdir,
-                        sproto,
-                        slo,
-                        shi,
-                        snhi,
-                        snlo,
-                        snlen,
-                        snfam,
-                        sref,
-                        b,
-                        _DIR_IN,
-                        p,
-                        dp,
-                        ahi,
-                        alo,
-                        v4,
-                        a,
-                    )
+                    msi = _sg(sg, b, _DIR_IN, p, dp, ahi, alo, v4, a)
                     if msi < 0:
                         r_fwd = _R_SG_IN
                 # the reply direction: route back (peering), then stateless ACLs
                 if r_fwd == 0 and peering >= 0:
-                    r2 = lpm(rt_tab_ptr, seg_len, seg_start, seg_end, rt_hi, rt_lo,
-                             subnet_table[eni_subnet[b]], v4, ahi, alo)  # fmt: skip
+                    r2 = _route(rt, subnet_table[eni_subnet[b]], v4, ahi, alo)  # fmt: skip
                     if r2 < 0:
                         r_rev = _R_NO_ROUTE
                     elif rt_target[r2] == _T_BLACKHOLE:
@@ -489,45 +400,13 @@ def evaluate_kernel(
                         r_rev = _R_NO_ROUTE
                 if r_fwd == 0 and r_rev == 0 and cross:
                     if b >= 0:
-                        ok, _x = acl_match(
-                            acl_ptr,
-                            acl_allow,
-                            acl_proto,
-                            acl_lo,
-                            acl_hi,
-                            acl_nhi,
-                            acl_nlo,
-                            acl_nlen,
-                            acl_nfam,
-                            subnet_acl[eni_subnet[b]],
-                            _DIR_OUT,
-                            p,
-                            rdp,
-                            ahi,
-                            alo,
-                            v4,
+                        ok, _x = _acl(
+                            acl, subnet_acl[eni_subnet[b]], _DIR_OUT, p, rdp, ahi, alo, v4
                         )
                         if not ok:
                             r_rev = _R_ACL_OUT
                     if r_rev == 0:
-                        ok, _x = acl_match(
-                            acl_ptr,
-                            acl_allow,
-                            acl_proto,
-                            acl_lo,
-                            acl_hi,
-                            acl_nhi,
-                            acl_nlo,
-                            acl_nlen,
-                            acl_nfam,
-                            subnet_acl[sub_a],
-                            _DIR_IN,
-                            p,
-                            rdp,
-                            dhi,
-                            dlo,
-                            v4,
-                        )
+                        ok, _x = _acl(acl, subnet_acl[sub_a], _DIR_IN, p, rdp, dhi, dlo, v4)
                         if not ok:
                             r_rev = _R_ACL_IN
         if r_fwd != 0:
@@ -538,17 +417,17 @@ def evaluate_kernel(
             r_rev = r_fwd
         elif r_rev != 0:
             a_rev = act_drop[r_rev]
-        reason[i] = r_fwd
-        rev_reason[i] = r_rev
-        fwd_act[i] = a_fwd
-        rev_act[i] = a_rev
-        eni_scope[i] = e_sc
-        vpc_scope[i] = v_sc
-        nat_kind[i] = nk
-        nat_pool[i] = pool
-        rev_vni[i] = rv
-        m_route[i] = mr
-        m_sg_out[i] = mso
-        m_acl_out[i] = mao
-        m_acl_in[i] = mai
-        m_sg_in[i] = msi
+        out.reason[i] = r_fwd
+        out.rev_reason[i] = r_rev
+        out.fwd_act[i] = a_fwd
+        out.rev_act[i] = a_rev
+        out.eni_scope[i] = e_sc
+        out.vpc_scope[i] = v_sc
+        out.nat_kind[i] = nk
+        out.nat_pool[i] = pool
+        out.rev_vni[i] = rv
+        out.m_route[i] = mr
+        out.m_sg_out[i] = mso
+        out.m_acl_out[i] = mao
+        out.m_acl_in[i] = mai
+        out.m_sg_in[i] = msi

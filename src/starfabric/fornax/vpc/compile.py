@@ -416,45 +416,9 @@ def compile_policy(spec: VpcSpec, previous: CompiledPolicy | None = None) -> Com
             pool_act[p] = acts.get(ActionKind.SNAT, pool=p)
             pool_ips[p] = n.public_ips
 
-    # routes
-    route_names: list[str] = []
-    seg_len: list[int] = []
-    seg_start: list[int] = []
-    seg_end: list[int] = []
-    rt_rows: list[tuple[int, int, int, int, int]] = []
-    rt_tab_ptr = [0]
-    for routes in table_routes:
-        for fam in (4, 6):
-            by_len: dict[int, list[tuple[int, int, int, int, int]]] = {}
-            for prefix, target, name, via in routes:
-                hi, lo, length, f = net_halves(prefix)
-                if f != fam:
-                    continue
-                by_len.setdefault(length, []).append((hi, lo, target, via, len(route_names)))
-                route_names.append(name)
-            for length in sorted(by_len, reverse=True):
-                rows = sorted(by_len[length])
-                seg_len.append(length)
-                seg_start.append(len(rt_rows))
-                rt_rows.extend(rows)
-                seg_end.append(len(rt_rows))
-            rt_tab_ptr.append(len(seg_len))
-
-    def _acl_arrays() -> tuple[Any, ...]:
-        ptr = [0]
-        rows: list[tuple[Any, ...]] = []
-        for per_dir in acl_rules:
-            for d in (DIR_INGRESS, DIR_EGRESS):
-                rows.extend(per_dir[d])
-                ptr.append(len(rows))
-        cols = list(zip(*rows, strict=True)) if rows else [()] * 9
-        return (np.array(ptr, dtype=np.int32), *cols)
-
-    acl_ptr, a_allow, a_proto, a_lo, a_hi, a_nhi, a_nlo, a_nlen, a_fam, a_id = _acl_arrays()
-    sg_ptr = np.zeros(len(sg_rules) + 1, dtype=np.int32)
-    sg_ptr[1:] = np.cumsum([len(r) for r in sg_rules])
-    flat = [r for rules in sg_rules for r in rules]
-    s_cols = list(zip(*flat, strict=True)) if flat else [()] * 9
+    rt = _route_tables(table_routes)
+    acl = _acl_tables(acl_rules, acl_rule_names)
+    sg = _sg_tables(sg_rules)
 
     peer_a = np.zeros(len(peering_names), dtype=np.uint32)
     peer_b = np.zeros(len(peering_names), dtype=np.uint32)
@@ -464,8 +428,6 @@ def compile_policy(spec: VpcSpec, previous: CompiledPolicy | None = None) -> Com
 
     vni_pairs = sorted((int(vpc_vni[vpc_ix[q]]), vpc_ix[q]) for q, _ in vpcs)
     eip_pairs = sorted((int(eni_eip_lo[i]), int(i)) for i in np.flatnonzero(eni_has_eip))
-    # ACL rule order inside a (acl, direction) segment is the spec order; ids index names
-    acl_order = np.array(a_id, dtype=np.int64)
     return CompiledPolicy(
         spec=spec,
         gateway_vni=spec.gateway_vni,
@@ -505,41 +467,14 @@ def compile_policy(spec: VpcSpec, previous: CompiledPolicy | None = None) -> Com
         vni_vpc=np.array([p[1] for p in vni_pairs], dtype=np.uint32),
         eip_key=_u64([p[0] for p in eip_pairs]),
         eip_eni=np.array([p[1] for p in eip_pairs], dtype=np.uint32),
-        rt_tab_ptr=np.array(rt_tab_ptr, dtype=np.int32),
-        seg_len=np.array(seg_len, dtype=np.int32),
-        seg_start=np.array(seg_start, dtype=np.int32),
-        seg_end=np.array(seg_end, dtype=np.int32),
-        rt_hi=_u64([r[0] for r in rt_rows]),
-        rt_lo=_u64([r[1] for r in rt_rows]),
-        rt_target=np.array([r[2] for r in rt_rows], dtype=np.uint8),
-        rt_via=np.array([r[3] for r in rt_rows], dtype=np.int32),
-        rt_id=np.array([r[4] for r in rt_rows], dtype=np.int32),
-        route_names=tuple(route_names),
+        **rt,
         n_tables=len(table_routes),
         peer_a=peer_a,
         peer_b=peer_b,
         pool_act_snat=pool_act,
         pool_ips=tuple(pool_ips),
-        acl_ptr=acl_ptr,
-        acl_allow=np.array(a_allow, dtype=np.uint8),
-        acl_proto=np.array(a_proto, dtype=np.uint8),
-        acl_lo=np.array(a_lo, dtype=np.uint32),
-        acl_hi=np.array(a_hi, dtype=np.uint32),
-        acl_net_hi=_u64(list(a_nhi)),
-        acl_net_lo=_u64(list(a_nlo)),
-        acl_net_len=np.array(a_nlen, dtype=np.int32),
-        acl_net_fam=np.array(a_fam, dtype=np.uint8),
-        acl_rule_names=tuple(acl_rule_names[int(i)] for i in acl_order),
-        sg_ptr=sg_ptr,
-        sgr_dir=np.array(s_cols[0], dtype=np.uint8),
-        sgr_proto=np.array(s_cols[1], dtype=np.uint8),
-        sgr_lo=np.array(s_cols[2], dtype=np.uint32),
-        sgr_hi=np.array(s_cols[3], dtype=np.uint32),
-        sgr_net_hi=_u64(list(s_cols[4])),
-        sgr_net_lo=_u64(list(s_cols[5])),
-        sgr_net_len=np.array(s_cols[6], dtype=np.int32),
-        sgr_net_fam=np.array(s_cols[7], dtype=np.uint8),
-        sgr_ref=np.array(s_cols[8], dtype=np.int32),
+        **acl,
+        **sg,
         sg_rule_names=tuple(sg_rule_names),
         sg_names=tuple(sg_names),
         actions=acts.array(),
@@ -547,3 +482,87 @@ def compile_policy(spec: VpcSpec, previous: CompiledPolicy | None = None) -> Com
         act_drop=act_drop,
         act_igw=act_igw,
     )
+
+
+def _route_tables(table_routes: list[list[tuple[str, int, str, int]]]) -> dict[str, Any]:
+    """Route tables -> LPM arrays: per (table, family) segments of one prefix length, longest
+    first, rows sorted by prefix (CompiledPolicy rt_*, seg_*, route_names)."""
+    route_names: list[str] = []
+    seg_len: list[int] = []
+    seg_start: list[int] = []
+    seg_end: list[int] = []
+    rt_rows: list[tuple[int, int, int, int, int]] = []
+    rt_tab_ptr = [0]
+    for routes in table_routes:
+        for fam in (4, 6):
+            by_len: dict[int, list[tuple[int, int, int, int, int]]] = {}
+            for prefix, target, name, via in routes:
+                hi, lo, length, f = net_halves(prefix)
+                if f != fam:
+                    continue
+                by_len.setdefault(length, []).append((hi, lo, target, via, len(route_names)))
+                route_names.append(name)
+            for length in sorted(by_len, reverse=True):
+                rows = sorted(by_len[length])
+                seg_len.append(length)
+                seg_start.append(len(rt_rows))
+                rt_rows.extend(rows)
+                seg_end.append(len(rt_rows))
+            rt_tab_ptr.append(len(seg_len))
+    return {
+        "rt_tab_ptr": np.array(rt_tab_ptr, dtype=np.int32),
+        "seg_len": np.array(seg_len, dtype=np.int32),
+        "seg_start": np.array(seg_start, dtype=np.int32),
+        "seg_end": np.array(seg_end, dtype=np.int32),
+        "rt_hi": _u64([r[0] for r in rt_rows]),
+        "rt_lo": _u64([r[1] for r in rt_rows]),
+        "rt_target": np.array([r[2] for r in rt_rows], dtype=np.uint8),
+        "rt_via": np.array([r[3] for r in rt_rows], dtype=np.int32),
+        "rt_id": np.array([r[4] for r in rt_rows], dtype=np.int32),
+        "route_names": tuple(route_names),
+    }
+
+
+def _acl_tables(acl_rules: list[list[list[tuple[Any, ...]]]], names: list[str]) -> dict[str, Any]:
+    """Network ACLs -> rule arrays in (acl, direction) segments, spec order inside each
+    (CompiledPolicy acl_*; rule names in that order)."""
+    ptr = [0]
+    rows: list[tuple[Any, ...]] = []
+    for per_dir in acl_rules:
+        for d in (DIR_INGRESS, DIR_EGRESS):
+            rows.extend(per_dir[d])
+            ptr.append(len(rows))
+    cols = list(zip(*rows, strict=True)) if rows else [()] * 9
+    a_allow, a_proto, a_lo, a_hi, a_nhi, a_nlo, a_nlen, a_fam, a_id = cols
+    return {
+        "acl_ptr": np.array(ptr, dtype=np.int32),
+        "acl_allow": np.array(a_allow, dtype=np.uint8),
+        "acl_proto": np.array(a_proto, dtype=np.uint8),
+        "acl_lo": np.array(a_lo, dtype=np.uint32),
+        "acl_hi": np.array(a_hi, dtype=np.uint32),
+        "acl_net_hi": _u64(list(a_nhi)),
+        "acl_net_lo": _u64(list(a_nlo)),
+        "acl_net_len": np.array(a_nlen, dtype=np.int32),
+        "acl_net_fam": np.array(a_fam, dtype=np.uint8),
+        "acl_rule_names": tuple(names[int(i)] for i in a_id),
+    }
+
+
+def _sg_tables(sg_rules: list[list[tuple[Any, ...]]]) -> dict[str, Any]:
+    """Security groups -> rule arrays, one segment per group (CompiledPolicy sg_*, sgr_*)."""
+    sg_ptr = np.zeros(len(sg_rules) + 1, dtype=np.int32)
+    sg_ptr[1:] = np.cumsum([len(r) for r in sg_rules])
+    flat = [r for rules in sg_rules for r in rules]
+    s_cols = list(zip(*flat, strict=True)) if flat else [()] * 9
+    return {
+        "sg_ptr": sg_ptr,
+        "sgr_dir": np.array(s_cols[0], dtype=np.uint8),
+        "sgr_proto": np.array(s_cols[1], dtype=np.uint8),
+        "sgr_lo": np.array(s_cols[2], dtype=np.uint32),
+        "sgr_hi": np.array(s_cols[3], dtype=np.uint32),
+        "sgr_net_hi": _u64(list(s_cols[4])),
+        "sgr_net_lo": _u64(list(s_cols[5])),
+        "sgr_net_len": np.array(s_cols[6], dtype=np.int32),
+        "sgr_net_fam": np.array(s_cols[7], dtype=np.uint8),
+        "sgr_ref": np.array(s_cols[8], dtype=np.int32),
+    }

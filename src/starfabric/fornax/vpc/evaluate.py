@@ -33,9 +33,38 @@ import numpy as np
 import numpy.typing as npt
 
 from starfabric.fornax.packets import PacketBatch
+from starfabric.fornax.vpc import _kernels as K
 from starfabric.fornax.vpc._kernels import evaluate_kernel
 from starfabric.fornax.vpc.codes import NO_SCOPE, NatKind, Reason
 from starfabric.fornax.vpc.compile import CompiledPolicy
+
+
+@dataclass(frozen=True)
+class KernelTables:
+    """A compiled policy's arrays grouped as the evaluation kernel takes them."""
+
+    net: K.EniTable
+    rt: K.RouteTable
+    acl: K.AclTable
+    sg: K.SgTable
+
+
+def kernel_tables(c: CompiledPolicy) -> KernelTables:
+    """The grouped tables of `c` (views of its arrays: cheap to build per call)."""
+    return KernelTables(
+            K.EniTable(c.key_vni, c.key_hi, c.key_lo, c.key_eni, c.vni_key, c.vni_vpc,
+                       c.eip_key, c.eip_eni, c.eni_vpc, c.eni_subnet, c.eni_act_deliver,
+                       c.eni_act_peer, c.eni_act_dnat, c.eni_act_snat_eip, c.vpc_vni,
+                       c.subnet_table, c.subnet_acl, c.peer_a, c.peer_b, c.pool_act_snat,
+                       c.act_drop),
+            K.RouteTable(c.rt_tab_ptr, c.seg_len, c.seg_start, c.seg_end, c.rt_hi, c.rt_lo,
+                         c.rt_target, c.rt_via),
+            K.AclTable(c.acl_ptr, c.acl_allow, c.acl_proto, c.acl_lo, c.acl_hi, c.acl_net_hi,
+                       c.acl_net_lo, c.acl_net_len, c.acl_net_fam),
+            K.SgTable(c.eni_sg_ptr, c.eni_sg_idx, c.sg_ptr, c.sgr_dir, c.sgr_proto, c.sgr_lo,
+                      c.sgr_hi, c.sgr_net_hi, c.sgr_net_lo, c.sgr_net_len, c.sgr_net_fam,
+                      c.sgr_ref),
+    )  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -89,23 +118,14 @@ def evaluate(compiled: CompiledPolicy, batch: PacketBatch) -> PolicyResult:
         acl_in=np.zeros(n, np.int32),
         sg_in=np.zeros(n, np.int32),
     )
+    t = kernel_tables(c)
     evaluate_kernel(
-        batch.vni, batch.src_hi, batch.src_lo, batch.dst_hi, batch.dst_lo,
-        batch.sport, batch.dport, batch.proto,
-        np.uint32(c.gateway_vni),
-        c.key_vni, c.key_hi, c.key_lo, c.key_eni, c.vni_key, c.vni_vpc, c.eip_key, c.eip_eni,
-        c.eni_vpc, c.eni_subnet, c.eni_v4_lo, c.eni_sg_ptr, c.eni_sg_idx,
-        c.eni_act_deliver, c.eni_act_peer, c.eni_act_dnat, c.eni_act_snat_eip,
-        c.vpc_vni, c.subnet_table, c.subnet_acl, c.peer_a, c.peer_b, c.pool_act_snat,
-        c.act_drop, np.uint32(c.act_igw),
-        c.rt_tab_ptr, c.seg_len, c.seg_start, c.seg_end, c.rt_hi, c.rt_lo, c.rt_target, c.rt_via,
-        c.acl_ptr, c.acl_allow, c.acl_proto, c.acl_lo, c.acl_hi, c.acl_net_hi, c.acl_net_lo,
-        c.acl_net_len, c.acl_net_fam,
-        c.sg_ptr, c.sgr_dir, c.sgr_proto, c.sgr_lo, c.sgr_hi, c.sgr_net_hi, c.sgr_net_lo,
-        c.sgr_net_len, c.sgr_net_fam, c.sgr_ref,
-        out.reason, out.rev_reason, out.fwd_action, out.rev_action, out.eni_scope,
-        out.vpc_scope, out.nat_kind, out.nat_pool, out.rev_vni,
-        out.route, out.sg_out, out.acl_out, out.acl_in, out.sg_in,
+        K.Packets(batch.vni, batch.src_hi, batch.src_lo, batch.dst_hi, batch.dst_lo,
+                  batch.sport, batch.dport, batch.proto),
+        np.uint32(c.gateway_vni), np.uint32(c.act_igw), t.net, t.rt, t.acl, t.sg,
+        K.Decisions(out.reason, out.rev_reason, out.fwd_action, out.rev_action, out.eni_scope,
+                    out.vpc_scope, out.nat_kind, out.nat_pool, out.rev_vni, out.route,
+                    out.sg_out, out.acl_out, out.acl_in, out.sg_in),
     )  # fmt: skip
     hit = out.route >= 0
     out.route[hit] = c.rt_id[out.route[hit]]

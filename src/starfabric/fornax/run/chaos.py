@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -41,9 +42,14 @@ from starfabric.fornax.engine import (
 from starfabric.fornax.engine.ecc import ecc_encode
 from starfabric.fornax.engine.layout import N_DATA_WORDS, N_WORDS, W_ECC
 from starfabric.fornax.engine.proxy import EngineProxy
-from starfabric.fornax.keys import key_hash
+from starfabric.fornax.keys import canonicalize, key_hash
 from starfabric.fornax.manager.accounting import Ledger
-from starfabric.fornax.manager.chaos_report import (
+from starfabric.fornax.manager.config import ManagerConfig
+from starfabric.fornax.manager.failover import ResilientManager
+from starfabric.fornax.manager.health import HealthConfig
+from starfabric.fornax.packets import PacketBatch
+from starfabric.fornax.replay import Replay
+from starfabric.fornax.run.chaos_report import (
     Trace,
     attribute,
     close_scopes,
@@ -51,13 +57,14 @@ from starfabric.fornax.manager.chaos_report import (
     per_fault,
     summary_rows,
 )
-from starfabric.fornax.manager.config import ManagerConfig
-from starfabric.fornax.manager.failover import ResilientManager
-from starfabric.fornax.manager.health import HealthConfig
-from starfabric.fornax.packets import PacketBatch
 from starfabric.fornax.softpath import SoftPathConfig
 from starfabric.fornax.vpc import compile_policy, load_vpc_spec
-from starfabric.fornax.workload import SyntheticWorkload, parse_workload, workload_batches
+from starfabric.fornax.workload import (
+    SyntheticWorkload,
+    WorkloadBatch,
+    parse_workload,
+    workload_batches,
+)
 from starfabric.units import parse_duration
 
 RECORD_BITS = N_WORDS * 64
@@ -328,11 +335,10 @@ class Injector:
             pick = self.rng.integers(0, len(recs), n)
             slots = recs["slot"][pick]
             from starfabric.fornax.manager.decide import original_from_entries
-            from starfabric.fornax.manager.manager import keys_of_flow
 
             victims = recs[pick].copy()
             victims["vni"] &= np.uint32(0xFFFFFF)  # per-direction entries mark bit 31
-            keys = key_hash(keys_of_flow(original_from_entries(victims)))
+            keys = key_hash(canonicalize(original_from_entries(victims)))
         else:
             slots = self.rng.integers(0, cap, n)
             keys = np.zeros(n, np.uint64)
@@ -391,7 +397,6 @@ def run_chaos(
     m = build(eng, compile_policy(vspec), spec)
     inj = Injector(spec, eng, self_heal=not fault_events)
     tick_ns = round(spec.tick * 1e9)
-    next_tick = tick_ns
     managers: list[Any] = []
     ledgers: list[Ledger] = []
     crashes: list[dict[str, Any]] = []
@@ -401,29 +406,32 @@ def run_chaos(
     duration_ns = round(wl.duration * 1e9)
     n_ports = spec.engine.n_ports
 
-    def tick_until(t: int) -> None:
-        nonlocal next_tick, m
-        while next_tick <= t:
-            if inj.step(next_tick) and isinstance(m, ResilientManager):
-                close_scopes(m, next_tick)
-                managers.append(m)
-                ledgers.append(m.ledger)
-                w0 = time.perf_counter()
-                m = ResilientManager.recover(eng, m.policy, spec.manager, softpath=m.softpath,
-                                             health=spec.health)  # fmt: skip
-                m.now_ns = next_tick
-                crashes.append({"at_ns": next_tick, "recover_wall_s": time.perf_counter() - w0})
-            m.tick(next_tick)
-            next_tick += tick_ns
+    def tick(t: int) -> None:
+        nonlocal m
+        if inj.step(t) and isinstance(m, ResilientManager):
+            close_scopes(m, t)
+            managers.append(m)
+            ledgers.append(m.ledger)
+            w0 = time.perf_counter()
+            m = ResilientManager.recover(eng, m.policy, spec.manager, softpath=m.softpath,
+                                         health=spec.health)  # fmt: skip
+            m.now_ns = t
+            crashes.append({"at_ns": t, "recover_wall_s": time.perf_counter() - w0})
+        m.tick(t)
 
-    for wb in workload_batches(vspec, wl):
-        tick_until(wb.t_start_ns)
-        while pending and pending[0][0] <= wb.t_start_ns:
-            at, new = pending.pop(0)
-            m.apply_policy(new)
-            change_log.append((at, new))
-            if on_policy is not None:
-                on_policy(new)
+    notify = True  # a change after the last packet is applied without notice
+
+    def change(at: int, new: Any) -> None:
+        m.apply_policy(new)
+        change_log.append((at, new))
+        if notify and on_policy is not None:
+            on_policy(new)
+
+    clock = Replay(tick_ns, tick, next_tick_ns=tick_ns)
+    for at, new in pending:
+        clock.at(at, partial(change, at, new))
+
+    def window(wb: WorkloadBatch) -> None:
         pb = assign_ports(wb.packets, n_ports)
         fate = m.process(pb)
         div = getattr(m, "last_diverted", None)
@@ -434,10 +442,11 @@ def run_chaos(
             on_batch(pb, fate)
         if progress is not None:
             progress(min(1.0, wb.t_end_ns / duration_ns))
-    for at, new in pending:
-        m.apply_policy(new)
-        change_log.append((at, new))
-    tick_until(duration_ns + 10 * tick_ns)
+
+    clock.replay(workload_batches(vspec, wl), window)
+    notify = False
+    clock.drain()
+    clock.tick_until(duration_ns + 10 * tick_ns)
     managers.append(m)
     ledgers.append(m.ledger)
     total = Ledger()

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from starfabric.fornax.engine.demo import engine_demo
+from starfabric.fornax.demo.engine import engine_demo
 
 
 def test_engine_demo(tmp_path: Path) -> None:

@@ -1,11 +1,12 @@
-"""Scenarios: a workload replayed against a VPC through engine + manager on a simulated clock
-(policy changes at their times, scrub/event ticks every `tick` seconds), with the packet
-accounting checked at the end."""
+"""Scenarios: a workload replayed against a VPC through engine + manager on the replay clock
+(fornax/replay.py: policy changes at their times, scrub/event ticks every `tick` seconds),
+with the packet accounting checked at the end."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -17,11 +18,13 @@ from starfabric.fornax.engine import EngineConfig, FastEngine, SessionEngine
 from starfabric.fornax.manager.accounting import Final
 from starfabric.fornax.manager.config import ManagerConfig
 from starfabric.fornax.manager.manager import Manager
+from starfabric.fornax.replay import Replay
 from starfabric.fornax.softpath import SoftPathConfig
-from starfabric.fornax.vpc import compile_policy, load_vpc_spec
+from starfabric.fornax.vpc import VpcSpec, compile_policy, load_vpc_spec
 from starfabric.fornax.workload import (
     PcapWorkload,
     SyntheticWorkload,
+    WorkloadBatch,
     parse_workload,
     workload_batches,
 )
@@ -78,31 +81,32 @@ def run_scenario(
     if isinstance(wl, PcapWorkload):
         wl = wl.model_copy(update={"path": _resolve(base, wl.path)})
     change_specs = [(round(c.at * 1e9), load_vpc_spec(c.vpc)) for c in changes]
-    change_specs.sort(key=lambda x: x[0])
     engine = engine_factory(scenario.engine)
     m = Manager(engine, compile_policy(spec), scenario.manager, softpath_config=scenario.softpath)
-    tick_ns = round(scenario.tick * 1e9)
-    # ticks run over an idle gap: enough for the scrubber to cover the table once
+    # ticks run over an idle gap: enough for the scrubber to cover the table once; the
+    # first tick one period after the first packet (pcaps carry wall-clock times)
     catch_up = -(-scenario.engine.capacity // scenario.engine.scrub_slots_per_tick) + 1
-    next_tick: int | None = None  # first tick one period after the first packet (pcaps
-    # carry wall-clock times)
+    clock = Replay(round(scenario.tick * 1e9), m.tick, catch_up=catch_up)
     applied: list[dict[str, Any]] = []
+
+    def change(at: int, new: VpcSpec) -> None:
+        applied.append({"at_s": at / 1e9, **m.apply_policy(new)})
+
+    for at, new in change_specs:
+        clock.at(at, partial(change, at, new))
     end_ns = 0
     duration_ns = round(wl.duration * 1e9) if isinstance(wl, SyntheticWorkload) else 0
-    for wb in workload_batches(spec, wl):
-        if next_tick is None:
-            next_tick = wb.t_start_ns + tick_ns
-        next_tick = _catch_up(m, next_tick, wb.t_start_ns, tick_ns, catch_up)
-        while change_specs and change_specs[0][0] <= wb.t_start_ns:
-            at, new = change_specs.pop(0)
-            applied.append({"at_s": at / 1e9, **m.apply_policy(new)})
+
+    def window(wb: WorkloadBatch) -> None:
+        nonlocal end_ns
         m.process(wb.packets)
         end_ns = max(end_ns, wb.t_end_ns)
         if progress is not None and duration_ns:
             progress(min(1.0, wb.t_end_ns / duration_ns))
-    for at, new in change_specs:  # changes after the last packet still take effect
-        applied.append({"at_s": at / 1e9, **m.apply_policy(new)})
-    m.tick(max(end_ns, next_tick or 0))
+
+    clock.replay(workload_batches(spec, wl), window)
+    clock.drain()
+    m.tick(max(end_ns, clock.next_tick_ns or 0))
     _check(m)
     out = m.summary()
     out["policy_changes"] = applied
@@ -112,19 +116,6 @@ def run_scenario(
     if metrics_out is not None:
         metrics_out["prometheus"] = m.prometheus()
     return out
-
-
-def _catch_up(m: Manager, next_tick: int, until_ns: int, tick_ns: int, limit: int) -> int:
-    """Run the ticks due before `until_ns`; over a long idle gap (pcaps) only the last
-    `limit` of them (nothing else happens in the gap). Returns the next tick time."""
-    due = (until_ns - next_tick) // tick_ns + 1 if until_ns >= next_tick else 0
-    if due > limit:
-        next_tick += (due - limit) * tick_ns
-        due = limit
-    for _ in range(due):
-        m.tick(next_tick)
-        next_tick += tick_ns
-    return next_tick
 
 
 def _check(m: Manager) -> None:

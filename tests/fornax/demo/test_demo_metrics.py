@@ -7,13 +7,12 @@ from pathlib import Path
 
 from rich.console import Console
 
+from fornax.manager.conftest import NO_AGING
+from fornax.manager.helpers import example_spec, example_traffic
+from starfabric.fornax.demo.manager import manager_demo
 from starfabric.fornax.engine import FastEngine
 from starfabric.fornax.manager import Manager
-from starfabric.fornax.manager.demo import manager_demo
 from starfabric.fornax.vpc import compile_policy
-
-from .conftest import NO_AGING
-from .helpers import example_spec, example_traffic
 
 
 def test_manager_demo(tmp_path: Path) -> None:

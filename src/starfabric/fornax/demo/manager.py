@@ -10,8 +10,8 @@ from rich.console import Console
 
 from starfabric import outputs
 from starfabric.errors import ConfigError
-from starfabric.fornax.manager.report import print_summary
-from starfabric.fornax.manager.scenario import Scenario, run_scenario
+from starfabric.fornax.run.report import print_summary
+from starfabric.fornax.run.scenario import Scenario, run_scenario
 
 #: The packaged examples (the demo runs from a checkout; paths are relative to examples/).
 EXAMPLES = Path(__file__).resolve().parents[4] / "examples"

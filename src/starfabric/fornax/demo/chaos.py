@@ -14,11 +14,11 @@ from rich.table import Table
 
 from starfabric import outputs
 from starfabric.errors import ConfigError
+from starfabric.fornax.demo.manager import EXAMPLES
 from starfabric.fornax.manager.accounting import Fate, Final
-from starfabric.fornax.manager.chaos import load_chaos, run_chaos, summary_rows
-from starfabric.fornax.manager.chaos_report import chrome_trace
-from starfabric.fornax.manager.demo import EXAMPLES
 from starfabric.fornax.packets import PacketBatch
+from starfabric.fornax.run.chaos import load_chaos, run_chaos, summary_rows
+from starfabric.fornax.run.chaos_report import chrome_trace
 
 #: Width of the timeline plot's bins (display choice).
 BIN_S = 0.01

@@ -13,12 +13,11 @@ from typing import Any
 import numpy as np
 import pytest
 
+from fornax.manager.reference import ConntrackReference
 from starfabric.fornax.manager.accounting import Final
-from starfabric.fornax.manager.chaos import ChaosSpec, run_chaos, summary_rows
 from starfabric.fornax.packets import halves_to_ip
+from starfabric.fornax.run.chaos import ChaosSpec, run_chaos, summary_rows
 from starfabric.fornax.vpc import ActionKind, VpcSpec, load_vpc_spec
-
-from .reference import ConntrackReference
 
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLES = ROOT / "examples"

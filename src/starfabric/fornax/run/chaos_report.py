@@ -4,6 +4,7 @@ packets misforwarded or lost, and the per-class summary the CLI prints."""
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -14,11 +15,12 @@ from starfabric.fornax.manager.accounting import DropReason, Final
 from starfabric.fornax.manager.failover import ResilientManager
 from starfabric.fornax.manager.manager import Manager
 from starfabric.fornax.packets import PacketBatch
+from starfabric.fornax.replay import Replay
 from starfabric.fornax.vpc import compile_policy
 from starfabric.report import ChromeTrace
 
 if TYPE_CHECKING:
-    from starfabric.fornax.manager.chaos import ChaosSpec, Injector
+    from starfabric.fornax.run.chaos import ChaosSpec, Injector
 
 
 class Trace:
@@ -213,18 +215,14 @@ def oracle_check(spec: ChaosSpec, vspec: Any, packets: list[PacketBatch],
     o_final = np.full(len(final), 255, np.uint8)
     o_action = np.zeros(len(final), np.uint32)
     tick_ns = round(spec.tick * 1e9)
-    next_tick = tick_ns
+    clock = Replay(tick_ns, ref.tick, next_tick_ns=tick_ns)
+    for at, new in changes:
+        clock.at(at, partial(ref.apply_policy, new))
     pos = 0
-    todo = list(changes)
     for pb in packets:
         n = len(pb)
         keep = np.flatnonzero(~named[pos : pos + n])
-        t_start = int(pb.time_ns[0]) if n else 0
-        while next_tick <= t_start:
-            ref.tick(next_tick)
-            next_tick += tick_ns
-        while todo and todo[0][0] <= t_start:
-            ref.apply_policy(todo.pop(0)[1])
+        clock.advance(int(pb.time_ns[0]) if n else 0)
         if len(keep):
             fate = ref.process(pb.take(keep))
             o_final[pos + keep] = fate.final

@@ -2,8 +2,8 @@
 
 import numpy as np
 
+from starfabric.fornax.demo.chaos import BIN_S, _Series
 from starfabric.fornax.manager.accounting import Fate, Final
-from starfabric.fornax.manager.chaos_demo import BIN_S, _Series
 from starfabric.fornax.packets import PacketBatch
 
 

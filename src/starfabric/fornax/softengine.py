@@ -1,0 +1,287 @@
+"""The software datapath behind the engine contract: `SoftEngine` implements SessionEngine
+(engine/interface.py) over a SoftPath, as Open vSwitch's dpif-netdev implements dpif_class
+beside the kernel's dpif-netlink, so software and hardware are two datapaths of one
+contract: entry operations by key with per-entry status, the packet path with the engine's
+outcomes, O(1) scope versions, dumps, and aging (`scrub`) reported as AGED/CLOSED events.
+What hardware has and software does not: ECC-protected records and ports (the fault hooks
+refuse, as malformed calls). What software has and hardware does not: a packet-rate budget
+(`admit`, the SoftPath's token bucket; the contract's `process` runs every packet)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from starfabric.errors import ConfigError
+from starfabric.fornax.engine import conntrack as CT
+from starfabric.fornax.engine import interface as I
+from starfabric.fornax.engine.tcp import TcpState
+from starfabric.fornax.keys import canonicalize
+from starfabric.fornax.packets import PROTO_TCP, PacketBatch
+from starfabric.fornax.softpath import SoftOutcome, SoftPath, SoftStatus
+
+_OUTCOME = np.array([I.Outcome.HIT, I.Outcome.MISS, I.Outcome.STALE, I.Outcome.DROP_HW, I.Outcome.MISS],
+                    np.uint8)  # fmt: skip
+_STATUS = {int(SoftStatus.OK): I.Status.OK, int(SoftStatus.EXISTS): I.Status.EXISTS,
+           int(SoftStatus.FULL): I.Status.TABLE_FULL}  # fmt: skip
+_VERDICT_REASON = {CT.V_INVALID: I.Reason.TCP_INVALID, CT.V_IGNORE: I.Reason.TCP_IGNORED,
+                   CT.V_KILL: I.Reason.CT_KILLED, CT.V_INVALID_NEW: I.Reason.CT_INVALID_NEW,
+                   CT.V_REOPEN: I.Reason.TCP_REOPEN}  # fmt: skip
+
+
+class SoftEngine(I.SessionEngine):
+    """A SoftPath seen through the engine contract (see the module docstring). Its
+    `config.capacity` is the software table's slot count (dump cursors run over it)."""
+
+    def __init__(self, sp: SoftPath) -> None:
+        self.sp = sp
+        self.config = sp.engine_config.model_copy(update={"capacity": len(sp.used)})
+        self._events: list[np.ndarray] = []
+        self._latest = 0
+        self._packets = 0
+
+    # ---- helpers -----------------------------------------------------------------------
+    def _slots(self, keys: I.FlowKeys) -> npt.NDArray[np.int64]:
+        return self.sp.lookup(canonicalize(keys))
+
+    def _entries(self, slots: npt.NDArray[np.int64], now_ns: int) -> np.ndarray:
+        """I.ENTRY_DTYPE records (ORIGINAL orientation) of software slots."""
+        sp = self.sp
+        s = np.asarray(slots, np.int64)
+        r = sp.sessions(s)
+        out = np.zeros(len(s), I.ENTRY_DTYPE)
+        sw = r["orig_dir"] == 1
+        for f in ("slot", "vni", "proto", "tcp_state", "eni_scope", "vpc_scope", "action_orig",
+                  "action_reply", "last_seen_ns", "pkts_orig", "pkts_reply", "aux",
+                  "expires_ns", "track"):  # fmt: skip
+            out[f] = r[f]
+        out["src_hi"], out["dst_hi"] = (
+            np.where(sw, r["b_hi"], r["a_hi"]),
+            np.where(sw, r["a_hi"], r["b_hi"]),
+        )
+        out["src_lo"], out["dst_lo"] = (
+            np.where(sw, r["b_lo"], r["a_lo"]),
+            np.where(sw, r["a_lo"], r["b_lo"]),
+        )
+        out["sport"] = np.where(sw, r["b_port"], r["a_port"])
+        out["dport"] = np.where(sw, r["a_port"], r["b_port"])
+        od = sp.orig_dir[s].astype(np.int64)
+        out["bytes_orig"] = sp.nbytes[s, od]
+        out["bytes_reply"] = sp.nbytes[s, 1 - od]
+        out["eni_version"] = sp.ver[s, 0]
+        out["vpc_version"] = sp.ver[s, 1]
+        out["stale"] = (sp.ver[s, 0] != sp.eni_cur[sp.scope[s, 0]]) | (
+            sp.ver[s, 1] != sp.vpc_cur[sp.scope[s, 1]]
+        )
+        out["remaining_ns"] = np.maximum(out["expires_ns"] - now_ns, 0)
+        return out
+
+    def _event(self, typ: I.EventType, recs: np.ndarray) -> None:
+        ev = np.zeros(len(recs), I.EVENT_DTYPE)
+        ev["type"] = typ
+        ev["time_ns"] = self._latest
+        for f in ("slot", "vni", "proto", "tcp_state", "src_hi", "src_lo", "dst_hi", "dst_lo",
+                  "sport", "dport", "eni_scope", "vpc_scope", "eni_version", "vpc_version",
+                  "action_orig", "action_reply", "pkts_orig", "pkts_reply", "bytes_orig",
+                  "bytes_reply", "aux"):  # fmt: skip
+            ev[f] = recs[f]
+        self._events.append(ev)
+
+    # ---- packet path -------------------------------------------------------------------
+    def process(self, batch: PacketBatch) -> I.ProcessResult:
+        ck = canonicalize(batch)
+        n = len(batch)
+        if n:
+            self._latest = max(self._latest, int(batch.time_ns.max()))
+        r = self.sp.process(batch, ck, limit=False)
+        if len(r.ended_slots):  # reopened or killed: the old session ends, as in the engine
+            self._event(I.EventType.CLOSED, self._entries(r.ended_slots, self._latest))
+        self._packets += n
+        outcome = _OUTCOME[r.outcome]
+        reason = np.zeros(n, np.uint8)
+        reason[r.outcome == SoftOutcome.MISS] = I.Reason.NO_ENTRY
+        reason[r.outcome == SoftOutcome.DROP] = I.Reason.DROP_ACTION
+        for v, why in _VERDICT_REASON.items():
+            reason[r.verdict == v] = why
+        st = r.outcome == SoftOutcome.STALE
+        if st.any():
+            s = r.slot[st]
+            eni_old = self.sp.ver[s, 0] != self.sp.eni_cur[self.sp.scope[s, 0]]
+            reason[np.flatnonzero(st)] = np.where(
+                eni_old, I.Reason.ENI_VERSION, I.Reason.VPC_VERSION
+            )
+        has = r.slot >= 0
+        reply = np.full(n, 255, np.uint8)
+        reply[has] = (ck.direction[has] != self.sp.orig_dir[r.slot[has]]).astype(np.uint8)
+        return I.ProcessResult(outcome, reason, ck.direction.copy(), reply, r.action, r.slot,
+                             r.tcp_state, r.verdict)  # fmt: skip
+
+    def admit(self, batch: PacketBatch) -> int:
+        """The rate limit: how many packets of the batch the software budget admits now."""
+        return self.sp._admit(batch)
+
+    # ---- entry operations --------------------------------------------------------------
+    def insert(self, keys: I.FlowKeys, **kw: Any) -> npt.NDArray[np.uint8]:
+        """As I.SessionEngine.insert (same keyword arguments): sessions by key, in order."""
+        action_orig, action_reply = kw["action_orig"], kw["action_reply"]
+        eni_scope, vpc_scope = kw["eni_scope"], kw["vpc_scope"]
+        eni_version, vpc_version, now_ns = kw["eni_version"], kw["vpc_version"], kw["now_ns"]
+        tcp_state, aux, track = kw.get("tcp_state", 0), kw.get("aux", 0), kw.get("track")
+        n = len(keys)
+        sp = self.sp
+        eni = I.broadcast_arg(eni_scope, n, np.uint32, "eni_scope")
+        vpc = I.broadcast_arg(vpc_scope, n, np.uint32, "vpc_scope")
+        now = I.broadcast_arg(now_ns, n, np.int64, "now_ns")
+        status = np.full(n, int(I.Status.BAD_SCOPE), np.uint8)
+        for i in range(n):  # in order: a later key sees an earlier one's effect
+            if eni[i] >= len(sp.eni_cur) or vpc[i] >= len(sp.vpc_cur):
+                continue
+            ck = canonicalize(keys.take([i]))
+            trk = None if track is None else np.asarray(track, np.uint64).reshape(n, -1)[i : i + 1]
+            st, slot = sp.insert(
+                ck, orig_dir=ck.direction, eni_scope=eni[i : i + 1], vpc_scope=vpc[i : i + 1],
+                action_orig=I.broadcast_arg(action_orig, n, np.uint32, "action_orig")[i : i + 1],
+                action_reply=I.broadcast_arg(action_reply, n, np.uint32, "action_reply")[i : i + 1],
+                now_ns=int(now[i]), tcp_state=I.broadcast_arg(tcp_state, n, np.uint8, "tcp_state")[i : i + 1],
+                aux=I.broadcast_arg(aux, n, np.uint64, "aux")[i : i + 1], track=trk,
+            )  # fmt: skip
+            status[i] = _STATUS[int(st[0])]
+            if st[0] == SoftStatus.OK:
+                s = int(slot[0])
+                sp.ver[s, 0] = I.broadcast_arg(eni_version, n, np.uint32, "eni_version")[i]
+                sp.ver[s, 1] = I.broadcast_arg(vpc_version, n, np.uint32, "vpc_version")[i]
+            self._latest = max(self._latest, int(now[i]))
+        return status
+
+    def delete(self, keys: I.FlowKeys) -> npt.NDArray[np.uint8]:
+        out = np.empty(len(keys), np.uint8)
+        for i in range(len(keys)):  # in order (a key repeated is NOT_FOUND the second time)
+            s = self._slots(keys.take([i]))
+            out[i] = I.Status.OK if s[0] >= 0 else I.Status.NOT_FOUND
+            if s[0] >= 0:
+                self.sp.delete(s)
+        return out
+
+    def modify(self, keys: I.FlowKeys, **kw: Any) -> npt.NDArray[np.uint8]:
+        """As I.SessionEngine.modify (same keyword arguments; None or absent = unchanged)."""
+        action_orig, action_reply = kw.get("action_orig"), kw.get("action_reply")
+        eni_version, vpc_version = kw.get("eni_version"), kw.get("vpc_version")
+        aux, tcp_state, track = kw.get("aux"), kw.get("tcp_state"), kw.get("track")
+        timeout_ns = kw.get("timeout_ns")
+        sp = self.sp
+        n = len(keys)
+        s = self._slots(keys)
+        ok = s >= 0
+        so = s[ok]
+        od = sp.orig_dir[so].astype(np.int64)
+
+        def col(v: Any, dt: type[np.generic], name: str) -> np.ndarray:
+            return I.broadcast_arg(v, n, dt, name)[ok]
+
+        if action_orig is not None:
+            sp.act[so, od] = col(action_orig, np.uint32, "action_orig")
+        if action_reply is not None:
+            sp.act[so, 1 - od] = col(action_reply, np.uint32, "action_reply")
+        if eni_version is not None:
+            sp.ver[so, 0] = col(eni_version, np.uint32, "eni_version")
+        if vpc_version is not None:
+            sp.ver[so, 1] = col(vpc_version, np.uint32, "vpc_version")
+        if aux is not None:
+            sp.aux[so] = col(aux, np.uint64, "aux")
+        if track is not None:
+            sp.trk[so] = np.asarray(track, np.uint64).reshape(n, -1)[ok]
+        if tcp_state is not None:
+            st = col(tcp_state, np.uint8, "tcp_state").astype(np.uint64)
+            sp.trk[so, 0] = (sp.trk[so, 0] & ~np.uint64(0xFF00)) | (st << np.uint64(8))
+        if timeout_ns is not None:
+            exp = self._latest + col(timeout_ns, np.int64, "timeout_ns")
+            sp.trk[so, 1 + CT.T_EXPIRES] = exp.view(np.uint64)
+        return np.where(ok, I.Status.OK, I.Status.NOT_FOUND).astype(np.uint8)
+
+    def query(
+        self, keys: I.FlowKeys, now_ns: int | None = None
+    ) -> tuple[npt.NDArray[np.uint8], np.ndarray]:
+        s = self._slots(keys)
+        ok = s >= 0
+        rec = np.zeros(len(keys), I.ENTRY_DTYPE)
+        rec[ok] = self._entries(s[ok], self._latest if now_ns is None else now_ns)
+        return np.where(ok, I.Status.OK, I.Status.NOT_FOUND).astype(np.uint8), rec
+
+    def dump(self, cursor: int = 0, max_entries: int = 65536, **flt: Any) -> tuple[np.ndarray, int]:
+        """As I.SessionEngine.dump (same filters), over the software table's slots."""
+        sp = self.sp
+        size = len(sp.used)
+        live = np.flatnonzero(sp.used[cursor:] == 1) + cursor
+        rec = self._entries(live, self._latest)
+        sel = np.ones(len(rec), bool)
+        for name in ("eni_scope", "vpc_scope"):
+            if flt.get(name) is not None:
+                sel &= rec[name] == flt[name]
+        for name in ("eni_version", "vpc_version"):
+            if flt.get(f"{name}_below") is not None:
+                sel &= rec[name] < flt[f"{name}_below"]
+        if flt.get("tcp_state") is not None:
+            sel &= (rec["proto"] == PROTO_TCP) & (rec["tcp_state"] == flt["tcp_state"])
+        if flt.get("stale_only"):
+            sel &= rec["stale"]
+        pos = np.flatnonzero(sel)
+        if len(pos) <= max_entries:
+            return rec[pos], size
+        return rec[pos[:max_entries]], int(rec["slot"][pos[max_entries]])
+
+    def bump_version(self, scope: I.Scope, scope_id: int) -> int:
+        self.sp.bump_version(scope, scope_id)
+        return self.scope_version(scope, scope_id)
+
+    def scope_version(self, scope: I.Scope, scope_id: int) -> int:
+        cur = self.sp.eni_cur if scope == I.Scope.ENI else self.sp.vpc_cur
+        return int(cur[scope_id])
+
+    # ---- events, aging, counters ------------------------------------------------------
+    def poll_events(self, max_n: int = 1 << 30) -> np.ndarray:
+        ev = np.concatenate(self._events) if self._events else np.zeros(0, I.EVENT_DTYPE)
+        self._events = [ev[max_n:]] if len(ev) > max_n else []
+        return ev[:max_n]
+
+    def scrub(self, now_ns: int, n_slots: int | None = None) -> I.ScrubResult:
+        """Expire every session whose deadline has passed (software walks its whole table):
+        AGED, or CLOSED in TIME_WAIT/CLOSE."""
+        self._latest = max(self._latest, now_ns)
+        sp = self.sp
+        live = np.flatnonzero(sp.used == 1)
+        due = live[sp.trk[live, 1 + CT.T_EXPIRES].view(np.int64) <= now_ns]
+        rec = self._entries(due, now_ns)
+        closed = (rec["proto"] == PROTO_TCP) & np.isin(rec["tcp_state"], (TcpState.TIME_WAIT,
+                                                                           TcpState.CLOSE))  # fmt: skip
+        for typ, m in ((I.EventType.CLOSED, closed), (I.EventType.AGED, ~closed)):
+            if m.any():
+                self._event(typ, rec[m])
+        recs, _ = sp.expire(now_ns)
+        return I.ScrubResult(visited=len(sp.used), expired=len(recs), cursor=0)
+
+    def counters(self) -> dict[str, int]:
+        return {"packets": self._packets, "overload": int(self.sp.overload),
+                "sessions": self.sp.occupancy()}  # fmt: skip
+
+    def occupancy(self) -> int:
+        return self.sp.occupancy()
+
+    # ---- fault hooks: hardware only -----------------------------------------------------
+    def slot_of(self, keys: I.FlowKeys) -> npt.NDArray[np.int64]:
+        return self._slots(keys)
+
+    def flip_bits(self, slot: int, bits: npt.ArrayLike) -> None:
+        raise ConfigError("flip_bits: the software path has no ECC-protected records",
+                          fix="inject bit flips into a hardware engine (FastEngine)")  # fmt: skip
+
+    def stall_port(self, port: int) -> None:
+        raise ConfigError("stall_port: the software path has no ports",
+                          fix="stall a port of a hardware engine (FastEngine)")  # fmt: skip
+
+    def unstall_port(self, port: int) -> None:
+        self.stall_port(port)
+
+
+__all__ = ["SoftEngine"]
