@@ -103,6 +103,7 @@ V_INVALID = CT.V_INVALID
 V_IGNORE = CT.V_IGNORE
 V_REOPEN = CT.V_REOPEN
 V_KILL = CT.V_KILL
+V_RELATED = CT.V_RELATED
 TRACK_META = np.uint64(CT.TRACK_META_MASK)
 ST_OK = np.int64(itf.Status.OK)
 ST_EXISTS = np.int64(itf.Status.EXISTS)
@@ -727,9 +728,13 @@ def k_process(
     tags, rec, st, ring, rmeta, ctr, prm, seed, eni_cur, vpc_cur, stalled, stuck, hung, tcfg,
     time, port, vni, proto, src_hi, src_lo, dst_hi, dst_lo, sport, dport, flags, length,
     seq, ack, sack, win, opt, wsc, plen,
+    i_proto, i_src_hi, i_src_lo, i_dst_hi, i_dst_lo, i_sport, i_dport,
     o_out, o_reason, o_dir, o_reply, o_action, o_slot, o_state, o_verdict,
 ):  # fmt: skip
-    """The packet pipeline: every packet of the batch in order (see interface.py)."""
+    """The packet pipeline: every packet of the batch in order (see interface.py).
+
+    An ICMP error quoting a tuple (conntrack.icmp_error_quotes) is looked up by that tuple,
+    inverted: found, it is RELATED (forwarded with the entry's action, the entry untouched)."""
     drop = np.uint64(prm[2])
     inv_drop = prm[6] != 0
     nb = prm[0]
@@ -738,7 +743,7 @@ def k_process(
     tags64 = tags.view(np.uint64)
     tc = CT.cfg_tuple(tcfg)  # settings by value: an array would be reference-counted per use
     n = len(time)
-    kr = np.zeros((KEY_RING, 11), dtype=np.uint64)
+    kr = np.zeros((KEY_RING, 13), dtype=np.uint64)
     n_hit = 0
     n_miss = 0
     n_bytes = 0
@@ -754,8 +759,24 @@ def k_process(
         lo = (g + 3) * GROUP
         for j in range(lo, min(lo + GROUP, n)):
             rj = j % KEY_RING
-            k = prep_key(vni[j], proto[j], src_hi[j], src_lo[j], dst_hi[j], dst_lo[j], sport[j],
-                         dport[j], seed, nb)  # fmt: skip
+            pj = np.int64(proto[j])
+            if (pj == P_ICMP or pj == P_ICMP6) and CT.icmp_error_quotes(  # noqa: SIM109
+                pj, dport[j] >> np.uint16(8), i_proto[j], i_dport[j] >> np.uint16(8), dst_hi[j],
+                dst_lo[j], i_src_hi[j], i_src_lo[j],
+            ):  # fmt: skip
+                # RELATED lookup: the quoted tuple inverted (an inner ICMP keeps its id/type)
+                ip = np.int64(i_proto[j])
+                icmp_in = ip in (P_ICMP, P_ICMP6)
+                k = prep_key(vni[j], i_proto[j], i_dst_hi[j], i_dst_lo[j], i_src_hi[j],
+                             i_src_lo[j], i_sport[j] if icmp_in else i_dport[j],
+                             i_dport[j] if icmp_in else i_sport[j], seed, nb)  # fmt: skip
+                kr[rj, 11] = np.uint64(ip)
+                kr[rj, 12] = U1
+            else:
+                k = prep_key(vni[j], proto[j], src_hi[j], src_lo[j], dst_hi[j], dst_lo[j],
+                             sport[j], dport[j], seed, nb)  # fmt: skip
+                kr[rj, 11] = np.uint64(pj)
+                kr[rj, 12] = U0
             for c in range(10):
                 kr[rj, c] = k[c]
             prefetch_row(tags, np.int64(k[6]) * bs)
@@ -817,7 +838,7 @@ def k_process(
                 o_reason[i] = R_STALLED
                 ctr[C_HUNG] += 1
                 continue
-            pr = np.uint64(proto[i])
+            pr = kr[ri, 11]  # the key's protocol (an ICMP error's: the quoted packet's)
             # Probe, written out here: a call carrying the table arrays costs numba reference
             # counting per call, which would dominate the hit path. ECC is checked before the key
             # compare; only a failing check takes the (rare) read_check path with its events.
@@ -931,6 +952,23 @@ def k_process(
                 o_reply[i] = rel
                 o_state[i] = state
                 ctr[C_STALE] += 1
+                continue
+            if kr[ri, 12] != U0:
+                # RELATED (nf_conntrack_inet_error): the entry is neither tracked nor counted
+                act = (rec[s, L.W_ACT] >> np.uint64(32 * d)) & M32
+                o_verdict[i] = V_RELATED
+                o_reply[i] = rel
+                o_action[i] = act
+                o_state[i] = state
+                if act == drop:
+                    o_out[i] = O_DROP
+                    o_reason[i] = R_DROP
+                    ctr[C_DROP] += 1
+                else:
+                    o_out[i] = O_HIT
+                    o_reason[i] = R_NONE
+                    n_hit += 1
+                    n_bytes += length[i]
                 continue
             # Connection tracking (conntrack.py, shared with reference.py and the softpath) on
             # the words already in registers; only what it changed is stored back.
