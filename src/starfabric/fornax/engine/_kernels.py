@@ -35,6 +35,9 @@ from starfabric.fornax.packets import (
 #: 4 beat 2, 8, 16 and 32 at both 1M and 16M slots).
 GROUP = 4
 KEY_RING = 4 * GROUP  # prepared keys in flight: groups g..g+3 (a group's rows reused 4 later)
+#: Entries an insert batch fetches ahead (assumption: enough to cover a memory miss while
+#: the entries in between are placed).
+INS_AHEAD = 8
 U0 = np.uint64(0)
 U1 = np.uint64(1)
 S8 = np.uint64(8)
@@ -972,7 +975,7 @@ def k_process(
                 continue
             # Connection tracking (conntrack.py, shared with reference.py and the softpath) on
             # the words already in registers; only what it changed is stored back.
-            vd, _rearmed, n_me, te1, tx1, tw1, tk1, l11, l21, ex1 = CT.ct_packet_s(
+            vd, _rearmed, n_me, te1, tx1, tw1, tk1, l11, l21, ex1 = CT.ct_packet_s_inline(
                 meta, te, tx, tw, tk, l1, l2, ex, np.int64(pr), rel, np.int64(flags[i]),
                 np.int64(seq[i]), np.int64(ack[i]), np.int64(sack[i]), np.int64(win[i]),
                 np.int64(opt[i]), np.int64(wsc[i]), np.int64(plen[i]), t, tc,
@@ -1117,7 +1120,24 @@ def k_insert(
     cap = prm[5]
     scratch = np.zeros((1, L.N_WORDS), dtype=np.uint64)
     path = np.empty(max(maxd, 1), dtype=np.int64)
-    for i in range(len(a_hi)):
+    n = len(a_hi)
+    for i in range(n):
+        # Fetch ahead (the hashes are known): both buckets' tag lines INS_AHEAD entries on, and
+        # half as far on, once those tags are in cache, the record of bucket 1's first free
+        # slot, where the entry most likely lands. Hints only: every decision is made below.
+        if i + INS_AHEAD < n:
+            f1, f2 = buckets(hashes[i + INS_AHEAD], nb)
+            prefetch_row(tags, f1 * bs)
+            prefetch_row(tags, f2 * bs)
+        if i + INS_AHEAD // 2 < n:
+            f1, _f2 = buckets(hashes[i + INS_AHEAD // 2], nb)
+            for j in range(bs):
+                if tags[f1 * bs + j] == 0:
+                    prefetch_at(rec, f1 * bs + j, 0)
+                    prefetch_at(rec, f1 * bs + j, 8)
+                    prefetch_at(rec, f1 * bs + j, 16)
+                    prefetch_at(rec, f1 * bs + j, L.N_WORDS - 1)
+                    break
         out_slot[i] = -1
         t = now[i]
         h = hashes[i]

@@ -314,7 +314,7 @@ def _log_invalid(m, d, cfg, ret):
 # ---------------------------------------------------------------------------- tcp_in_window
 
 
-@njit
+@njit_inline
 def tcp_in_window(m, te, tx, tw, tk, l1, l2, d, index, flags, seq, ack, sack_pkt, win, opt,
                   wscale, plen, cfg):  # fmt: skip
     """The window checks and updates of one segment from direction d (the sender s; r the
@@ -446,7 +446,7 @@ def _reset_dir(m, te, tx, tw, tk, d):
     return m, te, tx, tw, tk
 
 
-@njit
+@njit_inline
 def tcp_packet(m, te, tx, tw, tk, l1, l2, ex, d, flags, seq, ack, sack, win, opt, wscale, plen,
                t, cfg):  # fmt: skip
     """nf_conntrack_tcp_packet for an entry (d: 0 ORIGINAL, 1 REPLY) on its tracker state:
@@ -599,8 +599,7 @@ def tcp_packet(m, te, tx, tw, tk, l1, l2, ex, d, flags, seq, ack, sack, win, opt
 # ---------------------------------------------------------------------------- all protocols
 
 
-@njit
-def ct_packet_s(m, te, tx, tw, tk, l1, l2, ex, proto, d, flags, seq, ack, sack, win, opt, wscale,
+def _ct_packet_s(m, te, tx, tw, tk, l1, l2, ex, proto, d, flags, seq, ack, sack, win, opt, wscale,
                 plen, t, cfg):  # fmt: skip
     """ct_packet on a tracker state held in registers (the engine's hit path):
     (verdict, re-armed, m, te, tx, tw, tk, l1, l2, ex)."""
@@ -627,6 +626,13 @@ def ct_packet_s(m, te, tx, tw, tk, l1, l2, ex, proto, d, flags, seq, ack, sack, 
     if d == 1:
         m = _setflag(m, FLAG_SEEN_REPLY)
     return V_ACCEPT, True, m, te, tx, tw, tk, l1, l2, np.uint64(t + extra)
+
+
+#: ct_packet on registers, compiled once (the row functions' core: one signature, int64
+#: packet fields and the settings tuple) and inlined into the engine's hit path
+#: (ct_packet_s_inline: no call, and the tracker's locals stay in registers).
+ct_packet_s = njit(_ct_packet_s)
+ct_packet_s_inline = njit_inline(_ct_packet_s)
 
 
 @njit
@@ -816,6 +822,7 @@ __all__ = [
     "ct_new",
     "ct_packet",
     "ct_packet_s",
+    "ct_packet_s_inline",
     "icmp_error_quotes",
     "install_state",
     "tcp_in_window",

@@ -32,6 +32,21 @@ from starfabric.fornax.engine.tcp import N_STATES
 from starfabric.fornax.keys import CanonicalKeys, canonicalize_columns
 from starfabric.fornax.packets import PacketBatch
 
+#: The batch columns k_process reads, in its order.
+_BATCH_COLS = ("time_ns", "port", "vni", "proto", "src_hi", "src_lo", "dst_hi", "dst_lo", "sport",
+               "dport", "tcp_flags", "length", "tcp_seq", "tcp_ack", "tcp_sack", "tcp_win",
+               "tcp_opt", "tcp_wscale", "tcp_len", "inner_proto", "inner_src_hi",
+               "inner_src_lo", "inner_dst_hi", "inner_dst_lo", "inner_sport",
+               "inner_dport")  # fmt: skip
+
+
+def _read_only(a: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    """A read-only view: numba compiles a kernel per writable/read-only mix of its array
+    arguments, so the pipeline always gets the batch read-only (one compiled k_process)."""
+    v = a.view()
+    v.flags.writeable = False
+    return v
+
 
 def _aligned_rows(n: int, width: int) -> npt.NDArray[np.uint64]:
     """Zeroed uint64[n, width] whose first row starts on a 64-byte boundary (cache line)."""
@@ -135,32 +150,7 @@ class FastEngine(SessionEngine):
             self._stuck,
             self._hung,
             self._tcfg,
-            batch.time_ns,
-            batch.port,
-            batch.vni,
-            batch.proto,
-            batch.src_hi,
-            batch.src_lo,
-            batch.dst_hi,
-            batch.dst_lo,
-            batch.sport,
-            batch.dport,
-            batch.tcp_flags,
-            batch.length,
-            batch.tcp_seq,
-            batch.tcp_ack,
-            batch.tcp_sack,
-            batch.tcp_win,
-            batch.tcp_opt,
-            batch.tcp_wscale,
-            batch.tcp_len,
-            batch.inner_proto,
-            batch.inner_src_hi,
-            batch.inner_src_lo,
-            batch.inner_dst_hi,
-            batch.inner_dst_lo,
-            batch.inner_sport,
-            batch.inner_dport,
+            *(_read_only(getattr(batch, c)) for c in _BATCH_COLS),
             out.outcome,
             out.reason,
             out.direction,
