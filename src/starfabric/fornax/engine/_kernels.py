@@ -31,9 +31,10 @@ from starfabric.fornax.packets import (
     TCP_SYN,
 )
 
-#: Packets per stage of the lookup pipeline (assumption: measured on a 2-core AMD EPYC VM, where
-#: 4 beat 2, 8, 16 and 32 at both 1M and 16M slots).
-GROUP = 4
+#: Packets per stage of the lookup pipeline (assumption: measured on this 2-core VM at 16M slots
+#: with window tracking on: 8 gave 0.29-0.31 of the gather floor, 4 0.26; before the tracker,
+#: on an AMD EPYC VM, 4 beat 2, 8, 16 and 32).
+GROUP = 8
 KEY_RING = 4 * GROUP  # prepared keys in flight: groups g..g+3 (a group's rows reused 4 later)
 #: Entries an insert batch fetches ahead (assumption: enough to cover a memory miss while
 #: the entries in between are placed).
