@@ -32,13 +32,6 @@ from starfabric.fornax.engine.tcp import N_STATES
 from starfabric.fornax.keys import CanonicalKeys, canonicalize_columns
 from starfabric.fornax.packets import PacketBatch
 
-#: The batch columns k_process reads, in its order.
-_BATCH_COLS = ("time_ns", "port", "vni", "proto", "src_hi", "src_lo", "dst_hi", "dst_lo", "sport",
-               "dport", "tcp_flags", "length", "tcp_seq", "tcp_ack", "tcp_sack", "tcp_win",
-               "tcp_opt", "tcp_wscale", "tcp_len", "inner_proto", "inner_src_hi",
-               "inner_src_lo", "inner_dst_hi", "inner_dst_lo", "inner_sport",
-               "inner_dport")  # fmt: skip
-
 
 def _read_only(a: npt.NDArray[Any]) -> npt.NDArray[Any]:
     """A read-only view: numba compiles a kernel per writable/read-only mix of its array
@@ -150,7 +143,32 @@ class FastEngine(SessionEngine):
             self._stuck,
             self._hung,
             self._tcfg,
-            *(_read_only(getattr(batch, c)) for c in _BATCH_COLS),
+            _read_only(batch.time_ns),
+            _read_only(batch.port),
+            _read_only(batch.vni),
+            _read_only(batch.proto),
+            _read_only(batch.src_hi),
+            _read_only(batch.src_lo),
+            _read_only(batch.dst_hi),
+            _read_only(batch.dst_lo),
+            _read_only(batch.sport),
+            _read_only(batch.dport),
+            _read_only(batch.tcp_flags),
+            _read_only(batch.length),
+            _read_only(batch.tcp_seq),
+            _read_only(batch.tcp_ack),
+            _read_only(batch.tcp_sack),
+            _read_only(batch.tcp_win),
+            _read_only(batch.tcp_opt),
+            _read_only(batch.tcp_wscale),
+            _read_only(batch.tcp_len),
+            _read_only(batch.inner_proto),
+            _read_only(batch.inner_src_hi),
+            _read_only(batch.inner_src_lo),
+            _read_only(batch.inner_dst_hi),
+            _read_only(batch.inner_dst_lo),
+            _read_only(batch.inner_sport),
+            _read_only(batch.inner_dport),
             out.outcome,
             out.reason,
             out.direction,
