@@ -18,7 +18,9 @@ kernel accepted out-of-window segments it otherwise calls INVALID.) Conversation
 settings (tcp_loose, tcp_be_liberal, tcp_max_retrans, tcp_ignore_invalid_rst) run
 interleaved on distinct ports from an empty table, one packet in flight at a time, so every
 packet's verdict is its own. The case list is below: every state-table transition, RST and
-window edge cases, loose on/off, be_liberal, UDP, ICMP, and seeded random sequences.
+window edge cases, loose on/off, be_liberal, UDP, ICMP, ICMP errors (RELATED to the
+conversation they quote, or INVALID), and seeded random sequences. `--append icmp-errors`
+records only the ICMP-error cases into an existing recording of the same kernel.
 Needs root, iproute2, nftables and conntrack-tools; cleans its namespaces up on any exit.
 """
 
@@ -166,6 +168,18 @@ class Conv:
 
     def udp(self, d: int, payload: int = 32, gap_s: float | None = None) -> Conv:
         self.packets.append({"dir": d, "payload": payload, "gap_s": gap_s})
+        return self
+
+    def err(self, d: int, typ: int, code: int = 0, quote: int = 0, src: str | None = None,
+            dst: str | None = None, inner_type: int | None = None,
+            swap_ports: bool = False) -> Conv:  # fmt: skip
+        """An ICMP error sent in direction d quoting a packet of this conversation going in
+        direction `quote` (its IP header and first 8 bytes of L4): from the quoted packet's
+        destination unless `src` (a router on the way), to its source unless `dst`;
+        `inner_type` quotes an ICMP packet of another type, `swap_ports` a tuple no packet had."""
+        self.packets.append({"dir": d, "error": {"type": typ, "code": code, "quote": quote,
+                             "src": src, "dst": dst, "inner_type": inner_type,
+                             "swap_ports": swap_ports}, "gap_s": None})  # fmt: skip
         return self
 
     def icmp(self, d: int, typ: int, code: int = 0, ident: int = 0x1717, seqno: int = 1,
@@ -356,14 +370,41 @@ def udp_icmp_cases() -> list[Conv]:
         Conv("icmp_echo_pair", "icmp").icmp(0, 8).icmp(1, 0).icmp(1, 0).icmp(0, 8, seqno=2),
         Conv("icmp_reply_without_request", "icmp").icmp(0, 0),
         Conv("icmp_timestamp_request", "icmp").icmp(0, 13).icmp(1, 14),
-        Conv("icmp_unreach_unknown", "icmp").icmp(
-            1, 3, 3, inner={"proto": "udp", "sport": 40001, "dport": 53}
-        ),
-        Conv("icmp_unreach_related_udp", "icmp")
-        .icmp(0, 8)
-        .icmp(1, 3, 3, inner={"proto": "udp", "sport": 40002, "dport": 53, "open": True}),
     ]
     return cs
+
+
+#: Conversations of earlier recordings that the ICMP-error cases replace (an error quoting a
+#: datagram sent outside the conversation, so the recording held no entry to compare).
+LEGACY = {"icmp_unreach_unknown", "icmp_unreach_related_udp"}
+ROUTER_S = "10.17.2.254"  # a router on the server's side (sends time-exceeded, frag-needed)
+ROUTER_C = "10.17.1.254"  # one on the client's side
+
+
+def icmp_error_cases() -> list[Conv]:
+    """ICMP errors quoting a conversation's packet: RELATED to its entry or INVALID."""
+    C = Conv
+    return [
+        C("icmperr_udp_port_unreachable", "udp").udp(0).err(1, 3, 3).udp(0).udp(1)
+        .err(1, 3, 3).udp(0),
+        C("icmperr_udp_from_router", "udp").udp(0).err(1, 11, 0, src=ROUTER_S).udp(1),
+        C("icmperr_udp_orig_direction", "udp").udp(0).udp(1).err(0, 3, 3, quote=1).udp(0),
+        C("icmperr_udp_param_redirect_quench", "udp").udp(0).err(1, 12, 0).err(1, 5, 1)
+        .err(1, 4, 0).udp(1),
+        C("icmperr_udp_unknown_tuple", "udp").err(1, 3, 3),
+        C("icmperr_udp_outer_dst_mismatch", "udp").udp(0).err(1, 3, 3, dst=ROUTER_C).udp(1),
+        C("icmperr_udp_swapped_ports", "udp").udp(0).err(1, 3, 3, swap_ports=True).udp(1),
+        C("icmperr_tcp_syn_host_unreachable").c_(S).err(1, 3, 1).s_(S | A).c_(A),
+        C("icmperr_tcp_frag_needed_router").hs().c_(P | A, payload=1000)
+        .err(1, 3, 4, src=ROUTER_S).s_(A).c_(A),
+        C("icmperr_tcp_time_exceeded_reply").hs().s_(P | A, payload=100)
+        .err(0, 11, 0, quote=1, src=ROUTER_C).c_(A),
+        C("icmperr_tcp_after_rst").hs().c_(R | A).err(1, 3, 3),
+        C("icmperr_tcp_in_time_wait").hs().c_(F | A).s_(F | A).c_(A).err(1, 3, 3),
+        C("icmperr_echo_request", "icmp").icmp(0, 8).err(1, 3, 1).icmp(1, 0),
+        C("icmperr_quoting_an_error", "icmp").icmp(0, 8).err(1, 3, 1, inner_type=3).icmp(1, 0),
+        C("icmp_type_unknown", "icmp").icmp(0, 42),
+    ]  # fmt: skip
 
 
 # ---------------------------------------------------------------------------- namespaces
@@ -573,19 +614,55 @@ class Recorder:
         eth = bytes.fromhex(dmac.replace(":", "")) + bytes.fromhex(smac.replace(":", ""))
         return eth + b"\x08\x00" + _ip4(src, dst, proto, ip_payload, self.ident)
 
+    def frame_ip(self, d: int, ip_packet: bytes) -> bytes:
+        """An Ethernet frame around a whole IP packet, injected on side d's veth."""
+        dmac = self.macs["sf17rc" if d == 0 else "sf17rs"]
+        smac = self.macs["sf17c0" if d == 0 else "sf17s0"]
+        eth = bytes.fromhex(dmac.replace(":", "")) + bytes.fromhex(smac.replace(":", ""))
+        return eth + b"\x08\x00" + ip_packet
+
+    def build_error(self, cv: Conv, p: dict[str, Any], port: int) -> bytes:
+        """The ICMP error of p["error"]; its resolved outer and quoted tuples go into the
+        packet's record (what a replay needs)."""
+        e = p["error"]
+        q = e["quote"]
+        isrc, idst = (IP_C, IP_S) if q == 0 else (IP_S, IP_C)
+        if cv.proto == "icmp":
+            ityp = (8 if q == 0 else 0) if e["inner_type"] is None else e["inner_type"]
+            l4 = icmp_message(ityp, 0, struct.pack("!HH", port, 1), b"")
+            inner = {"proto": "icmp", "sport": port, "dport": ityp << 8}
+            iproto = 1
+        else:
+            isp, idp = (port, 80) if q == 0 else (80, port)
+            if e["swap_ports"]:
+                isp, idp = idp, isp
+            if cv.proto == "udp":
+                l4 = udp_datagram(isrc, idst, isp, idp, 8)
+                iproto = 17
+            else:
+                side = cv.c if q == 0 else cv.s
+                l4 = tcp_segment(isrc, idst, isp, idp, {"seq": side.nxt, "ack": 0, "flags": A,
+                                                          "win": 64240})  # fmt: skip
+                iproto = 6
+            inner = {"proto": cv.proto, "sport": isp, "dport": idp}
+        body = _ip4(isrc, idst, iproto, l4, 7)[:28]
+        osrc = e["src"] or idst
+        odst = e["dst"] or isrc
+        e.update(outer_src=osrc, outer_dst=odst, inner_src=isrc, inner_dst=idst, inner=inner)
+        self.ident += 1
+        msg = icmp_message(e["type"], e["code"], b"\0\0\0\0", body)
+        return self.frame_ip(p["dir"], _ip4(osrc, odst, 1, msg, self.ident))
+
     def build(self, cv: Conv, p: dict[str, Any], port: int) -> bytes:
         d = p["dir"]
+        if p.get("error"):
+            return self.build_error(cv, p, port)
         src, dst = (IP_C, IP_S) if d == 0 else (IP_S, IP_C)
         sp, dp = (port, 80) if d == 0 else (80, port)
         if cv.proto == "tcp":
             return self.frame(d, tcp_segment(src, dst, sp, dp, p), 6)
         if cv.proto == "udp":
             return self.frame(d, udp_datagram(src, dst, sp, dp, p["payload"]), 17)
-        inner = p.get("inner")
-        if inner:  # an error quoting a client -> server datagram
-            q = udp_datagram(IP_C, IP_S, inner["sport"], inner["dport"], 8)
-            body = _ip4(IP_C, IP_S, 17, q, 7)[:28]
-            return self.frame(d, icmp_message(p["type"], p["code"], b"\0\0\0\0", body), 1)
         rest = struct.pack("!HH", port, p["seqno"])
         return self.frame(d, icmp_message(p["type"], p["code"], rest, b"ping" * 4), 1)
 
@@ -607,13 +684,6 @@ class Recorder:
             wait = due - (time.monotonic_ns() - t0)
             if wait > 0:
                 time.sleep(wait / 1e9)
-            inner = p.get("inner") or {}
-            if inner.get("open"):  # the datagram the error quotes, so that it can be RELATED
-                before = sum(counters())
-                self.sock[0].send(
-                    self.frame(0, udp_datagram(IP_C, IP_S, inner["sport"], inner["dport"], 8), 17)
-                )
-                self._wait(before)
             before_c = counters()
             t = time.monotonic_ns() - t0
             self.sock[p["dir"]].send(self.build(cv, p, port))
@@ -662,11 +732,29 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("out", type=Path)
     ap.add_argument("--random", type=int, default=60, help="random TCP conversations")
     ap.add_argument("--seed", type=int, default=17)
+    ap.add_argument("--append", choices=["icmp-errors"], default=None,
+                    help="record only this case list and merge it into OUT (recorded on the "
+                         "same kernel), replacing conversations of the same names")  # fmt: skip
     args = ap.parse_args(argv)
     if os.geteuid() != 0:
         print("record_conntrack: needs root (network namespaces)", file=sys.stderr)
         return 2
-    cases = tcp_cases() + udp_icmp_cases() + random_cases(args.random, args.seed)
+    base: dict[str, Any] | None = None
+    if args.append:
+        try:
+            base = json.loads(args.out.read_text())
+        except (OSError, ValueError) as e:
+            print(f"record_conntrack: --append needs an existing recording at {args.out} ({e})",
+                  file=sys.stderr)  # fmt: skip
+            return 2
+        if base.get("format") != FORMAT or base.get("kernel") != os.uname().release:
+            print(f"record_conntrack: {args.out} is not a {FORMAT} recording of kernel "
+                  f"{os.uname().release}; record it whole instead of --append", file=sys.stderr)  # fmt: skip
+            return 2
+        cases = icmp_error_cases()
+    else:
+        cases = tcp_cases() + udp_icmp_cases() + icmp_error_cases() + random_cases(args.random,
+                                                                                     args.seed)  # fmt: skip
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
     from rich.progress import Progress
 
@@ -681,7 +769,7 @@ def main(argv: list[str] | None = None) -> int:
             groups: dict[str, list[tuple[Conv, int]]] = {}
             for k, cv in enumerate(cases):
                 key = json.dumps({**TCP_DEFAULTS, **cv.settings}, sort_keys=True)
-                groups.setdefault(key, []).append((cv, 20000 + k))
+                groups.setdefault(key, []).append((cv, (30000 if base else 20000) + k))
             by_name: dict[str, dict[str, Any]] = {}
             for group in groups.values():
                 for c in rec.run_group(group, lambda: prog.advance(task)):
@@ -690,12 +778,17 @@ def main(argv: list[str] | None = None) -> int:
         doc = {"format": FORMAT, "kernel": os.uname().release, "gap_s": GAP_S,
                "sysctl_defaults": timeouts, "addresses": {"client": IP_C, "server": IP_S},
                "conversations": convs}  # fmt: skip
+        if base is not None:
+            names = {c["name"] for c in convs} | LEGACY
+            kept = [c for c in base["conversations"] if c["name"] not in names]
+            doc = {**base, "conversations": kept + convs}
         args.out.parent.mkdir(parents=True, exist_ok=True)
         tmp = args.out.with_suffix(".tmp")
         tmp.write_text(json.dumps(doc, separators=(",", ":")) + "\n")
         tmp.replace(args.out)
         n_lost = sum(s["verdict"] == "lost" for c in convs for s in c["kernel"])
-        print(f"{len(convs)} conversations, {total} packets, {n_lost} lost -> {args.out}")
+        print(f"{len(convs)} conversations, {total} packets, {n_lost} lost -> {args.out}"
+              + (f" ({len(doc['conversations'])} in all)" if base is not None else ""))  # fmt: skip
     finally:
         teardown()
     return 0

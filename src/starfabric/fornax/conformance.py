@@ -12,8 +12,10 @@ kernel's:
   timer     the remaining timeout in whole seconds as /proc shows it: equal exactly when the
             re-arm decision and the armed timeout agree (packets are >= 1 s apart),
   rearm     whether the packet re-armed the timer (inferred from the kernel's readings),
-  verdict   the packet's `ct state` class: invalid, new, established.
-ICMP errors (RELATED in the kernel) are not replayed: the datapaths have no RELATED lookup.
+  verdict   the packet's `ct state` class: invalid, new, established, related.
+An ICMP error is read back as the entry of the conversation it quotes. The software path on
+its own has no RELATED lookup yet (softpath.py; the engines have, engine/conntrack.py
+icmp_error_quotes): its replay skips ICMP errors and counts them.
 """
 
 from __future__ import annotations
@@ -82,10 +84,34 @@ def _after(a: int, b: int) -> bool:
     return ((b - a) & 0xFFFFFFFF) >= 0x80000000
 
 
+def _error_batch(p: dict[str, Any], t: int) -> PacketBatch:
+    """A recorded ICMP error: outer addresses, type and code, the quoted tuple."""
+    e = p["error"]
+    osrc, odst = ip_to_halves(e["outer_src"]), ip_to_halves(e["outer_dst"])
+    isrc, idst = ip_to_halves(e["inner_src"]), ip_to_halves(e["inner_dst"])
+    inner = e["inner"]
+    cols = {"time_ns": t, "vni": 1, "proto": PROTO_ICMP, "src_hi": osrc[0], "src_lo": osrc[1],
+            "dst_hi": odst[0], "dst_lo": odst[1], "sport": 0,
+            "dport": (int(e["type"]) << 8) | int(e["code"]), "length": 56,
+            "inner_proto": _PROTO[inner["proto"]], "inner_src_hi": isrc[0],
+            "inner_src_lo": isrc[1], "inner_dst_hi": idst[0], "inner_dst_lo": idst[1],
+            "inner_sport": int(inner["sport"]), "inner_dport": int(inner["dport"])}  # fmt: skip
+    return PacketBatch.from_columns(**{k: [v] for k, v in cols.items()})
+
+
+def session_batch(conv: dict[str, Any], t: int, addr: dict[str, str]) -> PacketBatch:
+    """A packet of the conversation's own tuple (client -> server): its entry's key."""
+    probe = {"tcp": {"flags": 0x10, "seq": 0, "ack": 0, "win": 0, "payload": 0},
+             "udp": {"payload": 0}, "icmp": {"type": 8, "code": 0}}[conv["proto"]]  # fmt: skip
+    return packet_batch(conv, {"dir": 0, **probe}, t, addr)
+
+
 def packet_batch(
     conv: dict[str, Any], p: dict[str, Any], t: int, addr: dict[str, str]
 ) -> PacketBatch:
     """One recorded packet as a batch row (dir 0: client -> server)."""
+    if p.get("error"):
+        return _error_batch(p, t)
     c, s = ip_to_halves(addr["client"]), ip_to_halves(addr["server"])
     src, dst = (c, s) if p["dir"] == 0 else (s, c)
     port = int(conv["port"])
@@ -158,6 +184,7 @@ class _Driver:
         return int(r.verdict[0])
 
     def entry(self, b: PacketBatch, t_read: int) -> Entry | None:
+        """The entry of b's tuple at t_read (None: none, or expired)."""
         keys = FlowKeys.from_batch(b)
         if self.mgr is not None:
             st, rec = self.mgr.engine.query(keys, now_ns=t_read)
@@ -231,7 +258,8 @@ def replay(doc: dict[str, Any], datapath: str, names: set[str] | None = None) ->
         prev_k: dict[str, Any] | None = None
         orig_dir = -1
         for i, (p, k) in enumerate(zip(conv["packets"], conv["kernel"], strict=True)):
-            if p.get("inner"):
+            is_error = bool(p.get("error"))
+            if is_error and datapath == "softpath":
                 out.skipped_icmp_errors += 1
                 continue
             t, t_read = t0 + int(k["t_ns"]), t0 + int(k["t_read_ns"])
@@ -240,11 +268,13 @@ def replay(doc: dict[str, Any], datapath: str, names: set[str] | None = None) ->
                 prev = None
             seen_before = prev is not None and prev.seen_reply
             v = drv.step(b)
-            ours = drv.entry(b, t_read)
-            if ours is not None and (prev is None or v == CT.V_NEW):
+            ours = drv.entry(session_batch(conv, t, addr) if is_error else b, t_read)
+            if not is_error and ours is not None and (prev is None or v == CT.V_NEW):
                 orig_dir = int(p["dir"])
             if v in (CT.V_INVALID, CT.V_INVALID_NEW):
                 mine_v = "invalid"
+            elif v == CT.V_RELATED:
+                mine_v = "related"
             elif prev is None or v == CT.V_NEW:
                 mine_v = "new"
             else:

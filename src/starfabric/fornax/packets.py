@@ -12,6 +12,12 @@ sequence space; equal to the ack without a SACK option). `tcp_opt` bits (conntra
 1 the header has options, 2 SACK permitted, 4 window scale, 8 the header columns are the
 segment's own. A batch without them (a flags-only workload, the default zeros) is tracked by
 its flags alone.
+
+An ICMP or ICMPv6 error (destination unreachable, time exceeded, ...) quotes the IP header and
+first 8 bytes of the packet that caused it; the `inner_*` columns hold that packet's tuple, as
+nf_conntrack_inet_error reads it: protocol (0: the packet quotes nothing), addresses (same
+layout as src/dst), ports (an inner ICMP: identifier and type<<8 | code, as above). The
+tracker makes such an error RELATED to the session the quoted packet belongs to.
 """
 
 from __future__ import annotations
@@ -57,9 +63,18 @@ _DTYPES: dict[str, type[np.generic]] = {
     "tcp_opt": np.uint8,
     "tcp_wscale": np.uint8,
     "tcp_len": np.uint32,
+    "inner_proto": np.uint8,
+    "inner_src_hi": np.uint64,
+    "inner_src_lo": np.uint64,
+    "inner_dst_hi": np.uint64,
+    "inner_dst_lo": np.uint64,
+    "inner_sport": np.uint16,
+    "inner_dport": np.uint16,
 }
-#: Columns a batch may leave out (zeros): the TCP header fields.
-OPTIONAL = ("tcp_seq", "tcp_ack", "tcp_sack", "tcp_win", "tcp_opt", "tcp_wscale", "tcp_len")
+#: Columns a batch may leave out (zeros): the TCP header fields, an ICMP error's quoted tuple.
+OPTIONAL = ("tcp_seq", "tcp_ack", "tcp_sack", "tcp_win", "tcp_opt", "tcp_wscale", "tcp_len",
+            "inner_proto", "inner_src_hi", "inner_src_lo", "inner_dst_hi", "inner_dst_lo",
+            "inner_sport", "inner_dport")  # fmt: skip
 TCP_OPT_PRESENT = 1
 TCP_OPT_SACK_PERM = 2
 TCP_OPT_WSCALE = 4
@@ -89,6 +104,13 @@ class PacketBatch:
     tcp_opt: npt.NDArray[np.uint8] = None  # type: ignore[assignment]
     tcp_wscale: npt.NDArray[np.uint8] = None  # type: ignore[assignment]
     tcp_len: npt.NDArray[np.uint32] = None  # type: ignore[assignment]
+    inner_proto: npt.NDArray[np.uint8] = None  # type: ignore[assignment]
+    inner_src_hi: npt.NDArray[np.uint64] = None  # type: ignore[assignment]
+    inner_src_lo: npt.NDArray[np.uint64] = None  # type: ignore[assignment]
+    inner_dst_hi: npt.NDArray[np.uint64] = None  # type: ignore[assignment]
+    inner_dst_lo: npt.NDArray[np.uint64] = None  # type: ignore[assignment]
+    inner_sport: npt.NDArray[np.uint16] = None  # type: ignore[assignment]
+    inner_dport: npt.NDArray[np.uint16] = None  # type: ignore[assignment]
 
     def __post_init__(self) -> None:
         n = len(self.time_ns)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from starfabric._jit import njit
+from starfabric._jit import njit, njit_inline
 from starfabric.fornax.engine import conntrack as CT
 from starfabric.fornax.engine import interface as itf
 from starfabric.fornax.engine import layout as L
@@ -31,10 +31,14 @@ from starfabric.fornax.packets import (
     TCP_SYN,
 )
 
-#: Packets per stage of the lookup pipeline (assumption: measured on a 2-core AMD EPYC VM, where
-#: 4 beat 2, 8, 16 and 32 at both 1M and 16M slots).
-GROUP = 4
+#: Packets per stage of the lookup pipeline (assumption: measured on this 2-core VM at 16M slots
+#: with window tracking on: 8 gave 0.29-0.31 of the gather floor, 4 0.26; before the tracker,
+#: on an AMD EPYC VM, 4 beat 2, 8, 16 and 32).
+GROUP = 8
 KEY_RING = 4 * GROUP  # prepared keys in flight: groups g..g+3 (a group's rows reused 4 later)
+#: Entries an insert batch fetches ahead (assumption: enough to cover a memory miss while
+#: the entries in between are placed).
+INS_AHEAD = 8
 U0 = np.uint64(0)
 U1 = np.uint64(1)
 S8 = np.uint64(8)
@@ -103,6 +107,7 @@ V_INVALID = CT.V_INVALID
 V_IGNORE = CT.V_IGNORE
 V_REOPEN = CT.V_REOPEN
 V_KILL = CT.V_KILL
+V_RELATED = CT.V_RELATED
 TRACK_META = np.uint64(CT.TRACK_META_MASK)
 ST_OK = np.int64(itf.Status.OK)
 ST_EXISTS = np.int64(itf.Status.EXISTS)
@@ -219,16 +224,15 @@ def hash_many(a_hi, a_lo, b_hi, b_lo, portsw, proto, seed, out):
 
 
 @njit
-def prep_one(
-    j, vni, proto, src_hi, src_lo, dst_hi, dst_lo, sport, dport, seed, nb, kr, r
-):  # fmt: skip
-    """Canonical key, hash, buckets, tag and direction of packet j into kr[r] (twin of keys.py).
+def prep_key(vni, proto, sh, sl, dh, dl, sport, dport, seed, nb):
+    """Canonical key, hash, buckets, tag and direction of one packet (twin of keys.py):
+    (a_hi, a_lo, b_hi, b_lo, ports word, hash, bucket 1, bucket 2, tag, direction).
 
-    kr columns: a_hi, a_lo, b_hi, b_lo, ports word, hash, bucket 1, bucket 2, tag, direction.
+    Scalars only: a helper taking the batch arrays costs numba reference counting per call.
     """
-    pr = np.int64(proto[j])
-    sp = np.uint64(sport[j])
-    dp = np.uint64(dport[j])
+    pr = np.int64(proto)
+    sp = np.uint64(sport)
+    dp = np.uint64(dport)
     if pr == P_ICMP or pr == P_ICMP6:  # noqa: SIM109
         ty = dp >> S8
         if (pr == P_ICMP and (ty == 8 or ty == 0)) or (pr == P_ICMP6 and (ty == 128 or ty == 129)):
@@ -236,31 +240,30 @@ def prep_one(
         else:
             sp = U0
             dp = U0
-    sh = src_hi[j]
-    sl = src_lo[j]
-    dh = dst_hi[j]
-    dl = dst_lo[j]
-    vw = np.uint64(vni[j]) << S32
+    vw = np.uint64(vni) << S32
     if sh > dh or (sh == dh and (sl > dl or (sl == dl and sp > dp))):
-        kr[r, 0] = dh
-        kr[r, 1] = dl
-        kr[r, 2] = sh
-        kr[r, 3] = sl
-        kr[r, 4] = vw | (dp << S16) | sp
-        kr[r, 9] = U1
+        a_hi, a_lo, b_hi, b_lo = dh, dl, sh, sl
+        pw = vw | (dp << S16) | sp
+        d = U1
     else:
-        kr[r, 0] = sh
-        kr[r, 1] = sl
-        kr[r, 2] = dh
-        kr[r, 3] = dl
-        kr[r, 4] = vw | (sp << S16) | dp
-        kr[r, 9] = U0
-    h = hash_words(kr[r, 0], kr[r, 1], kr[r, 2], kr[r, 3], kr[r, 4], np.uint64(pr), seed)
-    kr[r, 5] = h
+        a_hi, a_lo, b_hi, b_lo = sh, sl, dh, dl
+        pw = vw | (sp << S16) | dp
+        d = U0
+    h = hash_words(a_hi, a_lo, b_hi, b_lo, pw, np.uint64(pr), seed)
     b1, b2 = buckets(h, nb)
-    kr[r, 6] = np.uint64(b1)
-    kr[r, 7] = np.uint64(b2)
-    kr[r, 8] = np.uint64(tag_of(h))
+    return a_hi, a_lo, b_hi, b_lo, pw, h, np.uint64(b1), np.uint64(b2), np.uint64(tag_of(h)), d
+
+
+@njit
+def prep_one(
+    j, vni, proto, src_hi, src_lo, dst_hi, dst_lo, sport, dport, seed, nb, kr, r
+):  # fmt: skip
+    """prep_key of packet j into kr[r]; kr columns: a_hi, a_lo, b_hi, b_lo, ports word, hash,
+    bucket 1, bucket 2, tag, direction."""
+    k = prep_key(vni[j], proto[j], src_hi[j], src_lo[j], dst_hi[j], dst_lo[j], sport[j],
+                 dport[j], seed, nb)  # fmt: skip
+    for c in range(10):
+        kr[r, c] = k[c]
 
 
 @njit
@@ -350,14 +353,14 @@ def ecc_patch(ecc, w, old, new):
     return check | (_par((ecc & M_LOW) ^ d ^ check) << S_OVERALL)
 
 
-@njit
+@njit_inline
 def _set_pair(p, w, v):
     """The parity field p with word w's two half-word parities replaced by those of v."""
     sh = np.uint64(2 * w)
     return (p & ~(np.uint64(3) << sh)) | (_half_parities(v) << sh)
 
 
-@njit
+@njit_inline
 def ecc_patch4(ecc, w1, o1, n1, w2, o2, n2, w3, o3, n3, w4, o4, n4):
     """ecc_patch for four distinct changed words at once (the hit path's update)."""
     d = (o1 ^ n1) ^ (o2 ^ n2) ^ (o3 ^ n3) ^ (o4 ^ n4)
@@ -391,6 +394,24 @@ def ecc_encode_b(rec, s) -> np.uint64:
         v = rec[s, L.W_TRACK + w]
         acc ^= v
         p |= _half_parities(v) << np.uint64(2 * w)
+    check = ((acc & M32) ^ (acc >> S32)) | (p << S32)
+    return check | (_par(acc ^ check) << S_OVERALL_B)
+
+
+@njit_inline
+def ecc_b_of(w0, w1, w2, w3, w4, w5, w6) -> np.uint64:
+    """ecc_encode_b of the seven tracker words given as values (the hit path has them in
+    registers)."""
+    acc = w0 ^ w1 ^ w2 ^ w3 ^ w4 ^ w5 ^ w6
+    p = (
+        _half_parities(w0)
+        | (_half_parities(w1) << np.uint64(2))
+        | (_half_parities(w2) << np.uint64(4))
+        | (_half_parities(w3) << np.uint64(6))
+        | (_half_parities(w4) << np.uint64(8))
+        | (_half_parities(w5) << np.uint64(10))
+        | (_half_parities(w6) << np.uint64(12))
+    )
     check = ((acc & M32) ^ (acc >> S32)) | (p << S32)
     return check | (_par(acc ^ check) << S_OVERALL_B)
 
@@ -580,16 +601,24 @@ def emit_entry(ring, rmeta, ctr, etype, reason, rec, s, slot, t, port, detail) -
 
 
 @njit
+def tag_lane(word, pat):
+    """First of the 4 tags in a 64-bit word of tags equal to the tag `pat` holds in every lane
+    (tag * LANES_LO), or 4: the 4 compared at once (SWAR), no data-dependent branch per slot."""
+    x = word ^ pat
+    m = (x - LANES_LO) & ~x & LANES_HI
+    if m == U0:
+        return np.int64(4)
+    low = m & (~m + U1)
+    return np.int64(low > M16) + np.int64(low > M32) + np.int64(low > M48)
+
+
+@njit
 def first_tag(tags64, bucket, wpb, tag):
-    """Index in the bucket of the first slot whose tag equals `tag`, or bs (none): 4 tags per
-    64-bit word compared at once (SWAR), so the probe has no data-dependent branch per slot."""
+    """Index in the bucket of the first slot whose tag equals `tag`, or bs (none)."""
     pat = np.uint64(tag) * LANES_LO
     for w in range(wpb):
-        x = tags64[bucket * wpb + w] ^ pat
-        m = (x - LANES_LO) & ~x & LANES_HI
-        if m != U0:
-            low = m & (~m + U1)
-            lane = np.int64(low > M16) + np.int64(low > M32) + np.int64(low > M48)
+        lane = tag_lane(tags64[bucket * wpb + w], pat)
+        if lane < 4:
             return w * 4 + lane
     return wpb * 4
 
@@ -703,17 +732,22 @@ def k_process(
     tags, rec, st, ring, rmeta, ctr, prm, seed, eni_cur, vpc_cur, stalled, stuck, hung, tcfg,
     time, port, vni, proto, src_hi, src_lo, dst_hi, dst_lo, sport, dport, flags, length,
     seq, ack, sack, win, opt, wsc, plen,
+    i_proto, i_src_hi, i_src_lo, i_dst_hi, i_dst_lo, i_sport, i_dport,
     o_out, o_reason, o_dir, o_reply, o_action, o_slot, o_state, o_verdict,
 ):  # fmt: skip
-    """The packet pipeline: every packet of the batch in order (see interface.py)."""
+    """The packet pipeline: every packet of the batch in order (see interface.py).
+
+    An ICMP error quoting a tuple (conntrack.icmp_error_quotes) is looked up by that tuple,
+    inverted: found, it is RELATED (forwarded with the entry's action, the entry untouched)."""
     drop = np.uint64(prm[2])
     inv_drop = prm[6] != 0
     nb = prm[0]
     bs = prm[1]
     wpb = bs // 4
     tags64 = tags.view(np.uint64)
+    tc = CT.cfg_tuple(tcfg)  # settings by value: an array would be reference-counted per use
     n = len(time)
-    kr = np.zeros((KEY_RING, 11), dtype=np.uint64)
+    kr = np.zeros((KEY_RING, 13), dtype=np.uint64)
     n_hit = 0
     n_miss = 0
     n_bytes = 0
@@ -729,13 +763,38 @@ def k_process(
         lo = (g + 3) * GROUP
         for j in range(lo, min(lo + GROUP, n)):
             rj = j % KEY_RING
-            prep_one(j, vni, proto, src_hi, src_lo, dst_hi, dst_lo, sport, dport, seed, nb, kr, rj)
-            prefetch_row(tags, np.int64(kr[rj, 6]) * bs)
+            pj = np.int64(proto[j])
+            if (pj == P_ICMP or pj == P_ICMP6) and CT.icmp_error_quotes(  # noqa: SIM109
+                pj, dport[j] >> np.uint16(8), i_proto[j], i_dport[j] >> np.uint16(8), dst_hi[j],
+                dst_lo[j], i_src_hi[j], i_src_lo[j],
+            ):  # fmt: skip
+                # RELATED lookup: the quoted tuple inverted (an inner ICMP keeps its id/type)
+                ip = np.int64(i_proto[j])
+                icmp_in = ip in (P_ICMP, P_ICMP6)
+                k = prep_key(vni[j], i_proto[j], i_dst_hi[j], i_dst_lo[j], i_src_hi[j],
+                             i_src_lo[j], i_sport[j] if icmp_in else i_dport[j],
+                             i_dport[j] if icmp_in else i_sport[j], seed, nb)  # fmt: skip
+                kr[rj, 11] = np.uint64(ip)
+                kr[rj, 12] = U1
+            else:
+                k = prep_key(vni[j], proto[j], src_hi[j], src_lo[j], dst_hi[j], dst_lo[j],
+                             sport[j], dport[j], seed, nb)  # fmt: skip
+                kr[rj, 11] = np.uint64(pj)
+                kr[rj, 12] = U0
+            for c in range(10):
+                kr[rj, c] = k[c]
+            prefetch_row(tags, np.int64(k[6]) * bs)
         lo = (g + 2) * GROUP
         for j in range(max(lo, 0), min(lo + GROUP, n)):
             rj = j % KEY_RING
             b = np.int64(kr[rj, 6])
-            q = first_tag(tags64, b, wpb, kr[rj, 8])
+            pat = kr[rj, 8] * LANES_LO
+            q = bs
+            for w in range(wpb):
+                lane = tag_lane(tags64[b * wpb + w], pat)
+                if lane < 4:
+                    q = w * 4 + lane
+                    break
             if q < bs:
                 cand = b * bs + q
                 kr[rj, 10] = np.uint64(cand + 1)
@@ -751,7 +810,13 @@ def k_process(
             rj = j % KEY_RING
             if kr[rj, 10] == U0:
                 b = np.int64(kr[rj, 7])
-                q = first_tag(tags64, b, wpb, kr[rj, 8])
+                pat = kr[rj, 8] * LANES_LO
+                q = bs
+                for w in range(wpb):
+                    lane = tag_lane(tags64[b * wpb + w], pat)
+                    if lane < 4:
+                        q = w * 4 + lane
+                        break
                 if q < bs:
                     cand = b * bs + q
                     prefetch_at(rec, cand, 0)
@@ -777,13 +842,14 @@ def k_process(
                 o_reason[i] = R_STALLED
                 ctr[C_HUNG] += 1
                 continue
-            pr = np.uint64(proto[i])
+            pr = kr[ri, 11]  # the key's protocol (an ICMP error's: the quoted packet's)
             # Probe, written out here: a call carrying the table arrays costs numba reference
             # counting per call, which would dominate the hit path. ECC is checked before the key
             # compare; only a failing check takes the (rare) read_check path with its events.
             tag = np.uint16(kr[ri, 8])
             s = -1
             fault = False
+            te = tx = tw = tk = l1 = l2 = ex = U0
             # Stage g+2 found bucket 1's first tag match at slot kr[ri, 10] - 1 (0: none). The
             # pipeline never sets a tag (it may clear one), so a slot still holding the tag is
             # still the first match and the scan can start there; otherwise scan afresh.
@@ -794,7 +860,13 @@ def k_process(
                 if c == 6 and hint >= 0 and tags[hint] == tag:
                     q0 = hint - base
                 else:
-                    q0 = first_tag(tags64, b, wpb, kr[ri, 8])
+                    pat = kr[ri, 8] * LANES_LO
+                    q0 = bs
+                    for w in range(wpb):
+                        lane = tag_lane(tags64[b * wpb + w], pat)
+                        if lane < 4:
+                            q0 = w * 4 + lane
+                            break
                 for q in range(q0, bs):
                     sl = base + q
                     if tags[sl] != tag:
@@ -815,13 +887,36 @@ def k_process(
                         s = sl
                         fault = True
                         break
-                    if key_eq(rec, sl, kr[ri, 0], kr[ri, 1], kr[ri, 2], kr[ri, 3], kr[ri, 4], pr):
+                    if (
+                        rec[sl, 0] == kr[ri, 0]
+                        and rec[sl, 1] == kr[ri, 1]
+                        and rec[sl, 2] == kr[ri, 2]
+                        and rec[sl, 3] == kr[ri, 3]
+                        and rec[sl, 4] == kr[ri, 4]
+                        and (rec[sl, L.W_META] & M8) == pr
+                    ):
                         s = sl
-                        # group B (tracker words) is checked once the key matched
-                        if ecc_encode_b(rec, sl) != rec[sl, L.W_ECC2] and not read_check(
-                            tags, rec, st, ring, rmeta, ctr, prm, seed, sl, t, p
-                        ):
-                            fault = True
+                        # group B (tracker words) is checked once the key matched, on the
+                        # words loaded here for the tracker
+                        ok_b = True
+                        for _try in range(2):
+                            te = rec[sl, L.W_TD_END]
+                            tx = rec[sl, L.W_TD_MAXEND]
+                            tw = rec[sl, L.W_TD_MAXWIN]
+                            tk = rec[sl, L.W_TD_MAXACK]
+                            l1 = rec[sl, L.W_LAST]
+                            l2 = rec[sl, L.W_LAST2]
+                            ex = rec[sl, L.W_EXPIRES]
+                            if (
+                                not ok_b
+                                or ecc_b_of(te, tx, tw, tk, l1, l2, ex) == rec[sl, L.W_ECC2]
+                            ):
+                                break
+                            # rare: correct (then load the words again) or invalidate
+                            ok_b = read_check(tags, rec, st, ring, rmeta, ctr, prm, seed, sl, t, p)
+                            if not ok_b:
+                                fault = True
+                                break
                         break
                 if s >= 0:
                     break
@@ -862,11 +957,29 @@ def k_process(
                 o_state[i] = state
                 ctr[C_STALE] += 1
                 continue
-            # Connection tracking (conntrack.py, shared with reference.py and the softpath).
-            vd, _rearmed = CT.ct_packet(
-                rec, s, L.W_META, L.W_TRACK, np.int64(pr), rel, np.int64(flags[i]),
+            if kr[ri, 12] != U0:
+                # RELATED (nf_conntrack_inet_error): the entry is neither tracked nor counted
+                act = (rec[s, L.W_ACT] >> np.uint64(32 * d)) & M32
+                o_verdict[i] = V_RELATED
+                o_reply[i] = rel
+                o_action[i] = act
+                o_state[i] = state
+                if act == drop:
+                    o_out[i] = O_DROP
+                    o_reason[i] = R_DROP
+                    ctr[C_DROP] += 1
+                else:
+                    o_out[i] = O_HIT
+                    o_reason[i] = R_NONE
+                    n_hit += 1
+                    n_bytes += length[i]
+                continue
+            # Connection tracking (conntrack.py, shared with reference.py and the softpath) on
+            # the words already in registers; only what it changed is stored back.
+            vd, _rearmed, n_me, te1, tx1, tw1, tk1, l11, l21, ex1 = CT.ct_packet_s_inline(
+                meta, te, tx, tw, tk, l1, l2, ex, np.int64(pr), rel, np.int64(flags[i]),
                 np.int64(seq[i]), np.int64(ack[i]), np.int64(sack[i]), np.int64(win[i]),
-                np.int64(opt[i]), np.int64(wsc[i]), np.int64(plen[i]), t, tcfg,
+                np.int64(opt[i]), np.int64(wsc[i]), np.int64(plen[i]), t, tc,
             )  # fmt: skip
             o_verdict[i] = vd
             if vd == V_REOPEN:
@@ -882,7 +995,6 @@ def k_process(
                 o_slot[i] = -1
                 n_miss += 1
                 continue
-            n_me = rec[s, L.W_META]
             state = np.int64((n_me >> S8) & M8)
             if vd == V_INVALID:
                 reason = R_TCP_INVALID
@@ -893,7 +1005,20 @@ def k_process(
             elif vd == V_KILL:
                 reason = R_KILLED
             # Update the four changed words of group A and patch its check word once (==
-            # ecc_encode); re-encode group B, which the tracker may have changed.
+            # ecc_encode); group B's check word is encoded from the tracker's new words.
+            if te1 != te or tx1 != tx or tw1 != tw or tk1 != tk or l11 != l1 or l21 != l2:
+                rec[s, L.W_TD_END] = te1
+                rec[s, L.W_TD_MAXEND] = tx1
+                rec[s, L.W_TD_MAXWIN] = tw1
+                rec[s, L.W_TD_MAXACK] = tk1
+                rec[s, L.W_LAST] = l11
+                rec[s, L.W_LAST2] = l21
+                rec[s, L.W_EXPIRES] = ex1
+                rec[s, L.W_ECC2] = ecc_b_of(te1, tx1, tw1, tk1, l11, l21, ex1)
+            elif ex1 != ex:
+                rec[s, L.W_EXPIRES] = ex1
+                rec[s, L.W_ECC2] = ecc_b_of(te1, tx1, tw1, tk1, l11, l21, ex1)
+            rec[s, L.W_META] = n_me
             wb = L.W_BYTES0 + d
             o_pk = rec[s, L.W_PKTS]
             o_by = rec[s, wb]
@@ -911,7 +1036,6 @@ def k_process(
                 rec[s, L.W_ECC], L.W_PKTS, o_pk, n_pk, wb, o_by, n_by, L.W_SEEN, o_se, n_se,
                 L.W_META, meta, n_me,
             )  # fmt: skip
-            rec[s, L.W_ECC2] = ecc_encode_b(rec, s)
             act = (rec[s, L.W_ACT] >> np.uint64(32 * d)) & M32
             o_reply[i] = rel
             o_action[i] = act
@@ -997,7 +1121,24 @@ def k_insert(
     cap = prm[5]
     scratch = np.zeros((1, L.N_WORDS), dtype=np.uint64)
     path = np.empty(max(maxd, 1), dtype=np.int64)
-    for i in range(len(a_hi)):
+    n = len(a_hi)
+    for i in range(n):
+        # Fetch ahead (the hashes are known): both buckets' tag lines INS_AHEAD entries on, and
+        # half as far on, once those tags are in cache, the record of bucket 1's first free
+        # slot, where the entry most likely lands. Hints only: every decision is made below.
+        if i + INS_AHEAD < n:
+            f1, f2 = buckets(hashes[i + INS_AHEAD], nb)
+            prefetch_row(tags, f1 * bs)
+            prefetch_row(tags, f2 * bs)
+        if i + INS_AHEAD // 2 < n:
+            f1, _f2 = buckets(hashes[i + INS_AHEAD // 2], nb)
+            for j in range(bs):
+                if tags[f1 * bs + j] == 0:
+                    prefetch_at(rec, f1 * bs + j, 0)
+                    prefetch_at(rec, f1 * bs + j, 8)
+                    prefetch_at(rec, f1 * bs + j, 16)
+                    prefetch_at(rec, f1 * bs + j, L.N_WORDS - 1)
+                    break
         out_slot[i] = -1
         t = now[i]
         h = hashes[i]

@@ -18,7 +18,10 @@ nf_conntrack_core.c (6.x; checked against a recording of 6.18, tests/data/conntr
   UDP   unreplied, replied (< 2 s after creation: still the unreplied timeout), stream
         (replied and older than 2 s: stream timeout, ASSURED).
   ICMP  only echo/timestamp/info/address-mask requests (ICMPv6: echo request, node info
-        query) create an entry; every packet re-arms the ICMP timeout.
+        query) create an entry; every packet re-arms the ICMP timeout. An ICMP(v6) error
+        (icmp_error_quotes) is RELATED to the entry of the tuple it quotes, inverted: it is
+        forwarded with that entry's action and changes nothing (no state, timer or
+        SEEN_REPLY); quoting no entry it is INVALID and creates none.
   other the generic timeout.
 INVALID and ignored packets never change the state or re-arm the timer (the one exception is
 the kernel's own: nf_tcp_handle_invalid). A packet without header fields (OPT_HDR clear, e.g.
@@ -27,7 +30,10 @@ sequence checks and the retransmission bookkeeping are skipped for it.
 
 State lives in row `ri` of a 2-D uint64 array: one meta word at column `mi` (bits 0..23:
 protocol, TCP state, FLAG_* bits; 24..63: the tracker's small fields, below) and N_TRACK words
-from column `b` (the engine's records, layout.py, or the software path's tracker rows). Sequence arithmetic is modulo 2**32 as in the kernel.
+from column `b` (the engine's records, layout.py, or the software path's tracker rows). The
+row functions (ct_new, ct_packet, install_state) load it once, compute on registers and store
+it once; the engine's hit path calls the register form (ct_packet_s) on words it has already
+loaded for the ECC check. Sequence arithmetic is modulo 2**32 as in the kernel.
 """
 
 from __future__ import annotations
@@ -89,6 +95,7 @@ V_KILL = 4  # accepted, and the entry is deleted (a RST was the only reply)
 # Datapath-level verdicts of a session's first packet (the software path reports them):
 V_INVALID_NEW = 5  # the kernel creates no entry (INVALID, no session)
 V_NEW = 6  # a new entry was created and the packet accepted
+V_RELATED = 7  # an ICMP error quoting the entry's tuple: forwarded, the entry left as it is
 
 # ---- settings array (EngineConfig.tracker_params)
 C_LOOSE = 0
@@ -127,10 +134,27 @@ _ICMP_NEW[[8, 13, 15, 17]] = 1  # echo, timestamp, info request, address mask re
 _ICMP6_NEW = np.zeros(256, np.uint8)
 _ICMP6_NEW[[128, 139]] = 1  # echo request, node information query
 
+#: ICMP error types (icmp_is_err): destination unreachable, source quench, redirect, time
+#: exceeded, parameter problem; above NR_ICMP_TYPES (18) the kernel calls a type invalid.
+_ICMP_ERR = np.zeros(256, np.uint8)
+_ICMP_ERR[[3, 4, 5, 11, 12]] = 1
+#: ICMP types nf_ct_invert_tuple can invert (queries and their replies): an error quoting any
+#: other ICMP packet (e.g. another error) names no entry.
+_ICMP_INV = np.zeros(256, np.uint8)
+_ICMP_INV[[0, 8, 13, 14, 15, 16, 17, 18]] = 1
+_ICMP6_INV = np.zeros(256, np.uint8)
+_ICMP6_INV[[128, 129, 139, 140]] = 1
+
 U64_M32 = np.uint64(M32)
+U0 = np.uint64(0)
 
 
 # ---------------------------------------------------------------------------- field access
+# The tracker computes on its state held in registers: the meta word `m` and the seven tracker
+# words (te td_end, tx td_maxend, tw td_maxwin, tk td_maxack, l1 last seq/ack, l2 last
+# end/win, ex deadline), loaded once per packet and stored once (the row functions at the end).
+# Reading and writing the row field by field made every update a load-modify-store of the same
+# word, a dependency chain through memory that cost ~10x the arithmetic.
 
 
 @njit_inline
@@ -151,60 +175,74 @@ def after(a, b):  # -> bool
 
 
 @njit_inline
-def _g32(row, ri, i, d):
-    return np.int64((row[ri, i] >> np.uint64(32 * d)) & U64_M32)
+def _h(wd, d):
+    """32-bit half d (0: ORIGINAL, 1: REPLY) of a tracker word."""
+    return np.int64((wd >> np.uint64(32 * d)) & U64_M32)
 
 
 @njit_inline
-def _s32(row, ri, i, d, v) -> None:
+def _sh(wd, d, v):
+    """The tracker word with half d set to v (modulo 2**32)."""
     sh = np.uint64(32 * d)
-    row[ri, i] = (row[ri, i] & ~(U64_M32 << sh)) | (np.uint64(np.int64(v) & M32) << sh)
+    return (wd & ~(U64_M32 << sh)) | (np.uint64(np.int64(v) & M32) << sh)
 
 
 @njit_inline
-def _gm(row, ri, mi, shift, width):
-    return np.int64((row[ri, mi] >> np.uint64(shift)) & np.uint64((1 << width) - 1))
+def _mg(m, shift, width):
+    return np.int64((m >> np.uint64(shift)) & np.uint64((1 << width) - 1))
 
 
 @njit_inline
-def _sm(row, ri, mi, shift, width, v) -> None:
-    m = np.uint64((1 << width) - 1) << np.uint64(shift)
-    row[ri, mi] = (row[ri, mi] & ~m) | ((np.uint64(v) << np.uint64(shift)) & m)
+def _ms(m, shift, width, v):
+    k = np.uint64((1 << width) - 1) << np.uint64(shift)
+    return (m & ~k) | ((np.uint64(v) << np.uint64(shift)) & k)
+
+
+@njit_inline
+def _state(m):
+    return _mg(m, 8, 8)
+
+
+@njit_inline
+def _flag(m, f) -> bool:
+    return _mg(m, 16, 8) & f != 0
+
+
+@njit_inline
+def _setflag(m, f):
+    return _ms(m, 16, 8, _mg(m, 16, 8) | f)
+
+
+@njit_inline
+def _tf(m, d):
+    return _mg(m, SH_TFLAGS0 + 6 * d, 6)
+
+
+@njit_inline
+def _set_tf(m, d, v):
+    return _ms(m, SH_TFLAGS0 + 6 * d, 6, v)
+
+
+@njit_inline
+def _scale(m, d):
+    return _mg(m, SH_SCALE0 + 4 * d, 4)
+
+
+@njit_inline
+def _set_scale(m, d, v):
+    return _ms(m, SH_SCALE0 + 4 * d, 4, v)
+
+
+@njit_inline
+def _last(m, index, d):
+    """m with the last packet's index and direction recorded."""
+    return _ms(_ms(m, SH_LAST_INDEX, 3, index), SH_LAST_DIR, 1, d)
 
 
 @njit_inline
 def state_of(row, ri, mi):
-    return _gm(row, ri, mi, 8, 8)
-
-
-@njit_inline
-def _flag(row, ri, mi, f) -> bool:
-    return _gm(row, ri, mi, 16, 8) & f != 0
-
-
-@njit_inline
-def _setflag(row, ri, mi, f) -> None:
-    _sm(row, ri, mi, 16, 8, _gm(row, ri, mi, 16, 8) | f)
-
-
-@njit_inline
-def _tf(row, ri, mi, d):
-    return _gm(row, ri, mi, SH_TFLAGS0 + 6 * d, 6)
-
-
-@njit_inline
-def _set_tf(row, ri, mi, d, v) -> None:
-    _sm(row, ri, mi, SH_TFLAGS0 + 6 * d, 6, v)
-
-
-@njit_inline
-def _scale(row, ri, mi, d):
-    return _gm(row, ri, mi, SH_SCALE0 + 4 * d, 4)
-
-
-@njit_inline
-def _set_scale(row, ri, mi, d, v) -> None:
-    _sm(row, ri, mi, SH_SCALE0 + 4 * d, 4, v)
+    """TCP state of the tracker row (conntrack state, tcp.TcpState)."""
+    return _state(row[ri, mi])
 
 
 @njit_inline
@@ -240,10 +278,10 @@ def _max_scale(wscale):
 
 
 @njit_inline
-def _options(row, ri, mi, d, opt, wscale) -> None:
+def _options(m, d, opt, wscale):
     """tcp_options into direction d: only when the header has options (then they reset)."""
     if not opt & OPT_PRESENT:
-        return
+        return m
     f = 0
     sc = 0
     if opt & OPT_SACK_PERM:
@@ -251,226 +289,214 @@ def _options(row, ri, mi, d, opt, wscale) -> None:
     if opt & OPT_WSCALE:
         sc = _max_scale(wscale)
         f |= TF_WINDOW_SCALE
-    _set_tf(row, ri, mi, d, f)
-    _set_scale(row, ri, mi, d, sc)
+    return _set_scale(_set_tf(m, d, f), d, sc)
 
 
 @njit_inline
-def _init_sender(row, ri, mi, b, d, end, win, opt, wscale) -> None:
-    _s32(row, ri, b + T_END, d, end)
-    _s32(row, ri, b + T_MAXEND, d, end)
-    _s32(row, ri, b + T_MAXWIN, d, win if win != 0 else 1)
-    _options(row, ri, mi, d, opt, wscale)
+def _init_sender(m, te, tx, tw, d, end, win, opt, wscale):
+    te = _sh(te, d, end)
+    tx = _sh(tx, d, end)
+    tw = _sh(tw, d, win if win != 0 else 1)
+    m = _options(m, d, opt, wscale)
     r = 1 - d
-    if d == 1 and not (
-        _tf(row, ri, mi, d) & TF_WINDOW_SCALE and _tf(row, ri, mi, r) & TF_WINDOW_SCALE
-    ):
-        _set_scale(row, ri, mi, d, 0)
-        _set_scale(row, ri, mi, r, 0)
+    if d == 1 and not (_tf(m, d) & TF_WINDOW_SCALE and _tf(m, r) & TF_WINDOW_SCALE):
+        m = _set_scale(_set_scale(m, d, 0), r, 0)
+    return m, te, tx, tw
 
 
 @njit_inline
-def _log_invalid(row, ri, mi, d, cfg, ret):
-    if _tf(row, ri, mi, d) & TF_BE_LIBERAL or cfg[C_BE_LIBERAL] != 0:
+def _log_invalid(m, d, cfg, ret):
+    if _tf(m, d) & TF_BE_LIBERAL or cfg[C_BE_LIBERAL] != 0:
         return V_ACCEPT
     return ret
-
-
-@njit_inline
-def _maxackwin(row, ri, b, d):
-    w = _g32(row, ri, b + T_MAXWIN, d)
-    return w if w > MAXACKWINCONST else MAXACKWINCONST
 
 
 # ---------------------------------------------------------------------------- tcp_in_window
 
 
-@njit
-def tcp_in_window(row, ri, mi, b, d, index, flags, seq, ack, sack_pkt, win, opt, wscale, plen, cfg):
-    """The window checks and updates of one segment: V_ACCEPT, V_IGNORE or V_INVALID."""
+@njit_inline
+def tcp_in_window(m, te, tx, tw, tk, l1, l2, d, index, flags, seq, ack, sack_pkt, win, opt,
+                  wscale, plen, cfg):  # fmt: skip
+    """The window checks and updates of one segment from direction d (the sender s; r the
+    receiver): (V_ACCEPT, V_IGNORE or V_INVALID, m, te, tx, tw, tk, l1, l2)."""
     s = d
     r = 1 - d
-    stored = state_of(row, ri, mi)
+    stored = _state(m)
     win_raw = np.int64(win)
     win = np.int64(win)
     end = _seg_end(seq, plen, flags)
-    sack = np.int64(sack_pkt) if _tf(row, ri, mi, r) & TF_SACK_PERM else np.int64(ack)
+    sack = np.int64(sack_pkt) if _tf(m, r) & TF_SACK_PERM else np.int64(ack)
     ack = np.int64(ack)
     seq = np.int64(seq)
-    if _g32(row, ri, b + T_MAXWIN, s) == 0:
+    if _h(tw, s) == 0:
         if flags & F_SYN:
-            _init_sender(row, ri, mi, b, d, end, win, opt, wscale)
+            m, te, tx, tw = _init_sender(m, te, tx, tw, d, end, win, opt, wscale)
             if not flags & F_ACK:
-                return V_ACCEPT
+                return V_ACCEPT, m, te, tx, tw, tk, l1, l2
         else:
-            _s32(row, ri, b + T_END, s, end)
-            swin = _u32(win << _scale(row, ri, mi, s))
+            te = _sh(te, s, end)
+            swin = _u32(win << _scale(m, s))
             mw = swin if swin != 0 else 1
-            _s32(row, ri, b + T_MAXWIN, s, mw)
-            _s32(row, ri, b + T_MAXEND, s, end + mw)
-            if _g32(row, ri, b + T_MAXWIN, r) == 0:
-                _s32(row, ri, b + T_END, r, sack)
-                _s32(row, ri, b + T_MAXEND, r, sack)
-            elif sack == _u32(_g32(row, ri, b + T_END, r) + 1):
-                _s32(row, ri, b + T_END, r, sack)
+            tw = _sh(tw, s, mw)
+            tx = _sh(tx, s, end + mw)
+            if _h(tw, r) == 0:
+                te = _sh(te, r, sack)
+                tx = _sh(tx, r, sack)
+            elif sack == _u32(_h(te, r) + 1):
+                te = _sh(te, r, sack)
     elif (
-        flags & F_SYN
-        and after(end, _g32(row, ri, b + T_END, s))
-        and (stored == _SS or stored == _SR)  # noqa: SIM109
+        flags & F_SYN and after(end, _h(te, s)) and (stored == _SS or stored == _SR)  # noqa: SIM109
     ):
-        _init_sender(row, ri, mi, b, d, end, win, opt, wscale)
+        m, te, tx, tw = _init_sender(m, te, tx, tw, d, end, win, opt, wscale)
         if d == 1 and not flags & F_ACK:
-            return V_ACCEPT
-    r_end = _g32(row, ri, b + T_END, r)
+            return V_ACCEPT, m, te, tx, tw, tk, l1, l2
+    r_end = _h(te, r)
     if not flags & F_ACK or (flags & F_RST and ack == 0):
         ack = r_end
         sack = r_end
     if flags & F_RST and seq == 0 and stored == _SS:
-        seq = _g32(row, ri, b + T_END, s)
+        seq = _h(te, s)
         end = seq
-    s_end = _g32(row, ri, b + T_END, s)
-    s_maxend = _g32(row, ri, b + T_MAXEND, s)
-    r_maxwin = _g32(row, ri, b + T_MAXWIN, r)
-    maw = _maxackwin(row, ri, b, s)
+    s_end = _h(te, s)
+    s_maxend = _h(tx, s)
+    r_maxwin = _h(tw, r)
+    s_maxwin = _h(tw, s)
+    maw = s_maxwin if s_maxwin > MAXACKWINCONST else MAXACKWINCONST
     if not before(seq, _u32(s_maxend + 1)):
         overshot = _u32(end - s_maxend + 1)
         ack_ok = after(sack, _u32(r_end - maw - 1))
         in_recv = r_maxwin != 0 and after(end, _u32(s_end - r_maxwin - 1))
         if in_recv and ack_ok and overshot <= r_maxwin and before(sack, _u32(r_end + 1)):
-            _s32(row, ri, b + T_END, s, end)
-            _set_tf(row, ri, mi, s, _tf(row, ri, mi, s) | TF_DATA_UNACK)
-            return _log_invalid(row, ri, mi, s, cfg, V_IGNORE)
-        return _log_invalid(row, ri, mi, s, cfg, V_INVALID)
+            te = _sh(te, s, end)
+            m = _set_tf(m, s, _tf(m, s) | TF_DATA_UNACK)
+            return _log_invalid(m, s, cfg, V_IGNORE), m, te, tx, tw, tk, l1, l2
+        return _log_invalid(m, s, cfg, V_INVALID), m, te, tx, tw, tk, l1, l2
     if not before(sack, _u32(r_end + 1)):
-        return _log_invalid(row, ri, mi, s, cfg, V_INVALID)
+        return _log_invalid(m, s, cfg, V_INVALID), m, te, tx, tw, tk, l1, l2
     if not (r_maxwin == 0 or after(end, _u32(s_end - r_maxwin - 1))):
-        return _log_invalid(row, ri, mi, s, cfg, V_IGNORE)
+        return _log_invalid(m, s, cfg, V_IGNORE), m, te, tx, tw, tk, l1, l2
     if not after(sack, _u32(r_end - maw - 1)):
-        return _log_invalid(row, ri, mi, s, cfg, V_IGNORE)
+        return _log_invalid(m, s, cfg, V_IGNORE), m, te, tx, tw, tk, l1, l2
     if not flags & F_SYN:
-        win = _u32(win << _scale(row, ri, mi, s))
+        win = _u32(win << _scale(m, s))
     swin = _u32(win + (sack - ack))
-    if _g32(row, ri, b + T_MAXWIN, s) < swin:
-        _s32(row, ri, b + T_MAXWIN, s, swin)
+    if s_maxwin < swin:
+        tw = _sh(tw, s, swin)
     if after(end, s_end):
-        _s32(row, ri, b + T_END, s, end)
-        _set_tf(row, ri, mi, s, _tf(row, ri, mi, s) | TF_DATA_UNACK)
+        te = _sh(te, s, end)
+        m = _set_tf(m, s, _tf(m, s) | TF_DATA_UNACK)
     if flags & F_ACK:
-        if not _tf(row, ri, mi, s) & TF_MAXACK_SET:
-            _s32(row, ri, b + T_MAXACK, s, ack)
-            _set_tf(row, ri, mi, s, _tf(row, ri, mi, s) | TF_MAXACK_SET)
-        elif after(ack, _g32(row, ri, b + T_MAXACK, s)):
-            _s32(row, ri, b + T_MAXACK, s, ack)
-    r_maxwin = _g32(row, ri, b + T_MAXWIN, r)
+        if not _tf(m, s) & TF_MAXACK_SET:
+            tk = _sh(tk, s, ack)
+            m = _set_tf(m, s, _tf(m, s) | TF_MAXACK_SET)
+        elif after(ack, _h(tk, s)):
+            tk = _sh(tk, s, ack)
     if r_maxwin != 0 and after(end, s_maxend):
-        _s32(row, ri, b + T_MAXWIN, r, r_maxwin + _u32(end - s_maxend))
-    if after(_u32(sack + win), _u32(_g32(row, ri, b + T_MAXEND, r) - 1)):
-        _s32(row, ri, b + T_MAXEND, r, _u32(sack + win) + (1 if win == 0 else 0))
-    if ack == _g32(row, ri, b + T_END, r):
-        _set_tf(row, ri, mi, r, _tf(row, ri, mi, r) & ~TF_DATA_UNACK)
+        tw = _sh(tw, r, r_maxwin + _u32(end - s_maxend))
+    if after(_u32(sack + win), _u32(_h(tx, r) - 1)):
+        tx = _sh(tx, r, _u32(sack + win) + (1 if win == 0 else 0))
+    if ack == r_end:
+        m = _set_tf(m, r, _tf(m, r) & ~TF_DATA_UNACK)
     if index == I_ACK:
         if (
-            _gm(row, ri, mi, SH_LAST_DIR, 1) == d
-            and _g32(row, ri, b + T_LAST, 0) == seq
-            and _g32(row, ri, b + T_LAST, 1) == ack
-            and _g32(row, ri, b + T_LAST2, 0) == end
-            and _g32(row, ri, b + T_LAST2, 1) == win_raw
+            _mg(m, SH_LAST_DIR, 1) == d
+            and _h(l1, 0) == seq
+            and _h(l1, 1) == ack
+            and _h(l2, 0) == end
+            and _h(l2, 1) == win_raw
         ):
-            _sm(row, ri, mi, SH_RETRANS, 8, (_gm(row, ri, mi, SH_RETRANS, 8) + 1) & 0xFF)
+            m = _ms(m, SH_RETRANS, 8, (_mg(m, SH_RETRANS, 8) + 1) & 0xFF)
         else:
-            _sm(row, ri, mi, SH_LAST_DIR, 1, d)
-            _s32(row, ri, b + T_LAST, 0, seq)
-            _s32(row, ri, b + T_LAST, 1, ack)
-            _s32(row, ri, b + T_LAST2, 0, end)
-            _s32(row, ri, b + T_LAST2, 1, win_raw)
-            _sm(row, ri, mi, SH_RETRANS, 8, 0)
-    return V_ACCEPT
+            m = _ms(_ms(m, SH_LAST_DIR, 1, d), SH_RETRANS, 8, 0)
+            l1 = _sh(_sh(l1, 0, seq), 1, ack)
+            l2 = _sh(_sh(l2, 0, end), 1, win_raw)
+    return V_ACCEPT, m, te, tx, tw, tk, l1, l2
 
 
-@njit
-def _handle_invalid(row, ri, mi, b, d, index, t, cfg) -> bool:
-    """nf_tcp_handle_invalid: True when it lowered the timeout (an assured entry's FIN/RST
-    answering an out-of-window FIN/RST of the other direction)."""
-    if not _flag(row, ri, mi, FLAG_ASSURED):
-        return False
+@njit_inline
+def _handle_invalid(m, ex, d, index, t, cfg):
+    """nf_tcp_handle_invalid: (True when it lowered the timeout, m, ex); it lowers an assured
+    entry's timeout when its FIN/RST answers an out-of-window FIN/RST of the other direction."""
+    if not _flag(m, FLAG_ASSURED):
+        return False, m, ex
     if index != I_RST and index != I_FIN:
-        return False
-    li = _gm(row, ri, mi, SH_LAST_INDEX, 3)
-    if _gm(row, ri, mi, SH_LAST_DIR, 1) != d and (li == I_FIN or li == I_RST):  # noqa: SIM109
-        expires = np.int64(row[ri, b + T_EXPIRES]) - t
+        return False, m, ex
+    li = _mg(m, SH_LAST_INDEX, 3)
+    if _mg(m, SH_LAST_DIR, 1) != d and (li == I_FIN or li == I_RST):  # noqa: SIM109
+        expires = np.int64(ex) - t
         if expires < 120_000_000_000:
-            return False
+            return False, m, ex
         to = cfg[C_TO + TO_UNACK]
         if expires > to:
-            row[ri, b + T_EXPIRES] = np.uint64(t + to)
-            return True
-        return False
-    _sm(row, ri, mi, SH_LAST_INDEX, 3, index)
-    _sm(row, ri, mi, SH_LAST_DIR, 1, d)
-    return False
+            return True, m, np.uint64(t + to)
+        return False, m, ex
+    return False, _last(m, index, d), ex
 
 
 # ---------------------------------------------------------------------------- tcp_packet
 
 
 @njit_inline
-def _reset_dir(row, ri, mi, b, d) -> None:
-    for w in (T_END, T_MAXEND, T_MAXWIN, T_MAXACK):
-        _s32(row, ri, b + w, d, 0)
-    _set_scale(row, ri, mi, d, 0)
-    _set_tf(row, ri, mi, d, _tf(row, ri, mi, d) & TF_BE_LIBERAL)
+def _reset_dir(m, te, tx, tw, tk, d):
+    te = _sh(te, d, 0)
+    tx = _sh(tx, d, 0)
+    tw = _sh(tw, d, 0)
+    tk = _sh(tk, d, 0)
+    m = _set_tf(_set_scale(m, d, 0), d, _tf(m, d) & TF_BE_LIBERAL)
+    return m, te, tx, tw, tk
 
 
-@njit
-def tcp_packet(row, ri, mi, b, d, flags, seq, ack, sack, win, opt, wscale, plen, t, cfg):
-    """nf_conntrack_tcp_packet for an entry (d: 0 ORIGINAL, 1 REPLY): (verdict, re-armed)."""
+@njit_inline
+def tcp_packet(m, te, tx, tw, tk, l1, l2, ex, d, flags, seq, ack, sack, win, opt, wscale, plen,
+               t, cfg):  # fmt: skip
+    """nf_conntrack_tcp_packet for an entry (d: 0 ORIGINAL, 1 REPLY) on its tracker state:
+    (verdict, re-armed, m, te, tx, tw, tk, l1, l2, ex)."""
     if not valid_flags(flags):
-        return V_INVALID, False
+        return V_INVALID, False, m, te, tx, tw, tk, l1, l2, ex
     hdr = opt & OPT_HDR != 0
-    old = state_of(row, ri, mi)
+    old = _state(m)
     stored = old
     index = tcp_index(flags)
     new = _TABLE[d, index, old]
     skip_window = False
     ignore = False
+    last_dir = _mg(m, SH_LAST_DIR, 1)
+    last_index = _mg(m, SH_LAST_INDEX, 3)
+    last_flags = _mg(m, SH_LAST_FLAGS, 4)
     if new == _SS and old >= _TW:
-        closing = (_tf(row, ri, mi, 0) | _tf(row, ri, mi, 1)) & TF_CLOSE_INIT
-        if closing or (
-            _gm(row, ri, mi, SH_LAST_DIR, 1) == d and _gm(row, ri, mi, SH_LAST_INDEX, 3) == I_RST
-        ):
-            return V_REOPEN, False
+        closing = (_tf(m, 0) | _tf(m, 1)) & TF_CLOSE_INIT
+        if closing or (last_dir == d and last_index == I_RST):
+            return V_REOPEN, False, m, te, tx, tw, tk, l1, l2, ex
         ignore = True
     if new == _IG or ignore:
-        lt = _gm(row, ri, mi, SH_LAST_DIR, 1)
+        lt = last_dir
         if (
             index == I_SYNACK
-            and _gm(row, ri, mi, SH_LAST_INDEX, 3) == I_SYN
+            and last_index == I_SYN
             and lt != d
-            and (not hdr or _u32(ack) == _g32(row, ri, b + T_LAST2, 0))
+            and (not hdr or _u32(ack) == _h(l2, 0))
         ):
             old = _SS
             new = _SR
-            le = _g32(row, ri, b + T_LAST2, 0)
-            lw = _g32(row, ri, b + T_LAST2, 1)
-            _s32(row, ri, b + T_END, lt, le)
-            _s32(row, ri, b + T_MAXEND, lt, le)
-            _s32(row, ri, b + T_MAXWIN, lt, lw if lw != 0 else 1)
-            _set_scale(row, ri, mi, lt, _gm(row, ri, mi, SH_LAST_WSCALE, 4))
-            lf = _gm(row, ri, mi, SH_LAST_FLAGS, 4) & ~LF_CHALLENGE_ACK
-            _sm(row, ri, mi, SH_LAST_FLAGS, 4, lf)
+            le = _h(l2, 0)
+            lw = _h(l2, 1)
+            te = _sh(te, lt, le)
+            tx = _sh(tx, lt, le)
+            tw = _sh(tw, lt, lw if lw != 0 else 1)
+            m = _set_scale(m, lt, _mg(m, SH_LAST_WSCALE, 4))
+            lf = last_flags & ~LF_CHALLENGE_ACK
+            m = _ms(m, SH_LAST_FLAGS, 4, lf)
             tf = 0
             if lf & LF_WSCALE:
                 tf |= TF_WINDOW_SCALE
             if lf & LF_SACK_PERM:
                 tf |= TF_SACK_PERM
-            _set_tf(row, ri, mi, lt, tf)
-            _reset_dir(row, ri, mi, b, d)
+            m = _set_tf(m, lt, tf)
+            m, te, tx, tw, tk = _reset_dir(m, te, tx, tw, tk, d)
         else:
-            _sm(row, ri, mi, SH_LAST_INDEX, 3, index)
-            _sm(row, ri, mi, SH_LAST_DIR, 1, d)
-            _s32(row, ri, b + T_LAST, 0, seq)
-            _s32(row, ri, b + T_LAST2, 0, _seg_end(seq, plen, flags))
-            _s32(row, ri, b + T_LAST2, 1, win)
+            m = _last(m, index, d)
+            l1 = _sh(l1, 0, seq)
+            l2 = _sh(_sh(l2, 0, _seg_end(seq, plen, flags)), 1, win)
             if index == I_SYN and d == 0:
                 lf = 0
                 lw = 0
@@ -481,113 +507,214 @@ def tcp_packet(row, ri, mi, b, d, flags, seq, ack, sack, win, opt, wscale, plen,
                     lf |= LF_SACK_PERM
                 if old == _LA:
                     lf |= LF_CHALLENGE_ACK
-                _sm(row, ri, mi, SH_LAST_FLAGS, 4, lf)
-                _sm(row, ri, mi, SH_LAST_WSCALE, 4, lw)
+                m = _ms(_ms(m, SH_LAST_FLAGS, 4, lf), SH_LAST_WSCALE, 4, lw)
             if old == _SS and index == I_ACK and d == 1:
-                _s32(row, ri, b + T_LAST, 1, ack)
-            return V_IGNORE, False
+                l1 = _sh(l1, 1, ack)
+            return V_IGNORE, False, m, te, tx, tw, tk, l1, l2, ex
     elif new == _IV:
-        return V_INVALID, False
+        return V_INVALID, False, m, te, tx, tw, tk, l1, l2, ex
     elif new == _TW:
         if (
             old == _LA
             and index == I_ACK
-            and _gm(row, ri, mi, SH_LAST_DIR, 1) != d
-            and _gm(row, ri, mi, SH_LAST_INDEX, 3) == I_SYN
-            and _gm(row, ri, mi, SH_LAST_FLAGS, 4) & LF_CHALLENGE_ACK
+            and last_dir != d
+            and last_index == I_SYN
+            and last_flags & LF_CHALLENGE_ACK
         ):
-            _sm(
-                row,
-                ri,
-                mi,
-                SH_LAST_FLAGS,
-                4,
-                _gm(row, ri, mi, SH_LAST_FLAGS, 4) & ~LF_CHALLENGE_ACK,
-            )
-            return V_IGNORE, False
+            m = _ms(m, SH_LAST_FLAGS, 4, last_flags & ~LF_CHALLENGE_ACK)
+            return V_IGNORE, False, m, te, tx, tw, tk, l1, l2, ex
     elif new == _S2:
-        _sm(
-            row, ri, mi, SH_LAST_FLAGS, 4, _gm(row, ri, mi, SH_LAST_FLAGS, 4) | LF_SIMULTANEOUS_OPEN
-        )
+        m = _ms(m, SH_LAST_FLAGS, 4, last_flags | LF_SIMULTANEOUS_OPEN)
     elif new == _SR:
-        if d == 1 and index == I_ACK and _gm(row, ri, mi, SH_LAST_FLAGS, 4) & LF_SIMULTANEOUS_OPEN:
+        if d == 1 and index == I_ACK and last_flags & LF_SIMULTANEOUS_OPEN:
             new = _ES
     elif new == _CL and index == I_RST:
         if stored == _FW or stored == _LA or stored == _TW or stored == _CL or stored == _CW:  # noqa: SIM109
             skip_window = True
         elif hdr:
-            li = _gm(row, ri, mi, SH_LAST_INDEX, 3)
-            established = stored == _ES and _flag(row, ri, mi, FLAG_ASSURED)
+            li = last_index
+            established = stored == _ES and _flag(m, FLAG_ASSURED)
             brk = False
-            if _tf(row, ri, mi, 1 - d) & TF_MAXACK_SET and li != I_SYN:
+            if _tf(m, 1 - d) & TF_MAXACK_SET and li != I_SYN:
                 seq32 = _u32(seq)
-                maxack = _g32(row, ri, b + T_MAXACK, 1 - d)
+                maxack = _h(tk, 1 - d)
                 if seq32 == 0 and not established:
                     brk = True
                 else:
                     if before(seq32, maxack) and cfg[C_IGNORE_INVALID_RST] == 0:
-                        return V_INVALID, False
+                        return V_INVALID, False, m, te, tx, tw, tk, l1, l2, ex
                     if (
                         not established
                         or seq32 == maxack
-                        or (
-                            li == I_ACK
-                            and _gm(row, ri, mi, SH_LAST_DIR, 1) == d
-                            and seq32 == _g32(row, ri, b + T_LAST2, 0)
-                        )
+                        or (li == I_ACK and last_dir == d and seq32 == _h(l2, 0))
                     ):
                         brk = True
                     else:
                         new = old
             if not brk:
-                seen = _flag(row, ri, mi, FLAG_SEEN_REPLY)
-                assured = _flag(row, ri, mi, FLAG_ASSURED)
+                seen = _flag(m, FLAG_SEEN_REPLY)
+                assured = _flag(m, FLAG_ASSURED)
                 if (
                     ((seen and li == I_SYN) or (not assured and li == I_ACK))
-                    and _u32(ack) == _g32(row, ri, b + T_LAST2, 0)
-                ) or (
-                    old == _SS
-                    and li == I_ACK
-                    and _gm(row, ri, mi, SH_LAST_DIR, 1) == 1
-                    and _u32(seq) == _g32(row, ri, b + T_LAST, 1)
-                ):
+                    and _u32(ack) == _h(l2, 0)
+                ) or (old == _SS and li == I_ACK and last_dir == 1 and _u32(seq) == _h(l1, 1)):
                     skip_window = True
     if not skip_window and hdr:
-        res = tcp_in_window(row, ri, mi, b, d, index, flags, seq, ack, sack, win, opt, wscale, plen,
-                            cfg)  # fmt: skip
+        res, m, te, tx, tw, tk, l1, l2 = tcp_in_window(m, te, tx, tw, tk, l1, l2, d, index, flags,
+                                                       seq, ack, sack, win, opt, wscale, plen,
+                                                       cfg)  # fmt: skip
         if res == V_IGNORE:
-            return V_IGNORE, False
+            return V_IGNORE, False, m, te, tx, tw, tk, l1, l2, ex
         if res == V_INVALID:
-            return V_INVALID, _handle_invalid(row, ri, mi, b, d, index, t, cfg)
-    _sm(row, ri, mi, SH_LAST_INDEX, 3, index)
-    _sm(row, ri, mi, SH_LAST_DIR, 1, d)
-    _sm(row, ri, mi, 8, 8, new)
+            low, m, ex = _handle_invalid(m, ex, d, index, t, cfg)
+            return V_INVALID, low, m, te, tx, tw, tk, l1, l2, ex
+    m = _ms(_last(m, index, d), 8, 8, new)
     if old != new and new == _FW:
-        _set_tf(row, ri, mi, d, _tf(row, ri, mi, d) | TF_CLOSE_INIT)
+        m = _set_tf(m, d, _tf(m, d) | TF_CLOSE_INIT)
     to_new = cfg[C_TO + new]
     to_retrans = cfg[C_TO + TO_RETRANS]
     to_unack = cfg[C_TO + TO_UNACK]
-    if _gm(row, ri, mi, SH_RETRANS, 8) >= cfg[C_MAX_RETRANS] and to_new > to_retrans:
+    if _mg(m, SH_RETRANS, 8) >= cfg[C_MAX_RETRANS] and to_new > to_retrans:
         timeout = to_retrans
     elif index == I_RST:
         timeout = cfg[C_TO + _CL]
-    elif (_tf(row, ri, mi, 0) | _tf(row, ri, mi, 1)) & TF_DATA_UNACK and to_new > to_unack:
+    elif (_tf(m, 0) | _tf(m, 1)) & TF_DATA_UNACK and to_new > to_unack:
         timeout = to_unack
-    elif _g32(row, ri, b + T_LAST2, 1) == 0 and hdr and to_new > to_retrans:
+    elif _h(l2, 1) == 0 and hdr and to_new > to_retrans:
         timeout = to_retrans
     else:
         timeout = to_new
-    if not _flag(row, ri, mi, FLAG_SEEN_REPLY):
+    if not _flag(m, FLAG_SEEN_REPLY):
         if flags & F_RST:
-            return V_KILL, False
+            return V_KILL, False, m, te, tx, tw, tk, l1, l2, ex
         if index == I_SYN and old == _SS:
-            return V_ACCEPT, False
+            return V_ACCEPT, False, m, te, tx, tw, tk, l1, l2, ex
         if new == _ES and timeout > to_unack:
             timeout = to_unack
-    elif not _flag(row, ri, mi, FLAG_ASSURED) and (old == _SR or old == _ES) and new == _ES:  # noqa: SIM109
-        _setflag(row, ri, mi, FLAG_ASSURED)
-    row[ri, b + T_EXPIRES] = np.uint64(t + timeout)
-    return V_ACCEPT, True
+    elif not _flag(m, FLAG_ASSURED) and (old == _SR or old == _ES) and new == _ES:  # noqa: SIM109
+        m = _setflag(m, FLAG_ASSURED)
+    return V_ACCEPT, True, m, te, tx, tw, tk, l1, l2, np.uint64(t + timeout)
+
+
+# ---------------------------------------------------------------------------- all protocols
+
+
+def _ct_packet_s(m, te, tx, tw, tk, l1, l2, ex, proto, d, flags, seq, ack, sack, win, opt, wscale,
+                plen, t, cfg):  # fmt: skip
+    """ct_packet on a tracker state held in registers (the engine's hit path):
+    (verdict, re-armed, m, te, tx, tw, tk, l1, l2, ex)."""
+    if proto == P_TCP:
+        v, rearmed, m, te, tx, tw, tk, l1, l2, ex = tcp_packet(
+            m, te, tx, tw, tk, l1, l2, ex, d, flags, seq, ack, sack, win, opt, wscale, plen, t,
+            cfg,
+        )  # fmt: skip
+        if d == 1 and (v == V_ACCEPT or v == V_IGNORE):  # noqa: SIM109
+            m = _setflag(m, FLAG_SEEN_REPLY)
+        return v, rearmed, m, te, tx, tw, tk, l1, l2, ex
+    if proto == P_UDP:
+        if _flag(m, FLAG_SEEN_REPLY):
+            extra = cfg[C_TO + TO_UDP_UNREPLIED]
+            if t > np.int64(te):
+                extra = cfg[C_TO + TO_UDP_STREAM]
+                m = _setflag(m, FLAG_ASSURED)
+        else:
+            extra = cfg[C_TO + TO_UDP_UNREPLIED]
+    elif proto == P_ICMP or proto == P_ICMP6:  # noqa: SIM109
+        extra = cfg[C_TO + TO_ICMP]
+    else:
+        extra = cfg[C_TO + TO_GENERIC]
+    if d == 1:
+        m = _setflag(m, FLAG_SEEN_REPLY)
+    return V_ACCEPT, True, m, te, tx, tw, tk, l1, l2, np.uint64(t + extra)
+
+
+#: ct_packet on registers, compiled once (the row functions' core: one signature, int64
+#: packet fields and the settings tuple) and inlined into the engine's hit path
+#: (ct_packet_s_inline: no call, and the tracker's locals stay in registers).
+ct_packet_s = njit(_ct_packet_s)
+ct_packet_s_inline = njit_inline(_ct_packet_s)
+
+
+@njit
+def icmp_error_quotes(proto, icmp_type, inner_proto, inner_type, dst_hi, dst_lo, in_src_hi,
+                      in_src_lo) -> bool:  # fmt: skip
+    """nf_conntrack_icmpv4_error / icmpv6_error, then nf_conntrack_inet_error: True when the
+    packet is an ICMP(v6) error whose quoted tuple, inverted, is looked up as the entry it is
+    RELATED to: an error type (ICMPv6: below 128), a quoted header, an invertible inner ICMP
+    packet (a query or reply), and the outer destination equal to the quoted packet's source
+    (the error goes back to the sender; otherwise the kernel attaches no entry: INVALID)."""
+    it = np.int64(icmp_type)
+    if inner_proto == 0:
+        return False
+    if proto == P_ICMP:
+        if it > 18 or _ICMP_ERR[it & 0xFF] == 0:
+            return False
+    elif proto == P_ICMP6:
+        if it >= 128:
+            return False
+    else:
+        return False
+    if inner_proto == P_ICMP and _ICMP_INV[np.int64(inner_type) & 0xFF] == 0:
+        return False
+    if inner_proto == P_ICMP6 and _ICMP6_INV[np.int64(inner_type) & 0xFF] == 0:
+        return False
+    return dst_hi == in_src_hi and dst_lo == in_src_lo
+
+
+@njit
+def cfg_tuple(cfg):
+    """The settings array as a tuple (N_CFG values): passed by value, so a kernel's hit path
+    carries no reference-counted array into the tracker."""
+    return (cfg[0], cfg[1], cfg[2], cfg[3], cfg[4], cfg[5], cfg[6], cfg[7], cfg[8], cfg[9],
+            cfg[10], cfg[11], cfg[12], cfg[13], cfg[14], cfg[15], cfg[16], cfg[17], cfg[18],
+            cfg[19], cfg[20])  # fmt: skip
+
+
+assert N_CFG == 21, "cfg_tuple lists every setting"
+
+
+@njit_inline
+def _load(row, ri, mi, b):
+    return (row[ri, mi], row[ri, b + T_END], row[ri, b + T_MAXEND], row[ri, b + T_MAXWIN],
+            row[ri, b + T_MAXACK], row[ri, b + T_LAST], row[ri, b + T_LAST2],
+            row[ri, b + T_EXPIRES])  # fmt: skip
+
+
+@njit_inline
+def _store(row, ri, mi, b, m, te, tx, tw, tk, l1, l2, ex) -> None:
+    row[ri, mi] = m
+    row[ri, b + T_END] = te
+    row[ri, b + T_MAXEND] = tx
+    row[ri, b + T_MAXWIN] = tw
+    row[ri, b + T_MAXACK] = tk
+    row[ri, b + T_LAST] = l1
+    row[ri, b + T_LAST2] = l2
+    row[ri, b + T_EXPIRES] = ex
+
+
+@njit
+def ct_packet(row, ri, mi, b, proto, d, flags, seq, ack, sack, win, opt, wscale, plen, t, cfg):
+    """One packet on an existing entry (d: 0 ORIGINAL, 1 REPLY): (verdict, re-armed).
+
+    The protocol handler, then (nf_conntrack_in) SEEN_REPLY for a REPLY packet that was not
+    invalid. State lives in row `ri`: the meta word at column `mi`, N_TRACK words from `b`.
+    """
+    m, te, tx, tw, tk, l1, l2, ex = _load(row, ri, mi, b)
+    v, rearmed, m, te, tx, tw, tk, l1, l2, ex = ct_packet_s(
+        m, te, tx, tw, tk, l1, l2, ex, np.int64(proto), np.int64(d), np.int64(flags),
+        np.int64(seq), np.int64(ack), np.int64(sack), np.int64(win), np.int64(opt),
+        np.int64(wscale), np.int64(plen), np.int64(t), cfg_tuple(cfg),
+    )  # fmt: skip
+    _store(row, ri, mi, b, m, te, tx, tw, tk, l1, l2, ex)
+    return v, rearmed
+
+
+@njit
+def clear(row, ri, mi, b) -> None:
+    """Tracker state to zero: TCP state NONE, no status, no window data."""
+    row[ri, mi] = row[ri, mi] & np.uint64(0xFF | ((FLAG_ORIG_B | FLAG_MISMATCH_REPORTED) << 16))
+    for k in range(N_TRACK):
+        row[ri, b + k] = np.uint64(0)
 
 
 @njit
@@ -604,36 +731,23 @@ def tcp_new(row, ri, mi, b, flags, seq, win, opt, wscale, plen, cfg) -> bool:
     if new != _SS and cfg[C_LOOSE] == 0:
         return False
     clear(row, ri, mi, b)
-    if not opt & OPT_HDR:
-        # flags only: nothing to check windows against, as for a loose pickup
-        _set_tf(row, ri, mi, 0, TF_SACK_PERM | TF_BE_LIBERAL)
-        _set_tf(row, ri, mi, 1, TF_SACK_PERM | TF_BE_LIBERAL)
-        _sm(row, ri, mi, SH_LAST_INDEX, 3, I_NONE)
-        return True
-    end = _seg_end(seq, plen, flags)
-    mw = np.int64(win) if win != 0 else 1
-    _s32(row, ri, b + T_END, 0, end)
-    _s32(row, ri, b + T_MAXWIN, 0, mw)
-    if new == _SS:
-        _s32(row, ri, b + T_MAXEND, 0, end)
-        _options(row, ri, mi, 0, opt, wscale)
-    else:
-        _s32(row, ri, b + T_MAXEND, 0, end + mw)
-        _set_tf(row, ri, mi, 0, TF_SACK_PERM | TF_BE_LIBERAL)
-        _set_tf(row, ri, mi, 1, TF_SACK_PERM | TF_BE_LIBERAL)
-    _sm(row, ri, mi, SH_LAST_INDEX, 3, I_NONE)
+    m = row[ri, mi]
+    loose = TF_SACK_PERM | TF_BE_LIBERAL
+    if opt & OPT_HDR:
+        end = _seg_end(seq, plen, flags)
+        mw = np.int64(win) if win != 0 else 1
+        row[ri, b + T_END] = _sh(U0, 0, end)
+        row[ri, b + T_MAXWIN] = _sh(U0, 0, mw)
+        if new == _SS:
+            row[ri, b + T_MAXEND] = _sh(U0, 0, end)
+            m = _options(m, 0, opt, wscale)
+        else:
+            row[ri, b + T_MAXEND] = _sh(U0, 0, end + mw)
+            m = _set_tf(_set_tf(m, 0, loose), 1, loose)
+    else:  # flags only: nothing to check windows against, as for a loose pickup
+        m = _set_tf(_set_tf(m, 0, loose), 1, loose)
+    row[ri, mi] = _ms(m, SH_LAST_INDEX, 3, I_NONE)
     return True
-
-
-@njit
-def clear(row, ri, mi, b) -> None:
-    """Tracker state to zero: TCP state NONE, no status, no window data."""
-    row[ri, mi] = row[ri, mi] & np.uint64(0xFF | ((FLAG_ORIG_B | FLAG_MISMATCH_REPORTED) << 16))
-    for k in range(N_TRACK):
-        row[ri, b + k] = np.uint64(0)
-
-
-# ---------------------------------------------------------------------------- all protocols
 
 
 @njit
@@ -651,55 +765,21 @@ def ct_new(row, ri, mi, b, proto, flags, seq, win, opt, wscale, plen, icmp_type,
     return True
 
 
-@njit
-def ct_packet(row, ri, mi, b, proto, d, flags, seq, ack, sack, win, opt, wscale, plen, t, cfg):
-    """One packet on an existing entry (d: 0 ORIGINAL, 1 REPLY): (verdict, re-armed).
-
-    The protocol handler, then (nf_conntrack_in) SEEN_REPLY for a REPLY packet that was not
-    invalid.
-    """
-    rearmed = False
+@njit_inline
+def _default_timeout(m, proto, cfg):
     if proto == P_TCP:
-        v, rearmed = tcp_packet(row, ri, mi, b, d, flags, seq, ack, sack, win, opt, wscale, plen, t,
-                                cfg)  # fmt: skip
-    elif proto == P_UDP:
-        v = V_ACCEPT
-        if _flag(row, ri, mi, FLAG_SEEN_REPLY):
-            extra = cfg[C_TO + TO_UDP_UNREPLIED]
-            if t > np.int64(row[ri, b + T_END]):
-                extra = cfg[C_TO + TO_UDP_STREAM]
-                _setflag(row, ri, mi, FLAG_ASSURED)
-            row[ri, b + T_EXPIRES] = np.uint64(t + extra)
-        else:
-            row[ri, b + T_EXPIRES] = np.uint64(t + cfg[C_TO + TO_UDP_UNREPLIED])
-        rearmed = True
-    elif proto == P_ICMP or proto == P_ICMP6:  # noqa: SIM109
-        v = V_ACCEPT
-        row[ri, b + T_EXPIRES] = np.uint64(t + cfg[C_TO + TO_ICMP])
-        rearmed = True
-    else:
-        v = V_ACCEPT
-        row[ri, b + T_EXPIRES] = np.uint64(t + cfg[C_TO + TO_GENERIC])
-        rearmed = True
-    if d == 1 and (v == V_ACCEPT or v == V_IGNORE):  # noqa: SIM109
-        _setflag(row, ri, mi, FLAG_SEEN_REPLY)
-    return v, rearmed
+        return cfg[C_TO + _state(m)]
+    if proto == P_UDP:
+        return cfg[C_TO + (TO_UDP_STREAM if _flag(m, FLAG_SEEN_REPLY) else TO_UDP_UNREPLIED)]
+    if proto == P_ICMP or proto == P_ICMP6:  # noqa: SIM109
+        return cfg[C_TO + TO_ICMP]
+    return cfg[C_TO + TO_GENERIC]
 
 
 @njit
 def arm_default(row, ri, mi, b, proto, t, cfg) -> None:
     """Deadline of an entry installed without tracker words: its class's timeout from t."""
-    if proto == P_TCP:
-        to = cfg[C_TO + state_of(row, ri, mi)]
-    elif proto == P_UDP:
-        to = cfg[
-            C_TO + (TO_UDP_STREAM if _flag(row, ri, mi, FLAG_SEEN_REPLY) else TO_UDP_UNREPLIED)
-        ]
-    elif proto == P_ICMP or proto == P_ICMP6:  # noqa: SIM109
-        to = cfg[C_TO + TO_ICMP]
-    else:
-        to = cfg[C_TO + TO_GENERIC]
-    row[ri, b + T_EXPIRES] = np.uint64(t + to)
+    row[ri, b + T_EXPIRES] = np.uint64(t + _default_timeout(row[ri, mi], proto, cfg))
 
 
 @njit
@@ -709,19 +789,21 @@ def install_state(row, ri, mi, b, proto, t, cfg) -> None:
     a state past SYN_SENT implies the reply was seen (SEEN_REPLY) and ESTABLISHED or later
     that it was assured, FIN_WAIT or later that a close began (assumptions: such entries
     come from a tracker that saw it); the timer is armed with the class's timeout from t."""
+    m = row[ri, mi]
     for d in range(2):
-        _set_tf(row, ri, mi, d, _tf(row, ri, mi, d) | TF_SACK_PERM | TF_BE_LIBERAL)
+        m = _set_tf(m, d, _tf(m, d) | TF_SACK_PERM | TF_BE_LIBERAL)
     if proto == P_TCP:
-        st = state_of(row, ri, mi)
+        st = _state(m)
         if st >= _SR and st <= _CL:
-            _setflag(row, ri, mi, FLAG_SEEN_REPLY)
+            m = _setflag(m, FLAG_SEEN_REPLY)
         if st >= _ES and st <= _CL:
-            _setflag(row, ri, mi, FLAG_ASSURED)
+            m = _setflag(m, FLAG_ASSURED)
         if st >= _FW and st <= _CL:  # a close began: a new SYN may reopen the tuple
-            _set_tf(row, ri, mi, 0, _tf(row, ri, mi, 0) | TF_CLOSE_INIT)
+            m = _set_tf(m, 0, _tf(m, 0) | TF_CLOSE_INIT)
     elif proto == P_UDP:
         row[ri, b + T_END] = np.uint64(t + cfg[C_UDP_STREAM_DELAY])
-    arm_default(row, ri, mi, b, proto, t, cfg)
+    row[ri, mi] = m
+    row[ri, b + T_EXPIRES] = np.uint64(t + _default_timeout(m, proto, cfg))
 
 
 __all__ = [
@@ -733,11 +815,15 @@ __all__ = [
     "V_IGNORE",
     "V_INVALID",
     "V_KILL",
+    "V_RELATED",
     "V_REOPEN",
     "arm_default",
     "clear",
     "ct_new",
     "ct_packet",
+    "ct_packet_s",
+    "ct_packet_s_inline",
+    "icmp_error_quotes",
     "install_state",
     "tcp_in_window",
     "tcp_packet",

@@ -33,6 +33,14 @@ from starfabric.fornax.keys import CanonicalKeys, canonicalize_columns
 from starfabric.fornax.packets import PacketBatch
 
 
+def _read_only(a: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    """A read-only view: numba compiles a kernel per writable/read-only mix of its array
+    arguments, so the pipeline always gets the batch read-only (one compiled k_process)."""
+    v = a.view()
+    v.flags.writeable = False
+    return v
+
+
 def _aligned_rows(n: int, width: int) -> npt.NDArray[np.uint64]:
     """Zeroed uint64[n, width] whose first row starts on a 64-byte boundary (cache line)."""
     flat = np.zeros(n * width + 8, dtype=np.uint64)
@@ -135,25 +143,32 @@ class FastEngine(SessionEngine):
             self._stuck,
             self._hung,
             self._tcfg,
-            batch.time_ns,
-            batch.port,
-            batch.vni,
-            batch.proto,
-            batch.src_hi,
-            batch.src_lo,
-            batch.dst_hi,
-            batch.dst_lo,
-            batch.sport,
-            batch.dport,
-            batch.tcp_flags,
-            batch.length,
-            batch.tcp_seq,
-            batch.tcp_ack,
-            batch.tcp_sack,
-            batch.tcp_win,
-            batch.tcp_opt,
-            batch.tcp_wscale,
-            batch.tcp_len,
+            _read_only(batch.time_ns),
+            _read_only(batch.port),
+            _read_only(batch.vni),
+            _read_only(batch.proto),
+            _read_only(batch.src_hi),
+            _read_only(batch.src_lo),
+            _read_only(batch.dst_hi),
+            _read_only(batch.dst_lo),
+            _read_only(batch.sport),
+            _read_only(batch.dport),
+            _read_only(batch.tcp_flags),
+            _read_only(batch.length),
+            _read_only(batch.tcp_seq),
+            _read_only(batch.tcp_ack),
+            _read_only(batch.tcp_sack),
+            _read_only(batch.tcp_win),
+            _read_only(batch.tcp_opt),
+            _read_only(batch.tcp_wscale),
+            _read_only(batch.tcp_len),
+            _read_only(batch.inner_proto),
+            _read_only(batch.inner_src_hi),
+            _read_only(batch.inner_src_lo),
+            _read_only(batch.inner_dst_hi),
+            _read_only(batch.inner_dst_lo),
+            _read_only(batch.inner_sport),
+            _read_only(batch.inner_dport),
             out.outcome,
             out.reason,
             out.direction,

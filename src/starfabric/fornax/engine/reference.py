@@ -77,6 +77,11 @@ _HDR = ("tcp_flags", "tcp_seq", "tcp_ack", "tcp_sack", "tcp_win", "tcp_opt", "tc
         "tcp_len")  # fmt: skip
 
 
+#: An ICMP error's quoted tuple (packets.py inner_*), in _one_packet's order.
+_INNER = ("inner_proto", "inner_src_hi", "inner_src_lo", "inner_dst_hi", "inner_dst_lo",
+          "inner_sport", "inner_dport")  # fmt: skip
+
+
 def _signed(x: int) -> int:
     return x - (1 << 64) if x >= 1 << 63 else x
 
@@ -285,6 +290,7 @@ class ReferenceEngine(SessionEngine):
                 int(batch.tcp_flags[i]),
                 int(batch.length[i]),
                 tuple(int(getattr(batch, f)[i]) for f in _HDR),
+                tuple(int(getattr(batch, f)[i]) for f in _INNER),
             )
             for name, v in zip(out, (oc, rs, d, rel, act, s, state, vd), strict=True):
                 out[name][i] = v
@@ -304,10 +310,21 @@ class ReferenceEngine(SessionEngine):
         flags: int,
         length: int,
         hdr: tuple[int, ...],
+        inner: tuple[int, ...] = (0, 0, 0, 0, 0, 0, 0),
     ) -> tuple[int, int, int, int, int, int, int, int]:
         c = self.ctr
         c[Counter.PACKETS] += 1
-        key, d = canonical_key(vni, proto, src, dst, sport, dport)
+        ip, is_hi, is_lo, id_hi, id_lo, isp, idp = inner
+        related = proto in ICMP_ECHO_TYPES and bool(
+            CT.icmp_error_quotes(proto, dport >> 8, ip, idp >> 8, np.uint64(dst[0]),
+                                 np.uint64(dst[1]), np.uint64(is_hi), np.uint64(is_lo))
+        )  # fmt: skip
+        if related:  # an ICMP error: looked up by the tuple it quotes, inverted
+            icmp_in = ip in ICMP_ECHO_TYPES
+            key, d = canonical_key(vni, ip, (id_hi, id_lo), (is_hi, is_lo),
+                                   isp if icmp_in else idp, idp if icmp_in else isp)  # fmt: skip
+        else:
+            key, d = canonical_key(vni, proto, src, dst, sport, dport)
         if self.stalled[p]:
             if self.stuck[p] < 0:
                 self.stuck[p] = t
@@ -340,6 +357,14 @@ class ReferenceEngine(SessionEngine):
                 self._event_from(EventType.VERSION_MISMATCH, reason, r, s, t, p, 0)
             c[Counter.STALE] += 1
             return Outcome.STALE, reason, d, rel, 0, s, state, 255
+        if related:  # RELATED: forwarded with the entry's action; the entry is left as it is
+            act = (r[L.W_ACT] >> (32 * d)) & M32
+            if act == self.config.drop_action:
+                c[Counter.DROP_HW] += 1
+                return Outcome.DROP_HW, Reason.DROP_ACTION, d, rel, act, s, state, CT.V_RELATED
+            c[Counter.HIT] += 1
+            c[Counter.BYTES_FORWARDED] += length
+            return Outcome.HIT, Reason.NONE, d, rel, act, s, state, CT.V_RELATED
         v = self._track(r, proto, rel, t, hdr)
         if v == CT.V_REOPEN:
             # a new connection: close the old session, punt the SYN for a decision
