@@ -10,7 +10,9 @@ import pytest
 from fornax.engine.fornax_engine_helpers import flow_keys, insert_flows, packets, small_config
 from starfabric.errors import ConfigError
 from starfabric.fornax.engine import ReferenceEngine, Scope, Status
+from starfabric.fornax.engine import conntrack as CT
 from starfabric.fornax.engine.interface import EventType, Outcome
+from starfabric.fornax.packets import PROTO_ICMP, PROTO_ICMPV6, PacketBatch
 from starfabric.fornax.softengine import SoftEngine
 from starfabric.fornax.softpath import SoftPath, SoftPathConfig
 
@@ -69,6 +71,53 @@ def test_packets_agree() -> None:
     a, b = soft.process(pb), ref.process(pb)
     np.testing.assert_array_equal(a.outcome, b.outcome)
     assert (a.outcome[a.slot >= 0] == Outcome.STALE).all()
+
+
+def _errors(specs: list[tuple[int, int, bool]], t: int) -> PacketBatch:
+    """ICMP errors (port unreachable) quoting flow fid's packet (rev: its reply), sent back
+    to the quoted source, or (wrong) to another address: (fid, rev, wrong) per packet."""
+    cols: dict[str, list[int]] = {}
+    for fid, rev, wrong in specs:
+        q = packets([(fid, rev, 0x10, 60, 0, t)])
+        v6 = int(q.src_hi[0]) != 0
+        row = {"time_ns": t, "vni": int(q.vni[0]), "proto": PROTO_ICMPV6 if v6 else PROTO_ICMP,
+               "src_hi": int(q.dst_hi[0]), "src_lo": int(q.dst_lo[0]),
+               "dst_hi": int(q.src_hi[0]), "dst_lo": int(q.src_lo[0]) ^ int(wrong), "sport": 0,
+               "dport": (1 << 8 | 4) if v6 else (3 << 8 | 3), "length": 56,
+               "inner_proto": int(q.proto[0]), "inner_src_hi": int(q.src_hi[0]),
+               "inner_src_lo": int(q.src_lo[0]), "inner_dst_hi": int(q.dst_hi[0]),
+               "inner_dst_lo": int(q.dst_lo[0]), "inner_sport": int(q.sport[0]),
+               "inner_dport": int(q.dport[0])}  # fmt: skip
+        for k, v in row.items():
+            cols.setdefault(k, []).append(v)
+    return PacketBatch.from_columns(**cols)
+
+
+def test_icmp_errors_related_as_in_the_reference() -> None:
+    """An ICMP error quoting a session's tuple (either direction) is RELATED to it: forwarded
+    with that direction's action (drop included), the session untouched; one not sent back to
+    the quoted source, or quoting no session, is a MISS of its own tuple."""
+    soft, ref = pair()
+    drop = int(soft.config.drop_action)
+    for e in (soft, ref):
+        insert_flows(e, list(range(20)), action_orig=5, action_reply=6, tcp_state=3)
+        insert_flows(e, [20, 21], action_orig=drop, action_reply=6, tcp_state=3)
+    specs = [(fid, rev, fid % 5 == 4) for fid in range(26) for rev in (0, 1)]
+    keys = flow_keys(list(range(22)))
+    before = [e.query(keys, now_ns=10**9)[1] for e in (soft, ref)]
+    pb = _errors(specs, 10**9)
+    a, b = soft.process(pb), ref.process(pb)
+    for f in ("outcome", "verdict", "direction", "reply", "action", "tcp_state"):
+        np.testing.assert_array_equal(getattr(a, f), getattr(b, f), err_msg=f)
+    rel = np.array([fid < 22 and not wrong for fid, _, wrong in specs])
+    assert (a.verdict[rel] == CT.V_RELATED).all() and (a.verdict[~rel] != CT.V_RELATED).all()
+    assert (a.outcome[~rel] == Outcome.MISS).all()
+    assert {int(x) for x in a.outcome[rel]} == {Outcome.HIT, Outcome.DROP_HW}
+    after = [e.query(keys, now_ns=10**9)[1] for e in (soft, ref)]
+    same_records(after[0], after[1])
+    for old, new in zip(before, after, strict=True):  # no state, timer or counter moved
+        for f in (*FIELDS, "expires_ns", "last_seen_ns", "pkts_orig", "pkts_reply", "track"):
+            np.testing.assert_array_equal(old[f], new[f], err_msg=f)
 
 
 def test_aging_events_agree() -> None:

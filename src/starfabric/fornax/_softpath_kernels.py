@@ -12,6 +12,10 @@ Kernels take arrays and scalars only. Table columns (one row per slot):
   trk[s, 0:8]    tracker row (engine/conntrack.py: meta word, then N_TRACK words);
   fresh[s]       1 until the session's first packet has created its tracker entry
   last_ns[s], pkts[s, 0:2], nbytes[s, 0:2] (per canonical direction), aux[s]
+
+An ICMP error quoting a tuple (conntrack.icmp_error_quotes) is looked up first by that tuple
+inverted, as the engine's k_process does: found, it is RELATED (forwarded with the session's
+action, the session untouched); not found, it is an ICMP packet of its own tuple.
 """
 
 from __future__ import annotations
@@ -46,22 +50,60 @@ def sp_install(trk, slots, proto, t, tcfg):
 
 
 @njit
+def sp_related(proto, icmp_t, dst_hi, dst_lo, i_proto, i_src_hi, i_src_lo, i_dport, out):
+    """out[i]: packet i is an ICMP error whose quoted tuple, inverted, names the session it
+    is RELATED to (conntrack.icmp_error_quotes, as nf_conntrack_inet_error)."""
+    for i in range(len(proto)):
+        out[i] = CT.icmp_error_quotes(
+            np.int64(proto[i]),
+            icmp_t[i],
+            i_proto[i],
+            i_dport[i] >> np.uint16(8),
+            dst_hi[i],
+            dst_lo[i],
+            i_src_hi[i],
+            i_src_lo[i],
+        )
+
+
+@njit
 def sp_process(
-    h, k, proto, direction, time_ns, length, flags, seq, ack, sack, win, opt, wsc, plen, icmp_t,
+    h, k, proto, direction, rel_h, rel_k, rel_proto, rel_dir, related, time_ns, length, flags, seq, ack, sack, win, opt, wsc, plen, icmp_t,
     key, kproto, used, orig_dir, act, scope, ver, trk, fresh, last_ns, pkts, nbytes,
     eni_cur, vpc_cur, tcfg, drop_action, inv_drop,
-    out_outcome, out_action, out_slot, out_verdict, out_state,
+    out_outcome, out_action, out_slot, out_verdict, out_state, out_dir,
 ):  # fmt: skip
     """Forward packets in order: MISS without a session, STALE when a scope moved on (the
     cached actions are not applied), else connection tracking (engine/conntrack.py, the
     engine's own code) and HIT/DROP with counters. A session's first packet (fresh) creates
     its tracker entry; when the kernel would create none (INVALID_NEW) the session goes.
     out_verdict: the tracker's verdict (conntrack.V_*), 255 where none ran; out_state: the
-    session's TCP state after the packet."""
+    session's TCP state after the packet. related[i]: packet i is an ICMP error, rel_*[i] the
+    key of the tuple it quotes, inverted (sp_related); out_dir: the direction bit of the key
+    the packet was looked up by."""
     mask = np.int64(len(used) - 1)
     for i in range(len(h)):
         out_verdict[i] = 255
         out_state[i] = 0
+        out_dir[i] = direction[i]
+        if related[i]:
+            s = _find(key, kproto, used, mask, rel_h[i], rel_k[i, 0], rel_k[i, 1], rel_k[i, 2],
+                      rel_k[i, 3], rel_k[i, 4], rel_proto[i])  # fmt: skip
+            if s >= 0:
+                out_slot[i] = s
+                out_dir[i] = rel_dir[i]
+                if ver[s, 0] != eni_cur[scope[s, 0]] or ver[s, 1] != vpc_cur[scope[s, 1]]:
+                    out_outcome[i] = SP_STALE
+                    out_action[i] = 0
+                    continue
+                # RELATED (nf_conntrack_inet_error): forwarded with the session's action; no
+                # tracking, no timer, no counters
+                a = act[s, rel_dir[i]]
+                out_action[i] = a
+                out_outcome[i] = SP_DROP if a == drop_action else SP_HIT
+                out_verdict[i] = CT.V_RELATED
+                out_state[i] = CT.state_of(trk, s, 0)
+                continue
         s = _find(
             key, kproto, used, mask, h[i], k[i, 0], k[i, 1], k[i, 2], k[i, 3], k[i, 4], proto[i]
         )
@@ -139,4 +181,5 @@ __all__ = [
     "sp_install",
     "sp_lookup",
     "sp_process",
+    "sp_related",
 ]

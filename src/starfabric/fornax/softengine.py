@@ -114,8 +114,8 @@ class SoftEngine(I.SessionEngine):
             )
         has = r.slot >= 0
         reply = np.full(n, 255, np.uint8)
-        reply[has] = (ck.direction[has] != self.sp.orig_dir[r.slot[has]]).astype(np.uint8)
-        return I.ProcessResult(outcome, reason, ck.direction.copy(), reply, r.action, r.slot,
+        reply[has] = (r.direction[has] != self.sp.orig_dir[r.slot[has]]).astype(np.uint8)
+        return I.ProcessResult(outcome, reason, r.direction, reply, r.action, r.slot,
                              r.tcp_state, r.verdict)  # fmt: skip
 
     def admit(self, batch: PacketBatch) -> int:

@@ -8,7 +8,9 @@ a session moves between software and hardware with its whole window state), ENI/
 snapshots (a stale session is not forwarded, it is reported STALE), and aging by the deadline
 the tracker armed. A session's first packet creates its tracker entry; one the kernel would
 not create (INVALID_NEW: a lone FIN or RST, bad flags, a pickup with tcp_loose=0, an ICMP
-reply without request) ends the session again. Unlike the engine
+reply without request) ends the session again. An ICMP error quoting a session's tuple is
+RELATED to it (conntrack.icmp_error_quotes, as the engine): forwarded with the session's
+action, the session left as it is. Unlike the engine
 it has a finite packet rate as well as a finite table: packets beyond `max_pps` of simulated
 time are dropped as OVERLOAD and sessions beyond `capacity` are refused as FULL — named
 outcomes, never silent. Its CPU time is measured (time.thread_time) per call.
@@ -31,8 +33,10 @@ from starfabric.fornax.engine import EngineConfig, Scope
 from starfabric.fornax.engine import conntrack as CT
 from starfabric.fornax.engine.engine import TRACK_COLS, track_args
 from starfabric.fornax.engine.tcp import TcpEvent, TcpState
-from starfabric.fornax.keys import CanonicalKeys, canonicalize, key_hash
+from starfabric.fornax.keys import CanonicalKeys, canonicalize, canonicalize_columns, key_hash
 from starfabric.fornax.packets import (
+    PROTO_ICMP,
+    PROTO_ICMPV6,
     PROTO_TCP,
     TCP_ACK,
     TCP_FIN,
@@ -128,6 +132,8 @@ class SoftResult:
     #                                    reply, or a first packet creating no entry)
     ended_slots: npt.NDArray[np.int64]  # slots of every session ended here (reopened too):
     #                                     a later insert in the same batch may reuse them
+    direction: npt.NDArray[np.uint8]  # canonical direction bit of the key looked up (an
+    #                                   ICMP error RELATED to a session: its quoted tuple's)
 
 
 class SoftPath:
@@ -364,19 +370,29 @@ class SoftPath:
         if admit < n:
             outcome[admit:] = SoftOutcome.OVERLOAD
             self.overload += n - admit
+        direction = ck.direction.copy()
         if admit:
             sub = slice(0, admit)
             ckk = ck.take(sub)
             b = batch
+            icmp_t = (b.dport[sub] >> np.uint16(8)).astype(np.uint8)
+            h = self._hash(ckk)
+            related = np.zeros(admit, np.bool_)
+            K.sp_related(b.proto[sub], icmp_t, b.dst_hi[sub], b.dst_lo[sub],
+                         b.inner_proto[sub], b.inner_src_hi[sub], b.inner_src_lo[sub],
+                         b.inner_dport[sub], related)  # fmt: skip
+            rk, rh = (self._related_keys(b.take(np.flatnonzero(related)), related, ckk, h)
+                      if related.any() else (ckk, h))  # fmt: skip
             K.sp_process(
-                self._hash(ckk), ckk.words(), ckk.proto, ckk.direction, b.time_ns[sub],
+                h, ckk.words(), ckk.proto, ckk.direction, rh, rk.words(), rk.proto,
+                rk.direction, related, b.time_ns[sub],
                 b.length[sub], b.tcp_flags[sub], b.tcp_seq[sub], b.tcp_ack[sub],
                 b.tcp_sack[sub], b.tcp_win[sub], b.tcp_opt[sub], b.tcp_wscale[sub],
-                b.tcp_len[sub], (b.dport[sub] >> np.uint16(8)).astype(np.uint8),
+                b.tcp_len[sub], icmp_t,
                 self.key, self.kproto, self.used, self.orig_dir, self.act, self.scope, self.ver,
                 self.trk, self.fresh, self.last_ns, self.pkts, self.nbytes,
                 self.eni_cur, self.vpc_cur, self._tcfg, self.drop_action, self._inv_drop,
-                outcome[sub], action[sub], slot[sub], verdict[sub], state[sub],
+                outcome[sub], action[sub], slot[sub], verdict[sub], state[sub], direction[sub],
             )  # fmt: skip
         has = slot >= 0
         # a SYN that reopened a finished session ended it in the kernel (MISS with its slot)
@@ -392,8 +408,40 @@ class SoftPath:
         self.packets += n
         self.cpu_s += time.thread_time() - t0
         return SoftResult(
-            outcome, action, slot, reopened_aux, verdict, state, ended_aux, ended_slots
+            outcome,
+            action,
+            slot,
+            reopened_aux,
+            verdict,
+            state,
+            ended_aux,
+            ended_slots,
+            direction,
         )
+
+    def _related_keys(
+        self,
+        err: PacketBatch,
+        related: npt.NDArray[np.bool_],
+        ck: CanonicalKeys,
+        h: npt.NDArray[np.uint64],
+    ) -> tuple[CanonicalKeys, npt.NDArray[np.uint64]]:
+        """Keys (and hashes) of the tuples the ICMP errors `err` quote, inverted (an inner
+        ICMP keeps its identifier and type), in the rows `related` marks; ck's elsewhere."""
+        icmp_in = np.isin(err.inner_proto, (PROTO_ICMP, PROTO_ICMPV6))
+        ek = canonicalize_columns(
+            err.vni, err.inner_proto, err.inner_dst_hi, err.inner_dst_lo, err.inner_src_hi,
+            err.inner_src_lo, np.where(icmp_in, err.inner_sport, err.inner_dport),
+            np.where(icmp_in, err.inner_dport, err.inner_sport),
+        )  # fmt: skip
+        rows = np.flatnonzero(related)
+        words, proto, direction = ck.words().copy(), ck.proto.copy(), ck.direction.copy()
+        words[rows], proto[rows], direction[rows] = ek.words(), ek.proto, ek.direction
+        out = CanonicalKeys.from_words(words, proto)
+        out.direction[:] = direction
+        rh = h.copy()
+        rh[rows] = self._hash(ek)
+        return out, rh
 
     def _admit(self, batch: PacketBatch) -> int:
         """How many packets of the batch the rate budget admits (a token bucket)."""
