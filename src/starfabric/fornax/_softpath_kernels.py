@@ -14,8 +14,9 @@ Kernels take arrays and scalars only. Table columns (one row per slot):
   last_ns[s], pkts[s, 0:2], nbytes[s, 0:2] (per canonical direction), aux[s]
 
 An ICMP error quoting a tuple (conntrack.icmp_error_quotes) is looked up first by that tuple
-inverted, as the engine's k_process does: found, it is RELATED (forwarded with the session's
-action, the session untouched); not found, it is an ICMP packet of its own tuple.
+inverted, as the engine's k_process does: found, its first packet run, it is RELATED
+(forwarded with the session's action, the session untouched); else it is an ICMP packet of
+its own tuple.
 """
 
 from __future__ import annotations
@@ -89,7 +90,7 @@ def sp_process(
         if related[i]:
             s = _find(key, kproto, used, mask, rel_h[i], rel_k[i, 0], rel_k[i, 1], rel_k[i, 2],
                       rel_k[i, 3], rel_k[i, 4], rel_proto[i])  # fmt: skip
-            if s >= 0:
+            if s >= 0 and fresh[s] == 0:  # a fresh session has no tracker entry yet
                 out_slot[i] = s
                 out_dir[i] = rel_dir[i]
                 if ver[s, 0] != eni_cur[scope[s, 0]] or ver[s, 1] != vpc_cur[scope[s, 1]]:
