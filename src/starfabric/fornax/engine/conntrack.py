@@ -41,6 +41,7 @@ from __future__ import annotations
 import numpy as np
 
 from starfabric._jit import njit, njit_inline
+from starfabric.errors import InvariantError
 from starfabric.fornax.engine.tcp import TCP_IGNORE, TCP_INVALID, TRANSITIONS, TcpState
 
 # ---- meta word (layout.W_META): bits 0..23 are the engine's, 24..63 the tracker's
@@ -670,7 +671,8 @@ def cfg_tuple(cfg):
             cfg[19], cfg[20])  # fmt: skip
 
 
-assert N_CFG == 21, "cfg_tuple lists every setting"
+if N_CFG != 21:  # an invariant of this module, checked at import (an assert vanishes under -O)
+    raise InvariantError(f"cfg_tuple lists 21 settings but N_CFG is {N_CFG}: add the new ones")
 
 
 @njit_inline

@@ -205,13 +205,12 @@ class KeepAlive:
         `every_s` on another thread, so the pacing never waits for it."""
         stop = threading.Event()
 
-        def sampler() -> None:
+        def sampler(sample: Callable[[], None]) -> None:
             while not stop.is_set():
-                assert every is not None
-                every()
+                sample()
                 stop.wait(every_s)
 
-        th = threading.Thread(target=sampler, daemon=True) if every is not None else None
+        th = None if every is None else threading.Thread(target=sampler, args=(every,), daemon=True)
         if th is not None:
             th.start()
         try:
