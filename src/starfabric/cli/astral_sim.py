@@ -37,9 +37,28 @@ PROTOS = ("auto", "LL", "LL128", "Simple")
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast")
 
 
-def _plan(op: str, algo: str, n: int, size: float, topo, proto: str = "auto"):
+def _nccl_env(pairs: list[str]) -> dict[str, str]:
+    """--nccl-env KEY=VALUE pairs as a dict (ConfigError naming the bad pair)."""
+    out: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--nccl-env {pair!r}", fix="use KEY=VALUE, e.g. NCCL_NVLS_ENABLE=0")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def _plan(
+    op: str,
+    algo: str,
+    n: int,
+    size: float,
+    topo,
+    proto: str = "auto",
+    nccl_env: dict[str, str] | None = None,
+):
     from starfabric.astral.collectives import alltoall, hierarchical, ring
-    from starfabric.astral.collectives.nccl import nccl_collective, shape_of
+    from starfabric.astral.collectives.nccl import nccl_collective, shape_of, with_nccl_env
 
     if op not in OPS:
         raise ConfigError(f"--op {op!r} is not a collective", fix=f"use one of {', '.join(OPS)}")
@@ -59,7 +78,8 @@ def _plan(op: str, algo: str, n: int, size: float, topo, proto: str = "auto"):
         return ring(op, n, size)
     if algo.startswith("hierarchical"):
         return hierarchical(op, n, size, loc, inter=algo.split("-")[1])
-    return nccl_collective(op, shape_of(topo, n), size, algo, proto)
+    shape = with_nccl_env(shape_of(topo, n), nccl_env or {})
+    return nccl_collective(op, shape, size, algo, proto)
 
 
 @sim_app.command("collective")
@@ -78,6 +98,12 @@ def sim_collective(
     proto: str = typer.Option("auto", "--proto", help=f"NCCL protocol: {', '.join(PROTOS)}."),
     transport: str = typer.Option(
         "", "--transport", help="roce, ib, efa, tcpxo or tcpx (default: the cluster's)."
+    ),
+    nccl_env: list[str] = typer.Option(
+        [],
+        "--nccl-env",
+        help="NCCL variable the job sets, KEY=VALUE, repeatable (NCCL_NVLS_ENABLE, "
+        "NCCL_COLLNET_ENABLE): what the tuner may pick.",
     ),
     sweep: bool = typer.Option(False, "--sweep", help="nccl-tests-style table over sizes."),
     min_size: str = typer.Option("1MiB", "--min-size", help="Smallest size of --sweep."),
@@ -115,6 +141,10 @@ def sim_collective(
         raise ConfigError(
             f"--gpus {gpus}: the topology has {t.n_gpus:,} GPUs", fix=f"use 2..{t.n_gpus}"
         )
+    from starfabric.astral.collectives.nccl import nccl_env_fields
+
+    env = _nccl_env(nccl_env)
+    nccl_env_fields(env)  # a bad variable fails before the topology is built
     sizes = [parse_bytes(size, "--size")]
     top = parse_bytes(max_size, "--max-size") if max_size else sizes[0]
     if sweep:
@@ -129,7 +159,7 @@ def sim_collective(
     con = console()
     rows = []
     for s in sizes:
-        plan = _plan(op, algo, gpus, float(s), t, proto)
+        plan = _plan(op, algo, gpus, float(s), t, proto, env)
         res = run_plan(
             t,
             plan,

@@ -60,3 +60,18 @@ def test_bad_options_are_one_line_errors() -> None:
         ["astral", "sim", "collective", "--topo", topo, "--gpus", "8", "--algo", "nvls_tree"],
     )
     assert res.exit_code == 2 and "nvls_tree" in res.output
+
+
+def test_nccl_env_takes_nvls_out_of_the_tuners_choice(tmp_path: Path) -> None:
+    """NCCL_NVLS_ENABLE=0 (as CoreWeave's later GB200 jobs set it) leaves NCCL's ring and tree:
+    the same 2-node H100 job picks nvls_tree without it and something else with it."""
+    topo = str(HW / "aws-p5-h100-efa-2node.yaml")
+    out = tmp_path / "r.json"
+    base = ["astral", "sim", "collective", "--topo", topo, "--gpus", "16", "--size", "1GiB"]
+    res = runner.invoke(app, [*base, "--nccl-env", "NCCL_NVLS_ENABLE=0", "--json", str(out)])
+    assert res.exit_code == 0, res.output
+    assert json.loads(out.read_text())["rows"][0]["algorithm"] in ("ring", "tree")
+    for bad in ("NCCL_NVLS_ENABLE", "NCCL_NVLS_ENABLE=2", "NCCL_MAGIC=1"):
+        res = runner.invoke(app, [*base, "--nccl-env", bad])
+        assert res.exit_code == 2, res.output
+        assert "Traceback" not in res.output and "--nccl-env" in res.output

@@ -23,7 +23,8 @@ each host on rail c mod local, so every NIC carries the same number of rings and
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 
 import numpy as np
 import numpy.typing as npt
@@ -100,6 +101,8 @@ class NcclShape:
     nvswitch: bool = True
     sharp: bool = False
     nic_port_gbs: float | None = None  # one port's rate when a NIC has several (2x200G)
+    nvls_enable: bool = True  # NCCL_NVLS_ENABLE (see `with_nccl_env`)
+    collnet_enable: bool = True  # NCCL_COLLNET_ENABLE
 
     def __post_init__(self) -> None:
         if self.ranks < 2:
@@ -498,7 +501,12 @@ def enabled(op: str, shape: NcclShape) -> list[tuple[str, str]]:
         return [("pxn" if shape.nodes > 1 and shape.local > 1 else "direct", "Simple")]
     out: list[tuple[str, str]] = []
     protos = list(PROTOCOLS)
-    nvls_ok = shape.nvswitch and NVLS_EFFICIENCY.get(shape.generation, 0.0) > 0 and shape.local > 1
+    nvls_ok = (
+        shape.nvls_enable
+        and shape.nvswitch
+        and NVLS_EFFICIENCY.get(shape.generation, 0.0) > 0
+        and shape.local > 1
+    )
     for p in protos:
         out.append(("ring", p))
         if op == "all_reduce" and shape.nodes > 1:
@@ -512,7 +520,8 @@ def enabled(op: str, shape: NcclShape) -> list[tuple[str, str]]:
         out.append(("nvls", "Simple"))
     if nvls_ok and shape.nodes > 1 and op == "all_reduce":
         out.append(("nvls_tree", "Simple"))
-    if shape.sharp and shape.nodes > 1 and op == "all_reduce" and shape.nvswitch:
+    collnet_ok = shape.sharp and shape.collnet_enable and shape.nvswitch
+    if collnet_ok and shape.nodes > 1 and op == "all_reduce":
         out.append(("collnet_direct", "Simple"))
     if op == "broadcast":
         out = [(a, p) for a, p in out if a == "ring"]
@@ -622,6 +631,36 @@ def nccl_collective(
     if algorithm == "collnet_direct":
         return collnet_direct(shape, size)
     raise ConfigError(f"--algo {algorithm} does not apply to {op}", fix="use auto")
+
+
+NCCL_ENV_KEYS = {"NCCL_NVLS_ENABLE": "nvls_enable", "NCCL_COLLNET_ENABLE": "collnet_enable"}
+"""NCCL environment variables the tuner model honours (NCCL env.html): 0 takes the algorithm
+out of NCCL's choice (NVLS and NVLS-tree; CollNet), as `enabled` lists it."""
+
+
+def nccl_env_fields(env: Mapping[str, object], where: str = "--nccl-env") -> dict[str, bool]:
+    """The NcclShape fields these NCCL environment variables set (ConfigError, naming `where`,
+    for a variable or value the model does not know)."""
+    changes: dict[str, bool] = {}
+    for key, value in env.items():
+        field_name = NCCL_ENV_KEYS.get(str(key).upper())
+        if field_name is None:
+            raise ConfigError(
+                f"{where}: {key} is not an NCCL variable the model honours",
+                fix=f"use one of {', '.join(NCCL_ENV_KEYS)}",
+            )
+        text = str(value).strip()
+        if text not in ("0", "1"):
+            raise ConfigError(f"{where}: {key}={value}", fix=f"use {key}=0 or {key}=1")
+        changes[field_name] = text == "1"
+    return changes
+
+
+def with_nccl_env(
+    shape: NcclShape, env: Mapping[str, object], where: str = "--nccl-env"
+) -> NcclShape:
+    """`shape` as a job run with these NCCL environment variables sees it."""
+    return replace(shape, **nccl_env_fields(env, where))  # type: ignore[arg-type]
 
 
 def shape_of(topo: Topology, ranks: int) -> NcclShape:
