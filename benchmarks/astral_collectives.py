@@ -38,7 +38,8 @@ def logs() -> list[dict[str, object]]:
         run = parse_nccl_tests(DATA / name).at_least(64 * 2**20)
         spec = load_spec(ClusterSpec, HW / entry["cluster"])
         topo = build(spec)
-        shape = N.shape_of(topo, int(entry["gpus"]))
+        env = entry.get("nccl_env") or {}  # what the log's published job set (logs.yaml)
+        shape = N.with_nccl_env(N.shape_of(topo, int(entry["gpus"])), env, "logs.yaml nccl_env")
         rows = []
         for size, meas in zip(run.size_bytes, run.busbw_mean_gbps, strict=True):
             plan = N.nccl_collective(run.collective, shape, float(size))

@@ -39,7 +39,7 @@ KNOWN_MISSES = {
     "GiB) has a 4.5 ms intercept, the log's 4.9 ms (the fill of 142 NVLink hops of the 72-GPU "
     "chain), but runs the chain NVLink-bound at a marginal 364 GB/s algbw, the log 215: +20% at 512 MiB to +64% at "
     "16 GiB. The 32 rail NICs per rack the tree uses carry 3 shards per interior node, 517 GB/s "
-    "of algbw, so no modelled link binds at 217; NCCL's own channel count for this graph "
+    "of algbw, so no modelled link binds at 215; NCCL's own channel count for this graph "
     "(search.cc on the fused 72-GPU topology) is not known from the log",
 }
 
