@@ -50,6 +50,12 @@ class GPUSpec(Spec):
         description="GPUs one NVLink switch fabric joins when it spans nodes (72 on GB200 "
         "NVL72); None: the node",
     )
+    nic_attach: Literal["pcie_switch", "cpu"] = Field(
+        default="pcie_switch",
+        description="where the scale-out NIC attaches: a PCIe switch it shares with its GPU "
+        "(HGX boards; NCCL path PXB), or the CPU's PCIe, the GPU reaching it over NVLink-C2C "
+        "(GB200 compute trays; NCCL path PHB before 2.27, P2C after)",
+    )
 
     @field_validator("dense_tflops")
     @classmethod

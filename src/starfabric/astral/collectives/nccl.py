@@ -43,6 +43,7 @@ from starfabric.astral.collectives.protocols import (
     TREE_BW_RATIO,
     get_protocol,
 )
+from starfabric.astral.hardware import get_gpu
 from starfabric.astral.nccltests import busbw_factor
 from starfabric.astral.topology import Topology
 from starfabric.errors import ConfigError, InvariantError
@@ -103,6 +104,8 @@ class NcclShape:
     nic_port_gbs: float | None = None  # one port's rate when a NIC has several (2x200G)
     nvls_enable: bool = True  # NCCL_NVLS_ENABLE (see `with_nccl_env`)
     collnet_enable: bool = True  # NCCL_COLLNET_ENABLE
+    nic_via_c2c: bool = False  # the NIC hangs off the CPU, reached over C2C (GB200)
+    ll128_c2c: bool = True  # NCCL_LL128_C2C: LL128 across nodes over such a NIC path
 
     def __post_init__(self) -> None:
         if self.ranks < 2:
@@ -501,6 +504,10 @@ def enabled(op: str, shape: NcclShape) -> list[tuple[str, str]]:
         return [("pxn" if shape.nodes > 1 and shape.local > 1 else "direct", "Simple")]
     out: list[tuple[str, str]] = []
     protos = list(PROTOCOLS)
+    if shape.nodes > 1 and shape.nic_via_c2c and not shape.ll128_c2c:
+        # tuning.cc: LL128 needs the graph's GPU-NIC path <= PXN (2.26) or, from 2.27, P2C
+        # with NCCL_LL128_C2C=1; a CPU-attached NIC is PHB before 2.27, P2C after
+        protos.remove("LL128")
     nvls_ok = (
         shape.nvls_enable
         and shape.nvswitch
@@ -633,9 +640,15 @@ def nccl_collective(
     raise ConfigError(f"--algo {algorithm} does not apply to {op}", fix="use auto")
 
 
-NCCL_ENV_KEYS = {"NCCL_NVLS_ENABLE": "nvls_enable", "NCCL_COLLNET_ENABLE": "collnet_enable"}
+NCCL_ENV_KEYS = {
+    "NCCL_NVLS_ENABLE": "nvls_enable",
+    "NCCL_COLLNET_ENABLE": "collnet_enable",
+    "NCCL_LL128_C2C": "ll128_c2c",
+}
 """NCCL environment variables the tuner model honours (NCCL env.html): 0 takes the algorithm
-out of NCCL's choice (NVLS and NVLS-tree; CollNet), as `enabled` lists it."""
+out of NCCL's choice (NVLS and NVLS-tree; CollNet), as `enabled` lists it; NCCL_LL128_C2C=0
+takes LL128 off between nodes whose NICs hang off the CPU (tuning.cc from 2.27; NCCL 2.26 and
+older behave so always, their GPU-NIC path there being PHB)."""
 
 
 def nccl_env_fields(env: Mapping[str, object], where: str = "--nccl-env") -> dict[str, bool]:
@@ -673,14 +686,20 @@ def shape_of(topo: Topology, ranks: int) -> NcclShape:
     params = topo.params
     meta = topo.meta
     ports = int(meta.get("nic_ports", 1))  # a 2x200G NIC gives its GPU 400G
+    gpu_name = str(params.get("gpu", "H100"))
+    try:
+        via_c2c = get_gpu(gpu_name).nic_attach == "cpu"
+    except ConfigError:
+        via_c2c = False  # a GPU outside the catalog: NIC on a PCIe switch, as on HGX
     nic_bps = float(meta.get("nic_bps", meta.get("port_bps", 400e9))) * ports
     return NcclShape(
         ranks=ranks,
         local=local,
-        generation=gpu_generation(str(params.get("gpu", "H100"))),
+        generation=gpu_generation(gpu_name),
         nvlink_gbs=float(meta.get("nvlink_bps", 0.0)) / 8e9,
         nic_gbs=nic_bps / 8e9,
         nvswitch=local > 1,
         sharp=bool(params.get("in_network_reduction", False)),
         nic_port_gbs=nic_bps / ports / 8e9,
+        nic_via_c2c=via_c2c,
     )
