@@ -22,8 +22,6 @@ HW = DATA.parent / "nccl_hardware"
 LOGS: dict[str, dict[str, object]] = yaml.safe_load((HW / "logs.yaml").read_text())["logs"]
 
 KNOWN_MISSES = {
-    "gcp_a3high_2node_h100_tcpx_all_gather.txt": "GPUDirect-TCPX is host-CPU bound at ~50% of "
-    "its NICs; the model has no CPU-side transport limit",
     "coreweave_gb200_nvl72_1rack_72gpu_all_reduce_excerpt.txt": "the tuner's NVLS is NVLink-bound "
     "in the model at NVLINK_EFF x NCCL's Blackwell nvlsEfficiency = 0.59 of 900 GB/s; the log's "
     "marginal rate (time vs size, 4-8 GiB) is 421 GB/s algbw, 0.47 of NVLink: 4-8 GiB ~20% "
