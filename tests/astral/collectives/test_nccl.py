@@ -204,6 +204,19 @@ def test_adaptive_routing_balances_what_ecmp_collides() -> None:
     assert np.isclose(ar.link_bytes[nic_lo:nic_hi].sum(), ecmp.link_bytes[nic_lo:nic_hi].sum())
 
 
+def test_nccl_plans_pay_tunings_latency_once() -> None:
+    """tuning.cc's latency covers every step of a NCCL plan: run_plan's generic per-step
+    latency (for step-by-step plans) must not be added on top."""
+    topo = _small_topo(gpus=1024)
+    plan = N.nccl_ring("all_gather", _shape(16), 2.0**24)
+    fast = run_plan(topo, plan, step_latency_s=0.0)  # type: ignore[arg-type]
+    slow = run_plan(topo, plan, step_latency_s=1e-3)  # type: ignore[arg-type]
+    assert fast.time_s == slow.time_s
+    assert fast.time_s == pytest.approx(
+        plan.notes["latency_s"] + fast.steps[0].time_s
+    )  # ring: no fill
+
+
 def test_run_plan_rejects_unknown_transport() -> None:
     topo = _small_topo(gpus=1024)
     with pytest.raises(ConfigError):
