@@ -41,8 +41,9 @@ def logs() -> list[dict[str, object]]:
         env = entry.get("nccl_env") or {}  # what the log's published job set (logs.yaml)
         shape = N.with_nccl_env(N.shape_of(topo, int(entry["gpus"])), env, "logs.yaml nccl_env")
         rows = []
+        algo = str(entry.get("algo", "auto"))  # NCCL_ALGO where the run forced it
         for size, meas in zip(run.size_bytes, run.busbw_mean_gbps, strict=True):
-            plan = N.nccl_collective(run.collective, shape, float(size))
+            plan = N.nccl_collective(run.collective, shape, float(size), algo)
             res = run_plan(topo, plan, transport=spec.transport, rel_tol=0.02)
             rows.append(
                 {

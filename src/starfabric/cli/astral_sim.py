@@ -25,13 +25,14 @@ ALGOS = (
     "nvls",
     "nvls_tree",
     "collnet_direct",
+    "collnet_chain",
     "flat-ring",
     "hierarchical-ring",
     "hierarchical-tree",
     "direct",
     "pxn",
 )
-"""auto = NCCL's tuner choice; ring/tree/nvls/nvls_tree/collnet_direct = NCCL's algorithms
+"""auto = NCCL's tuner choice; ring/tree/nvls/nvls_tree/collnet_direct/collnet_chain = NCCL's algorithms
 (multi-channel, pipelined); flat-ring and hierarchical-* = the step-by-step decompositions."""
 PROTOS = ("auto", "LL", "LL128", "Simple")
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast")

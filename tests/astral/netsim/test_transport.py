@@ -8,9 +8,12 @@ import pytest
 
 from starfabric.astral.netsim.transport import (
     DCQCN_EFF,
+    TCPX_HOST_NIC_FRACTION,
+    TRANSPORTS,
     adaptive_paths,
     check_transport,
     contended_capacity,
+    host_limited_capacity,
 )
 from starfabric.errors import ConfigError
 
@@ -45,6 +48,16 @@ def test_dcqcn_derates_only_links_where_two_senders_meet() -> None:
     assert out[5] == pytest.approx(100e9 * DCQCN_EFF)
     assert out[6] == out[0] == 100e9
     assert (contended_capacity(ptr, links, np.array([0, 1, 2]), cap, "ib") == cap).all()
+
+
+def test_tcpx_host_cpu_caps_only_nic_links_and_only_for_tcpx() -> None:
+    line = np.full(10, 100e9)
+    scaled = line * 0.9  # already derated (protocol, NIC efficiency): the cap is a min
+    out = host_limited_capacity(scaled, line, 2, 6, "tcpx")
+    assert out[2:6] == pytest.approx(TCPX_HOST_NIC_FRACTION * 100e9)
+    assert (out[:2] == scaled[:2]).all() and (out[6:] == scaled[6:]).all()
+    for other in set(TRANSPORTS) - {"tcpx"}:  # TCPXO offloads the data path to the NIC
+        assert (host_limited_capacity(scaled, line, 2, 6, other) == scaled).all()
 
 
 def test_unknown_transport_is_a_config_error() -> None:

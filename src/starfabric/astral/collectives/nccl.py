@@ -80,7 +80,7 @@ NVLS_CHANNELS_SM100_NVL = 24
 NVLS_CHANNELS_SM100 = 32
 """NVLS_NCHANNELS_SM100: Blackwell across domains (ncclNvlsTreeSm100Tuning may lower it)."""
 
-ALGOS = ("ring", "tree", "nvls", "nvls_tree", "collnet_direct", "pxn", "direct")
+ALGOS = ("ring", "tree", "nvls", "nvls_tree", "collnet_direct", "collnet_chain", "pxn", "direct")
 """The algorithms a NCCL plan may name (NCCL_ALGO names, plus all-to-all's pxn/direct)."""
 
 
@@ -154,6 +154,15 @@ class NcclShape:
             for mult, floor in ((64, 65536), (8, 32768), (2, 16384)):
                 if nbytes < mult * ops * chunk and chunk > floor:
                     chunk = floor
+            return chunk
+        if algorithm == "collnet_chain":
+            # calcCollChunking: at most 256 KiB, halved while a channel has fewer chunks than
+            # the chain's depth (GPUs per node) x 64 / x 8 / x 1, down to 128 / 64 / 32 KiB
+            ch, depth = self.channels(algorithm), self.local
+            chunk = min(256 * 1024, base)
+            for mult, floor in ((64, 131072), (8, 65536), (1, 32768)):
+                while nbytes / (ch * chunk) < depth * mult and chunk > floor:
+                    chunk //= 2
             return chunk
         if algorithm == "nvls_tree":
             ch, tree_max = self._nvls_tuning()
@@ -309,6 +318,10 @@ def _notes(
     elif algorithm == "collnet_direct":
         lat += 2 * (min(1, local - 1) * intra + (local - 1) * 0.4) + inter
         net_steps, nvl_steps, fill_nvl, fill_net = 2.0, 2.0, 2.0, 1.0
+    elif algorithm == "collnet_chain":
+        lat += 2 * (local - 1) * intra + inter
+        net_steps, nvl_steps = 2.0, 2.0 * (local - 1)
+        fill_nvl, fill_net = 2.0 * (local - 1), 1.0
     return {
         "latency_s": lat * 1e-6,
         "lat_net_steps": net_steps,
@@ -498,6 +511,37 @@ def collnet_direct(shape: NcclShape, size: float) -> Plan:
     return _one_step_plan(shape, f, "all_reduce", "collnet_direct", "Simple", ch, size, "collnet")
 
 
+def collnet_chain(shape: NcclShape, size: float) -> Plan:
+    """CollNet chain (SHARP; all_reduce.h COLLNET_CHAIN, connect.cc collnetChain): channel c
+    chains the node's GPUs from the one on rail c mod local, whose NIC sends the chain's sum
+    into the switches and receives the reduced result; reduce goes up the chain and broadcast
+    comes back down it over NVLink, each carrying the channel's share S / channels."""
+    if not shape.sharp:
+        raise ConfigError(
+            "collnet_chain: the fabric has no in-network reduction",
+            fix="set in_network_reduction: true in the cluster, or use another --algo",
+        )
+    if shape.nodes < 2:
+        raise ConfigError("collnet_chain: needs >= 2 hosts", fix="use ring or nvls in one host")
+    ch = shape.channels("collnet_chain")
+    n, local, hosts = shape.ranks, shape.local, shape.nodes
+    share = size / ch
+    f = _Flows.empty()
+    base = np.arange(hosts, dtype=np.int64) * local
+    for c in range(ch):
+        chain = _chain(shape, c % local)
+        if local > 1:
+            a = (base[:, None] + chain[None, 1:]).ravel()
+            b = (base[:, None] + chain[None, :-1]).ravel()
+            f.add(a, b, share, c)  # reduce up the chain
+            f.add(b, a, share, c)  # broadcast down
+        head = base + chain[0]
+        far = (head + local) % n  # a GPU of another host on the same rail: the NIC hop
+        f.add(head, far, share, c, half=1)
+        f.add(far, head, share, c, half=2)
+    return _one_step_plan(shape, f, "all_reduce", "collnet_chain", "Simple", ch, size, "collnet")
+
+
 def enabled(op: str, shape: NcclShape) -> list[tuple[str, str]]:
     """(algorithm, protocol) pairs NCCL would consider for `op` on `shape` (tuning.cc rules)."""
     if op == "alltoall":
@@ -637,6 +681,8 @@ def nccl_collective(
         return nvls_tree(shape, size)
     if algorithm == "collnet_direct":
         return collnet_direct(shape, size)
+    if algorithm == "collnet_chain":
+        return collnet_chain(shape, size)
     raise ConfigError(f"--algo {algorithm} does not apply to {op}", fix="use auto")
 
 

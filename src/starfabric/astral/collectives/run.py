@@ -21,9 +21,10 @@ from starfabric.astral.netsim.transport import (
     adaptive_paths,
     check_transport,
     contended_capacity,
+    host_limited_capacity,
 )
 from starfabric.astral.routing import route_flows
-from starfabric.astral.topology import LINK_NVLINK, Topology
+from starfabric.astral.topology import LINK_NIC, LINK_NVLINK, Topology
 from starfabric.errors import ConfigError, InfeasibleError
 
 STEP_LATENCY_S = 5e-6
@@ -295,11 +296,18 @@ def run_plan(
     cap, lat = topo.link_capacity_bps, topo.link_latency_s
     nvl_lo, nvl_hi = topo.links_of_kind(LINK_NVLINK)
     cap = _scaled_capacity(cap, plan.notes, nvl_lo, nvl_hi)
+    if transport is not None:
+        cap = host_limited_capacity(
+            cap, topo.link_capacity_bps, *topo.links_of_kind(LINK_NIC), transport
+        )
     link_bytes = np.zeros(topo.n_links)
     times: list[StepTime] = []
     total = 0.0
     nvl_mask = np.zeros(topo.n_links, np.bool_)
     nvl_mask[nvl_lo:nvl_hi] = True
+    # a NCCL plan's `latency_s` is tuning.cc's whole latency (base + every step's hwLat): its
+    # one pipelined step pays nothing more
+    per_step_s = 0.0 if "latency_s" in plan.notes else step_latency_s
     for step in plan.steps:
         ptr, links = step_paths(topo, step, gpus, seed=seed, polarized=polarized, failed=failed)
         step_cap = cap
@@ -343,7 +351,7 @@ def run_plan(
         )
         imb = float(lb[net].max() / lb[net].mean()) if net.any() else 1.0
         times.append(StepTime(step.phase, len(step), t, step.repeat, util, imb))
-        total += step.repeat * (t + step_latency_s)
+        total += step.repeat * (t + per_step_s)
     total += plan.notes.get("latency_steps", 0.0) * step_latency_s
     total += plan.notes.get("latency_s", 0.0)
     return CollectiveResult(

@@ -46,6 +46,35 @@ DCQCN_EFF = 0.95
 converges to the fair share with rate oscillations and queue swings; 5% idle is ours."""
 
 
+TCPX_HOST_NIC_FRACTION = 0.5
+"""GPUDirect-TCPX (GCP A3 High): fraction of its NICs' line rate the host CPU sustains. TCPX
+lands payloads in GPU memory (devmem TCP, header split) but every packet still goes through the
+host's kernel TCP stack on both ends; Google's published run configuration pins each NIC's TX
+and RX threads to 14 cores of its NUMA node, two NICs sharing them
+(GoogleCloudPlatform/container-engine-accelerators gpudirect-tcpx/README.md,
+NCCL_GPUDIRECTTCPX_TX/RX_BINDINGS). The figure is the published A3 High nccl-tests all_gather
+(dstack docs, GCP clusters, "A3 High/Edge"; Google's run-allgather.sh): ~50 GB/s busbw on 4 x
+200 Gb/s = 100 GB/s of NICs per host, beside 188.5 of 200 GB/s (0.94) for the same H100s with
+GPUDirect-TCPXO, whose NIC offloads that data path. Assumption: the same fraction at every
+size and node count; no second public TCPX figure was found to check it against."""
+
+HOST_LIMITED = {"tcpx": TCPX_HOST_NIC_FRACTION}
+"""Transports whose host CPU caps every NIC link at a fraction of its line rate."""
+
+
+def host_limited_capacity(
+    capacity_bps: FloatArray, line_bps: FloatArray, nic_lo: int, nic_hi: int, transport: str
+) -> FloatArray:
+    """NIC link capacities under a transport whose host CPU handles every packet (TCPX): each
+    NIC link (both directions) carries at most the host's fraction of its line rate."""
+    frac = HOST_LIMITED.get(transport)
+    if frac is None:
+        return capacity_bps
+    out = capacity_bps.copy()
+    out[nic_lo:nic_hi] = np.minimum(out[nic_lo:nic_hi], frac * line_bps[nic_lo:nic_hi])
+    return out
+
+
 def check_transport(name: str) -> str:
     """The transport name, or a ConfigError naming the choices."""
     if name not in TRANSPORTS:
