@@ -25,20 +25,22 @@ KNOWN_MISSES = {
     "gcp_a3high_2node_h100_tcpx_all_gather.txt": "GPUDirect-TCPX is host-CPU bound at ~50% of "
     "its NICs; the model has no CPU-side transport limit",
     "coreweave_gb200_nvl72_1rack_72gpu_all_reduce_excerpt.txt": "NVLS (the job set "
-    "NCCL_NVLS_ENABLE=1, NCCL 2.25.1, logs.yaml) on one 72-GPU domain: the model runs each GPU "
-    "link at NVLINK_EFF x nvlsEfficiency = 0.59 of 900 GB/s, as 8-GPU Blackwell NVLS does (8x "
-    "B300: 483 GB/s algbw x 9/8 = 0.60, NVIDIA/nccl#2140); the rack moves 421 GB/s algbw x 33/32 "
-    "= 434 GB/s per link direction (0.48) at 4-8 GiB: +20% there, +37-56% at 512 MiB-1 GiB. The "
-    "same ports carry 680 GB/s each way in Azure's 4-GPU GB200 ring (0.755; the model is +6%, "
-    "test_gb200_ring_on_one_tray_matches_azures_published_busbw) and 430 in the 20-rack tree "
-    "chain: rack-wide traffic, not the port, is slower, and no published source gives its rate. "
-    "2.25.1 also runs 32 NVLS channels on Blackwell (nvls.cc NVLS_NCHANNELS_SM100; 24 in one "
-    "domain and nvlsEfficiency only from 2.27): with 32 the miss is +52% at 512 MiB, +19% at 8 GiB",
+    "NCCL_NVLS_ENABLE=1, NCCL 2.25.1 with its 32 NVLS channels, logs.yaml) on one 72-GPU domain: "
+    "the model runs each GPU link at NVLINK_EFF x nvlsEfficiency = 0.59 of 900 GB/s, as 8-GPU "
+    "Blackwell NVLS does (8x B300: 483 GB/s algbw x 9/8 = 0.60, NVIDIA/nccl#2140); the rack "
+    "moves 421 GB/s algbw x 33/32 = 434 GB/s per link direction (0.48) at 4-8 GiB: +19% there, "
+    "+35-52% at 512 MiB-1 GiB (time-vs-size intercept 0.13 ms modelled, 0.57 ms in the log). "
+    "The same ports carry 680 GB/s each way in Azure's 4-GPU GB200 ring (0.755; the model is "
+    "+6%, test_gb200_ring_on_one_tray_matches_azures_published_busbw) and 430 in the 20-rack "
+    "tree chain: rack-wide traffic, not the port, is slower, and no published source gives its "
+    "rate or the extra fixed cost",
     "coreweave_gb200_nvl72_2rack_144gpu_all_reduce_excerpt.txt": "NVLS-tree (NCCL_NVLS_ENABLE=1, "
-    "NCCL 2.25.1) between 2 racks is bound by the same in-rack NVLS rate (the log's marginal 417 "
-    "GB/s algbw equals 1 rack's): +25% at 16 GiB to +51% at 512 MiB, the 1-rack miss. The "
-    "inter-rack hop runs without GPUDirect RDMA (2.25.1 has no NET_GDR_C2C and GB200's NIC path "
-    "is PHB > PXB, paths.cc; the job sets no GDR level), yet does not bind: the rate is 1 rack's",
+    "NCCL 2.25.1: 32 channels, 128 KiB tree chunks at 2 nodes, logs.yaml) between 2 racks is "
+    "bound by the same in-rack NVLS rate (the log's marginal 421 GB/s algbw equals 1 rack's, "
+    "the model's 517): +23% at 16 GiB to +30% at 1-2 GiB, +25% at 512 MiB; 2.25.1's chunk "
+    "moves the modelled intercept from 0.37 to 0.66 ms, the log's 1.06. The inter-rack hop runs "
+    "without GPUDirect RDMA (2.25.1 has no NET_GDR_C2C and GB200's NIC path is PHB > PXB, "
+    "paths.cc; the job sets no GDR level), yet does not bind: the rate is 1 rack's",
     "coreweave_gb200_nvl72_20rack_1440gpu_all_reduce_excerpt.txt": "NVLS off (the later job's "
     "NCCL_NVLS_ENABLE=0, NCCL 2.26.2 with NCCL_NET_GDR_C2C=1, logs.yaml): the tuner picks "
     "tree/Simple (LL128 is off over GB200's CPU-attached NICs in 2.26); the time-vs-size line "
@@ -304,6 +306,26 @@ def test_nccl_env_disables_nvls_and_collnet_in_the_tuner() -> None:
         N.with_nccl_env(one, {"NCCL_ALGO": "ring"}, "logs.yaml")
     with pytest.raises(ConfigError, match="=0 or"):
         N.with_nccl_env(one, {"NCCL_NVLS_ENABLE": "yes"})
+
+
+def test_nccl_env_sets_nvls_channels_and_tree_chunk_as_225_did() -> None:
+    """NCCL 2.25/2.26 ran 32 NVLS channels on every Blackwell communicator (nvls.cc
+    NVLS_NCHANNELS_SM100) and NVLS-tree chunks of 128 KiB below 4 nodes (enqueue.cc); 2.27+
+    runs 24 in one NVLink domain and 64 KiB at 2 nodes of >= 16 GPUs. The logs.yaml env
+    (NCCL_NVLS_NCHANNELS, NCCL_NVLSTREE_MAX_CHUNKSIZE) gives the older values back."""
+    rack = _shape(72, local=72, gen="blackwell", nvlink_gbs=900.0)
+    two = _shape(144, local=72, gen="blackwell", nvlink_gbs=900.0)
+    assert rack.channels("nvls") == 24 and two.chunk_bytes("nvls_tree", "Simple", 2**34) == 65536
+    old = N.with_nccl_env(rack, {"NCCL_NVLS_NCHANNELS": "32"})
+    assert old.channels("nvls") == 32 and old.channels("ring") == rack.channels("ring")
+    env = {"NCCL_NVLS_NCHANNELS": 32, "NCCL_NVLSTREE_MAX_CHUNKSIZE": 131072}
+    old2 = N.with_nccl_env(two, env)
+    assert old2.channels("nvls_tree") == 32
+    assert old2.chunk_bytes("nvls_tree", "Simple", 2**34) == 131072
+    assert N.with_nccl_env(rack, {"NCCL_NVLS_NCHANNELS": 64}).channels("nvls") == 32  # maxCTAs
+    for bad in ("0", "-1", "many"):
+        with pytest.raises(ConfigError, match="positive integer"):
+            N.with_nccl_env(rack, {"NCCL_NVLS_NCHANNELS": bad})
 
 
 def test_ll128_stays_off_between_racks_over_gb200s_cpu_attached_nics() -> None:
