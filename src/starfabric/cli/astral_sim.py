@@ -104,7 +104,8 @@ def sim_collective(
         [],
         "--nccl-env",
         help="NCCL variable the job sets, KEY=VALUE, repeatable (NCCL_NVLS_ENABLE, "
-        "NCCL_COLLNET_ENABLE): what the tuner may pick.",
+        "NCCL_COLLNET_ENABLE, NCCL_LL128_C2C: what the tuner may pick; NCCL_NVLS_NCHANNELS, "
+        "NCCL_NVLSTREE_MAX_CHUNKSIZE: NVLS channels and NVLS-tree chunk).",
     ),
     sweep: bool = typer.Option(False, "--sweep", help="nccl-tests-style table over sizes."),
     min_size: str = typer.Option("1MiB", "--min-size", help="Smallest size of --sweep."),

@@ -106,6 +106,8 @@ class NcclShape:
     collnet_enable: bool = True  # NCCL_COLLNET_ENABLE
     nic_via_c2c: bool = False  # the NIC hangs off the CPU, reached over C2C (GB200)
     ll128_c2c: bool = True  # NCCL_LL128_C2C: LL128 across nodes over such a NIC path
+    nvls_nchannels: int = 0  # NCCL_NVLS_NCHANNELS (0: ncclNvlsTuning's own count)
+    nvlstree_max_chunk: int = 0  # NCCL_NVLSTREE_MAX_CHUNKSIZE (0: the tuning's own)
 
     def __post_init__(self) -> None:
         if self.ranks < 2:
@@ -127,7 +129,15 @@ class NcclShape:
         return max(2, min(MAX_CHANNELS, 2 * self.local))
 
     def _nvls_tuning(self) -> tuple[int, int]:
-        """(channels, tree max chunk) as ncclNvlsTuning sets them (nvls.cc)."""
+        """(channels, tree max chunk) as ncclNvlsTuning sets them (nvls.cc), or as the job's
+        NCCL_NVLS_NCHANNELS / NCCL_NVLSTREE_MAX_CHUNKSIZE override them."""
+        ch, tree_max = self._nvls_default_tuning()
+        # nvls.cc clamps the count to [minCTAs, maxCTAs]: at most MAXCHANNELS
+        return (min(MAX_CHANNELS, self.nvls_nchannels or ch), self.nvlstree_max_chunk or tree_max)
+
+    def _nvls_default_tuning(self) -> tuple[int, int]:
+        """NCCL 2.27+'s defaults (2.25/2.26: 32 channels on Blackwell everywhere and a tree max
+        chunk of 64 KiB from 4 nodes, else 128 KiB; logs.yaml sets those as env for them)."""
         chunk = 128 * 1024
         if self.generation != "blackwell":
             return NVLS_CHANNELS_SM90, (65536 if self.nodes >= 4 else chunk)
@@ -690,17 +700,23 @@ NCCL_ENV_KEYS = {
     "NCCL_NVLS_ENABLE": "nvls_enable",
     "NCCL_COLLNET_ENABLE": "collnet_enable",
     "NCCL_LL128_C2C": "ll128_c2c",
+    "NCCL_NVLS_NCHANNELS": "nvls_nchannels",
+    "NCCL_NVLSTREE_MAX_CHUNKSIZE": "nvlstree_max_chunk",
 }
 """NCCL environment variables the tuner model honours (NCCL env.html): 0 takes the algorithm
 out of NCCL's choice (NVLS and NVLS-tree; CollNet), as `enabled` lists it; NCCL_LL128_C2C=0
 takes LL128 off between nodes whose NICs hang off the CPU (tuning.cc from 2.27; NCCL 2.26 and
-older behave so always, their GPU-NIC path there being PHB)."""
+older behave so always, their GPU-NIC path there being PHB). NCCL_NVLS_NCHANNELS and
+NCCL_NVLSTREE_MAX_CHUNKSIZE (positive integers) set NVLS's channel count and NVLS-tree's
+largest chunk, which NCCL 2.25/2.26 chose differently from 2.27+ (see `_nvls_default_tuning`)."""
+
+_NCCL_ENV_INTS = frozenset({"nvls_nchannels", "nvlstree_max_chunk"})
 
 
-def nccl_env_fields(env: Mapping[str, object], where: str = "--nccl-env") -> dict[str, bool]:
+def nccl_env_fields(env: Mapping[str, object], where: str = "--nccl-env") -> dict[str, bool | int]:
     """The NcclShape fields these NCCL environment variables set (ConfigError, naming `where`,
     for a variable or value the model does not know)."""
-    changes: dict[str, bool] = {}
+    changes: dict[str, bool | int] = {}
     for key, value in env.items():
         field_name = NCCL_ENV_KEYS.get(str(key).upper())
         if field_name is None:
@@ -709,6 +725,11 @@ def nccl_env_fields(env: Mapping[str, object], where: str = "--nccl-env") -> dic
                 fix=f"use one of {', '.join(NCCL_ENV_KEYS)}",
             )
         text = str(value).strip()
+        if field_name in _NCCL_ENV_INTS:
+            if not text.isdigit() or int(text) < 1:
+                raise ConfigError(f"{where}: {key}={value}", fix=f"use {key}=<positive integer>")
+            changes[field_name] = int(text)
+            continue
         if text not in ("0", "1"):
             raise ConfigError(f"{where}: {key}={value}", fix=f"use {key}=0 or {key}=1")
         changes[field_name] = text == "1"
