@@ -40,7 +40,8 @@ H100_400G_GRAPHS = {
     "ring": N.SearchGraph(8, SEARCH_SPEED_SM90_GBS, SEARCH_SPEED_SM90_GBS),
     "tree": N.SearchGraph(8, SEARCH_SPEED_SM90_GBS, SEARCH_SPEED_SM90_GBS),
     # NVLS-tree reads nvlsGraph: one channel per head (8), never duplicated; multi-node NVLS
-    # searches with the inter speed array, so 48 / 48 as well
+    # searches with the inter speed array (48 / 48 taken; the estimate is the same for any
+    # bwIntra >= 30.6 and bwInter >= 45.5, where perChMaxNVLSTreeBw binds)
     "nvls_tree": N.SearchGraph(8, SEARCH_SPEED_SM90_GBS, SEARCH_SPEED_SM90_GBS),
 }
 """NCCL's search graphs on an H100 host with 8 x 400G NICs (search.cc, as worked out in
