@@ -30,6 +30,25 @@ DATA = ROOT / "tests" / "data" / "nccl_tests"
 HW = ROOT / "tests" / "data" / "nccl_hardware"
 LINE_RATE_BOUND_GBPS = 400.0
 
+SEARCH_SPEED_SM90_GBS = 48.0
+"""sm90SpeedArrayInter[0] (search.cc): the fastest per-channel rate NCCL's search tries on Hopper
+across nodes, the one a 400G (50 GB/s) NIC per channel reaches."""
+
+H100_400G_GRAPHS = {
+    # one channel per NIC at 48 GB/s; not duplicated (bwIntra 48 < 50 with 8 > 4 channels on
+    # sm90, ncclTopoDupChannels), so 16 coll channels run but the tuner counts 8 x 48
+    "ring": N.SearchGraph(8, SEARCH_SPEED_SM90_GBS, SEARCH_SPEED_SM90_GBS),
+    "tree": N.SearchGraph(8, SEARCH_SPEED_SM90_GBS, SEARCH_SPEED_SM90_GBS),
+    # NVLS-tree reads nvlsGraph: one channel per head (8), never duplicated; multi-node NVLS
+    # searches with the inter speed array (48 / 48 taken; the estimate is the same for any
+    # bwIntra >= 30.6 and bwInter >= 45.5, where perChMaxNVLSTreeBw binds)
+    "nvls_tree": N.SearchGraph(8, SEARCH_SPEED_SM90_GBS, SEARCH_SPEED_SM90_GBS),
+}
+"""NCCL's search graphs on an H100 host with 8 x 400G NICs (search.cc, as worked out in
+docs/astral.md 'at scale: why not 400'), beside the shape approximation `auto` uses."""
+
+SCALE_ALGOS = ("nvls_tree", "tree", "ring")
+
 
 def logs() -> list[dict[str, object]]:
     index = yaml.safe_load((HW / "logs.yaml").read_text())["logs"]
@@ -69,7 +88,15 @@ def scale() -> list[dict[str, object]]:
             t0 = time.perf_counter()
             res = run_plan(topo, plan, transport=transport, rel_tol=0.02)
             size = 2.0**30
-            tuner_s = N.tuner_time_s("all_reduce", plan.algorithm, "Simple", size, shape)
+            tuner_s = N.tuner_time_s(
+                "all_reduce",
+                plan.algorithm,
+                "Simple",
+                size,
+                shape,
+                H100_400G_GRAPHS[plan.algorithm],
+            )
+            shape_s = N.tuner_time_s("all_reduce", plan.algorithm, "Simple", size, shape)
             bw_us = res.steps[0].time_s * 1e6
             lat_us = plan.notes.get("latency_s", 0.0) * 1e6
             out.append(
@@ -82,9 +109,40 @@ def scale() -> list[dict[str, object]]:
                     "nccl_latency_us": lat_us,
                     "fill_and_step_us": res.time_s * 1e6 - bw_us - lat_us,
                     "time_us": res.time_s * 1e6,
-                    # NCCL's own cost model (tuning.cc: latency + bytes / busbw at line rate)
+                    # NCCL's own cost model (tuning.cc: latency + bytes / busbw) on its search
+                    # graphs, and on the shape approximation `auto` ranks with
                     "tuner_busbw_gbps": size * plan.bus_factor / tuner_s / 1e9,
+                    "tuner_shape_busbw_gbps": size * plan.bus_factor / shape_s / 1e9,
                     "wall_s": time.perf_counter() - t0,
+                }
+            )
+    return out
+
+
+def per_algorithm() -> list[dict[str, object]]:
+    """Each algorithm NCCL could run at 1,024 / 4,096 GPUs (1 GiB, Simple): the model's plan
+    (IB) beside NCCL's tuner estimate on its search graphs and on the shape approximation."""
+    spec = load_spec(ClusterSpec, ROOT / "tests" / "data" / "clusters" / "fat-tree-h100-4k.yaml")
+    topo = build(spec)
+    size = 2.0**30
+    out = []
+    for gpus in (1024, 4096):
+        shape = N.shape_of(topo, gpus)
+        for algo in SCALE_ALGOS:
+            plan = N.nccl_collective("all_reduce", shape, size, algo, "Simple")
+            res = run_plan(topo, plan, transport="ib", rel_tol=0.02)
+            graph = H100_400G_GRAPHS[algo]
+            t_graph = N.tuner_time_s("all_reduce", algo, "Simple", size, shape, graph)
+            t_shape = N.tuner_time_s("all_reduce", algo, "Simple", size, shape)
+            lat = N.tuner_time_s("all_reduce", algo, "Simple", 0.0, shape, graph)
+            out.append(
+                {
+                    "gpus": gpus,
+                    "algorithm": algo,
+                    "model_busbw_gbps": res.busbw_gbps,
+                    "tuner_busbw_gbps": size * plan.bus_factor / t_graph / 1e9,
+                    "tuner_latency_us": lat * 1e6,
+                    "tuner_shape_busbw_gbps": size * plan.bus_factor / t_shape / 1e9,
                 }
             )
     return out
@@ -97,6 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     per_log = logs()
     at_scale = scale()
+    algos = per_algorithm()
     for entry in per_log:
         rows = entry["rows"]
         assert isinstance(rows, list)
@@ -111,12 +170,21 @@ def main(argv: list[str] | None = None) -> int:
             f"fat-tree {r['gpus']:>5} GPUs {r['transport']:<4} {r['algorithm']}: busbw "
             f"{r['busbw_gbps']:.1f} GB/s (bandwidth {r['bandwidth_part_us']:.0f} + NCCL latency "
             f"{r['nccl_latency_us']:.0f} + fill {r['fill_and_step_us']:.0f} = {r['time_us']:.0f} us;"
-            f" NCCL's tuner model {r['tuner_busbw_gbps']:.1f} GB/s)"
+            f" NCCL's tuner model {r['tuner_busbw_gbps']:.1f} GB/s on its search graphs,"
+            f" {r['tuner_shape_busbw_gbps']:.1f} as `auto` approximates it)"
+        )
+    for r in algos:
+        print(
+            f"fat-tree {r['gpus']:>5} GPUs ib --algo {r['algorithm']:<9}: model "
+            f"{r['model_busbw_gbps']:6.1f} GB/s; NCCL tuner {r['tuner_busbw_gbps']:6.1f} "
+            f"(latency {r['tuner_latency_us']:.0f} us; shape approximation "
+            f"{r['tuner_shape_busbw_gbps']:.1f})"
         )
     ref = next(r for r in at_scale if r["gpus"] == 1024 and r["transport"] == "ib")
     out = {
         "logs": per_log,
         "scale": at_scale,
+        "per_algorithm": algos,
         "wall_s": time.perf_counter() - t0,
         "busbw_over_line_rate_1024_ib": float(ref["busbw_gbps"]) / LINE_RATE_BOUND_GBPS,
     }

@@ -34,6 +34,17 @@ def test_adaptive_routing_spreads_colliding_flows_over_free_uplinks() -> None:
     assert (links[ptr[:-1]] == np.arange(4)).all()  # first hop (the NIC port) unchanged
 
 
+def test_adaptive_routing_moves_a_flow_whose_nic_port_is_busy_too() -> None:
+    # NIC links 0 and 3 carry two flows each; three of the four share uplink 1. A move keeps
+    # the NIC port, so the port's own load must not be charged twice: the busiest link after
+    # adaptive routing carries 2 flows (the NICs), not 3 (the uplink)
+    a = _csr([[0, 1], [0, 1], [3, 1], [3, 4]])
+    b = _csr([[0, 2], [0, 2], [3, 2], [3, 5]])
+    ptr, links = adaptive_paths([a, b], np.full(4, 1e6), np.full(8, 100e9), seed=0)
+    assert np.bincount(links, minlength=8).max() == 2
+    assert (links[ptr[:-1]] == [0, 0, 3, 3]).all()
+
+
 def test_adaptive_routing_never_changes_the_nic_port() -> None:
     base = _csr([[0, 10], [0, 10]])
     other_port = _csr([[1, 11], [1, 11]])

@@ -589,18 +589,37 @@ def enabled(op: str, shape: NcclShape) -> list[tuple[str, str]]:
     return out
 
 
-def tuner_time_s(op: str, algorithm: str, proto: str, nbytes: float, shape: NcclShape) -> float:
+@dataclass(frozen=True)
+class SearchGraph:
+    """One of NCCL's search graphs as the tuner reads it: channels, bwIntra, bwInter (GB/s per
+    channel; search.cc quantizes them to its speed arrays and duplicates channels only while
+    bwIntra >= 50 on sm80+ or the graph has <= 4 channels, ncclTopoDupChannels)."""
+
+    channels: int
+    bw_intra: float
+    bw_inter: float
+
+
+def tuner_time_s(
+    op: str,
+    algorithm: str,
+    proto: str,
+    nbytes: float,
+    shape: NcclShape,
+    graph: SearchGraph | None = None,
+) -> float:
     """NCCL's own cost model (tuning.cc ncclTopoTuneModel + ncclTopoGetAlgoTime), in seconds.
 
     Per-channel bandwidths come from the shape the way NCCL's search reports them: NVLink per
-    GPU over the channels (bwIntra), the host's NICs over the channels (bwInter).
+    GPU over the channels (bwIntra), the host's NICs over the channels (bwInter), unless
+    `graph` gives the search graph itself (what `auto` uses is the shape's approximation).
     """
     n, nodes, local = shape.ranks, shape.nodes, shape.local
     gen = shape.generation
     idx2 = min(nodes, 3) - 1
-    ch = shape.channels(algorithm)
-    bw_intra = shape.nvlink_gbs / ch
-    bw_inter = shape.nic_gbs * local / ch
+    ch = shape.channels(algorithm) if graph is None else graph.channels
+    bw_intra = shape.nvlink_gbs / ch if graph is None else graph.bw_intra
+    bw_inter = shape.nic_gbs * local / ch if graph is None else graph.bw_inter
     nsteps = _nsteps(op, n) if op != "broadcast" else n
     bw = bw_intra if nodes <= 2 or algorithm == "collnet_direct" else bw_inter
     if nodes > 1 and algorithm == "ring":

@@ -118,6 +118,14 @@ def adaptive_paths(
     base_ptr, base_links = candidates[0]
     first = _first_links(base_ptr, base_links)
     same_port = np.stack([_first_links(p, lk) == first for p, lk in candidates])
+    # on[j][k, e]: candidate j's link entry e is on the same flow's candidate k too, so a flow
+    # moving from k to j adds no load there (its NIC port and last hop are always shared)
+    n_links = len(cap)
+    keys = [owners[j] * n_links + lk for j, (_, lk) in enumerate(candidates)]
+    on = [
+        np.stack([np.isin(keys[j], keys[k]) for k in range(len(candidates))])
+        for j in range(len(candidates))
+    ]
     for _ in range(AR_ROUNDS):
         load = np.zeros(len(cap))
         for j, (_, lk) in enumerate(candidates):
@@ -126,8 +134,8 @@ def adaptive_paths(
         util = load / cap
         cost = np.empty((len(candidates), n))
         for j, (p, lk) in enumerate(candidates):
-            own = np.where(choice == j, 0.0, 1.0) * size_bytes
-            per_link_add = np.repeat(own, np.diff(p)) / cap[lk]
+            held = on[j][choice[owners[j]], np.arange(len(lk))]
+            per_link_add = np.where(held, 0.0, size_bytes[owners[j]]) / cap[lk]
             v = util[lk] + per_link_add
             lengths = np.diff(p)
             red = np.maximum.reduceat(v, np.minimum(p[:-1], len(lk) - 1)) if len(lk) else v
