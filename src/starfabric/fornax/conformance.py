@@ -34,6 +34,7 @@ from starfabric.fornax.engine.config import EngineConfig, make_config
 from starfabric.fornax.keys import canonicalize
 from starfabric.fornax.packets import (
     PROTO_ICMP,
+    PROTO_ICMPV6,
     PROTO_TCP,
     PROTO_UDP,
     TCP_OPT_HDR,
@@ -50,7 +51,8 @@ from starfabric.fornax.vpc.allow_all import allow_all_policy
 FORMAT = "starfabric-conntrack-recording/1"
 DATAPATHS = ("fast", "reference", "softpath")
 METRICS = ("state", "timer", "rearm", "verdict")
-_PROTO = {"tcp": PROTO_TCP, "udp": PROTO_UDP, "icmp": PROTO_ICMP}
+_PROTO = {"tcp": PROTO_TCP, "udp": PROTO_UDP, "icmp": PROTO_ICMP, "icmpv6": PROTO_ICMPV6}
+_ICMPS = (PROTO_ICMP, PROTO_ICMPV6)
 NS = 1_000_000_000
 
 
@@ -90,7 +92,8 @@ def _error_batch(p: dict[str, Any], t: int) -> PacketBatch:
     osrc, odst = ip_to_halves(e["outer_src"]), ip_to_halves(e["outer_dst"])
     isrc, idst = ip_to_halves(e["inner_src"]), ip_to_halves(e["inner_dst"])
     inner = e["inner"]
-    cols = {"time_ns": t, "vni": 1, "proto": PROTO_ICMP, "src_hi": osrc[0], "src_lo": osrc[1],
+    proto = PROTO_ICMPV6 if ":" in e["outer_src"] else PROTO_ICMP
+    cols = {"time_ns": t, "vni": 1, "proto": proto, "src_hi": osrc[0], "src_lo": osrc[1],
             "dst_hi": odst[0], "dst_lo": odst[1], "sport": 0,
             "dport": (int(e["type"]) << 8) | int(e["code"]), "length": 56,
             "inner_proto": _PROTO[inner["proto"]], "inner_src_hi": isrc[0],
@@ -102,23 +105,26 @@ def _error_batch(p: dict[str, Any], t: int) -> PacketBatch:
 def session_batch(conv: dict[str, Any], t: int, addr: dict[str, str]) -> PacketBatch:
     """A packet of the conversation's own tuple (client -> server): its entry's key."""
     probe = {"tcp": {"flags": 0x10, "seq": 0, "ack": 0, "win": 0, "payload": 0},
-             "udp": {"payload": 0}, "icmp": {"type": 8, "code": 0}}[conv["proto"]]  # fmt: skip
+             "udp": {"payload": 0}, "icmp": {"type": 8, "code": 0},
+             "icmpv6": {"type": 128, "code": 0}}[conv["proto"]]  # fmt: skip
     return packet_batch(conv, {"dir": 0, **probe}, t, addr)
 
 
 def packet_batch(
     conv: dict[str, Any], p: dict[str, Any], t: int, addr: dict[str, str]
 ) -> PacketBatch:
-    """One recorded packet as a batch row (dir 0: client -> server)."""
+    """One recorded packet as a batch row (dir 0: client -> server); the conversation's own
+    addresses (an IPv6 one's) where it has them, else the recording's."""
     if p.get("error"):
         return _error_batch(p, t)
+    addr = conv.get("addresses", addr)
     c, s = ip_to_halves(addr["client"]), ip_to_halves(addr["server"])
     src, dst = (c, s) if p["dir"] == 0 else (s, c)
     port = int(conv["port"])
     proto = _PROTO[conv["proto"]]
     cols: dict[str, Any] = {"time_ns": t, "vni": 1, "proto": proto, "src_hi": src[0],
                             "src_lo": src[1], "dst_hi": dst[0], "dst_lo": dst[1]}  # fmt: skip
-    if proto == PROTO_ICMP:  # the recorder's echo identifier is the conversation's port
+    if proto in _ICMPS:  # the recorder's echo identifier is the conversation's port
         cols.update(sport=port, dport=(int(p["type"]) << 8) | int(p["code"]), length=64)
     else:
         cols.update(sport=port if p["dir"] == 0 else 80, dport=80 if p["dir"] == 0 else port)
@@ -244,7 +250,10 @@ def replay(doc: dict[str, Any], datapath: str, names: set[str] | None = None) ->
     """Replay every conversation (or those named) through one datapath."""
     out = Replay(datapath)
     addr = doc["addresses"]
-    policy = allow_all_policy([addr["client"], addr["server"]])
+    hosts = dict.fromkeys([addr["client"], addr["server"]])
+    for conv in doc["conversations"]:
+        hosts.update(dict.fromkeys(conv.get("addresses", {}).values()))
+    policy = allow_all_policy(list(hosts))
     state_names = {s.name: int(s) for s in TcpState}
     armed = {int(v) for k, v in doc.get("sysctl_defaults", {}).items() if "timeout" in k}
     for conv in doc["conversations"]:
