@@ -810,8 +810,30 @@ def kernel_timeouts() -> dict[str, int]:
     return {n: int(sh("sysctl", "-n", f"net.netfilter.nf_conntrack_{n}", ns=NS_R)) for n in names}
 
 
-def match(ent: dict[str, Any], proto: str, a: tuple[str, int], b: tuple[str, int]) -> bool:
+#: ICMP(v6) query and reply types -> the request type of their class (an entry's orig type).
+ICMP_CLASS = {8: 8, 0: 8, 13: 13, 14: 13, 15: 15, 16: 15, 17: 17, 18: 17}
+ICMP6_CLASS = {128: 128, 129: 128, 139: 139, 140: 139}
+
+
+def icmp_entry_class(proto: str, p: dict[str, Any]) -> tuple[int, int]:
+    """Which ICMP entry a packet's reading reports: (request type of its class, direction of
+    the requester). Queries and replies: their own class, the request's sender; errors and
+    other types (which have no entry of their own): the echo class, from the client."""
+    classes = ICMP6_CLASS if proto == "icmpv6" else ICMP_CLASS
+    typ = p.get("type")
+    if p.get("error") or typ not in classes:
+        return (128 if proto == "icmpv6" else 8), 0
+    req = classes[typ]
+    return req, p["dir"] if typ == req else 1 - p["dir"]
+
+
+def match(ent: dict[str, Any], proto: str, a: tuple[str, int], b: tuple[str, int],
+          icmp_type: int | None = None) -> bool:  # fmt: skip
+    """Is ent the conversation's entry (a: client, b: server)? An ICMP entry also by its
+    class (icmp_type: the request type that created it)."""
     if ent["proto"] != proto:
+        return False
+    if icmp_type is not None and int(ent["orig"].get("type", -1)) != icmp_type:
         return False
     o = ent["orig"]
     key = "sport" if proto not in ("icmp", "icmpv6") else "id"
@@ -921,7 +943,12 @@ class Recorder:
             t_read = time.monotonic_ns() - t0
             cli, srv = cv.addrs
             a, b = (cli, port), (srv, port if cv.proto in ("icmp", "icmpv6") else 80)
-            ents = [e for e in read_entries() if match(e, cv.proto, a, b)]
+            icmp_t, req_dir = None, 0
+            if cv.proto in ("icmp", "icmpv6"):
+                icmp_t, req_dir = icmp_entry_class(cv.proto, p)
+            ents = [e for e in read_entries() if match(e, cv.proto, a, b, icmp_t)]
+            # two entries of one class (both hosts sent a request): the requester's
+            ents.sort(key=lambda e: (e["orig"]["src"] == cli) != (req_dir == 0))
             ent = None
             if ents:
                 e = ents[0]
