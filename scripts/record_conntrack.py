@@ -1029,7 +1029,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         cases = (tcp_cases() + udp_icmp_cases() + icmp_error_cases() + ipv6_cases()
                  + random_cases(args.random, args.seed))  # fmt: skip
-    for sig in (signal.SIGTERM, signal.SIGHUP):
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):  # also where SIGINT came ignored
         signal.signal(sig, lambda *_: sys.exit(1))
     from rich.progress import Progress
 
