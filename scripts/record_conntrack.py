@@ -9,7 +9,9 @@ after every packet records from the router:
   verdict   the packet's `ct state` (nftables counters, one rule per state: invalid, new,
             established, related, untracked; exactly one counts the packet),
   entry     the conntrack entry of the conversation (/proc/net/nf_conntrack): present, TCP
-            state, remaining timeout (s), [UNREPLIED] and [ASSURED].
+            state, remaining timeout (s), [UNREPLIED] and [ASSURED]; for ICMP the entry of
+            the packet's class (echo, timestamp, ...; icmp_entry_class), the requester's.
+IPv4 (10.17.x) and IPv6 (fd17:x::, on the router only) conversations go the same way.
 Packets of one conversation are GAP_S apart (unless a case says otherwise), so whether a packet
 re-armed the timer shows in the remaining seconds: re-armed, it reads the armed timeout less a
 few ms; not, about GAP_S less than before. (Entries are never touched from outside: a
@@ -19,9 +21,12 @@ settings (tcp_loose, tcp_be_liberal, tcp_max_retrans, tcp_ignore_invalid_rst) ru
 interleaved on distinct ports from an empty table, one packet in flight at a time, so every
 packet's verdict is its own. The case list is below: every state-table transition, RST and
 window edge cases, loose on/off, be_liberal, UDP, ICMP, ICMP errors (RELATED to the
-conversation they quote, or INVALID), and seeded random sequences. `--append icmp-errors`
-records only the ICMP-error cases into an existing recording of the same kernel.
-Needs root, iproute2, nftables and conntrack-tools; cleans its namespaces up on any exit.
+conversation they quote, or INVALID), IPv6 (TCP/UDP over IPv6, ICMPv6 pairing and errors),
+and seeded random sequences. `--append icmp-errors|ipv6` records only those cases into an
+existing recording of the same kernel; `--heldout SEEDS` records a separate held-out set of a
+wider random generator (heldout_cases), `--random-only` the main list's random generator alone.
+About 3 minutes for 2,000 packets. Needs root, iproute2, nftables and conntrack-tools; cleans
+its namespaces up on any exit (SIGINT, SIGTERM, SIGHUP included).
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from __future__ import annotations
 import argparse
 import ctypes
 import heapq
+import ipaddress
 import json
 import os
 import random
@@ -47,6 +53,7 @@ from typing import Any
 
 NS_C, NS_R, NS_S = "sf17-c", "sf17-r", "sf17-s"
 IP_C, IP_R1, IP_R2, IP_S = "10.17.1.2", "10.17.1.1", "10.17.2.1", "10.17.2.2"
+IP6_C, IP6_R1, IP6_R2, IP6_S = "fd17:1::2", "fd17:1::1", "fd17:2::1", "fd17:2::2"
 GAP_S = 1.5  # default gap between packets of one conversation: >= 1 s, so a re-arm shows in
 #           the seconds /proc reports (a packet that does not re-arm leaves ~1.5 s less)
 FORMAT = "starfabric-conntrack-recording/1"
@@ -76,6 +83,27 @@ def _ip4(src: str, dst: str, proto: int, payload: bytes, ident: int) -> bytes:
     return hdr + payload
 
 
+def _ip6(src: str, dst: str, nh: int, payload: bytes) -> bytes:
+    return struct.pack("!IHBB16s16s", 6 << 28, len(payload), nh, 64,
+                       socket.inet_pton(socket.AF_INET6, src),
+                       socket.inet_pton(socket.AF_INET6, dst)) + payload  # fmt: skip
+
+
+def _ip(src: str, dst: str, proto: int, payload: bytes, ident: int) -> bytes:
+    """An IPv4 or IPv6 (by the addresses) packet around an L4 payload."""
+    if ":" in src:
+        return _ip6(src, dst, proto, payload)
+    return _ip4(src, dst, proto, payload, ident)
+
+
+def _pseudo(src: str, dst: str, proto: int, length: int) -> bytes:
+    """The L4 checksum's pseudo header (RFC 793 / RFC 8200 8.1)."""
+    if ":" in src:
+        return (socket.inet_pton(socket.AF_INET6, src) + socket.inet_pton(socket.AF_INET6, dst)
+                + struct.pack("!IxxxB", length, proto))  # fmt: skip
+    return socket.inet_aton(src) + socket.inet_aton(dst) + struct.pack("!BBH", 0, proto, length)
+
+
 def tcp_options(wscale: int | None, sackperm: bool, sack: list[tuple[int, int]]) -> bytes:
     opt = b""
     if sackperm:
@@ -97,28 +125,23 @@ def tcp_segment(src: str, dst: str, sport: int, dport: int, p: dict[str, Any]) -
     off = (20 + len(opt)) // 4
     hdr = struct.pack("!HHIIBBHHH", sport, dport, p["seq"] & 0xFFFFFFFF, p["ack"] & 0xFFFFFFFF,
                       off << 4, p["flags"], p["win"], 0, 0) + opt  # fmt: skip
-    pseudo = (
-        socket.inet_aton(src)
-        + socket.inet_aton(dst)
-        + struct.pack("!BBH", 0, 6, len(hdr) + len(data))
-    )
-    c = _csum(pseudo + hdr + data)
+    c = _csum(_pseudo(src, dst, 6, len(hdr) + len(data)) + hdr + data)
     return hdr[:16] + struct.pack("!H", c) + hdr[18:] + data
 
 
 def udp_datagram(src: str, dst: str, sport: int, dport: int, payload: int) -> bytes:
     data = b"u" * payload
     hdr = struct.pack("!HHHH", sport, dport, 8 + len(data), 0)
-    pseudo = (
-        socket.inet_aton(src) + socket.inet_aton(dst) + struct.pack("!BBH", 0, 17, 8 + len(data))
-    )
-    c = _csum(pseudo + hdr + data) or 0xFFFF
+    c = _csum(_pseudo(src, dst, 17, 8 + len(data)) + hdr + data) or 0xFFFF
     return hdr[:6] + struct.pack("!H", c) + data
 
 
-def icmp_message(typ: int, code: int, rest: bytes, body: bytes) -> bytes:
+def icmp_message(typ: int, code: int, rest: bytes, body: bytes,
+                 v6: tuple[str, str] | None = None) -> bytes:  # fmt: skip
+    """An ICMP message; ICMPv6 (v6 = (src, dst)) checksums a pseudo header too."""
     msg = struct.pack("!BBH", typ, code, 0) + rest + body
-    return msg[:2] + struct.pack("!H", _csum(msg)) + msg[4:]
+    pseudo = _pseudo(v6[0], v6[1], 58, len(msg)) if v6 else b""
+    return msg[:2] + struct.pack("!H", _csum(pseudo + msg)) + msg[4:]
 
 
 # ---------------------------------------------------------------------------- cases
@@ -134,11 +157,21 @@ class Conv:
     """One conversation: a tuple, settings and packets (dir 0 = client->server, 1 = back)."""
 
     name: str
-    proto: str = "tcp"
+    proto: str = "tcp"  # tcp, udp, icmp, icmpv6 (implies ip6)
     settings: dict[str, int] = field(default_factory=dict)
+    ip6: bool = False  # over IPv6 (client IP6_C, server IP6_S)
     packets: list[dict[str, Any]] = field(default_factory=list)
     c: Side = field(default_factory=lambda: Side(1000))
     s: Side = field(default_factory=lambda: Side(50000))
+
+    def __post_init__(self) -> None:
+        if self.proto == "icmpv6":
+            self.ip6 = True
+
+    @property
+    def addrs(self) -> tuple[str, str]:
+        """(client, server) addresses of the conversation's family."""
+        return (IP6_C, IP6_S) if self.ip6 else (IP_C, IP_S)
 
     def _tcp(self, d: int, flags: int, **kw: Any) -> Conv:
         me, peer = (self.c, self.s) if d == 0 else (self.s, self.c)
@@ -356,6 +389,136 @@ def random_cases(n: int, seed: int) -> list[Conv]:
     return cs
 
 
+#: Settings profiles of the held-out random cases (few, so few groups run one after another).
+PROFILES: tuple[dict[str, int], ...] = (
+    {},
+    {"tcp_loose": 0},
+    {"tcp_be_liberal": 1},
+    {"tcp_ignore_invalid_rst": 1},
+    {"tcp_max_retrans": 1},
+    {"tcp_loose": 0, "tcp_ignore_invalid_rst": 1, "tcp_max_retrans": 2},
+)
+
+
+def _random_gap(rng: random.Random) -> float | None:
+    """Mostly the default gap; sometimes a short one (timer read mid-second, re-arm not
+    inferable) or one past the CLOSE timeout (10 s: the entry expires in between)."""
+    x = rng.random()
+    if x < 0.08:
+        return rng.choice([0.2, 0.5, 0.9])
+    if x < 0.11:
+        return 11.0
+    return None
+
+
+def _random_tcp_step(cv: Conv, rng: random.Random) -> None:
+    d = rng.randint(0, 1)
+    me, peer = (cv.c, cv.s) if d == 0 else (cv.s, cv.c)
+    gap = _random_gap(rng)
+    kw: dict[str, Any] = {"gap_s": gap}
+    act = rng.random()
+    if act < 0.25:  # in-order data or a pure ACK
+        cv._tcp(d, rng.choice([A, P | A, P | A]), payload=rng.choice([0, 10, 700, 1400]),
+                win=rng.choice([64240, 64240, 5000, 0]), **kw)  # fmt: skip
+    elif act < 0.33:  # retransmission of the last segment / duplicate ACK / keepalive
+        off = rng.choice([0, -1, -10, -700])
+        cv._tcp(d, rng.choice([A, P | A]), seq=me.nxt + off, payload=rng.choice([0, 10]), **kw)
+    elif act < 0.40:  # FIN
+        cv._tcp(d, F | A, **kw)
+    elif act < 0.52:  # RST variants
+        v = rng.random()
+        fl = rng.choice([R, R | A])
+        if v < 0.3:
+            seq = me.nxt
+        elif v < 0.55:
+            seq = me.nxt + rng.choice([1, 100, 30000])
+        elif v < 0.7:
+            seq = me.nxt - rng.choice([1, 2000, 100000])
+        elif v < 0.8:
+            seq = 0
+        else:
+            seq = rng.getrandbits(32)
+        cv._tcp(d, fl, seq=seq, ack=peer.nxt if fl & A else 0, **kw)
+    elif act < 0.62:  # SYN / SYN-ACK: retransmit, new ISN (re-sync, reopen), options
+        fl = rng.choice([S, S, S | A])
+        if rng.random() < 0.5:
+            seq, adv = me.nxt - 1, False
+        else:
+            seq, adv = rng.getrandbits(32), True
+        cv._tcp(d, fl, seq=seq, advance=adv, wscale=rng.choice([None, 0, 7, 14, 15]),
+                sackperm=rng.random() < 0.5, **kw)  # fmt: skip
+    elif act < 0.70:  # window edges: zero window, scaled window, window update
+        cv._tcp(d, A, win=rng.choice([0, 1, 2, 65535]), **kw)
+    elif act < 0.78:  # out of window: seq far ahead / behind, ack of unsent / old data
+        so = rng.choice([0, 0, 70000, 300000, -200000, rng.getrandbits(32)])
+        ao = rng.choice([0, 3000, 100000, -80000, -200])
+        cv._tcp(d, rng.choice([A, P | A, F | A]), seq=me.nxt + so, ack=peer.nxt + ao,
+                payload=rng.choice([0, 100]), advance=so == 0, **kw)  # fmt: skip
+    elif act < 0.86:  # SACK blocks, inside or beyond what the peer sent
+        left = peer.nxt + rng.choice([-500, 0, 100])
+        right = left + rng.choice([100, 1000, 70000])
+        cv._tcp(d, A, sack=[(left, right)], **kw)
+    else:  # any flag combination (most are invalid)
+        cv._tcp(d, rng.getrandbits(6), seq=me.nxt, payload=rng.choice([0, 0, 5]),
+                advance=False, **kw)  # fmt: skip
+
+
+def _random_tcp(cv: Conv, rng: random.Random) -> None:
+    prefix = rng.random()
+    ws = [rng.choice([None, None, 0, 2, 7, 14]) for _ in range(2)]
+    sp = [rng.random() < 0.5 for _ in range(2)]
+    if prefix < 0.45:
+        cv.c_(S, wscale=ws[0], sackperm=sp[0]).s_(S | A, wscale=ws[1], sackperm=sp[1]).c_(A)
+        if rng.random() < 0.3:
+            cv.c_(P | A, payload=rng.choice([100, 1400])).s_(A)
+    elif prefix < 0.55:  # closed down to TIME_WAIT (then: reopen, stale packets)
+        cv.hs().c_(F | A).s_(F | A).c_(A)
+    elif prefix < 0.62:  # aborted: CLOSE
+        cv.hs().c_(rng.choice([R, R | A]))
+    elif prefix < 0.75:
+        cv.c_(S, wscale=ws[0], sackperm=sp[0])
+    elif prefix < 0.9:  # a loose pickup (mid-stream ACK or data)
+        cv.c_(rng.choice([A, P | A]), seq=1001, ack=50001, payload=rng.choice([0, 50]),
+              advance=True)  # fmt: skip
+        cv.s.nxt = 50001
+    for _ in range(rng.randint(3, 10)):
+        _random_tcp_step(cv, rng)
+
+
+def heldout_cases(seeds: list[int], n: int) -> list[Conv]:
+    """Seeded random conversations, n per seed, recorded as a held-out set (never tuned on):
+    TCP (random prefix, then random data/ACK/retransmit/FIN/RST/SYN/window/SACK/flag steps in
+    both directions, short and expiring gaps), UDP and ICMP echo sequences, ICMP errors."""
+    cs: list[Conv] = []
+    for seed in seeds:
+        rng = random.Random(seed)
+        for k in range(n):
+            name = f"heldout_{seed}_{k:03d}"
+            x = rng.random()
+            settings = dict(rng.choice(PROFILES))
+            if x < 0.8:
+                cv = Conv(name, settings=settings)
+                _random_tcp(cv, rng)
+                if rng.random() < 0.1:
+                    cv.err(rng.randint(0, 1), rng.choice([3, 11, 12]), rng.choice([0, 1, 3, 4]),
+                           quote=rng.randint(0, 1))  # fmt: skip
+            elif x < 0.9:
+                cv = Conv(name, "udp", settings=settings)
+                for _ in range(rng.randint(2, 7)):
+                    if rng.random() < 0.15:
+                        cv.err(rng.randint(0, 1), 3, 3, quote=rng.randint(0, 1))
+                    else:
+                        cv.udp(rng.randint(0, 1), gap_s=rng.choice([None, None, 0.3, 2.5]))
+            else:
+                cv = Conv(name, "icmp", settings=settings)
+                for j in range(rng.randint(1, 5)):
+                    d = rng.randint(0, 1)
+                    typ = rng.choice([8, 8, 0, 0, 13, 14, 42])
+                    cv.icmp(d, typ, seqno=j + 1, gap_s=rng.choice([None, None, 0.4]))
+            cs.append(cv)
+    return cs
+
+
 def udp_icmp_cases() -> list[Conv]:
     cs = [
         Conv("udp_request_reply_stream", "udp").udp(0).udp(1).udp(0).udp(1).udp(0),
@@ -405,6 +568,62 @@ def icmp_error_cases() -> list[Conv]:
         C("icmperr_quoting_an_error", "icmp").icmp(0, 8).err(1, 3, 1, inner_type=3).icmp(1, 0),
         C("icmp_type_unknown", "icmp").icmp(0, 42),
     ]  # fmt: skip
+
+
+ROUTER6_S = "fd17:2::fe"  # a router on the server's side (sends packet-too-big, time exceeded)
+ROUTER6_C = "fd17:1::fe"
+#: Hand-written IPv4 conversations replayed over IPv6 too (same packets, family 6).
+V6_MIRRORED = ("handshake_data_close", "simultaneous_open", "reopen_from_time_wait",
+               "rst_exact_seq_established", "rst_inexact_in_window", "seq_over_upper_bound",
+               "ack_of_unsent_data", "window_scale_both", "sack_in_window", "loose_pickup_ack",
+               "loose_off_ack", "first_fin_ack", "retrans_cap", "zero_window",
+               "udp_request_reply_stream", "udp_reply_within_2s", "udp_unreplied")  # fmt: skip
+
+
+def ipv6_cases() -> list[Conv]:
+    """TCP and UDP over IPv6 (a mirror of some IPv4 cases) and ICMPv6: echo pairing, node
+    information queries, invalid replies and unknown types, errors (type < 128) RELATED to the
+    conversation they quote or INVALID, and neighbour discovery (untracked)."""
+    cs: list[Conv] = []
+    for cv in tcp_cases() + udp_icmp_cases():
+        if cv.name in V6_MIRRORED:
+            cv.name, cv.ip6 = f"v6_{cv.name}", True
+            cs.append(cv)
+    C = Conv
+    cs += [
+        C("v6_icmp_echo_pair", "icmpv6").icmp(0, 128).icmp(1, 129).icmp(1, 129)
+        .icmp(0, 128, seqno=2),
+        C("v6_icmp_reply_without_request", "icmpv6").icmp(0, 129),
+        C("v6_icmp_request_from_server", "icmpv6").icmp(1, 128).icmp(0, 129),
+        C("v6_icmp_node_info_query", "icmpv6").icmp(0, 139).icmp(1, 140),
+        C("v6_icmp_node_info_response_first", "icmpv6").icmp(0, 140),
+        C("v6_icmp_unknown_info_type", "icmpv6").icmp(0, 200),
+        C("v6_icmp_error_type_unquoted", "icmpv6").icmp(0, 42),
+        C("v6_icmp_echo_reply_twice_then_request", "icmpv6").icmp(0, 128).icmp(1, 129)
+        .icmp(1, 129, seqno=2).icmp(0, 128, seqno=3, gap_s=0.4),
+        C("v6_icmperr_udp_port_unreachable", "udp", ip6=True).udp(0).err(1, 1, 4).udp(1)
+        .err(1, 1, 4).udp(0),
+        C("v6_icmperr_udp_time_exceeded_router", "udp", ip6=True).udp(0)
+        .err(1, 3, 0, src=ROUTER6_S).udp(1),
+        C("v6_icmperr_udp_orig_direction", "udp", ip6=True).udp(0).udp(1).err(0, 1, 4, quote=1),
+        C("v6_icmperr_udp_param_problem", "udp", ip6=True).udp(0).err(1, 4, 0).udp(1),
+        C("v6_icmperr_udp_unknown_tuple", "udp", ip6=True).err(1, 1, 4),
+        C("v6_icmperr_udp_outer_dst_mismatch", "udp", ip6=True).udp(0)
+        .err(1, 1, 4, dst=ROUTER6_C).udp(1),
+        C("v6_icmperr_udp_swapped_ports", "udp", ip6=True).udp(0).err(1, 1, 4, swap_ports=True),
+        C("v6_icmperr_udp_unknown_error_type", "udp", ip6=True).udp(0).err(1, 100, 0).udp(1),
+        C("v6_icmperr_tcp_syn_unreachable", ip6=True).c_(S).err(1, 1, 3).s_(S | A).c_(A),
+        C("v6_icmperr_tcp_packet_too_big", ip6=True).hs().c_(P | A, payload=1000)
+        .err(1, 2, 0, src=ROUTER6_S).s_(A).c_(A),
+        C("v6_icmperr_tcp_after_rst", ip6=True).hs().c_(R | A).err(1, 1, 4),
+        C("v6_icmperr_tcp_in_time_wait", ip6=True).hs().c_(F | A).s_(F | A).c_(A).err(1, 1, 4),
+        C("v6_icmperr_echo_request", "icmpv6").icmp(0, 128).err(1, 1, 0).icmp(1, 129),
+        C("v6_icmperr_quoting_an_error", "icmpv6").icmp(0, 128).err(1, 1, 0, inner_type=1)
+        .icmp(1, 129),
+        C("v6_icmperr_quoting_a_reply", "icmpv6").icmp(0, 128).icmp(1, 129)
+        .err(0, 3, 0, quote=1, src=ROUTER6_C),
+    ]  # fmt: skip
+    return cs
 
 
 # ---------------------------------------------------------------------------- namespaces
@@ -479,6 +698,13 @@ def setup() -> dict[str, str]:
     sh("ip", "route", "add", "10.17.2.0/24", "via", IP_R1, ns=NS_C)
     sh("ip", "route", "add", "10.17.1.0/24", "via", IP_R2, ns=NS_S)
     sh("sysctl", "-qw", "net.ipv4.ip_forward=1", ns=NS_R)
+    # IPv6 on the router only (the end hosts keep it off, so no ND/MLD of theirs reaches it)
+    for k in ("all", "default", "sf17rc", "sf17rs"):
+        sh("sysctl", "-qw", f"net.ipv6.conf.{k}.disable_ipv6=0", ns=NS_R)
+        sh("sysctl", "-qw", f"net.ipv6.conf.{k}.accept_dad=0", ns=NS_R)
+    sh("sysctl", "-qw", "net.ipv6.conf.all.forwarding=1", ns=NS_R)
+    sh("ip", "-6", "addr", "add", f"{IP6_R1}/64", "dev", "sf17rc", "nodad", ns=NS_R)
+    sh("ip", "-6", "addr", "add", f"{IP6_R2}/64", "dev", "sf17rs", "nodad", ns=NS_R)
     macs = {}
     for ns, dev in ((NS_C, "sf17c0"), (NS_R, "sf17rc"), (NS_R, "sf17rs"), (NS_S, "sf17s0")):
         macs[dev] = json.loads(sh("ip", "-j", "link", "show", dev, ns=ns))[0]["address"]
@@ -486,6 +712,9 @@ def setup() -> dict[str, str]:
        "permanent", ns=NS_R)  # fmt: skip
     sh("ip", "neigh", "replace", IP_S, "lladdr", macs["sf17s0"], "dev", "sf17rs", "nud",
        "permanent", ns=NS_R)  # fmt: skip
+    for a, dev in ((IP6_C, "sf17c0"), (IP6_S, "sf17s0")):
+        sh("ip", "-6", "neigh", "replace", a, "lladdr", macs[dev], "dev",
+           "sf17rc" if dev == "sf17c0" else "sf17rs", "nud", "permanent", ns=NS_R)  # fmt: skip
     for ns, dev in ((NS_C, "sf17c0"), (NS_S, "sf17s0")):  # end hosts: drop all at ingress
         nft_load(ns, f"table netdev sf17h {{ chain in {{ type filter hook ingress device {dev} "
                      f"priority 0; policy drop; }}\n}}\n")  # fmt: skip
@@ -527,7 +756,7 @@ def open_socket(ns: str, dev: str) -> socket.socket:
 
 # ---------------------------------------------------------------------------- recording
 
-LINE = re.compile(r"^ipv4\s+2\s+(\w+)\s+(\d+)\s+(\d+)\s+(.*)$")
+LINE = re.compile(r"^ipv[46]\s+(?:2|10)\s+(\w+)\s+(\d+)\s+(\d+)\s+(.*)$")
 
 
 def read_entries() -> list[dict[str, Any]]:
@@ -550,6 +779,8 @@ def read_entries() -> list[dict[str, Any]]:
                     ent["assured"] = True
                 elif "=" in tok:
                     k, v = tok.split("=", 1)
+                    if k in ("src", "dst"):  # /proc prints IPv6 uncompressed
+                        v = str(ipaddress.ip_address(v))
                     if k in kv[side] and side == 0:
                         side = 1
                     kv[side].setdefault(k, v)
@@ -584,14 +815,36 @@ def kernel_timeouts() -> dict[str, int]:
     return {n: int(sh("sysctl", "-n", f"net.netfilter.nf_conntrack_{n}", ns=NS_R)) for n in names}
 
 
-def match(ent: dict[str, Any], proto: str, a: tuple[str, int], b: tuple[str, int]) -> bool:
+#: ICMP(v6) query and reply types -> the request type of their class (an entry's orig type).
+ICMP_CLASS = {8: 8, 0: 8, 13: 13, 14: 13, 15: 15, 16: 15, 17: 17, 18: 17}
+ICMP6_CLASS = {128: 128, 129: 128, 139: 139, 140: 139}
+
+
+def icmp_entry_class(proto: str, p: dict[str, Any]) -> tuple[int, int]:
+    """Which ICMP entry a packet's reading reports: (request type of its class, direction of
+    the requester). Queries and replies: their own class, the request's sender; errors and
+    other types (which have no entry of their own): the echo class, from the client."""
+    classes = ICMP6_CLASS if proto == "icmpv6" else ICMP_CLASS
+    typ = p.get("type")
+    if p.get("error") or typ not in classes:
+        return (128 if proto == "icmpv6" else 8), 0
+    req = classes[typ]
+    return req, p["dir"] if typ == req else 1 - p["dir"]
+
+
+def match(ent: dict[str, Any], proto: str, a: tuple[str, int], b: tuple[str, int],
+          icmp_type: int | None = None) -> bool:  # fmt: skip
+    """Is ent the conversation's entry (a: client, b: server)? An ICMP entry also by its
+    class (icmp_type: the request type that created it)."""
     if ent["proto"] != proto:
         return False
+    if icmp_type is not None and int(ent["orig"].get("type", -1)) != icmp_type:
+        return False
     o = ent["orig"]
-    key = "sport" if proto != "icmp" else "id"
+    key = "sport" if proto not in ("icmp", "icmpv6") else "id"
     fwd = (o.get("src"), o.get("dst")) == (a[0], b[0])
     rev = (o.get("src"), o.get("dst")) == (b[0], a[0])
-    if proto == "icmp":
+    if proto in ("icmp", "icmpv6"):
         return (fwd or rev) and int(o.get("id", -1)) == a[1]
     if fwd:
         return int(o.get(key, -1)) == a[1] and int(o.get("dport", -1)) == b[1]
@@ -606,32 +859,27 @@ class Recorder:
         self.sock = [open_socket(NS_C, "sf17c0"), open_socket(NS_S, "sf17s0")]
         self.ident = 1
 
-    def frame(self, d: int, ip_payload: bytes, proto: int) -> bytes:
-        src, dst = (IP_C, IP_S) if d == 0 else (IP_S, IP_C)
-        dmac = self.macs["sf17rc" if d == 0 else "sf17rs"]
-        smac = self.macs["sf17c0" if d == 0 else "sf17s0"]
-        self.ident += 1
-        eth = bytes.fromhex(dmac.replace(":", "")) + bytes.fromhex(smac.replace(":", ""))
-        return eth + b"\x08\x00" + _ip4(src, dst, proto, ip_payload, self.ident)
-
     def frame_ip(self, d: int, ip_packet: bytes) -> bytes:
         """An Ethernet frame around a whole IP packet, injected on side d's veth."""
         dmac = self.macs["sf17rc" if d == 0 else "sf17rs"]
         smac = self.macs["sf17c0" if d == 0 else "sf17s0"]
         eth = bytes.fromhex(dmac.replace(":", "")) + bytes.fromhex(smac.replace(":", ""))
-        return eth + b"\x08\x00" + ip_packet
+        return eth + (b"\x86\xdd" if ip_packet[0] >> 4 == 6 else b"\x08\x00") + ip_packet
 
     def build_error(self, cv: Conv, p: dict[str, Any], port: int) -> bytes:
-        """The ICMP error of p["error"]; its resolved outer and quoted tuples go into the
+        """The ICMP(v6) error of p["error"]; its resolved outer and quoted tuples go into the
         packet's record (what a replay needs)."""
         e = p["error"]
         q = e["quote"]
-        isrc, idst = (IP_C, IP_S) if q == 0 else (IP_S, IP_C)
-        if cv.proto == "icmp":
-            ityp = (8 if q == 0 else 0) if e["inner_type"] is None else e["inner_type"]
-            l4 = icmp_message(ityp, 0, struct.pack("!HH", port, 1), b"")
-            inner = {"proto": "icmp", "sport": port, "dport": ityp << 8}
-            iproto = 1
+        cli, srv = cv.addrs
+        isrc, idst = (cli, srv) if q == 0 else (srv, cli)
+        v6 = (isrc, idst) if cv.ip6 else None
+        if cv.proto in ("icmp", "icmpv6"):
+            req, rep = (128, 129) if cv.ip6 else (8, 0)
+            ityp = (req if q == 0 else rep) if e["inner_type"] is None else e["inner_type"]
+            l4 = icmp_message(ityp, 0, struct.pack("!HH", port, 1), b"", v6)
+            inner = {"proto": cv.proto, "sport": port, "dport": ityp << 8}
+            iproto = 58 if cv.ip6 else 1
         else:
             isp, idp = (port, 80) if q == 0 else (80, port)
             if e["swap_ports"]:
@@ -645,26 +893,33 @@ class Recorder:
                                                           "win": 64240})  # fmt: skip
                 iproto = 6
             inner = {"proto": cv.proto, "sport": isp, "dport": idp}
-        body = _ip4(isrc, idst, iproto, l4, 7)[:28]
+        self.ident += 1
+        body = _ip(isrc, idst, iproto, l4, 7)[: 48 if cv.ip6 else 28]
         osrc = e["src"] or idst
         odst = e["dst"] or isrc
         e.update(outer_src=osrc, outer_dst=odst, inner_src=isrc, inner_dst=idst, inner=inner)
-        self.ident += 1
-        msg = icmp_message(e["type"], e["code"], b"\0\0\0\0", body)
-        return self.frame_ip(p["dir"], _ip4(osrc, odst, 1, msg, self.ident))
+        msg = icmp_message(e["type"], e["code"], b"\0\0\0\0", body,
+                           (osrc, odst) if cv.ip6 else None)  # fmt: skip
+        return self.frame_ip(p["dir"], _ip(osrc, odst, 58 if cv.ip6 else 1, msg, self.ident))
 
     def build(self, cv: Conv, p: dict[str, Any], port: int) -> bytes:
         d = p["dir"]
         if p.get("error"):
             return self.build_error(cv, p, port)
-        src, dst = (IP_C, IP_S) if d == 0 else (IP_S, IP_C)
+        cli, srv = cv.addrs
+        src, dst = (cli, srv) if d == 0 else (srv, cli)
         sp, dp = (port, 80) if d == 0 else (80, port)
+        self.ident += 1
         if cv.proto == "tcp":
-            return self.frame(d, tcp_segment(src, dst, sp, dp, p), 6)
-        if cv.proto == "udp":
-            return self.frame(d, udp_datagram(src, dst, sp, dp, p["payload"]), 17)
-        rest = struct.pack("!HH", port, p["seqno"])
-        return self.frame(d, icmp_message(p["type"], p["code"], rest, b"ping" * 4), 1)
+            l4, proto = tcp_segment(src, dst, sp, dp, p), 6
+        elif cv.proto == "udp":
+            l4, proto = udp_datagram(src, dst, sp, dp, p["payload"]), 17
+        else:
+            rest = struct.pack("!HH", port, p["seqno"])
+            v6 = (src, dst) if cv.ip6 else None
+            l4 = icmp_message(p["type"], p["code"], rest, b"ping" * 4, v6)
+            proto = 58 if cv.ip6 else 1
+        return self.frame_ip(d, _ip(src, dst, proto, l4, self.ident))
 
     def run_group(
         self, convs: list[tuple[Conv, int]], progress: Callable[[], None]
@@ -691,15 +946,21 @@ class Recorder:
             delta = [x - y for x, y in zip(after_c, before_c, strict=True)]
             verdict = STATES[delta.index(1)] if sum(delta) == 1 else "lost"
             t_read = time.monotonic_ns() - t0
-            a, b = (IP_C, port), (IP_S, 80 if cv.proto != "icmp" else port)
-            ents = [e for e in read_entries() if match(e, cv.proto, a, b)]
+            cli, srv = cv.addrs
+            a, b = (cli, port), (srv, port if cv.proto in ("icmp", "icmpv6") else 80)
+            icmp_t, req_dir = None, 0
+            if cv.proto in ("icmp", "icmpv6"):
+                icmp_t, req_dir = icmp_entry_class(cv.proto, p)
+            ents = [e for e in read_entries() if match(e, cv.proto, a, b, icmp_t)]
+            # two entries of one class (both hosts sent a request): the requester's
+            ents.sort(key=lambda e: (e["orig"]["src"] == cli) != (req_dir == 0))
             ent = None
             if ents:
                 e = ents[0]
                 ent = {"state": e.get("state"), "timeout_s": e["timeout_s"],
                        "seen_reply": not e.get("unreplied", False),
                        "assured": bool(e.get("assured")),
-                       "orig_dir": 0 if e["orig"]["src"] == IP_C else 1}  # fmt: skip
+                       "orig_dir": 0 if e["orig"]["src"] == cli else 1}  # fmt: skip
             steps[k].append({"t_ns": t, "t_read_ns": t_read, "verdict": verdict, "entry": ent})
             progress()
             if i + 1 < len(cv.packets):
@@ -709,6 +970,7 @@ class Recorder:
             {
                 "name": cv.name,
                 "proto": cv.proto,
+                **({"addresses": {"client": IP6_C, "server": IP6_S}} if cv.ip6 else {}),
                 "settings": {**TCP_DEFAULTS, **cv.settings},
                 "port": port,
                 "packets": cv.packets,
@@ -732,7 +994,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("out", type=Path)
     ap.add_argument("--random", type=int, default=60, help="random TCP conversations")
     ap.add_argument("--seed", type=int, default=17)
-    ap.add_argument("--append", choices=["icmp-errors"], default=None,
+    ap.add_argument("--heldout", type=str, default=None, metavar="SEEDS",
+                    help="record only the held-out random case list for these comma-separated "
+                         "seeds (a separate recording, to estimate agreement on cases never "
+                         "tuned on)")  # fmt: skip
+    ap.add_argument("--per-seed", type=int, default=60, help="held-out conversations per seed")
+    ap.add_argument("--random-only", action="store_true",
+                    help="record only --random conversations of --seed (the main list's "
+                         "random generator; a held-out set with another seed)")  # fmt: skip
+    ap.add_argument("--append", choices=["icmp-errors", "ipv6"], default=None,
                     help="record only this case list and merge it into OUT (recorded on the "
                          "same kernel), replacing conversations of the same names")  # fmt: skip
     args = ap.parse_args(argv)
@@ -751,11 +1021,16 @@ def main(argv: list[str] | None = None) -> int:
             print(f"record_conntrack: {args.out} is not a {FORMAT} recording of kernel "
                   f"{os.uname().release}; record it whole instead of --append", file=sys.stderr)  # fmt: skip
             return 2
-        cases = icmp_error_cases()
+        cases = icmp_error_cases() if args.append == "icmp-errors" else ipv6_cases()
+    elif args.random_only:
+        cases = random_cases(args.random, args.seed)
+    elif args.heldout:
+        cases = heldout_cases([int(x) for x in args.heldout.split(",")], args.per_seed)
     else:
-        cases = tcp_cases() + udp_icmp_cases() + icmp_error_cases() + random_cases(args.random,
-                                                                                     args.seed)  # fmt: skip
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
+        cases = (tcp_cases() + udp_icmp_cases() + icmp_error_cases() + ipv6_cases()
+                 + random_cases(args.random, args.seed))  # fmt: skip
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):  # also where SIGINT came ignored
+        signal.signal(sig, lambda *_: sys.exit(1))
     from rich.progress import Progress
 
     try:
@@ -767,9 +1042,10 @@ def main(argv: list[str] | None = None) -> int:
         with Progress() as prog:
             task = prog.add_task("recording", total=total)
             groups: dict[str, list[tuple[Conv, int]]] = {}
+            port0 = {None: 20000, "icmp-errors": 30000, "ipv6": 40000}[args.append]
             for k, cv in enumerate(cases):
                 key = json.dumps({**TCP_DEFAULTS, **cv.settings}, sort_keys=True)
-                groups.setdefault(key, []).append((cv, (30000 if base else 20000) + k))
+                groups.setdefault(key, []).append((cv, port0 + k))
             by_name: dict[str, dict[str, Any]] = {}
             for group in groups.values():
                 for c in rec.run_group(group, lambda: prog.advance(task)):

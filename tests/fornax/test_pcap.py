@@ -157,3 +157,59 @@ def test_not_a_capture_and_truncated_pcapng(tmp_path: Path) -> None:
     cut.write_bytes(ng[:-30])
     with pytest.raises(DataError, match=r"cut.pcapng: packet index 5: pcapng block"):
         read_pcap(cut)
+
+
+def _pcap_file(path: Path, frames: list[bytes]) -> Path:
+    with path.open("wb") as f:
+        w = dpkt.pcap.Writer(f)
+        for i, fr in enumerate(frames):
+            w.writepkt(fr, ts=1.0 + i)
+    return path
+
+
+def _eth(ip: dpkt.Packet) -> bytes:
+    et = dpkt.ethernet.ETH_TYPE_IP6 if isinstance(ip, dpkt.ip6.IP6) else dpkt.ethernet.ETH_TYPE_IP
+    return bytes(dpkt.ethernet.Ethernet(src=b"\x02" * 6, dst=b"\x04" * 6, type=et, data=ip))
+
+
+def _v4(src: str, dst: str, p: int, data: dpkt.Packet | bytes) -> dpkt.ip.IP:
+    import socket
+
+    return dpkt.ip.IP(src=socket.inet_aton(src), dst=socket.inet_aton(dst), p=p, data=data)
+
+
+def _v6(src: str, dst: str, nxt: int, data: dpkt.Packet | bytes) -> dpkt.ip6.IP6:
+    import socket
+
+    ip = dpkt.ip6.IP6(src=socket.inet_pton(socket.AF_INET6, src), nxt=nxt, hlim=64,
+                      dst=socket.inet_pton(socket.AF_INET6, dst), data=data)  # fmt: skip
+    ip.plen = len(bytes(data))
+    return ip
+
+
+def test_icmp_errors_fill_the_quoted_tuple(tmp_path: Path) -> None:
+    """An ICMP/ICMPv6 error's quoted packet becomes the inner_* columns (what conntrack looks
+    the error up by); a quote too short for ports, and a query, quote nothing."""
+    udp = _v4("10.0.0.1", "10.0.0.2", 17, dpkt.udp.UDP(sport=5353, dport=9, data=b"x" * 8))
+    unreach = dpkt.icmp.ICMP(type=3, code=3, data=dpkt.icmp.ICMP.Unreach(data=bytes(udp)[:28]))
+    echo = dpkt.icmp.ICMP(type=8, data=dpkt.icmp.ICMP.Echo(id=777, seq=1))
+    q_echo = _v4("10.0.0.1", "10.0.0.3", 1, echo)
+    ttl = dpkt.icmp.ICMP(type=11, code=0, data=dpkt.icmp.ICMP.TimeExceed(data=bytes(q_echo)))
+    tcp6 = _v6("fd00::1", "fd00::2", 6, dpkt.tcp.TCP(sport=40000, dport=443, flags=0x02))
+    unreach6 = b"\x01\x04\x00\x00" + b"\0" * 4 + bytes(tcp6)[:48]
+    short = dpkt.icmp.ICMP(type=3, code=1, data=dpkt.icmp.ICMP.Unreach(data=bytes(udp)[:24]))
+    frames = [
+        _eth(_v4("10.0.0.2", "10.0.0.1", 1, unreach)),
+        _eth(_v4("10.0.0.254", "10.0.0.1", 1, ttl)),
+        _eth(_v6("fd00::2", "fd00::1", 58, dpkt.icmp6.ICMP6(unreach6))),
+        _eth(_v4("10.0.0.2", "10.0.0.1", 1, short)),
+        _eth(q_echo),
+    ]
+    b, stats = read_pcap(_pcap_file(tmp_path / "errors.pcap", frames))
+    assert stats.decoded == 5
+    assert b.inner_proto.tolist() == [17, 1, 6, 0, 0]
+    assert [_ip(b, "inner_src", i) for i in range(3)] == ["10.0.0.1", "10.0.0.1", "fd00::1"]
+    assert [_ip(b, "inner_dst", i) for i in range(3)] == ["10.0.0.2", "10.0.0.3", "fd00::2"]
+    assert b.inner_sport[:3].tolist() == [5353, 777, 40000]  # an inner echo: its identifier
+    assert b.inner_dport[:3].tolist() == [9, 8 << 8, 443]  # ... and type << 8 | code
+    assert (b.dport[:4] >> 8).tolist() == [3, 11, 1, 3]

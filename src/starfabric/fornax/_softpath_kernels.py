@@ -129,7 +129,8 @@ def sp_process(
                            np.int64(plen[i]), np.int64(icmp_t[i]), t, tcfg)  # fmt: skip
             v = CT.V_INVALID
             if ok:
-                v, _re = CT.ct_packet(trk, s, 0, 1, pr, 0, np.int64(flags[i]), np.int64(seq[i]),
+                v, _re = CT.ct_packet(trk, s, 0, 1, pr, 0, CT.pkt_flags(pr, flags[i], icmp_t[i]),
+                                      np.int64(seq[i]),
                                       np.int64(ack[i]), np.int64(sack[i]), np.int64(win[i]),
                                       np.int64(opt[i]), np.int64(wsc[i]), np.int64(plen[i]), t,
                                       tcfg)  # fmt: skip
@@ -142,7 +143,8 @@ def sp_process(
                 out_outcome[i] = SP_DROP if (a == drop_action or inv_drop) else SP_HIT
                 continue
         else:
-            v, _re = CT.ct_packet(trk, s, 0, 1, pr, r, np.int64(flags[i]), np.int64(seq[i]),
+            v, _re = CT.ct_packet(trk, s, 0, 1, pr, r, CT.pkt_flags(pr, flags[i], icmp_t[i]),
+                                  np.int64(seq[i]),
                                   np.int64(ack[i]), np.int64(sack[i]), np.int64(win[i]),
                                   np.int64(opt[i]), np.int64(wsc[i]), np.int64(plen[i]), t,
                                   tcfg)  # fmt: skip

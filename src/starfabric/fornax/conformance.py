@@ -34,6 +34,7 @@ from starfabric.fornax.engine.config import EngineConfig, make_config
 from starfabric.fornax.keys import canonicalize
 from starfabric.fornax.packets import (
     PROTO_ICMP,
+    PROTO_ICMPV6,
     PROTO_TCP,
     PROTO_UDP,
     TCP_OPT_HDR,
@@ -50,7 +51,8 @@ from starfabric.fornax.vpc.allow_all import allow_all_policy
 FORMAT = "starfabric-conntrack-recording/1"
 DATAPATHS = ("fast", "reference", "softpath")
 METRICS = ("state", "timer", "rearm", "verdict")
-_PROTO = {"tcp": PROTO_TCP, "udp": PROTO_UDP, "icmp": PROTO_ICMP}
+_PROTO = {"tcp": PROTO_TCP, "udp": PROTO_UDP, "icmp": PROTO_ICMP, "icmpv6": PROTO_ICMPV6}
+_ICMPS = (PROTO_ICMP, PROTO_ICMPV6)
 NS = 1_000_000_000
 
 
@@ -90,7 +92,8 @@ def _error_batch(p: dict[str, Any], t: int) -> PacketBatch:
     osrc, odst = ip_to_halves(e["outer_src"]), ip_to_halves(e["outer_dst"])
     isrc, idst = ip_to_halves(e["inner_src"]), ip_to_halves(e["inner_dst"])
     inner = e["inner"]
-    cols = {"time_ns": t, "vni": 1, "proto": PROTO_ICMP, "src_hi": osrc[0], "src_lo": osrc[1],
+    proto = PROTO_ICMPV6 if ":" in e["outer_src"] else PROTO_ICMP
+    cols = {"time_ns": t, "vni": 1, "proto": proto, "src_hi": osrc[0], "src_lo": osrc[1],
             "dst_hi": odst[0], "dst_lo": odst[1], "sport": 0,
             "dport": (int(e["type"]) << 8) | int(e["code"]), "length": 56,
             "inner_proto": _PROTO[inner["proto"]], "inner_src_hi": isrc[0],
@@ -102,23 +105,50 @@ def _error_batch(p: dict[str, Any], t: int) -> PacketBatch:
 def session_batch(conv: dict[str, Any], t: int, addr: dict[str, str]) -> PacketBatch:
     """A packet of the conversation's own tuple (client -> server): its entry's key."""
     probe = {"tcp": {"flags": 0x10, "seq": 0, "ack": 0, "win": 0, "payload": 0},
-             "udp": {"payload": 0}, "icmp": {"type": 8, "code": 0}}[conv["proto"]]  # fmt: skip
+             "udp": {"payload": 0}, "icmp": {"type": 8, "code": 0},
+             "icmpv6": {"type": 128, "code": 0}}[conv["proto"]]  # fmt: skip
     return packet_batch(conv, {"dir": 0, **probe}, t, addr)
+
+
+#: ICMP(v6) query and reply types -> the request type of their class (as the recorder reads
+#: entries: scripts/record_conntrack.py ICMP_CLASS).
+ICMP_CLASS = {"icmp": {8: 8, 0: 8, 13: 13, 14: 13, 15: 15, 16: 15, 17: 17, 18: 17},
+              "icmpv6": {128: 128, 129: 128, 139: 139, 140: 139}}  # fmt: skip
+
+
+def read_batch(
+    conv: dict[str, Any], p: dict[str, Any], t: int, addr: dict[str, str]
+) -> PacketBatch:
+    """The packet whose entry is compared with the kernel's reading after p: p itself; for
+    an ICMP error the conversation's own tuple; for an ICMP packet the request of its class
+    from the requester (errors and other types: an echo request from the client), the entry
+    the recorder reads back."""
+    if conv["proto"] not in ICMP_CLASS:
+        return session_batch(conv, t, addr) if p.get("error") else packet_batch(conv, p, t, addr)
+    classes = ICMP_CLASS[conv["proto"]]
+    typ = p.get("type")
+    if p.get("error") or typ not in classes:
+        return session_batch(conv, t, addr)
+    req = classes[typ]
+    d = p["dir"] if typ == req else 1 - p["dir"]
+    return packet_batch(conv, {"dir": d, "type": req, "code": 0}, t, addr)
 
 
 def packet_batch(
     conv: dict[str, Any], p: dict[str, Any], t: int, addr: dict[str, str]
 ) -> PacketBatch:
-    """One recorded packet as a batch row (dir 0: client -> server)."""
+    """One recorded packet as a batch row (dir 0: client -> server); the conversation's own
+    addresses (an IPv6 one's) where it has them, else the recording's."""
     if p.get("error"):
         return _error_batch(p, t)
+    addr = conv.get("addresses", addr)
     c, s = ip_to_halves(addr["client"]), ip_to_halves(addr["server"])
     src, dst = (c, s) if p["dir"] == 0 else (s, c)
     port = int(conv["port"])
     proto = _PROTO[conv["proto"]]
     cols: dict[str, Any] = {"time_ns": t, "vni": 1, "proto": proto, "src_hi": src[0],
                             "src_lo": src[1], "dst_hi": dst[0], "dst_lo": dst[1]}  # fmt: skip
-    if proto == PROTO_ICMP:  # the recorder's echo identifier is the conversation's port
+    if proto in _ICMPS:  # the recorder's echo identifier is the conversation's port
         cols.update(sport=port, dport=(int(p["type"]) << 8) | int(p["code"]), length=64)
     else:
         cols.update(sport=port if p["dir"] == 0 else 80, dport=80 if p["dir"] == 0 else port)
@@ -224,15 +254,21 @@ class Replay:
         return out
 
 
-def kernel_rearmed(prev_s: int, now_s: int, gap_s: float, timeouts: set[int]) -> bool:
+def kernel_rearmed(prev_s: int, now_s: int, gap_s: float, timeouts: set[int]) -> bool | None:
     """Did the kernel re-arm between two readings gap_s apart? Without a re-arm the true
     remaining time went from [prev_s, prev_s + 1) down by gap_s (a reading equal to a timeout
     the kernel arms was read within a jiffy of arming: then at most prev_s), so the reading
-    lies in floor(prev_s - gap_s) .. floor(top - gap_s) (50 ms of slack for the clocks)."""
+    lies in floor(prev_s - gap_s) .. floor(top - gap_s) (50 ms of slack for the clocks).
+    None when the readings cannot tell: the reading lies in that range and is also what a
+    re-arm to an armed timeout reads (gaps close to 1 s)."""
     top = prev_s if prev_s in timeouts else prev_s + 1
     lo = int(np.floor(prev_s - gap_s - 0.05))
     hi = int(np.floor(top - gap_s + 0.05))
-    return not lo <= now_s <= hi
+    if not lo <= now_s <= hi:
+        return True
+    if now_s in timeouts or now_s + 1 in timeouts:
+        return None
+    return False
 
 
 def _timer_matches(kernel_s: int, ours: Entry, t_read: int) -> bool:
@@ -244,7 +280,10 @@ def replay(doc: dict[str, Any], datapath: str, names: set[str] | None = None) ->
     """Replay every conversation (or those named) through one datapath."""
     out = Replay(datapath)
     addr = doc["addresses"]
-    policy = allow_all_policy([addr["client"], addr["server"]])
+    hosts = dict.fromkeys([addr["client"], addr["server"]])
+    for conv in doc["conversations"]:
+        hosts.update(dict.fromkeys(conv.get("addresses", {}).values()))
+    policy = allow_all_policy(list(hosts))
     state_names = {s.name: int(s) for s in TcpState}
     armed = {int(v) for k, v in doc.get("sysctl_defaults", {}).items() if "timeout" in k}
     for conv in doc["conversations"]:
@@ -264,7 +303,7 @@ def replay(doc: dict[str, Any], datapath: str, names: set[str] | None = None) ->
                 prev = None
             seen_before = prev is not None and prev.seen_reply
             v = drv.step(b)
-            ours = drv.entry(session_batch(conv, t, addr) if is_error else b, t_read)
+            ours = drv.entry(read_batch(conv, p, t, addr), t_read)
             if not is_error and ours is not None and (prev is None or v == CT.V_NEW):
                 orig_dir = int(p["dir"])
             if v in (CT.V_INVALID, CT.V_INVALID_NEW):
@@ -290,7 +329,8 @@ def replay(doc: dict[str, Any], datapath: str, names: set[str] | None = None) ->
             gap = (int(k["t_read_ns"]) - int(prev_k["t_read_ns"])) / NS if prev_k else 0.0
             if prev is not None and prev_k and prev_k["entry"] and ke and ours and gap >= 1.0:
                 k_re = kernel_rearmed(prev_k["entry"]["timeout_s"], ke["timeout_s"], gap, armed)
-                ok["rearm"] = k_re == (ours.expires_ns != prev.expires_ns)
+                if k_re is not None:
+                    ok["rearm"] = k_re == (ours.expires_ns != prev.expires_ns)
             out.packets += 1
             for m, good in ok.items():
                 out.scored[m] += 1

@@ -1,5 +1,8 @@
 """pcap / pcapng replay into a PacketBatch: Ethernet, 802.1Q/QinQ, MPLS, IPv4/IPv6, TCP, UDP,
 ICMP/ICMPv6, with VXLAN (UDP 4789) and Geneve (UDP 6081) decapsulated to their VNI.
+An ICMP or ICMPv6 error's quoted packet fills the `inner_*` columns (its protocol, addresses
+and ports, as nf_conntrack_inet_error reads them), so connection tracking can make the error
+RELATED to the session it quotes; a quote too short to name a tuple leaves inner_proto 0.
 
 The record framing is parsed here (exact nanosecond timestamps, and a truncated or corrupt
 record is caught at its index); the headers are decoded with dpkt. Any problem is one
@@ -18,7 +21,7 @@ import dpkt
 import numpy as np
 
 from starfabric.errors import DataError
-from starfabric.fornax.packets import PacketBatch
+from starfabric.fornax.packets import OPTIONAL, PacketBatch
 
 VXLAN_PORT = 4789  # IANA / RFC 7348
 GENEVE_PORT = 6081  # IANA / RFC 8926
@@ -32,6 +35,9 @@ _LINK_ETHERNET = 1
 _LINK_RAW = (101, 12)  # LINKTYPE_RAW (and DLT_RAW's historic value)
 _ICMP_ECHO = (0, 8)
 _ICMP6_ECHO = (128, 129)
+_ICMP_ERRORS = (3, 4, 5, 11, 12)  # unreachable, source quench, redirect, time exceeded, param
+_IP6_EXT = (0, 43, 60)  # hop-by-hop, routing, destination options: skipped in a quote
+_INNER = tuple(k for k in OPTIONAL if k.startswith("inner_"))
 
 
 @dataclass(frozen=True)
@@ -52,7 +58,7 @@ class _Rows:
             k: []
             for k in (
                 "time_ns", "port", "vni", "src_hi", "src_lo", "dst_hi", "dst_lo",
-                "sport", "dport", "proto", "tcp_flags", "length",
+                "sport", "dport", "proto", "tcp_flags", "length", *_INNER,
             )
         }  # fmt: skip
 
@@ -61,12 +67,44 @@ class _Rows:
             self.cols[k].append(v)
 
     def batch(self) -> PacketBatch:
-        dt = {
-            "time_ns": np.int64, "port": np.uint16, "vni": np.uint32, "src_hi": np.uint64,
-            "src_lo": np.uint64, "dst_hi": np.uint64, "dst_lo": np.uint64, "sport": np.uint16,
-            "dport": np.uint16, "proto": np.uint8, "tcp_flags": np.uint8, "length": np.uint32,
-        }  # fmt: skip
-        return PacketBatch(**{k: np.array(v, dtype=dt[k]) for k, v in self.cols.items()})
+        dt = PacketBatch.empty()
+        return PacketBatch(**{k: np.array(v, dtype=getattr(dt, k).dtype)
+                              for k, v in self.cols.items()})  # fmt: skip
+
+
+_NO_INNER = dict.fromkeys(_INNER, 0)
+
+
+def _inner_tuple(quote: bytes) -> dict[str, int]:
+    """The tuple of the packet an ICMP(v6) error quotes (its IP header and at least 8 bytes of
+    L4): inner_* columns; inner_proto 0 where the quote is too short or not IP."""
+    if len(quote) < 20:
+        return _NO_INNER
+    version = quote[0] >> 4
+    if version == 4:
+        ihl = (quote[0] & 0x0F) * 4
+        proto, src, dst, off = quote[9], quote[12:16], quote[16:20], ihl
+        if ihl < 20 or int.from_bytes(quote[6:8], "big") & 0x1FFF:  # a later fragment
+            return _NO_INNER
+    elif version == 6 and len(quote) >= 40:
+        proto, src, dst, off = quote[6], quote[8:24], quote[24:40], 40
+        while proto in _IP6_EXT and len(quote) >= off + 8:
+            proto, off = quote[off], off + 8 * (quote[off + 1] + 1)
+    else:
+        return _NO_INNER
+    l4 = quote[off : off + 8]
+    if len(l4) < 8 or proto not in (1, 6, 17, 58):
+        return _NO_INNER
+    if proto in (1, 58):  # an inner ICMP: the echo identifier, type << 8 | code
+        echo = _ICMP_ECHO if proto == 1 else _ICMP6_ECHO
+        sport = int.from_bytes(l4[4:6], "big") if l4[0] in echo else 0
+        dport = (l4[0] << 8) | l4[1]
+    else:
+        sport, dport = int.from_bytes(l4[0:2], "big"), int.from_bytes(l4[2:4], "big")
+    sh, sl = _halves(bytes(src))
+    dh, dl = _halves(bytes(dst))
+    return {"inner_proto": proto, "inner_src_hi": sh, "inner_src_lo": sl, "inner_dst_hi": dh,
+            "inner_dst_lo": dl, "inner_sport": sport, "inner_dport": dport}  # fmt: skip
 
 
 def _halves(raw: bytes) -> tuple[int, int]:
@@ -135,6 +173,7 @@ class _Decoder:
         sh, sl = _halves(bytes(pkt.src))
         dh, dl = _halves(bytes(pkt.dst))
         sport = dport = flags = 0
+        inner = _NO_INNER
         l4 = pkt.data
         if not fragment and proto in (6, 17, 1, 58):
             if isinstance(l4, bytes | bytearray):
@@ -151,9 +190,11 @@ class _Decoder:
                 echo = _ICMP_ECHO if proto == 1 else _ICMP6_ECHO
                 if l4.type in echo and len(bytes(l4.data)) >= 2:
                     sport = int.from_bytes(bytes(l4.data)[:2], "big")
+                if (l4.type in _ICMP_ERRORS) if proto == 1 else (l4.type < 128):
+                    inner = _inner_tuple(bytes(l4)[8:])
         self.rows.add(
             time_ns=t_ns, port=port, vni=vni, src_hi=sh, src_lo=sl, dst_hi=dh, dst_lo=dl,
-            sport=sport, dport=dport, proto=proto, tcp_flags=flags, length=length,
+            sport=sport, dport=dport, proto=proto, tcp_flags=flags, length=length, **inner,
         )  # fmt: skip
 
     def overlay(

@@ -80,7 +80,8 @@ class ConntrackReference:
         """The described action the packet is forwarded with, or None when it is dropped."""
         key, direction = canonical(p)
         self.t += 1
-        proto, flags = p[3], p[6]
+        proto = p[3]
+        flags = p[5] >> 8 if proto in ECHO else p[6]  # the tracker's flags (conntrack.pkt_flags)
         if key in self.conns:
             first, first_dir, row = self.conns[key]
             d = self._decide(first)

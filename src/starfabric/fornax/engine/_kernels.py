@@ -977,7 +977,8 @@ def k_process(
             # Connection tracking (conntrack.py, shared with reference.py and the softpath) on
             # the words already in registers; only what it changed is stored back.
             vd, _rearmed, n_me, te1, tx1, tw1, tk1, l11, l21, ex1 = CT.ct_packet_s_inline(
-                meta, te, tx, tw, tk, l1, l2, ex, np.int64(pr), rel, np.int64(flags[i]),
+                meta, te, tx, tw, tk, l1, l2, ex, np.int64(pr), rel,
+                CT.pkt_flags(pr, flags[i], dport[i] >> np.uint16(8)),
                 np.int64(seq[i]), np.int64(ack[i]), np.int64(sack[i]), np.int64(win[i]),
                 np.int64(opt[i]), np.int64(wsc[i]), np.int64(plen[i]), t, tc,
             )  # fmt: skip

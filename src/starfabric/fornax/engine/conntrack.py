@@ -18,7 +18,12 @@ nf_conntrack_core.c (6.x; checked against a recording of 6.18, tests/data/conntr
   UDP   unreplied, replied (< 2 s after creation: still the unreplied timeout), stream
         (replied and older than 2 s: stream timeout, ASSURED).
   ICMP  only echo/timestamp/info/address-mask requests (ICMPv6: echo request, node info
-        query) create an entry; every packet re-arms the ICMP timeout. An ICMP(v6) error
+        query) create an entry, which remembers the request type; on it only that request
+        from the requester and its reply from the peer are tracked (the kernel's tuple holds
+        the type: a reply from the requester, another class's message, an error type quoting
+        nothing or a type above 18 finds no entry and cannot create one, INVALID), each
+        re-arming the ICMP timeout. For ICMP(v6) the tracker's `flags` argument is the
+        packet's type (pkt_flags). An ICMP(v6) error
         (icmp_error_quotes) is RELATED to the entry of the tuple it quotes, inverted: it is
         forwarded with that entry's action and changes nothing (no state, timer or
         SEEN_REPLY); quoting no entry it is INVALID and creates none.
@@ -145,6 +150,11 @@ _ICMP_INV = np.zeros(256, np.uint8)
 _ICMP_INV[[0, 8, 13, 14, 15, 16, 17, 18]] = 1
 _ICMP6_INV = np.zeros(256, np.uint8)
 _ICMP6_INV[[128, 129, 139, 140]] = 1
+#: The reply type of each request type that creates an entry (icmp_invert_tuple's map).
+_ICMP_REPLY = np.zeros(256, np.int64)
+_ICMP_REPLY[[8, 13, 15, 17]] = [0, 14, 16, 18]
+_ICMP6_REPLY = np.zeros(256, np.int64)
+_ICMP6_REPLY[[128, 139]] = [129, 140]
 
 U64_M32 = np.uint64(M32)
 U0 = np.uint64(0)
@@ -621,12 +631,27 @@ def _ct_packet_s(m, te, tx, tw, tk, l1, l2, ex, proto, d, flags, seq, ack, sack,
         else:
             extra = cfg[C_TO + TO_UDP_UNREPLIED]
     elif proto == P_ICMP or proto == P_ICMP6:  # noqa: SIM109
+        req = np.int64(te)  # the request type that created the entry (0: not known)
+        if req != 0:
+            rep = _ICMP_REPLY[req & 0xFF] if proto == P_ICMP else _ICMP6_REPLY[req & 0xFF]
+            if flags != (req if d == 0 else rep):  # another tuple: no entry, none created
+                return V_INVALID, False, m, te, tx, tw, tk, l1, l2, ex
         extra = cfg[C_TO + TO_ICMP]
     else:
         extra = cfg[C_TO + TO_GENERIC]
     if d == 1:
         m = _setflag(m, FLAG_SEEN_REPLY)
     return V_ACCEPT, True, m, te, tx, tw, tk, l1, l2, np.uint64(t + extra)
+
+
+@njit_inline
+def pkt_flags(proto, tcp_flags, icmp_type):
+    """The tracker's `flags` argument for a packet: its TCP flags; an ICMP(v6) packet's type
+    (which an ICMP entry's class is checked against)."""
+    p = np.int64(proto)
+    if p == P_ICMP or p == P_ICMP6:  # noqa: SIM109
+        return np.int64(icmp_type) & 0xFF
+    return np.int64(tcp_flags)
 
 
 #: ct_packet on registers, compiled once (the row functions' core: one signature, int64
@@ -758,10 +783,12 @@ def ct_new(row, ri, mi, b, proto, flags, seq, win, opt, wscale, plen, icmp_type,
     if proto == P_TCP:
         return tcp_new(row, ri, mi, b, flags, seq, win, opt, wscale, plen, cfg)
     clear(row, ri, mi, b)
-    if proto == P_ICMP:
-        return _ICMP_NEW[np.int64(icmp_type) & 0xFF] == 1
-    if proto == P_ICMP6:
-        return _ICMP6_NEW[np.int64(icmp_type) & 0xFF] == 1
+    if proto == P_ICMP or proto == P_ICMP6:  # noqa: SIM109
+        it = np.int64(icmp_type) & 0xFF
+        ok = (_ICMP_NEW[it] if proto == P_ICMP else _ICMP6_NEW[it]) == 1
+        if ok:  # the entry's class: the request type (its tuple's type)
+            row[ri, b + T_END] = np.uint64(it)
+        return ok
     if proto == P_UDP:
         row[ri, b + T_END] = np.uint64(t + cfg[C_UDP_STREAM_DELAY])
     return True
@@ -804,6 +831,8 @@ def install_state(row, ri, mi, b, proto, t, cfg) -> None:
             m = _set_tf(m, 0, _tf(m, 0) | TF_CLOSE_INIT)
     elif proto == P_UDP:
         row[ri, b + T_END] = np.uint64(t + cfg[C_UDP_STREAM_DELAY])
+    elif proto == P_ICMP or proto == P_ICMP6:  # noqa: SIM109
+        row[ri, b + T_END] = U0  # class not known: every type tracked
     row[ri, mi] = m
     row[ri, b + T_EXPIRES] = np.uint64(t + _default_timeout(m, proto, cfg))
 
@@ -827,6 +856,7 @@ __all__ = [
     "ct_packet_s_inline",
     "icmp_error_quotes",
     "install_state",
+    "pkt_flags",
     "tcp_in_window",
     "tcp_packet",
 ]

@@ -365,6 +365,8 @@ class ReferenceEngine(SessionEngine):
             c[Counter.HIT] += 1
             c[Counter.BYTES_FORWARDED] += length
             return Outcome.HIT, Reason.NONE, d, rel, act, s, state, CT.V_RELATED
+        if proto in ICMP_ECHO_TYPES:  # the tracker's flags: an ICMP packet's type
+            hdr = (dport >> 8, *hdr[1:])
         v = self._track(r, proto, rel, t, hdr)
         if v == CT.V_REOPEN:
             # a new connection: close the old session, punt the SYN for a decision

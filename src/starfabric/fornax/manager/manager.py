@@ -38,6 +38,7 @@ import numpy as np
 import numpy.typing as npt
 
 from starfabric.errors import ConfigError
+from starfabric.fornax import _softpath_kernels as SK
 from starfabric.fornax.engine.interface import (
     EventType,
     FlowKeys,
@@ -64,7 +65,7 @@ from starfabric.fornax.manager.metrics import Metrics
 from starfabric.fornax.manager.nat import NatPools
 from starfabric.fornax.manager.parts import Handler, Part
 from starfabric.fornax.manager.recover import recover_nat
-from starfabric.fornax.packets import PacketBatch
+from starfabric.fornax.packets import PROTO_ICMP, PROTO_ICMPV6, PacketBatch
 from starfabric.fornax.softpath import SoftOutcome, SoftPath, SoftPathConfig, SoftStatus
 from starfabric.fornax.vpc import CompiledPolicy, VpcSpec, recompile
 
@@ -83,6 +84,29 @@ def _group(ck: CanonicalKeys) -> npt.NDArray[np.int64]:
     words = np.stack([ck.a_hi, ck.a_lo, ck.b_hi, ck.b_lo, ck.ports_word()], 1)
     _kernels.group_ids(words, ck.proto, key_hash(ck), out)
     return out
+
+
+def _lookup_keys(pb: PacketBatch) -> FlowKeys:
+    """The key each packet was looked up by: its own tuple; an ICMP error's, the tuple it
+    quotes, inverted (nf_conntrack_inet_error; conntrack.icmp_error_quotes), so a stale
+    session an error is RELATED to is read back and decided again like any other."""
+    keys = FlowKeys.from_batch(pb)
+    rel = np.zeros(len(pb), np.bool_)
+    SK.sp_related(pb.proto, (pb.dport >> np.uint16(8)).astype(np.uint8), pb.dst_hi, pb.dst_lo,
+                  pb.inner_proto, pb.inner_src_hi, pb.inner_src_lo, pb.inner_dport, rel)  # fmt: skip
+    if not rel.any():
+        return keys
+    icmp_in = np.isin(pb.inner_proto, (PROTO_ICMP, PROTO_ICMPV6))
+    cols = {
+        "vni": pb.vni, "proto": np.where(rel, pb.inner_proto, pb.proto),
+        "src_hi": np.where(rel, pb.inner_dst_hi, pb.src_hi),
+        "src_lo": np.where(rel, pb.inner_dst_lo, pb.src_lo),
+        "dst_hi": np.where(rel, pb.inner_src_hi, pb.dst_hi),
+        "dst_lo": np.where(rel, pb.inner_src_lo, pb.dst_lo),
+        "sport": np.where(rel, np.where(icmp_in, pb.inner_sport, pb.inner_dport), pb.sport),
+        "dport": np.where(rel, np.where(icmp_in, pb.inner_dport, pb.inner_sport), pb.dport),
+    }  # fmt: skip
+    return FlowKeys.from_columns(**cols)
 
 
 def _first_of_groups(gid: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
@@ -347,7 +371,7 @@ class Manager:
         refused and forgotten."""
         idx = np.flatnonzero(stale)
         first = idx[_first_of_groups(gid[idx])]
-        st, rec = self.driver.query(FlowKeys.from_batch(pb.take(first)))
+        st, rec = self.driver.query(_lookup_keys(pb.take(first)))
         ok = st == Status.OK
         first, rec = first[ok], rec[ok]
         if not len(first):
