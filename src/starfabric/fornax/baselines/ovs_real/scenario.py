@@ -23,7 +23,11 @@ from starfabric.fornax.baselines.ovs_real.frames import (
     Connections,
     packets_per_setup,
 )
-from starfabric.fornax.baselines.ovs_real.instance import OvsInstance, ovs_version
+from starfabric.fornax.baselines.ovs_real.instance import (
+    RX_SOCKET_BUFFER_BYTES,
+    OvsInstance,
+    ovs_version,
+)
 from starfabric.fornax.baselines.ovs_real.pipeline import pipeline_flows
 
 #: OVS other_config:max-idle default (s) [fact] ...
@@ -69,6 +73,7 @@ class RunConfig:
     warmup: int = WARMUP
     revalidators: int = REVALIDATOR_THREADS
     max_idle_s: float = MAX_IDLE_S
+    rx_buffer_bytes: int | None = RX_SOCKET_BUFFER_BYTES
 
 
 @dataclass
@@ -143,7 +148,7 @@ def run(cfg: RunConfig, progress: Callable[[str], None] | None = None) -> RunRes
     other = {"n-revalidator-threads": str(cfg.revalidators),
              "max-idle": str(int(cfg.max_idle_s * 1000))}  # fmt: skip
     with OvsInstance(megaflows=cfg.megaflows, flow_limit=cfg.flow_limit,
-                     other_config=other) as ovs:  # fmt: skip
+                     rx_buffer_bytes=cfg.rx_buffer_bytes, other_config=other) as ovs:  # fmt: skip
         ovs.add_flows(pipeline_flows())
         cm = ovs.mac(ovs.ns_client, ovs.if_client)
         sm = ovs.mac(ovs.ns_server, ovs.if_server)
