@@ -149,6 +149,8 @@ def test_private_ovs_sees_1000_connections_and_leaves_nothing() -> None:
     assert lv.flows >= 2 * lv.conntrack
     assert lv.ukeys >= lv.flows - 50  # a ukey per flow (give or take flows deleted meanwhile)
     assert lv.cpu_per_s.get("revalidator", 0) > 0 and lv.rss_growth_bytes > 0
+    # OVS's port sockets were read (pidfd_getfd as root): they received the windows' frames
+    assert lv.socket_frames > 0 and 0 <= lv.socket_drops <= lv.socket_frames
     after = leftovers()
     assert not any(after.values()), f"left behind: {after}"
 
