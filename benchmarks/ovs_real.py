@@ -16,14 +16,19 @@ the OVS-like model, which keeps one flow per connection direction) and `megaflow
 default wildcarded megaflows; the model does not model megaflows, see baselines/config.py
 NOT_MODELLED). The model runs the same N (fill, then keep-alives every KEEPALIVE_PERIOD_S on
 the simulated clock, at the private OVS's max-idle) with `ovs_like()` (calibrated: ovs_cost,
-config.OVS_*) and, unless --quick, `ovs_like(calibrated=False)`. --quick: N = 10k, 50k, 100k,
-exact mode only.
+config.OVS_*) and, unless --quick, `ovs_like(calibrated=False)`; `--model closed` uses
+ovs_cost's closed form instead of the simulation (seconds instead of minutes at 200k). Every
+exact level is also checked against the closed form fitted on this run's OTHER held levels
+(held_out: the check a run on another machine needs). --quick: N = 10k, 50k, 100k, exact only.
 
     python benchmarks/ovs_real.py [--quick] [--json PATH] [--mode exact|megaflow|both]
                                   [--levels N,N,...] [--[no-]uncalibrated] [--no-sweep]
+                                  [--model sim|closed] [--cps CPS]
 
-Prints, last, per N of the exact mode: real bytes per connection, revalidator CPU per second
-and dump time, the model's, and the ratios model/real.
+Prints, last, per N of each mode: whether the level held (and why not: conntrack share, the
+dynamic flow limit under the table, flows that idled out, frames OVS's port sockets dropped),
+real bytes per connection, revalidator CPU per second and dump time, the model's, and the
+ratios model/real; then the held-out check.
 """
 
 from __future__ import annotations
@@ -142,6 +147,25 @@ def model_level(make: Any, n: int, settle_s: float, window_s: float,
     return out
 
 
+def closed_form_level(make: Any, n: int, real_flow_limit: int) -> dict[str, Any]:
+    """The model at n connections from ovs_cost's closed form alone (2 model flows per
+    connection, no simulation: --model closed; the flow limit is taken as never shrinking, so
+    a dump past FlowLimitConfig.shrink_dump_s is flagged in `flow_limit_shrinks`)."""
+    conf = model_config(make, real_flow_limit)
+    flows = 2 * n
+    hb = ovs_cost.host_bytes(conf, flows)
+    dump_ms = ovs_cost.dump_s(conf, flows) * 1e3
+    fl = conf.flow_limit
+    lim = None if fl is None else fl.start * OVS_DP_FLOWS_PER_MODEL_FLOW
+    return {"connections": n, "flows": flows, "dp_flows": flows * OVS_DP_FLOWS_PER_MODEL_FLOW,
+            "flow_limit_min_dp": lim, "flow_limit": None if fl is None else fl.start,
+            "flow_limit_shrinks": fl is not None and dump_ms > fl.shrink_dump_s * 1e3,
+            "bytes_per_connection": None if hb is None else hb / n,
+            "revalidator_cpu_per_s": ovs_cost.revalidator_cpu_per_s(conf, flows),
+            "passes_per_s": 1 / ovs_cost.pass_interval_s(conf, flows),
+            "dump_ms": round(dump_ms), "closed_form": True}  # fmt: skip
+
+
 def verdict(lv: scenario.Level, cfg: scenario.RunConfig) -> tuple[bool, list[str]]:
     """Whether the level held, and why not: conntrack has >= HELD_SHARE of its connections,
     OVS's dynamic flow limit never fell to the table (a slow dump shrinks it; OVS evicts once
@@ -248,6 +272,8 @@ def main() -> None:
     ap.add_argument("--levels", help="comma list of N (overrides --quick)")
     ap.add_argument("--window", type=float, default=5.0, help="measured window, s")
     ap.add_argument("--no-sweep", action="store_true", help="skip the setup-rate sweep")
+    ap.add_argument("--model", choices=("sim", "closed"), default="sim",
+                    help="the model: simulated (default) or ovs_cost's closed form (seconds)")  # fmt: skip
     ap.add_argument("--cps", type=float, help=f"connections/s while opening (default {CPS})")
     args = ap.parse_args()
     console = Console(width=max(Console().width, 190))
@@ -295,11 +321,12 @@ def main() -> None:
             if lv.connections not in cache:
                 console.print(f"  model at {lv.connections:,}")
                 cache[lv.connections] = {
-                    k: model_level(
-                        m, lv.connections, MODEL_SETTLE_S, MODEL_WINDOW_S, cfg.flow_limit
-                    )
+                    k: model_level(m, lv.connections, MODEL_SETTLE_S, MODEL_WINDOW_S,
+                                   cfg.flow_limit)
+                    if args.model == "sim"
+                    else closed_form_level(m, lv.connections, cfg.flow_limit)
                     for k, m in models.items()
-                }
+                }  # fmt: skip
                 gc.collect()  # each model run's engine and mirror are gone before the next
             mod = cache[lv.connections]
             c = mod["calibrated"]
