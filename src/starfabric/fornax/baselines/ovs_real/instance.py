@@ -48,14 +48,13 @@ DAEMON_NICE = -10
 #: sockets dropped 30-45% of 31k keep-alive frames/s. The autogroup at DAEMON_NICE gives the
 #: daemons the priority ovs-ctl asks for, as a vSwitch host's dedicated cores would.
 AUTOGROUP_NICE = DAEMON_NICE
-#: Receive buffer (bytes) of ovs-vswitchd's AF_PACKET sockets on the two veth ports. OVS's
-#: netdev-linux sets none on them (netdev_linux_rxq_construct), so they get the kernel's
-#: net.core.rmem_default (212992 B, ~270 small frames); the main thread, which polls these
-#: non-PMD ports one batch per port per main-loop iteration, then loses every frame that
-#: arrives during a stall of ~10 ms (measured: 8-34% of 25k keep-alive frames/s lost on the
-#: shared 2-core VM with no CPU shortage). 8 MiB is a vSwitch host's socket-buffer tuning
-#: (assumption: hosts raise rmem defaults for packet sockets); it is set only while the ports
-#: are added (sockets keep the buffer they were created with) and restored at once.
+#: Receive buffer of ovs-vswitchd's port sockets, 8 MiB (assumption: a vSwitch host's tuning).
+#: OVS's netdev-linux sets none on its AF_PACKET sockets (netdev_linux_rxq_construct), so they
+#: get the kernel's net.core.rmem_default (212992 B, ~270 small frames); the main thread, which
+#: polls these non-PMD ports one batch per port per main-loop iteration, then loses every frame
+#: that arrives during a stall of ~10 ms (measured: 8-34% of 25k keep-alive frames/s lost on the
+#: shared 2-core VM at load 3). It is set only while the ports are added (sockets keep the
+#: buffer they were created with) and restored at once.
 RX_SOCKET_BUFFER_BYTES = 8 << 20
 _RMEM_DEFAULT = Path("/proc/sys/net/core/rmem_default")
 INSTALL_HINT = "apt-get install openvswitch-switch iproute2 (see README, 'Real Open vSwitch')"
