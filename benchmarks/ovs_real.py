@@ -16,14 +16,19 @@ the OVS-like model, which keeps one flow per connection direction) and `megaflow
 default wildcarded megaflows; the model does not model megaflows, see baselines/config.py
 NOT_MODELLED). The model runs the same N (fill, then keep-alives every KEEPALIVE_PERIOD_S on
 the simulated clock, at the private OVS's max-idle) with `ovs_like()` (calibrated: ovs_cost,
-config.OVS_*) and, unless --quick, `ovs_like(calibrated=False)`. --quick: N = 10k, 50k, 100k,
-exact mode only.
+config.OVS_*) and, unless --quick, `ovs_like(calibrated=False)`; `--model closed` uses
+ovs_cost's closed form instead of the simulation (seconds instead of minutes at 200k). Every
+exact level is also checked against the closed form fitted on this run's OTHER held levels
+(held_out: the check a run on another machine needs). --quick: N = 10k, 50k, 100k, exact only.
 
     python benchmarks/ovs_real.py [--quick] [--json PATH] [--mode exact|megaflow|both]
                                   [--levels N,N,...] [--[no-]uncalibrated] [--no-sweep]
+                                  [--model sim|closed] [--cps CPS]
 
-Prints, last, per N of the exact mode: real bytes per connection, revalidator CPU per second
-and dump time, the model's, and the ratios model/real.
+Prints, last, per N of each mode: whether the level held (and why not: conntrack share, the
+dynamic flow limit under the table, flows that idled out, frames OVS's port sockets dropped),
+real bytes per connection, revalidator CPU per second and dump time, the model's, and the
+ratios model/real; then the held-out check.
 """
 
 from __future__ import annotations
@@ -47,10 +52,11 @@ from starfabric.fornax.baselines import (
     ovs_cost,
     ovs_like,
 )
+from starfabric.fornax.baselines.config import SoftwareCentricConfig
 from starfabric.fornax.baselines.ovs_real import scenario
 from starfabric.fornax.baselines.ovs_real.instance import leftovers, unavailable_reason
+from starfabric.fornax.engine import FastEngine
 from starfabric.fornax.experiments import traffic
-from starfabric.fornax.experiments.contenders import _preset
 from starfabric.fornax.experiments.harness import Run, engine_config
 from starfabric.fornax.experiments.output import write_json
 from starfabric.fornax.vpc import compile_policy
@@ -77,13 +83,28 @@ HELD_SHARE = 0.97
 DP_FLOWS_PER_CONNECTION = 2 * OVS_DP_FLOWS_PER_MODEL_FLOW
 
 
-def model_level(make: Any, n: int, settle_s: float, window_s: float) -> dict[str, Any]:
+def model_config(make: Any, real_flow_limit: int) -> SoftwareCentricConfig:
+    """The preset with the private OVS's settings that differ from OVS's defaults mirrored:
+    max-idle (scenario.MAX_IDLE_S) and flow-limit (RunConfig.flow_limit datapath flows, the
+    dynamic limit's ceiling and, as `upcall/set-flow-limit` sets it, its start), both in model
+    flows (OVS_DP_FLOWS_PER_MODEL_FLOW datapath flows each). The revalidator threads' count
+    is in the calibration (the dump time per flow was measured with them)."""
+    conf: SoftwareCentricConfig = make()
+    upd: dict[str, Any] = {"idle_timeout_s": scenario.MAX_IDLE_S}
+    if conf.flow_limit is not None:
+        lim = real_flow_limit // OVS_DP_FLOWS_PER_MODEL_FLOW
+        upd["flow_limit"] = conf.flow_limit.model_copy(update={"start": lim, "maximum": lim})
+    return conf.model_copy(update=upd)
+
+
+def model_level(make: Any, n: int, settle_s: float, window_s: float,
+                real_flow_limit: int) -> dict[str, Any]:  # fmt: skip
     """The OVS-like model at n connections: fill (75% TCP with handshake), keep-alives every
     KEEPALIVE_PERIOD_S over settle_s, then the measured window_s (simulated seconds)."""
     spec = traffic.vpc_spec(n)
     cfg = engine_config(n)
-    # the private OVS's max-idle (scenario.MAX_IDLE_S) replaces the preset's
-    run = Run("ovs_like", _preset(make)(cfg, compile_policy(spec), scenario.MAX_IDLE_S))
+    conf = model_config(make, real_flow_limit)
+    run = Run("ovs_like", SoftwareCentric(FastEngine(cfg), compile_policy(spec), conf))
     cp: SoftwareCentric = run.cp  # type: ignore[assignment]
     run.fill(n, tcp_share=TCP_SHARE, handshake=True)
     ids = np.arange(n, dtype=np.int64)
@@ -105,12 +126,16 @@ def model_level(make: Any, n: int, settle_s: float, window_s: float) -> dict[str
 
     keepalive(settle_s)
     cpu0, passes0, t0 = cp.metrics.cpu_s["revalidate"], cp.passes, run.now_ns
+    h0 = len(cp.flow_limit.history) if cp.flow_limit else 0
     keepalive(window_s)
     window_s = (run.now_ns - t0) / 1e9  # whole keep-alive periods: at least window_s
     cpu = (cp.metrics.cpu_s["revalidate"] - cpu0) / window_s
     flows = cp.flows()
     fl = cp.flow_limit
+    lims = [h[2] for h in fl.history[h0:]] if fl else []
     out = {"connections": cp.sessions(), "flows": flows,
+           "dp_flows": flows * OVS_DP_FLOWS_PER_MODEL_FLOW,
+           "flow_limit_min_dp": min(lims) * OVS_DP_FLOWS_PER_MODEL_FLOW if lims else None,
            "bytes_per_connection": cp.software_bytes / max(n, 1),
            "measured_mirror_bytes_per_connection": (cp.mirror.live_nbytes if cp.mirror else 0) / max(n, 1),
            "revalidator_cpu_per_s": cpu, "passes_per_s": (cp.passes - passes0) / window_s,
@@ -122,16 +147,54 @@ def model_level(make: Any, n: int, settle_s: float, window_s: float) -> dict[str
     return out
 
 
+def closed_form_level(make: Any, n: int, real_flow_limit: int) -> dict[str, Any]:
+    """The model at n connections from ovs_cost's closed form alone (2 model flows per
+    connection, no simulation: --model closed; the flow limit is taken as never shrinking, so
+    a dump past FlowLimitConfig.shrink_dump_s is flagged in `flow_limit_shrinks`)."""
+    conf = model_config(make, real_flow_limit)
+    flows = 2 * n
+    hb = ovs_cost.host_bytes(conf, flows)
+    dump_ms = ovs_cost.dump_s(conf, flows) * 1e3
+    fl = conf.flow_limit
+    lim = None if fl is None else fl.start * OVS_DP_FLOWS_PER_MODEL_FLOW
+    return {"connections": n, "flows": flows, "dp_flows": flows * OVS_DP_FLOWS_PER_MODEL_FLOW,
+            "flow_limit_min_dp": lim, "flow_limit": None if fl is None else fl.start,
+            "flow_limit_shrinks": fl is not None and dump_ms > fl.shrink_dump_s * 1e3,
+            "bytes_per_connection": None if hb is None else hb / n,
+            "revalidator_cpu_per_s": ovs_cost.revalidator_cpu_per_s(conf, flows),
+            "passes_per_s": 1 / ovs_cost.pass_interval_s(conf, flows),
+            "dump_ms": round(dump_ms), "closed_form": True}  # fmt: skip
+
+
+def verdict(lv: scenario.Level, cfg: scenario.RunConfig) -> tuple[bool, list[str]]:
+    """Whether the level held, and why not: conntrack has >= HELD_SHARE of its connections,
+    OVS's dynamic flow limit never fell to the table (a slow dump shrinks it; OVS evicts once
+    flows exceed it) and, with exact-match flows, the datapath holds >= HELD_SHARE of
+    DP_FLOWS_PER_CONNECTION per connection held (keep-alives refreshed them; flows that idled
+    out would make the level's CPU a smaller table's)."""
+    why = []
+    ka = lv.keepalive_delivered / max(lv.keepalive_sent, 1)
+    if lv.connections_held < HELD_SHARE * lv.connections:
+        why.append(f"conntrack holds {lv.connections_held / max(lv.connections, 1):.1%} of the "
+                   f"connections (setup packets lost: {lv.setup_delivered / max(lv.setup_sent, 1):.1%} "
+                   "delivered)")  # fmt: skip
+    if lv.flow_limit <= lv.flows_max:
+        why.append(f"the dynamic flow limit fell to {lv.flow_limit:,} <= the table's "
+                   f"{lv.flows_max:,} flows (dumps of {lv.dump_ms_median:.0f} ms median, "
+                   f"{lv.dump_ms_max} ms max: > 1.3 s shrinks it, > 2 s divides it)")  # fmt: skip
+    if not cfg.megaflows and lv.flows < HELD_SHARE * DP_FLOWS_PER_CONNECTION * lv.connections_held:
+        why.append(f"the datapath holds {lv.flows_per_connection:.2f} flows per connection of "
+                   f"{DP_FLOWS_PER_CONNECTION} (flows idled out; keep-alives delivered {ka:.1%})")  # fmt: skip
+    if why and lv.socket_drops > 0:
+        why.append(f"OVS's port sockets dropped {lv.socket_drops:,} of "
+                   f"{lv.socket_frames + lv.socket_drops:,} frames (receive buffer full: the main "
+                   "thread that polls them fell behind)")  # fmt: skip
+    return not why, why
+
+
 def held(lv: scenario.Level, cfg: scenario.RunConfig) -> bool:
-    """The level held: conntrack has >= HELD_SHARE of its connections, OVS's dynamic flow limit
-    never fell to the table (a slow dump may shrink it; it evicts only once flows exceed it)
-    and, with exact-match flows, the datapath holds >= HELD_SHARE of DP_FLOWS_PER_CONNECTION
-    per connection held (keep-alives refreshed them; flows that idled out would make the
-    level's CPU a smaller table's)."""
-    ok = lv.connections_held >= HELD_SHARE * lv.connections and lv.flow_limit > lv.flows_max
-    if not cfg.megaflows:
-        ok = ok and lv.flows >= HELD_SHARE * DP_FLOWS_PER_CONNECTION * lv.connections_held
-    return ok
+    """verdict()'s first half."""
+    return verdict(lv, cfg)[0]
 
 
 def suggested_calibration(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -140,10 +203,48 @@ def suggested_calibration(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
     ok = [r["real"] for r in rows if r["held"]]
     if len(ok) < 2:
         return None
-    figs = [ovs_cost.LevelFigures(lv["connections_held"], lv["flows"], lv["rss_growth_bytes"],
-                                  lv["cpu_per_s"].get("revalidator", 0.0), lv["dump_ms_median"])
-            for lv in ok]  # fmt: skip
-    return asdict(ovs_cost.fit(figs, OVS_DP_FLOWS_PER_MODEL_FLOW))
+    return asdict(ovs_cost.fit([_figures(lv) for lv in ok], OVS_DP_FLOWS_PER_MODEL_FLOW))
+
+
+def _figures(lv: dict[str, Any]) -> ovs_cost.LevelFigures:
+    return ovs_cost.LevelFigures(lv["connections_held"], lv["flows"], lv["rss_growth_bytes"],
+                                 lv["cpu_per_s"].get("revalidator", 0.0), lv["dump_ms_median"])  # fmt: skip
+
+
+def held_out(rows: list[dict[str, Any]]) -> list[dict[str, Any] | None]:
+    """Per level: the closed-form model (ovs_cost) with the constants fitted on this run's
+    OTHER held levels (at least two; the level itself never takes part), and model/real, so a
+    run on another machine checks the model on levels its fit did not see (None: fewer than
+    two other held levels). Model flows: two per connection of the level; the dynamic flow
+    limit shrinks where the dump would exceed FlowLimitConfig.shrink_dump_s."""
+    out: list[dict[str, Any] | None] = []
+    base = ovs_like()
+    fl = base.flow_limit
+    assert fl is not None
+    for i, r in enumerate(rows):
+        others = [_figures(o["real"]) for j, o in enumerate(rows) if j != i and o["held"]]
+        if len(others) < 2:
+            out.append(None)
+            continue
+        cal = ovs_cost.fit(others, OVS_DP_FLOWS_PER_MODEL_FLOW)
+        conf = base.model_copy(update={
+            "host_base_bytes": cal.host_base_bytes, "host_bytes_per_flow": cal.host_bytes_per_flow,
+            "revalidate_ns_per_flow": cal.revalidate_ns_per_flow,
+            "flow_limit": fl.model_copy(update={"dump_ns_per_flow": cal.dump_ns_per_flow})})  # fmt: skip
+        lv = r["real"]
+        n = lv["connections"]
+        flows = 2 * n
+        hb = ovs_cost.host_bytes(conf, flows)
+        bpc = None if hb is None else hb / n
+        cpu = ovs_cost.revalidator_cpu_per_s(conf, flows)
+        dump_ms = ovs_cost.dump_s(conf, flows) * 1e3
+        out.append({"fit_levels": list(cal.levels), "bytes_per_connection": bpc,
+                    "revalidator_cpu_per_s": cpu, "dump_ms": dump_ms,
+                    "flow_limit_shrinks": dump_ms > fl.shrink_dump_s * 1e3,
+                    "ratio": {"bytes_per_connection": ratio(bpc, lv["bytes_per_connection"]),
+                              "revalidator_cpu_per_s": ratio(cpu, lv["cpu_per_s"].get("revalidator")),
+                              "dump_ms": ratio(dump_ms, lv["dump_ms_median"])}})  # fmt: skip
+    return out
 
 
 def ratio(a: float | None, b: float | None) -> float | None:
@@ -171,6 +272,9 @@ def main() -> None:
     ap.add_argument("--levels", help="comma list of N (overrides --quick)")
     ap.add_argument("--window", type=float, default=5.0, help="measured window, s")
     ap.add_argument("--no-sweep", action="store_true", help="skip the setup-rate sweep")
+    ap.add_argument("--model", choices=("sim", "closed"), default="sim",
+                    help="the model: simulated (default) or ovs_cost's closed form (seconds)")  # fmt: skip
+    ap.add_argument("--cps", type=float, help=f"connections/s while opening (default {CPS})")
     args = ap.parse_args()
     console = Console(width=max(Console().width, 190))
     reason = unavailable_reason()
@@ -200,10 +304,12 @@ def main() -> None:
     models: dict[str, Any] = {"calibrated": ovs_like}
     if uncal:
         models["uncalibrated"] = lambda: ovs_like(calibrated=False)
-    out["model_configs"] = {k: m().model_dump() for k, m in models.items()}
+    out["model_configs"] = {
+        k: model_config(m, scenario.FLOW_LIMIT).model_dump() for k, m in models.items()
+    }
     cache: dict[int, dict[str, Any]] = {}  # the model does not depend on the mode
     for mode in modes:
-        cfg = scenario.RunConfig(levels=levels, cps=CPS[mode], megaflows=mode == "megaflow",
+        cfg = scenario.RunConfig(levels=levels, cps=args.cps or CPS[mode], megaflows=mode == "megaflow",
                                  window_s=args.window,
                                  sweep=() if args.no_sweep else SWEEP[mode])  # fmt: skip
         console.print(
@@ -215,17 +321,25 @@ def main() -> None:
             if lv.connections not in cache:
                 console.print(f"  model at {lv.connections:,}")
                 cache[lv.connections] = {
-                    k: model_level(m, lv.connections, MODEL_SETTLE_S, MODEL_WINDOW_S)
+                    k: model_level(m, lv.connections, MODEL_SETTLE_S, MODEL_WINDOW_S,
+                                   cfg.flow_limit)
+                    if args.model == "sim"
+                    else closed_form_level(m, lv.connections, cfg.flow_limit)
                     for k, m in models.items()
-                }
+                }  # fmt: skip
                 gc.collect()  # each model run's engine and mirror are gone before the next
             mod = cache[lv.connections]
             c = mod["calibrated"]
+            ok, why = verdict(lv, cfg)
             rows.append({"real": {**lv.__dict__, "connections_held": lv.connections_held},
-                         "held": held(lv, cfg), "model": mod,
+                         "held": ok, "why_not_held": why, "model": mod,
                          "ratio": {"bytes_per_connection": ratio(c["bytes_per_connection"], lv.bytes_per_connection),
                                    "revalidator_cpu_per_s": ratio(c["revalidator_cpu_per_s"], lv.cpu_per_s.get("revalidator")),
-                                   "dump_ms": ratio(c["dump_ms"], lv.dump_ms_median)}})  # fmt: skip
+                                   "dump_ms": ratio(c["dump_ms"], lv.dump_ms_median),
+                                   "dp_flows": ratio(c["dp_flows"], lv.flows)}})  # fmt: skip
+        if mode == "exact":
+            for r, h in zip(rows, held_out(rows), strict=True):
+                r["held_out_model"] = h
         out["modes"][mode] = {"version": real.version, "base_rss_bytes": real.base_rss_bytes,
                               "rows": rows, "sweep": real.sweep,
                               "suggested_calibration": suggested_calibration(rows) if mode == "exact" else None,
@@ -279,20 +393,31 @@ def main() -> None:
     f = lambda v: "n/a" if v is None else f"{v:.2f}"  # noqa: E731
     for mode in sorted(out["modes"], key=lambda m: m == "exact"):  # exact (the calibrated one) last
         res = out["modes"][mode]
-        parts = []
+        console.print(f"[bold]real OVS vs the calibrated model, {mode} datapath flows[/] "
+                      "(per N; model/real last):")  # fmt: skip
         for r in res["rows"]:
             lv, m, q = r["real"], r["model"]["calibrated"], r["ratio"]
-            parts.append(
-                f"N={lv['connections']:,}{'' if r['held'] else ' (did not hold)'}: "
-                f"bytes/conn {lv['bytes_per_connection']:,.0f} vs {m['bytes_per_connection']:,.0f}, "
-                f"reval CPU/s {lv['cpu_per_s'].get('revalidator', 0):.3f} vs "
-                f"{m['revalidator_cpu_per_s']:.3f}, dump ms {lv['dump_ms_median']:.0f} vs {m['dump_ms']}"
-                f" -> ratio {f(q['bytes_per_connection'])}, {f(q['revalidator_cpu_per_s'])}, "
-                f"{f(q['dump_ms'])}"
+            state = "held" if r["held"] else "NOT HELD: " + "; ".join(r["why_not_held"])
+            console.print(
+                f"  N={lv['connections']:,} {state}\n"
+                f"    real:  {lv['bytes_per_connection']:,.0f} B/conn, revalidator CPU "
+                f"{lv['cpu_per_s'].get('revalidator', 0):.3f} s/s, dump {lv['dump_ms_median']:.0f} ms, "
+                f"{lv['flows']:,} dp flows, lowest flow limit {lv['flow_limit']:,}\n"
+                f"    model: {m['bytes_per_connection']:,.0f} B/conn, revalidator CPU "
+                f"{m['revalidator_cpu_per_s']:.3f} s/s, dump {m['dump_ms']} ms, "
+                f"{m['dp_flows']:,} dp flows, lowest flow limit {m['flow_limit_min_dp'] or 0:,}\n"
+                f"    model/real: bytes/conn {f(q['bytes_per_connection'])}, revalidator CPU "
+                f"{f(q['revalidator_cpu_per_s'])}, dump {f(q['dump_ms'])}, dp flows {f(q['dp_flows'])}"
             )  # fmt: skip
-        console.print(
-            f"real vs model (calibrated ovs_like), {mode}; model/real last: " + "; ".join(parts)
-        )
+            if (h := r.get("held_out_model")) is not None:
+                hq = h["ratio"]
+                console.print(
+                    f"    held-out check (fit on this run's N={', '.join(f'{x:,}' for x in h['fit_levels'])}): "
+                    f"{h['bytes_per_connection']:,.0f} B/conn, {h['revalidator_cpu_per_s']:.3f} s/s, "
+                    f"dump {h['dump_ms']:.0f} ms{' (flow limit shrinks)' if h['flow_limit_shrinks'] else ''}; "
+                    f"model/real: bytes/conn {f(hq['bytes_per_connection'])}, revalidator CPU "
+                    f"{f(hq['revalidator_cpu_per_s'])}, dump {f(hq['dump_ms'])}"
+                )  # fmt: skip
 
 
 if __name__ == "__main__":

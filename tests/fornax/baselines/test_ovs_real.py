@@ -71,6 +71,37 @@ def test_frames_are_valid_and_tcp_sequences_chain() -> None:
         assert s0[i][4] == 0x12 and s0[i][6] == (c0[i][5] + 1) % 2**32
 
 
+def test_sendmmsg_batches_send_exactly_the_rows_asked() -> None:
+    """FrameBatch's prebuilt mmsghdr/iovec arrays against the frames themselves: a datagram
+    socketpair receives rows [a, b) byte for byte, each its own length (no root needed)."""
+    import socket
+
+    from starfabric.fornax.baselines.ovs_real.driver import MMSG_MAX, FrameBatch
+
+    conns = Connections(7, 1500, MAC_C, MAC_S)
+    buf, ln = conns.frames("c1", conns.ids)  # TCP ACK, TCP data, UDP request: several lengths
+    assert len(set(ln.tolist())) >= 2
+    fb = FrameBatch(buf, ln)
+    a, b = 3, len(fb) - 5
+    assert b - a > MMSG_MAX  # more than one system call
+    tx, rx = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+    tx.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 8 << 20)
+    rx.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
+    try:
+        got: list[bytes] = []
+        pos = a
+        while pos < b:  # in steps the socket buffers hold
+            step = min(b, pos + 500)
+            assert fb.send(tx, pos, step) == step - pos
+            got += [rx.recv(WIDTH + 10) for _ in range(step - pos)]
+            pos = step
+        assert got == [bytes(buf[i, : ln[i]]) for i in range(a, b)]
+        assert fb.send(tx, 10, 10) == 0
+    finally:
+        tx.close()
+        rx.close()
+
+
 def test_parsers_read_ovs_output() -> None:
     show = """netdev@ovs-netdev:
   flows         : (current 14447) (avg 21407) (max 53490) (limit 1000000)
@@ -118,6 +149,8 @@ def test_private_ovs_sees_1000_connections_and_leaves_nothing() -> None:
     assert lv.flows >= 2 * lv.conntrack
     assert lv.ukeys >= lv.flows - 50  # a ukey per flow (give or take flows deleted meanwhile)
     assert lv.cpu_per_s.get("revalidator", 0) > 0 and lv.rss_growth_bytes > 0
+    # OVS's port sockets were read (pidfd_getfd as root): they received the windows' frames
+    assert lv.socket_frames > 0 and 0 <= lv.socket_drops <= lv.socket_frames
     after = leftovers()
     assert not any(after.values()), f"left behind: {after}"
 

@@ -73,28 +73,74 @@ def raw_socket(ns: str, ifname: str) -> socket.socket:
     return s
 
 
+#: struct mmsghdr and struct iovec of x86-64/aarch64 Linux (sendmmsg(2)): a msghdr (name,
+#: namelen, iov, iovlen, control, controllen, flags) and the kernel's msg_len.
+_MMSGHDR = np.dtype([("name", np.uint64), ("namelen", np.uint32), ("_p0", np.uint32),
+                     ("iov", np.uint64), ("iovlen", np.uint64), ("control", np.uint64),
+                     ("controllen", np.uint64), ("flags", np.int32), ("_p1", np.int32),
+                     ("len", np.uint32), ("_p2", np.uint32)])  # fmt: skip
+_IOVEC = np.dtype([("base", np.uint64), ("len", np.uint64)])
+#: Messages per sendmmsg(2) call at most (the kernel's UIO_MAXIOV).
+MMSG_MAX = 1024
+_libc = ctypes.CDLL(None, use_errno=True)
+_sendmmsg = _libc.sendmmsg
+_sendmmsg.argtypes = (ctypes.c_int, ctypes.c_void_p, ctypes.c_uint, ctypes.c_int)
+_sendmmsg.restype = ctypes.c_int
+
+
+@dataclass
+class FrameBatch:
+    """Frames (rows of `buf`, their first `lens` bytes) with their sendmmsg(2) headers built
+    once, so sending rows [a, b) is one system call per MMSG_MAX frames and no Python per
+    frame (the raw socket is bound to its interface: no address per message)."""
+
+    buf: np.ndarray
+    lens: np.ndarray
+    _iov: np.ndarray = field(init=False, repr=False)
+    _msg: np.ndarray = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.buf = np.ascontiguousarray(self.buf, dtype=np.uint8)
+        n = len(self.lens)
+        rows = np.arange(n, dtype=np.uint64)
+        self._iov = np.zeros(n, _IOVEC)
+        self._iov["base"] = np.uint64(self.buf.ctypes.data) + rows * np.uint64(WIDTH)
+        self._iov["len"] = self.lens
+        self._msg = np.zeros(n, _MMSGHDR)
+        self._msg["iov"] = np.uint64(self._iov.ctypes.data) + rows * np.uint64(_IOVEC.itemsize)
+        self._msg["iovlen"] = 1
+
+    def __len__(self) -> int:
+        return len(self.lens)
+
+    @property
+    def nbytes(self) -> int:
+        return self.buf.nbytes + self._iov.nbytes + self._msg.nbytes
+
+    def send(self, sock: socket.socket, a: int = 0, b: int | None = None) -> int:
+        """Send rows [a, b); returns frames sent (stops at the first error, e.g. ENOBUFS)."""
+        b = len(self) if b is None else b
+        fd, base, pos = sock.fileno(), self._msg.ctypes.data, a
+        while pos < b:
+            r = _sendmmsg(fd, base + pos * _MMSGHDR.itemsize, min(b - pos, MMSG_MAX), 0)
+            if r <= 0:
+                break
+            pos += r
+        return pos - a
+
+
 def send(sock: socket.socket, buf: np.ndarray, lens: np.ndarray) -> int:
     """Send rows of `buf` (their first `lens` bytes); returns frames sent (ENOBUFS: stop)."""
-    mv = memoryview(np.ascontiguousarray(buf).data).cast("B")
-    sent = 0
-    for i, ln in enumerate(lens.tolist()):
-        off = i * WIDTH
-        try:
-            sock.send(mv[off : off + ln])
-        except (BlockingIOError, OSError):
-            break
-        sent += 1
-    return sent
+    return FrameBatch(buf, lens).send(sock)
 
 
 @dataclass
 class PrebuiltPhases:
-    """Every phase's frames for connections [first, first + n), and each connection's row
-    range in each phase (a TCP id has two rows in c1)."""
+    """Every phase's frames for connections [first, first + n) as FrameBatches, and each
+    connection's row range in each phase (a TCP id has two rows in c1)."""
 
     conns: Connections
-    bufs: dict[Phase, np.ndarray] = field(default_factory=dict)
-    lens: dict[Phase, np.ndarray] = field(default_factory=dict)
+    batches: dict[Phase, FrameBatch] = field(default_factory=dict)
     starts: dict[Phase, np.ndarray] = field(default_factory=dict)
 
     @classmethod
@@ -104,19 +150,29 @@ class PrebuiltPhases:
         for ph in phases:
             buf, ln = conns.frames(ph, ids)
             per = np.where(conns.is_tcp(ids), 2, 1) if ph == "c1" else np.ones(len(ids), np.int64)
-            out.bufs[ph], out.lens[ph] = buf, ln
+            out.batches[ph] = FrameBatch(buf, ln)
             out.starts[ph] = np.concatenate([[0], np.cumsum(per)]).astype(np.int64)
         return out
 
-    def rows(self, ph: Phase, a: int, b: int) -> tuple[np.ndarray, np.ndarray]:
-        """Frames of connections [a, b) (indices relative to `first`) in phase ph."""
+    def row_range(self, ph: Phase, a: int, b: int) -> tuple[int, int]:
+        """Rows of connections [a, b) (indices relative to `first`) in phase ph."""
         s = self.starts[ph]
-        r0, r1 = int(s[a]), int(s[b])
-        return self.bufs[ph][r0:r1], self.lens[ph][r0:r1]
+        return int(s[a]), int(s[b])
+
+    def rows(self, ph: Phase, a: int, b: int) -> tuple[np.ndarray, np.ndarray]:
+        """Frames and lengths of connections [a, b) in phase ph."""
+        r0, r1 = self.row_range(ph, a, b)
+        fb = self.batches[ph]
+        return fb.buf[r0:r1], fb.lens[r0:r1]
+
+    def send(self, sock: socket.socket, ph: Phase, a: int, b: int) -> int:
+        """Send phase ph's frames of connections [a, b) on `sock`; returns frames sent."""
+        r0, r1 = self.row_range(ph, a, b)
+        return self.batches[ph].send(sock, r0, r1)
 
     @property
     def nbytes(self) -> int:
-        return sum(b.nbytes for b in self.bufs.values())
+        return sum(b.nbytes for b in self.batches.values())
 
 
 @dataclass
@@ -195,8 +251,7 @@ class KeepAlive:
             lo, hi = max(a - off, 0), min(b - off, pre.conns.n)
             if lo < hi:
                 for ph in KEEPALIVE:
-                    buf, ln = pre.rows(ph, lo, hi)
-                    self.stats.add(ph, send(self.socks.of(ph), buf, ln))
+                    self.stats.add(ph, pre.send(self.socks.of(ph), ph, lo, hi))
             off += pre.conns.n
 
     def run_for(self, seconds: float, every: Callable[[], None] | None = None,
@@ -253,8 +308,7 @@ def open_connections(socks: Sockets, pre: PrebuiltPhases, cps: float,
             j = k - stage * STAGE_TICKS
             if 0 <= j < n_batches:
                 a, b = j * batch, min((j + 1) * batch, n)
-                buf, ln = pre.rows(ph, a, b)
-                st.add(ph, send(socks.of(ph), buf, ln))
+                st.add(ph, pre.send(socks.of(ph), ph, a, b))
         if keep is not None:
             keep.pump()
         if progress is not None and k < n_batches:
@@ -263,5 +317,5 @@ def open_connections(socks: Sockets, pre: PrebuiltPhases, cps: float,
     return st
 
 
-__all__ = ["TICK_S", "KeepAlive", "PrebuiltPhases", "SendStats", "Sockets", "open_connections",
+__all__ = ["MMSG_MAX", "TICK_S", "FrameBatch", "KeepAlive", "PrebuiltPhases", "SendStats", "Sockets", "open_connections",
            "raw_socket", "send"]  # fmt: skip

@@ -18,6 +18,7 @@ import signal
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType, TracebackType
@@ -39,6 +40,23 @@ PORT_SERVER = 2
 #: --ovs-vswitchd-priority, ovs-ctl(8)) [fact]; on the shared cores it is also what keeps the
 #: datapath thread from being starved by other work.
 DAEMON_NICE = -10
+#: ... and the nice of the daemons' scheduler autogroup (/proc/PID/autogroup, sched(7)): with
+#: CONFIG_SCHED_AUTOGROUP each session is one group and a process's nice weighs only inside
+#: its group, so the daemons (a session of their own after --detach) would get one group's
+#: share of the cores however niced. Measured on the shared 2-core VM at load ~7: the main
+#: thread, which polls the netdev ports, waited 0.78 s of every second runnable, and its port
+#: sockets dropped 30-45% of 31k keep-alive frames/s. The autogroup at DAEMON_NICE gives the
+#: daemons the priority ovs-ctl asks for, as a vSwitch host's dedicated cores would.
+AUTOGROUP_NICE = DAEMON_NICE
+#: Receive buffer of ovs-vswitchd's port sockets, 8 MiB (assumption: a vSwitch host's tuning).
+#: OVS's netdev-linux sets none on its AF_PACKET sockets (netdev_linux_rxq_construct), so they
+#: get the kernel's net.core.rmem_default (212992 B, ~270 small frames); the main thread, which
+#: polls these non-PMD ports one batch per port per main-loop iteration, then loses every frame
+#: that arrives during a stall of ~10 ms (measured: 8-34% of 25k keep-alive frames/s lost on the
+#: shared 2-core VM at load 3). It is set only while the ports are added (sockets keep the
+#: buffer they were created with) and restored at once.
+RX_SOCKET_BUFFER_BYTES = 8 << 20
+_RMEM_DEFAULT = Path("/proc/sys/net/core/rmem_default")
 INSTALL_HINT = "apt-get install openvswitch-switch iproute2 (see README, 'Real Open vSwitch')"
 
 
@@ -114,6 +132,8 @@ class OvsInstance:
     tag: str = f"{PREFIX}-a"
     megaflows: bool = True
     flow_limit: int | None = None
+    #: receive buffer of OVS's port sockets (RX_SOCKET_BUFFER_BYTES); None: the kernel default
+    rx_buffer_bytes: int | None = None
     other_config: dict[str, str] = field(default_factory=dict)
     dir: Path | None = None
     pids: dict[str, int] = field(default_factory=dict)
@@ -156,6 +176,8 @@ class OvsInstance:
 
     def start(self) -> None:
         """Start ovsdb-server and ovs-vswitchd, build the bridge, namespaces and ports."""
+        if self.pids:  # already running (start() or the context manager, once)
+            return
         reason = unavailable_reason()
         if reason is not None:
             raise InfeasibleError(f"a private Open vSwitch cannot run here: {reason}",
@@ -187,9 +209,11 @@ class OvsInstance:
                    f"--log-file={d}/ovs-vswitchd.log", f"--unixctl={d}/ovs-vswitchd.ctl",
                    "--detach", "--no-chdir", "--disable-system")  # fmt: skip
         self.pids["ovs-vswitchd"] = self._read_pid("ovs-vswitchd")
+        for pid in self.pids.values():
+            _set_autogroup_nice(pid, AUTOGROUP_NICE)
         self.vsctl("add-br", "br0", "--", "set", "bridge", "br0", "datapath_type=netdev",
                    "fail_mode=secure")  # fmt: skip
-        for side, ofport in (("c", PORT_CLIENT), ("s", PORT_SERVER)):
+        for side in ("c", "s"):
             ns = f"{self.tag}-{side}"
             self._ip("netns", "add", ns)
             self._made.append(("netns", ns))
@@ -205,8 +229,12 @@ class OvsInstance:
                 with contextlib.suppress(subprocess.CalledProcessError):
                     self._ip(*args, "link", "set", dev, "txqueuelen", "10000")
             self._ip("-n", ns, "link", "set", "lo", "up")
-            self.vsctl("add-port", "br0", a, "--", "set", "Interface", a,
-                       f"ofport_request={ofport}")  # fmt: skip
+        with _rmem_default(self.rx_buffer_bytes):
+            for side, ofport in (("c", PORT_CLIENT), ("s", PORT_SERVER)):
+                a = self._if(side, 0)
+                self.vsctl("add-port", "br0", a, "--", "set", "Interface", a,
+                           f"ofport_request={ofport}")  # fmt: skip
+            self._wait_ports()  # the ports' receive sockets exist
         if not self.megaflows:
             self.appctl("upcall/disable-megaflows")
         if self.flow_limit is not None:
@@ -323,6 +351,35 @@ class OvsInstance:
         return int(out[0]["stats64"]["rx"]["packets"])
 
 
+def _set_autogroup_nice(pid: int, nice: int) -> None:
+    """Set the nice of `pid`'s scheduler autogroup unless it is our own (never renice the
+    caller's session) or autogroups are off (no /proc/PID/autogroup: nothing to do)."""
+    path = Path(f"/proc/{pid}/autogroup")
+    try:
+        theirs = path.read_text().split()[0]
+        ours = Path("/proc/self/autogroup").read_text().split()[0]
+    except (OSError, IndexError):
+        return
+    if theirs != ours:
+        with contextlib.suppress(OSError):
+            path.write_text(str(nice))
+
+
+@contextlib.contextmanager
+def _rmem_default(nbytes: int | None) -> Iterator[None]:
+    """net.core.rmem_default = nbytes inside the block (sockets created there get it), then
+    the old value again, also on error; None: unchanged."""
+    if nbytes is None:
+        yield
+        return
+    old = _RMEM_DEFAULT.read_text().strip()
+    try:
+        _RMEM_DEFAULT.write_text(str(nbytes))
+        yield
+    finally:
+        _RMEM_DEFAULT.write_text(old)
+
+
 def _terminate(pid: int, timeout_s: float = 5.0) -> None:
     """SIGTERM, then SIGKILL after timeout_s; a pid that is gone is fine."""
     try:
@@ -347,6 +404,7 @@ __all__ = [
     "PORT_CLIENT",
     "PORT_SERVER",
     "PREFIX",
+    "RX_SOCKET_BUFFER_BYTES",
     "OvsInstance",
     "find_tool",
     "leftovers",

@@ -23,7 +23,11 @@ from starfabric.fornax.baselines.ovs_real.frames import (
     Connections,
     packets_per_setup,
 )
-from starfabric.fornax.baselines.ovs_real.instance import OvsInstance, ovs_version
+from starfabric.fornax.baselines.ovs_real.instance import (
+    RX_SOCKET_BUFFER_BYTES,
+    OvsInstance,
+    ovs_version,
+)
 from starfabric.fornax.baselines.ovs_real.pipeline import pipeline_flows
 
 #: OVS other_config:max-idle default (s) [fact] ...
@@ -48,6 +52,11 @@ KEEPALIVE_SPREAD = 0.8
 #: dynamic flow limit shrinks on the shared cores; 2 halves the dump's wall time (the CPU per
 #: flow is the same). The model's host (RESCAN_THREADS) has 4.
 REVALIDATOR_THREADS = 2
+#: The private OVS's other_config:flow-limit (datapath flows; OVS's default is 200,000): the
+#: ceiling of the dynamic flow limit, and its start (`upcall/set-flow-limit`), raised as an
+#: operator does for a large table (4 exact-match flows per connection at 200k connections
+#: are 800k). The model runs with the same (benchmarks/ovs_real.py model_config).
+FLOW_LIMIT = 4_000_000
 #: Connections opened (and kept) before the levels; 0: none (the fit's base is the RSS with
 #: zero flows, read before any traffic).
 WARMUP = 0
@@ -63,12 +72,13 @@ class RunConfig:
     window_s: float = 5.0
     windows: int = 2
     settle_s: float = MAX_IDLE_S + 2.0  # the setup's flows idle out first
-    flow_limit: int = 4_000_000
+    flow_limit: int = FLOW_LIMIT
     sweep: tuple[float, ...] = ()
     sweep_step_s: float = 1.0
     warmup: int = WARMUP
     revalidators: int = REVALIDATOR_THREADS
     max_idle_s: float = MAX_IDLE_S
+    rx_buffer_bytes: int | None = RX_SOCKET_BUFFER_BYTES
 
 
 @dataclass
@@ -98,6 +108,10 @@ class Level:
     keepalive_delivered: int = 0
     keepalive_pps: float = 0.0
     load_avg: float = 0.0
+    #: frames OVS's port sockets received / dropped (receive buffer full) in the windows
+    #: (measure.packet_socket_stats; -1: not readable here)
+    socket_frames: int = -1
+    socket_drops: int = -1
     bytes_per_connection: float = 0.0
     bytes_per_flow: float | None = None
     flows_per_connection: float = 0.0
@@ -143,7 +157,7 @@ def run(cfg: RunConfig, progress: Callable[[str], None] | None = None) -> RunRes
     other = {"n-revalidator-threads": str(cfg.revalidators),
              "max-idle": str(int(cfg.max_idle_s * 1000))}  # fmt: skip
     with OvsInstance(megaflows=cfg.megaflows, flow_limit=cfg.flow_limit,
-                     other_config=other) as ovs:  # fmt: skip
+                     rx_buffer_bytes=cfg.rx_buffer_bytes, other_config=other) as ovs:  # fmt: skip
         ovs.add_flows(pipeline_flows())
         cm = ovs.mac(ovs.ns_client, ovs.if_client)
         sm = ovs.mac(ovs.ns_server, ovs.if_server)
@@ -204,6 +218,7 @@ def _level(ovs: OvsInstance, keep: drv.KeepAlive, opened: int, n: int, cfg: RunC
         dumps.append(u.dump_ms)
 
     rx0, ka0 = _rx(ovs), keep.stats.client + keep.stats.server
+    ms.packet_socket_stats(pid)  # reset: count the windows only
     cpu0, t0 = ms.thread_cpu_ns(pid), time.perf_counter()
     reval: list[float] = []
     for _ in range(cfg.windows):
@@ -212,6 +227,7 @@ def _level(ovs: OvsInstance, keep: drv.KeepAlive, opened: int, n: int, cfg: RunC
         c1, w1 = ms.thread_cpu_ns(pid), time.perf_counter()
         reval.append((c1.get("revalidator", 0) - c0.get("revalidator", 0)) / 1e9 / (w1 - w0))
     cpu1, t1 = ms.thread_cpu_ns(pid), time.perf_counter()
+    sock = ms.packet_socket_stats(pid) or (-1, -1)
     ka_sent = keep.stats.client + keep.stats.server - ka0
     ka_got = _rx(ovs) - rx0
     window = t1 - t0
@@ -228,7 +244,8 @@ def _level(ovs: OvsInstance, keep: drv.KeepAlive, opened: int, n: int, cfg: RunC
                  rss_growth_bytes=rss - res.base_rss_bytes, cpu_per_s=cpu, window_s=window,
                  warmup=res.warmup_connections, revalidator_cpu_windows=reval,
                  keepalive_sent=ka_sent, keepalive_delivered=ka_got, keepalive_pps=keep.pps(),
-                 load_avg=os.getloadavg()[0])  # fmt: skip
+                 load_avg=os.getloadavg()[0], socket_frames=sock[0],
+                 socket_drops=sock[1])  # fmt: skip
 
 
 def _sweep(ovs: OvsInstance, socks: drv.Sockets, keep: drv.KeepAlive, opened: int,
@@ -263,6 +280,7 @@ def _sweep(ovs: OvsInstance, socks: drv.Sockets, keep: drv.KeepAlive, opened: in
 
 
 __all__ = [
+    "FLOW_LIMIT",
     "KEEPALIVE_PERIOD_S",
     "MAX_IDLE_S",
     "OVS_DEFAULT_MAX_IDLE_S",
