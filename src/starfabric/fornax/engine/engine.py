@@ -1,6 +1,6 @@
 """FastEngine: the emulated NIC session engine, state in flat numpy arrays, work in numba.
 
-The wrapper validates and canonicalizes (vectorized numpy), the kernels in _kernels.py do the
+The wrapper validates and canonicalizes (vectorized numpy), the kernels (kernels/) do the
 table work one packet / one entry at a time in order, exactly as reference.py does slowly.
 """
 
@@ -12,7 +12,7 @@ import numpy as np
 import numpy.typing as npt
 
 from starfabric.errors import ConfigError, DataError
-from starfabric.fornax.engine import _kernels as K
+from starfabric.fornax.engine import kernels as K
 from starfabric.fornax.engine import layout as L
 from starfabric.fornax.engine.config import EngineConfig, make_config
 from starfabric.fornax.engine.interface import (
