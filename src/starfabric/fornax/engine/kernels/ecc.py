@@ -21,7 +21,6 @@ from starfabric.fornax.engine.kernels.codes import (
     M_P,
     M_P_B,
     N_DATA,
-    N_TRK,
     S32,
     S_OVERALL,
     S_OVERALL_B,
@@ -42,26 +41,20 @@ def _half_parities(v: np.uint64) -> np.uint64:
 
 
 @njit_inline
-def _encode_run(rec, s, w0, nw, s_overall) -> np.uint64:
-    """Check word of the nw data words of rec[s] from w0 on (one ECC group).
+def ecc_encode(rec, s) -> np.uint64:
+    """Check word of group A of rec[s] (twin of ecc.ecc_encode); inlined into the hit path.
 
-    Parity is linear, so the overall bit (parity of the data and check bits) is the parity of
-    (XOR of the data words) ^ (check bits): one POPCNT instead of a bit-by-bit sum.
+    Parity is linear, so the overall bit (parity of the data and check bits 0..59) is the
+    parity of (XOR of the data words) ^ (check bits): one POPCNT instead of a bit-by-bit sum.
     """
     acc = U0
     p = U0
-    for w in range(nw):
-        v = rec[s, w0 + w]
+    for w in range(N_DATA):
+        v = rec[s, w]
         acc ^= v
         p |= _half_parities(v) << np.uint64(2 * w)
     check = ((acc & M32) ^ (acc >> S32)) | (p << S32)
-    return check | (_par(acc ^ check) << s_overall)
-
-
-@njit_inline
-def ecc_encode(rec, s) -> np.uint64:
-    """Check word of group A of rec[s] (twin of ecc.ecc_encode); inlined into the hit path."""
-    return _encode_run(rec, s, 0, N_DATA, S_OVERALL)
+    return check | (_par(acc ^ check) << S_OVERALL)
 
 
 @njit_inline
@@ -110,12 +103,6 @@ def _bit_index(x: np.uint64) -> int:
     return i
 
 
-@njit
-def ecc_encode_b(rec, s) -> np.uint64:
-    """Check word of group B (the tracker words, layout.ECC_GROUPS); same code as group A."""
-    return _encode_run(rec, s, L.W_TRACK, N_TRK, S_OVERALL_B)
-
-
 @njit_inline
 def ecc_b_of(w0, w1, w2, w3, w4, w5, w6) -> np.uint64:
     """ecc_encode_b of the seven tracker words given as values (the hit path has them in
@@ -132,6 +119,14 @@ def ecc_b_of(w0, w1, w2, w3, w4, w5, w6) -> np.uint64:
     )
     check = ((acc & M32) ^ (acc >> S32)) | (p << S32)
     return check | (_par(acc ^ check) << S_OVERALL_B)
+
+
+@njit
+def ecc_encode_b(rec, s) -> np.uint64:
+    """Check word of group B (the tracker words, layout.ECC_GROUPS), as ecc_b_of."""
+    w = L.W_TRACK
+    return ecc_b_of(rec[s, w], rec[s, w + 1], rec[s, w + 2], rec[s, w + 3], rec[s, w + 4],
+                    rec[s, w + 5], rec[s, w + 6])  # fmt: skip
 
 
 @njit

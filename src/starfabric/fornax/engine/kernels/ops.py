@@ -58,7 +58,13 @@ from starfabric.fornax.engine.kernels.ecc import ecc_check, ecc_seal
 from starfabric.fornax.engine.kernels.hashing import buckets, rec_hash, rng_next, tag_of
 from starfabric.fornax.engine.kernels.pipeline import watchdog
 from starfabric.fornax.engine.kernels.ring import emit_entry
-from starfabric.fornax.engine.kernels.table import invalidate, prefetch_entry, probe, read_check
+from starfabric.fornax.engine.kernels.table import (
+    first_free,
+    invalidate,
+    prefetch_entry,
+    probe,
+    read_check,
+)
 
 #: Entries an insert batch fetches ahead (assumption: enough to cover a memory miss while
 #: the entries in between are placed).
@@ -74,40 +80,10 @@ def _place(tags, rec, scratch, s, tag) -> None:
 
 @njit
 def k_insert(
-    tags,
-    rec,
-    st,
-    rng,
-    ring,
-    rmeta,
-    ctr,
-    prm,
-    seed,
-    n_eni,
-    n_vpc,
-    a_hi,
-    a_lo,
-    b_hi,
-    b_lo,
-    pw,
-    proto,
-    dirs,
-    hashes,
-    act_o,
-    act_r,
-    eni,
-    vpc,
-    eni_v,
-    vpc_v,
-    now,
-    tstate,
-    aux,
-    track,
-    has_track,
-    tcfg,
-    out_status,
-    out_slot,
-):
+    tags, rec, st, rng, ring, rmeta, ctr, prm, seed, n_eni, n_vpc, a_hi, a_lo, b_hi, b_lo, pw,
+    proto, dirs, hashes, act_o, act_r, eni, vpc, eni_v, vpc_v, now, tstate, aux, track,
+    has_track, tcfg, out_status, out_slot,
+):  # fmt: skip
     """Insert entries; `track` rows (meta bits, N_TRACK words) carry the tracker state of a
     session moved from software (has_track 1), else the entry starts with a state only:
     windows unknown (checked liberally, as a loose pickup) and its class's timeout."""
@@ -128,10 +104,9 @@ def k_insert(
             prefetch_row(tags, f2 * bs)
         if i + INS_AHEAD // 2 < n:
             f1, _f2 = buckets(hashes[i + INS_AHEAD // 2], nb)
-            for j in range(bs):
-                if tags[f1 * bs + j] == 0:
-                    prefetch_entry(rec, f1 * bs + j)
-                    break
+            f = first_free(tags, f1, bs)
+            if f >= 0:
+                prefetch_entry(rec, f)
         out_slot[i] = -1
         t = now[i]
         h = hashes[i]
@@ -172,24 +147,9 @@ def k_insert(
         pr = np.uint64(proto[i])
         while True:
             s, fault = probe(
-                tags,
-                rec,
-                st,
-                ring,
-                rmeta,
-                ctr,
-                prm,
-                seed,
-                h,
-                a_hi[i],
-                a_lo[i],
-                b_hi[i],
-                b_lo[i],
-                pw[i],
-                pr,
-                t,
-                0,
-            )
+                tags, rec, st, ring, rmeta, ctr, prm, seed, h, a_hi[i], a_lo[i], b_hi[i],
+                b_lo[i], pw[i], pr, t, 0,
+            )  # fmt: skip
             if not fault:
                 break
         if s >= 0:
@@ -204,15 +164,9 @@ def k_insert(
             continue
         tag = tag_of(h)
         b1, b2 = buckets(h, nb)
-        free = -1
-        for bi in range(2):
-            b = b1 if bi == 0 else b2
-            for j in range(bs):
-                if tags[b * bs + j] == 0:
-                    free = b * bs + j
-                    break
-            if free >= 0:
-                break
+        free = first_free(tags, b1, bs)
+        if free < 0:
+            free = first_free(tags, b2, bs)
         plen = 0
         if free < 0:
             cur = b1
@@ -239,10 +193,7 @@ def k_insert(
                 vh = rec_hash(rec, v, seed)
                 vb1, vb2 = buckets(vh, nb)
                 alt = vb2 if vb1 == cur else vb1
-                for j in range(bs):
-                    if tags[alt * bs + j] == 0:
-                        free = alt * bs + j
-                        break
+                free = first_free(tags, alt, bs)
                 if free >= 0:
                     break
                 cur = alt
@@ -268,36 +219,10 @@ def k_insert(
 
 @njit
 def k_lookup_op(
-    kind,
-    tags,
-    rec,
-    st,
-    ring,
-    rmeta,
-    ctr,
-    prm,
-    seed,
-    a_hi,
-    a_lo,
-    b_hi,
-    b_lo,
-    pw,
-    proto,
-    hashes,
-    now,
-    mask,
-    act_o,
-    act_r,
-    eni_v,
-    vpc_v,
-    aux,
-    tstate,
-    timeout,
-    track,
-    out_status,
-    out_slot,
+    kind, tags, rec, st, ring, rmeta, ctr, prm, seed, a_hi, a_lo, b_hi, b_lo, pw, proto, hashes,
+    now, mask, act_o, act_r, eni_v, vpc_v, aux, tstate, timeout, track, out_status, out_slot,
     out_rows,
-):
+):  # fmt: skip
     """delete (kind 0), modify (kind 1) or query (kind 2) by key.
 
     modify mask bits: 1 action_orig, 2 action_reply, 4 eni_version, 8 vpc_version, 16 aux,
@@ -306,24 +231,9 @@ def k_lookup_op(
     for i in range(len(a_hi)):
         out_slot[i] = -1
         s, fault = probe(
-            tags,
-            rec,
-            st,
-            ring,
-            rmeta,
-            ctr,
-            prm,
-            seed,
-            hashes[i],
-            a_hi[i],
-            a_lo[i],
-            b_hi[i],
-            b_lo[i],
-            pw[i],
-            np.uint64(proto[i]),
-            now,
-            0,
-        )
+            tags, rec, st, ring, rmeta, ctr, prm, seed, hashes[i], a_hi[i], a_lo[i], b_hi[i],
+            b_lo[i], pw[i], np.uint64(proto[i]), now, 0,
+        )  # fmt: skip
         if fault:
             out_status[i] = ST_ECC
             ctr[C_OP_ECC] += 1
@@ -385,28 +295,9 @@ def k_lookup_op(
 
 @njit
 def k_dump(
-    tags,
-    rec,
-    st,
-    ring,
-    rmeta,
-    ctr,
-    prm,
-    seed,
-    eni_cur,
-    vpc_cur,
-    now,
-    cursor,
-    max_n,
-    f_eni,
-    f_vpc,
-    f_eni_below,
-    f_vpc_below,
-    f_state,
-    stale_only,
-    out_rows,
-    out_slots,
-):
+    tags, rec, st, ring, rmeta, ctr, prm, seed, eni_cur, vpc_cur, now, cursor, max_n, f_eni,
+    f_vpc, f_eni_below, f_vpc_below, f_state, stale_only, out_rows, out_slots,
+):  # fmt: skip
     """Walk slots from cursor; filters are -1 when unused. Returns (n, next cursor)."""
     cap = prm[5]
     n = 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from starfabric._jit import njit
+from starfabric._jit import njit, njit_inline
 from starfabric.fornax.engine import conntrack as CT
 from starfabric.fornax.engine import layout as L
 from starfabric.fornax.engine._intrinsics import prefetch_row
@@ -83,6 +83,45 @@ def watchdog(stalled, stuck, hung, ring, rmeta, ctr, prm, p, t) -> None:
         hung[p] = 1
         ctr[C_HANG] += 1
         emit_simple(ring, rmeta, ctr, EV_HANG, t, p, t - stuck[p])
+
+
+@njit_inline
+def store_hit(rec, s, d, meta, n_me, te, tx, tw, tk, l1, l2, ex,
+              te1, tx1, tw1, tk1, l11, l21, ex1, length, t):  # fmt: skip
+    """Store what a tracked packet changed in record s: meta, the tracker words (group B's
+    check word encoded from the new words, only when one changed), the counters of direction
+    d and last-seen; group A's check word is patched for its four changed words (== a full
+    ecc_encode)."""
+    if te1 != te or tx1 != tx or tw1 != tw or tk1 != tk or l11 != l1 or l21 != l2:
+        rec[s, L.W_TD_END] = te1
+        rec[s, L.W_TD_MAXEND] = tx1
+        rec[s, L.W_TD_MAXWIN] = tw1
+        rec[s, L.W_TD_MAXACK] = tk1
+        rec[s, L.W_LAST] = l11
+        rec[s, L.W_LAST2] = l21
+        rec[s, L.W_EXPIRES] = ex1
+        rec[s, L.W_ECC2] = ecc_b_of(te1, tx1, tw1, tk1, l11, l21, ex1)
+    elif ex1 != ex:
+        rec[s, L.W_EXPIRES] = ex1
+        rec[s, L.W_ECC2] = ecc_b_of(te1, tx1, tw1, tk1, l11, l21, ex1)
+    rec[s, L.W_META] = n_me
+    wb = L.W_BYTES0 + d
+    o_pk = rec[s, L.W_PKTS]
+    o_by = rec[s, wb]
+    o_se = rec[s, L.W_SEEN]
+    if d == 0:  # noqa: SIM108
+        n_pk = (o_pk & ~M32) | ((o_pk + U1) & M32)
+    else:
+        n_pk = o_pk + (U1 << S32)
+    n_by = o_by + length
+    n_se = np.uint64(t)
+    rec[s, L.W_PKTS] = n_pk
+    rec[s, wb] = n_by
+    rec[s, L.W_SEEN] = n_se
+    rec[s, L.W_ECC] = ecc_patch4(
+        rec[s, L.W_ECC], L.W_PKTS, o_pk, n_pk, wb, o_by, n_by, L.W_SEEN, o_se, n_se,
+        L.W_META, meta, n_me,
+    )  # fmt: skip
 
 
 @njit
@@ -280,86 +319,44 @@ def k_process(
                 o_state[i] = state
                 ctr[C_STALE] += 1
                 continue
-            if kr[ri, 12] != U0:
-                # RELATED (nf_conntrack_inet_error): the entry is neither tracked nor counted
-                act = (rec[s, L.W_ACT] >> np.uint64(32 * d)) & M32
-                o_verdict[i] = V_RELATED
-                o_reply[i] = rel
-                o_action[i] = act
-                o_state[i] = state
-                if act == drop:
-                    o_out[i] = O_DROP
-                    o_reason[i] = R_DROP
-                    ctr[C_DROP] += 1
-                else:
-                    o_out[i] = O_HIT
-                    o_reason[i] = R_NONE
-                    n_hit += 1
-                    n_bytes += length[i]
-                continue
-            # Connection tracking (conntrack.py, shared with reference.py and the softpath) on
-            # the words already in registers; only what it changed is stored back.
-            vd, _rearmed, n_me, te1, tx1, tw1, tk1, l11, l21, ex1 = CT.ct_packet_s_inline(
-                meta, te, tx, tw, tk, l1, l2, ex, np.int64(pr), rel, np.int64(flags[i]),
-                np.int64(seq[i]), np.int64(ack[i]), np.int64(sack[i]), np.int64(win[i]),
-                np.int64(opt[i]), np.int64(wsc[i]), np.int64(plen[i]), t, tc,
-            )  # fmt: skip
-            o_verdict[i] = vd
-            if vd == V_REOPEN:
-                # A SYN on a finished session opens a NEW connection: as nf_conntrack kills
-                # the old entry and runs the SYN through the ruleset, the old session closes
-                # (final counters) and the SYN is punted for a decision.
-                ctr[C_REOPEN] += 1
-                ctr[C_CLOSED] += 1
-                emit_entry(ring, rmeta, ctr, EV_CLOSED, R_REOPEN, rec, s, s, t, p, 0)
-                invalidate(tags, rec, st, s)
-                o_out[i] = O_MISS
-                o_reason[i] = R_REOPEN
-                o_slot[i] = -1
-                n_miss += 1
-                continue
-            state = np.int64((n_me >> S8) & M8)
-            if vd == V_INVALID:
-                reason = R_TCP_INVALID
-                ctr[C_TCP_INVALID] += 1
-            elif vd == V_IGNORE:
-                reason = R_TCP_IGNORED
-                ctr[C_TCP_IGNORED] += 1
-            elif vd == V_KILL:
-                reason = R_KILLED
-            # Update the four changed words of group A and patch its check word once (==
-            # ecc_encode); group B's check word is encoded from the tracker's new words.
-            if te1 != te or tx1 != tx or tw1 != tw or tk1 != tk or l11 != l1 or l21 != l2:
-                rec[s, L.W_TD_END] = te1
-                rec[s, L.W_TD_MAXEND] = tx1
-                rec[s, L.W_TD_MAXWIN] = tw1
-                rec[s, L.W_TD_MAXACK] = tk1
-                rec[s, L.W_LAST] = l11
-                rec[s, L.W_LAST2] = l21
-                rec[s, L.W_EXPIRES] = ex1
-                rec[s, L.W_ECC2] = ecc_b_of(te1, tx1, tw1, tk1, l11, l21, ex1)
-            elif ex1 != ex:
-                rec[s, L.W_EXPIRES] = ex1
-                rec[s, L.W_ECC2] = ecc_b_of(te1, tx1, tw1, tk1, l11, l21, ex1)
-            rec[s, L.W_META] = n_me
-            wb = L.W_BYTES0 + d
-            o_pk = rec[s, L.W_PKTS]
-            o_by = rec[s, wb]
-            o_se = rec[s, L.W_SEEN]
-            if d == 0:  # noqa: SIM108
-                n_pk = (o_pk & ~M32) | ((o_pk + U1) & M32)
-            else:
-                n_pk = o_pk + (U1 << S32)
-            n_by = o_by + np.uint64(length[i])
-            n_se = np.uint64(t)
-            rec[s, L.W_PKTS] = n_pk
-            rec[s, wb] = n_by
-            rec[s, L.W_SEEN] = n_se
-            rec[s, L.W_ECC] = ecc_patch4(
-                rec[s, L.W_ECC], L.W_PKTS, o_pk, n_pk, wb, o_by, n_by, L.W_SEEN, o_se, n_se,
-                L.W_META, meta, n_me,
-            )  # fmt: skip
             act = (rec[s, L.W_ACT] >> np.uint64(32 * d)) & M32
+            # RELATED (nf_conntrack_inet_error, kr[:, 12]): the entry is neither tracked nor
+            # counted, the packet takes its action.
+            vd = V_RELATED
+            if kr[ri, 12] == U0:
+                # Connection tracking (conntrack.py, shared with reference.py and the softpath)
+                # on the words already in registers; only what it changed is stored back.
+                vd, _rearmed, n_me, te1, tx1, tw1, tk1, l11, l21, ex1 = CT.ct_packet_s_inline(
+                    meta, te, tx, tw, tk, l1, l2, ex, np.int64(pr), rel, np.int64(flags[i]),
+                    np.int64(seq[i]), np.int64(ack[i]), np.int64(sack[i]), np.int64(win[i]),
+                    np.int64(opt[i]), np.int64(wsc[i]), np.int64(plen[i]), t, tc,
+                )  # fmt: skip
+                if vd == V_REOPEN:
+                    # A SYN on a finished session opens a NEW connection: as nf_conntrack kills
+                    # the old entry and runs the SYN through the ruleset, the old session closes
+                    # (final counters) and the SYN is punted for a decision.
+                    o_verdict[i] = vd
+                    ctr[C_REOPEN] += 1
+                    ctr[C_CLOSED] += 1
+                    emit_entry(ring, rmeta, ctr, EV_CLOSED, R_REOPEN, rec, s, s, t, p, 0)
+                    invalidate(tags, rec, st, s)
+                    o_out[i] = O_MISS
+                    o_reason[i] = R_REOPEN
+                    o_slot[i] = -1
+                    n_miss += 1
+                    continue
+                state = np.int64((n_me >> S8) & M8)
+                if vd == V_INVALID:
+                    reason = R_TCP_INVALID
+                    ctr[C_TCP_INVALID] += 1
+                elif vd == V_IGNORE:
+                    reason = R_TCP_IGNORED
+                    ctr[C_TCP_IGNORED] += 1
+                elif vd == V_KILL:
+                    reason = R_KILLED
+                store_hit(rec, s, d, meta, n_me, te, tx, tw, tk, l1, l2, ex,
+                          te1, tx1, tw1, tk1, l11, l21, ex1, np.uint64(length[i]), t)  # fmt: skip
+            o_verdict[i] = vd
             o_reply[i] = rel
             o_action[i] = act
             o_state[i] = state

@@ -60,6 +60,15 @@ def first_tag(tags64, bucket, wpb, tag):
 
 
 @njit_inline
+def first_free(tags, bucket, bs) -> int:
+    """First empty slot (tag 0) of a bucket, or -1."""
+    for j in range(bs):
+        if tags[bucket * bs + j] == 0:
+            return bucket * bs + j
+    return -1
+
+
+@njit_inline
 def prefetch_entry(rec, s) -> None:
     """Ask for every cache line of record s (one hint per 64 bytes, and its last word): a hint
     only, it never changes a result."""
