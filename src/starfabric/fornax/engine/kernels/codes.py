@@ -11,9 +11,9 @@ import numpy as np
 from starfabric.fornax.engine import conntrack as CT
 from starfabric.fornax.engine import interface as itf
 from starfabric.fornax.engine import layout as L
-from starfabric.fornax.engine.tcp import TCP_IGNORE, TCP_INVALID, TcpState
+from starfabric.fornax.engine.tcp import TcpState
 from starfabric.fornax.keys import C_ALT, C_FIN, C_MUL
-from starfabric.fornax.packets import PROTO_ICMP, PROTO_ICMPV6, PROTO_TCP, PROTO_UDP
+from starfabric.fornax.packets import PROTO_ICMP, PROTO_ICMPV6, PROTO_TCP
 
 U0 = np.uint64(0)
 U1 = np.uint64(1)
@@ -53,7 +53,6 @@ N_EW = itf.N_EVENT_WORDS
 
 F_ORIG_B = np.uint64(L.FLAG_ORIG_B)
 F_MISMATCH = np.uint64(L.FLAG_MISMATCH_REPORTED)
-F_SEEN_REPLY = np.uint64(L.FLAG_SEEN_REPLY)
 
 ECC_CLEAN = 0
 ECC_CORR = 1
@@ -111,12 +110,8 @@ V_KILL = CT.V_KILL
 V_RELATED = CT.V_RELATED
 TRACK_META = np.uint64(CT.TRACK_META_MASK)
 
-T_SS = np.int64(TcpState.SYN_SENT)
 T_TW = np.int64(TcpState.TIME_WAIT)
 T_CL = np.int64(TcpState.CLOSE)
-T_INVALID = TCP_INVALID
-T_IGNORE = TCP_IGNORE
 P_TCP = PROTO_TCP
-P_UDP = PROTO_UDP
 P_ICMP = PROTO_ICMP
 P_ICMP6 = PROTO_ICMPV6
