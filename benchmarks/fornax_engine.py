@@ -32,7 +32,7 @@ from rich.console import Console
 from rich.progress import Progress
 
 from starfabric.fornax.engine import FastEngine, FlowKeys, Status, TcpState
-from starfabric.fornax.engine import _kernels as K
+from starfabric.fornax.engine import kernels as K
 from starfabric.fornax.engine.layout import BYTES_PER_ENTRY, N_WORDS
 from starfabric.fornax.packets import PROTO_TCP, TCP_ACK, TCP_OPT_HDR, PacketBatch
 

@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from starfabric.fornax.engine import _kernels as K
+from starfabric.fornax.engine import kernels as K
 from starfabric.fornax.engine.reference import canonical_key
 from starfabric.fornax.keys import (
     DEFAULT_HASH_SEED,

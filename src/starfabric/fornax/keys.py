@@ -5,7 +5,7 @@ port) and A is the lower endpoint in that lexicographic order. A packet's direct
 when it goes A -> B (lower -> higher) and 1 otherwise. ICMP echo request and reply of one
 identifier are one session (both ports = the echo id); other ICMP messages between two hosts
 share one session with ports 0. The hash is a murmur3-style mix of the canonical words; the
-numpy version here, the scalar `hash_key_py` and the numba twin in engine/_kernels.py agree
+numpy version here, the scalar `hash_key_py` and the numba twin in engine/kernels/hashing.py agree
 bit for bit (tested).
 """
 

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from starfabric._jit import njit
 from starfabric.fornax.engine import EventType, Outcome, Reason, SessionEngine
-from starfabric.fornax.engine import _kernels as K
+from starfabric.fornax.engine import kernels as K
 from starfabric.fornax.engine.ecc import (
     ECC_CLEAN,
     ECC_CORRECTED,

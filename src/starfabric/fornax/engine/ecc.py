@@ -1,4 +1,4 @@
-"""SEC-DED code over a session record, written plainly (the numba twin is in _kernels.py).
+"""SEC-DED code over a session record, written plainly (the numba twin is kernels/ecc.py).
 
 The record has two ECC groups (layout.ECC_GROUPS): n data words (14 in group A, 7 in group B)
 and one check word. The n data words are 2n half-words h_i of 32 bits. The check word holds

@@ -1,6 +1,6 @@
 """FastEngine: the emulated NIC session engine, state in flat numpy arrays, work in numba.
 
-The wrapper validates and canonicalizes (vectorized numpy), the kernels in _kernels.py do the
+The wrapper validates and canonicalizes (vectorized numpy), the kernels (kernels/) do the
 table work one packet / one entry at a time in order, exactly as reference.py does slowly.
 """
 
@@ -12,7 +12,7 @@ import numpy as np
 import numpy.typing as npt
 
 from starfabric.errors import ConfigError, DataError
-from starfabric.fornax.engine import _kernels as K
+from starfabric.fornax.engine import kernels as K
 from starfabric.fornax.engine import layout as L
 from starfabric.fornax.engine.config import EngineConfig, make_config
 from starfabric.fornax.engine.interface import (
@@ -46,6 +46,11 @@ def _aligned_rows(n: int, width: int) -> npt.NDArray[np.uint64]:
     flat = np.zeros(n * width + 8, dtype=np.uint64)
     off = (-flat.ctypes.data % 64) // 8
     return flat[off : off + n * width].reshape(n, width)
+
+
+_U64 = npt.NDArray[np.uint64]
+#: A canonical key as the kernels take it: a_hi, a_lo, b_hi, b_lo, ports word, proto.
+_KeyWords = tuple[_U64, _U64, _U64, _U64, _U64, npt.NDArray[np.uint8]]
 
 
 class FastEngine(SessionEngine):
@@ -83,9 +88,14 @@ class FastEngine(SessionEngine):
         self._clock = 0  # latest time seen (packets, inserts, scrub): the time of op events
 
     # ---- helpers -----------------------------------------------------------------------
-    def _hashes(self, k: CanonicalKeys) -> npt.NDArray[np.uint64]:
-        out = np.empty(len(k), dtype=np.uint64)
-        K.hash_many(k.a_hi, k.a_lo, k.b_hi, k.b_lo, k.ports_word(), k.proto, self._seed, out)
+    @staticmethod
+    def _key_words(k: CanonicalKeys) -> _KeyWords:
+        """The canonical key as the kernels take it: a_hi, a_lo, b_hi, b_lo, ports word, proto."""
+        return (k.a_hi, k.a_lo, k.b_hi, k.b_lo, k.ports_word(), k.proto)
+
+    def _hashes(self, words: _KeyWords) -> npt.NDArray[np.uint64]:
+        out = np.empty(len(words[0]), dtype=np.uint64)
+        K.hash_many(*words, self._seed, out)
         return out
 
     @staticmethod
@@ -209,6 +219,7 @@ class FastEngine(SessionEngine):
                 f"insert: tcp_state {int(ts.max())} is not a TcpState", fix="use TcpState values"
             )
         k = self._canon(keys)
+        kw = self._key_words(k)
         now = broadcast_arg(now_ns, n, np.int64, "now_ns")
         status = np.empty(n, dtype=np.uint8)
         slots = np.empty(n, dtype=np.int64)
@@ -224,14 +235,9 @@ class FastEngine(SessionEngine):
             self._seed,
             len(self._eni),
             len(self._vpc),
-            k.a_hi,
-            k.a_lo,
-            k.b_hi,
-            k.b_lo,
-            k.ports_word(),
-            k.proto,
+            *kw,
             k.direction,
-            self._hashes(k),
+            self._hashes(kw),
             broadcast_arg(action_orig, n, np.uint32, "action_orig"),
             broadcast_arg(action_reply, n, np.uint32, "action_reply"),
             broadcast_arg(eni_scope, n, np.uint32, "eni_scope"),
@@ -255,7 +261,7 @@ class FastEngine(SessionEngine):
         self, kind: int, keys: FlowKeys, mask: npt.NDArray[np.uint8] | None = None, **vals: Any
     ) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64], npt.NDArray[np.uint64]]:
         n = len(keys)
-        k = self._canon(keys)
+        kw = self._key_words(self._canon(keys))
         status = np.empty(n, dtype=np.uint8)
         slots = np.empty(n, dtype=np.int64)
         rows = np.zeros((n if kind == 2 else 0, L.N_WORDS), dtype=np.uint64)
@@ -264,13 +270,8 @@ class FastEngine(SessionEngine):
             kind,
             *self._tab(),
             self._seed,
-            k.a_hi,
-            k.a_lo,
-            k.b_hi,
-            k.b_lo,
-            k.ports_word(),
-            k.proto,
-            self._hashes(k),
+            *kw,
+            self._hashes(kw),
             self._clock,
             mask if mask is not None else np.zeros(n, dtype=np.uint8),
             vals.get("action_orig", z32),
@@ -399,7 +400,7 @@ class FastEngine(SessionEngine):
     # ---- fault hooks -------------------------------------------------------------------
     def slot_of(self, keys: FlowKeys) -> npt.NDArray[np.int64]:
         k = self._canon(keys)
-        h = self._hashes(k)
+        h = self._hashes(self._key_words(k))
         pw = k.ports_word()
         out = np.full(len(keys), -1, dtype=np.int64)
         bs = self.config.bucket_size

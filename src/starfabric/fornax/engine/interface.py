@@ -254,6 +254,23 @@ E_AUX = 15
 E_DETAIL = 16  # RING_OVERFLOW: events lost; ECC_CORRECTED: bit position; else 0
 N_EVENT_WORDS = 17
 
+#: The fields an event and an entry record share: the session's key in ORIGINAL orientation,
+#: its scopes, the version snapshots and the two actions.
+_SESSION_FIELDS: list[tuple[str, type]] = [
+    ("src_hi", np.uint64),
+    ("src_lo", np.uint64),
+    ("dst_hi", np.uint64),
+    ("dst_lo", np.uint64),
+    ("sport", np.uint16),
+    ("dport", np.uint16),
+    ("eni_scope", np.uint32),
+    ("vpc_scope", np.uint32),
+    ("eni_version", np.uint32),
+    ("vpc_version", np.uint32),
+    ("action_orig", np.uint32),
+    ("action_reply", np.uint32),
+]
+
 EVENT_DTYPE = np.dtype(
     [
         ("type", np.uint8),
@@ -265,18 +282,7 @@ EVENT_DTYPE = np.dtype(
         ("vni", np.uint32),
         ("time_ns", np.int64),
         ("slot", np.int64),
-        ("src_hi", np.uint64),
-        ("src_lo", np.uint64),
-        ("dst_hi", np.uint64),
-        ("dst_lo", np.uint64),
-        ("sport", np.uint16),
-        ("dport", np.uint16),
-        ("eni_scope", np.uint32),
-        ("vpc_scope", np.uint32),
-        ("eni_version", np.uint32),
-        ("vpc_version", np.uint32),
-        ("action_orig", np.uint32),
-        ("action_reply", np.uint32),
+        *_SESSION_FIELDS,
         ("pkts_orig", np.uint64),
         ("pkts_reply", np.uint64),
         ("bytes_orig", np.uint64),
@@ -294,18 +300,7 @@ ENTRY_DTYPE = np.dtype(
         ("tcp_state", np.uint8),
         ("flags", np.uint8),
         ("stale", np.bool_),
-        ("src_hi", np.uint64),
-        ("src_lo", np.uint64),
-        ("dst_hi", np.uint64),
-        ("dst_lo", np.uint64),
-        ("sport", np.uint16),
-        ("dport", np.uint16),
-        ("eni_scope", np.uint32),
-        ("vpc_scope", np.uint32),
-        ("eni_version", np.uint32),
-        ("vpc_version", np.uint32),
-        ("action_orig", np.uint32),
-        ("action_reply", np.uint32),
+        *_SESSION_FIELDS,
         ("last_seen_ns", np.int64),
         ("pkts_orig", np.uint64),
         ("pkts_reply", np.uint64),

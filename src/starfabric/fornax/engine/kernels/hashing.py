@@ -1,0 +1,160 @@
+"""Key hashing kernels: the numba twin of keys.py's canonical key and hash, the two cuckoo
+buckets and the 16-bit tag of a hash, and the victim-choice generator of displacement."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from starfabric._jit import njit
+from starfabric.fornax.engine import layout as L
+from starfabric.fornax.engine.kernels.codes import (
+    K_ALT,
+    K_FIN,
+    K_MUL,
+    K_SM1,
+    K_SM2,
+    M8,
+    M16,
+    M32,
+    P_ICMP,
+    P_ICMP6,
+    S8,
+    S16,
+    S27,
+    S30,
+    S31,
+    S32,
+    S33,
+    S48,
+    U0,
+    U1,
+)
+
+
+@njit
+def _mix(h: np.uint64, k: np.uint64) -> np.uint64:
+    h = (h ^ k) * K_MUL
+    return h ^ (h >> S32)
+
+
+@njit
+def _fmix(h: np.uint64) -> np.uint64:
+    h = h ^ (h >> S33)
+    h = h * K_MUL
+    h = h ^ (h >> S33)
+    h = h * K_FIN
+    return h ^ (h >> S33)
+
+
+@njit
+def hash_words(
+    a_hi: np.uint64,
+    a_lo: np.uint64,
+    b_hi: np.uint64,
+    b_lo: np.uint64,
+    portsw: np.uint64,
+    proto: np.uint64,
+    seed: np.uint64,
+) -> np.uint64:
+    """Twin of keys.key_hash for one key."""
+    h = seed
+    h = _mix(h, a_hi)
+    h = _mix(h, a_lo)
+    h = _mix(h, b_hi)
+    h = _mix(h, b_lo)
+    h = _mix(h, portsw)
+    h = _mix(h, proto)
+    return _fmix(h)
+
+
+@njit
+def hash_many(a_hi, a_lo, b_hi, b_lo, portsw, proto, seed, out):
+    for i in range(len(out)):
+        out[i] = hash_words(
+            a_hi[i], a_lo[i], b_hi[i], b_lo[i], portsw[i], np.uint64(proto[i]), seed
+        )
+
+
+@njit
+def prep_key(vni, proto, sh, sl, dh, dl, sport, dport, seed, nb):
+    """Canonical key, hash, buckets, tag and direction of one packet (twin of keys.py):
+    (a_hi, a_lo, b_hi, b_lo, ports word, hash, bucket 1, bucket 2, tag, direction).
+
+    Scalars only: a helper taking the batch arrays costs numba reference counting per call.
+    """
+    pr = np.int64(proto)
+    sp = np.uint64(sport)
+    dp = np.uint64(dport)
+    if pr == P_ICMP or pr == P_ICMP6:  # noqa: SIM109
+        ty = dp >> S8
+        if (pr == P_ICMP and (ty == 8 or ty == 0)) or (pr == P_ICMP6 and (ty == 128 or ty == 129)):
+            dp = sp
+        else:
+            sp = U0
+            dp = U0
+    vw = np.uint64(vni) << S32
+    if sh > dh or (sh == dh and (sl > dl or (sl == dl and sp > dp))):
+        a_hi, a_lo, b_hi, b_lo = dh, dl, sh, sl
+        pw = vw | (dp << S16) | sp
+        d = U1
+    else:
+        a_hi, a_lo, b_hi, b_lo = sh, sl, dh, dl
+        pw = vw | (sp << S16) | dp
+        d = U0
+    h = hash_words(a_hi, a_lo, b_hi, b_lo, pw, np.uint64(pr), seed)
+    b1, b2 = buckets(h, nb)
+    return a_hi, a_lo, b_hi, b_lo, pw, h, np.uint64(b1), np.uint64(b2), np.uint64(tag_of(h)), d
+
+
+@njit
+def prep_one(
+    j, vni, proto, src_hi, src_lo, dst_hi, dst_lo, sport, dport, seed, nb, kr, r
+):  # fmt: skip
+    """prep_key of packet j into kr[r]; kr columns: a_hi, a_lo, b_hi, b_lo, ports word, hash,
+    bucket 1, bucket 2, tag, direction."""
+    k = prep_key(vni[j], proto[j], src_hi[j], src_lo[j], dst_hi[j], dst_lo[j], sport[j],
+                 dport[j], seed, nb)  # fmt: skip
+    for c in range(10):
+        kr[r, c] = k[c]
+
+
+@njit
+def k_prepare(vni, proto, src_hi, src_lo, dst_hi, dst_lo, sport, dport, seed, nb, kr):
+    """prep_one over a whole batch (kr has one row per packet); for tests and explain."""
+    for j in range(len(vni)):
+        prep_one(j, vni, proto, src_hi, src_lo, dst_hi, dst_lo, sport, dport, seed, nb, kr, j)
+
+
+@njit
+def tag_of(h: np.uint64) -> np.uint16:
+    t = np.uint16((h >> S48) & M16)
+    if t == 0:
+        t = np.uint16(1)
+    return t
+
+
+@njit
+def buckets(h: np.uint64, nb: int):
+    unb = np.uint64(nb)
+    b1 = np.int64(((h & M32) * unb) >> S32)
+    b2 = np.int64(((_fmix(h ^ K_ALT) & M32) * unb) >> S32)
+    if b2 == b1:
+        b2 = (b1 + 1) % nb
+    return b1, b2
+
+
+@njit
+def rec_hash(rec, s, seed):
+    return hash_words(
+        rec[s, 0], rec[s, 1], rec[s, 2], rec[s, 3], rec[s, 4], rec[s, L.W_META] & M8, seed
+    )
+
+
+@njit
+def rng_next(rng) -> np.uint64:
+    """splitmix64 step: the victim choice of cuckoo displacement (shared with reference.py)."""
+    rng[0] = rng[0] + K_ALT
+    z = rng[0]
+    z = (z ^ (z >> S30)) * K_SM1
+    z = (z ^ (z >> S27)) * K_SM2
+    return z ^ (z >> S31)
