@@ -48,10 +48,10 @@ from starfabric.fornax.manager.decide import original_from_entries, policy_field
 from starfabric.fornax.manager.events import patrol_step
 from starfabric.fornax.manager.health import FaultKind, Health, HealthConfig, ScopeKind
 from starfabric.fornax.manager.manager import Manager
+from starfabric.fornax.manager.moves import held_by
 from starfabric.fornax.manager.parts import Handler, Part
 from starfabric.fornax.manager.rebuild import event_keys, match_suspects, rebuild_lost
 from starfabric.fornax.packets import PacketBatch
-from starfabric.fornax.softpath import SoftStatus
 from starfabric.fornax.vpc import CompiledPolicy
 
 #: Probe packet: a key no tenant uses (VNI 2**24-1, IANA experimental protocol 253), so the
@@ -104,17 +104,18 @@ class Resilience(Part):
         self._pinned = np.unique(np.concatenate(parts)) if parts else np.zeros(0, np.uint64)
 
     def pinned(self, recs: np.ndarray) -> npt.NDArray[np.bool_]:
-        """Which software sessions must stay in software (their scope is failed over)."""
+        """Which sessions (ENTRY_DTYPE records) must stay in software (their scope is
+        failed over)."""
         if self.health.engine_failed:
             return np.ones(len(recs), bool)
         vpc = recs["vpc_scope"].astype(np.int64)
         out = self.health.vpc_failed[np.minimum(vpc, len(self.health.vpc_failed) - 1)].copy()
         if len(self._pinned) and len(recs):
-            out |= member(self._pinned, key_hash(CanonicalKeys.from_records(recs)))
+            out |= member(self._pinned, key_hash(canonicalize(original_from_entries(recs))))
         return out
 
     def hold(self, slots: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_] | None:
-        return self.pinned(self.m.softpath.sessions(slots))
+        return self.pinned(self.m.soft.records(slots))
 
     def promotable(self, live: npt.NDArray[np.int64], k: int) -> npt.NDArray[np.int64]:
         """None while the engine is failed over; otherwise the first k not pinned to software
@@ -122,12 +123,12 @@ class Resilience(Part):
         if self.health.engine_failed:
             return live[:0]
         if self.health.vpc_failed.any() or len(self._pinned):  # skip pinned, chunk by chunk
-            sp = self.m.softpath
+            soft = self.m.soft
             picked: list[npt.NDArray[np.int64]] = []
             got = 0
             for start in range(0, len(live), 4 * k):
                 chunk = live[start : start + 4 * k]
-                chunk = chunk[~self.pinned(sp.sessions(chunk))]
+                chunk = chunk[~self.pinned(soft.records(chunk))]
                 picked.append(chunk)
                 got += len(chunk)
                 if got >= k:
@@ -181,7 +182,7 @@ class Resilience(Part):
                         self.port_pins[int(p)] = np.union1d(old, add)
                         self._pinned = np.union1d(self._pinned, add)
         eng = np.full(n, int(Outcome.MISS), np.uint8)
-        eng[m.softpath.lookup(ck) < 0] = Outcome.STALE  # held by hardware? take it over
+        eng[~held_by(m.soft, FlowKeys.from_batch(pb))] = Outcome.STALE  # in hardware? take it over
         with m.metrics.activity("miss"):
             f, a, r, v, ts = m.punt(pb, eng, ck)
         fate = Fate(f, a, r, engine=eng, tcp_state=ts, verdict=v)
@@ -293,7 +294,7 @@ class Resilience(Part):
         if not cand.any():
             return
         idx = np.flatnonzero(cand)
-        idx = idx[m.softpath.lookup(ck.take(idx)) < 0]
+        idx = idx[~held_by(m.soft, FlowKeys.from_batch(pb.take(idx)))]
         fault = eng[idx] == Outcome.FAULT
         if fault.any():  # a FAULT packet's own session may still be in hardware
             st, _ = m.driver.query(FlowKeys.from_batch(pb.take(idx[fault])))
@@ -451,17 +452,10 @@ class Resilience(Part):
         rec = rec[ok]
         orig = original_from_entries(rec)
         d = m.decide(orig, rec["aux"])
-        ck = canonicalize(orig)
         keep = d.session
-        sub = ck.take(np.flatnonzero(keep))
-        status, _ = m.softpath.insert(
-            sub, orig_dir=sub.direction, action_orig=d.action_orig[keep],
-            action_reply=d.action_reply[keep], eni_scope=d.eni_scope[keep],
-            vpc_scope=d.vpc_scope[keep], now_ns=m.now_ns, track=rec["track"][keep],
-            aux=d.aux[keep],
-        )  # fmt: skip
+        took, _ = m.paths.to_software(orig.take(keep), d, keep, m.now_ns, track=rec["track"][keep])
         moved = np.zeros(len(rec), bool)
-        moved[np.flatnonzero(keep)[status == SoftStatus.OK]] = True
+        moved[np.flatnonzero(keep)[took]] = True
         gone = ~keep
         m.release(d.aux[gone])
         out = moved | gone  # software full: the session stays in hardware (reported)

@@ -61,10 +61,12 @@ from starfabric.fornax.manager.driver import EngineDriver
 from starfabric.fornax.manager.events import default_handlers, handle_events
 from starfabric.fornax.manager.location import Location, Move, Outbox
 from starfabric.fornax.manager.metrics import Metrics
+from starfabric.fornax.manager.moves import Datapaths
 from starfabric.fornax.manager.nat import NatPools
 from starfabric.fornax.manager.parts import Handler, Part
 from starfabric.fornax.manager.recover import recover_nat
 from starfabric.fornax.packets import PacketBatch
+from starfabric.fornax.softengine import SoftEngine
 from starfabric.fornax.softpath import SoftOutcome, SoftPath, SoftPathConfig, SoftStatus
 from starfabric.fornax.vpc import CompiledPolicy, VpcSpec, recompile
 
@@ -119,6 +121,8 @@ class Manager:
         self.budget = TokenBucket(self.config.setup_rate, self.config.setup_burst)
         self.metrics = Metrics()
         self.driver = EngineDriver(engine, self.metrics, self.budget)
+        self.soft = SoftEngine(self.softpath)  # the software datapath behind the contract
+        self.paths = Datapaths(self.driver, self.soft)  # moves between the two (moves.py)
         self.ledger = Ledger()
         self.drop = int(engine.config.drop_action)
         self.now_ns = 0
@@ -259,7 +263,7 @@ class Manager:
             if len(r.ended_slots):  # their pushes go; a stale hardware original is deleted
                 was_mod = self.outbox.end(r.ended_slots)
                 if len(was_mod):
-                    self.driver.delete(original_from_sessions(self.softpath.sessions(was_mod)))
+                    self.driver.delete(self.paths.keys(was_mod))
             done = np.isin(so, (SoftOutcome.HIT, SoftOutcome.DROP, SoftOutcome.OVERLOAD))
             fwd = so == SoftOutcome.HIT
             final[idx[fwd]] = Final.SW_FORWARDED
@@ -367,13 +371,8 @@ class Manager:
         moved = keep & ~same
         if moved.any():  # scopes changed: the entry must be re-created, not modified
             self.driver.delete(orig.take(moved))
-        status, slot = self.softpath.insert(
-            ock.take(keep), orig_dir=ock.direction[keep],
-            action_orig=d.action_orig[keep], action_reply=d.action_reply[keep],
-            eni_scope=d.eni_scope[keep], vpc_scope=d.vpc_scope[keep], now_ns=self.now_ns,
-            track=rec["track"][keep], aux=d.aux[keep],
-        )  # fmt: skip
-        okk = status == SoftStatus.OK
+        okk, slot = self.paths.to_software(orig.take(keep), d, keep, self.now_ns,
+                                           track=rec["track"][keep])  # fmt: skip
         same_k = same[keep]
         self.outbox.add(slot[okk & same_k], Location.HARDWARE, Move.REDECIDE)
         self.outbox.add(slot[okk & ~same_k], Location.HARDWARE, Move.RECREATE)
@@ -423,24 +422,22 @@ class Manager:
             mod = self.outbox.pending(Location.PENDING_MODIFY)
             pin = p.hold(mod)
             if pin is not None and pin.any():
-                self.driver.delete(original_from_sessions(self.softpath.sessions(mod[pin])))
+                self.driver.delete(self.paths.keys(mod[pin]))
                 self.outbox.pin(pin, Location.PENDING_MODIFY)
         mod, new = self.outbox.take()
         # sessions the tracker ended within the batch (RST-only reply, invalid first packet,
         # reopen) are gone from the software table: nothing to push
-        live = self.softpath.live(mod), self.softpath.live(new)
+        live = self.soft.live(mod), self.soft.live(new)
         mod, new = mod[live[0]], new[live[1]]
         if len(mod):
             grant = self.budget.take(len(mod))
-            recs = self.softpath.sessions(mod[:grant])
-            st = self.driver.modify_records(original_from_sessions(recs), recs)
+            st = self.paths.refresh_hardware(mod[:grant])
             done = mod[:grant][st == Status.OK]
-            self.softpath.delete(done)
             self.metrics.count("modified", len(done))
             lost = mod[:grant][st != Status.OK]  # entry vanished meanwhile: insert instead
             late = mod[grant:]  # no budget: the session moves to software
             if len(late):
-                self.driver.delete(original_from_sessions(self.softpath.sessions(late)))
+                self.driver.delete(self.paths.keys(late))
                 self.metrics.count("moved_to_software", len(late))
             new = np.concatenate([new, lost])
         if len(new):
@@ -464,10 +461,8 @@ class Manager:
         if not grant:
             return 0
         slots = slots[:grant]
-        recs = self.softpath.sessions(slots)
-        st = self.driver.insert_records(original_from_sessions(recs), recs)
+        st = self.paths.to_hardware(slots)
         ok = st == Status.OK
-        self.softpath.delete(slots[ok])
         self.metrics.count("inserted", int(ok.sum()))
         for s in (Status.TABLE_FULL, Status.INSERT_FAILED, Status.EXISTS, Status.BAD_SCOPE):
             k = int((st == s).sum())
@@ -495,7 +490,7 @@ class Manager:
             for scope, ids in ((Scope.ENI, affected.eni), (Scope.VPC, affected.vpc)):
                 for s in ids:
                     self.driver.call("bump_version", self.engine.bump_version, scope, int(s))
-                    self.softpath.bump_version(scope, int(s))
+                    self.soft.bump_version(scope, int(s))
             self.policy = new
             self.nat.set_policy(new)
             self.metrics.count("policy_changes")
@@ -511,10 +506,12 @@ class Manager:
         self.budget.refill(self.now_ns)
         self.driver.call("datapath", self.engine.scrub, self.now_ns, scrub_slots, n=0)
         with self.metrics.activity("aging"):
-            recs, closed = self.softpath.expire(self.now_ns)
-            self.release(recs["aux"])
-            self.metrics.count("softpath_aged", int((~closed).sum()))
-            self.metrics.count("softpath_closed", int(closed.sum()))
+            self.soft.scrub(self.now_ns)  # software ages as hardware does: AGED/CLOSED events
+            ev = self.soft.poll_events()
+            self.release(ev["aux"])
+            closed = int((ev["type"] == EventType.CLOSED).sum())
+            self.metrics.count("softpath_aged", len(ev) - closed)
+            self.metrics.count("softpath_closed", closed)
         self.poll_events()
         with self.metrics.activity("promote"):
             self._promote()
@@ -530,12 +527,12 @@ class Manager:
         """Move software-resident sessions back to hardware while it has room and budget."""
         cap = self.engine.config.capacity
         room = int(cap * PROMOTE_MAX_FILL) - self.engine.occupancy()
-        k = min(self.config.promote_per_tick, room, self.softpath.occupancy())
+        k = min(self.config.promote_per_tick, room, self.soft.occupancy())
         if k <= 0:
             return
         # only sessions decided under the current policy: a stale one is re-decided on its
         # next packet first (promoting it would hand hardware an old decision as current)
-        live = self.softpath.current_slots()
+        live = self.soft.current_slots()
         for p in self.parts:
             live = p.promotable(live, k)
         self.metrics.count("promoted", self.push(live[:k]))
@@ -548,7 +545,7 @@ class Manager:
 
     def sessions(self) -> int:
         """Live sessions: hardware entries plus software-resident sessions."""
-        return int(self.engine.occupancy()) + self.softpath.occupancy()
+        return int(self.engine.occupancy()) + self.soft.occupancy()
 
     def summary(self) -> dict[str, Any]:
         """Metrics, accounting and state as plain data (for JSON)."""
@@ -560,7 +557,7 @@ class Manager:
                 "connections": self.connections,
                 "sessions": {
                     "hardware": int(self.engine.occupancy()),
-                    "software": self.softpath.occupancy(),
+                    "software": self.soft.occupancy(),
                 },
                 "nat_allocated": self.nat.allocated(),
                 "software_bytes": self.software_bytes,
@@ -582,7 +579,7 @@ class Manager:
         return self.metrics.prometheus(
             {
                 "sessions_hardware": float(self.engine.occupancy()),
-                "sessions_software": float(self.softpath.occupancy()),
+                "sessions_software": float(self.soft.occupancy()),
                 "software_bytes": float(self.software_bytes),
                 "nat_allocated": float(self.nat.allocated()),
                 "packets_offered": float(self.ledger.offered),
