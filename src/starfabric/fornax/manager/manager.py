@@ -540,12 +540,21 @@ class Manager:
     # ---- state ---------------------------------------------------------------------
     @property
     def software_bytes(self) -> int:
-        """Bytes of the manager's own per-session state: the SNAT bitmaps (nat.py)."""
-        return self.nat.nbytes
+        """Bytes of the manager's own per-session state: the SNAT bitmaps (nat.py), plus
+        what its parts keep (a flow mirror: Part.state_bytes)."""
+        return int(self.nat.nbytes + sum(p.state_bytes() for p in self.parts))
+
+    def hardware_sessions(self) -> int:
+        """Live connections in hardware: its entries, unless a part counts them its own way
+        (two entries per connection: Part.hardware_sessions)."""
+        for p in self.parts:
+            if (n := p.hardware_sessions()) is not None:
+                return n
+        return int(self.engine.occupancy())
 
     def sessions(self) -> int:
-        """Live sessions: hardware entries plus software-resident sessions."""
-        return int(self.engine.occupancy()) + self.soft.occupancy()
+        """Live sessions: in hardware plus software-resident."""
+        return self.hardware_sessions() + self.soft.occupancy()
 
     def summary(self) -> dict[str, Any]:
         """Metrics, accounting and state as plain data (for JSON)."""
@@ -556,7 +565,7 @@ class Manager:
                 "packets": self.ledger.as_dict(),
                 "connections": self.connections,
                 "sessions": {
-                    "hardware": int(self.engine.occupancy()),
+                    "hardware": self.hardware_sessions(),
                     "software": self.soft.occupancy(),
                 },
                 "nat_allocated": self.nat.allocated(),
@@ -594,11 +603,14 @@ class Manager:
         """A new manager whose state is rebuilt from the engine (and the surviving software
         datapath) by chunked dumps, while traffic keeps flowing between chunks; `kw` goes to
         the constructor (`softpath`: the surviving software datapath; ResilientManager's
-        `health`). Failover state is re-learned (hung
+        `health`; SoftwareCentric's `baseline`); each part then re-learns its own state
+        (Part.recover: a flow mirror from one more dump). Failover state is re-learned (hung
         ports from PORT_HUNG outcomes, table faults from new events)."""
-        m = cls(engine, policy, config, **kw)
+        m = cls(engine, policy, config=config, **kw)
         with m.metrics.activity("recovery"):
             recover_nat(m, between_chunks)
+            for p in m.parts:
+                p.recover(between_chunks)
         return m
 
 
