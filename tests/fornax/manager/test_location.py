@@ -21,8 +21,11 @@ def test_transition_refuses_a_move_not_allowed() -> None:
 
 
 OPS = st.lists(
-    st.tuples(st.sampled_from(["pin", "quarantine", "rebuilt", "idle", "failback", "touch"]),
-              st.lists(st.integers(1, 12), max_size=6), st.integers(0, 2)),  # fmt: skip
+    st.tuples(
+        st.sampled_from(["pin", "quarantine", "rebuilt", "idle", "failback", "touch"]),
+        st.lists(st.integers(1, 12), max_size=6),
+        st.integers(0, 2),
+    ),
     max_size=40,
 )
 
@@ -52,7 +55,9 @@ def test_held_agrees_with_a_per_key_model(ops: list[tuple[str, list[int], int]])
                 rows = held.find(h)
                 held.lift(np.unique(rows[rows >= 0]), Move.REBUILD)
             else:
-                gone = [k for k, v in model.items() if v[0] == Location.QUARANTINED and v[2] < t - 3]
+                gone = [
+                    k for k, v in model.items() if v[0] == Location.QUARANTINED and v[2] < t - 3
+                ]
                 q = (held.at == Location.QUARANTINED) & (held.seen_ns < t - 3)
                 held.lift(np.flatnonzero(q), Move.END)
             for k in gone:
