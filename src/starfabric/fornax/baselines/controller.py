@@ -452,7 +452,7 @@ class SoftwareCentric(Manager):
             new, affected = self.set_policy(spec)
             for scope, ids in ((Scope.ENI, affected.eni), (Scope.VPC, affected.vpc)):
                 for s in ids:  # software-resident sessions: the softpath's lazy versions
-                    self.softpath.bump_version(scope, int(s))
+                    self.soft.bump_version(scope, int(s))
             self.policy = new
             self.nat.set_policy(new)
             self.metrics.count("policy_changes")

@@ -23,7 +23,11 @@ policy older than the latest bump. A session the new policy refuses becomes a dr
 one is a first packet again.
 
 Composition: engine calls go through `driver` (driver.py: counted ops, budget, versions);
-the push queue is an `Outbox` of explicit session locations (location.py); hardware events
+the software datapath is a SessionEngine too (`soft`, softengine.py), and sessions move
+between the two through the contract (`paths`, moves.py: push, promotion, stale read-back,
+failover, rebuild); the SoftPath's own API serves only its packet path (`process` with its
+rate limit, first packets, in-place re-decision); the push queue is an `Outbox` of explicit
+session locations (location.py); hardware events
 are dispatched through the `handlers` table ({EventType: handler}, events.py); fault
 tolerance and the software-centric baselines are `Part`s handed in (parts.py), never
 subclasses overriding these steps.
