@@ -1,7 +1,7 @@
 """Hardware catalog: GPUs, NICs, switch ASICs, optics and cables, every number with its source.
 
 The built-in entries live in `hardware_data/*.yaml` next to this module; a user extends the
-catalog with `load_catalog(path)` (same YAML layout) or the `register_*` functions. Names are
+catalog with `load_catalog(path)` (same YAML layout) or `register_nic`/`register_switch`. Names are
 case-insensitive and each entry may carry aliases ("H100" finds "H100-SXM"). A `source` field
 either cites a datasheet/paper or starts with "assumption:".
 """
@@ -256,11 +256,6 @@ def list_gpus() -> list[GPUSpec]:
     return GPUS.all()
 
 
-def register_gpu(spec: GPUSpec, *, replace: bool = False) -> GPUSpec:
-    """Add a GPU to the catalog (replace=True overrides a built-in)."""
-    return GPUS.register(spec, replace=replace)
-
-
 def get_nic(name: str) -> NICSpec:
     """The NIC named `name` ("2x200G" → CX7-2x200G)."""
     return NICS.get(name)
@@ -299,11 +294,6 @@ def register_switch(spec: SwitchSpec, *, replace: bool = False) -> SwitchSpec:
 def register_nic(spec: NICSpec, *, replace: bool = False) -> NICSpec:
     """Add a NIC to the catalog."""
     return NICS.register(spec, replace=replace)
-
-
-def register_optic(spec: OpticSpec, *, replace: bool = False) -> OpticSpec:
-    """Add a transceiver or cable to the catalog."""
-    return OPTICS.register(spec, replace=replace)
 
 
 _load_builtin()

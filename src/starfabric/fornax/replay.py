@@ -1,11 +1,14 @@
 """One replay clock for every run on simulated time (`fornax run`, chaos runs and their
-oracle, the experiments): periodic ticks (scrub, events, patrol, aging threads, fault
-injection) and one-shot actions scheduled at a time (policy changes), in the style of a
-SimPy environment reduced to what the runs need.
+oracle, the experiments): periodic ticks (scrub, events, patrol, aging threads), processes
+that run at every tick before it (fault injection: port stalls, ring windows, bit flips
+drawn per tick), one-shot events on the tick grid (a manager crash: at the first tick at
+or after its time, before that tick) and one-shot actions scheduled at a time (policy
+changes), in the style of a SimPy environment reduced to what the runs need.
 
-Order at a batch boundary: `advance(t)` first runs every tick due at or before t, then every
-scheduled action due at or before t, then the caller processes the batch; so a policy
-change takes effect at the first batch at or after its time, after that batch's ticks.
+Order at a batch boundary: `advance(t)` first runs every tick due at or before t — each
+tick: its processes, its due tick events, then `on_tick` — then every scheduled action due
+at or before t, then the caller processes the batch; so a policy change takes effect at
+the first batch at or after its time, after that batch's ticks.
 Over a long idle gap (pcaps carry wall-clock times) only the last `catch_up` ticks run:
 nothing else happens in the gap, and that many cover the scrubber's pass of the table.
 """
@@ -45,6 +48,18 @@ class Replay:
         self.ticks = 0
         self._queue: list[tuple[int, int, Callable[[], object]]] = []
         self._seq = itertools.count()
+        self._processes: list[Callable[[int], object]] = []
+        self._tick_events: list[tuple[int, int, Callable[[int], object]]] = []
+
+    def each_tick(self, process: Callable[[int], object]) -> None:
+        """Run `process(t)` at every tick, before the tick's events and `on_tick` (in the
+        order the processes were added)."""
+        self._processes.append(process)
+
+    def at_tick(self, t_ns: int, event: Callable[[int], object]) -> None:
+        """Run `event(t)` at the first tick t at or after t_ns, after that tick's processes
+        and before its `on_tick` (equal times: in scheduling order)."""
+        heapq.heappush(self._tick_events, (int(t_ns), next(self._seq), event))
 
     def at(self, t_ns: int, action: Callable[[], object]) -> None:
         """Schedule `action` at simulated time t_ns (equal times: in scheduling order)."""
@@ -67,6 +82,10 @@ class Replay:
             t = self.next_tick_ns
             self.next_tick_ns = t + self.tick_ns
             self.ticks += 1
+            for p in self._processes:
+                p(t)
+            while self._tick_events and self._tick_events[0][0] <= t:
+                heapq.heappop(self._tick_events)[2](t)
             self.on_tick(t)
 
     def run_due(self, t_ns: int) -> None:

@@ -9,6 +9,7 @@ refuse, as malformed calls). What software has and hardware does not: a packet-r
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import numpy as np
@@ -24,8 +25,12 @@ from starfabric.fornax.softpath import SoftOutcome, SoftPath, SoftStatus
 
 _OUTCOME = np.array([I.Outcome.HIT, I.Outcome.MISS, I.Outcome.STALE, I.Outcome.DROP_HW, I.Outcome.MISS],
                     np.uint8)  # fmt: skip
-_STATUS = {int(SoftStatus.OK): I.Status.OK, int(SoftStatus.EXISTS): I.Status.EXISTS,
-           int(SoftStatus.FULL): I.Status.TABLE_FULL}  # fmt: skip
+_STATUS_OF = np.zeros(max(SoftStatus) + 1, np.uint8)  # SoftStatus -> I.Status
+_STATUS_OF[[SoftStatus.OK, SoftStatus.EXISTS, SoftStatus.FULL]] = (I.Status.OK, I.Status.EXISTS,
+                                                                  I.Status.TABLE_FULL)  # fmt: skip
+#: insert arguments given per key (the rest are scalars or None)
+_PER_ROW = frozenset(("action_orig", "action_reply", "eni_scope", "vpc_scope", "eni_version",
+                      "vpc_version", "now_ns", "tcp_state", "aux", "track"))  # fmt: skip
 _VERDICT_REASON = {CT.V_INVALID: I.Reason.TCP_INVALID, CT.V_IGNORE: I.Reason.TCP_IGNORED,
                    CT.V_KILL: I.Reason.CT_KILLED, CT.V_INVALID_NEW: I.Reason.CT_INVALID_NEW,
                    CT.V_REOPEN: I.Reason.TCP_REOPEN}  # fmt: skip
@@ -78,6 +83,21 @@ class SoftEngine(I.SessionEngine):
         out["remaining_ns"] = np.maximum(out["expires_ns"] - now_ns, 0)
         return out
 
+    def records(self, slots: npt.NDArray[np.int64]) -> np.ndarray:
+        """I.ENTRY_DTYPE records of sessions by software slot (the handles `insert_slots`
+        returned and `process` reports), as `query` would read them by key."""
+        return self._entries(slots, self._latest)
+
+    def current_slots(self) -> npt.NDArray[np.int64]:
+        """Slots of the sessions decided under the current versions of both scopes (the
+        ones the manager may promote: a stale one is re-decided on its next packet first)."""
+        return self.sp.current_slots()
+
+    def live(self, slots: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
+        """Whether each software slot still holds its session (one the tracker ended in a
+        batch does not)."""
+        return self.sp.live(slots)
+
     def _event(self, typ: I.EventType, recs: np.ndarray) -> None:
         ev = np.zeros(len(recs), I.EVENT_DTYPE)
         ev["type"] = typ
@@ -124,45 +144,68 @@ class SoftEngine(I.SessionEngine):
 
     # ---- entry operations --------------------------------------------------------------
     def insert(self, keys: I.FlowKeys, **kw: Any) -> npt.NDArray[np.uint8]:
-        """As I.SessionEngine.insert (same keyword arguments): sessions by key, in order."""
-        action_orig, action_reply = kw["action_orig"], kw["action_reply"]
-        eni_scope, vpc_scope = kw["eni_scope"], kw["vpc_scope"]
-        eni_version, vpc_version, now_ns = kw["eni_version"], kw["vpc_version"], kw["now_ns"]
-        tcp_state, aux, track = kw.get("tcp_state", 0), kw.get("aux", 0), kw.get("track")
+        """As I.SessionEngine.insert (same keyword arguments): sessions by key, in order (a
+        later key sees an earlier one's effect: the table's insert kernel runs in order)."""
+        now = I.broadcast_arg(kw["now_ns"], len(keys), np.int64, "now_ns")
+        if len(now) and (now != now[0]).any():  # one deadline base per call: key by key
+            out = np.empty(len(keys), np.uint8)
+            for i in range(len(keys)):
+                one = {k: v if k not in _PER_ROW or np.ndim(v) == 0 else np.asarray(v)[i : i + 1]
+                       for k, v in kw.items()}  # fmt: skip
+                out[i : i + 1] = self.insert(keys.take([i]), **one)
+            return out
+        return self._insert(keys, kw, int(now[0]) if len(now) else 0)[0]
+
+    def insert_slots(
+        self, keys: I.FlowKeys, **kw: Any
+    ) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64]]:
+        """As `insert` at one `now_ns` (an int), also returning each session's software slot
+        (-1 where refused): the handle the manager's push queue keeps (location.Outbox)."""
+        return self._insert(keys, kw, int(kw["now_ns"]))
+
+    def _insert(self, keys: I.FlowKeys, kw: dict[str, Any], now_ns: int
+                ) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64]]:  # fmt: skip
         n = len(keys)
         sp = self.sp
-        eni = I.broadcast_arg(eni_scope, n, np.uint32, "eni_scope")
-        vpc = I.broadcast_arg(vpc_scope, n, np.uint32, "vpc_scope")
-        now = I.broadcast_arg(now_ns, n, np.int64, "now_ns")
+
+        def arg(name: str, dt: type[np.generic], default: Any = None) -> np.ndarray:
+            return I.broadcast_arg(kw.get(name, default), n, dt, name)
+
+        eni, vpc = arg("eni_scope", np.uint32), arg("vpc_scope", np.uint32)
         status = np.full(n, int(I.Status.BAD_SCOPE), np.uint8)
-        for i in range(n):  # in order: a later key sees an earlier one's effect
-            if eni[i] >= len(sp.eni_cur) or vpc[i] >= len(sp.vpc_cur):
-                continue
-            ck = canonicalize(keys.take([i]))
-            trk = None if track is None else np.asarray(track, np.uint64).reshape(n, -1)[i : i + 1]
-            st, slot = sp.insert(
-                ck, orig_dir=ck.direction, eni_scope=eni[i : i + 1], vpc_scope=vpc[i : i + 1],
-                action_orig=I.broadcast_arg(action_orig, n, np.uint32, "action_orig")[i : i + 1],
-                action_reply=I.broadcast_arg(action_reply, n, np.uint32, "action_reply")[i : i + 1],
-                now_ns=int(now[i]), tcp_state=I.broadcast_arg(tcp_state, n, np.uint8, "tcp_state")[i : i + 1],
-                aux=I.broadcast_arg(aux, n, np.uint64, "aux")[i : i + 1], track=trk,
-            )  # fmt: skip
-            status[i] = _STATUS[int(st[0])]
-            if st[0] == SoftStatus.OK:
-                s = int(slot[0])
-                sp.ver[s, 0] = I.broadcast_arg(eni_version, n, np.uint32, "eni_version")[i]
-                sp.ver[s, 1] = I.broadcast_arg(vpc_version, n, np.uint32, "vpc_version")[i]
-            self._latest = max(self._latest, int(now[i]))
-        return status
+        slots = np.full(n, -1, np.int64)
+        good = np.flatnonzero((eni < len(sp.eni_cur)) & (vpc < len(sp.vpc_cur)))
+        if not len(good):
+            return status, slots
+        ck = canonicalize(keys.take(good))
+        track = kw.get("track")
+        trk = None if track is None else np.asarray(track, np.uint64).reshape(n, -1)[good]
+        st, slot = sp.insert(
+            ck, orig_dir=ck.direction, eni_scope=eni[good], vpc_scope=vpc[good],
+            action_orig=arg("action_orig", np.uint32)[good],
+            action_reply=arg("action_reply", np.uint32)[good], now_ns=now_ns,
+            tcp_state=arg("tcp_state", np.uint8, 0)[good], aux=arg("aux", np.uint64, 0)[good],
+            track=trk,
+        )  # fmt: skip
+        status[good] = _STATUS_OF[st]
+        ok = st == SoftStatus.OK
+        s = slot[ok]
+        sp.ver[s, 0] = arg("eni_version", np.uint32)[good][ok]
+        sp.ver[s, 1] = arg("vpc_version", np.uint32)[good][ok]
+        slots[good[ok]] = s
+        self._latest = max(self._latest, now_ns)
+        return status, slots
 
     def delete(self, keys: I.FlowKeys) -> npt.NDArray[np.uint8]:
-        out = np.empty(len(keys), np.uint8)
-        for i in range(len(keys)):  # in order (a key repeated is NOT_FOUND the second time)
-            s = self._slots(keys.take([i]))
-            out[i] = I.Status.OK if s[0] >= 0 else I.Status.NOT_FOUND
-            if s[0] >= 0:
-                self.sp.delete(s)
-        return out
+        """As I.SessionEngine.delete: in order, so a key repeated is NOT_FOUND the second time."""
+        s = self._slots(keys)
+        found = s >= 0
+        _, first = np.unique(s, return_index=True)
+        once = np.zeros(len(s), bool)
+        once[first] = True
+        ok = found & once
+        self.sp.delete(s[ok])
+        return np.where(ok, I.Status.OK, I.Status.NOT_FOUND).astype(np.uint8)
 
     def modify(self, keys: I.FlowKeys, **kw: Any) -> npt.NDArray[np.uint8]:
         """As I.SessionEngine.modify (same keyword arguments; None or absent = unchanged)."""
@@ -248,18 +291,21 @@ class SoftEngine(I.SessionEngine):
     def scrub(self, now_ns: int, n_slots: int | None = None) -> I.ScrubResult:
         """Expire every session whose deadline has passed (software walks its whole table):
         AGED, or CLOSED in TIME_WAIT/CLOSE."""
+        t0 = time.thread_time()
         self._latest = max(self._latest, now_ns)
         sp = self.sp
         live = np.flatnonzero(sp.used == 1)
         due = live[sp.trk[live, 1 + CT.T_EXPIRES].view(np.int64) <= now_ns]
-        rec = self._entries(due, now_ns)
-        closed = (rec["proto"] == PROTO_TCP) & np.isin(rec["tcp_state"], (TcpState.TIME_WAIT,
-                                                                           TcpState.CLOSE))  # fmt: skip
-        for typ, m in ((I.EventType.CLOSED, closed), (I.EventType.AGED, ~closed)):
-            if m.any():
-                self._event(typ, rec[m])
-        recs, _ = sp.expire(now_ns)
-        return I.ScrubResult(visited=len(sp.used), expired=len(recs), cursor=0)
+        if len(due):  # one walk of the table: the records, then the deletes (SoftPath.expire)
+            rec = self._entries(due, now_ns)
+            closed = (rec["proto"] == PROTO_TCP) & np.isin(rec["tcp_state"], (TcpState.TIME_WAIT,
+                                                                               TcpState.CLOSE))  # fmt: skip
+            for typ, m in ((I.EventType.CLOSED, closed), (I.EventType.AGED, ~closed)):
+                if m.any():
+                    self._event(typ, rec[m])
+            sp.delete(due)
+        sp.cpu_s += time.thread_time() - t0
+        return I.ScrubResult(visited=len(sp.used), expired=len(due), cursor=0)
 
     def counters(self) -> dict[str, int]:
         return {"packets": self._packets, "overload": int(self.sp.overload),

@@ -118,6 +118,16 @@ def tcp_events(flags: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint8]:
     return ev
 
 
+def related_mask(batch: PacketBatch) -> npt.NDArray[np.bool_]:
+    """Which packets are ICMP errors that quote a tuple (nf_conntrack_inet_error): those are
+    looked up by the quoted tuple, inverted, and may be RELATED to its session."""
+    rel = np.zeros(len(batch), np.bool_)
+    K.sp_related(batch.proto, (batch.dport >> np.uint16(8)).astype(np.uint8), batch.dst_hi,
+                 batch.dst_lo, batch.inner_proto, batch.inner_src_hi, batch.inner_src_lo,
+                 batch.inner_dport, rel)  # fmt: skip
+    return rel
+
+
 @dataclass(frozen=True)
 class SoftResult:
     """Per-packet results of `SoftPath.process`, in batch order."""

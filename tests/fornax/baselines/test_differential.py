@@ -32,7 +32,7 @@ from starfabric.fornax.baselines import (
 from starfabric.fornax.engine import FastEngine
 from starfabric.fornax.manager import Final, Manager
 from starfabric.fornax.vpc import VpcSpec, compile_policy
-from starfabric.fornax.vpc.spec import parse_vpc_spec
+from starfabric.fornax.vpc.load import parse_vpc_spec
 from starfabric.fornax.workload import SyntheticWorkload, WorkloadBatch, workload_batches
 
 from .helpers import example_data, spec_of, web_sg_without_ingress

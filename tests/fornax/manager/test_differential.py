@@ -16,7 +16,7 @@ from fornax.vpc.vpcgen import mutate, random_packets, random_spec_data
 from starfabric.fornax.manager import Final, Manager, ManagerConfig
 from starfabric.fornax.packets import PacketBatch, halves_to_ip
 from starfabric.fornax.vpc import ActionKind, compile_policy
-from starfabric.fornax.vpc.spec import parse_vpc_spec
+from starfabric.fornax.vpc.load import parse_vpc_spec
 
 from .conftest import NO_AGING, make_engine
 from .reference import ConntrackReference

@@ -13,7 +13,7 @@ from starfabric.fornax.vpc.codes import GATEWAY_SCOPE, NO_SCOPE
 from starfabric.fornax.vpc.compile import compile_policy
 from starfabric.fornax.vpc.diff import affected_scopes, recompile
 from starfabric.fornax.vpc.evaluate import describe, evaluate
-from starfabric.fornax.vpc.spec import parse_vpc_spec
+from starfabric.fornax.vpc.load import parse_vpc_spec
 
 from .vpcgen import mutate, random_packets, random_spec_data
 

@@ -10,7 +10,8 @@ from typing import Any
 import numpy as np
 
 from starfabric.fornax.packets import PacketBatch, ip_to_halves
-from starfabric.fornax.vpc.spec import VpcSpec, parse_vpc_spec
+from starfabric.fornax.vpc.load import parse_vpc_spec
+from starfabric.fornax.vpc.spec import VpcSpec
 
 PORTS: list[Any] = [22, 80, 443, "1000-2000", "1024-65535", 53, "0-1023"]
 PROTOS = ["all", "tcp", "udp", "icmp", "icmpv6"]

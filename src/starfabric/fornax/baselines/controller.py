@@ -60,7 +60,6 @@ from starfabric.fornax.engine.interface import (
 from starfabric.fornax.manager import Fate, Manager, ManagerConfig
 from starfabric.fornax.manager.decide import is_icmp, original_from_entries
 from starfabric.fornax.manager.parts import Part
-from starfabric.fornax.manager.recover import recover_nat
 from starfabric.fornax.packets import PROTO_TCP, PROTO_UDP, PacketBatch
 from starfabric.fornax.softpath import SoftPath, SoftPathConfig
 from starfabric.fornax.vpc import CompiledPolicy, VpcSpec
@@ -104,6 +103,39 @@ class _Knobs(Part):
 
     def after_tick(self, now_ns: int) -> None:
         self.c._after_tick(now_ns)
+
+    def hardware_sessions(self) -> int:
+        return self.c._hw_connections()
+
+    def state_bytes(self) -> int:
+        """With mirror=full, the live udpif_key records and their index as measured, or
+        ovs_cost.host_bytes of the live flows when calibrated to a real ovs-vswitchd."""
+        mirror = self.c.mirror
+        if mirror is None:
+            return 0
+        host = host_bytes(self.c.baseline, mirror.count)
+        return int(host if host is not None else mirror.live_nbytes)
+
+    def recover(self, between_chunks: Callable[[], None] | None) -> None:
+        """With a mirror, one udpif_key per hardware entry from one more full dump (as OVS's
+        revalidators after a restart)."""
+        if self.c.mirror is not None:
+            for recs in self.c._dump_chunks(between_chunks):
+                self.c.adopt(recs)
+
+    def summary(self, out: dict[str, Any]) -> None:
+        c = self.c
+        out.update(
+            {
+                "baseline": c.baseline.model_dump(),
+                "hardware_flows": c.flows(),
+                "mirror_bytes": c.mirror.live_nbytes if c.mirror else 0,
+                "mirror_allocated_bytes": c.mirror.allocated_nbytes if c.mirror else 0,
+                "ovs_ukey_model_bytes": c.ovs_ukey_model_bytes,
+                "flow_limit": c.flow_limit.limit if c.flow_limit else None,
+                "aging_passes": c.passes,
+            }
+        )
 
 
 class SoftwareCentric(Manager):
@@ -221,24 +253,6 @@ class SoftwareCentric(Manager):
         )  # fmt: skip
         self.metrics.count("ukeys_adopted", len(raw))
         return len(raw)
-
-    @classmethod
-    def recover(
-        cls, engine: SessionEngine, policy: CompiledPolicy, config: ManagerConfig | None = None,
-        *, between_chunks: Callable[[], None] | None = None,
-        baseline: SoftwareCentricConfig | dict[str, Any] | None = None, **kw: Any,
-    ) -> SoftwareCentric:  # fmt: skip
-        """A new controller over `engine` (the raw engine, not a wrapper) rebuilt from it:
-        SNAT bitmaps by chunked dumps as the Manager does and, with a mirror, one udpif_key
-        per hardware entry from one more full dump (as OVS's revalidators after a restart);
-        `between_chunks` runs between the chunks of both dumps."""
-        m = cls(engine, policy, baseline, config, **kw)
-        with m.metrics.activity("recovery"):
-            recover_nat(m, between_chunks)
-            if m.mirror is not None:
-                for recs in m._dump_chunks(between_chunks):
-                    m.adopt(recs)
-        return m
 
     # ---- setup (flow limit) ------------------------------------------------------------
     def _room(self, n: int) -> int | None:
@@ -438,7 +452,7 @@ class SoftwareCentric(Manager):
             new, affected = self.set_policy(spec)
             for scope, ids in ((Scope.ENI, affected.eni), (Scope.VPC, affected.vpc)):
                 for s in ids:  # software-resident sessions: the softpath's lazy versions
-                    self.softpath.bump_version(scope, int(s))
+                    self.soft.bump_version(scope, int(s))
             self.policy = new
             self.nat.set_policy(new)
             self.metrics.count("policy_changes")
@@ -579,41 +593,9 @@ class SoftwareCentric(Manager):
 
     # ---- state -------------------------------------------------------------------------
     @property
-    def software_bytes(self) -> int:
-        """Bytes of per-session/per-flow software state: SNAT bitmaps plus, with mirror=full,
-        the live udpif_key records and their index as measured, or ovs_cost.host_bytes of the
-        live flows when the baseline is calibrated to a real ovs-vswitchd."""
-        if self.mirror is None:
-            return int(self.nat.nbytes)
-        host = host_bytes(self.baseline, self.mirror.count)
-        if host is not None:
-            return int(self.nat.nbytes + host)
-        return int(self.nat.nbytes + self.mirror.live_nbytes)
-
-    @property
     def ovs_ukey_model_bytes(self) -> int:
         """Model figure: hardware flows x sizeof(udpif_key) (~1.5 KB, reference/fornax.md)."""
         return self.flows() * OVS_UKEY_BYTES
-
-    def sessions(self) -> int:
-        """Live connections: in hardware plus software-resident."""
-        return self._hw_connections() + self.softpath.occupancy()
-
-    def summary(self) -> dict[str, Any]:
-        out = super().summary()
-        out["sessions"]["hardware"] = self._hw_connections()
-        out.update(
-            {
-                "baseline": self.baseline.model_dump(),
-                "hardware_flows": self.flows(),
-                "mirror_bytes": self.mirror.live_nbytes if self.mirror else 0,
-                "mirror_allocated_bytes": self.mirror.allocated_nbytes if self.mirror else 0,
-                "ovs_ukey_model_bytes": self.ovs_ukey_model_bytes,
-                "flow_limit": self.flow_limit.limit if self.flow_limit else None,
-                "aging_passes": self.passes,
-            }
-        )
-        return out
 
 
 def make_control_plane(

@@ -19,6 +19,15 @@ from starfabric.fornax.manager.decide import Decision
 from starfabric.fornax.manager.metrics import Metrics
 
 
+def scope_versions(
+    engine: SessionEngine, scope: Scope, ids: npt.NDArray[np.uint32]
+) -> npt.NDArray[np.uint32]:
+    """Current versions of scope ids in `engine` (one read per distinct scope)."""
+    uniq, inv = np.unique(ids, return_inverse=True)
+    cur = np.array([engine.scope_version(scope, int(s)) for s in uniq], np.uint32)
+    return cur[np.asarray(inv).ravel()] if len(ids) else np.zeros(0, np.uint32)
+
+
 class EngineDriver:
     """Counted engine calls, version reads and the setup budget (see the module docstring)."""
 
@@ -34,9 +43,7 @@ class EngineDriver:
 
     def versions(self, scope: Scope, ids: npt.NDArray[np.uint32]) -> npt.NDArray[np.uint32]:
         """Current engine versions of scope ids (one read per distinct scope)."""
-        uniq, inv = np.unique(ids, return_inverse=True)
-        cur = np.array([self.engine.scope_version(scope, int(s)) for s in uniq], np.uint32)
-        return cur[np.asarray(inv).ravel()] if len(ids) else np.zeros(0, np.uint32)
+        return scope_versions(self.engine, scope, ids)
 
     # ---- entry operations (counted) ----------------------------------------------------
     def query(self, keys: FlowKeys) -> tuple[npt.NDArray[np.uint8], np.ndarray]:
@@ -98,4 +105,4 @@ class EngineDriver:
         )  # fmt: skip
 
 
-__all__ = ["EngineDriver"]
+__all__ = ["EngineDriver", "scope_versions"]

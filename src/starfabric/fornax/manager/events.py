@@ -165,7 +165,7 @@ def patrol(m: Manager) -> dict[str, int]:
         freed = 0
         clean = m.engine.counters().get("displacements", 0) == disp0
         if start == 0 and cursor >= cap and clean:
-            seen.mark_cookies(m.softpath.sessions()["aux"], m.nat)
+            seen.mark_cookies(m.soft.dump(0, m.soft.config.capacity)[0]["aux"], m.nat)
             freed = m.nat.allocated() - seen.allocated()
             m.nat.bitmap[:] = seen.bitmap[: len(m.nat.bitmap)]
             m.nat.used[:] = seen.used[: len(m.nat.used)]

@@ -47,11 +47,12 @@ from starfabric.fornax.manager.config import ManagerConfig
 from starfabric.fornax.manager.decide import original_from_entries, policy_fields, swapped
 from starfabric.fornax.manager.events import patrol_step
 from starfabric.fornax.manager.health import FaultKind, Health, HealthConfig, ScopeKind
+from starfabric.fornax.manager.location import Held, Location, Move
 from starfabric.fornax.manager.manager import Manager
+from starfabric.fornax.manager.moves import held_by
 from starfabric.fornax.manager.parts import Handler, Part
 from starfabric.fornax.manager.rebuild import event_keys, match_suspects, rebuild_lost
 from starfabric.fornax.packets import PacketBatch
-from starfabric.fornax.softpath import SoftStatus
 from starfabric.fornax.vpc import CompiledPolicy
 
 #: Probe packet: a key no tenant uses (VNI 2**24-1, IANA experimental protocol 253), so the
@@ -76,10 +77,8 @@ class Resilience(Part):
         cfg = m.engine.config
         self.health = Health(health or HealthConfig(), cfg.n_ports, cfg.vpc_scopes)
         self.suspects = np.zeros(0, EVENT_DTYPE)  # KEY_SUSPECT losses not yet matched
-        self.quarantined = np.zeros(0, np.uint64)  # key hashes never forwarded on a guess
-        self._q_seen = np.zeros(0, np.int64)  # last packet time of each quarantined key
-        self.port_pins: dict[int, npt.NDArray[np.uint64]] = {}
-        self._pinned = np.zeros(0, np.uint64)
+        self.held = Held()  # keys PINNED by a failed port or QUARANTINED (location.py)
+        self._pinned = np.zeros(0, np.uint64)  # held keys and failed-over sessions
         self._hung_since = np.full(cfg.n_ports, -1, np.int64)
         self._reset_at = np.full(cfg.n_ports, -1, np.int64)
         self._fault_keys: dict[int, tuple[int, ...]] = {}  # key hash -> FlowKeys row (rare)
@@ -99,22 +98,33 @@ class Resilience(Part):
         self.probes = 0
 
     # ---- pinning (hold / promotable) ---------------------------------------------------
+    @property
+    def quarantined(self) -> npt.NDArray[np.uint64]:
+        """Sorted hashes of the quarantined keys (never forwarded on a guess)."""
+        return self.held.hashes(Location.QUARANTINED)
+
+    @property
+    def port_pins(self) -> dict[int, npt.NDArray[np.uint64]]:
+        """Hashes of the keys each failed port pins to software."""
+        h = self.held
+        return {int(p): h.hash[h.port == p] for p in np.unique(h.port[h.port >= 0])}
+
     def _repin(self) -> None:
-        parts = [self.health.session_failed, self.quarantined, *self.port_pins.values()]
-        self._pinned = np.unique(np.concatenate(parts)) if parts else np.zeros(0, np.uint64)
+        self._pinned = np.unique(np.concatenate([self.health.session_failed, self.held.hash]))
 
     def pinned(self, recs: np.ndarray) -> npt.NDArray[np.bool_]:
-        """Which software sessions must stay in software (their scope is failed over)."""
+        """Which sessions (ENTRY_DTYPE records) must stay in software (their scope is
+        failed over)."""
         if self.health.engine_failed:
             return np.ones(len(recs), bool)
         vpc = recs["vpc_scope"].astype(np.int64)
         out = self.health.vpc_failed[np.minimum(vpc, len(self.health.vpc_failed) - 1)].copy()
         if len(self._pinned) and len(recs):
-            out |= member(self._pinned, key_hash(CanonicalKeys.from_records(recs)))
+            out |= member(self._pinned, key_hash(canonicalize(original_from_entries(recs))))
         return out
 
     def hold(self, slots: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_] | None:
-        return self.pinned(self.m.softpath.sessions(slots))
+        return self.pinned(self.m.soft.records(slots))
 
     def promotable(self, live: npt.NDArray[np.int64], k: int) -> npt.NDArray[np.int64]:
         """None while the engine is failed over; otherwise the first k not pinned to software
@@ -122,12 +132,12 @@ class Resilience(Part):
         if self.health.engine_failed:
             return live[:0]
         if self.health.vpc_failed.any() or len(self._pinned):  # skip pinned, chunk by chunk
-            sp = self.m.softpath
+            soft = self.m.soft
             picked: list[npt.NDArray[np.int64]] = []
             got = 0
             for start in range(0, len(live), 4 * k):
                 chunk = live[start : start + 4 * k]
-                chunk = chunk[~self.pinned(sp.sessions(chunk))]
+                chunk = chunk[~self.pinned(soft.records(chunk))]
                 picked.append(chunk)
                 got += len(chunk)
                 if got >= k:
@@ -176,12 +186,10 @@ class Resilience(Part):
             if new.any():
                 for p in np.unique(pb.port[new]):
                     if self.health.port_failed[p]:
-                        add = np.unique(h[new & (pb.port == p)])
-                        old = self.port_pins.get(int(p), np.zeros(0, np.uint64))
-                        self.port_pins[int(p)] = np.union1d(old, add)
-                        self._pinned = np.union1d(self._pinned, add)
+                        self.held.pin_port(h[new & (pb.port == p)], int(p))
+                self._repin()
         eng = np.full(n, int(Outcome.MISS), np.uint8)
-        eng[m.softpath.lookup(ck) < 0] = Outcome.STALE  # held by hardware? take it over
+        eng[~held_by(m.soft, FlowKeys.from_batch(pb))] = Outcome.STALE  # in hardware? take it over
         with m.metrics.activity("miss"):
             f, a, r, v, ts = m.punt(pb, eng, ck)
         fate = Fate(f, a, r, engine=eng, tcp_state=ts, verdict=v)
@@ -206,31 +214,22 @@ class Resilience(Part):
         # another key with the same tag): read it back as for a stale one
         eng = np.where(eng == Outcome.FAULT, np.uint8(Outcome.STALE), eng).astype(np.uint8)
         q = np.zeros(len(pb), bool)
-        if len(self.quarantined):
-            h = key_hash(ck)
-            q = member(self.quarantined, h)
-            if q.any():
-                pos = np.searchsorted(self.quarantined, h[q])
-                np.maximum.at(self._q_seen, pos, pb.time_ns[q])
+        if self.held.count(Location.QUARANTINED):
+            q = self.held.touch(key_hash(ck), pb.time_ns)
         return eng, q
 
     def unquarantine(self, ck: CanonicalKeys) -> None:
         """Lift the quarantine of keys whose session was rebuilt after all (late event)."""
-        if len(self.quarantined) and len(ck):
-            keep = ~np.isin(self.quarantined, key_hash(ck))
-            self.quarantined, self._q_seen = self.quarantined[keep], self._q_seen[keep]
+        if self.held.count(Location.QUARANTINED) and len(ck):
+            rows = self.held.find(key_hash(ck))
+            self.held.lift(np.unique(rows[rows >= 0]), Move.REBUILD)
             self._repin()
 
     def quarantine(self, ck: CanonicalKeys) -> int:
         """Never forward these keys on a guess: their packets are lost until they go idle."""
-        h = key_hash(ck)
-        new = np.setdiff1d(h, self.quarantined)
-        allh = np.concatenate([self.quarantined, new])
-        seen = np.concatenate([self._q_seen, np.full(len(new), self.m.now_ns, np.int64)])
-        order = np.argsort(allh)
-        self.quarantined, self._q_seen = allh[order], seen[order]
+        new = self.held.quarantine(key_hash(ck), self.m.now_ns)
         self._repin()
-        return len(new)
+        return new
 
     def _watch_hung(self, batch: PacketBatch, fate: Fate) -> None:
         """A port whose packets keep getting PORT_HUNG for a watchdog timeout is hung, even
@@ -293,7 +292,7 @@ class Resilience(Part):
         if not cand.any():
             return
         idx = np.flatnonzero(cand)
-        idx = idx[m.softpath.lookup(ck.take(idx)) < 0]
+        idx = idx[~held_by(m.soft, FlowKeys.from_batch(pb.take(idx)))]
         fault = eng[idx] == Outcome.FAULT
         if fault.any():  # a FAULT packet's own session may still be in hardware
             st, _ = m.driver.query(FlowKeys.from_batch(pb.take(idx[fault])))
@@ -393,7 +392,7 @@ class Resilience(Part):
                 continue
             self.health.port_failed[p] = False
             self._reset_at[p] = -1
-            self.port_pins.pop(int(p), None)
+            self.held.failback_port(int(p))
             self._repin()
             self.timeline.append({"scope": "port", "id": int(p), "failback_ns": m.now_ns})
             m.metrics.count("port_failbacks")
@@ -451,17 +450,10 @@ class Resilience(Part):
         rec = rec[ok]
         orig = original_from_entries(rec)
         d = m.decide(orig, rec["aux"])
-        ck = canonicalize(orig)
         keep = d.session
-        sub = ck.take(np.flatnonzero(keep))
-        status, _ = m.softpath.insert(
-            sub, orig_dir=sub.direction, action_orig=d.action_orig[keep],
-            action_reply=d.action_reply[keep], eni_scope=d.eni_scope[keep],
-            vpc_scope=d.vpc_scope[keep], now_ns=m.now_ns, track=rec["track"][keep],
-            aux=d.aux[keep],
-        )  # fmt: skip
+        took, _ = m.paths.to_software(orig.take(keep), d, keep, m.now_ns, track=rec["track"][keep])
         moved = np.zeros(len(rec), bool)
-        moved[np.flatnonzero(keep)[status == SoftStatus.OK]] = True
+        moved[np.flatnonzero(keep)[took]] = True
         gone = ~keep
         m.release(d.aux[gone])
         out = moved | gone  # software full: the session stays in hardware (reported)
@@ -480,9 +472,10 @@ class Resilience(Part):
         self._ports()
         self._apply()
         idle = now_ns - round(self.health.config.suspect_keep_s * 1e9)
-        live = self._q_seen >= idle
-        if not live.all():
-            self.quarantined, self._q_seen = self.quarantined[live], self._q_seen[live]
+        h = self.held
+        gone = np.flatnonzero((h.at == Location.QUARANTINED) & (h.seen_ns < idle))
+        if len(gone):
+            h.lift(gone, Move.END)
             self._repin()
 
     def _patrol(self, now_ns: int) -> None:

@@ -23,7 +23,11 @@ policy older than the latest bump. A session the new policy refuses becomes a dr
 one is a first packet again.
 
 Composition: engine calls go through `driver` (driver.py: counted ops, budget, versions);
-the push queue is an `Outbox` of explicit session locations (location.py); hardware events
+the software datapath is a SessionEngine too (`soft`, softengine.py), and sessions move
+between the two through the contract (`paths`, moves.py: push, promotion, stale read-back,
+failover, rebuild); the SoftPath's own API serves only its packet path (`process` with its
+rate limit, first packets, in-place re-decision); the push queue is an `Outbox` of explicit
+session locations (location.py); hardware events
 are dispatched through the `handlers` table ({EventType: handler}, events.py); fault
 tolerance and the software-centric baselines are `Part`s handed in (parts.py), never
 subclasses overriding these steps.
@@ -38,7 +42,6 @@ import numpy as np
 import numpy.typing as npt
 
 from starfabric.errors import ConfigError
-from starfabric.fornax import _softpath_kernels as SK
 from starfabric.fornax.engine.interface import (
     EventType,
     FlowKeys,
@@ -62,11 +65,19 @@ from starfabric.fornax.manager.driver import EngineDriver
 from starfabric.fornax.manager.events import default_handlers, handle_events
 from starfabric.fornax.manager.location import Location, Move, Outbox
 from starfabric.fornax.manager.metrics import Metrics
+from starfabric.fornax.manager.moves import Datapaths
 from starfabric.fornax.manager.nat import NatPools
 from starfabric.fornax.manager.parts import Handler, Part
 from starfabric.fornax.manager.recover import recover_nat
 from starfabric.fornax.packets import PROTO_ICMP, PROTO_ICMPV6, PacketBatch
-from starfabric.fornax.softpath import SoftOutcome, SoftPath, SoftPathConfig, SoftStatus
+from starfabric.fornax.softengine import SoftEngine
+from starfabric.fornax.softpath import (
+    SoftOutcome,
+    SoftPath,
+    SoftPathConfig,
+    SoftStatus,
+    related_mask,
+)
 from starfabric.fornax.vpc import CompiledPolicy, VpcSpec, recompile
 
 _PUNT = (int(Outcome.MISS), int(Outcome.STALE), int(Outcome.FAULT))
@@ -91,9 +102,7 @@ def _lookup_keys(pb: PacketBatch) -> FlowKeys:
     quotes, inverted (nf_conntrack_inet_error; conntrack.icmp_error_quotes), so a stale
     session an error is RELATED to is read back and decided again like any other."""
     keys = FlowKeys.from_batch(pb)
-    rel = np.zeros(len(pb), np.bool_)
-    SK.sp_related(pb.proto, (pb.dport >> np.uint16(8)).astype(np.uint8), pb.dst_hi, pb.dst_lo,
-                  pb.inner_proto, pb.inner_src_hi, pb.inner_src_lo, pb.inner_dport, rel)  # fmt: skip
+    rel = related_mask(pb)
     if not rel.any():
         return keys
     icmp_in = np.isin(pb.inner_proto, (PROTO_ICMP, PROTO_ICMPV6))
@@ -143,6 +152,8 @@ class Manager:
         self.budget = TokenBucket(self.config.setup_rate, self.config.setup_burst)
         self.metrics = Metrics()
         self.driver = EngineDriver(engine, self.metrics, self.budget)
+        self.soft = SoftEngine(self.softpath)  # the software datapath behind the contract
+        self.paths = Datapaths(self.driver, self.soft)  # moves between the two (moves.py)
         self.ledger = Ledger()
         self.drop = int(engine.config.drop_action)
         self.now_ns = 0
@@ -283,7 +294,7 @@ class Manager:
             if len(r.ended_slots):  # their pushes go; a stale hardware original is deleted
                 was_mod = self.outbox.end(r.ended_slots)
                 if len(was_mod):
-                    self.driver.delete(original_from_sessions(self.softpath.sessions(was_mod)))
+                    self.driver.delete(self.paths.keys(was_mod))
             done = np.isin(so, (SoftOutcome.HIT, SoftOutcome.DROP, SoftOutcome.OVERLOAD))
             fwd = so == SoftOutcome.HIT
             final[idx[fwd]] = Final.SW_FORWARDED
@@ -391,13 +402,8 @@ class Manager:
         moved = keep & ~same
         if moved.any():  # scopes changed: the entry must be re-created, not modified
             self.driver.delete(orig.take(moved))
-        status, slot = self.softpath.insert(
-            ock.take(keep), orig_dir=ock.direction[keep],
-            action_orig=d.action_orig[keep], action_reply=d.action_reply[keep],
-            eni_scope=d.eni_scope[keep], vpc_scope=d.vpc_scope[keep], now_ns=self.now_ns,
-            track=rec["track"][keep], aux=d.aux[keep],
-        )  # fmt: skip
-        okk = status == SoftStatus.OK
+        okk, slot = self.paths.to_software(orig.take(keep), d, keep, self.now_ns,
+                                           track=rec["track"][keep])  # fmt: skip
         same_k = same[keep]
         self.outbox.add(slot[okk & same_k], Location.HARDWARE, Move.REDECIDE)
         self.outbox.add(slot[okk & ~same_k], Location.HARDWARE, Move.RECREATE)
@@ -447,24 +453,22 @@ class Manager:
             mod = self.outbox.pending(Location.PENDING_MODIFY)
             pin = p.hold(mod)
             if pin is not None and pin.any():
-                self.driver.delete(original_from_sessions(self.softpath.sessions(mod[pin])))
+                self.driver.delete(self.paths.keys(mod[pin]))
                 self.outbox.pin(pin, Location.PENDING_MODIFY)
         mod, new = self.outbox.take()
         # sessions the tracker ended within the batch (RST-only reply, invalid first packet,
         # reopen) are gone from the software table: nothing to push
-        live = self.softpath.live(mod), self.softpath.live(new)
+        live = self.soft.live(mod), self.soft.live(new)
         mod, new = mod[live[0]], new[live[1]]
         if len(mod):
             grant = self.budget.take(len(mod))
-            recs = self.softpath.sessions(mod[:grant])
-            st = self.driver.modify_records(original_from_sessions(recs), recs)
+            st = self.paths.refresh_hardware(mod[:grant])
             done = mod[:grant][st == Status.OK]
-            self.softpath.delete(done)
             self.metrics.count("modified", len(done))
             lost = mod[:grant][st != Status.OK]  # entry vanished meanwhile: insert instead
             late = mod[grant:]  # no budget: the session moves to software
             if len(late):
-                self.driver.delete(original_from_sessions(self.softpath.sessions(late)))
+                self.driver.delete(self.paths.keys(late))
                 self.metrics.count("moved_to_software", len(late))
             new = np.concatenate([new, lost])
         if len(new):
@@ -488,10 +492,8 @@ class Manager:
         if not grant:
             return 0
         slots = slots[:grant]
-        recs = self.softpath.sessions(slots)
-        st = self.driver.insert_records(original_from_sessions(recs), recs)
+        st = self.paths.to_hardware(slots)
         ok = st == Status.OK
-        self.softpath.delete(slots[ok])
         self.metrics.count("inserted", int(ok.sum()))
         for s in (Status.TABLE_FULL, Status.INSERT_FAILED, Status.EXISTS, Status.BAD_SCOPE):
             k = int((st == s).sum())
@@ -519,7 +521,7 @@ class Manager:
             for scope, ids in ((Scope.ENI, affected.eni), (Scope.VPC, affected.vpc)):
                 for s in ids:
                     self.driver.call("bump_version", self.engine.bump_version, scope, int(s))
-                    self.softpath.bump_version(scope, int(s))
+                    self.soft.bump_version(scope, int(s))
             self.policy = new
             self.nat.set_policy(new)
             self.metrics.count("policy_changes")
@@ -535,10 +537,12 @@ class Manager:
         self.budget.refill(self.now_ns)
         self.driver.call("datapath", self.engine.scrub, self.now_ns, scrub_slots, n=0)
         with self.metrics.activity("aging"):
-            recs, closed = self.softpath.expire(self.now_ns)
-            self.release(recs["aux"])
-            self.metrics.count("softpath_aged", int((~closed).sum()))
-            self.metrics.count("softpath_closed", int(closed.sum()))
+            self.soft.scrub(self.now_ns)  # software ages as hardware does: AGED/CLOSED events
+            ev = self.soft.poll_events()
+            self.release(ev["aux"])
+            closed = int((ev["type"] == EventType.CLOSED).sum())
+            self.metrics.count("softpath_aged", len(ev) - closed)
+            self.metrics.count("softpath_closed", closed)
         self.poll_events()
         with self.metrics.activity("promote"):
             self._promote()
@@ -554,12 +558,12 @@ class Manager:
         """Move software-resident sessions back to hardware while it has room and budget."""
         cap = self.engine.config.capacity
         room = int(cap * PROMOTE_MAX_FILL) - self.engine.occupancy()
-        k = min(self.config.promote_per_tick, room, self.softpath.occupancy())
+        k = min(self.config.promote_per_tick, room, self.soft.occupancy())
         if k <= 0:
             return
         # only sessions decided under the current policy: a stale one is re-decided on its
         # next packet first (promoting it would hand hardware an old decision as current)
-        live = self.softpath.current_slots()
+        live = self.soft.current_slots()
         for p in self.parts:
             live = p.promotable(live, k)
         self.metrics.count("promoted", self.push(live[:k]))
@@ -567,12 +571,21 @@ class Manager:
     # ---- state ---------------------------------------------------------------------
     @property
     def software_bytes(self) -> int:
-        """Bytes of the manager's own per-session state: the SNAT bitmaps (nat.py)."""
-        return self.nat.nbytes
+        """Bytes of the manager's own per-session state: the SNAT bitmaps (nat.py), plus
+        what its parts keep (a flow mirror: Part.state_bytes)."""
+        return int(self.nat.nbytes + sum(p.state_bytes() for p in self.parts))
+
+    def hardware_sessions(self) -> int:
+        """Live connections in hardware: its entries, unless a part counts them its own way
+        (two entries per connection: Part.hardware_sessions)."""
+        for p in self.parts:
+            if (n := p.hardware_sessions()) is not None:
+                return n
+        return int(self.engine.occupancy())
 
     def sessions(self) -> int:
-        """Live sessions: hardware entries plus software-resident sessions."""
-        return int(self.engine.occupancy()) + self.softpath.occupancy()
+        """Live sessions: in hardware plus software-resident."""
+        return self.hardware_sessions() + self.soft.occupancy()
 
     def summary(self) -> dict[str, Any]:
         """Metrics, accounting and state as plain data (for JSON)."""
@@ -583,8 +596,8 @@ class Manager:
                 "packets": self.ledger.as_dict(),
                 "connections": self.connections,
                 "sessions": {
-                    "hardware": int(self.engine.occupancy()),
-                    "software": self.softpath.occupancy(),
+                    "hardware": self.hardware_sessions(),
+                    "software": self.soft.occupancy(),
                 },
                 "nat_allocated": self.nat.allocated(),
                 "software_bytes": self.software_bytes,
@@ -606,7 +619,7 @@ class Manager:
         return self.metrics.prometheus(
             {
                 "sessions_hardware": float(self.engine.occupancy()),
-                "sessions_software": float(self.softpath.occupancy()),
+                "sessions_software": float(self.soft.occupancy()),
                 "software_bytes": float(self.software_bytes),
                 "nat_allocated": float(self.nat.allocated()),
                 "packets_offered": float(self.ledger.offered),
@@ -621,11 +634,14 @@ class Manager:
         """A new manager whose state is rebuilt from the engine (and the surviving software
         datapath) by chunked dumps, while traffic keeps flowing between chunks; `kw` goes to
         the constructor (`softpath`: the surviving software datapath; ResilientManager's
-        `health`). Failover state is re-learned (hung
+        `health`; SoftwareCentric's `baseline`); each part then re-learns its own state
+        (Part.recover: a flow mirror from one more dump). Failover state is re-learned (hung
         ports from PORT_HUNG outcomes, table faults from new events)."""
-        m = cls(engine, policy, config, **kw)
+        m = cls(engine, policy, config=config, **kw)
         with m.metrics.activity("recovery"):
             recover_nat(m, between_chunks)
+            for p in m.parts:
+                p.recover(between_chunks)
         return m
 
 

@@ -12,6 +12,10 @@ its private steps. Hooks, in the order a batch or tick meets them:
 - `promotable(live, k)`: which current-policy software sessions to promote at a tick.
 - `handlers()`: {EventType: handler} entries for the manager's event table.
 - `after_poll()`, `before_tick(now)`, `after_tick(now)`, `summary(out)`.
+- `hardware_sessions()`: connections hardware holds, where the part counts them its own way
+  (two entries per connection); `state_bytes()`: per-session software state the part keeps
+  beyond the SNAT bitmaps (a flow mirror); `recover(between_chunks)`: the part's own
+  state re-learned after a restart (Manager.recover).
 """
 
 from __future__ import annotations
@@ -66,6 +70,15 @@ class Part:
         return None
 
     def summary(self, out: dict[str, Any]) -> None:
+        return None
+
+    def hardware_sessions(self) -> int | None:
+        return None
+
+    def state_bytes(self) -> int:
+        return 0
+
+    def recover(self, between_chunks: Callable[[], None] | None) -> None:
         return None
 
 

@@ -42,7 +42,7 @@ from starfabric.fornax.manager.decide import (
     policy_fields,
     swapped,
 )
-from starfabric.fornax.softpath import SoftStatus
+from starfabric.fornax.manager.moves import held_by
 
 if TYPE_CHECKING:
     from starfabric.fornax.manager.failover import Resilience
@@ -128,7 +128,7 @@ def rebuild_lost(part: Resilience, ev: np.ndarray, keys: FlowKeys | None = None)
     ok = confirmed & valid
     ck = canonicalize(orig)
     # a key software already holds (e.g. rebuilt from an earlier event) stays as it is
-    fresh = m.softpath.lookup(ck) < 0
+    fresh = ~held_by(m.soft, orig)
     ok &= fresh
     aux = np.where(nat_held(m, ev["aux"]), ev["aux"], ev["aux"] & ~cookie.NAT_FLAG)
     aux = aux.astype(np.uint64)
@@ -140,13 +140,8 @@ def rebuild_lost(part: Resilience, ev: np.ndarray, keys: FlowKeys | None = None)
         gone_sel = sel[~keep]
         m.release(d.aux[~keep])
         sub = ck.take(sel[keep])
-        status, slot = m.softpath.insert(
-            sub, orig_dir=sub.direction, action_orig=d.action_orig[keep],
-            action_reply=d.action_reply[keep], eni_scope=d.eni_scope[keep],
-            vpc_scope=d.vpc_scope[keep], now_ns=m.now_ns, tcp_state=state[sel[keep]],
-            aux=d.aux[keep],
-        )  # fmt: skip
-        done = status == SoftStatus.OK
+        done, slot = m.paths.to_software(orig.take(sel[keep]), d, keep, m.now_ns,
+                                         tcp_state=state[sel[keep]])  # fmt: skip
         m.rebuilt(slot[done])
         part.unquarantine(sub.take(np.flatnonzero(done)))  # a late event confirmed them
         m.release(d.aux[keep][~done])

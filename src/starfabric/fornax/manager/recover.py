@@ -35,7 +35,7 @@ def recover_nat(m: Manager, between_chunks: Callable[[], None] | None = None) ->
                 between_chunks()
         if m.engine.counters().get("displacements", 0) == disp0:
             break
-    m.nat.mark_cookies(m.softpath.sessions()["aux"])
+    m.nat.mark_cookies(m.soft.dump(0, m.soft.config.capacity)[0]["aux"])
     m.metrics.count("recovered_entries", entries)
     m.metrics.count("recovery_passes", passes)
     return {"entries": entries, "passes": passes}

@@ -277,7 +277,6 @@ class Injector:
         self.flip_silent = np.zeros(0, bool)
         self.lost0: dict[int, int] = {}
         self.lost: dict[int, int] = {}
-        self.crash_due = sorted(round(c.at * 1e9) for c in spec.faults.crashes)
 
     def _windows(self, now: int) -> None:
         f = self.spec.faults
@@ -305,8 +304,8 @@ class Injector:
         e.poll_paused = any(w.at * 1e9 <= now < (w.at + w.duration) * 1e9
                             for w in f.ring_overflows)  # fmt: skip
 
-    def step(self, now: int) -> bool:
-        """Faults due up to `now`; returns True when the manager crashes now."""
+    def step(self, now: int) -> None:
+        """Faults due up to `now` (a process of the replay clock: every tick)."""
         self._windows(now)
         dt_h = max(0, now - self.last_ns) / 3.6e12
         self.last_ns = now
@@ -315,11 +314,6 @@ class Injector:
             if not bf.start * 1e9 <= now < end:
                 continue
             self._flips(bf, now, dt_h)
-        crash = False
-        while self.crash_due and self.crash_due[0] <= now:
-            self.crash_due.pop(0)
-            crash = True
-        return crash
 
     def _flips(self, bf: BitFlips, now: int, dt_h: float) -> None:
         inner = self.engine.inner
@@ -406,9 +400,11 @@ def run_chaos(
     duration_ns = round(wl.duration * 1e9)
     n_ports = spec.engine.n_ports
 
-    def tick(t: int) -> None:
+    def crash(t: int) -> None:
+        """A manager crash (an event on the tick grid): the manager restarts from the
+        engine (crashes due at one tick restart it once)."""
         nonlocal m
-        if inj.step(t) and isinstance(m, ResilientManager):
+        if isinstance(m, ResilientManager) and not (crashes and crashes[-1]["at_ns"] == t):
             close_scopes(m, t)
             managers.append(m)
             ledgers.append(m.ledger)
@@ -417,7 +413,6 @@ def run_chaos(
                                          health=spec.health)  # fmt: skip
             m.now_ns = t
             crashes.append({"at_ns": t, "recover_wall_s": time.perf_counter() - w0})
-        m.tick(t)
 
     notify = True  # a change after the last packet is applied without notice
 
@@ -427,7 +422,10 @@ def run_chaos(
         if notify and on_policy is not None:
             on_policy(new)
 
-    clock = Replay(tick_ns, tick, next_tick_ns=tick_ns)
+    clock = Replay(tick_ns, lambda t: m.tick(t), next_tick_ns=tick_ns)
+    clock.each_tick(inj.step)  # faults drawn per tick, before the manager's tick
+    for c in spec.faults.crashes:
+        clock.at_tick(round(c.at * 1e9), crash)
     for at, new in pending:
         clock.at(at, partial(change, at, new))
 

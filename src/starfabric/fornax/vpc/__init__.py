@@ -18,8 +18,9 @@ from starfabric.fornax.vpc.codes import (
 from starfabric.fornax.vpc.compile import CompiledPolicy, compile_policy
 from starfabric.fornax.vpc.diff import AffectedScopes, affected_scopes, recompile
 from starfabric.fornax.vpc.evaluate import PolicyResult, describe, evaluate
+from starfabric.fornax.vpc.load import load_vpc_spec, parse_vpc_spec
 from starfabric.fornax.vpc.reference import ReferencePolicy
-from starfabric.fornax.vpc.spec import VpcSpec, load_vpc_spec, parse_vpc_spec
+from starfabric.fornax.vpc.spec import VpcSpec
 from starfabric.fornax.vpc.validate import validate_vpc_spec
 
 __all__ = [

@@ -13,7 +13,7 @@ import ipaddress
 from collections.abc import Sequence
 
 from starfabric.fornax.vpc.compile import CompiledPolicy, compile_policy
-from starfabric.fornax.vpc.spec import parse_vpc_spec
+from starfabric.fornax.vpc.load import parse_vpc_spec
 
 
 def allow_all_policy(addresses: Sequence[str], vni: int = 1) -> CompiledPolicy:

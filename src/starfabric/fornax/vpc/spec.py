@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from starfabric.config import Spec, parse_spec, read_mapping
+from starfabric.config import Spec
 
 PROTOCOLS: dict[str, int] = {"all": 0, "icmp": 1, "tcp": 6, "udp": 17, "icmpv6": 58}
 """Protocol names accepted in rules; 0 means any protocol."""
@@ -269,17 +268,3 @@ class VpcSpec(Spec):
     peerings: tuple[Peering, ...] = ()
     gateway_vni: int = Field(default=0, ge=0, le=MAX_VNI)
     """VNI of packets arriving from the internet gateway (north-south); 0 = no overlay."""
-
-
-def parse_vpc_spec(data: dict[str, Any], source: str = "") -> VpcSpec:
-    """Validate a mapping into a VpcSpec, fields then cross-object references."""
-    from starfabric.fornax.vpc.validate import validate_vpc_spec
-
-    spec = parse_spec(VpcSpec, data, source=source)
-    validate_vpc_spec(spec, source=source)
-    return spec
-
-
-def load_vpc_spec(path: str | Path) -> VpcSpec:
-    """Read and validate a VPC file (YAML or JSON)."""
-    return parse_vpc_spec(read_mapping(path), source=str(path))
