@@ -380,28 +380,3 @@ NOT_MODELLED = (
     "ticks do not either (fault tolerance is Fornax's, not the baselines')",
 )
 PRESETS = {"fornax": fornax, "ovs_like": ovs_like, "doca_like": doca_like}
-
-__all__ = [
-    "ABLATIONS",
-    "MODELLED",
-    "NOT_MODELLED",
-    "OVS_CALIBRATION_VERSION",
-    "OVS_DP_FLOWS_PER_MODEL_FLOW",
-    "OVS_DUMP_NS_PER_FLOW",
-    "OVS_HOST_BASE_BYTES",
-    "OVS_HOST_BYTES_PER_FLOW",
-    "OVS_MAX_IDLE_S",
-    "OVS_MAX_REVALIDATOR_S",
-    "OVS_OFFLOADED_STATS_DELAY_S",
-    "OVS_REVALIDATE_NS_PER_FLOW",
-    "PRESETS",
-    "RESCAN_FLOWS_PER_THREAD_S",
-    "RESCAN_THREADS",
-    "FlowLimitConfig",
-    "SoftwareCentricConfig",
-    "ablation",
-    "doca_like",
-    "fornax",
-    "ovs_like",
-    "software_centric_config",
-]

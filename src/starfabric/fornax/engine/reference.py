@@ -94,6 +94,16 @@ def _splitmix(state: int) -> tuple[int, int]:
     return state, z ^ (z >> 31)
 
 
+def _tuple_of(
+    c: FlowKeys | PacketBatch, i: int
+) -> tuple[int, int, tuple[int, int], tuple[int, int], int, int]:
+    """Row i's (vni, proto, src, dst, sport, dport) as Python ints, as canonical_key takes them."""
+    return (
+        int(c.vni[i]), int(c.proto[i]), (int(c.src_hi[i]), int(c.src_lo[i])),
+        (int(c.dst_hi[i]), int(c.dst_lo[i])), int(c.sport[i]), int(c.dport[i]),
+    )  # fmt: skip
+
+
 class ReferenceEngine(SessionEngine):
     """Plain-Python session engine (slow, obvious; the oracle for FastEngine)."""
 
@@ -281,12 +291,7 @@ class ReferenceEngine(SessionEngine):
             oc, rs, d, rel, act, s, state, vd = self._one_packet(
                 int(batch.time_ns[i]),
                 int(batch.port[i]),
-                int(batch.vni[i]),
-                int(batch.proto[i]),
-                (int(batch.src_hi[i]), int(batch.src_lo[i])),
-                (int(batch.dst_hi[i]), int(batch.dst_lo[i])),
-                int(batch.sport[i]),
-                int(batch.dport[i]),
+                *_tuple_of(batch, i),
                 int(batch.tcp_flags[i]),
                 int(batch.length[i]),
                 tuple(int(getattr(batch, f)[i]) for f in _HDR),
@@ -418,17 +423,7 @@ class ReferenceEngine(SessionEngine):
 
     # ---- entry operations --------------------------------------------------------------
     def _keys(self, keys: FlowKeys) -> list[tuple[Key, int]]:
-        return [
-            canonical_key(
-                int(keys.vni[i]),
-                int(keys.proto[i]),
-                (int(keys.src_hi[i]), int(keys.src_lo[i])),
-                (int(keys.dst_hi[i]), int(keys.dst_lo[i])),
-                int(keys.sport[i]),
-                int(keys.dport[i]),
-            )
-            for i in range(len(keys))
-        ]
+        return [canonical_key(*_tuple_of(keys, i)) for i in range(len(keys))]
 
     def insert(
         self,

@@ -10,6 +10,8 @@ an event -> software); failback is the end of a pin, after which promotion moves
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import numpy.typing as npt
 
@@ -33,18 +35,22 @@ class Datapaths:
     def to_hardware(self, slots: npt.NDArray[np.int64]) -> npt.NDArray[np.uint8]:
         """Insert software sessions into hardware as software holds them; those hardware
         took leave software. Returns the hardware status of each."""
-        recs = self.sw.records(slots)
-        keys = original_from_entries(recs)
-        st = self.hw.insert_records(keys, recs)
-        self.sw.delete(keys.take(np.flatnonzero(st == Status.OK)))
-        return st
+        return self._leave_software(slots, self.hw.insert_records)
 
     def refresh_hardware(self, slots: npt.NDArray[np.int64]) -> npt.NDArray[np.uint8]:
         """Modify hardware entries to what software re-decided for them (same scopes); those
         refreshed leave software. Returns the hardware status of each."""
+        return self._leave_software(slots, self.hw.modify_records)
+
+    def _leave_software(
+        self, slots: npt.NDArray[np.int64],
+        put: Callable[[FlowKeys, np.ndarray], npt.NDArray[np.uint8]],
+    ) -> npt.NDArray[np.uint8]:  # fmt: skip
+        """Write software sessions into hardware with `put` (insert or modify records);
+        those hardware took are deleted from software."""
         recs = self.sw.records(slots)
         keys = original_from_entries(recs)
-        st = self.hw.modify_records(keys, recs)
+        st = put(keys, recs)
         self.sw.delete(keys.take(np.flatnonzero(st == Status.OK)))
         return st
 
