@@ -8,7 +8,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from starfabric._jit import njit
+from starfabric._jit import njit, njit_inline
 
 _ONES = np.uint64(0xFFFF_FFFF_FFFF_FFFF)
 _V4_TAG = np.uint64(0xFFFF)
@@ -48,7 +48,7 @@ def _masked(hi, lo, length):
     return hi, lo & (_ONES << np.uint64(128 - length))
 
 
-@njit
+@njit_inline
 def _in_net(hi, lo, v4, nhi, nlo, length, fam):
     if fam == 0:
         return True
@@ -72,7 +72,7 @@ def _search2(khi, klo, start, end, hi, lo):
     return -1
 
 
-@njit
+@njit_inline
 def find_eni(key_vni, key_hi, key_lo, key_eni, vni, hi, lo):
     """ENI id of (vni, address), or -1."""
     a, b = 0, len(key_vni)
@@ -96,7 +96,7 @@ def _find1(keys, vals, k):
     return -1
 
 
-@njit
+@njit_inline
 def lpm(rt_tab_ptr, seg_len, seg_start, seg_end, rt_hi, rt_lo, table, v4, hi, lo):
     """Index of the longest-prefix route of `table` covering (hi, lo), or -1."""
     t = table * 2 + (0 if v4 else 1)
@@ -108,7 +108,7 @@ def lpm(rt_tab_ptr, seg_len, seg_start, seg_end, rt_hi, rt_lo, table, v4, hi, lo
     return -1
 
 
-@njit
+@njit_inline
 def acl_match(
     acl_ptr,
     allow,
@@ -142,7 +142,7 @@ def acl_match(
     return False, -1
 
 
-@njit
+@njit_inline
 def _member(eni_sg_ptr, eni_sg_idx, eni, sg):
     if eni < 0:
         return False
@@ -152,7 +152,7 @@ def _member(eni_sg_ptr, eni_sg_idx, eni, sg):
     return found
 
 
-@njit
+@njit_inline
 def sg_match(
     eni_sg_ptr,
     eni_sg_idx,
@@ -226,21 +226,21 @@ Decisions = namedtuple(
 )
 
 
-@njit
+@njit_inline
 def _acl(acl, list_id, d, p, port, hi, lo, v4):
     """acl_match over an AclTable: (allowed, deciding rule)."""
     return acl_match(acl.ptr, acl.allow, acl.proto, acl.lo, acl.hi, acl.nhi, acl.nlo, acl.nlen,
                      acl.nfam, list_id, d, p, port, hi, lo, v4)  # fmt: skip
 
 
-@njit
+@njit_inline
 def _sg(sg, eni, d, p, port, hi, lo, v4, peer):
     """sg_match over an SgTable: the allowing rule, -1 when none."""
     return sg_match(sg.eni_ptr, sg.eni_idx, sg.ptr, sg.dir, sg.proto, sg.lo, sg.hi, sg.nhi,
                     sg.nlo, sg.nlen, sg.nfam, sg.ref, eni, d, p, port, hi, lo, v4, peer)  # fmt: skip
 
 
-@njit
+@njit_inline
 def _route(rt, table, v4, hi, lo):
     """lpm over a RouteTable: the matching route of `table`, -1 when none."""
     return lpm(rt.tab_ptr, rt.seg_len, rt.seg_start, rt.seg_end, rt.hi, rt.lo, table, v4, hi, lo)
