@@ -12,7 +12,7 @@ bit for bit (tested).
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -149,6 +149,18 @@ def canonicalize(batch: PacketBatch | FlowKeys) -> CanonicalKeys:
                                 b.sport, b.dport)  # fmt: skip
 
 
+def quoted_tuple(err: PacketBatch) -> tuple[npt.NDArray[Any], ...]:
+    """The directed (vni, proto, src_hi, src_lo, dst_hi, dst_lo, sport, dport) an ICMP error
+    is looked up by: the tuple it quotes, inverted (nf_conntrack_inet_error); a quoted ICMP
+    keeps its identifier and type in place. canonicalize_columns' argument order."""
+    icmp_in = np.isin(err.inner_proto, (PROTO_ICMP, PROTO_ICMPV6))
+    return (
+        err.vni, err.inner_proto, err.inner_dst_hi, err.inner_dst_lo, err.inner_src_hi,
+        err.inner_src_lo, np.where(icmp_in, err.inner_sport, err.inner_dport),
+        np.where(icmp_in, err.inner_dport, err.inner_sport),
+    )  # fmt: skip
+
+
 def _mix_np(h: npt.NDArray[np.uint64], k: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
     h = (h ^ k) * np.uint64(C_MUL)
     return h ^ (h >> np.uint64(32))
@@ -217,5 +229,6 @@ __all__ = [
     "canonicalize_columns",
     "hash_key_py",
     "key_hash",
+    "quoted_tuple",
     "tag_of",
 ]

@@ -33,10 +33,14 @@ from starfabric.fornax.engine import EngineConfig, Scope
 from starfabric.fornax.engine import conntrack as CT
 from starfabric.fornax.engine.engine import TRACK_COLS, track_args
 from starfabric.fornax.engine.tcp import TcpEvent, TcpState
-from starfabric.fornax.keys import CanonicalKeys, canonicalize, canonicalize_columns, key_hash
+from starfabric.fornax.keys import (
+    CanonicalKeys,
+    canonicalize,
+    canonicalize_columns,
+    key_hash,
+    quoted_tuple,
+)
 from starfabric.fornax.packets import (
-    PROTO_ICMP,
-    PROTO_ICMPV6,
     PROTO_TCP,
     TCP_ACK,
     TCP_FIN,
@@ -438,12 +442,7 @@ class SoftPath:
     ) -> tuple[CanonicalKeys, npt.NDArray[np.uint64]]:
         """Keys (and hashes) of the tuples the ICMP errors `err` quote, inverted (an inner
         ICMP keeps its identifier and type), in the rows `related` marks; ck's elsewhere."""
-        icmp_in = np.isin(err.inner_proto, (PROTO_ICMP, PROTO_ICMPV6))
-        ek = canonicalize_columns(
-            err.vni, err.inner_proto, err.inner_dst_hi, err.inner_dst_lo, err.inner_src_hi,
-            err.inner_src_lo, np.where(icmp_in, err.inner_sport, err.inner_dport),
-            np.where(icmp_in, err.inner_dport, err.inner_sport),
-        )  # fmt: skip
+        ek = canonicalize_columns(*quoted_tuple(err))
         rows = np.flatnonzero(related)
         words, proto, direction = ck.words().copy(), ck.proto.copy(), ck.direction.copy()
         words[rows], proto[rows], direction[rows] = ek.words(), ek.proto, ek.direction

@@ -50,7 +50,7 @@ from starfabric.fornax.engine.interface import (
     SessionEngine,
     Status,
 )
-from starfabric.fornax.keys import CanonicalKeys, canonicalize, key_hash
+from starfabric.fornax.keys import CanonicalKeys, canonicalize, key_hash, quoted_tuple
 from starfabric.fornax.manager import _kernels, cookie
 from starfabric.fornax.manager.accounting import DropReason, Fate, Final, Ledger
 from starfabric.fornax.manager.config import ManagerConfig, TokenBucket
@@ -69,7 +69,7 @@ from starfabric.fornax.manager.moves import Datapaths
 from starfabric.fornax.manager.nat import NatPools
 from starfabric.fornax.manager.parts import Handler, Part
 from starfabric.fornax.manager.recover import recover_nat
-from starfabric.fornax.packets import PROTO_ICMP, PROTO_ICMPV6, PacketBatch
+from starfabric.fornax.packets import PacketBatch
 from starfabric.fornax.softengine import SoftEngine
 from starfabric.fornax.softpath import (
     SoftOutcome,
@@ -105,16 +105,10 @@ def _lookup_keys(pb: PacketBatch) -> FlowKeys:
     rel = related_mask(pb)
     if not rel.any():
         return keys
-    icmp_in = np.isin(pb.inner_proto, (PROTO_ICMP, PROTO_ICMPV6))
+    names = ("vni", "proto", "src_hi", "src_lo", "dst_hi", "dst_lo", "sport", "dport")
     cols = {
-        "vni": pb.vni, "proto": np.where(rel, pb.inner_proto, pb.proto),
-        "src_hi": np.where(rel, pb.inner_dst_hi, pb.src_hi),
-        "src_lo": np.where(rel, pb.inner_dst_lo, pb.src_lo),
-        "dst_hi": np.where(rel, pb.inner_src_hi, pb.dst_hi),
-        "dst_lo": np.where(rel, pb.inner_src_lo, pb.dst_lo),
-        "sport": np.where(rel, np.where(icmp_in, pb.inner_sport, pb.inner_dport), pb.sport),
-        "dport": np.where(rel, np.where(icmp_in, pb.inner_dport, pb.inner_sport), pb.dport),
-    }  # fmt: skip
+        f: np.where(rel, q, getattr(keys, f)) for f, q in zip(names, quoted_tuple(pb), strict=True)
+    }
     return FlowKeys.from_columns(**cols)
 
 
