@@ -52,41 +52,27 @@ class SoftEngine(I.SessionEngine):
         return self.sp.lookup(canonicalize(keys))
 
     def _entries(self, slots: npt.NDArray[np.int64], now_ns: int) -> np.ndarray:
-        """I.ENTRY_DTYPE records (ORIGINAL orientation) of software slots, read straight
-        from the software path's columns (one gather per field; this is the move path)."""
+        """I.ENTRY_DTYPE records (ORIGINAL orientation) of software slots, from the software
+        path's columns (SoftPath.session_columns) turned to the ORIGINAL side."""
         sp = self.sp
         s = np.asarray(slots, np.int64)
+        c = sp.session_columns(s)
         out = np.zeros(len(s), I.ENTRY_DTYPE)  # flags 0: software keeps none
-        key = sp.key[s]
-        od = sp.orig_dir[s].astype(np.int64)
+        for f in ("slot", "vni", "proto", "tcp_state", "eni_scope", "vpc_scope", "action_orig",
+                  "action_reply", "last_seen_ns", "pkts_orig", "pkts_reply", "aux",
+                  "expires_ns", "track"):  # fmt: skip
+            out[f] = c[f]
+        od = c["orig_dir"]
         sw = od == 1
-        out["slot"] = s
-        out["vni"] = (key[:, 4] >> np.uint64(32)).astype(np.uint32)
-        out["proto"] = sp.kproto[s]
-        trk = sp.trk[s]
-        out["track"] = trk
-        out["tcp_state"] = (trk[:, 0] >> np.uint64(8)) & np.uint64(0xFF)
-        out["expires_ns"] = trk[:, 1 + CT.T_EXPIRES].view(np.int64)
-        out["src_hi"] = np.where(sw, key[:, 2], key[:, 0])
-        out["src_lo"] = np.where(sw, key[:, 3], key[:, 1])
-        out["dst_hi"] = np.where(sw, key[:, 0], key[:, 2])
-        out["dst_lo"] = np.where(sw, key[:, 1], key[:, 3])
-        a_port = (key[:, 4] >> np.uint64(16)) & np.uint64(0xFFFF)
-        b_port = key[:, 4] & np.uint64(0xFFFF)
-        out["sport"] = np.where(sw, b_port, a_port)
-        out["dport"] = np.where(sw, a_port, b_port)
-        out["action_orig"] = sp.act[s, od]
-        out["action_reply"] = sp.act[s, 1 - od]
-        scope = sp.scope[s]
-        ver = sp.ver[s]
-        out["eni_scope"] = scope[:, 0]
-        out["vpc_scope"] = scope[:, 1]
-        out["last_seen_ns"] = sp.last_ns[s]
-        out["pkts_orig"] = sp.pkts[s, od]
-        out["pkts_reply"] = sp.pkts[s, 1 - od]
+        out["src_hi"] = np.where(sw, c["b_hi"], c["a_hi"])
+        out["src_lo"] = np.where(sw, c["b_lo"], c["a_lo"])
+        out["dst_hi"] = np.where(sw, c["a_hi"], c["b_hi"])
+        out["dst_lo"] = np.where(sw, c["a_lo"], c["b_lo"])
+        out["sport"] = np.where(sw, c["b_port"], c["a_port"])
+        out["dport"] = np.where(sw, c["a_port"], c["b_port"])
         out["bytes_orig"] = sp.nbytes[s, od]
         out["bytes_reply"] = sp.nbytes[s, 1 - od]
-        out["aux"] = sp.aux[s]
+        scope, ver = sp.scope[s], sp.ver[s]
         out["eni_version"] = ver[:, 0]
         out["vpc_version"] = ver[:, 1]
         out["stale"] = (ver[:, 0] != sp.eni_cur[scope[:, 0]]) | (

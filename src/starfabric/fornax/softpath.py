@@ -309,27 +309,36 @@ class SoftPath:
         """SESSION_DTYPE records of the given slots (default: every valid session)."""
         s = np.flatnonzero(self.used == 1) if slots is None else np.asarray(slots, np.int64)
         out = np.zeros(len(s), SESSION_DTYPE)
-        out["slot"] = s
-        out["vni"] = (self.key[s, 4] >> np.uint64(32)).astype(np.uint32)
-        out["proto"] = self.kproto[s]
-        out["orig_dir"] = self.orig_dir[s]
-        out["tcp_state"] = (self.trk[s, 0] >> np.uint64(8)) & np.uint64(0xFF)
-        out["track"] = self.trk[s]
-        out["expires_ns"] = self.trk[s, 1 + CT.T_EXPIRES].view(np.int64)
-        for j, name in enumerate(("a_hi", "a_lo", "b_hi", "b_lo")):
-            out[name] = self.key[s, j]
-        out["a_port"] = (self.key[s, 4] >> np.uint64(16)) & np.uint64(0xFFFF)
-        out["b_port"] = self.key[s, 4] & np.uint64(0xFFFF)
-        od = self.orig_dir[s].astype(np.int64)
-        out["action_orig"] = self.act[s, od]
-        out["action_reply"] = self.act[s, 1 - od]
-        out["eni_scope"] = self.scope[s, 0]
-        out["vpc_scope"] = self.scope[s, 1]
-        out["last_seen_ns"] = self.last_ns[s]
-        out["pkts_orig"] = self.pkts[s, od]
-        out["pkts_reply"] = self.pkts[s, 1 - od]
-        out["aux"] = self.aux[s]
+        for name, col in self.session_columns(s).items():
+            out[name] = col
         return out
+
+    def session_columns(self, s: npt.NDArray[np.int64]) -> dict[str, np.ndarray]:
+        """SESSION_DTYPE's fields of slots `s` as columns (one gather each), decoded from the
+        key words and tracker rows; `sessions` and SoftEngine's entry records read these."""
+        key = self.key[s]
+        trk = self.trk[s]
+        od = self.orig_dir[s].astype(np.int64)
+        return {
+            "slot": s,
+            "vni": (key[:, 4] >> np.uint64(32)).astype(np.uint32),
+            "proto": self.kproto[s],
+            "orig_dir": od,
+            "tcp_state": (trk[:, 0] >> np.uint64(8)) & np.uint64(0xFF),
+            "track": trk,
+            "expires_ns": trk[:, 1 + CT.T_EXPIRES].view(np.int64),
+            "a_hi": key[:, 0], "a_lo": key[:, 1], "b_hi": key[:, 2], "b_lo": key[:, 3],
+            "a_port": (key[:, 4] >> np.uint64(16)) & np.uint64(0xFFFF),
+            "b_port": key[:, 4] & np.uint64(0xFFFF),
+            "action_orig": self.act[s, od],
+            "action_reply": self.act[s, 1 - od],
+            "eni_scope": self.scope[s, 0],
+            "vpc_scope": self.scope[s, 1],
+            "last_seen_ns": self.last_ns[s],
+            "pkts_orig": self.pkts[s, od],
+            "pkts_reply": self.pkts[s, 1 - od],
+            "aux": self.aux[s],
+        }  # fmt: skip
 
     def occupancy(self) -> int:
         return self.count
