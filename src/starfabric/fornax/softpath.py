@@ -400,15 +400,14 @@ class SoftPath:
             b = batch
             icmp_t = (b.dport[sub] >> np.uint16(8)).astype(np.uint8)
             h = self._hash(ckk)
-            related = np.zeros(admit, np.bool_)
-            K.sp_related(b.proto[sub], icmp_t, b.dst_hi[sub], b.dst_lo[sub],
-                         b.inner_proto[sub], b.inner_src_hi[sub], b.inner_src_lo[sub],
-                         b.inner_dport[sub], related)  # fmt: skip
-            rk, rh = (self._related_keys(b.take(np.flatnonzero(related)), related, ckk, h)
-                      if related.any() else (ckk, h))  # fmt: skip
+            related = related_mask(batch)[:admit]
+            w = ckk.words()
+            rw, rp, rd, rh = (
+                self._related_keys(b.take(np.flatnonzero(related)), related, w, ckk, h)
+                if related.any() else (w, ckk.proto, ckk.direction, h)
+            )  # fmt: skip
             K.sp_process(
-                h, ckk.words(), ckk.proto, ckk.direction, rh, rk.words(), rk.proto,
-                rk.direction, related, b.time_ns[sub],
+                h, w, ckk.proto, ckk.direction, rh, rw, rp, rd, related, b.time_ns[sub],
                 b.length[sub], b.tcp_flags[sub], b.tcp_seq[sub], b.tcp_ack[sub],
                 b.tcp_sack[sub], b.tcp_win[sub], b.tcp_opt[sub], b.tcp_wscale[sub],
                 b.tcp_len[sub], icmp_t,
@@ -446,20 +445,21 @@ class SoftPath:
         self,
         err: PacketBatch,
         related: npt.NDArray[np.bool_],
+        words: npt.NDArray[np.uint64],
         ck: CanonicalKeys,
         h: npt.NDArray[np.uint64],
-    ) -> tuple[CanonicalKeys, npt.NDArray[np.uint64]]:
-        """Keys (and hashes) of the tuples the ICMP errors `err` quote, inverted (an inner
-        ICMP keeps its identifier and type), in the rows `related` marks; ck's elsewhere."""
+    ) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint8], npt.NDArray[np.uint8],
+               npt.NDArray[np.uint64]]:  # fmt: skip
+        """Key words, protocols, direction bits and hashes the packets are looked up by: the
+        tuples the ICMP errors `err` quote, inverted (keys.quoted_tuple), in the rows
+        `related` marks; ck's (`words`, `h`) elsewhere."""
         ek = canonicalize_columns(*quoted_tuple(err))
         rows = np.flatnonzero(related)
-        words, proto, direction = ck.words().copy(), ck.proto.copy(), ck.direction.copy()
-        words[rows], proto[rows], direction[rows] = ek.words(), ek.proto, ek.direction
-        out = CanonicalKeys.from_words(words, proto)
-        out.direction[:] = direction
+        rw, proto, direction = words.copy(), ck.proto.copy(), ck.direction.copy()
+        rw[rows], proto[rows], direction[rows] = ek.words(), ek.proto, ek.direction
         rh = h.copy()
         rh[rows] = self._hash(ek)
-        return out, rh
+        return rw, proto, direction, rh
 
     def _admit(self, batch: PacketBatch) -> int:
         """How many packets of the batch the rate budget admits (a token bucket)."""

@@ -92,8 +92,7 @@ def _group(ck: CanonicalKeys) -> npt.NDArray[np.int64]:
     out = np.empty(len(ck), np.int64)
     if not len(ck):
         return out
-    words = np.stack([ck.a_hi, ck.a_lo, ck.b_hi, ck.b_lo, ck.ports_word()], 1)
-    _kernels.group_ids(words, ck.proto, key_hash(ck), out)
+    _kernels.group_ids(ck.words(), ck.proto, key_hash(ck), out)
     return out
 
 
