@@ -124,6 +124,11 @@ class Resilience(Part):
         return out
 
     def hold(self, slots: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_] | None:
+        """Which software slots stay in software; None (none) while nothing is failed over,
+        without reading their records (this runs on every flush)."""
+        h = self.health
+        if not (h.engine_failed or h.vpc_failed.any() or len(self._pinned)):
+            return None
         return self.pinned(self.m.soft.records(slots))
 
     def promotable(self, live: npt.NDArray[np.int64], k: int) -> npt.NDArray[np.int64]:
