@@ -64,16 +64,9 @@ def network_demo(out: Path, seed: int, console: Console) -> dict[str, Any]:
 def seer_validation(out: Path) -> dict[str, Any]:
     """Seer on the bundled published Megatron-LM runs (as `seer validate`); writes
     out/seer_validation.json and returns its per-row errors and mean/max |error|."""
-    from starfabric.astral.seer.validate import bundled_csv, read_rows, summary, validate_row
-    from starfabric.errors import StarfabricError
+    from starfabric.astral.seer.validate import summary, validate_all
 
-    results, failed = [], []
-    for row in read_rows(bundled_csv()):
-        try:
-            results.append(validate_row(row))
-        except StarfabricError as exc:
-            failed.append((row.get("row_id", "?"), exc.one_line()))
-    doc = summary(results, failed)
+    doc = summary(*validate_all())
     outputs.write_json(out / "seer_validation.json", doc, default=float)
     return doc
 
