@@ -192,11 +192,6 @@ def verdict(lv: scenario.Level, cfg: scenario.RunConfig) -> tuple[bool, list[str
     return not why, why
 
 
-def held(lv: scenario.Level, cfg: scenario.RunConfig) -> bool:
-    """verdict()'s first half."""
-    return verdict(lv, cfg)[0]
-
-
 def suggested_calibration(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
     """The OVS-like preset's calibration this run would give (config.py documents it): the
     least-squares fit of ovs_cost over every exact-mode level that held (at least two)."""

@@ -129,11 +129,6 @@ class FrameBatch:
         return pos - a
 
 
-def send(sock: socket.socket, buf: np.ndarray, lens: np.ndarray) -> int:
-    """Send rows of `buf` (their first `lens` bytes); returns frames sent (ENOBUFS: stop)."""
-    return FrameBatch(buf, lens).send(sock)
-
-
 @dataclass
 class PrebuiltPhases:
     """Every phase's frames for connections [first, first + n) as FrameBatches, and each
@@ -158,12 +153,6 @@ class PrebuiltPhases:
         """Rows of connections [a, b) (indices relative to `first`) in phase ph."""
         s = self.starts[ph]
         return int(s[a]), int(s[b])
-
-    def rows(self, ph: Phase, a: int, b: int) -> tuple[np.ndarray, np.ndarray]:
-        """Frames and lengths of connections [a, b) in phase ph."""
-        r0, r1 = self.row_range(ph, a, b)
-        fb = self.batches[ph]
-        return fb.buf[r0:r1], fb.lens[r0:r1]
 
     def send(self, sock: socket.socket, ph: Phase, a: int, b: int) -> int:
         """Send phase ph's frames of connections [a, b) on `sock`; returns frames sent."""
@@ -318,4 +307,4 @@ def open_connections(socks: Sockets, pre: PrebuiltPhases, cps: float,
 
 
 __all__ = ["MMSG_MAX", "TICK_S", "FrameBatch", "KeepAlive", "PrebuiltPhases", "SendStats", "Sockets", "open_connections",
-           "raw_socket", "send"]  # fmt: skip
+           "raw_socket"]  # fmt: skip

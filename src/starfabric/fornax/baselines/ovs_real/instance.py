@@ -239,7 +239,6 @@ class OvsInstance:
             self.appctl("upcall/disable-megaflows")
         if self.flow_limit is not None:
             self.appctl("upcall/set-flow-limit", str(self.flow_limit))
-        self._wait_ports()
 
     def _wait_ports(self, timeout_s: float = 10.0) -> None:
         t_end = time.monotonic() + timeout_s
