@@ -138,15 +138,15 @@ def sim_collective(
 
     spec = load_spec(ClusterSpec, topo)
     tr = check_transport(transport or spec.transport)
+    from starfabric.astral.collectives.nccl import nccl_env_fields
+
+    env = _nccl_env(nccl_env)
+    nccl_env_fields(env)  # a bad variable fails before the topology is built
     t = build(spec)
     if not 2 <= gpus <= t.n_gpus:
         raise ConfigError(
             f"--gpus {gpus}: the topology has {t.n_gpus:,} GPUs", fix=f"use 2..{t.n_gpus}"
         )
-    from starfabric.astral.collectives.nccl import nccl_env_fields
-
-    env = _nccl_env(nccl_env)
-    nccl_env_fields(env)  # a bad variable fails before the topology is built
     sizes = [parse_bytes(size, "--size")]
     top = parse_bytes(max_size, "--max-size") if max_size else sizes[0]
     if sweep:
