@@ -84,15 +84,6 @@ class CanonicalKeys:
             direction=np.zeros(len(proto), np.uint8),
         )
 
-    @classmethod
-    def from_records(cls, recs: np.ndarray) -> CanonicalKeys:
-        """Keys of canonical session records (fields a_hi .. b_port, orig_dir as direction:
-        the software path's SESSION_DTYPE)."""
-        return cls(
-            recs["vni"], recs["proto"], recs["a_hi"], recs["a_lo"], recs["b_hi"], recs["b_lo"],
-            recs["a_port"], recs["b_port"], recs["orig_dir"],
-        )  # fmt: skip
-
 
 def _l4_ports(
     proto: npt.NDArray[np.uint8], sport: npt.NDArray[np.uint16], dport: npt.NDArray[np.uint16]
