@@ -384,6 +384,25 @@ def _chain(shape: NcclShape, r: int) -> IntArray:
     return (r + np.arange(shape.local, dtype=np.int64)) % shape.local
 
 
+def _chain_flows(f: _Flows, base: IntArray, chain: IntArray, share: float, c: int) -> None:
+    """Channel c's chain through every host (hosts start at `base`, ranks in `chain` order):
+    reduce up the chain and broadcast back down, `share` bytes each way per link."""
+    if len(chain) > 1:
+        a = (base[:, None] + chain[None, 1:]).ravel()
+        b = (base[:, None] + chain[None, :-1]).ravel()
+        f.add(a, b, share, c)  # reduce up the chain
+        f.add(b, a, share, c)  # broadcast down
+
+
+def _require_sharp(shape: NcclShape, algo: str) -> None:
+    """CollNet needs a fabric with in-network reduction (SHARP)."""
+    if not shape.sharp:
+        raise ConfigError(
+            f"{algo}: the fabric has no in-network reduction",
+            fix="set in_network_reduction: true in the cluster, or use another --algo",
+        )
+
+
 def nccl_tree(shape: NcclShape, size: float, proto: str = "Simple") -> Plan:
     """NCCL's tree all-reduce: a chain through each host and a double binary tree of hosts.
 
@@ -400,11 +419,7 @@ def nccl_tree(shape: NcclShape, size: float, proto: str = "Simple") -> Plan:
     for c in range(ch):
         r = c % local
         chain = _chain(shape, r)
-        if local > 1:
-            a = (base[:, None] + chain[None, 1:]).ravel()
-            b = (base[:, None] + chain[None, :-1]).ravel()
-            f.add(a, b, share, c)  # reduce up the chain
-            f.add(b, a, share, c)  # broadcast down
+        _chain_flows(f, base, chain, share, c)
         child, parent = trees[(c // local) % 2 if ch >= 2 * local else c % 2]
         if len(child):
             f.add(child * local + r, parent * local + r, share, c)
@@ -502,11 +517,7 @@ def collnet_direct(shape: NcclShape, size: float) -> Plan:
     """CollNet (SHARP): each GPU's NIC sends its reduce-scattered shard into the switches and
     receives the reduced shard back (one copy per link each way); NVLink does the intra-node
     reduce-scatter and all-gather directly between the domain's GPUs."""
-    if not shape.sharp:
-        raise ConfigError(
-            "collnet_direct: the fabric has no in-network reduction",
-            fix="set in_network_reduction: true in the cluster, or use another --algo",
-        )
+    _require_sharp(shape, "collnet_direct")
     ch = shape.channels("collnet_direct")
     n, local = shape.ranks, shape.local
     f = _Flows.empty()
@@ -526,11 +537,7 @@ def collnet_chain(shape: NcclShape, size: float) -> Plan:
     chains the node's GPUs from the one on rail c mod local, whose NIC sends the chain's sum
     into the switches and receives the reduced result; reduce goes up the chain and broadcast
     comes back down it over NVLink, each carrying the channel's share S / channels."""
-    if not shape.sharp:
-        raise ConfigError(
-            "collnet_chain: the fabric has no in-network reduction",
-            fix="set in_network_reduction: true in the cluster, or use another --algo",
-        )
+    _require_sharp(shape, "collnet_chain")
     if shape.nodes < 2:
         raise ConfigError("collnet_chain: needs >= 2 hosts", fix="use ring or nvls in one host")
     ch = shape.channels("collnet_chain")
@@ -540,11 +547,7 @@ def collnet_chain(shape: NcclShape, size: float) -> Plan:
     base = np.arange(hosts, dtype=np.int64) * local
     for c in range(ch):
         chain = _chain(shape, c % local)
-        if local > 1:
-            a = (base[:, None] + chain[None, 1:]).ravel()
-            b = (base[:, None] + chain[None, :-1]).ravel()
-            f.add(a, b, share, c)  # reduce up the chain
-            f.add(b, a, share, c)  # broadcast down
+        _chain_flows(f, base, chain, share, c)
         head = base + chain[0]
         far = (head + local) % n  # a GPU of another host on the same rail: the NIC hop
         f.add(head, far, share, c, half=1)
