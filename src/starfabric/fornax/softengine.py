@@ -18,7 +18,6 @@ import numpy.typing as npt
 from starfabric.errors import ConfigError
 from starfabric.fornax.engine import conntrack as CT
 from starfabric.fornax.engine import interface as I
-from starfabric.fornax.engine.tcp import TcpState
 from starfabric.fornax.keys import canonicalize
 from starfabric.fornax.packets import PROTO_TCP, PacketBatch
 from starfabric.fornax.softpath import SoftOutcome, SoftPath, SoftStatus
@@ -292,12 +291,9 @@ class SoftEngine(I.SessionEngine):
         t0 = time.thread_time()
         self._latest = max(self._latest, now_ns)
         sp = self.sp
-        live = np.flatnonzero(sp.used == 1)
-        due = live[sp.trk[live, 1 + CT.T_EXPIRES].view(np.int64) <= now_ns]
-        if len(due):  # one walk of the table: the records, then the deletes (SoftPath.expire)
+        due, closed = sp.due(now_ns)
+        if len(due):  # one walk of the table: the records, then the deletes (as SoftPath.expire)
             rec = self._entries(due, now_ns)
-            closed = (rec["proto"] == PROTO_TCP) & np.isin(rec["tcp_state"], (TcpState.TIME_WAIT,
-                                                                               TcpState.CLOSE))  # fmt: skip
             for typ, m in ((I.EventType.CLOSED, closed), (I.EventType.AGED, ~closed)):
                 if m.any():
                     self._event(typ, rec[m])

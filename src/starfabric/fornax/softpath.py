@@ -477,16 +477,23 @@ class SoftPath:
         return admit
 
     # ---- aging -----------------------------------------------------------------------
+    def due(self, now_ns: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
+        """Slots of the sessions whose timer deadline (armed by the tracker) has passed, and
+        whether each ends CLOSED (TCP in TIME_WAIT/CLOSE) rather than AGED."""
+        s = np.flatnonzero(self.used == 1)
+        gone = s[self.trk[s, 1 + CT.T_EXPIRES].view(np.int64) <= now_ns]
+        state = (self.trk[gone, 0] >> np.uint64(8)) & np.uint64(0xFF)
+        closed = (self.kproto[gone] == PROTO_TCP) & np.isin(
+            state, (TcpState.TIME_WAIT, TcpState.CLOSE)
+        )
+        return gone, closed
+
     def expire(self, now_ns: int) -> tuple[np.ndarray, npt.NDArray[np.bool_]]:
         """Remove sessions whose timer deadline (armed by the tracker) has passed; returns
         their records and whether each ended CLOSED (TIME_WAIT/CLOSE) or AGED."""
         t0 = time.thread_time()
-        s = np.flatnonzero(self.used == 1)
-        gone = s[self.trk[s, 1 + CT.T_EXPIRES].view(np.int64) <= now_ns]
+        gone, closed = self.due(now_ns)
         recs = self.sessions(gone)
-        closed = (recs["proto"] == PROTO_TCP) & np.isin(
-            recs["tcp_state"], (TcpState.TIME_WAIT, TcpState.CLOSE)
-        )
         self.delete(gone)
         self.cpu_s += time.thread_time() - t0
         return recs, closed
