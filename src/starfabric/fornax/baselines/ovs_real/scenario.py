@@ -184,7 +184,7 @@ def run(cfg: RunConfig, progress: Callable[[str], None] | None = None) -> RunRes
                 res.levels.append(_level(ovs, keep, opened, n, cfg, cm, sm, res, say))
                 opened = n
             if cfg.sweep:
-                _sweep(ovs, socks, keep, opened, cfg, cm, sm, res, say)
+                _sweep(ovs, keep, opened, cfg, cm, sm, res, say)
             return res
         finally:
             socks.close()
@@ -248,7 +248,7 @@ def _level(ovs: OvsInstance, keep: drv.KeepAlive, opened: int, n: int, cfg: RunC
                  socket_drops=sock[1])  # fmt: skip
 
 
-def _sweep(ovs: OvsInstance, socks: drv.Sockets, keep: drv.KeepAlive, opened: int,
+def _sweep(ovs: OvsInstance, keep: drv.KeepAlive, opened: int,
            cfg: RunConfig, cm: bytes, sm: bytes, res: RunResult,
            say: Callable[[str], None]) -> None:  # fmt: skip
     """New connections at rising rates on the full table (its keep-alives between steps); the
@@ -263,7 +263,7 @@ def _sweep(ovs: OvsInstance, socks: drv.Sockets, keep: drv.KeepAlive, opened: in
         # keep-alives pause during a step (max-idle is far longer), so what OVS delivers is
         # the step's setup packets only
         rx0 = _rx(ovs)
-        st = drv.open_connections(socks, pre, cps)
+        st = drv.open_connections(keep.socks, pre, cps)
         time.sleep(0.5)
         got = _rx(ovs) - rx0
         ct1 = ms.parse_nconns(ovs.appctl("dpctl/ct-get-nconns"))
