@@ -141,10 +141,19 @@ def model_level(make: Any, n: int, settle_s: float, window_s: float,
            "revalidator_cpu_per_s": cpu, "passes_per_s": (cp.passes - passes0) / window_s,
            "dump_ms": fl.dump_duration_ms(flows) if fl else None,
            "flow_limit": fl.limit if fl else None,
-           "closed_form": {"host_bytes_per_connection": None if (hb := ovs_cost.host_bytes(cp.baseline, flows)) is None else hb / max(n, 1),
-                           "revalidator_cpu_per_s": ovs_cost.revalidator_cpu_per_s(cp.baseline, flows),
-                           "pass_interval_s": ovs_cost.pass_interval_s(cp.baseline, flows)}}  # fmt: skip
+           "closed_form": closed_form(cp.baseline, n, flows)}  # fmt: skip
     return out
+
+
+def closed_form(conf: SoftwareCentricConfig, n: int, flows: int) -> dict[str, Any]:
+    """ovs_cost's closed form for n connections held as `flows` model flows: host bytes per
+    connection (None where the preset keeps no host-bytes model), revalidator CPU, the pass
+    interval and the dump time (no flow-limit dynamics)."""
+    hb = ovs_cost.host_bytes(conf, flows)
+    return {"bytes_per_connection": None if hb is None else hb / max(n, 1),
+            "revalidator_cpu_per_s": ovs_cost.revalidator_cpu_per_s(conf, flows),
+            "pass_interval_s": ovs_cost.pass_interval_s(conf, flows),
+            "dump_ms": ovs_cost.dump_s(conf, flows) * 1e3}  # fmt: skip
 
 
 def closed_form_level(make: Any, n: int, real_flow_limit: int) -> dict[str, Any]:
@@ -153,17 +162,16 @@ def closed_form_level(make: Any, n: int, real_flow_limit: int) -> dict[str, Any]
     a dump past FlowLimitConfig.shrink_dump_s is flagged in `flow_limit_shrinks`)."""
     conf = model_config(make, real_flow_limit)
     flows = 2 * n
-    hb = ovs_cost.host_bytes(conf, flows)
-    dump_ms = ovs_cost.dump_s(conf, flows) * 1e3
+    cf = closed_form(conf, n, flows)
     fl = conf.flow_limit
     lim = None if fl is None else fl.start * OVS_DP_FLOWS_PER_MODEL_FLOW
     return {"connections": n, "flows": flows, "dp_flows": flows * OVS_DP_FLOWS_PER_MODEL_FLOW,
             "flow_limit_min_dp": lim, "flow_limit": None if fl is None else fl.start,
-            "flow_limit_shrinks": fl is not None and dump_ms > fl.shrink_dump_s * 1e3,
-            "bytes_per_connection": None if hb is None else hb / n,
-            "revalidator_cpu_per_s": ovs_cost.revalidator_cpu_per_s(conf, flows),
-            "passes_per_s": 1 / ovs_cost.pass_interval_s(conf, flows),
-            "dump_ms": round(dump_ms), "closed_form": True}  # fmt: skip
+            "flow_limit_shrinks": fl is not None and cf["dump_ms"] > fl.shrink_dump_s * 1e3,
+            "bytes_per_connection": cf["bytes_per_connection"],
+            "revalidator_cpu_per_s": cf["revalidator_cpu_per_s"],
+            "passes_per_s": 1 / cf["pass_interval_s"],
+            "dump_ms": round(cf["dump_ms"]), "closed_form": True}  # fmt: skip
 
 
 def verdict(lv: scenario.Level, cfg: scenario.RunConfig) -> tuple[bool, list[str]]:
@@ -227,12 +235,8 @@ def held_out(rows: list[dict[str, Any]]) -> list[dict[str, Any] | None]:
             "revalidate_ns_per_flow": cal.revalidate_ns_per_flow,
             "flow_limit": fl.model_copy(update={"dump_ns_per_flow": cal.dump_ns_per_flow})})  # fmt: skip
         lv = r["real"]
-        n = lv["connections"]
-        flows = 2 * n
-        hb = ovs_cost.host_bytes(conf, flows)
-        bpc = None if hb is None else hb / n
-        cpu = ovs_cost.revalidator_cpu_per_s(conf, flows)
-        dump_ms = ovs_cost.dump_s(conf, flows) * 1e3
+        cf = closed_form(conf, lv["connections"], 2 * lv["connections"])
+        bpc, cpu, dump_ms = cf["bytes_per_connection"], cf["revalidator_cpu_per_s"], cf["dump_ms"]
         out.append({"fit_levels": list(cal.levels), "bytes_per_connection": bpc,
                     "revalidator_cpu_per_s": cpu, "dump_ms": dump_ms,
                     "flow_limit_shrinks": dump_ms > fl.shrink_dump_s * 1e3,
