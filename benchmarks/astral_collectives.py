@@ -22,7 +22,7 @@ import yaml
 from starfabric.astral.collectives import nccl as N
 from starfabric.astral.collectives.run import run_plan
 from starfabric.astral.nccltests import parse_nccl_tests
-from starfabric.astral.topology import ClusterSpec, build
+from starfabric.astral.topology import ClusterSpec, Topology, build
 from starfabric.config import load_spec
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -77,9 +77,15 @@ def logs() -> list[dict[str, object]]:
     return out
 
 
-def scale() -> list[dict[str, object]]:
-    spec = load_spec(ClusterSpec, ROOT / "tests" / "data" / "clusters" / "fat-tree-h100-4k.yaml")
-    topo = build(spec)
+FAT_TREE = ROOT / "tests" / "data" / "clusters" / "fat-tree-h100-4k.yaml"
+
+
+def fat_tree() -> Topology:
+    """The 4,096-GPU H100 fat-tree both at-scale sections run on (built once)."""
+    return build(load_spec(ClusterSpec, FAT_TREE))
+
+
+def scale(topo: Topology) -> list[dict[str, object]]:
     out = []
     for gpus in (1024, 4096):
         shape = N.shape_of(topo, gpus)
@@ -119,11 +125,9 @@ def scale() -> list[dict[str, object]]:
     return out
 
 
-def per_algorithm() -> list[dict[str, object]]:
+def per_algorithm(topo: Topology) -> list[dict[str, object]]:
     """Each algorithm NCCL could run at 1,024 / 4,096 GPUs (1 GiB, Simple): the model's plan
     (IB) beside NCCL's tuner estimate on its search graphs and on the shape approximation."""
-    spec = load_spec(ClusterSpec, ROOT / "tests" / "data" / "clusters" / "fat-tree-h100-4k.yaml")
-    topo = build(spec)
     size = 2.0**30
     out = []
     for gpus in (1024, 4096):
@@ -154,8 +158,9 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
     per_log = logs()
-    at_scale = scale()
-    algos = per_algorithm()
+    topo = fat_tree()
+    at_scale = scale(topo)
+    algos = per_algorithm(topo)
     for entry in per_log:
         rows = entry["rows"]
         assert isinstance(rows, list)
