@@ -21,6 +21,7 @@ import yaml
 
 from starfabric.astral.collectives import nccl as N
 from starfabric.astral.collectives.run import run_plan
+from starfabric.astral.collectives.search import nvls_domain_graph
 from starfabric.astral.nccltests import parse_nccl_tests
 from starfabric.astral.topology import ClusterSpec, Topology, build
 from starfabric.config import load_spec
@@ -64,15 +65,22 @@ def logs() -> list[dict[str, object]]:
         for size, meas in zip(run.size_bytes, run.busbw_mean_gbps, strict=True):
             plan = N.nccl_collective(run.collective, shape, float(size), algo)
             res = run_plan(topo, plan, transport=spec.transport, rel_tol=0.02)
-            rows.append(
-                {
-                    "size_bytes": int(size),
-                    "algorithm": plan.algorithm,
-                    "busbw_gbps": res.busbw_gbps,
-                    "measured_gbps": float(meas),
-                    "rel_err": res.busbw_gbps / float(meas) - 1.0,
-                }
-            )
+            row: dict[str, object] = {
+                "size_bytes": int(size),
+                "algorithm": plan.algorithm,
+                "busbw_gbps": res.busbw_gbps,
+                "measured_gbps": float(meas),
+                "rel_err": res.busbw_gbps / float(meas) - 1.0,
+            }
+            if plan.algorithm == "nvls" and run.collective == "all_reduce":
+                # NCCL's own estimate on the NVLS graph its search builds in one domain
+                t = N.tuner_time_s(
+                    "all_reduce", "nvls", "Simple", float(size), shape, nvls_domain_graph(shape)
+                )
+                tuner = float(size) * plan.bus_factor / t / 1e9
+                row["tuner_busbw_gbps"] = tuner
+                row["tuner_rel_err"] = tuner / float(meas) - 1.0
+            rows.append(row)
         out.append({"log": name, "collective": run.collective, "rows": rows})
     return out
 
@@ -170,6 +178,19 @@ def main(argv: list[str] | None = None) -> int:
             f"{entry['log']:<62} {rows[0]['algorithm']:<10} worst>=64MiB {worst:6.1%}"
             f"  worst>=1GiB {max(big) if big else float('nan'):6.1%}"
         )
+    for entry in per_log:  # one NVLink domain: NCCL's tuner beside the model and the log
+        rows = entry["rows"]
+        assert isinstance(rows, list)
+        tuned = [r for r in rows if "tuner_rel_err" in r]
+        if tuned:
+            print(
+                f"{entry['log']:<62} nvls: model / NCCL's tuner on its NVLS graph vs log: "
+                + ", ".join(
+                    f"{r['size_bytes'] / 2**20:.0f} MiB {r['rel_err']:+.1%} / "
+                    f"{r['tuner_rel_err']:+.1%}"
+                    for r in tuned
+                )
+            )
     for r in at_scale:
         print(
             f"fat-tree {r['gpus']:>5} GPUs {r['transport']:<4} {r['algorithm']}: busbw "
