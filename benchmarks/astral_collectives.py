@@ -2,7 +2,8 @@
 
 1. Every nccl-tests log in tests/data/nccl_tests with a cluster file in tests/data/nccl_hardware:
    `sim collective`'s model (NCCL tuner choice, pipelined plan, flow-level network, no
-   fitting) against the log's busbw at every size >= 64 MiB.
+   fitting) against the log's busbw at every size >= 64 MiB; for the one-domain NVLS logs also
+   NCCL's own tuner estimate on the NVLS graph its search builds there (collectives/search.py).
 2. all_reduce of 1 GiB on 1,024 and 4,096 GPUs of an H100 fat-tree with one 400G NIC per GPU
    (tests/data/clusters/fat-tree-h100-4k.yaml), RoCE and IB transport, against the 400 GB/s
    line-rate bound (NIC rate x NICs per host), split into bandwidth part, NCCL's latency
