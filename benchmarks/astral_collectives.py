@@ -2,7 +2,8 @@
 
 1. Every nccl-tests log in tests/data/nccl_tests with a cluster file in tests/data/nccl_hardware:
    `sim collective`'s model (NCCL tuner choice, pipelined plan, flow-level network, no
-   fitting) against the log's busbw at every size >= 64 MiB.
+   fitting) against the log's busbw at every size >= 64 MiB; for the one-domain NVLS logs also
+   NCCL's own tuner estimate on the NVLS graph its search builds there (collectives/search.py).
 2. all_reduce of 1 GiB on 1,024 and 4,096 GPUs of an H100 fat-tree with one 400G NIC per GPU
    (tests/data/clusters/fat-tree-h100-4k.yaml), RoCE and IB transport, against the 400 GB/s
    line-rate bound (NIC rate x NICs per host), split into bandwidth part, NCCL's latency
@@ -21,8 +22,9 @@ import yaml
 
 from starfabric.astral.collectives import nccl as N
 from starfabric.astral.collectives.run import run_plan
+from starfabric.astral.collectives.search import nvls_domain_graph
 from starfabric.astral.nccltests import parse_nccl_tests
-from starfabric.astral.topology import ClusterSpec, build
+from starfabric.astral.topology import ClusterSpec, Topology, build
 from starfabric.config import load_spec
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -64,22 +66,35 @@ def logs() -> list[dict[str, object]]:
         for size, meas in zip(run.size_bytes, run.busbw_mean_gbps, strict=True):
             plan = N.nccl_collective(run.collective, shape, float(size), algo)
             res = run_plan(topo, plan, transport=spec.transport, rel_tol=0.02)
-            rows.append(
-                {
-                    "size_bytes": int(size),
-                    "algorithm": plan.algorithm,
-                    "busbw_gbps": res.busbw_gbps,
-                    "measured_gbps": float(meas),
-                    "rel_err": res.busbw_gbps / float(meas) - 1.0,
-                }
-            )
+            row: dict[str, object] = {
+                "size_bytes": int(size),
+                "algorithm": plan.algorithm,
+                "busbw_gbps": res.busbw_gbps,
+                "measured_gbps": float(meas),
+                "rel_err": res.busbw_gbps / float(meas) - 1.0,
+            }
+            if plan.algorithm == "nvls" and run.collective == "all_reduce":
+                # NCCL's own estimate on the NVLS graph its search builds in one domain
+                t = N.tuner_time_s(
+                    "all_reduce", "nvls", "Simple", float(size), shape, nvls_domain_graph(shape)
+                )
+                tuner = float(size) * plan.bus_factor / t / 1e9
+                row["tuner_busbw_gbps"] = tuner
+                row["tuner_rel_err"] = tuner / float(meas) - 1.0
+            rows.append(row)
         out.append({"log": name, "collective": run.collective, "rows": rows})
     return out
 
 
-def scale() -> list[dict[str, object]]:
-    spec = load_spec(ClusterSpec, ROOT / "tests" / "data" / "clusters" / "fat-tree-h100-4k.yaml")
-    topo = build(spec)
+FAT_TREE = ROOT / "tests" / "data" / "clusters" / "fat-tree-h100-4k.yaml"
+
+
+def fat_tree() -> Topology:
+    """The 4,096-GPU H100 fat-tree both at-scale sections run on (built once)."""
+    return build(load_spec(ClusterSpec, FAT_TREE))
+
+
+def scale(topo: Topology) -> list[dict[str, object]]:
     out = []
     for gpus in (1024, 4096):
         shape = N.shape_of(topo, gpus)
@@ -119,11 +134,9 @@ def scale() -> list[dict[str, object]]:
     return out
 
 
-def per_algorithm() -> list[dict[str, object]]:
+def per_algorithm(topo: Topology) -> list[dict[str, object]]:
     """Each algorithm NCCL could run at 1,024 / 4,096 GPUs (1 GiB, Simple): the model's plan
     (IB) beside NCCL's tuner estimate on its search graphs and on the shape approximation."""
-    spec = load_spec(ClusterSpec, ROOT / "tests" / "data" / "clusters" / "fat-tree-h100-4k.yaml")
-    topo = build(spec)
     size = 2.0**30
     out = []
     for gpus in (1024, 4096):
@@ -154,8 +167,9 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
     per_log = logs()
-    at_scale = scale()
-    algos = per_algorithm()
+    topo = fat_tree()
+    at_scale = scale(topo)
+    algos = per_algorithm(topo)
     for entry in per_log:
         rows = entry["rows"]
         assert isinstance(rows, list)
@@ -165,6 +179,19 @@ def main(argv: list[str] | None = None) -> int:
             f"{entry['log']:<62} {rows[0]['algorithm']:<10} worst>=64MiB {worst:6.1%}"
             f"  worst>=1GiB {max(big) if big else float('nan'):6.1%}"
         )
+    for entry in per_log:  # one NVLink domain: NCCL's tuner beside the model and the log
+        rows = entry["rows"]
+        assert isinstance(rows, list)
+        tuned = [r for r in rows if "tuner_rel_err" in r]
+        if tuned:
+            print(
+                f"{entry['log']:<62} nvls: model / NCCL's tuner on its NVLS graph vs log: "
+                + ", ".join(
+                    f"{r['size_bytes'] / 2**20:.0f} MiB {r['rel_err']:+.1%} / "
+                    f"{r['tuner_rel_err']:+.1%}"
+                    for r in tuned
+                )
+            )
     for r in at_scale:
         print(
             f"fat-tree {r['gpus']:>5} GPUs {r['transport']:<4} {r['algorithm']}: busbw "

@@ -634,7 +634,10 @@ def tuner_time_s(
         intra *= 2.0 if op == "all_reduce" else (local - 1) / local
         inter = bw_inter * (2 if nodes <= 2 and algorithm == "nvls_tree" else 1)
         cap = PER_CH_MAX_NVLS_TREE_BW_GBS[gen][idx2] if algorithm == "nvls_tree" else math.inf
-        bw = min(intra, inter if nodes > 1 else math.inf, cap)
+        # tuning.cc takes bwInter in one node too; the shape's bwInter stands for NICs that
+        # a one-node communicator does not have (ncclTopoTrimSystem removes them), so only a
+        # search graph's own bwInter counts there
+        bw = min(intra, inter if nodes > 1 or graph is not None else math.inf, cap)
     bus = ch * bw
     if algorithm == "ring" and proto == "LL":
         ll = LL_MAX_BW_GBS[gen] if nodes == 1 else LL_MAX_BW_MULTI_GBS[min(idx2, 2) // 2]
