@@ -85,6 +85,17 @@ class SoftEngine(I.SessionEngine):
         returned and `process` reports), as `query` would read them by key."""
         return self._entries(slots, self._latest)
 
+    def move_columns(self, slots: npt.NDArray[np.int64]) -> dict[str, np.ndarray]:
+        """What sessions by software slot carry into another engine, as columns
+        (SoftPath.move_columns: canonical key and orig_dir, actions, scopes, last_seen_ns,
+        track, aux), with no record built: the move path (manager/moves.py)."""
+        return self.sp.move_columns(np.asarray(slots, np.int64))
+
+    def delete_slots(self, slots: npt.NDArray[np.int64]) -> None:
+        """Delete sessions by software slot (the handles `insert_slots` returned), as
+        `delete` does by key: a move's last step, once the other engine took them."""
+        self.sp.delete(np.asarray(slots, np.int64))
+
     def current_slots(self) -> npt.NDArray[np.int64]:
         """Slots of the sessions decided under the current versions of both scopes (the
         ones the manager may promote: a stale one is re-decided on its next packet first)."""

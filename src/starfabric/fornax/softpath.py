@@ -313,20 +313,16 @@ class SoftPath:
             out[name] = col
         return out
 
-    def session_columns(self, s: npt.NDArray[np.int64]) -> dict[str, np.ndarray]:
-        """SESSION_DTYPE's fields of slots `s` as columns (one gather each), decoded from the
-        key words and tracker rows; `sessions` and SoftEngine's entry records read these."""
+    def move_columns(self, s: npt.NDArray[np.int64]) -> dict[str, np.ndarray]:
+        """What a session carries when it moves to another engine, as columns of slots `s`
+        (one gather each, no record): its key (SESSION_DTYPE's key fields and orig_dir),
+        both actions, scopes, last_seen_ns, the tracker row and the cookie."""
         key = self.key[s]
-        trk = self.trk[s]
         od = self.orig_dir[s].astype(np.int64)
         return {
-            "slot": s,
             "vni": (key[:, 4] >> np.uint64(32)).astype(np.uint32),
             "proto": self.kproto[s],
             "orig_dir": od,
-            "tcp_state": (trk[:, 0] >> np.uint64(8)) & np.uint64(0xFF),
-            "track": trk,
-            "expires_ns": trk[:, 1 + CT.T_EXPIRES].view(np.int64),
             "a_hi": key[:, 0], "a_lo": key[:, 1], "b_hi": key[:, 2], "b_lo": key[:, 3],
             "a_port": (key[:, 4] >> np.uint64(16)) & np.uint64(0xFFFF),
             "b_port": key[:, 4] & np.uint64(0xFFFF),
@@ -335,10 +331,22 @@ class SoftPath:
             "eni_scope": self.scope[s, 0],
             "vpc_scope": self.scope[s, 1],
             "last_seen_ns": self.last_ns[s],
-            "pkts_orig": self.pkts[s, od],
-            "pkts_reply": self.pkts[s, 1 - od],
+            "track": self.trk[s],
             "aux": self.aux[s],
         }  # fmt: skip
+
+    def session_columns(self, s: npt.NDArray[np.int64]) -> dict[str, np.ndarray]:
+        """SESSION_DTYPE's fields of slots `s` as columns (one gather each): `move_columns`
+        plus the slot, counters and what the tracker row holds; `sessions` and SoftEngine's
+        entry records read these."""
+        c = self.move_columns(s)
+        trk, od = c["track"], c["orig_dir"]
+        c["slot"] = s
+        c["tcp_state"] = (trk[:, 0] >> np.uint64(8)) & np.uint64(0xFF)
+        c["expires_ns"] = trk[:, 1 + CT.T_EXPIRES].view(np.int64)
+        c["pkts_orig"] = self.pkts[s, od]
+        c["pkts_reply"] = self.pkts[s, 1 - od]
+        return c
 
     def occupancy(self) -> int:
         return self.count
