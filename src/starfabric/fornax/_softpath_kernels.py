@@ -29,6 +29,7 @@ from starfabric.fornax._keyindex_kernels import (
     ST_FULL,
     ST_OK,
     _find,
+    sp_forget,
     sp_insert,
     sp_lookup,
 )
@@ -48,6 +49,34 @@ def sp_install(trk, slots, proto, t, tcfg):
     """Tracker rows of sessions installed with a TCP state only (conntrack.install_state)."""
     for j in range(len(slots)):
         CT.install_state(trk, slots[j], 0, 1, np.int64(proto[j]), t, tcfg)
+
+
+@njit
+def sp_store(slots, od, a_orig, a_reply, eni, vpc, proto, tcp_state, aux, now, first,
+             orig_dir, act, scope, ver, trk, fresh, last_ns, pkts, nbytes, aux_col, eni_cur,
+             vpc_cur):  # fmt: skip
+    """Columns of sessions just indexed at `slots` (SoftPath.insert): orig_dir, actions per
+    canonical direction, scopes with their current versions, a tracker row holding only
+    protocol and TCP state, the fresh flag, last-seen time, counters cleared, the cookie."""
+    for j in range(len(slots)):
+        s = slots[j]
+        d = np.int64(od[j])
+        orig_dir[s] = od[j]
+        act[s, d] = a_orig[j]
+        act[s, 1 - d] = a_reply[j]
+        scope[s, 0] = eni[j]
+        scope[s, 1] = vpc[j]
+        ver[s, 0] = eni_cur[eni[j]]
+        ver[s, 1] = vpc_cur[vpc[j]]
+        for c in range(trk.shape[1]):
+            trk[s, c] = 0
+        trk[s, 0] = np.uint64(proto[j]) | (np.uint64(tcp_state[j]) << np.uint64(8))
+        fresh[s] = first
+        last_ns[s] = now
+        for c in range(2):
+            pkts[s, c] = 0
+            nbytes[s, c] = 0
+        aux_col[s] = aux[j]
 
 
 @njit
@@ -180,9 +209,11 @@ __all__ = [
     "V_INVALID_NEW",
     "V_NEW",
     "_find",
+    "sp_forget",
     "sp_insert",
     "sp_install",
     "sp_lookup",
     "sp_process",
     "sp_related",
+    "sp_store",
 ]

@@ -232,27 +232,22 @@ class SoftPath:
         )  # fmt: skip
         ok = status == SoftStatus.OK
         s = slot[ok]
-        od = np.broadcast_to(np.asarray(orig_dir, np.uint8), (n,))[ok].astype(np.int64)
-        self.orig_dir[s] = od
-        self.act[s, od] = np.broadcast_to(np.asarray(action_orig, np.uint32), (n,))[ok]
-        self.act[s, 1 - od] = np.broadcast_to(np.asarray(action_reply, np.uint32), (n,))[ok]
-        self.scope[s, 0] = eni[ok]
-        self.scope[s, 1] = vpc[ok]
-        self.ver[s, 0] = self.eni_cur[eni[ok]]
-        self.ver[s, 1] = self.vpc_cur[vpc[ok]]
+
+        def col(v: npt.ArrayLike, dt: type[np.generic]) -> np.ndarray:
+            return np.broadcast_to(np.asarray(v, dt), (n,))[ok]
+
         trk, has = track_args(track, n)
-        st = np.broadcast_to(np.asarray(tcp_state, np.uint8), (n,))[ok].astype(np.uint64)
-        self.trk[s] = 0
-        self.trk[s, 0] = ck.proto[ok].astype(np.uint64) | (st << np.uint64(8))
-        self.fresh[s] = 1 if first else 0
+        K.sp_store(
+            s, col(orig_dir, np.uint8), col(action_orig, np.uint32), col(action_reply, np.uint32),
+            eni[ok], vpc[ok], ck.proto[ok], col(tcp_state, np.uint8), col(aux, np.uint64),
+            np.int64(now_ns), np.uint8(1 if first else 0), self.orig_dir, self.act, self.scope,
+            self.ver, self.trk, self.fresh, self.last_ns, self.pkts, self.nbytes, self.aux,
+            self.eni_cur, self.vpc_cur,
+        )  # fmt: skip
         if not first:
             moved = has[ok] == 1
             self.trk[s[moved]] = trk[ok][moved]
             K.sp_install(self.trk, s[~moved], ck.proto[ok][~moved], now_ns, self._tcfg)
-        self.last_ns[s] = now_ns
-        self.pkts[s] = 0
-        self.nbytes[s] = 0
-        self.aux[s] = np.broadcast_to(np.asarray(aux, np.uint64), (n,))[ok]
         return status, slot
 
     def update(
@@ -280,11 +275,9 @@ class SoftPath:
 
     def delete(self, slots: npt.NDArray[np.int64]) -> None:
         """Remove sessions by slot (tombstones keep other probe chains intact)."""
-        slots = np.unique(slots[slots >= 0])
-        slots = slots[self.used[slots] == 1]
-        self.used[slots] = 2
-        self.count -= len(slots)
-        self.tombstones += len(slots)
+        gone = int(K.sp_forget(np.asarray(slots, np.int64), self.used))
+        self.count -= gone
+        self.tombstones += gone
         if self.tombstones > len(self.used) // 4:
             self._rehash()
 
