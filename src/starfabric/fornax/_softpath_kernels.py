@@ -1,11 +1,11 @@
-"""Numba kernels of the software datapath (softpath.py): an open-addressing session table
-probed linearly, and the per-packet forwarding loop with nf_conntrack tracking (the engine's
-conntrack.py, so software and hardware track alike).
+"""Numba kernels of the software datapath (softpath.py): the per-packet forwarding loop with
+nf_conntrack tracking (the engine's conntrack.py, so software and hardware track alike) over
+the session table, whose keys a KeyIndex finds (keyindex.py, probed with its `_find`).
 
 Kernels take arrays and scalars only. Table columns (one row per slot):
-  used[s]        0 empty, 1 valid, 2 deleted (tombstone, keeps probe chains intact)
+  used[s]        0 empty, 1 valid, 2 deleted (the KeyIndex's flags, tombstones)
   key[s, 0:5]    a_hi, a_lo, b_hi, b_lo, ports word (keys.CanonicalKeys.ports_word)
-  kproto[s]      protocol
+  kproto[s]      protocol (used, key, kproto: the KeyIndex's columns)
   orig_dir[s]    canonical direction bit of the ORIGINAL direction
   act[s, 0:2]    action handle per canonical direction (as the engine keeps them)
   scope[s, 0:2]  ENI, VPC scope ids;  ver[s, 0:2] their version snapshots
@@ -24,15 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from starfabric._jit import njit
-from starfabric.fornax._keyindex_kernels import (
-    ST_EXISTS,
-    ST_FULL,
-    ST_OK,
-    _find,
-    sp_forget,
-    sp_insert,
-    sp_lookup,
-)
+from starfabric.fornax._keyindex_kernels import _find
 from starfabric.fornax.engine import conntrack as CT
 
 SP_HIT = 0
@@ -203,16 +195,10 @@ __all__ = [
     "SP_HIT",
     "SP_MISS",
     "SP_STALE",
-    "ST_EXISTS",
-    "ST_FULL",
-    "ST_OK",
     "V_INVALID_NEW",
     "V_NEW",
     "_find",
-    "sp_forget",
-    "sp_insert",
     "sp_install",
-    "sp_lookup",
     "sp_process",
     "sp_related",
     "sp_store",

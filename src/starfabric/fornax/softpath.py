@@ -29,6 +29,7 @@ from pydantic import Field
 from starfabric.config import Spec
 from starfabric.errors import ConfigError
 from starfabric.fornax import _softpath_kernels as K
+from starfabric.fornax import keyindex
 from starfabric.fornax.engine import EngineConfig, Scope
 from starfabric.fornax.engine import conntrack as CT
 from starfabric.fornax.engine.engine import TRACK_COLS, track_args
@@ -61,9 +62,9 @@ class SoftOutcome(IntEnum):
 
 
 class SoftStatus(IntEnum):
-    OK = K.ST_OK
-    EXISTS = K.ST_EXISTS
-    FULL = K.ST_FULL
+    OK = keyindex.OK
+    EXISTS = keyindex.EXISTS
+    FULL = keyindex.FULL
 
 
 class SoftPathConfig(Spec):
@@ -158,10 +159,7 @@ class SoftPath:
         self.engine_config = engine_config
         self.drop_action = np.uint32(engine_config.drop_action)
         size = 1 << max(4, int(2 * self.config.capacity - 1).bit_length())  # load <= 1/2
-        self._mask = size - 1
-        self.used = np.zeros(size, np.uint8)
-        self.key = np.zeros((size, 5), np.uint64)
-        self.kproto = np.zeros(size, np.uint8)
+        self.index = keyindex.KeyIndex(size)  # canonical key -> slot of the columns below
         self.orig_dir = np.zeros(size, np.uint8)
         self.act = np.zeros((size, 2), np.uint32)
         self.scope = np.zeros((size, 2), np.uint32)
@@ -185,14 +183,27 @@ class SoftPath:
         self._inv_drop = engine_config.invalid_policy == "drop"
 
     # ---- table -----------------------------------------------------------------------
+    @property
+    def used(self) -> npt.NDArray[np.uint8]:
+        """Per slot: 0 empty, 1 a session, 2 deleted (the index's flags)."""
+        return self.index.used
+
+    @property
+    def key(self) -> npt.NDArray[np.uint64]:
+        """Per slot: the session's canonical key words (keys.CanonicalKeys.words)."""
+        return self.index.key
+
+    @property
+    def kproto(self) -> npt.NDArray[np.uint8]:
+        """Per slot: the session key's protocol."""
+        return self.index.proto
+
     def _hash(self, ck: CanonicalKeys) -> npt.NDArray[np.uint64]:
         return key_hash(ck, self.engine_config.hash_seed)
 
     def lookup(self, ck: CanonicalKeys) -> npt.NDArray[np.int64]:
         """Slot of each canonical key, -1 where there is no software session."""
-        out = np.empty(len(ck), np.int64)
-        K.sp_lookup(self._hash(ck), ck.words(), ck.proto, self.key, self.kproto, self.used, out)
-        return out
+        return self.index.lookup(self._hash(ck), ck.words(), ck.proto)
 
     def insert(
         self,
@@ -222,14 +233,9 @@ class SoftPath:
                 f"softpath insert: scope id {int(max(eni.max(), vpc.max()))} out of range",
                 fix="use scope ids below the engine's eni_scopes/vpc_scopes",
             )
-        status = np.empty(n, np.uint8)
-        slot = np.empty(n, np.int64)
-        self.count = int(
-            K.sp_insert(
-                self._hash(ck), ck.words(), ck.proto, self.count, self.config.capacity,
-                self.key, self.kproto, self.used, status, slot,
-            )
-        )  # fmt: skip
+        status, slot, self.count = self.index.insert(
+            self._hash(ck), ck.words(), ck.proto, self.count, self.config.capacity
+        )
         ok = status == SoftStatus.OK
         s = slot[ok]
 
@@ -275,7 +281,7 @@ class SoftPath:
 
     def delete(self, slots: npt.NDArray[np.int64]) -> None:
         """Remove sessions by slot (tombstones keep other probe chains intact)."""
-        gone = int(K.sp_forget(np.asarray(slots, np.int64), self.used))
+        gone = self.index.forget(np.asarray(slots, np.int64))
         self.count -= gone
         self.tombstones += gone
         if self.tombstones > len(self.used) // 4:
@@ -290,10 +296,7 @@ class SoftPath:
         words, proto = self.key[s].copy(), self.kproto[s].copy()
         self.used[:] = 0
         h = key_hash(CanonicalKeys.from_words(words, proto), self.engine_config.hash_seed)
-        status = np.empty(len(s), np.uint8)
-        slot = np.empty(len(s), np.int64)
-        K.sp_insert(h, words, proto, 0, len(self.used), self.key, self.kproto, self.used,
-                    status, slot)  # fmt: skip
+        _, slot, _ = self.index.insert(h, words, proto)
         for c, v in zip(cols, saved, strict=True):
             c[slot] = v
         self.tombstones = 0
@@ -365,10 +368,9 @@ class SoftPath:
     @property
     def nbytes_table(self) -> int:
         """Bytes of the software table (allocated, whatever its occupancy)."""
-        arrays = (self.used, self.key, self.kproto, self.orig_dir, self.act, self.scope,
-                  self.ver, self.trk, self.fresh, self.last_ns, self.pkts, self.nbytes,
-                  self.aux)  # fmt: skip
-        return int(sum(a.nbytes for a in arrays))
+        arrays = (self.orig_dir, self.act, self.scope, self.ver, self.trk, self.fresh,
+                  self.last_ns, self.pkts, self.nbytes, self.aux)  # fmt: skip
+        return self.index.nbytes + int(sum(a.nbytes for a in arrays))
 
     # ---- versions --------------------------------------------------------------------
     def bump_version(self, scope: Scope, scope_id: int) -> None:
