@@ -71,12 +71,10 @@ class SoftEngine(I.SessionEngine):
         out["dport"] = np.where(sw, c["a_port"], c["b_port"])
         out["bytes_orig"] = sp.nbytes[s, od]
         out["bytes_reply"] = sp.nbytes[s, 1 - od]
-        scope, ver = sp.scope[s], sp.ver[s]
+        ver = sp.ver[s]
         out["eni_version"] = ver[:, 0]
         out["vpc_version"] = ver[:, 1]
-        out["stale"] = (ver[:, 0] != sp.eni_cur[scope[:, 0]]) | (
-            ver[:, 1] != sp.vpc_cur[scope[:, 1]]
-        )
+        out["stale"] = sp.stale(s)
         out["remaining_ns"] = np.maximum(out["expires_ns"] - now_ns, 0)
         return out
 
@@ -135,8 +133,7 @@ class SoftEngine(I.SessionEngine):
             reason[r.verdict == v] = why
         st = r.outcome == SoftOutcome.STALE
         if st.any():
-            s = r.slot[st]
-            eni_old = self.sp.ver[s, 0] != self.sp.eni_cur[self.sp.scope[s, 0]]
+            eni_old, _ = self.sp.old_scopes(r.slot[st])
             reason[np.flatnonzero(st)] = np.where(
                 eni_old, I.Reason.ENI_VERSION, I.Reason.VPC_VERSION
             )

@@ -351,19 +351,24 @@ class SoftPath:
         """Whether each slot holds a session (one ended in the batch does not)."""
         return np.asarray(self.used[slots] == 1)
 
+    def old_scopes(
+        self, s: npt.NDArray[np.int64]
+    ) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
+        """Whether each session at slots `s` holds an old snapshot of its ENI scope's version,
+        and of its VPC scope's: the one test of a stale session outside the kernels."""
+        ver, scope = self.ver[s], self.scope[s]
+        return ver[:, 0] != self.eni_cur[scope[:, 0]], ver[:, 1] != self.vpc_cur[scope[:, 1]]
+
+    def stale(self, s: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
+        """Whether each session at slots `s` is stale (either scope moved on since)."""
+        eni_old, vpc_old = self.old_scopes(s)
+        return eni_old | vpc_old
+
     def current_slots(self) -> npt.NDArray[np.int64]:
         """Slots of the sessions decided under the current versions of both scopes (the
         promotable ones: a stale session is re-decided on its next packet first)."""
         live = np.flatnonzero(self.used == 1)
-        cur = (self.ver[live, 0] == self.eni_cur[self.scope[live, 0]]) & (
-            self.ver[live, 1] == self.vpc_cur[self.scope[live, 1]]
-        )
-        return live[cur]
-
-    def stale_slots(self) -> npt.NDArray[np.int64]:
-        """Slots of the live sessions whose snapshot of a scope version is old."""
-        live = np.flatnonzero(self.used == 1)
-        return np.setdiff1d(live, self.current_slots())
+        return live[~self.stale(live)]
 
     @property
     def nbytes_table(self) -> int:
