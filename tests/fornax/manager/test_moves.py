@@ -54,13 +54,7 @@ def _hardware() -> EngineDriver:
 def _by_records(sw: SoftEngine, hw: EngineDriver, slots: np.ndarray) -> np.ndarray:
     recs = sw.records(slots)
     keys = original_from_entries(recs)
-    st = hw.insert(
-        keys, action_orig=recs["action_orig"], action_reply=recs["action_reply"],
-        eni_scope=recs["eni_scope"], vpc_scope=recs["vpc_scope"],
-        eni_version=hw.versions(Scope.ENI, recs["eni_scope"]),
-        vpc_version=hw.versions(Scope.VPC, recs["vpc_scope"]),
-        now_ns=np.maximum(recs["last_seen_ns"], 0), track=recs["track"], aux=recs["aux"],
-    )  # fmt: skip
+    st = hw.insert_columns(keys, {f: recs[f] for f in recs.dtype.names or ()})
     sw.delete(keys.take(np.flatnonzero(st == Status.OK)))
     return np.asarray(st)
 
