@@ -73,4 +73,16 @@ def sp_insert(h, k, proto, count, capacity, key, kproto, used, out_status, out_s
     return count
 
 
-__all__ = ["ST_EXISTS", "ST_FULL", "ST_OK", "sp_insert", "sp_lookup"]
+@njit
+def sp_forget(slots, used):
+    """Tombstone the slots that hold a key (each once, whatever repeats); returns how many."""
+    n = 0
+    for i in range(len(slots)):
+        s = slots[i]
+        if s >= 0 and used[s] == 1:
+            used[s] = 2
+            n += 1
+    return n
+
+
+__all__ = ["ST_EXISTS", "ST_FULL", "ST_OK", "sp_forget", "sp_insert", "sp_lookup"]

@@ -1,11 +1,11 @@
-"""Numba kernels of the software datapath (softpath.py): an open-addressing session table
-probed linearly, and the per-packet forwarding loop with nf_conntrack tracking (the engine's
-conntrack.py, so software and hardware track alike).
+"""Numba kernels of the software datapath (softpath.py): the per-packet forwarding loop with
+nf_conntrack tracking (the engine's conntrack.py, so software and hardware track alike) over
+the session table, whose keys a KeyIndex finds (keyindex.py, probed with its `_find`).
 
 Kernels take arrays and scalars only. Table columns (one row per slot):
-  used[s]        0 empty, 1 valid, 2 deleted (tombstone, keeps probe chains intact)
+  used[s]        0 empty, 1 valid, 2 deleted (the KeyIndex's flags, tombstones)
   key[s, 0:5]    a_hi, a_lo, b_hi, b_lo, ports word (keys.CanonicalKeys.ports_word)
-  kproto[s]      protocol
+  kproto[s]      protocol (used, key, kproto: the KeyIndex's columns)
   orig_dir[s]    canonical direction bit of the ORIGINAL direction
   act[s, 0:2]    action handle per canonical direction (as the engine keeps them)
   scope[s, 0:2]  ENI, VPC scope ids;  ver[s, 0:2] their version snapshots
@@ -24,14 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from starfabric._jit import njit
-from starfabric.fornax._keyindex_kernels import (
-    ST_EXISTS,
-    ST_FULL,
-    ST_OK,
-    _find,
-    sp_insert,
-    sp_lookup,
-)
+from starfabric.fornax._keyindex_kernels import _find
 from starfabric.fornax.engine import conntrack as CT
 
 SP_HIT = 0
@@ -48,6 +41,34 @@ def sp_install(trk, slots, proto, t, tcfg):
     """Tracker rows of sessions installed with a TCP state only (conntrack.install_state)."""
     for j in range(len(slots)):
         CT.install_state(trk, slots[j], 0, 1, np.int64(proto[j]), t, tcfg)
+
+
+@njit
+def sp_store(slots, od, a_orig, a_reply, eni, vpc, proto, tcp_state, aux, now, first,
+             orig_dir, act, scope, ver, trk, fresh, last_ns, pkts, nbytes, aux_col, eni_cur,
+             vpc_cur):  # fmt: skip
+    """Columns of sessions just indexed at `slots` (SoftPath.insert): orig_dir, actions per
+    canonical direction, scopes with their current versions, a tracker row holding only
+    protocol and TCP state, the fresh flag, last-seen time, counters cleared, the cookie."""
+    for j in range(len(slots)):
+        s = slots[j]
+        d = np.int64(od[j])
+        orig_dir[s] = od[j]
+        act[s, d] = a_orig[j]
+        act[s, 1 - d] = a_reply[j]
+        scope[s, 0] = eni[j]
+        scope[s, 1] = vpc[j]
+        ver[s, 0] = eni_cur[eni[j]]
+        ver[s, 1] = vpc_cur[vpc[j]]
+        for c in range(trk.shape[1]):
+            trk[s, c] = 0
+        trk[s, 0] = np.uint64(proto[j]) | (np.uint64(tcp_state[j]) << np.uint64(8))
+        fresh[s] = first
+        last_ns[s] = now
+        for c in range(2):
+            pkts[s, c] = 0
+            nbytes[s, c] = 0
+        aux_col[s] = aux[j]
 
 
 @njit
@@ -174,15 +195,11 @@ __all__ = [
     "SP_HIT",
     "SP_MISS",
     "SP_STALE",
-    "ST_EXISTS",
-    "ST_FULL",
-    "ST_OK",
     "V_INVALID_NEW",
     "V_NEW",
     "_find",
-    "sp_insert",
     "sp_install",
-    "sp_lookup",
     "sp_process",
     "sp_related",
+    "sp_store",
 ]

@@ -49,9 +49,10 @@ class KeyIndex:
         n = int(K.sp_insert(h, words, proto, count, cap, self.key, self.proto, self.used, st, slot))
         return st, slot, n
 
-    def forget(self, slots: npt.NDArray[np.int64]) -> None:
-        """Remove the keys at these slots (tombstones: other probe chains stay intact)."""
-        self.used[slots] = 2
+    def forget(self, slots: npt.NDArray[np.int64]) -> int:
+        """Remove the keys at these slots (tombstones: other probe chains stay intact);
+        slots holding no key, or repeated, are skipped. Returns how many were removed."""
+        return int(K.sp_forget(np.asarray(slots, np.int64), self.used))
 
     @property
     def nbytes(self) -> int:

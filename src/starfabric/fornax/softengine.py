@@ -71,12 +71,10 @@ class SoftEngine(I.SessionEngine):
         out["dport"] = np.where(sw, c["a_port"], c["b_port"])
         out["bytes_orig"] = sp.nbytes[s, od]
         out["bytes_reply"] = sp.nbytes[s, 1 - od]
-        scope, ver = sp.scope[s], sp.ver[s]
+        ver = sp.ver[s]
         out["eni_version"] = ver[:, 0]
         out["vpc_version"] = ver[:, 1]
-        out["stale"] = (ver[:, 0] != sp.eni_cur[scope[:, 0]]) | (
-            ver[:, 1] != sp.vpc_cur[scope[:, 1]]
-        )
+        out["stale"] = sp.stale(s)
         out["remaining_ns"] = np.maximum(out["expires_ns"] - now_ns, 0)
         return out
 
@@ -84,6 +82,17 @@ class SoftEngine(I.SessionEngine):
         """I.ENTRY_DTYPE records of sessions by software slot (the handles `insert_slots`
         returned and `process` reports), as `query` would read them by key."""
         return self._entries(slots, self._latest)
+
+    def move_columns(self, slots: npt.NDArray[np.int64]) -> dict[str, np.ndarray]:
+        """What sessions by software slot carry into another engine, as columns
+        (SoftPath.move_columns: canonical key and orig_dir, actions, scopes, last_seen_ns,
+        track, aux), with no record built: the move path (manager/moves.py)."""
+        return self.sp.move_columns(np.asarray(slots, np.int64))
+
+    def delete_slots(self, slots: npt.NDArray[np.int64]) -> None:
+        """Delete sessions by software slot (the handles `insert_slots` returned), as
+        `delete` does by key: a move's last step, once the other engine took them."""
+        self.sp.delete(np.asarray(slots, np.int64))
 
     def current_slots(self) -> npt.NDArray[np.int64]:
         """Slots of the sessions decided under the current versions of both scopes (the
@@ -124,8 +133,7 @@ class SoftEngine(I.SessionEngine):
             reason[r.verdict == v] = why
         st = r.outcome == SoftOutcome.STALE
         if st.any():
-            s = r.slot[st]
-            eni_old = self.sp.ver[s, 0] != self.sp.eni_cur[self.sp.scope[s, 0]]
+            eni_old, _ = self.sp.old_scopes(r.slot[st])
             reason[np.flatnonzero(st)] = np.where(
                 eni_old, I.Reason.ENI_VERSION, I.Reason.VPC_VERSION
             )

@@ -29,6 +29,7 @@ from pydantic import Field
 from starfabric.config import Spec
 from starfabric.errors import ConfigError
 from starfabric.fornax import _softpath_kernels as K
+from starfabric.fornax import keyindex
 from starfabric.fornax.engine import EngineConfig, Scope
 from starfabric.fornax.engine import conntrack as CT
 from starfabric.fornax.engine.engine import TRACK_COLS, track_args
@@ -61,9 +62,9 @@ class SoftOutcome(IntEnum):
 
 
 class SoftStatus(IntEnum):
-    OK = K.ST_OK
-    EXISTS = K.ST_EXISTS
-    FULL = K.ST_FULL
+    OK = keyindex.OK
+    EXISTS = keyindex.EXISTS
+    FULL = keyindex.FULL
 
 
 class SoftPathConfig(Spec):
@@ -158,10 +159,7 @@ class SoftPath:
         self.engine_config = engine_config
         self.drop_action = np.uint32(engine_config.drop_action)
         size = 1 << max(4, int(2 * self.config.capacity - 1).bit_length())  # load <= 1/2
-        self._mask = size - 1
-        self.used = np.zeros(size, np.uint8)
-        self.key = np.zeros((size, 5), np.uint64)
-        self.kproto = np.zeros(size, np.uint8)
+        self.index = keyindex.KeyIndex(size)  # canonical key -> slot of the columns below
         self.orig_dir = np.zeros(size, np.uint8)
         self.act = np.zeros((size, 2), np.uint32)
         self.scope = np.zeros((size, 2), np.uint32)
@@ -185,14 +183,27 @@ class SoftPath:
         self._inv_drop = engine_config.invalid_policy == "drop"
 
     # ---- table -----------------------------------------------------------------------
+    @property
+    def used(self) -> npt.NDArray[np.uint8]:
+        """Per slot: 0 empty, 1 a session, 2 deleted (the index's flags)."""
+        return self.index.used
+
+    @property
+    def key(self) -> npt.NDArray[np.uint64]:
+        """Per slot: the session's canonical key words (keys.CanonicalKeys.words)."""
+        return self.index.key
+
+    @property
+    def kproto(self) -> npt.NDArray[np.uint8]:
+        """Per slot: the session key's protocol."""
+        return self.index.proto
+
     def _hash(self, ck: CanonicalKeys) -> npt.NDArray[np.uint64]:
         return key_hash(ck, self.engine_config.hash_seed)
 
     def lookup(self, ck: CanonicalKeys) -> npt.NDArray[np.int64]:
         """Slot of each canonical key, -1 where there is no software session."""
-        out = np.empty(len(ck), np.int64)
-        K.sp_lookup(self._hash(ck), ck.words(), ck.proto, self.key, self.kproto, self.used, out)
-        return out
+        return self.index.lookup(self._hash(ck), ck.words(), ck.proto)
 
     def insert(
         self,
@@ -222,37 +233,27 @@ class SoftPath:
                 f"softpath insert: scope id {int(max(eni.max(), vpc.max()))} out of range",
                 fix="use scope ids below the engine's eni_scopes/vpc_scopes",
             )
-        status = np.empty(n, np.uint8)
-        slot = np.empty(n, np.int64)
-        self.count = int(
-            K.sp_insert(
-                self._hash(ck), ck.words(), ck.proto, self.count, self.config.capacity,
-                self.key, self.kproto, self.used, status, slot,
-            )
-        )  # fmt: skip
+        status, slot, self.count = self.index.insert(
+            self._hash(ck), ck.words(), ck.proto, self.count, self.config.capacity
+        )
         ok = status == SoftStatus.OK
         s = slot[ok]
-        od = np.broadcast_to(np.asarray(orig_dir, np.uint8), (n,))[ok].astype(np.int64)
-        self.orig_dir[s] = od
-        self.act[s, od] = np.broadcast_to(np.asarray(action_orig, np.uint32), (n,))[ok]
-        self.act[s, 1 - od] = np.broadcast_to(np.asarray(action_reply, np.uint32), (n,))[ok]
-        self.scope[s, 0] = eni[ok]
-        self.scope[s, 1] = vpc[ok]
-        self.ver[s, 0] = self.eni_cur[eni[ok]]
-        self.ver[s, 1] = self.vpc_cur[vpc[ok]]
+
+        def col(v: npt.ArrayLike, dt: type[np.generic]) -> np.ndarray:
+            return np.broadcast_to(np.asarray(v, dt), (n,))[ok]
+
         trk, has = track_args(track, n)
-        st = np.broadcast_to(np.asarray(tcp_state, np.uint8), (n,))[ok].astype(np.uint64)
-        self.trk[s] = 0
-        self.trk[s, 0] = ck.proto[ok].astype(np.uint64) | (st << np.uint64(8))
-        self.fresh[s] = 1 if first else 0
+        K.sp_store(
+            s, col(orig_dir, np.uint8), col(action_orig, np.uint32), col(action_reply, np.uint32),
+            eni[ok], vpc[ok], ck.proto[ok], col(tcp_state, np.uint8), col(aux, np.uint64),
+            np.int64(now_ns), np.uint8(1 if first else 0), self.orig_dir, self.act, self.scope,
+            self.ver, self.trk, self.fresh, self.last_ns, self.pkts, self.nbytes, self.aux,
+            self.eni_cur, self.vpc_cur,
+        )  # fmt: skip
         if not first:
             moved = has[ok] == 1
             self.trk[s[moved]] = trk[ok][moved]
             K.sp_install(self.trk, s[~moved], ck.proto[ok][~moved], now_ns, self._tcfg)
-        self.last_ns[s] = now_ns
-        self.pkts[s] = 0
-        self.nbytes[s] = 0
-        self.aux[s] = np.broadcast_to(np.asarray(aux, np.uint64), (n,))[ok]
         return status, slot
 
     def update(
@@ -280,11 +281,9 @@ class SoftPath:
 
     def delete(self, slots: npt.NDArray[np.int64]) -> None:
         """Remove sessions by slot (tombstones keep other probe chains intact)."""
-        slots = np.unique(slots[slots >= 0])
-        slots = slots[self.used[slots] == 1]
-        self.used[slots] = 2
-        self.count -= len(slots)
-        self.tombstones += len(slots)
+        gone = self.index.forget(np.asarray(slots, np.int64))
+        self.count -= gone
+        self.tombstones += gone
         if self.tombstones > len(self.used) // 4:
             self._rehash()
 
@@ -297,10 +296,7 @@ class SoftPath:
         words, proto = self.key[s].copy(), self.kproto[s].copy()
         self.used[:] = 0
         h = key_hash(CanonicalKeys.from_words(words, proto), self.engine_config.hash_seed)
-        status = np.empty(len(s), np.uint8)
-        slot = np.empty(len(s), np.int64)
-        K.sp_insert(h, words, proto, 0, len(self.used), self.key, self.kproto, self.used,
-                    status, slot)  # fmt: skip
+        _, slot, _ = self.index.insert(h, words, proto)
         for c, v in zip(cols, saved, strict=True):
             c[slot] = v
         self.tombstones = 0
@@ -313,20 +309,16 @@ class SoftPath:
             out[name] = col
         return out
 
-    def session_columns(self, s: npt.NDArray[np.int64]) -> dict[str, np.ndarray]:
-        """SESSION_DTYPE's fields of slots `s` as columns (one gather each), decoded from the
-        key words and tracker rows; `sessions` and SoftEngine's entry records read these."""
+    def move_columns(self, s: npt.NDArray[np.int64]) -> dict[str, np.ndarray]:
+        """What a session carries when it moves to another engine, as columns of slots `s`
+        (one gather each, no record): its key (SESSION_DTYPE's key fields and orig_dir),
+        both actions, scopes, last_seen_ns, the tracker row and the cookie."""
         key = self.key[s]
-        trk = self.trk[s]
         od = self.orig_dir[s].astype(np.int64)
         return {
-            "slot": s,
             "vni": (key[:, 4] >> np.uint64(32)).astype(np.uint32),
             "proto": self.kproto[s],
             "orig_dir": od,
-            "tcp_state": (trk[:, 0] >> np.uint64(8)) & np.uint64(0xFF),
-            "track": trk,
-            "expires_ns": trk[:, 1 + CT.T_EXPIRES].view(np.int64),
             "a_hi": key[:, 0], "a_lo": key[:, 1], "b_hi": key[:, 2], "b_lo": key[:, 3],
             "a_port": (key[:, 4] >> np.uint64(16)) & np.uint64(0xFFFF),
             "b_port": key[:, 4] & np.uint64(0xFFFF),
@@ -335,10 +327,22 @@ class SoftPath:
             "eni_scope": self.scope[s, 0],
             "vpc_scope": self.scope[s, 1],
             "last_seen_ns": self.last_ns[s],
-            "pkts_orig": self.pkts[s, od],
-            "pkts_reply": self.pkts[s, 1 - od],
+            "track": self.trk[s],
             "aux": self.aux[s],
         }  # fmt: skip
+
+    def session_columns(self, s: npt.NDArray[np.int64]) -> dict[str, np.ndarray]:
+        """SESSION_DTYPE's fields of slots `s` as columns (one gather each): `move_columns`
+        plus the slot, counters and what the tracker row holds; `sessions` and SoftEngine's
+        entry records read these."""
+        c = self.move_columns(s)
+        trk, od = c["track"], c["orig_dir"]
+        c["slot"] = s
+        c["tcp_state"] = (trk[:, 0] >> np.uint64(8)) & np.uint64(0xFF)
+        c["expires_ns"] = trk[:, 1 + CT.T_EXPIRES].view(np.int64)
+        c["pkts_orig"] = self.pkts[s, od]
+        c["pkts_reply"] = self.pkts[s, 1 - od]
+        return c
 
     def occupancy(self) -> int:
         return self.count
@@ -347,27 +351,31 @@ class SoftPath:
         """Whether each slot holds a session (one ended in the batch does not)."""
         return np.asarray(self.used[slots] == 1)
 
+    def old_scopes(
+        self, s: npt.NDArray[np.int64]
+    ) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
+        """Whether each session at slots `s` holds an old snapshot of its ENI scope's version,
+        and of its VPC scope's: the one test of a stale session outside the kernels."""
+        ver, scope = self.ver[s], self.scope[s]
+        return ver[:, 0] != self.eni_cur[scope[:, 0]], ver[:, 1] != self.vpc_cur[scope[:, 1]]
+
+    def stale(self, s: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
+        """Whether each session at slots `s` is stale (either scope moved on since)."""
+        eni_old, vpc_old = self.old_scopes(s)
+        return eni_old | vpc_old
+
     def current_slots(self) -> npt.NDArray[np.int64]:
         """Slots of the sessions decided under the current versions of both scopes (the
         promotable ones: a stale session is re-decided on its next packet first)."""
         live = np.flatnonzero(self.used == 1)
-        cur = (self.ver[live, 0] == self.eni_cur[self.scope[live, 0]]) & (
-            self.ver[live, 1] == self.vpc_cur[self.scope[live, 1]]
-        )
-        return live[cur]
-
-    def stale_slots(self) -> npt.NDArray[np.int64]:
-        """Slots of the live sessions whose snapshot of a scope version is old."""
-        live = np.flatnonzero(self.used == 1)
-        return np.setdiff1d(live, self.current_slots())
+        return live[~self.stale(live)]
 
     @property
     def nbytes_table(self) -> int:
         """Bytes of the software table (allocated, whatever its occupancy)."""
-        arrays = (self.used, self.key, self.kproto, self.orig_dir, self.act, self.scope,
-                  self.ver, self.trk, self.fresh, self.last_ns, self.pkts, self.nbytes,
-                  self.aux)  # fmt: skip
-        return int(sum(a.nbytes for a in arrays))
+        arrays = (self.orig_dir, self.act, self.scope, self.ver, self.trk, self.fresh,
+                  self.last_ns, self.pkts, self.nbytes, self.aux)  # fmt: skip
+        return self.index.nbytes + int(sum(a.nbytes for a in arrays))
 
     # ---- versions --------------------------------------------------------------------
     def bump_version(self, scope: Scope, scope_id: int) -> None:

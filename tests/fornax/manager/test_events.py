@@ -120,7 +120,8 @@ def test_promotion_never_hands_hardware_a_stale_decision() -> None:
     assert resident > 20
     m.apply_policy(load_vpc_spec("examples/scenario-policy-v2.yaml"))
     sp = m.softpath
-    stale = sp.stale_slots()
+    live = np.flatnonzero(sp.used == 1)
+    stale = live[sp.stale(live)]
     assert len(stale)
     stale_keys = canonicalize(original_from_sessions(sp.sessions(stale)))
     recs, _ = eng.dump(0, 1 << 10)

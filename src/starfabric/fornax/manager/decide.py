@@ -4,6 +4,7 @@ session records so a stale session can be decided again."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -111,8 +112,8 @@ def original_from_entries(entries: np.ndarray) -> FlowKeys:
                  entries["dst_hi"], entries["dst_lo"], entries["sport"], dport)  # fmt: skip
 
 
-def original_from_sessions(s: np.ndarray) -> FlowKeys:
-    """ORIGINAL-direction keys of softpath records (canonical key + orig_dir)."""
+def original_from_sessions(s: np.ndarray | Mapping[str, np.ndarray]) -> FlowKeys:
+    """ORIGINAL-direction keys of softpath records or columns (canonical key + orig_dir)."""
     sw = s["orig_dir"] == 1
     dport = np.where(sw, s["a_port"], s["b_port"])
     icmp = is_icmp(s["proto"])

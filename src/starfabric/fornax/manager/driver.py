@@ -7,7 +7,7 @@ cache, and offers the entry operations as methods, so no part calls the engine i
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -85,8 +85,11 @@ class EngineDriver:
             now_ns=rec["last_seen_ns"][sel], track=rec["track"][sel], aux=d.aux[sel],
         )  # fmt: skip
 
-    def insert_records(self, keys: FlowKeys, recs: np.ndarray) -> npt.NDArray[np.uint8]:
-        """Insert sessions as software holds them (records with actions, scopes, track)."""
+    def insert_columns(
+        self, keys: FlowKeys, recs: Mapping[str, np.ndarray]
+    ) -> npt.NDArray[np.uint8]:
+        """Insert sessions as software holds them (SoftEngine.move_columns: actions,
+        scopes, last_seen_ns, track, aux)."""
         return self.insert(
             keys, action_orig=recs["action_orig"], action_reply=recs["action_reply"],
             eni_scope=recs["eni_scope"], vpc_scope=recs["vpc_scope"],
@@ -95,8 +98,11 @@ class EngineDriver:
             now_ns=np.maximum(recs["last_seen_ns"], 0), track=recs["track"], aux=recs["aux"],
         )  # fmt: skip
 
-    def modify_records(self, keys: FlowKeys, recs: np.ndarray) -> npt.NDArray[np.uint8]:
-        """Refresh entries to what software re-decided (actions, versions, aux, track)."""
+    def modify_columns(
+        self, keys: FlowKeys, recs: Mapping[str, np.ndarray]
+    ) -> npt.NDArray[np.uint8]:
+        """Refresh entries to what software re-decided (SoftEngine.move_columns: actions,
+        versions of its scopes, aux, track)."""
         return self.modify(
             keys, action_orig=recs["action_orig"], action_reply=recs["action_reply"],
             eni_version=self.versions(Scope.ENI, recs["eni_scope"]),

@@ -1,22 +1,23 @@
 """Moves of sessions between the two datapaths through the one engine contract: hardware (the
 SessionEngine the manager drives, counted by the EngineDriver) and software (softengine.
 SoftEngine over the SoftPath), as Open vSwitch's dpif-netdev and dpif-netlink both implement
-dpif_class. A move reads a session from one engine (query/records), inserts it into the other
-at that engine's current scope versions with its tracker state and cookie, and deletes it
-from the first once the second took it: promotion and the end-of-batch push (software ->
-hardware), the read-back of a stale or failed-over session and an ECC rebuild (hardware or
-an event -> software); failback is the end of a pin, after which promotion moves it back.
+dpif_class. A move reads a session from one engine (query, or software's columns by slot),
+inserts it into the other at that engine's current scope versions with its tracker state
+and cookie, and deletes it from the first once the second took it: promotion and the
+end-of-batch push (software -> hardware), the read-back of a stale or failed-over session
+and an ECC rebuild (hardware or an event -> software); failback is the end of a pin, after
+which promotion moves it back.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import numpy as np
 import numpy.typing as npt
 
 from starfabric.fornax.engine.interface import FlowKeys, Scope, SessionEngine, Status
-from starfabric.fornax.manager.decide import Decision, original_from_entries
+from starfabric.fornax.manager.decide import Decision, original_from_sessions
 from starfabric.fornax.manager.driver import EngineDriver, scope_versions
 from starfabric.fornax.softengine import SoftEngine
 
@@ -30,28 +31,28 @@ class Datapaths:
 
     def keys(self, slots: npt.NDArray[np.int64]) -> FlowKeys:
         """ORIGINAL keys of software sessions (by their software slots)."""
-        return original_from_entries(self.sw.records(slots))
+        return original_from_sessions(self.sw.move_columns(slots))
 
     def to_hardware(self, slots: npt.NDArray[np.int64]) -> npt.NDArray[np.uint8]:
         """Insert software sessions into hardware as software holds them; those hardware
         took leave software. Returns the hardware status of each."""
-        return self._leave_software(slots, self.hw.insert_records)
+        return self._leave_software(slots, self.hw.insert_columns)
 
     def refresh_hardware(self, slots: npt.NDArray[np.int64]) -> npt.NDArray[np.uint8]:
         """Modify hardware entries to what software re-decided for them (same scopes); those
         refreshed leave software. Returns the hardware status of each."""
-        return self._leave_software(slots, self.hw.modify_records)
+        return self._leave_software(slots, self.hw.modify_columns)
 
     def _leave_software(
         self, slots: npt.NDArray[np.int64],
-        put: Callable[[FlowKeys, np.ndarray], npt.NDArray[np.uint8]],
+        put: Callable[[FlowKeys, Mapping[str, np.ndarray]], npt.NDArray[np.uint8]],
     ) -> npt.NDArray[np.uint8]:  # fmt: skip
-        """Write software sessions into hardware with `put` (insert or modify records);
-        those hardware took are deleted from software."""
-        recs = self.sw.records(slots)
-        keys = original_from_entries(recs)
-        st = put(keys, recs)
-        self.sw.delete(keys.take(np.flatnonzero(st == Status.OK)))
+        """Write software sessions into hardware with `put` (insert or modify from their
+        columns, SoftEngine.move_columns); those hardware took are deleted from software
+        by slot."""
+        cols = self.sw.move_columns(slots)
+        st = put(original_from_sessions(cols), cols)
+        self.sw.delete_slots(slots[st == Status.OK])
         return st
 
     def to_software(

@@ -6,7 +6,8 @@ its private steps. Hooks, in the order a batch or tick meets them:
 - `front(batch, inner)`: wraps the packet path (divert to software, cut a batch in time).
 - `screen(pb, ck, eng)`: before punted packets are decided: may rebuild lost sessions, change
   engine outcomes and name packets to drop as SESSION_LOST (quarantine).
-- `hold(recs)`: software sessions that must stay in software (a failed-over scope).
+- `hold(slots)`: which software sessions (by software slot) must stay in software (a
+  failed-over scope); None: none of this part's.
 - `room(n)`: how many of n sessions may be pushed to hardware now (a flow limit; None:
   no limit of this part's).
 - `promotable(live, k)`: which current-policy software sessions to promote at a tick.
@@ -48,7 +49,7 @@ class Part:
     ) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.bool_] | None]:
         return eng, None
 
-    def hold(self, recs: np.ndarray) -> npt.NDArray[np.bool_] | None:
+    def hold(self, slots: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_] | None:
         return None
 
     def room(self, n: int) -> int | None:
