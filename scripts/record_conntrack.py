@@ -626,6 +626,466 @@ def ipv6_cases() -> list[Conv]:
     return cs
 
 
+#: ICMP(v4) types of the random generator -> their ICMPv6 counterparts (echo, node information
+#: query/response for timestamp, an unknown informational type), errors likewise.
+V6_TYPE = {8: 128, 0: 129, 13: 139, 14: 140, 42: 200}
+V6_ERROR = {3: 1, 11: 3, 12: 4}
+
+
+def _to_v6(cv: Conv) -> Conv:
+    """The same conversation over IPv6: ICMP types and error types mapped to ICMPv6."""
+    cv.ip6 = True
+    if cv.proto == "icmp":
+        cv.proto = "icmpv6"
+        for p in cv.packets:
+            if "type" in p:
+                p["type"] = V6_TYPE.get(p["type"], p["type"])
+    for p in cv.packets:
+        e = p.get("error")
+        if e:
+            e["code"] = 4 if e["type"] == 3 and e["code"] == 3 else min(e["code"], 1)
+            e["type"] = V6_ERROR.get(e["type"], 1)
+    return cv
+
+
+def demanding_cases() -> list[Conv]:
+    """Hand-written cases a demanding kernel tester adds (recorded as held-out data before any
+    tracker change): simultaneous open variants, SYN/SYN-ACK with payload or a wrong ACK,
+    window scaling offered by one side, scale 14 and beyond, SACK-permitted one side or both,
+    sequence numbers wrapping at 2^32, RST in SYN_SENT / SYN_RECV, challenge ACKs, FIN
+    retransmits, keep-alives, data after RST, loose-off pickups, be_liberal out of window, ECN
+    flags, UDP replies around the 2 s stream mark, ICMP errors quoting TCP/UDP/ICMP in both
+    directions, ICMPv6 neighbour discovery / MLD / router messages, ICMPv4 router and
+    address-mask messages, both hosts sending echo requests with one identifier; IPv6 mirrors."""
+    C = Conv
+    W = 0xFFFFFFFF
+    lo0 = {"tcp_loose": 0}
+    lib = {"tcp_be_liberal": 1}
+    tcp = [
+        C("d_simopen_wscale")
+        .c_(S, wscale=7)
+        .s_(S, wscale=7)
+        .c_(S | A, seq=1000)
+        .s_(S | A, seq=50000)
+        .s_(A, seq=50001)
+        .c_(P | A, seq=1001, payload=100, advance=True)
+        .s_(A),
+        C("d_simopen_ack_only")
+        .c_(S)
+        .s_(S)
+        .c_(A, seq=1001, ack=50001)
+        .s_(A, seq=50001, ack=1001)
+        .c_(P | A, seq=1001, payload=10, advance=True)
+        .s_(A),
+        C("d_simopen_synack_one_side")
+        .c_(S)
+        .s_(S)
+        .s_(S | A, seq=50000)
+        .c_(A, seq=1001)
+        .c_(P | A, seq=1001, payload=10, advance=True)
+        .s_(A, seq=50001),
+        C("d_simopen_rst").c_(S).s_(S).c_(R, seq=1001),
+        C("d_syn_payload_then_data")
+        .c_(S, payload=100)
+        .s_(S | A, ack=1001)
+        .c_(A, seq=1001)
+        .c_(P | A, seq=1001, payload=100, advance=True)
+        .s_(A),
+        C("d_synack_payload").c_(S).s_(S | A, payload=50).c_(A).s_(P | A, payload=10).c_(A),
+        C("d_synack_wrong_ack_high")
+        .c_(S)
+        .s_(S | A, ack=1006)
+        .s_(S | A, seq=50000, ack=1001)
+        .c_(A, ack=50001),
+        C("d_synack_wrong_ack_low").c_(S).s_(S | A, ack=999).c_(A),
+        C("d_synack_ack_zero")
+        .c_(S)
+        .s_(S | A, ack=0)
+        .s_(S | A, seq=50000, ack=1001)
+        .c_(A, ack=50001),
+        C("d_wscale_server_only")
+        .c_(S)
+        .s_(S | A, wscale=7)
+        .c_(A)
+        .s_(A, win=1000)
+        .c_(P | A, payload=1400)
+        .c_(P | A, seq=1001 + 1400 + 64240, payload=100),
+        C("d_wscale_client_only")
+        .c_(S, wscale=7)
+        .s_(S | A)
+        .c_(A, win=500)
+        .s_(P | A, payload=1000)
+        .s_(P | A, seq=50001 + 1000 + 70000, payload=10),
+        C("d_wscale_14")
+        .hs(wscale=14)
+        .c_(A, win=4)
+        .s_(P | A, seq=50001 + 60000, payload=100)
+        .s_(P | A, seq=50001 + 300000, payload=100)
+        .c_(A),
+        C("d_wscale_15")
+        .hs(wscale=15)
+        .c_(A, win=4)
+        .s_(P | A, seq=50001 + 60000, payload=100)
+        .s_(P | A, seq=50001 + 300000, payload=100)
+        .c_(A),
+        C("d_wscale_255")
+        .c_(S, wscale=255)
+        .s_(S | A, wscale=255)
+        .c_(A, win=2)
+        .s_(P | A, seq=50001 + 40000, payload=100)
+        .s_(P | A, seq=50001 + 140000, payload=100),
+        C("d_wscale_0_vs_14")
+        .c_(S, wscale=0)
+        .s_(S | A, wscale=14)
+        .c_(A, win=100)
+        .s_(A, win=1)
+        .c_(P | A, seq=1001 + 20000, payload=10)
+        .s_(P | A, seq=50001 + 20000, payload=10),
+        C("d_sackperm_both_blocks")
+        .hs(sackperm=True)
+        .s_(P | A, payload=1000)
+        .s_(P | A, payload=1000)
+        .c_(A, ack=50001, sack=[(51001, 52001)])
+        .c_(A, ack=50001, sack=[(51001, 52001), (50001 + 3000, 50001 + 4000)])
+        .c_(A, ack=50001, sack=[(51001, 52001 + 70000)]),
+        C("d_sackperm_client_only")
+        .c_(S, sackperm=True)
+        .s_(S | A)
+        .c_(A)
+        .s_(P | A, payload=100)
+        .c_(A, ack=50001, sack=[(50101, 50001 + 90000)]),
+        C("d_sack_without_perm")
+        .hs()
+        .s_(P | A, payload=100)
+        .c_(A, ack=50001, sack=[(50101, 50001 + 90000)]),
+        C("d_seq_wrap_client", c=Side(W - 255))
+        .hs()
+        .c_(P | A, payload=1400)
+        .s_(A)
+        .c_(P | A, payload=100)
+        .s_(A)
+        .c_(F | A)
+        .s_(F | A)
+        .c_(A),
+        C("d_seq_wrap_server", s=Side(W - 15))
+        .hs()
+        .s_(P | A, payload=1000)
+        .c_(A)
+        .s_(P | A, seq=W - 14, payload=10)
+        .c_(A, ack=W - 14)
+        .s_(R, seq=(W - 15 + 1 + 1000) & W),
+        C("d_seq_wrap_isn_max", c=Side(W))
+        .hs()
+        .c_(P | A, payload=10)
+        .s_(A)
+        .c_(P | A, seq=0x7FFFFFF0, payload=10)
+        .c_(A, seq=W),
+        C("d_seq_wrap_window_edge", c=Side(W - 1000))
+        .hs(win=65535)
+        .s_(A, win=65535)
+        .c_(P | A, seq=(W - 1000 + 1 + 65000) & W, payload=100)
+        .c_(P | A, seq=(W - 1000 + 1 + 66000) & W, payload=100),
+        C("d_rst_ack_syn_sent_wrong_ack").c_(S).s_(R | A, seq=0, ack=1500).s_(S | A).c_(A),
+        C("d_rst_no_ack_syn_sent").c_(S).s_(R, seq=50000),
+        C("d_rst_from_client_syn_sent").c_(S).c_(R, seq=1001),
+        C("d_rst_ack_from_client_syn_sent")
+        .c_(S)
+        .c_(R | A, seq=1001, ack=0)
+        .c_(S, seq=1000)
+        .s_(S | A)
+        .c_(A),
+        C("d_rst_syn_recv_from_server").c_(S).s_(S | A).s_(R, seq=50001),
+        C("d_rst_syn_recv_inexact").c_(S).s_(S | A).c_(R, seq=1500).c_(A),
+        C("d_rst_ack_syn_recv_wrong_ack").c_(S).s_(S | A).c_(R | A, seq=1001, ack=50100).c_(A),
+        C("d_challenge_ack_after_inexact_rst")
+        .hs()
+        .c_(P | A, payload=100)
+        .s_(A)
+        .s_(R, seq=50001 + 100)
+        .c_(A)
+        .s_(R, seq=50001),
+        C("d_challenge_ack_after_syn_est")
+        .hs()
+        .c_(S, seq=777777)
+        .s_(A, seq=50001, ack=1001)
+        .c_(R, seq=1001),
+        C("d_challenge_ack_then_data")
+        .hs()
+        .c_(S, seq=777777)
+        .s_(A, seq=50001, ack=1001)
+        .c_(P | A, payload=100)
+        .s_(A),
+        C("d_fin_retransmit_close_wait").hs().c_(F | A).s_(A).c_(F | A, seq=1001).s_(F | A).c_(A),
+        C("d_fin_retransmit_time_wait")
+        .hs()
+        .c_(F | A)
+        .s_(F | A)
+        .c_(A)
+        .s_(F | A, seq=50001)
+        .c_(A, seq=1002),
+        C("d_fin_retransmit_many")
+        .hs()
+        .c_(F | A)
+        .c_(F | A, seq=1001)
+        .c_(F | A, seq=1001)
+        .c_(F | A, seq=1001)
+        .c_(F | A, seq=1001)
+        .s_(A),
+        C("d_keepalive_1byte")
+        .hs()
+        .c_(P | A, payload=100)
+        .s_(A)
+        .c_(A, seq=1100, payload=1)
+        .s_(A)
+        .c_(A, seq=1100, payload=1)
+        .s_(A),
+        C("d_keepalive_many")
+        .hs()
+        .c_(A, seq=1000)
+        .c_(A, seq=1000)
+        .c_(A, seq=1000)
+        .c_(A, seq=1000)
+        .c_(A, seq=1000)
+        .s_(A),
+        C("d_data_after_rst").hs().c_(R, seq=1001).s_(P | A, payload=100).c_(P | A, payload=100),
+        C("d_data_after_rst_ack_then_reopen")
+        .hs()
+        .s_(R | A)
+        .c_(P | A, payload=10)
+        .c_(S, seq=5000000, advance=True)
+        .s_(S | A)
+        .c_(A),
+        C("d_loose_off_data", settings=lo0)
+        .c_(P | A, seq=1001, ack=50001, payload=100)
+        .s_(A, seq=50001),
+        C("d_loose_off_fin", settings=lo0).c_(F | A, seq=1001, ack=50001).s_(A, seq=50001),
+        C("d_loose_off_rst", settings=lo0).c_(R, seq=1001).c_(S).s_(S | A).c_(A),
+        C("d_loose_off_synack", settings=lo0).s_(S | A, ack=1001).c_(A, seq=1001),
+        C("d_loose_off_midstream_then_syn", settings=lo0)
+        .c_(A, seq=1001, ack=50001)
+        .c_(S, seq=1000)
+        .s_(S | A)
+        .c_(A, seq=1001),
+        C("d_loose_on_pickup_reply_first")
+        .s_(P | A, seq=50001, ack=1001, payload=100)
+        .c_(A, seq=1001)
+        .s_(P | A, seq=50101, ack=1001, payload=10, advance=True),
+        C("d_loose_pickup_window_then_oow")
+        .c_(P | A, seq=1001, ack=50001, payload=100, advance=True)
+        .s_(A, seq=50001, advance=True)
+        .c_(P | A, seq=1101 + 200000, payload=10)
+        .s_(A, ack=1101 + 90000),
+        C("d_be_liberal_both_ways", settings=lib)
+        .hs()
+        .c_(P | A, seq=1001 + 500000, payload=100)
+        .s_(P | A, seq=50001 - 300000, payload=10)
+        .c_(A, ack=50001 + 100000)
+        .s_(R, seq=50001 + 9999999)
+        .c_(A),
+        C("d_be_liberal_loose_off", settings={**lib, **lo0})
+        .c_(A, seq=1001, ack=50001)
+        .c_(S)
+        .s_(S | A)
+        .c_(P | A, seq=1001 + 900000, payload=10),
+        C("d_max_retrans_2", settings={"tcp_max_retrans": 2})
+        .hs()
+        .c_(P | A, payload=100)
+        .c_(P | A, seq=1001, payload=100)
+        .c_(P | A, seq=1001, payload=100)
+        .c_(P | A, seq=1001, payload=100)
+        .c_(P | A, seq=1001, payload=100)
+        .s_(A),
+        C("d_ignore_invalid_rst_oow", settings={"tcp_ignore_invalid_rst": 1})
+        .hs()
+        .s_(R, seq=50001 + 5000000)
+        .c_(R, seq=1001 - 100000)
+        .c_(A),
+        C("d_zero_window_probe")
+        .hs()
+        .s_(A, win=0)
+        .c_(P | A, payload=1)
+        .s_(A, win=0)
+        .c_(P | A, seq=1001, payload=1)
+        .s_(A, win=2000)
+        .c_(P | A, payload=100),
+        C("d_window_shrink").hs().s_(A, win=100).c_(P | A, payload=1000).c_(P | A, payload=1000),
+        C("d_urg_data").hs().c_(P | A | U, payload=10).s_(A),
+        C("d_ecn_handshake")
+        .c_(S | 0x40 | 0x80)
+        .s_(S | A | 0x40)
+        .c_(A)
+        .c_(P | A | 0x80, payload=10)
+        .s_(A | 0x40),
+        C("d_syn_ecn_only_flags").c_(0x40 | 0x80),
+        C("d_fin_syn_in_established").hs().c_(S | F, seq=1001).c_(A),
+        C("d_rst_fin_in_established").hs().c_(R | F, seq=1001).s_(A),
+        C("d_half_close_data")
+        .hs()
+        .c_(F | A)
+        .s_(P | A, payload=500)
+        .c_(A)
+        .s_(P | A, payload=500)
+        .c_(A)
+        .s_(F | A)
+        .c_(A),
+        C("d_ack_only_in_close_wait").hs().c_(F | A).s_(A).s_(A).c_(A),
+    ]
+    udp = [
+        C("d_udp_reply_at_1_9s", "udp")
+        .udp(0)
+        .udp(1, gap_s=1.9)
+        .udp(0, gap_s=0.3)
+        .udp(1, gap_s=1.5),
+        C("d_udp_reply_at_2_1s", "udp").udp(0).udp(1, gap_s=2.1).udp(0),
+        C("d_udp_stream_crossing_2s", "udp")
+        .udp(0)
+        .udp(1, gap_s=0.5)
+        .udp(0, gap_s=0.5)
+        .udp(1, gap_s=0.5)
+        .udp(0, gap_s=0.6)
+        .udp(1, gap_s=1.0),
+        C("d_udp_unreplied_then_late_reply", "udp").udp(0).udp(0).udp(0).udp(1, gap_s=2.5).udp(0),
+        C("d_udp_only_replies_late", "udp").udp(0).udp(1, gap_s=3.0).udp(1).udp(1),
+        C("d_udp_empty_payload", "udp").udp(0, payload=0).udp(1, payload=0).udp(0, payload=0),
+        C("d_udp_reply_after_expiry", "udp").udp(0).udp(1, gap_s=31.0),
+    ]
+    icmp = [
+        C("d_icmperr_tcp_both_dirs").hs().err(1, 3, 3).err(0, 3, 3, quote=1).c_(A),
+        C("d_icmperr_tcp_frag_needed_both")
+        .hs()
+        .c_(P | A, payload=1000)
+        .err(1, 3, 4, src=ROUTER_S)
+        .s_(P | A, payload=1000)
+        .err(0, 3, 4, quote=1, src=ROUTER_C)
+        .c_(A),
+        C("d_icmperr_tcp_time_exceeded_syn").c_(S).err(1, 11, 0, src=ROUTER_S).c_(S, seq=1000),
+        C("d_icmperr_tcp_wrong_dir_quote").hs().err(1, 3, 3, quote=1),
+        C("d_icmperr_tcp_fin_wait").hs().c_(F | A).err(1, 3, 4, src=ROUTER_S).s_(A),
+        C("d_icmperr_udp_time_exceeded_reply_dir", "udp")
+        .udp(0)
+        .udp(1)
+        .err(0, 11, 0, quote=1, src=ROUTER_C)
+        .udp(0),
+        C("d_icmperr_udp_frag_needed", "udp").udp(0).err(1, 3, 4, src=ROUTER_S).udp(1),
+        C("d_icmperr_udp_host_unreach_unreplied", "udp").udp(0).err(1, 3, 1, src=ROUTER_S).udp(0),
+        C("d_icmperr_echo_both_dirs", "icmp")
+        .icmp(0, 8)
+        .err(1, 3, 1)
+        .icmp(1, 0)
+        .err(0, 11, 0, quote=1, src=ROUTER_C),
+        C("d_icmperr_echo_port_unreach", "icmp").icmp(0, 8).err(1, 3, 3).icmp(1, 0),
+        C("d_icmperr_echo_time_exceeded_router", "icmp")
+        .icmp(0, 8)
+        .err(1, 11, 0, src=ROUTER_S)
+        .icmp(0, 8, seqno=2),
+        C("d_icmperr_quoting_timestamp", "icmp")
+        .icmp(0, 13)
+        .err(1, 3, 1, inner_type=13)
+        .icmp(1, 14),
+        C("d_icmperr_quoting_echo_no_entry", "icmp").err(1, 3, 1),
+        C("d_icmp_router_solicit", "icmp").icmp(0, 10).icmp(1, 9),
+        C("d_icmp_address_mask", "icmp").icmp(0, 17).icmp(1, 18),
+        C("d_icmp_info_request", "icmp").icmp(0, 15).icmp(1, 16),
+        C("d_icmp_timestamp_reply_first", "icmp").icmp(0, 14),
+        C("d_icmp_echo_then_timestamp_same_id", "icmp")
+        .icmp(0, 8)
+        .icmp(0, 13)
+        .icmp(1, 0)
+        .icmp(1, 14),
+        C("d_echo_both_hosts_same_id", "icmp")
+        .icmp(0, 8)
+        .icmp(1, 8)
+        .icmp(1, 0)
+        .icmp(0, 0)
+        .icmp(0, 8, seqno=2),
+        C("d_echo_both_hosts_replies_swapped", "icmp")
+        .icmp(0, 8)
+        .icmp(1, 8)
+        .icmp(0, 0)
+        .icmp(1, 0)
+        .icmp(1, 8, seqno=2),
+        C("d_echo_second_requester_no_reply", "icmp")
+        .icmp(0, 8)
+        .icmp(1, 0)
+        .icmp(1, 8)
+        .icmp(1, 8, seqno=2)
+        .icmp(0, 0),
+        C("d_echo_both_hosts_error", "icmp")
+        .icmp(0, 8)
+        .icmp(1, 8)
+        .err(1, 3, 1)
+        .err(0, 3, 1, quote=1)
+        .icmp(1, 0),
+    ]
+    v6 = [
+        C("d_v6_nd_neighbour_solicit", "icmpv6").icmp(0, 135).icmp(1, 136),
+        C("d_v6_nd_router_solicit", "icmpv6").icmp(0, 133).icmp(1, 134),
+        C("d_v6_nd_redirect", "icmpv6").icmp(1, 137),
+        C("d_v6_mld_query_report_done", "icmpv6")
+        .icmp(1, 130)
+        .icmp(0, 131)
+        .icmp(0, 132)
+        .icmp(0, 143),
+        C("d_v6_nd_then_echo", "icmpv6").icmp(0, 135).icmp(0, 128).icmp(1, 129),
+        C("d_v6_echo_both_hosts_same_id", "icmpv6")
+        .icmp(0, 128)
+        .icmp(1, 128)
+        .icmp(1, 129)
+        .icmp(0, 129)
+        .icmp(0, 128, seqno=2),
+        C("d_v6_echo_both_hosts_replies_swapped", "icmpv6")
+        .icmp(0, 128)
+        .icmp(1, 128)
+        .icmp(0, 129)
+        .icmp(1, 129),
+        C("d_v6_icmperr_echo_both_dirs", "icmpv6")
+        .icmp(0, 128)
+        .err(1, 1, 0)
+        .icmp(1, 129)
+        .err(0, 3, 0, quote=1, src=ROUTER6_C),
+        C("d_v6_icmperr_tcp_both_dirs", ip6=True).hs().err(1, 1, 4).err(0, 1, 4, quote=1).c_(A),
+        C("d_v6_icmperr_tcp_packet_too_big_reply", ip6=True)
+        .hs()
+        .s_(P | A, payload=1000)
+        .err(0, 2, 0, quote=1, src=ROUTER6_C)
+        .c_(A),
+        C("d_v6_icmperr_tcp_time_exceeded_syn", ip6=True)
+        .c_(S)
+        .err(1, 3, 0, src=ROUTER6_S)
+        .c_(S, seq=1000),
+        C("d_v6_icmperr_udp_packet_too_big", "udp", ip6=True)
+        .udp(0)
+        .err(1, 2, 0, src=ROUTER6_S)
+        .udp(1),
+        C("d_v6_icmperr_udp_reply_dir", "udp", ip6=True).udp(0).udp(1).err(0, 1, 4, quote=1).udp(0),
+        C("d_v6_icmp_node_info_from_server", "icmpv6").icmp(1, 139).icmp(0, 140),
+    ]
+    cs = tcp + udp + icmp + v6
+    mirror = [c for c in tcp[::2] + udp[:4]]
+    for cv in mirror:
+        m = Conv(
+            f"d_v6_{cv.name[2:]}",
+            cv.proto,
+            dict(cv.settings),
+            True,
+            json.loads(json.dumps(cv.packets)),
+        )
+        cs.append(m)
+    return cs  # fmt: skip
+
+
+def wide_cases(seeds: list[int], n: int) -> list[Conv]:
+    """The held-out random generator for fresh seeds, a quarter of its conversations over
+    IPv6 (ICMP as ICMPv6), and the demanding hand-written cases (demanding_cases)."""
+    cs = heldout_cases(seeds, n)
+    rng = random.Random(sum(seeds))
+    for cv in cs:
+        cv.name = cv.name.replace("heldout_", "wide_")
+        if rng.random() < 0.25:
+            _to_v6(cv)
+    return cs + demanding_cases()
+
+
 # ---------------------------------------------------------------------------- namespaces
 
 
@@ -998,7 +1458,17 @@ def main(argv: list[str] | None = None) -> int:
                     help="record only the held-out random case list for these comma-separated "
                          "seeds (a separate recording, to estimate agreement on cases never "
                          "tuned on)")  # fmt: skip
+    ap.add_argument("--wide", type=str, default=None, metavar="SEEDS",
+                    help="record only a wider held-out set: the held-out generator for these "
+                         "seeds, a quarter over IPv6, plus the demanding hand-written cases "
+                         "(wide_cases)")  # fmt: skip
     ap.add_argument("--per-seed", type=int, default=60, help="held-out conversations per seed")
+    ap.add_argument(
+        "--ns-prefix",
+        default="sf17-",
+        help="prefix of the three namespaces' "
+        "names (client, router, server: PREFIXc, PREFIXr, PREFIXs)",
+    )
     ap.add_argument("--random-only", action="store_true",
                     help="record only --random conversations of --seed (the main list's "
                          "random generator; a held-out set with another seed)")  # fmt: skip
@@ -1006,6 +1476,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="record only this case list and merge it into OUT (recorded on the "
                          "same kernel), replacing conversations of the same names")  # fmt: skip
     args = ap.parse_args(argv)
+    global NS_C, NS_R, NS_S
+    NS_C, NS_R, NS_S = (f"{args.ns_prefix}{x}" for x in "crs")
     if os.geteuid() != 0:
         print("record_conntrack: needs root (network namespaces)", file=sys.stderr)
         return 2
@@ -1024,6 +1496,8 @@ def main(argv: list[str] | None = None) -> int:
         cases = icmp_error_cases() if args.append == "icmp-errors" else ipv6_cases()
     elif args.random_only:
         cases = random_cases(args.random, args.seed)
+    elif args.wide:
+        cases = wide_cases([int(x) for x in args.wide.split(",")], args.per_seed)
     elif args.heldout:
         cases = heldout_cases([int(x) for x in args.heldout.split(",")], args.per_seed)
     else:
