@@ -27,6 +27,8 @@ nf_conntrack_core.c (6.x; checked against a recording of 6.18, tests/data/conntr
         (icmp_error_quotes) is RELATED to the entry of the tuple it quotes, inverted: it is
         forwarded with that entry's action and changes nothing (no state, timer or
         SEEN_REPLY); quoting no entry it is INVALID and creates none.
+  ICMPv6 neighbour discovery and MLD (untracked) create no entry and are not INVALID either
+        (V_UNTRACKED: forwarded by the policy alone, whatever the INVALID policy).
   other the generic timeout.
 INVALID and ignored packets never change the state or re-arm the timer (the one exception is
 the kernel's own: nf_tcp_handle_invalid). A packet without header fields (OPT_HDR clear, e.g.
@@ -102,6 +104,7 @@ V_KILL = 4  # accepted, and the entry is deleted (a RST was the only reply)
 V_INVALID_NEW = 5  # the kernel creates no entry (INVALID, no session)
 V_NEW = 6  # a new entry was created and the packet accepted
 V_RELATED = 7  # an ICMP error quoting the entry's tuple: forwarded, the entry left as it is
+V_UNTRACKED = 8  # ICMPv6 neighbour discovery / MLD: the kernel tracks none (ct state untracked)
 
 # ---- settings array (EngineConfig.tracker_params)
 C_LOOSE = 0
@@ -139,6 +142,11 @@ _ICMP_NEW = np.zeros(256, np.uint8)
 _ICMP_NEW[[8, 13, 15, 17]] = 1  # echo, timestamp, info request, address mask request
 _ICMP6_NEW = np.zeros(256, np.uint8)
 _ICMP6_NEW[[128, 139]] = 1  # echo request, node information query
+#: ICMPv6 types nf_conntrack never tracks (icmpv6_error's noct_valid_new: MLD query, report,
+#: done, MLDv2 report; router/neighbour solicitation and advertisement; a redirect is not one):
+#: the packet gets IP_CT_UNTRACKED, no entry and no INVALID verdict.
+_ICMP6_UNTRACKED = np.zeros(256, np.uint8)
+_ICMP6_UNTRACKED[[130, 131, 132, 133, 134, 135, 136, 143]] = 1
 
 #: ICMP error types (icmp_is_err): destination unreachable, source quench, redirect, time
 #: exceeded, parameter problem; above NR_ICMP_TYPES (18) the kernel calls a type invalid.
@@ -688,6 +696,12 @@ def icmp_error_quotes(proto, icmp_type, inner_proto, inner_type, dst_hi, dst_lo,
 
 
 @njit
+def untracked(proto, icmp_type) -> bool:
+    """The packet is one nf_conntrack leaves untracked (ICMPv6 ND/MLD: _ICMP6_UNTRACKED)."""
+    return np.int64(proto) == P_ICMP6 and _ICMP6_UNTRACKED[np.int64(icmp_type) & 0xFF] == 1
+
+
+@njit
 def cfg_tuple(cfg):
     """The settings array as a tuple (N_CFG values): passed by value, so a kernel's hit path
     carries no reference-counted array into the tracker."""
@@ -848,6 +862,7 @@ __all__ = [
     "V_KILL",
     "V_RELATED",
     "V_REOPEN",
+    "V_UNTRACKED",
     "arm_default",
     "clear",
     "ct_new",
@@ -859,4 +874,5 @@ __all__ = [
     "pkt_flags",
     "tcp_in_window",
     "tcp_packet",
+    "untracked",
 ]
