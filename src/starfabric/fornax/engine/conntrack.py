@@ -298,10 +298,12 @@ def _max_scale(wscale):
 
 @njit_inline
 def _options(m, d, opt, wscale):
-    """tcp_options into direction d: only when the header has options (then they reset)."""
+    """tcp_options into direction d: only when the header has options (then they reset, all
+    but BE_LIBERAL, which the kernel keeps: an entry picked up or installed liberally stays
+    so when a SYN's options arrive)."""
     if not opt & OPT_PRESENT:
         return m
-    f = 0
+    f = _tf(m, d) & TF_BE_LIBERAL
     sc = 0
     if opt & OPT_SACK_PERM:
         f |= TF_SACK_PERM
