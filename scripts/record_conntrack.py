@@ -24,7 +24,11 @@ window edge cases, loose on/off, be_liberal, UDP, ICMP, ICMP errors (RELATED to 
 conversation they quote, or INVALID), IPv6 (TCP/UDP over IPv6, ICMPv6 pairing and errors),
 and seeded random sequences. `--append icmp-errors|ipv6` records only those cases into an
 existing recording of the same kernel; `--heldout SEEDS` records a separate held-out set of a
-wider random generator (heldout_cases), `--random-only` the main list's random generator alone.
+wider random generator (heldout_cases), `--wide SEEDS` that generator for other seeds, a
+quarter over IPv6, with the demanding hand-written cases (wide_cases), `--edges SEEDS` every
+tcp_in_window bound and RST check at -1/0/+1 with long random conversations
+(edges_and_long_cases), `--random-only` the main list's random generator alone.
+`--ns-prefix` names the namespaces (default sf17-: sf17-c, sf17-r, sf17-s).
 About 3 minutes for 2,000 packets. Needs root, iproute2, nftables and conntrack-tools; cleans
 its namespaces up on any exit (SIGINT, SIGTERM, SIGHUP included).
 """
@@ -463,7 +467,7 @@ def _random_tcp_step(cv: Conv, rng: random.Random) -> None:
                 advance=False, **kw)  # fmt: skip
 
 
-def _random_tcp(cv: Conv, rng: random.Random) -> None:
+def _random_tcp(cv: Conv, rng: random.Random, steps: tuple[int, int] = (3, 10)) -> None:
     prefix = rng.random()
     ws = [rng.choice([None, None, 0, 2, 7, 14]) for _ in range(2)]
     sp = [rng.random() < 0.5 for _ in range(2)]
@@ -481,7 +485,7 @@ def _random_tcp(cv: Conv, rng: random.Random) -> None:
         cv.c_(rng.choice([A, P | A]), seq=1001, ack=50001, payload=rng.choice([0, 50]),
               advance=True)  # fmt: skip
         cv.s.nxt = 50001
-    for _ in range(rng.randint(3, 10)):
+    for _ in range(rng.randint(*steps)):
         _random_tcp_step(cv, rng)
 
 
@@ -1086,6 +1090,122 @@ def wide_cases(seeds: list[int], n: int) -> list[Conv]:
     return cs + demanding_cases()
 
 
+def edge_cases() -> list[Conv]:
+    """Each bound of tcp_in_window hit at -1 / 0 / +1 (sequence above td_maxend, segment end
+    below td_end - the receiver's max window, ACK above the receiver's td_end, ACK below it
+    by MAXACKWINDOW), the RST sequence checks around the exact and the in-window values and
+    td_maxack, SACK edges, from either side, unscaled and with window scale 7; each edge
+    packet after a handshake with known windows and followed by an in-order ACK."""
+    cs: list[Conv] = []
+    w0 = 29200  # the SYNs' (unscaled) window
+    for sc in (None, 7):
+        wa = 1000 if sc else 64240  # the ACKs' window field (x 128 when scaled)
+        eff = wa << (sc or 0)
+        maw = max(eff, 66000)  # MAXACKWINDOW of a sender with that max window
+        tag = "ws7" if sc else "nows"
+
+        def base(name: str, sc: int | None = sc, wa: int = wa) -> Conv:
+            cv = Conv(name)
+            cv.c_(S, win=w0, wscale=sc).s_(S | A, win=w0, wscale=sc).c_(A, win=wa)
+            cv.s_(A, win=wa)
+            return cv
+
+        for d in (0, 1):
+            for k in (-1, 0, 1):
+                nm = f"e_{tag}_d{d}_k{k + 1}"
+                me0, peer0 = (1001, 50001) if d == 0 else (50001, 1001)
+                cv = base(f"{nm}_seq_above_maxend")
+                cv._tcp(d, P | A, seq=me0 + eff + k, payload=10, win=wa)
+                cs.append(cv)
+                cv = base(f"{nm}_end_below_lower")
+                cv._tcp(d, P | A, seq=me0 - max(w0, eff) - 10 + k, payload=10, win=wa)
+                cs.append(cv)
+                cv = base(f"{nm}_ack_above_td_end")
+                cv._tcp(d, A, ack=peer0 + k, win=wa)
+                cs.append(cv)
+                cv = base(f"{nm}_ack_below_maxackwin")
+                cv._tcp(d, A, ack=peer0 - maw + k, win=wa)
+                cs.append(cv)
+                cv = base(f"{nm}_sack_edge")
+                cv._tcp(1 - d, P | A, payload=100, win=wa)
+                cv._tcp(d, A, ack=peer0, sack=[(peer0 + 50, peer0 + 100 + k)], win=wa)
+                cs.append(cv)
+            for j, k in enumerate((-2, -1, 0, 1, 2)):
+                cv = base(f"e_{tag}_d{d}_rst_exact{j}")
+                cv._tcp(1 - d, P | A, payload=100, win=wa)._tcp(d, A, win=wa)
+                me = cv.c if d == 0 else cv.s
+                cv._tcp(d, R, seq=me.nxt + k)
+                cs.append(cv)
+            for j, k in enumerate((-1, 0, 1)):
+                cv = base(f"e_{tag}_d{d}_rst_window{j}")
+                me = cv.c if d == 0 else cv.s
+                cv._tcp(d, R, seq=me.nxt + eff + k)
+                cs.append(cv)
+                cv = base(f"e_{tag}_d{d}_rst_maxack{j}")
+                cv._tcp(d, P | A, payload=100, win=wa)._tcp(1 - d, A, win=wa)
+                cv._tcp(d, P | A, payload=100, win=wa)._tcp(1 - d, A, win=wa)
+                me = cv.c if d == 0 else cv.s
+                cv._tcp(d, R, seq=me.nxt - 100 + k)
+                cs.append(cv)
+    for cv in cs:  # an in-order ACK after the edge packet shows what it left behind
+        cv.c_(A).s_(A)
+    return cs
+
+
+def rst_direction_cases() -> list[Conv]:
+    """Which RSTs skip the window check after a SYN or ACK let through (the probes that
+    located long_909_030's disagreement): a SYN, the server's ACK in SYN_SENT (ignored),
+    then a retransmitted or new-ISN SYN or not, then a RST from either side whose ACK is the
+    last packet's end, the SYN's end, 0, or far off, in and out of window."""
+    cs: list[Conv] = []
+
+    def mk(name: str, resyn: int | None, tail: list[tuple[int, int, dict[str, Any]]],
+           ackrep: bool = True) -> None:  # fmt: skip
+        cv = Conv(f"rd_{name}")
+        cv.c_(S, seq=1010, advance=True)
+        if ackrep:
+            cv.s_(A, seq=50001, ack=1011, win=65535)
+        if resyn is not None:
+            cv.c_(S, seq=resyn, sackperm=True)
+        for d, fl, kw in tail:
+            cv._tcp(d, fl, **kw)
+        cv.c_(A, seq=1011, ack=50001)
+        cs.append(cv)
+
+    far = 1465085332
+    for tag, resyn in (("nosyn", None), ("resyn", 1010), ("newisn", 3245101809),
+                       ("isn_after", 5000000)):  # fmt: skip
+        mk(f"{tag}_cli_rst_far", resyn, [(0, R | A, {"seq": far, "ack": 50001})])
+        mk(f"{tag}_cli_rst_inwin", resyn, [(0, R | A, {"seq": 1011, "ack": 50001})])
+        mk(f"{tag}_cli_rst_synend", resyn, [(0, R | A, {"seq": 1011, "ack": 1011})])
+        mk(f"{tag}_cli_rst_ack0", resyn, [(0, R | A, {"seq": 1011, "ack": 0})])
+        mk(f"{tag}_cli_rst_ack0_far", resyn, [(0, R | A, {"seq": far, "ack": 0})])
+        mk(f"{tag}_cli_rst_below", resyn, [(0, R | A, {"seq": 900, "ack": 0})])
+        mk(f"{tag}_srv_rst_50001", resyn, [(1, R | A, {"seq": 77, "ack": 50001})])
+        mk(f"{tag}_srv_rst_synend", resyn, [(1, R | A, {"seq": 77, "ack": 1011})])
+        mk(f"{tag}_cli_rst_noack", resyn, [(0, R, {"seq": far})])
+    mk("resyn_ackrep_cli_rst", 1010, [(1, A, {"seq": 50001, "ack": 1011, "win": 65535}),
+                                      (0, R | A, {"seq": 1011, "ack": 50001})])  # fmt: skip
+    mk("noackrep_resyn_srv_rst", 1010, [(1, R | A, {"seq": 0, "ack": 1011})], ackrep=False)
+    mk("noackrep_resyn_cli_rst", 1010, [(0, R | A, {"seq": far, "ack": 50001})], ackrep=False)
+    return cs
+
+
+def edges_and_long_cases(seeds: list[int], n: int) -> list[Conv]:
+    """edge_cases, and long random conversations (12-30 steps after the held-out
+    generator's prefixes; a quarter over IPv6) for these seeds."""
+    cs = edge_cases()
+    for seed in seeds:
+        rng = random.Random(seed)
+        for k in range(n):
+            cv = Conv(f"long_{seed}_{k:03d}", settings=dict(rng.choice(PROFILES)))
+            _random_tcp(cv, rng, (12, 30))
+            if rng.random() < 0.25:
+                _to_v6(cv)
+            cs.append(cv)
+    return cs
+
+
 # ---------------------------------------------------------------------------- namespaces
 
 
@@ -1462,6 +1582,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="record only a wider held-out set: the held-out generator for these "
                          "seeds, a quarter over IPv6, plus the demanding hand-written cases "
                          "(wide_cases)")  # fmt: skip
+    ap.add_argument("--edges", type=str, default=None, metavar="SEEDS",
+                    help="record only the window-edge cases and long random conversations "
+                         "for these seeds (edges_and_long_cases; --per-seed of them each)")  # fmt: skip
     ap.add_argument("--per-seed", type=int, default=60, help="held-out conversations per seed")
     ap.add_argument(
         "--ns-prefix",
@@ -1472,7 +1595,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--random-only", action="store_true",
                     help="record only --random conversations of --seed (the main list's "
                          "random generator; a held-out set with another seed)")  # fmt: skip
-    ap.add_argument("--append", choices=["icmp-errors", "ipv6"], default=None,
+    ap.add_argument("--append", choices=["icmp-errors", "ipv6", "rst-direction"], default=None,
                     help="record only this case list and merge it into OUT (recorded on the "
                          "same kernel), replacing conversations of the same names")  # fmt: skip
     args = ap.parse_args(argv)
@@ -1493,9 +1616,12 @@ def main(argv: list[str] | None = None) -> int:
             print(f"record_conntrack: {args.out} is not a {FORMAT} recording of kernel "
                   f"{os.uname().release}; record it whole instead of --append", file=sys.stderr)  # fmt: skip
             return 2
-        cases = icmp_error_cases() if args.append == "icmp-errors" else ipv6_cases()
+        cases = {"icmp-errors": icmp_error_cases, "ipv6": ipv6_cases,
+                 "rst-direction": rst_direction_cases}[args.append]()  # fmt: skip
     elif args.random_only:
         cases = random_cases(args.random, args.seed)
+    elif args.edges:
+        cases = edges_and_long_cases([int(x) for x in args.edges.split(",")], args.per_seed)
     elif args.wide:
         cases = wide_cases([int(x) for x in args.wide.split(",")], args.per_seed)
     elif args.heldout:
@@ -1516,7 +1642,8 @@ def main(argv: list[str] | None = None) -> int:
         with Progress() as prog:
             task = prog.add_task("recording", total=total)
             groups: dict[str, list[tuple[Conv, int]]] = {}
-            port0 = {None: 20000, "icmp-errors": 30000, "ipv6": 40000}[args.append]
+            port0 = {None: 20000, "icmp-errors": 30000, "ipv6": 40000,
+                     "rst-direction": 45000}[args.append]  # fmt: skip
             for k, cv in enumerate(cases):
                 key = json.dumps({**TCP_DEFAULTS, **cv.settings}, sort_keys=True)
                 groups.setdefault(key, []).append((cv, port0 + k))
