@@ -14,6 +14,7 @@ from starfabric.fornax.conformance import METRICS, kernel_rearmed, load_recordin
 RECORDING = Path(__file__).parents[1] / "data" / "conntrack" / "kernel_recording.json"
 HELDOUT = Path(__file__).parents[1] / "data" / "conntrack" / "kernel_heldout.json"
 WIDE = Path(__file__).parents[1] / "data" / "conntrack" / "kernel_wide.json"
+EDGES = Path(__file__).parents[1] / "data" / "conntrack" / "kernel_edges.json"
 
 
 @pytest.fixture(scope="module")
@@ -160,6 +161,35 @@ def test_wide_recording_agrees_on_both_engines(wide: dict, datapath: str) -> Non
     assert r.conversations == len(names)
     assert r.mismatches == []
     assert r.percent()["conversations"] == 100.0
+
+
+@pytest.fixture(scope="module")
+def edges() -> dict:
+    return load_recording(EDGES)
+
+
+def test_edges_recording_agrees_on_the_software_path(edges: dict) -> None:
+    """Every tcp_in_window bound and RST check at -1/0/+1 (record_conntrack.py --edges
+    909,1010), long random conversations, and the RST-direction probes (--append
+    rst-direction): the kernel's verdict flips at each bound and the replay follows."""
+    convs = edges["conversations"]
+    kinds = {c["name"].split("_")[0] for c in convs}
+    assert kinds == {"e", "long", "rd"} and len(convs) >= 200
+    edge_verdicts = {k["verdict"] for c in convs if c["name"].startswith("e_")
+                     for k in c["kernel"][4:5]}  # fmt: skip
+    assert {"invalid", "established"} <= edge_verdicts  # both sides of the bounds
+    r = replay(edges, "softpath")
+    assert r.mismatches == []
+    assert r.percent() == {**dict.fromkeys(METRICS, 100.0), "conversations": 100.0}
+
+
+@pytest.mark.parametrize("datapath", ["fast", "reference"])
+def test_edges_recording_agrees_on_both_engines(edges: dict, datapath: str) -> None:
+    names = sorted(c["name"] for c in edges["conversations"] if not c["name"].startswith("long"))
+    names = names[:: 1 if datapath == "fast" else 3]
+    r = replay(edges, datapath, set(names))
+    assert r.conversations == len(names)
+    assert r.mismatches == []
 
 
 def test_bad_recording_is_a_data_error(tmp_path: Path) -> None:

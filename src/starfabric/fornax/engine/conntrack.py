@@ -575,8 +575,11 @@ def tcp_packet(m, te, tx, tw, tk, l1, l2, ex, d, flags, seq, ack, sack, win, opt
             if not brk:
                 seen = _flag(m, FLAG_SEEN_REPLY)
                 assured = _flag(m, FLAG_ASSURED)
+                # a RST answering a SYN let through comes from the SYN's peer: one from the
+                # SYN's own side is window-checked on 6.18 (kernel_edges.json long_909_030
+                # and the rd_* probes: after an ignored ACK either side's RST skips it)
                 if (
-                    ((seen and li == I_SYN) or (not assured and li == I_ACK))
+                    ((seen and li == I_SYN and last_dir != d) or (not assured and li == I_ACK))
                     and _u32(ack) == _h(l2, 0)
                 ) or (old == _SS and li == I_ACK and last_dir == 1 and _u32(seq) == _h(l1, 1)):
                     skip_window = True
