@@ -18,7 +18,8 @@ nf_conntrack_core.c (6.x; checked against a recording of 6.18, tests/data/conntr
   UDP   unreplied, replied (< 2 s after creation: still the unreplied timeout), stream
         (replied and older than 2 s: stream timeout, ASSURED).
   ICMP  only echo/timestamp/info/address-mask requests (ICMPv6: echo request, node info
-        query) create an entry, which remembers the request type; on it only that request
+        query) create an entry, one per requester, identifier and class (keys.py: both
+        hosts requesting with one identifier hold two), which remembers the request type; on it only that request
         from the requester and its reply from the peer are tracked (the kernel's tuple holds
         the type: a reply from the requester, another class's message, an error type quoting
         nothing or a type above 18 finds no entry and cannot create one, INVALID), each
