@@ -117,6 +117,16 @@ def _l4_ports(
     return sport, dport
 
 
+def icmp_inverted_words(
+    proto: npt.NDArray[np.uint8], words: npt.NDArray[np.uint16]
+) -> npt.NDArray[np.uint16]:
+    """icmp_inverted_word over arrays (ICMPv6 where proto is 58, ICMP otherwise)."""
+    word = words.astype(np.int64)
+    fam = (proto == PROTO_ICMPV6).astype(np.int64)
+    inv = ICMP_INVERT[fam, (word >> 8) & 0xFF]
+    return np.where(inv >= 0, (inv << 8) | (word & 0xFF), word).astype(np.uint16)
+
+
 def icmp_inverted_word(proto: int, word: int) -> int:
     """An ICMP(v6) packet's type/code word (type << 8 | code) with the type inverted as
     nf_ct_invert_tuple does (a request's reply, a reply's request); unchanged otherwise."""
@@ -167,10 +177,7 @@ def quoted_tuple(err: PacketBatch) -> tuple[npt.NDArray[Any], ...]:
     keeps its identifier in place and its type inverted (request <-> reply, as
     nf_ct_invert_tuple). canonicalize_columns' argument order."""
     icmp_in = np.isin(err.inner_proto, (PROTO_ICMP, PROTO_ICMPV6))
-    word = err.inner_dport.astype(np.int64)
-    fam = (err.inner_proto == PROTO_ICMPV6).astype(np.int64)
-    inv = ICMP_INVERT[fam, (word >> 8) & 0xFF]
-    inv_word = np.where(inv >= 0, (inv << 8) | (word & 0xFF), word).astype(np.uint16)
+    inv_word = icmp_inverted_words(err.inner_proto, err.inner_dport)
     return (
         err.vni, err.inner_proto, err.inner_dst_hi, err.inner_dst_lo, err.inner_src_hi,
         err.inner_src_lo, np.where(icmp_in, err.inner_sport, err.inner_dport),
@@ -249,6 +256,7 @@ __all__ = [
     "canonicalize_columns",
     "hash_key_py",
     "icmp_inverted_word",
+    "icmp_inverted_words",
     "key_hash",
     "quoted_tuple",
     "tag_of",
