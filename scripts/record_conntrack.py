@@ -24,7 +24,11 @@ window edge cases, loose on/off, be_liberal, UDP, ICMP, ICMP errors (RELATED to 
 conversation they quote, or INVALID), IPv6 (TCP/UDP over IPv6, ICMPv6 pairing and errors),
 and seeded random sequences. `--append icmp-errors|ipv6` records only those cases into an
 existing recording of the same kernel; `--heldout SEEDS` records a separate held-out set of a
-wider random generator (heldout_cases), `--random-only` the main list's random generator alone.
+wider random generator (heldout_cases), `--wide SEEDS` that generator for other seeds, a
+quarter over IPv6, with the demanding hand-written cases (wide_cases), `--edges SEEDS` every
+tcp_in_window bound and RST check at -1/0/+1 with long random conversations
+(edges_and_long_cases), `--random-only` the main list's random generator alone.
+`--ns-prefix` names the namespaces (default sf17-: sf17-c, sf17-r, sf17-s).
 About 3 minutes for 2,000 packets. Needs root, iproute2, nftables and conntrack-tools; cleans
 its namespaces up on any exit (SIGINT, SIGTERM, SIGHUP included).
 """
@@ -463,7 +467,7 @@ def _random_tcp_step(cv: Conv, rng: random.Random) -> None:
                 advance=False, **kw)  # fmt: skip
 
 
-def _random_tcp(cv: Conv, rng: random.Random) -> None:
+def _random_tcp(cv: Conv, rng: random.Random, steps: tuple[int, int] = (3, 10)) -> None:
     prefix = rng.random()
     ws = [rng.choice([None, None, 0, 2, 7, 14]) for _ in range(2)]
     sp = [rng.random() < 0.5 for _ in range(2)]
@@ -481,7 +485,7 @@ def _random_tcp(cv: Conv, rng: random.Random) -> None:
         cv.c_(rng.choice([A, P | A]), seq=1001, ack=50001, payload=rng.choice([0, 50]),
               advance=True)  # fmt: skip
         cv.s.nxt = 50001
-    for _ in range(rng.randint(3, 10)):
+    for _ in range(rng.randint(*steps)):
         _random_tcp_step(cv, rng)
 
 
@@ -623,6 +627,582 @@ def ipv6_cases() -> list[Conv]:
         C("v6_icmperr_quoting_a_reply", "icmpv6").icmp(0, 128).icmp(1, 129)
         .err(0, 3, 0, quote=1, src=ROUTER6_C),
     ]  # fmt: skip
+    return cs
+
+
+#: ICMP(v4) types of the random generator -> their ICMPv6 counterparts (echo, node information
+#: query/response for timestamp, an unknown informational type), errors likewise.
+V6_TYPE = {8: 128, 0: 129, 13: 139, 14: 140, 42: 200}
+V6_ERROR = {3: 1, 11: 3, 12: 4}
+
+
+def _to_v6(cv: Conv) -> Conv:
+    """The same conversation over IPv6: ICMP types and error types mapped to ICMPv6."""
+    cv.ip6 = True
+    if cv.proto == "icmp":
+        cv.proto = "icmpv6"
+        for p in cv.packets:
+            if "type" in p:
+                p["type"] = V6_TYPE.get(p["type"], p["type"])
+    for p in cv.packets:
+        e = p.get("error")
+        if e:
+            e["code"] = 4 if e["type"] == 3 and e["code"] == 3 else min(e["code"], 1)
+            e["type"] = V6_ERROR.get(e["type"], 1)
+    return cv
+
+
+def demanding_cases() -> list[Conv]:
+    """Hand-written cases a demanding kernel tester adds (recorded as held-out data before any
+    tracker change): simultaneous open variants, SYN/SYN-ACK with payload or a wrong ACK,
+    window scaling offered by one side, scale 14 and beyond, SACK-permitted one side or both,
+    sequence numbers wrapping at 2^32, RST in SYN_SENT / SYN_RECV, challenge ACKs, FIN
+    retransmits, keep-alives, data after RST, loose-off pickups, be_liberal out of window, ECN
+    flags, UDP replies around the 2 s stream mark, ICMP errors quoting TCP/UDP/ICMP in both
+    directions, ICMPv6 neighbour discovery / MLD / router messages, ICMPv4 router and
+    address-mask messages, both hosts sending echo requests with one identifier; IPv6 mirrors."""
+    C = Conv
+    W = 0xFFFFFFFF
+    lo0 = {"tcp_loose": 0}
+    lib = {"tcp_be_liberal": 1}
+    tcp = [
+        C("d_simopen_wscale")
+        .c_(S, wscale=7)
+        .s_(S, wscale=7)
+        .c_(S | A, seq=1000)
+        .s_(S | A, seq=50000)
+        .s_(A, seq=50001)
+        .c_(P | A, seq=1001, payload=100, advance=True)
+        .s_(A),
+        C("d_simopen_ack_only")
+        .c_(S)
+        .s_(S)
+        .c_(A, seq=1001, ack=50001)
+        .s_(A, seq=50001, ack=1001)
+        .c_(P | A, seq=1001, payload=10, advance=True)
+        .s_(A),
+        C("d_simopen_synack_one_side")
+        .c_(S)
+        .s_(S)
+        .s_(S | A, seq=50000)
+        .c_(A, seq=1001)
+        .c_(P | A, seq=1001, payload=10, advance=True)
+        .s_(A, seq=50001),
+        C("d_simopen_rst").c_(S).s_(S).c_(R, seq=1001),
+        C("d_syn_payload_then_data")
+        .c_(S, payload=100)
+        .s_(S | A, ack=1001)
+        .c_(A, seq=1001)
+        .c_(P | A, seq=1001, payload=100, advance=True)
+        .s_(A),
+        C("d_synack_payload").c_(S).s_(S | A, payload=50).c_(A).s_(P | A, payload=10).c_(A),
+        C("d_synack_wrong_ack_high")
+        .c_(S)
+        .s_(S | A, ack=1006)
+        .s_(S | A, seq=50000, ack=1001)
+        .c_(A, ack=50001),
+        C("d_synack_wrong_ack_low").c_(S).s_(S | A, ack=999).c_(A),
+        C("d_synack_ack_zero")
+        .c_(S)
+        .s_(S | A, ack=0)
+        .s_(S | A, seq=50000, ack=1001)
+        .c_(A, ack=50001),
+        C("d_wscale_server_only")
+        .c_(S)
+        .s_(S | A, wscale=7)
+        .c_(A)
+        .s_(A, win=1000)
+        .c_(P | A, payload=1400)
+        .c_(P | A, seq=1001 + 1400 + 64240, payload=100),
+        C("d_wscale_client_only")
+        .c_(S, wscale=7)
+        .s_(S | A)
+        .c_(A, win=500)
+        .s_(P | A, payload=1000)
+        .s_(P | A, seq=50001 + 1000 + 70000, payload=10),
+        C("d_wscale_14")
+        .hs(wscale=14)
+        .c_(A, win=4)
+        .s_(P | A, seq=50001 + 60000, payload=100)
+        .s_(P | A, seq=50001 + 300000, payload=100)
+        .c_(A),
+        C("d_wscale_15")
+        .hs(wscale=15)
+        .c_(A, win=4)
+        .s_(P | A, seq=50001 + 60000, payload=100)
+        .s_(P | A, seq=50001 + 300000, payload=100)
+        .c_(A),
+        C("d_wscale_255")
+        .c_(S, wscale=255)
+        .s_(S | A, wscale=255)
+        .c_(A, win=2)
+        .s_(P | A, seq=50001 + 40000, payload=100)
+        .s_(P | A, seq=50001 + 140000, payload=100),
+        C("d_wscale_0_vs_14")
+        .c_(S, wscale=0)
+        .s_(S | A, wscale=14)
+        .c_(A, win=100)
+        .s_(A, win=1)
+        .c_(P | A, seq=1001 + 20000, payload=10)
+        .s_(P | A, seq=50001 + 20000, payload=10),
+        C("d_sackperm_both_blocks")
+        .hs(sackperm=True)
+        .s_(P | A, payload=1000)
+        .s_(P | A, payload=1000)
+        .c_(A, ack=50001, sack=[(51001, 52001)])
+        .c_(A, ack=50001, sack=[(51001, 52001), (50001 + 3000, 50001 + 4000)])
+        .c_(A, ack=50001, sack=[(51001, 52001 + 70000)]),
+        C("d_sackperm_client_only")
+        .c_(S, sackperm=True)
+        .s_(S | A)
+        .c_(A)
+        .s_(P | A, payload=100)
+        .c_(A, ack=50001, sack=[(50101, 50001 + 90000)]),
+        C("d_sack_without_perm")
+        .hs()
+        .s_(P | A, payload=100)
+        .c_(A, ack=50001, sack=[(50101, 50001 + 90000)]),
+        C("d_seq_wrap_client", c=Side(W - 255))
+        .hs()
+        .c_(P | A, payload=1400)
+        .s_(A)
+        .c_(P | A, payload=100)
+        .s_(A)
+        .c_(F | A)
+        .s_(F | A)
+        .c_(A),
+        C("d_seq_wrap_server", s=Side(W - 15))
+        .hs()
+        .s_(P | A, payload=1000)
+        .c_(A)
+        .s_(P | A, seq=W - 14, payload=10)
+        .c_(A, ack=W - 14)
+        .s_(R, seq=(W - 15 + 1 + 1000) & W),
+        C("d_seq_wrap_isn_max", c=Side(W))
+        .hs()
+        .c_(P | A, payload=10)
+        .s_(A)
+        .c_(P | A, seq=0x7FFFFFF0, payload=10)
+        .c_(A, seq=W),
+        C("d_seq_wrap_window_edge", c=Side(W - 1000))
+        .hs(win=65535)
+        .s_(A, win=65535)
+        .c_(P | A, seq=(W - 1000 + 1 + 65000) & W, payload=100)
+        .c_(P | A, seq=(W - 1000 + 1 + 66000) & W, payload=100),
+        C("d_rst_ack_syn_sent_wrong_ack").c_(S).s_(R | A, seq=0, ack=1500).s_(S | A).c_(A),
+        C("d_rst_no_ack_syn_sent").c_(S).s_(R, seq=50000),
+        C("d_rst_from_client_syn_sent").c_(S).c_(R, seq=1001),
+        C("d_rst_ack_from_client_syn_sent")
+        .c_(S)
+        .c_(R | A, seq=1001, ack=0)
+        .c_(S, seq=1000)
+        .s_(S | A)
+        .c_(A),
+        C("d_rst_syn_recv_from_server").c_(S).s_(S | A).s_(R, seq=50001),
+        C("d_rst_syn_recv_inexact").c_(S).s_(S | A).c_(R, seq=1500).c_(A),
+        C("d_rst_ack_syn_recv_wrong_ack").c_(S).s_(S | A).c_(R | A, seq=1001, ack=50100).c_(A),
+        C("d_challenge_ack_after_inexact_rst")
+        .hs()
+        .c_(P | A, payload=100)
+        .s_(A)
+        .s_(R, seq=50001 + 100)
+        .c_(A)
+        .s_(R, seq=50001),
+        C("d_challenge_ack_after_syn_est")
+        .hs()
+        .c_(S, seq=777777)
+        .s_(A, seq=50001, ack=1001)
+        .c_(R, seq=1001),
+        C("d_challenge_ack_then_data")
+        .hs()
+        .c_(S, seq=777777)
+        .s_(A, seq=50001, ack=1001)
+        .c_(P | A, payload=100)
+        .s_(A),
+        C("d_fin_retransmit_close_wait").hs().c_(F | A).s_(A).c_(F | A, seq=1001).s_(F | A).c_(A),
+        C("d_fin_retransmit_time_wait")
+        .hs()
+        .c_(F | A)
+        .s_(F | A)
+        .c_(A)
+        .s_(F | A, seq=50001)
+        .c_(A, seq=1002),
+        C("d_fin_retransmit_many")
+        .hs()
+        .c_(F | A)
+        .c_(F | A, seq=1001)
+        .c_(F | A, seq=1001)
+        .c_(F | A, seq=1001)
+        .c_(F | A, seq=1001)
+        .s_(A),
+        C("d_keepalive_1byte")
+        .hs()
+        .c_(P | A, payload=100)
+        .s_(A)
+        .c_(A, seq=1100, payload=1)
+        .s_(A)
+        .c_(A, seq=1100, payload=1)
+        .s_(A),
+        C("d_keepalive_many")
+        .hs()
+        .c_(A, seq=1000)
+        .c_(A, seq=1000)
+        .c_(A, seq=1000)
+        .c_(A, seq=1000)
+        .c_(A, seq=1000)
+        .s_(A),
+        C("d_data_after_rst").hs().c_(R, seq=1001).s_(P | A, payload=100).c_(P | A, payload=100),
+        C("d_data_after_rst_ack_then_reopen")
+        .hs()
+        .s_(R | A)
+        .c_(P | A, payload=10)
+        .c_(S, seq=5000000, advance=True)
+        .s_(S | A)
+        .c_(A),
+        C("d_loose_off_data", settings=lo0)
+        .c_(P | A, seq=1001, ack=50001, payload=100)
+        .s_(A, seq=50001),
+        C("d_loose_off_fin", settings=lo0).c_(F | A, seq=1001, ack=50001).s_(A, seq=50001),
+        C("d_loose_off_rst", settings=lo0).c_(R, seq=1001).c_(S).s_(S | A).c_(A),
+        C("d_loose_off_synack", settings=lo0).s_(S | A, ack=1001).c_(A, seq=1001),
+        C("d_loose_off_midstream_then_syn", settings=lo0)
+        .c_(A, seq=1001, ack=50001)
+        .c_(S, seq=1000)
+        .s_(S | A)
+        .c_(A, seq=1001),
+        C("d_loose_on_pickup_reply_first")
+        .s_(P | A, seq=50001, ack=1001, payload=100)
+        .c_(A, seq=1001)
+        .s_(P | A, seq=50101, ack=1001, payload=10, advance=True),
+        C("d_loose_pickup_window_then_oow")
+        .c_(P | A, seq=1001, ack=50001, payload=100, advance=True)
+        .s_(A, seq=50001, advance=True)
+        .c_(P | A, seq=1101 + 200000, payload=10)
+        .s_(A, ack=1101 + 90000),
+        C("d_be_liberal_both_ways", settings=lib)
+        .hs()
+        .c_(P | A, seq=1001 + 500000, payload=100)
+        .s_(P | A, seq=50001 - 300000, payload=10)
+        .c_(A, ack=50001 + 100000)
+        .s_(R, seq=50001 + 9999999)
+        .c_(A),
+        C("d_be_liberal_loose_off", settings={**lib, **lo0})
+        .c_(A, seq=1001, ack=50001)
+        .c_(S)
+        .s_(S | A)
+        .c_(P | A, seq=1001 + 900000, payload=10),
+        C("d_max_retrans_2", settings={"tcp_max_retrans": 2})
+        .hs()
+        .c_(P | A, payload=100)
+        .c_(P | A, seq=1001, payload=100)
+        .c_(P | A, seq=1001, payload=100)
+        .c_(P | A, seq=1001, payload=100)
+        .c_(P | A, seq=1001, payload=100)
+        .s_(A),
+        C("d_ignore_invalid_rst_oow", settings={"tcp_ignore_invalid_rst": 1})
+        .hs()
+        .s_(R, seq=50001 + 5000000)
+        .c_(R, seq=1001 - 100000)
+        .c_(A),
+        C("d_zero_window_probe")
+        .hs()
+        .s_(A, win=0)
+        .c_(P | A, payload=1)
+        .s_(A, win=0)
+        .c_(P | A, seq=1001, payload=1)
+        .s_(A, win=2000)
+        .c_(P | A, payload=100),
+        C("d_window_shrink").hs().s_(A, win=100).c_(P | A, payload=1000).c_(P | A, payload=1000),
+        C("d_urg_data").hs().c_(P | A | U, payload=10).s_(A),
+        C("d_ecn_handshake")
+        .c_(S | 0x40 | 0x80)
+        .s_(S | A | 0x40)
+        .c_(A)
+        .c_(P | A | 0x80, payload=10)
+        .s_(A | 0x40),
+        C("d_syn_ecn_only_flags").c_(0x40 | 0x80),
+        C("d_fin_syn_in_established").hs().c_(S | F, seq=1001).c_(A),
+        C("d_rst_fin_in_established").hs().c_(R | F, seq=1001).s_(A),
+        C("d_half_close_data")
+        .hs()
+        .c_(F | A)
+        .s_(P | A, payload=500)
+        .c_(A)
+        .s_(P | A, payload=500)
+        .c_(A)
+        .s_(F | A)
+        .c_(A),
+        C("d_ack_only_in_close_wait").hs().c_(F | A).s_(A).s_(A).c_(A),
+    ]
+    udp = [
+        C("d_udp_reply_at_1_9s", "udp")
+        .udp(0)
+        .udp(1, gap_s=1.9)
+        .udp(0, gap_s=0.3)
+        .udp(1, gap_s=1.5),
+        C("d_udp_reply_at_2_1s", "udp").udp(0).udp(1, gap_s=2.1).udp(0),
+        C("d_udp_stream_crossing_2s", "udp")
+        .udp(0)
+        .udp(1, gap_s=0.5)
+        .udp(0, gap_s=0.5)
+        .udp(1, gap_s=0.5)
+        .udp(0, gap_s=0.6)
+        .udp(1, gap_s=1.0),
+        C("d_udp_unreplied_then_late_reply", "udp").udp(0).udp(0).udp(0).udp(1, gap_s=2.5).udp(0),
+        C("d_udp_only_replies_late", "udp").udp(0).udp(1, gap_s=3.0).udp(1).udp(1),
+        C("d_udp_empty_payload", "udp").udp(0, payload=0).udp(1, payload=0).udp(0, payload=0),
+        C("d_udp_reply_after_expiry", "udp").udp(0).udp(1, gap_s=31.0),
+    ]
+    icmp = [
+        C("d_icmperr_tcp_both_dirs").hs().err(1, 3, 3).err(0, 3, 3, quote=1).c_(A),
+        C("d_icmperr_tcp_frag_needed_both")
+        .hs()
+        .c_(P | A, payload=1000)
+        .err(1, 3, 4, src=ROUTER_S)
+        .s_(P | A, payload=1000)
+        .err(0, 3, 4, quote=1, src=ROUTER_C)
+        .c_(A),
+        C("d_icmperr_tcp_time_exceeded_syn").c_(S).err(1, 11, 0, src=ROUTER_S).c_(S, seq=1000),
+        C("d_icmperr_tcp_wrong_dir_quote").hs().err(1, 3, 3, quote=1),
+        C("d_icmperr_tcp_fin_wait").hs().c_(F | A).err(1, 3, 4, src=ROUTER_S).s_(A),
+        C("d_icmperr_udp_time_exceeded_reply_dir", "udp")
+        .udp(0)
+        .udp(1)
+        .err(0, 11, 0, quote=1, src=ROUTER_C)
+        .udp(0),
+        C("d_icmperr_udp_frag_needed", "udp").udp(0).err(1, 3, 4, src=ROUTER_S).udp(1),
+        C("d_icmperr_udp_host_unreach_unreplied", "udp").udp(0).err(1, 3, 1, src=ROUTER_S).udp(0),
+        C("d_icmperr_echo_both_dirs", "icmp")
+        .icmp(0, 8)
+        .err(1, 3, 1)
+        .icmp(1, 0)
+        .err(0, 11, 0, quote=1, src=ROUTER_C),
+        C("d_icmperr_echo_port_unreach", "icmp").icmp(0, 8).err(1, 3, 3).icmp(1, 0),
+        C("d_icmperr_echo_time_exceeded_router", "icmp")
+        .icmp(0, 8)
+        .err(1, 11, 0, src=ROUTER_S)
+        .icmp(0, 8, seqno=2),
+        C("d_icmperr_quoting_timestamp", "icmp")
+        .icmp(0, 13)
+        .err(1, 3, 1, inner_type=13)
+        .icmp(1, 14),
+        C("d_icmperr_quoting_echo_no_entry", "icmp").err(1, 3, 1),
+        C("d_icmp_router_solicit", "icmp").icmp(0, 10).icmp(1, 9),
+        C("d_icmp_address_mask", "icmp").icmp(0, 17).icmp(1, 18),
+        C("d_icmp_info_request", "icmp").icmp(0, 15).icmp(1, 16),
+        C("d_icmp_timestamp_reply_first", "icmp").icmp(0, 14),
+        C("d_icmp_echo_then_timestamp_same_id", "icmp")
+        .icmp(0, 8)
+        .icmp(0, 13)
+        .icmp(1, 0)
+        .icmp(1, 14),
+        C("d_echo_both_hosts_same_id", "icmp")
+        .icmp(0, 8)
+        .icmp(1, 8)
+        .icmp(1, 0)
+        .icmp(0, 0)
+        .icmp(0, 8, seqno=2),
+        C("d_echo_both_hosts_replies_swapped", "icmp")
+        .icmp(0, 8)
+        .icmp(1, 8)
+        .icmp(0, 0)
+        .icmp(1, 0)
+        .icmp(1, 8, seqno=2),
+        C("d_echo_second_requester_no_reply", "icmp")
+        .icmp(0, 8)
+        .icmp(1, 0)
+        .icmp(1, 8)
+        .icmp(1, 8, seqno=2)
+        .icmp(0, 0),
+        C("d_echo_both_hosts_error", "icmp")
+        .icmp(0, 8)
+        .icmp(1, 8)
+        .err(1, 3, 1)
+        .err(0, 3, 1, quote=1)
+        .icmp(1, 0),
+    ]
+    v6 = [
+        C("d_v6_nd_neighbour_solicit", "icmpv6").icmp(0, 135).icmp(1, 136),
+        C("d_v6_nd_router_solicit", "icmpv6").icmp(0, 133).icmp(1, 134),
+        C("d_v6_nd_redirect", "icmpv6").icmp(1, 137),
+        C("d_v6_mld_query_report_done", "icmpv6")
+        .icmp(1, 130)
+        .icmp(0, 131)
+        .icmp(0, 132)
+        .icmp(0, 143),
+        C("d_v6_nd_then_echo", "icmpv6").icmp(0, 135).icmp(0, 128).icmp(1, 129),
+        C("d_v6_echo_both_hosts_same_id", "icmpv6")
+        .icmp(0, 128)
+        .icmp(1, 128)
+        .icmp(1, 129)
+        .icmp(0, 129)
+        .icmp(0, 128, seqno=2),
+        C("d_v6_echo_both_hosts_replies_swapped", "icmpv6")
+        .icmp(0, 128)
+        .icmp(1, 128)
+        .icmp(0, 129)
+        .icmp(1, 129),
+        C("d_v6_icmperr_echo_both_dirs", "icmpv6")
+        .icmp(0, 128)
+        .err(1, 1, 0)
+        .icmp(1, 129)
+        .err(0, 3, 0, quote=1, src=ROUTER6_C),
+        C("d_v6_icmperr_tcp_both_dirs", ip6=True).hs().err(1, 1, 4).err(0, 1, 4, quote=1).c_(A),
+        C("d_v6_icmperr_tcp_packet_too_big_reply", ip6=True)
+        .hs()
+        .s_(P | A, payload=1000)
+        .err(0, 2, 0, quote=1, src=ROUTER6_C)
+        .c_(A),
+        C("d_v6_icmperr_tcp_time_exceeded_syn", ip6=True)
+        .c_(S)
+        .err(1, 3, 0, src=ROUTER6_S)
+        .c_(S, seq=1000),
+        C("d_v6_icmperr_udp_packet_too_big", "udp", ip6=True)
+        .udp(0)
+        .err(1, 2, 0, src=ROUTER6_S)
+        .udp(1),
+        C("d_v6_icmperr_udp_reply_dir", "udp", ip6=True).udp(0).udp(1).err(0, 1, 4, quote=1).udp(0),
+        C("d_v6_icmp_node_info_from_server", "icmpv6").icmp(1, 139).icmp(0, 140),
+    ]
+    cs = tcp + udp + icmp + v6
+    mirror = [c for c in tcp[::2] + udp[:4]]
+    for cv in mirror:
+        m = Conv(
+            f"d_v6_{cv.name[2:]}",
+            cv.proto,
+            dict(cv.settings),
+            True,
+            json.loads(json.dumps(cv.packets)),
+        )
+        cs.append(m)
+    return cs  # fmt: skip
+
+
+def wide_cases(seeds: list[int], n: int) -> list[Conv]:
+    """The held-out random generator for fresh seeds, a quarter of its conversations over
+    IPv6 (ICMP as ICMPv6), and the demanding hand-written cases (demanding_cases)."""
+    cs = heldout_cases(seeds, n)
+    rng = random.Random(sum(seeds))
+    for cv in cs:
+        cv.name = cv.name.replace("heldout_", "wide_")
+        if rng.random() < 0.25:
+            _to_v6(cv)
+    return cs + demanding_cases()
+
+
+def edge_cases() -> list[Conv]:
+    """Each bound of tcp_in_window hit at -1 / 0 / +1 (sequence above td_maxend, segment end
+    below td_end - the receiver's max window, ACK above the receiver's td_end, ACK below it
+    by MAXACKWINDOW), the RST sequence checks around the exact and the in-window values and
+    td_maxack, SACK edges, from either side, unscaled and with window scale 7; each edge
+    packet after a handshake with known windows and followed by an in-order ACK."""
+    cs: list[Conv] = []
+    w0 = 29200  # the SYNs' (unscaled) window
+    for sc in (None, 7):
+        wa = 1000 if sc else 64240  # the ACKs' window field (x 128 when scaled)
+        eff = wa << (sc or 0)
+        maw = max(eff, 66000)  # MAXACKWINDOW of a sender with that max window
+        tag = "ws7" if sc else "nows"
+
+        def base(name: str, sc: int | None = sc, wa: int = wa) -> Conv:
+            cv = Conv(name)
+            cv.c_(S, win=w0, wscale=sc).s_(S | A, win=w0, wscale=sc).c_(A, win=wa)
+            cv.s_(A, win=wa)
+            return cv
+
+        for d in (0, 1):
+            for k in (-1, 0, 1):
+                nm = f"e_{tag}_d{d}_k{k + 1}"
+                me0, peer0 = (1001, 50001) if d == 0 else (50001, 1001)
+                cv = base(f"{nm}_seq_above_maxend")
+                cv._tcp(d, P | A, seq=me0 + eff + k, payload=10, win=wa)
+                cs.append(cv)
+                cv = base(f"{nm}_end_below_lower")
+                cv._tcp(d, P | A, seq=me0 - max(w0, eff) - 10 + k, payload=10, win=wa)
+                cs.append(cv)
+                cv = base(f"{nm}_ack_above_td_end")
+                cv._tcp(d, A, ack=peer0 + k, win=wa)
+                cs.append(cv)
+                cv = base(f"{nm}_ack_below_maxackwin")
+                cv._tcp(d, A, ack=peer0 - maw + k, win=wa)
+                cs.append(cv)
+                cv = base(f"{nm}_sack_edge")
+                cv._tcp(1 - d, P | A, payload=100, win=wa)
+                cv._tcp(d, A, ack=peer0, sack=[(peer0 + 50, peer0 + 100 + k)], win=wa)
+                cs.append(cv)
+            for j, k in enumerate((-2, -1, 0, 1, 2)):
+                cv = base(f"e_{tag}_d{d}_rst_exact{j}")
+                cv._tcp(1 - d, P | A, payload=100, win=wa)._tcp(d, A, win=wa)
+                me = cv.c if d == 0 else cv.s
+                cv._tcp(d, R, seq=me.nxt + k)
+                cs.append(cv)
+            for j, k in enumerate((-1, 0, 1)):
+                cv = base(f"e_{tag}_d{d}_rst_window{j}")
+                me = cv.c if d == 0 else cv.s
+                cv._tcp(d, R, seq=me.nxt + eff + k)
+                cs.append(cv)
+                cv = base(f"e_{tag}_d{d}_rst_maxack{j}")
+                cv._tcp(d, P | A, payload=100, win=wa)._tcp(1 - d, A, win=wa)
+                cv._tcp(d, P | A, payload=100, win=wa)._tcp(1 - d, A, win=wa)
+                me = cv.c if d == 0 else cv.s
+                cv._tcp(d, R, seq=me.nxt - 100 + k)
+                cs.append(cv)
+    for cv in cs:  # an in-order ACK after the edge packet shows what it left behind
+        cv.c_(A).s_(A)
+    return cs
+
+
+def rst_direction_cases() -> list[Conv]:
+    """Which RSTs skip the window check after a SYN or ACK let through (the probes that
+    located long_909_030's disagreement): a SYN, the server's ACK in SYN_SENT (ignored),
+    then a retransmitted or new-ISN SYN or not, then a RST from either side whose ACK is the
+    last packet's end, the SYN's end, 0, or far off, in and out of window."""
+    cs: list[Conv] = []
+
+    def mk(name: str, resyn: int | None, tail: list[tuple[int, int, dict[str, Any]]],
+           ackrep: bool = True) -> None:  # fmt: skip
+        cv = Conv(f"rd_{name}")
+        cv.c_(S, seq=1010, advance=True)
+        if ackrep:
+            cv.s_(A, seq=50001, ack=1011, win=65535)
+        if resyn is not None:
+            cv.c_(S, seq=resyn, sackperm=True)
+        for d, fl, kw in tail:
+            cv._tcp(d, fl, **kw)
+        cv.c_(A, seq=1011, ack=50001)
+        cs.append(cv)
+
+    far = 1465085332
+    for tag, resyn in (("nosyn", None), ("resyn", 1010), ("newisn", 3245101809),
+                       ("isn_after", 5000000)):  # fmt: skip
+        mk(f"{tag}_cli_rst_far", resyn, [(0, R | A, {"seq": far, "ack": 50001})])
+        mk(f"{tag}_cli_rst_inwin", resyn, [(0, R | A, {"seq": 1011, "ack": 50001})])
+        mk(f"{tag}_cli_rst_synend", resyn, [(0, R | A, {"seq": 1011, "ack": 1011})])
+        mk(f"{tag}_cli_rst_ack0", resyn, [(0, R | A, {"seq": 1011, "ack": 0})])
+        mk(f"{tag}_cli_rst_ack0_far", resyn, [(0, R | A, {"seq": far, "ack": 0})])
+        mk(f"{tag}_cli_rst_below", resyn, [(0, R | A, {"seq": 900, "ack": 0})])
+        mk(f"{tag}_srv_rst_50001", resyn, [(1, R | A, {"seq": 77, "ack": 50001})])
+        mk(f"{tag}_srv_rst_synend", resyn, [(1, R | A, {"seq": 77, "ack": 1011})])
+        mk(f"{tag}_cli_rst_noack", resyn, [(0, R, {"seq": far})])
+    mk("resyn_ackrep_cli_rst", 1010, [(1, A, {"seq": 50001, "ack": 1011, "win": 65535}),
+                                      (0, R | A, {"seq": 1011, "ack": 50001})])  # fmt: skip
+    mk("noackrep_resyn_srv_rst", 1010, [(1, R | A, {"seq": 0, "ack": 1011})], ackrep=False)
+    mk("noackrep_resyn_cli_rst", 1010, [(0, R | A, {"seq": far, "ack": 50001})], ackrep=False)
+    return cs
+
+
+def edges_and_long_cases(seeds: list[int], n: int) -> list[Conv]:
+    """edge_cases, and long random conversations (12-30 steps after the held-out
+    generator's prefixes; a quarter over IPv6) for these seeds."""
+    cs = edge_cases()
+    for seed in seeds:
+        rng = random.Random(seed)
+        for k in range(n):
+            cv = Conv(f"long_{seed}_{k:03d}", settings=dict(rng.choice(PROFILES)))
+            _random_tcp(cv, rng, (12, 30))
+            if rng.random() < 0.25:
+                _to_v6(cv)
+            cs.append(cv)
     return cs
 
 
@@ -998,14 +1578,29 @@ def main(argv: list[str] | None = None) -> int:
                     help="record only the held-out random case list for these comma-separated "
                          "seeds (a separate recording, to estimate agreement on cases never "
                          "tuned on)")  # fmt: skip
+    ap.add_argument("--wide", type=str, default=None, metavar="SEEDS",
+                    help="record only a wider held-out set: the held-out generator for these "
+                         "seeds, a quarter over IPv6, plus the demanding hand-written cases "
+                         "(wide_cases)")  # fmt: skip
+    ap.add_argument("--edges", type=str, default=None, metavar="SEEDS",
+                    help="record only the window-edge cases and long random conversations "
+                         "for these seeds (edges_and_long_cases; --per-seed of them each)")  # fmt: skip
     ap.add_argument("--per-seed", type=int, default=60, help="held-out conversations per seed")
+    ap.add_argument(
+        "--ns-prefix",
+        default="sf17-",
+        help="prefix of the three namespaces' "
+        "names (client, router, server: PREFIXc, PREFIXr, PREFIXs)",
+    )
     ap.add_argument("--random-only", action="store_true",
                     help="record only --random conversations of --seed (the main list's "
                          "random generator; a held-out set with another seed)")  # fmt: skip
-    ap.add_argument("--append", choices=["icmp-errors", "ipv6"], default=None,
+    ap.add_argument("--append", choices=["icmp-errors", "ipv6", "rst-direction"], default=None,
                     help="record only this case list and merge it into OUT (recorded on the "
                          "same kernel), replacing conversations of the same names")  # fmt: skip
     args = ap.parse_args(argv)
+    global NS_C, NS_R, NS_S
+    NS_C, NS_R, NS_S = (f"{args.ns_prefix}{x}" for x in "crs")
     if os.geteuid() != 0:
         print("record_conntrack: needs root (network namespaces)", file=sys.stderr)
         return 2
@@ -1021,9 +1616,14 @@ def main(argv: list[str] | None = None) -> int:
             print(f"record_conntrack: {args.out} is not a {FORMAT} recording of kernel "
                   f"{os.uname().release}; record it whole instead of --append", file=sys.stderr)  # fmt: skip
             return 2
-        cases = icmp_error_cases() if args.append == "icmp-errors" else ipv6_cases()
+        cases = {"icmp-errors": icmp_error_cases, "ipv6": ipv6_cases,
+                 "rst-direction": rst_direction_cases}[args.append]()  # fmt: skip
     elif args.random_only:
         cases = random_cases(args.random, args.seed)
+    elif args.edges:
+        cases = edges_and_long_cases([int(x) for x in args.edges.split(",")], args.per_seed)
+    elif args.wide:
+        cases = wide_cases([int(x) for x in args.wide.split(",")], args.per_seed)
     elif args.heldout:
         cases = heldout_cases([int(x) for x in args.heldout.split(",")], args.per_seed)
     else:
@@ -1042,7 +1642,8 @@ def main(argv: list[str] | None = None) -> int:
         with Progress() as prog:
             task = prog.add_task("recording", total=total)
             groups: dict[str, list[tuple[Conv, int]]] = {}
-            port0 = {None: 20000, "icmp-errors": 30000, "ipv6": 40000}[args.append]
+            port0 = {None: 20000, "icmp-errors": 30000, "ipv6": 40000,
+                     "rst-direction": 45000}[args.append]  # fmt: skip
             for k, cv in enumerate(cases):
                 key = json.dumps({**TCP_DEFAULTS, **cv.settings}, sort_keys=True)
                 groups.setdefault(key, []).append((cv, port0 + k))

@@ -14,7 +14,9 @@ from starfabric.fornax.keys import (
     canonicalize,
     canonicalize_columns,
     hash_key_py,
+    icmp_inverted_word,
     key_hash,
+    quoted_tuple,
     tag_of,
 )
 from starfabric.fornax.packets import PacketBatch, ip_to_halves
@@ -26,7 +28,24 @@ pkt = st.tuples(
     addr,
     addr,
     st.integers(0, 65535),
-    st.one_of(st.integers(0, 65535), st.sampled_from([0, 8 << 8, 128 << 8, 129 << 8, 3 << 8])),
+    st.one_of(
+        st.integers(0, 65535),
+        st.sampled_from(
+            [
+                0,
+                8 << 8,
+                128 << 8,
+                129 << 8,
+                3 << 8,
+                13 << 8,
+                14 << 8,
+                18 << 8,
+                139 << 8,
+                140 << 8,
+                135 << 8,
+            ]
+        ),
+    ),
 )
 
 
@@ -105,3 +124,66 @@ def test_columns_api_matches_batch_api() -> None:
     assert c1 == c2 or all(
         np.array_equal(getattr(c1, f), getattr(c2, f)) for f in c1.__dataclass_fields__
     )
+
+
+A, B = ip_to_halves("10.0.0.1"), ip_to_halves("10.0.0.2")
+
+
+def test_both_hosts_echo_requests_with_one_identifier_are_two_sessions() -> None:
+    """The kernel keeps one entry per requester (its tuple holds the request type): A's
+    request and B's reply meet; B's request with the same id is another session, which A's
+    reply (a reply from the first requester) finds."""
+    for proto, (req, rep) in ((1, (8, 0)), (58, (128, 129))):
+        a_req = canonical_key(1, proto, A, B, 7, req << 8)[0]
+        b_rep = canonical_key(1, proto, B, A, 7, rep << 8)[0]
+        b_req = canonical_key(1, proto, B, A, 7, req << 8)[0]
+        a_rep = canonical_key(1, proto, A, B, 7, rep << 8)[0]
+        assert a_req == b_rep and b_req == a_rep and a_req != b_req
+
+
+def test_icmp_query_keys_never_collide() -> None:
+    """Every (identifier, class, requester) of ICMP and ICMPv6 has its own key, none equal to
+    the ports-0 key of other ICMP messages (ids 0..65535, wrap included)."""
+    ids = np.arange(65536)
+    for proto, reqs in ((1, (8, 13, 15, 17)), (58, (128, 139))):
+        words = []
+        for req in reqs:
+            for src, dst in ((A, B), (B, A)):
+                n = len(ids)
+                b = PacketBatch.from_columns(
+                    vni=np.ones(n), proto=np.full(n, proto), src_hi=np.full(n, src[0], np.uint64),
+                    src_lo=np.full(n, src[1], np.uint64), dst_hi=np.full(n, dst[0], np.uint64),
+                    dst_lo=np.full(n, dst[1], np.uint64), sport=ids, dport=np.full(n, req << 8),
+                )  # fmt: skip
+                words.append(canonicalize(b).words())
+        allw = np.concatenate(words)
+        assert len(np.unique(allw, axis=0)) == len(allw)
+        assert not (allw[:, 4] & np.uint64(0xFFFF_FFFF) == 0).any()
+
+
+def test_an_error_quoting_a_query_finds_its_session() -> None:
+    """An error about A's echo request (sent back to A) is looked up by the request's tuple
+    inverted, type included (nf_ct_invert_tuple): the key of A's request."""
+    for proto, req in ((1, 8), (58, 128), (1, 13)):
+        rep = icmp_inverted_word(proto, req << 8) >> 8
+        assert icmp_inverted_word(proto, rep << 8) >> 8 == req != rep
+        err = PacketBatch.from_columns(
+            vni=[1], proto=[proto], src_hi=np.array([B[0]], np.uint64),
+            src_lo=np.array([B[1]], np.uint64), dst_hi=np.array([A[0]], np.uint64),
+            dst_lo=np.array([A[1]], np.uint64), sport=[0], dport=[3 << 8 | 1],
+            inner_proto=[proto], inner_src_hi=np.array([A[0]], np.uint64),
+            inner_src_lo=np.array([A[1]], np.uint64), inner_dst_hi=np.array([B[0]], np.uint64),
+            inner_dst_lo=np.array([B[1]], np.uint64), inner_sport=[7], inner_dport=[req << 8],
+        )  # fmt: skip
+        q = canonicalize_columns(*quoted_tuple(err))
+        own = canonical_key(1, proto, A, B, 7, req << 8)[0]
+        assert (int(q.a_hi[0]), int(q.a_lo[0]), int(q.b_hi[0]), int(q.b_lo[0]),
+                int(q.ports_word()[0])) == own[:5]  # fmt: skip
+
+
+def test_type_inversion_twins_agree() -> None:
+    from starfabric.fornax.engine.kernels.hashing import icmp_inverted
+
+    for proto in (1, 58):
+        for word in range(0, 1 << 16, 37):
+            assert int(icmp_inverted(proto, np.uint16(word))) == icmp_inverted_word(proto, word)

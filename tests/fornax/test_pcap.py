@@ -213,3 +213,74 @@ def test_icmp_errors_fill_the_quoted_tuple(tmp_path: Path) -> None:
     assert b.inner_sport[:3].tolist() == [5353, 777, 40000]  # an inner echo: its identifier
     assert b.inner_dport[:3].tolist() == [9, 8 << 8, 443]  # ... and type << 8 | code
     assert (b.dport[:4] >> 8).tolist() == [3, 11, 1, 3]
+
+
+def _tcp_fields(path: Path) -> list[tuple[int, int, int, int, bytes]]:
+    """(seq, ack, window, payload length, options) of every TCP segment, read from the bytes
+    by offsets alone (Ethernet, optional VXLAN, IPv4, TCP): independent of the reader."""
+    out = []
+    with path.open("rb") as f:
+        for _ts, buf in dpkt.pcap.Reader(f):
+            ip = buf[14:]
+            if ip[9] == 17 and struct.unpack("!H", ip[22:24])[0] == 4789:  # VXLAN
+                ip = ip[20 + 8 + 8 + 14 :]
+            ihl, total = (ip[0] & 15) * 4, struct.unpack("!H", ip[2:4])[0]
+            tcp = ip[ihl:]
+            seq, ack, off, win = struct.unpack("!IIBxH", tcp[4:16])
+            hl = (off >> 4) * 4
+            out.append((seq, ack, win, total - ihl - hl, bytes(tcp[20:hl])))
+    return out
+
+
+@pytest.mark.parametrize("name", ["zeek_tcp_handshake_fin.pcap", "zeek_vxlan_tcp_http.pcap"])
+def test_tcp_header_columns_are_the_segments(name: str) -> None:
+    """Sequence, ACK, window and payload length as on the wire; the options the tracker
+    reads (window scale and its value, SACK-permitted) where the SYNs carry them."""
+    from starfabric.fornax.packets import TCP_OPT_HDR, TCP_OPT_SACK_PERM, TCP_OPT_WSCALE
+
+    b, _ = read_pcap(DATA / name)
+    want = _tcp_fields(DATA / name)
+    assert len(b) == len(want) == 12
+    for i, (seq, ack, win, plen, opts) in enumerate(want):
+        assert (int(b.tcp_seq[i]), int(b.tcp_ack[i]), int(b.tcp_win[i]), int(b.tcp_len[i])) == (
+            seq, ack, win, plen)  # fmt: skip
+        assert int(b.tcp_sack[i]) == ack  # no SACK blocks in these captures
+        assert b.tcp_opt[i] & TCP_OPT_HDR
+        ws = opts.find(b"\x03\x03")
+        assert bool(b.tcp_opt[i] & TCP_OPT_WSCALE) == (ws >= 0)
+        if ws >= 0:
+            assert int(b.tcp_wscale[i]) == opts[ws + 2]
+        assert bool(b.tcp_opt[i] & TCP_OPT_SACK_PERM) == (b"\x04\x02" in opts)
+    assert b.tcp_opt[0] & TCP_OPT_WSCALE and b.tcp_opt[0] & TCP_OPT_SACK_PERM  # the SYN
+
+
+def test_a_capture_is_window_tracked() -> None:
+    """The real handshake ... FIN through the software path's tracker: every segment in
+    window, the close reaches TIME_WAIT; the same capture with one data segment moved far
+    out of window has that segment INVALID (the header columns are used, not the flags)."""
+    from starfabric.fornax.engine import conntrack as CT
+    from starfabric.fornax.engine import make_config
+    from starfabric.fornax.engine.tcp import TcpState
+    from starfabric.fornax.keys import canonicalize
+    from starfabric.fornax.softpath import SoftOutcome, SoftPath, SoftPathConfig
+
+    def track(b):  # type: ignore[no-untyped-def]
+        sp = SoftPath(make_config(capacity=64, bucket_size=4), SoftPathConfig(capacity=64))
+        out = []
+        for i in range(len(b)):
+            one = b.take([i])
+            r = sp.process(one)
+            if r.outcome[0] == SoftOutcome.MISS:
+                ck = canonicalize(one)
+                sp.insert(ck, orig_dir=ck.direction, action_orig=1, action_reply=2,
+                          eni_scope=0, vpc_scope=0, now_ns=int(one.time_ns[0]), first=True)  # fmt: skip
+                r = sp.process(one)
+            out.append((int(r.verdict[0]), int(r.tcp_state[0])))
+        return out
+
+    b, _ = read_pcap(TCP)
+    res = track(b)
+    assert CT.V_INVALID not in [v for v, _ in res] and res[0][0] == CT.V_NEW
+    assert res[-1][1] == TcpState.TIME_WAIT
+    b.tcp_seq[5] += 3_000_000  # the server's 1448-byte segment, far past the window
+    assert track(b)[5][0] == CT.V_INVALID

@@ -147,3 +147,27 @@ def test_expiry_uses_engine_timeouts() -> None:
     recs, closed = sp.expire(int(2.5e9))
     assert len(recs) == 1 and closed[0]
     assert sp.occupancy() == 0
+
+
+def test_neighbour_discovery_is_untracked_not_invalid() -> None:
+    """ICMPv6 ND/MLD (icmpv6_error's noct_valid_new) get no entry and no INVALID verdict: with
+    `ct state invalid drop` they still pass; a redirect (137) is not one of them: INVALID."""
+    from starfabric.fornax.engine import conntrack as CT
+
+    cfg = make_config(CFG, invalid_policy="drop")
+    verdicts = {}
+    for typ in (135, 136, 133, 134, 130, 131, 132, 143, 137, 128):
+        sp = SoftPath(cfg, SoftPathConfig(capacity=64))
+        b = PacketBatch.from_columns(
+            vni=1, proto=58, src_hi=0xFD17 << 48, src_lo=2, dst_hi=0xFD17 << 48, dst_lo=3,
+            sport=9, dport=typ << 8, time_ns=[10**9],
+        )  # fmt: skip
+        ck = canonicalize(b)
+        sp.insert(ck, orig_dir=ck.direction, action_orig=1, action_reply=2, eni_scope=0,
+                  vpc_scope=0, now_ns=10**9, first=True)  # fmt: skip
+        r = sp.process(b)
+        verdicts[typ] = int(r.verdict[0])
+        assert (r.outcome[0] == SoftOutcome.DROP) == (typ == 137)
+        assert (sp.lookup(ck)[0] >= 0) == (typ == 128)  # only the echo request is tracked
+    assert verdicts == {**dict.fromkeys((135, 136, 133, 134, 130, 131, 132, 143),
+                                        CT.V_UNTRACKED), 137: CT.V_INVALID_NEW, 128: CT.V_NEW}  # fmt: skip

@@ -34,6 +34,7 @@ SP_DROP = 3
 
 V_INVALID_NEW = CT.V_INVALID_NEW  # the first packet creates no tracker entry
 V_NEW = CT.V_NEW  # the first packet created the tracker entry
+V_UNTRACKED = CT.V_UNTRACKED  # the kernel leaves the packet untracked: no entry, not invalid
 
 
 @njit
@@ -156,12 +157,14 @@ def sp_process(
                                       np.int64(opt[i]), np.int64(wsc[i]), np.int64(plen[i]), t,
                                       tcfg)  # fmt: skip
             if v == CT.V_INVALID:
-                # nf_conntrack creates no entry: the session goes (the caller releases it)
+                # nf_conntrack creates no entry: the session goes (the caller releases it);
+                # an untracked packet (ICMPv6 ND/MLD) is not INVALID either
                 used[s] = 2
-                out_verdict[i] = V_INVALID_NEW
+                unt = CT.untracked(pr, icmp_t[i])
+                out_verdict[i] = V_UNTRACKED if unt else V_INVALID_NEW
                 a = act[s, d]
                 out_action[i] = a
-                out_outcome[i] = SP_DROP if (a == drop_action or inv_drop) else SP_HIT
+                out_outcome[i] = SP_DROP if (a == drop_action or (inv_drop and not unt)) else SP_HIT
                 continue
         else:
             v, _re = CT.ct_packet(trk, s, 0, 1, pr, r, CT.pkt_flags(pr, flags[i], icmp_t[i]),
@@ -197,6 +200,7 @@ __all__ = [
     "SP_STALE",
     "V_INVALID_NEW",
     "V_NEW",
+    "V_UNTRACKED",
     "_find",
     "sp_install",
     "sp_process",

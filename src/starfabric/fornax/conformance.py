@@ -116,22 +116,31 @@ ICMP_CLASS = {"icmp": {8: 8, 0: 8, 13: 13, 14: 13, 15: 15, 16: 15, 17: 17, 18: 1
               "icmpv6": {128: 128, 129: 128, 139: 139, 140: 139}}  # fmt: skip
 
 
+def read_target(conv: dict[str, Any], p: dict[str, Any]) -> tuple[int, int] | None:
+    """Which entry the kernel's reading after p is of: None, the conversation's (TCP, UDP);
+    for ICMP (direction of the requester, request type) of p's class (errors and other types:
+    an echo request from the client), as the recorder reads entries (where that requester
+    has none, the recorder reads the other host's entry of the class: replay does too)."""
+    if conv["proto"] not in ICMP_CLASS:
+        return None
+    classes = ICMP_CLASS[conv["proto"]]
+    typ = p.get("type")
+    if p.get("error") or typ not in classes:
+        return 0, {"icmp": 8, "icmpv6": 128}[conv["proto"]]
+    req = classes[typ]
+    return (p["dir"] if typ == req else 1 - p["dir"]), req
+
+
 def read_batch(
     conv: dict[str, Any], p: dict[str, Any], t: int, addr: dict[str, str]
 ) -> PacketBatch:
     """The packet whose entry is compared with the kernel's reading after p: p itself; for
-    an ICMP error the conversation's own tuple; for an ICMP packet the request of its class
-    from the requester (errors and other types: an echo request from the client), the entry
-    the recorder reads back."""
-    if conv["proto"] not in ICMP_CLASS:
+    an ICMP error the conversation's own tuple; for an ICMP packet the request of
+    read_target (the entry the recorder reads back)."""
+    tgt = read_target(conv, p)
+    if tgt is None:
         return session_batch(conv, t, addr) if p.get("error") else packet_batch(conv, p, t, addr)
-    classes = ICMP_CLASS[conv["proto"]]
-    typ = p.get("type")
-    if p.get("error") or typ not in classes:
-        return session_batch(conv, t, addr)
-    req = classes[typ]
-    d = p["dir"] if typ == req else 1 - p["dir"]
-    return packet_batch(conv, {"dir": d, "type": req, "code": 0}, t, addr)
+    return packet_batch(conv, {"dir": tgt[0], "type": tgt[1], "code": 0}, t, addr)
 
 
 def packet_batch(
@@ -292,24 +301,35 @@ def replay(doc: dict[str, Any], datapath: str, names: set[str] | None = None) ->
         drv = _Driver(datapath, conv["settings"], policy)
         t0 = 10 * NS  # the datapaths' clock starts at 0; leave room before the first packet
         conv_ok = True
-        prev: Entry | None = None
-        prev_k: dict[str, Any] | None = None
-        orig_dir = -1
+        # per entry read (read_target: an ICMP conversation's readings may be of several):
+        # our entry and the kernel's reading after the last packet read it, its ORIGINAL side
+        last: dict[tuple[int, int] | None, tuple[Entry | None, dict[str, Any] | None]] = {}
+        orig_dirs: dict[tuple[int, int] | None, int] = {}
         for i, (p, k) in enumerate(zip(conv["packets"], conv["kernel"], strict=True)):
             is_error = bool(p.get("error"))
             t, t_read = t0 + int(k["t_ns"]), t0 + int(k["t_read_ns"])
             b = packet_batch(conv, p, t, addr)
+            tgt = read_target(conv, p)
+            v = drv.step(b)
+            ours = drv.entry(read_batch(conv, p, t, addr), t_read)
+            if ours is None and tgt is not None:  # the other requester's entry of the class
+                alt = (1 - tgt[0], tgt[1])
+                ours = drv.entry(packet_batch(conv, {"dir": alt[0], "type": alt[1], "code": 0},
+                                              t, addr), t_read)  # fmt: skip
+                tgt = alt if ours is not None else tgt
+            prev, prev_k = last.get(tgt, (None, None))
+            orig_dir = orig_dirs.get(tgt, -1)
             if prev is not None and prev.expires_ns <= t:
                 prev = None
             seen_before = prev is not None and prev.seen_reply
-            v = drv.step(b)
-            ours = drv.entry(read_batch(conv, p, t, addr), t_read)
             if not is_error and ours is not None and (prev is None or v == CT.V_NEW):
-                orig_dir = int(p["dir"])
+                orig_dir = orig_dirs[tgt] = int(p["dir"])
             if v in (CT.V_INVALID, CT.V_INVALID_NEW):
                 mine_v = "invalid"
             elif v == CT.V_RELATED:
                 mine_v = "related"
+            elif v == CT.V_UNTRACKED:
+                mine_v = "untracked"
             elif prev is None or v == CT.V_NEW:
                 mine_v = "new"
             else:
@@ -342,7 +362,7 @@ def replay(doc: dict[str, Any], datapath: str, names: set[str] | None = None) ->
                                            "failed": [m for m, g in ok.items() if not g],
                                            "kernel": k, "ours": ours and ours.__dict__,
                                            "ours_verdict": mine_v})  # fmt: skip
-            prev, prev_k = ours, k
+            last[tgt] = (ours, k)
         out.conversations += 1
         out.conversations_agreeing += int(conv_ok)
     return out

@@ -31,6 +31,18 @@ C_ALT = 0x9E3779B97F4A7C15
 DEFAULT_HASH_SEED = 0x5EED_F0A7_C0DE_0001
 
 ICMP_ECHO_TYPES = {PROTO_ICMP: (8, 0), PROTO_ICMPV6: (128, 129)}
+#: ICMP(v6) query classes (request type, reply type) the kernel tracks (its invmap): echo,
+#: timestamp, information, address mask; ICMPv6 echo and node information.
+ICMP_QUERIES = {PROTO_ICMP: ((8, 0), (13, 14), (15, 16), (17, 18)),
+                PROTO_ICMPV6: ((128, 129), (139, 140))}  # fmt: skip
+#: Per family (0: ICMP, 1: ICMPv6) and type: the class's key offset (+k a request, -k its
+#: reply, 0 none), and the type nf_ct_invert_tuple turns it into (request <-> reply; -1 none).
+ICMP_CLASS_OFFSET = np.zeros((2, 256), np.int64)
+ICMP_INVERT = np.full((2, 256), -1, np.int64)
+for _fam, _p in enumerate((PROTO_ICMP, PROTO_ICMPV6)):
+    for _k, (_req, _rep) in enumerate(ICMP_QUERIES[_p], start=1):
+        ICMP_CLASS_OFFSET[_fam, _req], ICMP_CLASS_OFFSET[_fam, _rep] = _k, -_k
+        ICMP_INVERT[_fam, _req], ICMP_INVERT[_fam, _rep] = _rep, _req
 
 
 @dataclass(frozen=True)
@@ -88,20 +100,39 @@ class CanonicalKeys:
 def _l4_ports(
     proto: npt.NDArray[np.uint8], sport: npt.NDArray[np.uint16], dport: npt.NDArray[np.uint16]
 ) -> tuple[npt.NDArray[np.uint16], npt.NDArray[np.uint16]]:
-    """Ports that take part in the key: ICMP echo -> (id, id); other ICMP -> (0, 0)."""
+    """Ports that take part in the key: an ICMP query -> (id, id + k), its reply -> (id + k,
+    id) (k: the class offset); other ICMP -> (0, 0)."""
     sport = sport.copy()
     dport = dport.copy()
-    for p, (req, rep) in ICMP_ECHO_TYPES.items():
+    for fam, p in enumerate((PROTO_ICMP, PROTO_ICMPV6)):
         is_p = proto == p
         if not is_p.any():
             continue
-        icmp_type = dport >> np.uint16(8)
-        echo = is_p & ((icmp_type == req) | (icmp_type == rep))
-        dport[echo] = sport[echo]
-        other = is_p & ~echo
-        sport[other] = 0
-        dport[other] = 0
+        off = ICMP_CLASS_OFFSET[fam, dport[is_p] >> np.uint16(8)]
+        ident = sport[is_p].astype(np.int64)
+        shifted = ((ident + np.abs(off)) & 0xFFFF).astype(np.uint16)
+        ident16 = ident.astype(np.uint16)
+        sport[is_p] = np.where(off > 0, ident16, np.where(off < 0, shifted, 0))
+        dport[is_p] = np.where(off > 0, shifted, np.where(off < 0, ident16, 0))
     return sport, dport
+
+
+def icmp_inverted_words(
+    proto: npt.NDArray[np.uint8], words: npt.NDArray[np.uint16]
+) -> npt.NDArray[np.uint16]:
+    """icmp_inverted_word over arrays (ICMPv6 where proto is 58, ICMP otherwise)."""
+    word = words.astype(np.int64)
+    fam = (proto == PROTO_ICMPV6).astype(np.int64)
+    inv = ICMP_INVERT[fam, (word >> 8) & 0xFF]
+    return np.where(inv >= 0, (inv << 8) | (word & 0xFF), word).astype(np.uint16)
+
+
+def icmp_inverted_word(proto: int, word: int) -> int:
+    """An ICMP(v6) packet's type/code word (type << 8 | code) with the type inverted as
+    nf_ct_invert_tuple does (a request's reply, a reply's request); unchanged otherwise."""
+    fam = 0 if proto == PROTO_ICMP else 1
+    inv = int(ICMP_INVERT[fam, (word >> 8) & 0xFF])
+    return (inv << 8) | (word & 0xFF) if inv >= 0 else word
 
 
 _U8 = npt.NDArray[np.uint8]
@@ -143,12 +174,14 @@ def canonicalize(batch: PacketBatch | FlowKeys) -> CanonicalKeys:
 def quoted_tuple(err: PacketBatch) -> tuple[npt.NDArray[Any], ...]:
     """The directed (vni, proto, src_hi, src_lo, dst_hi, dst_lo, sport, dport) an ICMP error
     is looked up by: the tuple it quotes, inverted (nf_conntrack_inet_error); a quoted ICMP
-    keeps its identifier and type in place. canonicalize_columns' argument order."""
+    keeps its identifier in place and its type inverted (request <-> reply, as
+    nf_ct_invert_tuple). canonicalize_columns' argument order."""
     icmp_in = np.isin(err.inner_proto, (PROTO_ICMP, PROTO_ICMPV6))
+    inv_word = icmp_inverted_words(err.inner_proto, err.inner_dport)
     return (
         err.vni, err.inner_proto, err.inner_dst_hi, err.inner_dst_lo, err.inner_src_hi,
         err.inner_src_lo, np.where(icmp_in, err.inner_sport, err.inner_dport),
-        np.where(icmp_in, err.inner_dport, err.inner_sport),
+        np.where(icmp_in, inv_word, err.inner_sport),
     )  # fmt: skip
 
 
@@ -214,11 +247,16 @@ def bucket_pair(h: int, n_buckets: int) -> tuple[int, int]:
 
 __all__ = [
     "DEFAULT_HASH_SEED",
+    "ICMP_CLASS_OFFSET",
+    "ICMP_INVERT",
+    "ICMP_QUERIES",
     "CanonicalKeys",
     "bucket_pair",
     "canonicalize",
     "canonicalize_columns",
     "hash_key_py",
+    "icmp_inverted_word",
+    "icmp_inverted_words",
     "key_hash",
     "quoted_tuple",
     "tag_of",

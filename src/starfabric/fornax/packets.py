@@ -23,7 +23,9 @@ tracker makes such an error RELATED to the session the quoted packet belongs to.
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
+from types import MappingProxyType
 
 import numpy as np
 import numpy.typing as npt
@@ -71,6 +73,8 @@ _DTYPES: dict[str, type[np.generic]] = {
     "inner_sport": np.uint16,
     "inner_dport": np.uint16,
 }
+#: Every column's dtype (read-only): for code that builds columns before the batch exists.
+COLUMN_DTYPES: Mapping[str, type[np.generic]] = MappingProxyType(_DTYPES)
 #: Columns a batch may leave out (zeros): the TCP header fields, an ICMP error's quoted tuple.
 OPTIONAL = ("tcp_seq", "tcp_ack", "tcp_sack", "tcp_win", "tcp_opt", "tcp_wscale", "tcp_len",
             "inner_proto", "inner_src_hi", "inner_src_lo", "inner_dst_hi", "inner_dst_lo",

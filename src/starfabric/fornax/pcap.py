@@ -1,6 +1,9 @@
 """pcap / pcapng replay into a PacketBatch: Ethernet, 802.1Q/QinQ, MPLS, IPv4/IPv6, TCP, UDP,
 ICMP/ICMPv6, with VXLAN (UDP 4789) and Geneve (UDP 6081) decapsulated to their VNI.
-An ICMP or ICMPv6 error's quoted packet fills the `inner_*` columns (its protocol, addresses
+A TCP segment fills the header columns connection tracking's window checks read (sequence,
+ACK, raw window, payload length, the window-scale / SACK-permitted options and the highest
+SACK edge, parsed as nf_conntrack's tcp_options / tcp_sack do; tcp_opt marks them the
+segment's own). An ICMP or ICMPv6 error's quoted packet fills the `inner_*` columns (its protocol, addresses
 and ports, as nf_conntrack_inet_error reads them), so connection tracking can make the error
 RELATED to the session it quotes; a quote too short to name a tuple leaves inner_proto 0.
 
@@ -21,7 +24,15 @@ import dpkt
 import numpy as np
 
 from starfabric.errors import DataError
-from starfabric.fornax.packets import OPTIONAL, PacketBatch
+from starfabric.fornax.packets import (
+    COLUMN_DTYPES,
+    OPTIONAL,
+    TCP_OPT_HDR,
+    TCP_OPT_PRESENT,
+    TCP_OPT_SACK_PERM,
+    TCP_OPT_WSCALE,
+    PacketBatch,
+)
 
 VXLAN_PORT = 4789  # IANA / RFC 7348
 GENEVE_PORT = 6081  # IANA / RFC 8926
@@ -38,6 +49,7 @@ _ICMP6_ECHO = (128, 129)
 _ICMP_ERRORS = (3, 4, 5, 11, 12)  # unreachable, source quench, redirect, time exceeded, param
 _IP6_EXT = (0, 43, 60)  # hop-by-hop, routing, destination options: skipped in a quote
 _INNER = tuple(k for k in OPTIONAL if k.startswith("inner_"))
+_TCP_HDR = tuple(k for k in OPTIONAL if k.startswith("tcp_"))
 
 
 @dataclass(frozen=True)
@@ -58,7 +70,7 @@ class _Rows:
             k: []
             for k in (
                 "time_ns", "port", "vni", "src_hi", "src_lo", "dst_hi", "dst_lo",
-                "sport", "dport", "proto", "tcp_flags", "length", *_INNER,
+                "sport", "dport", "proto", "tcp_flags", "length", *_TCP_HDR, *_INNER,
             )
         }  # fmt: skip
 
@@ -67,12 +79,48 @@ class _Rows:
             self.cols[k].append(v)
 
     def batch(self) -> PacketBatch:
-        dt = PacketBatch.empty()
-        return PacketBatch(**{k: np.array(v, dtype=getattr(dt, k).dtype)
-                              for k, v in self.cols.items()})  # fmt: skip
+        return PacketBatch(**{k: np.array(v, dtype=COLUMN_DTYPES[k]) for k, v in self.cols.items()})
 
 
 _NO_INNER = dict.fromkeys(_INNER, 0)
+_NO_TCP = dict.fromkeys(_TCP_HDR, 0)
+
+
+def _tcp_header(seg: dpkt.tcp.TCP, l4_len: int) -> dict[str, int]:
+    """The tracker's TCP header columns of a segment (l4_len: the TCP header and payload
+    length the IP header gives, so a capture cut by its snaplen still reads right). Options
+    are walked as nf_conntrack's tcp_options and tcp_sack do: stop at EOL, a length below 2
+    or one running past the header; window scale of length 3, SACK-permitted of 2, SACK
+    blocks of 8 bytes each (the highest right edge after the ACK)."""
+    opts = bytes(seg.opts)
+    opt = TCP_OPT_HDR | (TCP_OPT_PRESENT if seg.off > 5 else 0)
+    wscale = 0
+    sack = seg.ack
+    i = 0
+    while i < len(opts):
+        kind = opts[i]
+        if kind == 0:
+            break
+        if kind == 1:
+            i += 1
+            continue
+        if i + 1 >= len(opts) or opts[i + 1] < 2 or i + opts[i + 1] > len(opts):
+            break
+        size = opts[i + 1]
+        if kind == 3 and size == 3:
+            opt |= TCP_OPT_WSCALE
+            wscale = opts[i + 2]
+        elif kind == 4 and size == 2:
+            opt |= TCP_OPT_SACK_PERM
+        elif kind == 5 and size >= 10 and (size - 2) % 8 == 0:
+            for j in range(i + 2, i + size, 8):
+                right = int.from_bytes(opts[j + 4 : j + 8], "big")
+                if (sack - right) & 0xFFFF_FFFF >= 0x8000_0000:  # after(right, sack)
+                    sack = right
+        i += size
+    return {"tcp_seq": seg.seq, "tcp_ack": seg.ack, "tcp_sack": sack, "tcp_win": seg.win,
+            "tcp_opt": opt, "tcp_wscale": wscale,
+            "tcp_len": max(l4_len - 4 * seg.off, 0)}  # fmt: skip
 
 
 def _inner_tuple(quote: bytes) -> dict[str, int]:
@@ -174,12 +222,19 @@ class _Decoder:
         dh, dl = _halves(bytes(pkt.dst))
         sport = dport = flags = 0
         inner = _NO_INNER
+        tcp = _NO_TCP
         l4 = pkt.data
         if not fragment and proto in (6, 17, 1, 58):
             if isinstance(l4, bytes | bytearray):
                 raise self.fail(index, f"IP protocol {proto} header is truncated or corrupt")
             if proto == 6:
                 sport, dport, flags = l4.sport, l4.dport, l4.flags & 0xFF
+                # the L4 length by the IP header (IPv6: less the extension headers captured)
+                if isinstance(pkt, dpkt.ip.IP):
+                    l4_len = pkt.len - 4 * pkt.hl
+                else:
+                    l4_len = 40 + pkt.plen - (len(bytes(pkt)) - len(bytes(l4)))
+                tcp = _tcp_header(l4, l4_len)
             elif proto == 17:
                 sport, dport = l4.sport, l4.dport
                 if depth < MAX_OVERLAY_DEPTH and dport in (VXLAN_PORT, GENEVE_PORT):
@@ -194,7 +249,8 @@ class _Decoder:
                     inner = _inner_tuple(bytes(l4)[8:])
         self.rows.add(
             time_ns=t_ns, port=port, vni=vni, src_hi=sh, src_lo=sl, dst_hi=dh, dst_lo=dl,
-            sport=sport, dport=dport, proto=proto, tcp_flags=flags, length=length, **inner,
+            sport=sport, dport=dport, proto=proto, tcp_flags=flags, length=length, **tcp,
+            **inner,
         )  # fmt: skip
 
     def overlay(

@@ -32,7 +32,8 @@ _PER_ROW = frozenset(("action_orig", "action_reply", "eni_scope", "vpc_scope", "
                       "vpc_version", "now_ns", "tcp_state", "aux", "track"))  # fmt: skip
 _VERDICT_REASON = {CT.V_INVALID: I.Reason.TCP_INVALID, CT.V_IGNORE: I.Reason.TCP_IGNORED,
                    CT.V_KILL: I.Reason.CT_KILLED, CT.V_INVALID_NEW: I.Reason.CT_INVALID_NEW,
-                   CT.V_REOPEN: I.Reason.TCP_REOPEN}  # fmt: skip
+                   CT.V_REOPEN: I.Reason.TCP_REOPEN,
+                   CT.V_UNTRACKED: I.Reason.CT_UNTRACKED}  # fmt: skip
 
 
 class SoftEngine(I.SessionEngine):

@@ -8,7 +8,7 @@ a session moves between software and hardware with its whole window state), ENI/
 snapshots (a stale session is not forwarded, it is reported STALE), and aging by the deadline
 the tracker armed. A session's first packet creates its tracker entry; one the kernel would
 not create (INVALID_NEW: a lone FIN or RST, bad flags, a pickup with tcp_loose=0, an ICMP
-reply without request) ends the session again. An ICMP error quoting a session's tuple is
+reply without request; UNTRACKED: ICMPv6 ND/MLD) ends the session again. An ICMP error quoting a session's tuple is
 RELATED to it (conntrack.icmp_error_quotes, as the engine): forwarded with the session's
 action, the session left as it is. Unlike the engine
 it has a finite packet rate as well as a finite table: packets beyond `max_pps` of simulated
@@ -141,7 +141,7 @@ class SoftResult:
     action: npt.NDArray[np.uint32]
     slot: npt.NDArray[np.int64]
     reopened_aux: npt.NDArray[np.uint64]  # cookies of sessions a reopening SYN ended
-    verdict: npt.NDArray[np.uint8]  # conntrack.V_* (5 INVALID_NEW, 6 NEW), 255: none ran
+    verdict: npt.NDArray[np.uint8]  # conntrack.V_* (5 INVALID_NEW, 6 NEW, 8 UNTRACKED), 255: none
     tcp_state: npt.NDArray[np.uint8]  # the session's TCP state after the packet (0 none)
     ended_aux: npt.NDArray[np.uint64]  # cookies of sessions the tracker ended (RST-only
     #                                    reply, or a first packet creating no entry)
@@ -427,7 +427,7 @@ class SoftPath:
         has = slot >= 0
         # a SYN that reopened a finished session ended it in the kernel (MISS with its slot)
         reo = (outcome == SoftOutcome.MISS) & has
-        ended = has & ~reo & np.isin(verdict, (CT.V_KILL, K.V_INVALID_NEW))
+        ended = has & ~reo & np.isin(verdict, (CT.V_KILL, K.V_INVALID_NEW, K.V_UNTRACKED))
         reopened_aux = self.aux[slot[reo]].copy()
         ended_aux = self.aux[slot[ended]].copy()
         gone = int(reo.sum()) + int(ended.sum())

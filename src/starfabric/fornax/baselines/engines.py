@@ -28,7 +28,7 @@ from starfabric.fornax.engine import (
     Status,
 )
 from starfabric.fornax.engine.proxy import EngineProxy
-from starfabric.fornax.keys import canonicalize_columns, key_hash
+from starfabric.fornax.keys import canonicalize_columns, icmp_inverted_words, key_hash
 from starfabric.fornax.manager.decide import is_icmp, original_from_entries
 from starfabric.fornax.manager.metrics import Metrics
 from starfabric.fornax.packets import PacketBatch
@@ -87,13 +87,15 @@ def direction_of(keys: FlowKeys) -> npt.NDArray[np.uint8]:
 
 
 def reverse_keys(keys: FlowKeys) -> FlowKeys:
-    """The other direction's directed keys (ICMP keeps its type/identifier word)."""
+    """The other direction's directed keys (ICMP keeps its identifier, its type inverted as
+    nf_ct_invert_tuple does: a request's reply)."""
     icmp = is_icmp(keys.proto)
     return FlowKeys(
         vni=keys.vni.copy(), proto=keys.proto.copy(), src_hi=keys.dst_hi.copy(),
         src_lo=keys.dst_lo.copy(), dst_hi=keys.src_hi.copy(), dst_lo=keys.src_lo.copy(),
         sport=np.where(icmp, keys.sport, keys.dport).astype(np.uint16),
-        dport=np.where(icmp, keys.dport, keys.sport).astype(np.uint16),
+        dport=np.where(icmp, icmp_inverted_words(keys.proto, keys.dport),
+                       keys.sport).astype(np.uint16),
     )  # fmt: skip
 
 

@@ -18,7 +18,8 @@ nf_conntrack_core.c (6.x; checked against a recording of 6.18, tests/data/conntr
   UDP   unreplied, replied (< 2 s after creation: still the unreplied timeout), stream
         (replied and older than 2 s: stream timeout, ASSURED).
   ICMP  only echo/timestamp/info/address-mask requests (ICMPv6: echo request, node info
-        query) create an entry, which remembers the request type; on it only that request
+        query) create an entry, one per requester, identifier and class (keys.py: both
+        hosts requesting with one identifier hold two), which remembers the request type; on it only that request
         from the requester and its reply from the peer are tracked (the kernel's tuple holds
         the type: a reply from the requester, another class's message, an error type quoting
         nothing or a type above 18 finds no entry and cannot create one, INVALID), each
@@ -27,6 +28,8 @@ nf_conntrack_core.c (6.x; checked against a recording of 6.18, tests/data/conntr
         (icmp_error_quotes) is RELATED to the entry of the tuple it quotes, inverted: it is
         forwarded with that entry's action and changes nothing (no state, timer or
         SEEN_REPLY); quoting no entry it is INVALID and creates none.
+  ICMPv6 neighbour discovery and MLD (untracked) create no entry and are not INVALID either
+        (V_UNTRACKED: forwarded by the policy alone, whatever the INVALID policy).
   other the generic timeout.
 INVALID and ignored packets never change the state or re-arm the timer (the one exception is
 the kernel's own: nf_tcp_handle_invalid). A packet without header fields (OPT_HDR clear, e.g.
@@ -102,6 +105,7 @@ V_KILL = 4  # accepted, and the entry is deleted (a RST was the only reply)
 V_INVALID_NEW = 5  # the kernel creates no entry (INVALID, no session)
 V_NEW = 6  # a new entry was created and the packet accepted
 V_RELATED = 7  # an ICMP error quoting the entry's tuple: forwarded, the entry left as it is
+V_UNTRACKED = 8  # ICMPv6 neighbour discovery / MLD: the kernel tracks none (ct state untracked)
 
 # ---- settings array (EngineConfig.tracker_params)
 C_LOOSE = 0
@@ -139,6 +143,11 @@ _ICMP_NEW = np.zeros(256, np.uint8)
 _ICMP_NEW[[8, 13, 15, 17]] = 1  # echo, timestamp, info request, address mask request
 _ICMP6_NEW = np.zeros(256, np.uint8)
 _ICMP6_NEW[[128, 139]] = 1  # echo request, node information query
+#: ICMPv6 types nf_conntrack never tracks (icmpv6_error's noct_valid_new: MLD query, report,
+#: done, MLDv2 report; router/neighbour solicitation and advertisement; a redirect is not one):
+#: the packet gets IP_CT_UNTRACKED, no entry and no INVALID verdict.
+_ICMP6_UNTRACKED = np.zeros(256, np.uint8)
+_ICMP6_UNTRACKED[[130, 131, 132, 133, 134, 135, 136, 143]] = 1
 
 #: ICMP error types (icmp_is_err): destination unreachable, source quench, redirect, time
 #: exceeded, parameter problem; above NR_ICMP_TYPES (18) the kernel calls a type invalid.
@@ -290,10 +299,12 @@ def _max_scale(wscale):
 
 @njit_inline
 def _options(m, d, opt, wscale):
-    """tcp_options into direction d: only when the header has options (then they reset)."""
+    """tcp_options into direction d: only when the header has options (then they reset, all
+    but BE_LIBERAL, which the kernel keeps: an entry picked up or installed liberally stays
+    so when a SYN's options arrive)."""
     if not opt & OPT_PRESENT:
         return m
-    f = 0
+    f = _tf(m, d) & TF_BE_LIBERAL
     sc = 0
     if opt & OPT_SACK_PERM:
         f |= TF_SACK_PERM
@@ -565,8 +576,11 @@ def tcp_packet(m, te, tx, tw, tk, l1, l2, ex, d, flags, seq, ack, sack, win, opt
             if not brk:
                 seen = _flag(m, FLAG_SEEN_REPLY)
                 assured = _flag(m, FLAG_ASSURED)
+                # a RST answering a SYN let through comes from the SYN's peer: one from the
+                # SYN's own side is window-checked on 6.18 (kernel_edges.json long_909_030
+                # and the rd_* probes: after an ignored ACK either side's RST skips it)
                 if (
-                    ((seen and li == I_SYN) or (not assured and li == I_ACK))
+                    ((seen and li == I_SYN and last_dir != d) or (not assured and li == I_ACK))
                     and _u32(ack) == _h(l2, 0)
                 ) or (old == _SS and li == I_ACK and last_dir == 1 and _u32(seq) == _h(l1, 1)):
                     skip_window = True
@@ -685,6 +699,12 @@ def icmp_error_quotes(proto, icmp_type, inner_proto, inner_type, dst_hi, dst_lo,
     if inner_proto == P_ICMP6 and _ICMP6_INV[np.int64(inner_type) & 0xFF] == 0:
         return False
     return dst_hi == in_src_hi and dst_lo == in_src_lo
+
+
+@njit
+def untracked(proto, icmp_type) -> bool:
+    """The packet is one nf_conntrack leaves untracked (ICMPv6 ND/MLD: _ICMP6_UNTRACKED)."""
+    return np.int64(proto) == P_ICMP6 and _ICMP6_UNTRACKED[np.int64(icmp_type) & 0xFF] == 1
 
 
 @njit
@@ -848,6 +868,7 @@ __all__ = [
     "V_KILL",
     "V_RELATED",
     "V_REOPEN",
+    "V_UNTRACKED",
     "arm_default",
     "clear",
     "ct_new",
@@ -859,4 +880,5 @@ __all__ = [
     "pkt_flags",
     "tcp_in_window",
     "tcp_packet",
+    "untracked",
 ]

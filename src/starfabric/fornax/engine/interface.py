@@ -148,6 +148,8 @@ class Reason(IntEnum):
     CT_INVALID_NEW = 13  # software path: the first packet creates no entry (nf_conntrack's
     #                      "invalid new": a lone FIN/RST/SYN-ACK, bad flags, tcp_loose=0
     #                      pickup, an ICMP reply with no request)
+    CT_UNTRACKED = 14  # software path: the kernel leaves the packet untracked (ICMPv6 ND/MLD):
+    #                    no entry, forwarded by the policy alone
 
 
 class Status(IntEnum):

@@ -45,7 +45,15 @@ from starfabric.fornax.engine.interface import (
 )
 from starfabric.fornax.engine.records import entries_from_rows
 from starfabric.fornax.engine.tcp import N_STATES, TcpState
-from starfabric.fornax.keys import C_ALT, ICMP_ECHO_TYPES, bucket_pair, hash_key_py, tag_of
+from starfabric.fornax.keys import (
+    C_ALT,
+    ICMP_CLASS_OFFSET,
+    ICMP_ECHO_TYPES,
+    bucket_pair,
+    hash_key_py,
+    icmp_inverted_word,
+    tag_of,
+)
 from starfabric.fornax.packets import PROTO_TCP, PacketBatch
 
 M64 = L.MASK64
@@ -57,9 +65,13 @@ def canonical_key(
     vni: int, proto: int, src: tuple[int, int], dst: tuple[int, int], sport: int, dport: int
 ) -> tuple[Key, int]:
     """((a_hi, a_lo, b_hi, b_lo, ports word, proto), direction bit) of one directed tuple."""
-    if proto in ICMP_ECHO_TYPES:
-        if (dport >> 8) in ICMP_ECHO_TYPES[proto]:
-            dport = sport
+    if proto in ICMP_ECHO_TYPES:  # keys.py: a query (id, id + k), its reply (id + k, id)
+        off = int(ICMP_CLASS_OFFSET[0 if proto == 1 else 1, (dport >> 8) & 0xFF])
+        ident = sport
+        if off > 0:
+            sport, dport = ident, (ident + off) & 0xFFFF
+        elif off < 0:
+            sport, dport = (ident - off) & 0xFFFF, ident
         else:
             sport = dport = 0
     ea = (src[0], src[1], sport)
@@ -327,7 +339,8 @@ class ReferenceEngine(SessionEngine):
         if related:  # an ICMP error: looked up by the tuple it quotes, inverted
             icmp_in = ip in ICMP_ECHO_TYPES
             key, d = canonical_key(vni, ip, (id_hi, id_lo), (is_hi, is_lo),
-                                   isp if icmp_in else idp, idp if icmp_in else isp)  # fmt: skip
+                                   isp if icmp_in else idp,
+                                   icmp_inverted_word(ip, idp) if icmp_in else isp)  # fmt: skip
         else:
             key, d = canonical_key(vni, proto, src, dst, sport, dport)
         if self.stalled[p]:

@@ -29,6 +29,20 @@ from starfabric.fornax.engine.kernels.codes import (
     U0,
     U1,
 )
+from starfabric.fornax.keys import ICMP_CLASS_OFFSET, ICMP_INVERT
+
+_ICMP_OFF = ICMP_CLASS_OFFSET
+_ICMP_INV = ICMP_INVERT
+
+
+@njit
+def icmp_inverted(proto, word):
+    """An ICMP(v6) type/code word with the type inverted as nf_ct_invert_tuple does (twin of
+    keys.icmp_inverted_word): the key an error quoting that packet is looked up by."""
+    inv = _ICMP_INV[0 if np.int64(proto) == P_ICMP else 1, np.int64(word >> 8) & 0xFF]
+    if inv < 0:
+        return word
+    return np.uint16((inv << 8) | (np.int64(word) & 0xFF))
 
 
 @njit
@@ -86,9 +100,13 @@ def prep_key(vni, proto, sh, sl, dh, dl, sport, dport, seed, nb):
     sp = np.uint64(sport)
     dp = np.uint64(dport)
     if pr == P_ICMP or pr == P_ICMP6:  # noqa: SIM109
-        ty = dp >> S8
-        if (pr == P_ICMP and (ty == 8 or ty == 0)) or (pr == P_ICMP6 and (ty == 128 or ty == 129)):
+        # keys.py: a query (id, id + k), its reply (id + k, id), other ICMP (0, 0)
+        off = _ICMP_OFF[0 if pr == P_ICMP else 1, np.int64(dp >> S8)]
+        if off > 0:
+            dp = (sp + np.uint64(off)) & M16
+        elif off < 0:
             dp = sp
+            sp = (sp + np.uint64(-off)) & M16
         else:
             sp = U0
             dp = U0

@@ -66,7 +66,7 @@ from starfabric.fornax.engine.kernels.ecc import (
     ecc_encode,
     ecc_patch4,
 )
-from starfabric.fornax.engine.kernels.hashing import prep_key
+from starfabric.fornax.engine.kernels.hashing import icmp_inverted, prep_key
 from starfabric.fornax.engine.kernels.ring import emit_entry, emit_simple
 from starfabric.fornax.engine.kernels.table import first_tag, invalidate, prefetch_entry, read_check
 
@@ -165,12 +165,13 @@ def k_process(
                 pj, dport[j] >> np.uint16(8), i_proto[j], i_dport[j] >> np.uint16(8), dst_hi[j],
                 dst_lo[j], i_src_hi[j], i_src_lo[j],
             ):  # fmt: skip
-                # RELATED lookup: the quoted tuple inverted (an inner ICMP keeps its id/type)
+                # RELATED lookup: the quoted tuple inverted (an inner ICMP: its id, its type inverted)
                 ip = np.int64(i_proto[j])
                 icmp_in = ip in (P_ICMP, P_ICMP6)
                 k = prep_key(vni[j], i_proto[j], i_dst_hi[j], i_dst_lo[j], i_src_hi[j],
                              i_src_lo[j], i_sport[j] if icmp_in else i_dport[j],
-                             i_dport[j] if icmp_in else i_sport[j], seed, nb)  # fmt: skip
+                             icmp_inverted(ip, i_dport[j]) if icmp_in else i_sport[j], seed,
+                             nb)  # fmt: skip
                 kr[rj, 11] = np.uint64(ip)
                 kr[rj, 12] = U1
             else:
