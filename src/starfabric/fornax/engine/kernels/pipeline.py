@@ -70,7 +70,10 @@ from starfabric.fornax.engine.kernels.table import first_tag, invalidate, prefet
 
 #: Packets per stage of the lookup pipeline (assumption: measured on this 2-core VM at 16M slots
 #: with window tracking on: 8 gave 0.29-0.31 of the gather floor, 4 0.26; before the tracker,
-#: on an AMD EPYC VM, 4 beat 2, 8, 16 and 32).
+#: on an AMD EPYC VM, 4 beat 2, 8, 16 and 32). Tried again at 16M after the vector ECC (issue
+#: 17, alternated runs, noisy): 16 and 32 no better than 8; one packet per stage per step, all
+#: of a step's fetches in one burst, or an extra early fetch of the bucket's first record line
+#: (to walk its page sooner) each worse (0.23-0.30 against 0.28-0.34).
 GROUP = 8
 KEY_RING = 4 * GROUP  # prepared keys in flight: groups g..g+3 (a group's rows reused 4 later)
 
