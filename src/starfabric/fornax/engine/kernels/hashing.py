@@ -110,11 +110,13 @@ def prep_key(vni, proto, sh, sl, dh, dl, sport, dport, seed, nb):
 
 @njit_inline
 def packet_key(j, vni, proto, src_hi, src_lo, dst_hi, dst_lo, sport, dport, i_proto, i_src_hi,
-               i_src_lo, i_dst_hi, i_dst_lo, i_sport, i_dport, seed, nb):  # fmt: skip
-    """The key packet j is looked up by: (prep_key's ten values, the key's protocol, 1 for a
-    RELATED lookup else 0). An ICMP error quoting a tuple (conntrack.icmp_error_quotes) is
-    looked up by that tuple inverted (an inner ICMP packet keeps its id and type); any other
-    packet by its own. Inlined: k_process's pipeline and k_prepare share it."""
+               i_src_lo, i_dst_hi, i_dst_lo, i_sport, i_dport, seed, nb, kr, r):  # fmt: skip
+    """The key packet j is looked up by, into row r of kr: a_hi, a_lo, b_hi, b_lo, ports word,
+    hash, bucket 1, bucket 2, tag, direction (prep_key), the key's protocol, and 1 for a
+    RELATED lookup else 0; returns bucket 1. An ICMP error quoting a tuple
+    (conntrack.icmp_error_quotes) is looked up by that tuple inverted (an inner ICMP packet
+    keeps its id and type); any other packet by its own. Inlined: k_process's pipeline and
+    k_prepare share it."""
     pj = np.int64(proto[j])
     if (pj == P_ICMP or pj == P_ICMP6) and CT.icmp_error_quotes(  # noqa: SIM109
         pj, dport[j] >> np.uint16(8), i_proto[j], i_dport[j] >> np.uint16(8), dst_hi[j],
@@ -125,26 +127,28 @@ def packet_key(j, vni, proto, src_hi, src_lo, dst_hi, dst_lo, sport, dport, i_pr
         k = prep_key(vni[j], i_proto[j], i_dst_hi[j], i_dst_lo[j], i_src_hi[j], i_src_lo[j],
                      i_sport[j] if icmp_in else i_dport[j],
                      i_dport[j] if icmp_in else i_sport[j], seed, nb)  # fmt: skip
-        return k, np.uint64(ip), U1
-    k = prep_key(vni[j], proto[j], src_hi[j], src_lo[j], dst_hi[j], dst_lo[j], sport[j],
-                 dport[j], seed, nb)  # fmt: skip
-    return k, np.uint64(pj), U0
+        kp = np.uint64(ip)
+        rel = U1
+    else:
+        k = prep_key(vni[j], proto[j], src_hi[j], src_lo[j], dst_hi[j], dst_lo[j], sport[j],
+                     dport[j], seed, nb)  # fmt: skip
+        kp = np.uint64(pj)
+        rel = U0
+    for c in range(10):
+        kr[r, c] = k[c]
+    kr[r, 10] = kp
+    kr[r, 11] = rel
+    return np.int64(k[6])
 
 
 @njit
 def k_prepare(vni, proto, src_hi, src_lo, dst_hi, dst_lo, sport, dport, i_proto, i_src_hi,
               i_src_lo, i_dst_hi, i_dst_lo, i_sport, i_dport, seed, nb, kr):  # fmt: skip
     """packet_key over a whole batch, as k_process computes it (for tests and explain): row j
-    of kr gets a_hi, a_lo, b_hi, b_lo, ports word, hash, bucket 1, bucket 2, tag, direction,
-    the key's protocol and 1 for a RELATED lookup."""
+    of kr (12 columns) gets packet j's lookup key."""
     for j in range(len(vni)):
-        k, pr, rel = packet_key(j, vni, proto, src_hi, src_lo, dst_hi, dst_lo, sport, dport,
-                                i_proto, i_src_hi, i_src_lo, i_dst_hi, i_dst_lo, i_sport,
-                                i_dport, seed, nb)  # fmt: skip
-        for c in range(10):
-            kr[j, c] = k[c]
-        kr[j, 10] = pr
-        kr[j, 11] = rel
+        packet_key(j, vni, proto, src_hi, src_lo, dst_hi, dst_lo, sport, dport, i_proto,
+                   i_src_hi, i_src_lo, i_dst_hi, i_dst_lo, i_sport, i_dport, seed, nb, kr, j)  # fmt: skip
 
 
 @njit

@@ -174,15 +174,10 @@ def k_process(
         # per stage per step) keep the core's miss buffers busy while it computes.
         lo = (g + 3) * GROUP
         for j in range(lo, min(lo + GROUP, n)):
-            rj = j % KEY_RING
-            k, kp, krel = packet_key(j, vni, proto, src_hi, src_lo, dst_hi, dst_lo, sport, dport,
-                                     i_proto, i_src_hi, i_src_lo, i_dst_hi, i_dst_lo, i_sport,
-                                     i_dport, seed, nb)  # fmt: skip
-            for c in range(10):
-                kr[rj, c] = k[c]
-            kr[rj, 10] = kp
-            kr[rj, 11] = krel
-            prefetch_row(tags, np.int64(k[6]) * bs)
+            b1 = packet_key(j, vni, proto, src_hi, src_lo, dst_hi, dst_lo, sport, dport, i_proto,
+                            i_src_hi, i_src_lo, i_dst_hi, i_dst_lo, i_sport, i_dport, seed, nb,
+                            kr, j % KEY_RING)  # fmt: skip
+            prefetch_row(tags, b1 * bs)
         lo = (g + 2) * GROUP
         for j in range(max(lo, 0), min(lo + GROUP, n)):
             rj = j % KEY_RING
