@@ -65,15 +65,22 @@ def batch_of(rows: list[tuple]) -> PacketBatch:  # type: ignore[type-arg]
     )
 
 
+def prepared(b: PacketBatch, nb: int) -> np.ndarray:
+    """k_prepare of a batch: the lookup keys k_process computes (kernels/hashing.packet_key)."""
+    kr = np.zeros((len(b), 12), dtype=np.uint64)
+    K.k_prepare(b.vni, b.proto, b.src_hi, b.src_lo, b.dst_hi, b.dst_lo, b.sport, b.dport,
+                b.inner_proto, b.inner_src_hi, b.inner_src_lo, b.inner_dst_hi, b.inner_dst_lo,
+                b.inner_sport, b.inner_dport, np.uint64(DEFAULT_HASH_SEED), nb, kr)  # fmt: skip
+    return kr
+
+
 @settings(max_examples=50, deadline=None)
 @given(st.lists(pkt, min_size=1, max_size=30), st.integers(2, 1 << 20))
 def test_three_implementations_agree(rows: list[tuple], nb: int) -> None:  # type: ignore[type-arg]
     b = batch_of(rows)
     k = canonicalize(b)
     h = key_hash(k)
-    kr = np.zeros((len(b), 11), dtype=np.uint64)
-    K.k_prepare(b.vni, b.proto, b.src_hi, b.src_lo, b.dst_hi, b.dst_lo, b.sport, b.dport,
-                np.uint64(DEFAULT_HASH_SEED), nb, kr)  # fmt: skip
+    kr = prepared(b, nb)
     pw = k.ports_word()
     for i, (vni, proto, src, dst, sp, dp) in enumerate(rows):
         key, d = canonical_key(vni, proto, src, dst, sp, dp)
@@ -85,6 +92,7 @@ def test_three_implementations_agree(rows: list[tuple], nb: int) -> None:  # typ
         assert bucket_pair(hp, nb) == (int(kr[i, 6]), int(kr[i, 7]))
         assert tag_of(hp) == int(kr[i, 8]) != 0
         assert list(kr[i, :5]) == list(key[:5])
+        assert (kr[i, 10], kr[i, 11]) == (proto, 0)  # no quoted tuple: the packet's own key
 
 
 @settings(max_examples=50, deadline=None)
@@ -187,3 +195,22 @@ def test_type_inversion_twins_agree() -> None:
     for proto in (1, 58):
         for word in range(0, 1 << 16, 37):
             assert int(icmp_inverted(proto, np.uint16(word))) == icmp_inverted_word(proto, word)
+
+
+def test_an_icmp_error_is_looked_up_by_the_tuple_it_quotes() -> None:
+    """A port unreachable from B quoting A's UDP datagram has the key of A's session (RELATED);
+    one going elsewhere than the quoted source, or quoting nothing, is looked up as itself."""
+    a, b, c = ip_to_halves("10.0.0.1"), ip_to_halves("10.0.0.2"), ip_to_halves("10.0.0.3")
+    session = batch_of([(7, 17, a, b, 5353, 53)])
+    errs = PacketBatch.from_columns(
+        vni=7, proto=1, src_hi=np.uint64(b[0]), src_lo=np.uint64([b[1], b[1], b[1]]),
+        dst_hi=np.uint64(a[0]), dst_lo=np.uint64([a[1], c[1], a[1]]), sport=0,
+        dport=(3 << 8) | 3, inner_proto=np.uint8([17, 17, 0]), inner_src_hi=np.uint64(a[0]),
+        inner_src_lo=np.uint64(a[1]), inner_dst_hi=np.uint64(b[0]), inner_dst_lo=np.uint64(b[1]),
+        inner_sport=5353, inner_dport=53,
+    )  # fmt: skip
+    want = prepared(session, 1 << 16)[0]
+    got = prepared(errs, 1 << 16)
+    assert list(got[0, :9]) == list(want[:9]) and (got[0, 10], got[0, 11]) == (17, 1)
+    for i in (1, 2):
+        assert got[i, 5] != want[5] and (got[i, 10], got[i, 11]) == (1, 0)

@@ -20,6 +20,7 @@ from starfabric.fornax.engine.ecc import (
     ecc_encode,
     ecc_seal,
 )
+from starfabric.fornax.engine.kernels.ecc import ecc_b_of
 from starfabric.fornax.engine.layout import (
     ECC_GROUPS,
     N_DATA_WORDS,
@@ -29,6 +30,7 @@ from starfabric.fornax.engine.layout import (
     W_ECC2,
     W_PKTS,
     W_TD_MAXWIN,
+    W_TRACK,
 )
 
 from .fornax_engine_helpers import insert_flows, packets
@@ -63,6 +65,30 @@ def test_clean_record_and_codecs_agree() -> None:
     assert int(K.ecc_encode(arr, 0)) == rec[W_ECC]
     assert int(K.ecc_encode_b(arr, 0)) == rec[W_ECC2]
     assert K.ecc_check(arr, 0) == (ECC_CLEAN, -1)
+
+
+word = st.one_of(st.sampled_from([0, 1, 2**32 - 1, 2**32, 2**63, 2**64 - 1]),
+                 st.integers(0, 2**64 - 1))  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(word, min_size=N_WORDS, max_size=N_WORDS))
+def test_vector_check_words_equal_the_plain_codec(words: list[int]) -> None:
+    """The kernels' check words (one vector XOR and popcount, _intrinsics) are ecc.py's, for
+    any data, from the record (ecc_encode, ecc_encode_b) or from values (ecc_b_of)."""
+    want = list(words)
+    ecc_seal(want)
+    arr = np.array([words], dtype=np.uint64)
+    assert int(K.ecc_encode(arr, 0)) == want[W_ECC]
+    assert int(K.ecc_encode_b(arr, 0)) == want[W_ECC2]
+    assert int(_b_of(arr)) == want[W_ECC2]
+
+
+@njit
+def _b_of(arr: np.ndarray) -> np.uint64:
+    w = W_TRACK
+    return ecc_b_of(arr[0, w], arr[0, w + 1], arr[0, w + 2], arr[0, w + 3], arr[0, w + 4],
+                    arr[0, w + 5], arr[0, w + 6])  # fmt: skip
 
 
 def test_every_single_bit_flip_is_located_and_corrected() -> None:

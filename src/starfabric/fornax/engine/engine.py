@@ -400,8 +400,9 @@ class FastEngine(SessionEngine):
     # ---- fault hooks -------------------------------------------------------------------
     def slot_of(self, keys: FlowKeys) -> npt.NDArray[np.int64]:
         k = self._canon(keys)
-        h = self._hashes(self._key_words(k))
-        pw = k.ports_word()
+        kw = self._key_words(k)
+        h = self._hashes(kw)
+        pw = kw[4]
         out = np.full(len(keys), -1, dtype=np.int64)
         bs = self.config.bucket_size
         for i in range(len(keys)):

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from starfabric._jit import njit
+from starfabric._jit import njit, njit_inline
+from starfabric.fornax.engine import conntrack as CT
 from starfabric.fornax.engine import layout as L
 from starfabric.fornax.engine.kernels.codes import (
     K_ALT,
@@ -111,36 +112,62 @@ def prep_key(vni, proto, sh, sl, dh, dl, sport, dport, seed, nb):
             sp = U0
             dp = U0
     vw = np.uint64(vni) << S32
-    if sh > dh or (sh == dh and (sl > dl or (sl == dl and sp > dp))):
-        a_hi, a_lo, b_hi, b_lo = dh, dl, sh, sl
-        pw = vw | (dp << S16) | sp
-        d = U1
-    else:
-        a_hi, a_lo, b_hi, b_lo = sh, sl, dh, dl
-        pw = vw | (sp << S16) | dp
-        d = U0
+    # Which endpoint is A, without a branch (& and | do not short-circuit): a packet's
+    # direction is as good as random, so a branch here would be mispredicted half the time.
+    swap = (sh > dh) | ((sh == dh) & ((sl > dl) | ((sl == dl) & (sp > dp))))
+    a_hi = dh if swap else sh
+    a_lo = dl if swap else sl
+    b_hi = sh if swap else dh
+    b_lo = sl if swap else dl
+    pw = vw | (((dp << S16) | sp) if swap else ((sp << S16) | dp))
+    d = np.uint64(swap)
     h = hash_words(a_hi, a_lo, b_hi, b_lo, pw, np.uint64(pr), seed)
     b1, b2 = buckets(h, nb)
     return a_hi, a_lo, b_hi, b_lo, pw, h, np.uint64(b1), np.uint64(b2), np.uint64(tag_of(h)), d
 
 
-@njit
-def prep_one(
-    j, vni, proto, src_hi, src_lo, dst_hi, dst_lo, sport, dport, seed, nb, kr, r
-):  # fmt: skip
-    """prep_key of packet j into kr[r]; kr columns: a_hi, a_lo, b_hi, b_lo, ports word, hash,
-    bucket 1, bucket 2, tag, direction."""
-    k = prep_key(vni[j], proto[j], src_hi[j], src_lo[j], dst_hi[j], dst_lo[j], sport[j],
-                 dport[j], seed, nb)  # fmt: skip
+@njit_inline
+def packet_key(j, vni, proto, src_hi, src_lo, dst_hi, dst_lo, sport, dport, i_proto, i_src_hi,
+               i_src_lo, i_dst_hi, i_dst_lo, i_sport, i_dport, seed, nb, kr, r):  # fmt: skip
+    """The key packet j is looked up by, into row r of kr: a_hi, a_lo, b_hi, b_lo, ports word,
+    hash, bucket 1, bucket 2, tag, direction (prep_key), the key's protocol, and 1 for a
+    RELATED lookup else 0; returns bucket 1. An ICMP error quoting a tuple
+    (conntrack.icmp_error_quotes) is looked up by that tuple inverted (an inner ICMP packet
+    keeps its id, its type inverted as nf_ct_invert_tuple does); any other packet by its
+    own. Inlined: k_process's pipeline and k_prepare share it."""
+    pj = np.int64(proto[j])
+    if (pj == P_ICMP or pj == P_ICMP6) and CT.icmp_error_quotes(  # noqa: SIM109
+        pj, dport[j] >> np.uint16(8), i_proto[j], i_dport[j] >> np.uint16(8), dst_hi[j],
+        dst_lo[j], i_src_hi[j], i_src_lo[j],
+    ):  # fmt: skip
+        ip = np.int64(i_proto[j])
+        icmp_in = ip in (P_ICMP, P_ICMP6)
+        k = prep_key(vni[j], i_proto[j], i_dst_hi[j], i_dst_lo[j], i_src_hi[j], i_src_lo[j],
+                     i_sport[j] if icmp_in else i_dport[j],
+                     icmp_inverted(ip, i_dport[j]) if icmp_in else i_sport[j], seed,
+                     nb)  # fmt: skip
+        kp = np.uint64(ip)
+        rel = U1
+    else:
+        k = prep_key(vni[j], proto[j], src_hi[j], src_lo[j], dst_hi[j], dst_lo[j], sport[j],
+                     dport[j], seed, nb)  # fmt: skip
+        kp = np.uint64(pj)
+        rel = U0
     for c in range(10):
         kr[r, c] = k[c]
+    kr[r, 10] = kp
+    kr[r, 11] = rel
+    return np.int64(k[6])
 
 
 @njit
-def k_prepare(vni, proto, src_hi, src_lo, dst_hi, dst_lo, sport, dport, seed, nb, kr):
-    """prep_one over a whole batch (kr has one row per packet); for tests and explain."""
+def k_prepare(vni, proto, src_hi, src_lo, dst_hi, dst_lo, sport, dport, i_proto, i_src_hi,
+              i_src_lo, i_dst_hi, i_dst_lo, i_sport, i_dport, seed, nb, kr):  # fmt: skip
+    """packet_key over a whole batch, as k_process computes it (for tests and explain): row j
+    of kr (12 columns) gets packet j's lookup key."""
     for j in range(len(vni)):
-        prep_one(j, vni, proto, src_hi, src_lo, dst_hi, dst_lo, sport, dport, seed, nb, kr, j)
+        packet_key(j, vni, proto, src_hi, src_lo, dst_hi, dst_lo, sport, dport, i_proto,
+                   i_src_hi, i_src_lo, i_dst_hi, i_dst_lo, i_sport, i_dport, seed, nb, kr, j)  # fmt: skip
 
 
 @njit

@@ -37,8 +37,6 @@ from starfabric.fornax.engine.kernels.codes import (
     O_HUNG,
     O_MISS,
     O_STALE,
-    P_ICMP,
-    P_ICMP6,
     R_DROP,
     R_ECC,
     R_ENI,
@@ -66,13 +64,16 @@ from starfabric.fornax.engine.kernels.ecc import (
     ecc_encode,
     ecc_patch4,
 )
-from starfabric.fornax.engine.kernels.hashing import icmp_inverted, prep_key
+from starfabric.fornax.engine.kernels.hashing import packet_key
 from starfabric.fornax.engine.kernels.ring import emit_entry, emit_simple
 from starfabric.fornax.engine.kernels.table import first_tag, invalidate, prefetch_entry, read_check
 
 #: Packets per stage of the lookup pipeline (assumption: measured on this 2-core VM at 16M slots
 #: with window tracking on: 8 gave 0.29-0.31 of the gather floor, 4 0.26; before the tracker,
-#: on an AMD EPYC VM, 4 beat 2, 8, 16 and 32).
+#: on an AMD EPYC VM, 4 beat 2, 8, 16 and 32). Tried again at 16M after the vector ECC (issue
+#: 17, alternated runs, noisy): 16 and 32 no better than 8; one packet per stage per step, all
+#: of a step's fetches in one burst, or an extra early fetch of the bucket's first record line
+#: (to walk its page sooner) each worse (0.23-0.30 against 0.28-0.34).
 GROUP = 8
 KEY_RING = 4 * GROUP  # prepared keys in flight: groups g..g+3 (a group's rows reused 4 later)
 
@@ -124,6 +125,20 @@ def store_hit(rec, s, d, meta, n_me, te, tx, tw, tk, l1, l2, ex,
     )  # fmt: skip
 
 
+@njit_inline
+def put(o_out, o_reason, o_slot, o_reply, o_action, o_state, o_verdict, i, out, reason, slot,
+        reply, action, state, verdict) -> None:  # fmt: skip
+    """Packet i's completion: outcome, reason, slot (-1 none), reply bit, action, TCP state
+    and tracker verdict (255: none)."""
+    o_out[i] = out
+    o_reason[i] = reason
+    o_slot[i] = slot
+    o_reply[i] = reply
+    o_action[i] = action
+    o_state[i] = state
+    o_verdict[i] = verdict
+
+
 @njit
 def k_process(
     tags, rec, st, ring, rmeta, ctr, prm, seed, eni_cur, vpc_cur, stalled, stuck, hung, tcfg,
@@ -151,7 +166,7 @@ def k_process(
     n_groups = (n + GROUP - 1) // GROUP
     for g in range(-3, n_groups):
         # Software pipeline over groups of packets (a NIC keeps many lookups in flight). The
-        # first three stages only read the table and move cache lines (kr[:, 10] is a hint);
+        # first three stages only read the table and move cache lines (kr[:, 12] is a hint);
         # every decision is taken in the last, in order, on the table as it is then.
         # Group g+3: prepare keys, fetch bucket 1's tag lines. Group g+2: scan them, fetch the
         # matching record or else bucket 2's tag line. Group g+1: scan bucket 2 where needed,
@@ -159,44 +174,25 @@ def k_process(
         # per stage per step) keep the core's miss buffers busy while it computes.
         lo = (g + 3) * GROUP
         for j in range(lo, min(lo + GROUP, n)):
-            rj = j % KEY_RING
-            pj = np.int64(proto[j])
-            if (pj == P_ICMP or pj == P_ICMP6) and CT.icmp_error_quotes(  # noqa: SIM109
-                pj, dport[j] >> np.uint16(8), i_proto[j], i_dport[j] >> np.uint16(8), dst_hi[j],
-                dst_lo[j], i_src_hi[j], i_src_lo[j],
-            ):  # fmt: skip
-                # RELATED lookup: the quoted tuple inverted (an inner ICMP: its id, its type inverted)
-                ip = np.int64(i_proto[j])
-                icmp_in = ip in (P_ICMP, P_ICMP6)
-                k = prep_key(vni[j], i_proto[j], i_dst_hi[j], i_dst_lo[j], i_src_hi[j],
-                             i_src_lo[j], i_sport[j] if icmp_in else i_dport[j],
-                             icmp_inverted(ip, i_dport[j]) if icmp_in else i_sport[j], seed,
-                             nb)  # fmt: skip
-                kr[rj, 11] = np.uint64(ip)
-                kr[rj, 12] = U1
-            else:
-                k = prep_key(vni[j], proto[j], src_hi[j], src_lo[j], dst_hi[j], dst_lo[j],
-                             sport[j], dport[j], seed, nb)  # fmt: skip
-                kr[rj, 11] = np.uint64(pj)
-                kr[rj, 12] = U0
-            for c in range(10):
-                kr[rj, c] = k[c]
-            prefetch_row(tags, np.int64(k[6]) * bs)
+            b1 = packet_key(j, vni, proto, src_hi, src_lo, dst_hi, dst_lo, sport, dport, i_proto,
+                            i_src_hi, i_src_lo, i_dst_hi, i_dst_lo, i_sport, i_dport, seed, nb,
+                            kr, j % KEY_RING)  # fmt: skip
+            prefetch_row(tags, b1 * bs)
         lo = (g + 2) * GROUP
         for j in range(max(lo, 0), min(lo + GROUP, n)):
             rj = j % KEY_RING
             b = np.int64(kr[rj, 6])
             q = first_tag(tags64, b, wpb, kr[rj, 8])
             if q < bs:
-                kr[rj, 10] = np.uint64(b * bs + q + 1)
+                kr[rj, 12] = np.uint64(b * bs + q + 1)
                 prefetch_entry(rec, b * bs + q)
             else:
-                kr[rj, 10] = U0
+                kr[rj, 12] = U0
                 prefetch_row(tags, np.int64(kr[rj, 7]) * bs)
         lo = (g + 1) * GROUP
         for j in range(max(lo, 0), min(lo + GROUP, n)):
             rj = j % KEY_RING
-            if kr[rj, 10] == U0:
+            if kr[rj, 12] == U0:
                 b = np.int64(kr[rj, 7])
                 q = first_tag(tags64, b, wpb, kr[rj, 8])
                 if q < bs:
@@ -207,20 +203,16 @@ def k_process(
             o_dir[i] = np.uint8(kr[ri, 9])
             t = time[i]
             p = np.int64(port[i])
-            o_slot[i] = -1
-            o_reply[i] = 255
-            o_action[i] = 0
-            o_state[i] = 0
-            o_verdict[i] = 255
+            # Each way out writes the packet's completion once (put): no field is stored twice.
             if stalled[p]:
                 if stuck[p] < 0:
                     stuck[p] = t
                 watchdog(stalled, stuck, hung, ring, rmeta, ctr, prm, p, t)
-                o_out[i] = O_HUNG
-                o_reason[i] = R_STALLED
+                put(o_out, o_reason, o_slot, o_reply, o_action, o_state, o_verdict, i,
+                    O_HUNG, R_STALLED, -1, 255, 0, 0, 255)  # fmt: skip
                 ctr[C_HUNG] += 1
                 continue
-            pr = kr[ri, 11]  # the key's protocol (an ICMP error's: the quoted packet's)
+            pr = kr[ri, 10]  # the key's protocol (an ICMP error's: the quoted packet's)
             # Probe, written out here: a call carrying the table arrays costs numba reference
             # counting per call, which would dominate the hit path. ECC is checked before the key
             # compare; only a failing check takes the (rare) read_check path with its events.
@@ -228,10 +220,10 @@ def k_process(
             s = -1
             fault = False
             te = tx = tw = tk = l1 = l2 = ex = U0
-            # Stage g+2 found bucket 1's first tag match at slot kr[ri, 10] - 1 (0: none). The
+            # Stage g+2 found bucket 1's first tag match at slot kr[ri, 12] - 1 (0: none). The
             # pipeline never sets a tag (it may clear one), so a slot still holding the tag is
             # still the first match and the scan can start there; otherwise scan afresh.
-            hint = np.int64(kr[ri, 10]) - 1
+            hint = np.int64(kr[ri, 12]) - 1
             for c in range(6, 8):
                 b = np.int64(kr[ri, c])
                 base = b * bs
@@ -284,17 +276,15 @@ def k_process(
                 if s >= 0:
                     break
             if fault:
-                o_out[i] = O_FAULT
-                o_reason[i] = R_ECC
-                o_slot[i] = s
+                put(o_out, o_reason, o_slot, o_reply, o_action, o_state, o_verdict, i,
+                    O_FAULT, R_ECC, s, 255, 0, 0, 255)  # fmt: skip
                 ctr[C_FAULT] += 1
                 continue
             if s < 0:
-                o_out[i] = O_MISS
-                o_reason[i] = R_NO_ENTRY
+                put(o_out, o_reason, o_slot, o_reply, o_action, o_state, o_verdict, i,
+                    O_MISS, R_NO_ENTRY, -1, 255, 0, 0, 255)  # fmt: skip
                 n_miss += 1
                 continue
-            o_slot[i] = s
             meta = rec[s, L.W_META]
             fl = (meta >> S16) & M8
             state = np.int64((meta >> S8) & M8)
@@ -314,17 +304,15 @@ def k_process(
                     rec[s, L.W_ECC] = ecc_encode(rec, s)
                     ctr[C_MISMATCH] += 1
                     emit_entry(ring, rmeta, ctr, EV_MISMATCH, reason, rec, s, s, t, p, 0)
-                o_out[i] = O_STALE
-                o_reason[i] = reason
-                o_reply[i] = rel
-                o_state[i] = state
+                put(o_out, o_reason, o_slot, o_reply, o_action, o_state, o_verdict, i,
+                    O_STALE, reason, s, rel, 0, state, 255)  # fmt: skip
                 ctr[C_STALE] += 1
                 continue
             act = (rec[s, L.W_ACT] >> np.uint64(32 * d)) & M32
-            # RELATED (nf_conntrack_inet_error, kr[:, 12]): the entry is neither tracked nor
+            # RELATED (nf_conntrack_inet_error, kr[:, 11]): the entry is neither tracked nor
             # counted, the packet takes its action.
             vd = V_RELATED
-            if kr[ri, 12] == U0:
+            if kr[ri, 11] == U0:
                 # Connection tracking (conntrack.py, shared with reference.py and the softpath)
                 # on the words already in registers; only what it changed is stored back.
                 vd, _rearmed, n_me, te1, tx1, tw1, tk1, l11, l21, ex1 = CT.ct_packet_s_inline(
@@ -337,14 +325,12 @@ def k_process(
                     # A SYN on a finished session opens a NEW connection: as nf_conntrack kills
                     # the old entry and runs the SYN through the ruleset, the old session closes
                     # (final counters) and the SYN is punted for a decision.
-                    o_verdict[i] = vd
                     ctr[C_REOPEN] += 1
                     ctr[C_CLOSED] += 1
                     emit_entry(ring, rmeta, ctr, EV_CLOSED, R_REOPEN, rec, s, s, t, p, 0)
                     invalidate(tags, rec, st, s)
-                    o_out[i] = O_MISS
-                    o_reason[i] = R_REOPEN
-                    o_slot[i] = -1
+                    put(o_out, o_reason, o_slot, o_reply, o_action, o_state, o_verdict, i,
+                        O_MISS, R_REOPEN, -1, 255, 0, 0, vd)  # fmt: skip
                     n_miss += 1
                     continue
                 state = np.int64((n_me >> S8) & M8)
@@ -358,29 +344,27 @@ def k_process(
                     reason = R_KILLED
                 store_hit(rec, s, d, meta, n_me, te, tx, tw, tk, l1, l2, ex,
                           te1, tx1, tw1, tk1, l11, l21, ex1, np.uint64(length[i]), t)  # fmt: skip
-            o_verdict[i] = vd
-            o_reply[i] = rel
-            o_action[i] = act
-            o_state[i] = state
+            slot = s
             if vd == V_KILL:
                 # the only reply was a RST: the kernel deletes the entry (final counters)
                 ctr[C_CLOSED] += 1
                 emit_entry(ring, rmeta, ctr, EV_CLOSED, R_KILLED, rec, s, s, t, p, 0)
                 invalidate(tags, rec, st, s)
-                o_slot[i] = -1
+                slot = -1
             if act == drop:
-                o_out[i] = O_DROP
-                o_reason[i] = R_DROP
+                out = O_DROP
+                reason = R_DROP
                 ctr[C_DROP] += 1
             elif vd == V_INVALID and inv_drop:
-                o_out[i] = O_DROP
-                o_reason[i] = R_TCP_INVALID
+                out = O_DROP
+                reason = R_TCP_INVALID
                 ctr[C_DROP] += 1
             else:
-                o_out[i] = O_HIT
-                o_reason[i] = reason
+                out = O_HIT
                 n_hit += 1
                 n_bytes += length[i]
+            put(o_out, o_reason, o_slot, o_reply, o_action, o_state, o_verdict, i,
+                out, reason, slot, rel, act, state, vd)  # fmt: skip
     # The per-packet hot counters are kept in registers and added once per batch.
     ctr[C_PACKETS] += n
     ctr[C_HIT] += n_hit
