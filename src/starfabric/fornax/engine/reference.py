@@ -362,9 +362,10 @@ class ReferenceEngine(SessionEngine):
         rel = d ^ (fl & L.FLAG_ORIG_B)
         eni_id, vpc_id = r[L.W_SCOPE] & M32, r[L.W_SCOPE] >> 32
         reason = Reason.NONE
-        if r[L.W_VER] & M32 != self.eni[eni_id]:
+        # a scope id naming no scope (damaged past what ECC corrects) reads as stale
+        if eni_id >= len(self.eni) or r[L.W_VER] & M32 != self.eni[eni_id]:
             reason = Reason.ENI_VERSION
-        elif r[L.W_VER] >> 32 != self.vpc[vpc_id]:
+        elif vpc_id >= len(self.vpc) or r[L.W_VER] >> 32 != self.vpc[vpc_id]:
             reason = Reason.VPC_VERSION
         if reason != Reason.NONE:
             if not fl & L.FLAG_MISMATCH_REPORTED:
@@ -674,7 +675,13 @@ class ReferenceEngine(SessionEngine):
                     and (eni_version_below is None or ev < eni_version_below)
                     and (vpc_version_below is None or vv < vpc_version_below)
                     and (tcp_state is None or (r[L.W_META] >> 8) & 0xFF == tcp_state)
-                    and (not stale_only or ev != self.eni[e] or vv != self.vpc[v])
+                    and (
+                        not stale_only
+                        or e >= len(self.eni)
+                        or v >= len(self.vpc)
+                        or ev != self.eni[e]
+                        or vv != self.vpc[v]
+                    )
                 )
                 if keep:
                     rows.append(list(r))

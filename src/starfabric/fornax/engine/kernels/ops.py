@@ -321,7 +321,8 @@ def k_dump(
                 ok = False
             if f_state >= 0 and np.int64((rec[s, L.W_META] >> S8) & M8) != f_state:
                 ok = False
-            if stale_only and ev == np.int64(eni_cur[e]) and vv == np.int64(vpc_cur[v]):
+            if (stale_only and e < len(eni_cur) and v < len(vpc_cur)
+                    and ev == np.int64(eni_cur[e]) and vv == np.int64(vpc_cur[v])):  # fmt: skip
                 ok = False
             if ok:
                 for w in range(L.N_WORDS):

@@ -293,9 +293,13 @@ def k_process(
             sc = rec[s, L.W_SCOPE]
             ver = rec[s, L.W_VER]
             reason = R_NONE
-            if (ver & M32) != np.uint64(eni_cur[np.int64(sc & M32)]):
+            # a scope id naming no scope (a record damaged past what ECC corrects) is stale,
+            # never an index outside the version arrays
+            e_id = np.int64(sc & M32)
+            v_id = np.int64(sc >> S32)
+            if e_id >= len(eni_cur) or (ver & M32) != np.uint64(eni_cur[e_id]):
                 reason = R_ENI
-            elif (ver >> S32) != np.uint64(vpc_cur[np.int64(sc >> S32)]):
+            elif v_id >= len(vpc_cur) or (ver >> S32) != np.uint64(vpc_cur[v_id]):
                 reason = R_VPC
             if reason != R_NONE:
                 if (fl & F_MISMATCH) == U0:
