@@ -251,6 +251,17 @@ class ReferenceEngine(SessionEngine):
         b1, b2 = bucket_pair(h, self.config.n_buckets)
         return list(range(b1 * bs, b1 * bs + bs)) + list(range(b2 * bs, b2 * bs + bs))
 
+    def _stale_reason(self, r: list[int]) -> Reason:
+        """ENI_VERSION / VPC_VERSION where record r's versions are behind its scopes' current
+        ones, else NONE; a scope id naming no scope (damaged past what ECC corrects) is stale
+        (twin of kernels/table.stale_reason)."""
+        e, v = r[L.W_SCOPE] & M32, r[L.W_SCOPE] >> 32
+        if e >= len(self.eni) or r[L.W_VER] & M32 != self.eni[e]:
+            return Reason.ENI_VERSION
+        if v >= len(self.vpc) or r[L.W_VER] >> 32 != self.vpc[v]:
+            return Reason.VPC_VERSION
+        return Reason.NONE
+
     def _probe(self, key: Key, t: int, port: int) -> tuple[int, bool]:
         h = hash_key_py(*key, self.config.hash_seed)
         tag = tag_of(h)
@@ -360,13 +371,7 @@ class ReferenceEngine(SessionEngine):
         fl = (r[L.W_META] >> 16) & 0xFF
         state = (r[L.W_META] >> 8) & 0xFF
         rel = d ^ (fl & L.FLAG_ORIG_B)
-        eni_id, vpc_id = r[L.W_SCOPE] & M32, r[L.W_SCOPE] >> 32
-        reason = Reason.NONE
-        # a scope id naming no scope (damaged past what ECC corrects) reads as stale
-        if eni_id >= len(self.eni) or r[L.W_VER] & M32 != self.eni[eni_id]:
-            reason = Reason.ENI_VERSION
-        elif vpc_id >= len(self.vpc) or r[L.W_VER] >> 32 != self.vpc[vpc_id]:
-            reason = Reason.VPC_VERSION
+        reason = self._stale_reason(r)
         if reason != Reason.NONE:
             if not fl & L.FLAG_MISMATCH_REPORTED:
                 fl |= L.FLAG_MISMATCH_REPORTED
@@ -675,13 +680,7 @@ class ReferenceEngine(SessionEngine):
                     and (eni_version_below is None or ev < eni_version_below)
                     and (vpc_version_below is None or vv < vpc_version_below)
                     and (tcp_state is None or (r[L.W_META] >> 8) & 0xFF == tcp_state)
-                    and (
-                        not stale_only
-                        or e >= len(self.eni)
-                        or v >= len(self.vpc)
-                        or ev != self.eni[e]
-                        or vv != self.vpc[v]
-                    )
+                    and (not stale_only or self._stale_reason(r) != Reason.NONE)
                 )
                 if keep:
                     rows.append(list(r))

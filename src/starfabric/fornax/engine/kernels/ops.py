@@ -64,6 +64,7 @@ from starfabric.fornax.engine.kernels.table import (
     prefetch_entry,
     probe,
     read_check,
+    stale_reason,
 )
 
 #: Entries an insert batch fetches ahead (assumption: enough to cover a memory miss while
@@ -321,8 +322,7 @@ def k_dump(
                 ok = False
             if f_state >= 0 and np.int64((rec[s, L.W_META] >> S8) & M8) != f_state:
                 ok = False
-            if (stale_only and e < len(eni_cur) and v < len(vpc_cur)
-                    and ev == np.int64(eni_cur[e]) and vv == np.int64(vpc_cur[v])):  # fmt: skip
+            if stale_only and stale_reason(sc, ver, eni_cur, vpc_cur) == R_NONE:
                 ok = False
             if ok:
                 for w in range(L.N_WORDS):

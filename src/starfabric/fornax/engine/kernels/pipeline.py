@@ -39,7 +39,6 @@ from starfabric.fornax.engine.kernels.codes import (
     O_STALE,
     R_DROP,
     R_ECC,
-    R_ENI,
     R_KILLED,
     R_NO_ENTRY,
     R_NONE,
@@ -47,7 +46,6 @@ from starfabric.fornax.engine.kernels.codes import (
     R_STALLED,
     R_TCP_IGNORED,
     R_TCP_INVALID,
-    R_VPC,
     S8,
     S16,
     S32,
@@ -66,7 +64,13 @@ from starfabric.fornax.engine.kernels.ecc import (
 )
 from starfabric.fornax.engine.kernels.hashing import packet_key
 from starfabric.fornax.engine.kernels.ring import emit_entry, emit_simple
-from starfabric.fornax.engine.kernels.table import first_tag, invalidate, prefetch_entry, read_check
+from starfabric.fornax.engine.kernels.table import (
+    first_tag,
+    invalidate,
+    prefetch_entry,
+    read_check,
+    stale_reason,
+)
 
 #: Packets per stage of the lookup pipeline (assumption: measured on this 2-core VM at 16M slots
 #: with window tracking on: 8 gave 0.29-0.31 of the gather floor, 4 0.26; before the tracker,
@@ -292,15 +296,7 @@ def k_process(
             rel = d ^ np.int64(fl & F_ORIG_B)
             sc = rec[s, L.W_SCOPE]
             ver = rec[s, L.W_VER]
-            reason = R_NONE
-            # a scope id naming no scope (a record damaged past what ECC corrects) is stale,
-            # never an index outside the version arrays
-            e_id = np.int64(sc & M32)
-            v_id = np.int64(sc >> S32)
-            if e_id >= len(eni_cur) or (ver & M32) != np.uint64(eni_cur[e_id]):
-                reason = R_ENI
-            elif v_id >= len(vpc_cur) or (ver >> S32) != np.uint64(vpc_cur[v_id]):
-                reason = R_VPC
+            reason = stale_reason(sc, ver, eni_cur, vpc_cur)
             if reason != R_NONE:
                 if (fl & F_MISMATCH) == U0:
                     fl |= F_MISMATCH

@@ -24,15 +24,33 @@ from starfabric.fornax.engine.kernels.codes import (
     M16,
     M32,
     M48,
+    R_ENI,
     R_KEY_OK,
     R_KEY_SUSPECT,
     R_NONE,
+    R_VPC,
+    S32,
     U0,
     U1,
 )
 from starfabric.fornax.engine.kernels.ecc import ecc_check, ecc_fix
 from starfabric.fornax.engine.kernels.hashing import buckets, rec_hash, tag_of
 from starfabric.fornax.engine.kernels.ring import emit_entry
+
+
+@njit_inline
+def stale_reason(sc, ver, eni_cur, vpc_cur):
+    """R_ENI / R_VPC where a record's scope word `sc` and version word `ver` are behind the
+    current versions, else R_NONE. A scope id naming no scope (a record damaged past what
+    ECC corrects) is stale, never an index outside the version arrays (reference.py's twin:
+    ReferenceEngine._stale_reason)."""
+    e = np.int64(sc & M32)
+    v = np.int64(sc >> S32)
+    if e >= len(eni_cur) or (ver & M32) != np.uint64(eni_cur[e]):
+        return R_ENI
+    if v >= len(vpc_cur) or (ver >> S32) != np.uint64(vpc_cur[v]):
+        return R_VPC
+    return R_NONE
 
 
 @njit
