@@ -21,6 +21,7 @@ from pathlib import Path
 import yaml
 
 from starfabric.astral.collectives import nccl as N
+from starfabric.astral.collectives.plan import Plan
 from starfabric.astral.collectives.run import run_plan
 from starfabric.astral.collectives.search import nvls_domain_graph
 from starfabric.astral.nccltests import parse_nccl_tests
@@ -78,12 +79,18 @@ def logs() -> list[dict[str, object]]:
                 t = N.tuner_time_s(
                     "all_reduce", "nvls", "Simple", float(size), shape, nvls_domain_graph(shape)
                 )
-                tuner = float(size) * plan.bus_factor / t / 1e9
+                tuner = busbw_gbps(plan, float(size), t)
                 row["tuner_busbw_gbps"] = tuner
                 row["tuner_rel_err"] = tuner / float(meas) - 1.0
             rows.append(row)
         out.append({"log": name, "collective": run.collective, "rows": rows})
     return out
+
+
+def busbw_gbps(plan: Plan, size: float, time_s: float) -> float:
+    """nccl-tests' bus bandwidth of `size` bytes in time_s (the plan's bus factor): what the
+    tuner's time estimates are set beside the model and the logs in."""
+    return size * plan.bus_factor / time_s / 1e9
 
 
 FAT_TREE = ROOT / "tests" / "data" / "clusters" / "fat-tree-h100-4k.yaml"
@@ -126,8 +133,8 @@ def scale(topo: Topology) -> list[dict[str, object]]:
                     "time_us": res.time_s * 1e6,
                     # NCCL's own cost model (tuning.cc: latency + bytes / busbw) on its search
                     # graphs, and on the shape approximation `auto` ranks with
-                    "tuner_busbw_gbps": size * plan.bus_factor / tuner_s / 1e9,
-                    "tuner_shape_busbw_gbps": size * plan.bus_factor / shape_s / 1e9,
+                    "tuner_busbw_gbps": busbw_gbps(plan, size, tuner_s),
+                    "tuner_shape_busbw_gbps": busbw_gbps(plan, size, shape_s),
                     "wall_s": time.perf_counter() - t0,
                 }
             )
@@ -153,9 +160,9 @@ def per_algorithm(topo: Topology) -> list[dict[str, object]]:
                     "gpus": gpus,
                     "algorithm": algo,
                     "model_busbw_gbps": res.busbw_gbps,
-                    "tuner_busbw_gbps": size * plan.bus_factor / t_graph / 1e9,
+                    "tuner_busbw_gbps": busbw_gbps(plan, size, t_graph),
                     "tuner_latency_us": lat * 1e6,
-                    "tuner_shape_busbw_gbps": size * plan.bus_factor / t_shape / 1e9,
+                    "tuner_shape_busbw_gbps": busbw_gbps(plan, size, t_shape),
                 }
             )
     return out
