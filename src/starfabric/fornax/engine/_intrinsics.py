@@ -1,9 +1,11 @@
-"""LLVM intrinsics for numba kernels: a cache-prefetch hint, a population count and the ECC
-check word of a group of record words as vector operations.
+"""LLVM intrinsics for numba kernels: cache-prefetch hints (to read, or to write), a population
+count and the ECC check word of a group of record words as vector operations.
 
 A NIC's lookup pipeline keeps many packets in flight; a CPU emulating it one packet at a time
 stalls on every table miss unless it asks for the next packets' buckets and records early.
-The hint never changes results: it only moves cache lines. `popcount` (llvm.ctpop, one POPCNT
+A hint never changes results: it only moves cache lines. A record the pipeline will update is
+asked for with write intent (PREFETCHW where the host has it; LLVM lowers it to a plain hint
+where not), so the line arrives owned and the update needs no second request. `popcount` (llvm.ctpop, one POPCNT
 instruction on x86-64) lets the ECC check take a half-word's parity in one step.
 `check_word_at` / `check_word_of` compute a whole SEC-DED check word (ecc.py's layout) with
 one vector XOR reduction and one vector population count over the group's half-words (on
@@ -22,7 +24,7 @@ from numba.extending import intrinsic
 
 
 def _emit_prefetch(
-    context: Any, builder: Any, aryty: Any, ary_val: Any, indices: list[Any]
+    context: Any, builder: Any, aryty: Any, ary_val: Any, indices: list[Any], write: bool = False
 ) -> None:
     ary = context.make_array(aryty)(context, builder, ary_val)
     ptr = cgutils.get_item_pointer(context, builder, aryty, ary, indices)
@@ -30,12 +32,12 @@ def _emit_prefetch(
     i32 = ir.IntType(32)
     fnty = ir.FunctionType(ir.VoidType(), [ptr_t, i32, i32, i32])
     fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.prefetch.p0")
-    # read (0), high temporal locality (3), data cache (1)
+    # read (0) or write (1), high temporal locality (3), data cache (1)
     builder.call(
         fn,
         [
             builder.bitcast(ptr, ptr_t),
-            ir.Constant(i32, 0),
+            ir.Constant(i32, 1 if write else 0),
             ir.Constant(i32, 3),
             ir.Constant(i32, 1),
         ],
@@ -64,6 +66,19 @@ def _prefetch_at(typingctx: Any, arr: Any, row: Any, col: Any) -> Any:
         r = context.cast(builder, args[1], rowty, types.intp)
         c = context.cast(builder, args[2], colty, types.intp)
         _emit_prefetch(context, builder, aryty, args[0], [r, c])
+        return context.get_dummy_value()
+
+    return types.void(arr, row, col), codegen
+
+
+def _prefetch_write_at(typingctx: Any, arr: Any, row: Any, col: Any) -> Any:
+    """Prefetch, with intent to write, the cache line holding arr[row, col] of a 2-D array."""
+
+    def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
+        aryty, rowty, colty = sig.args
+        r = context.cast(builder, args[1], rowty, types.intp)
+        c = context.cast(builder, args[2], colty, types.intp)
+        _emit_prefetch(context, builder, aryty, args[0], [r, c], write=True)
         return context.get_dummy_value()
 
     return types.void(arr, row, col), codegen
@@ -152,7 +167,15 @@ def _popcount(typingctx: Any, x: Any) -> Any:
 #: Typed as Any: numba supplies the typing context when a kernel calls them.
 prefetch_row: Any = intrinsic(_prefetch_row)
 prefetch_at: Any = intrinsic(_prefetch_at)
+prefetch_write_at: Any = intrinsic(_prefetch_write_at)
 popcount: Any = intrinsic(_popcount)
 check_word_of: Any = intrinsic(_check_word_of)
 
-__all__ = ["check_word_at", "check_word_of", "popcount", "prefetch_at", "prefetch_row"]
+__all__ = [
+    "check_word_at",
+    "check_word_of",
+    "popcount",
+    "prefetch_at",
+    "prefetch_row",
+    "prefetch_write_at",
+]

@@ -10,7 +10,7 @@ import numpy as np
 
 from starfabric._jit import njit, njit_inline
 from starfabric.fornax.engine import layout as L
-from starfabric.fornax.engine._intrinsics import prefetch_at
+from starfabric.fornax.engine._intrinsics import prefetch_write_at
 from starfabric.fornax.engine.kernels.codes import (
     C_ECC_CORR,
     C_ECC_UNCORR,
@@ -88,12 +88,14 @@ def first_free(tags, bucket, bs) -> int:
 
 @njit_inline
 def prefetch_entry(rec, s) -> None:
-    """Ask for every cache line of record s (one hint per 64 bytes, and its last word): a hint
-    only, it never changes a result."""
-    prefetch_at(rec, s, 0)
-    prefetch_at(rec, s, 8)
-    prefetch_at(rec, s, 16)
-    prefetch_at(rec, s, L.N_WORDS - 1)
+    """Ask for every cache line of record s (one hint per 64 bytes, and its last word), with
+    write intent: both callers (the packet pipeline's hit, insert's placement) update the
+    record they fetch. A hint only, it never changes a result (issue 17, 16M slots: write
+    intent took the lookup from 257 to 239 ns per packet in one run, 237 to 216 in another)."""
+    prefetch_write_at(rec, s, 0)
+    prefetch_write_at(rec, s, 8)
+    prefetch_write_at(rec, s, 16)
+    prefetch_write_at(rec, s, L.N_WORDS - 1)
 
 
 @njit
