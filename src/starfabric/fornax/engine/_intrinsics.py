@@ -71,6 +71,20 @@ def _prefetch_at(typingctx: Any, arr: Any, row: Any, col: Any) -> Any:
     return types.void(arr, row, col), codegen
 
 
+def _prefetch_write_row(typingctx: Any, arr: Any, row: Any) -> Any:
+    """Prefetch, with intent to write, the cache line holding arr[row, 0] (2-D) or arr[row]."""
+
+    def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
+        aryty, rowty = sig.args
+        idx = context.cast(builder, args[1], rowty, types.intp)
+        zero = context.get_constant(types.intp, 0)
+        indices = [idx] + [zero] * (aryty.ndim - 1)
+        _emit_prefetch(context, builder, aryty, args[0], indices, write=True)
+        return context.get_dummy_value()
+
+    return types.void(arr, row), codegen
+
+
 def _prefetch_write_at(typingctx: Any, arr: Any, row: Any, col: Any) -> Any:
     """Prefetch, with intent to write, the cache line holding arr[row, col] of a 2-D array."""
 
@@ -168,6 +182,7 @@ def _popcount(typingctx: Any, x: Any) -> Any:
 prefetch_row: Any = intrinsic(_prefetch_row)
 prefetch_at: Any = intrinsic(_prefetch_at)
 prefetch_write_at: Any = intrinsic(_prefetch_write_at)
+prefetch_write_row: Any = intrinsic(_prefetch_write_row)
 popcount: Any = intrinsic(_popcount)
 check_word_of: Any = intrinsic(_check_word_of)
 
@@ -178,4 +193,5 @@ __all__ = [
     "prefetch_at",
     "prefetch_row",
     "prefetch_write_at",
+    "prefetch_write_row",
 ]
