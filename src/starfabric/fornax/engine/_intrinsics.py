@@ -44,58 +44,39 @@ def _emit_prefetch(
     )
 
 
-def _prefetch_row(typingctx: Any, arr: Any, row: Any) -> Any:
-    """Prefetch the cache line holding arr[row, 0] (2-D) or arr[row] (1-D)."""
+def _prefetch_row_typer(write: bool) -> Any:
+    """Typer of a hint for the cache line holding arr[row, 0] (2-D) or arr[row] (1-D)."""
 
-    def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
-        aryty, rowty = sig.args
-        idx = context.cast(builder, args[1], rowty, types.intp)
-        zero = context.get_constant(types.intp, 0)
-        indices = [idx] + [zero] * (aryty.ndim - 1)
-        _emit_prefetch(context, builder, aryty, args[0], indices)
-        return context.get_dummy_value()
+    def typer(typingctx: Any, arr: Any, row: Any) -> Any:
+        def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
+            aryty, rowty = sig.args
+            idx = context.cast(builder, args[1], rowty, types.intp)
+            zero = context.get_constant(types.intp, 0)
+            indices = [idx] + [zero] * (aryty.ndim - 1)
+            _emit_prefetch(context, builder, aryty, args[0], indices, write)
+            return context.get_dummy_value()
 
-    return types.void(arr, row), codegen
+        return types.void(arr, row), codegen
 
-
-def _prefetch_at(typingctx: Any, arr: Any, row: Any, col: Any) -> Any:
-    """Prefetch the cache line holding arr[row, col] of a 2-D array."""
-
-    def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
-        aryty, rowty, colty = sig.args
-        r = context.cast(builder, args[1], rowty, types.intp)
-        c = context.cast(builder, args[2], colty, types.intp)
-        _emit_prefetch(context, builder, aryty, args[0], [r, c])
-        return context.get_dummy_value()
-
-    return types.void(arr, row, col), codegen
+    typer.__name__ = "prefetch_write_row" if write else "prefetch_row"
+    return typer
 
 
-def _prefetch_write_row(typingctx: Any, arr: Any, row: Any) -> Any:
-    """Prefetch, with intent to write, the cache line holding arr[row, 0] (2-D) or arr[row]."""
+def _prefetch_at_typer(write: bool) -> Any:
+    """Typer of a hint for the cache line holding arr[row, col] of a 2-D array."""
 
-    def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
-        aryty, rowty = sig.args
-        idx = context.cast(builder, args[1], rowty, types.intp)
-        zero = context.get_constant(types.intp, 0)
-        indices = [idx] + [zero] * (aryty.ndim - 1)
-        _emit_prefetch(context, builder, aryty, args[0], indices, write=True)
-        return context.get_dummy_value()
+    def typer(typingctx: Any, arr: Any, row: Any, col: Any) -> Any:
+        def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
+            aryty, rowty, colty = sig.args
+            r = context.cast(builder, args[1], rowty, types.intp)
+            c = context.cast(builder, args[2], colty, types.intp)
+            _emit_prefetch(context, builder, aryty, args[0], [r, c], write)
+            return context.get_dummy_value()
 
-    return types.void(arr, row), codegen
+        return types.void(arr, row, col), codegen
 
-
-def _prefetch_write_at(typingctx: Any, arr: Any, row: Any, col: Any) -> Any:
-    """Prefetch, with intent to write, the cache line holding arr[row, col] of a 2-D array."""
-
-    def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
-        aryty, rowty, colty = sig.args
-        r = context.cast(builder, args[1], rowty, types.intp)
-        c = context.cast(builder, args[2], colty, types.intp)
-        _emit_prefetch(context, builder, aryty, args[0], [r, c], write=True)
-        return context.get_dummy_value()
-
-    return types.void(arr, row, col), codegen
+    typer.__name__ = "prefetch_write_at" if write else "prefetch_at"
+    return typer
 
 
 _I32 = ir.IntType(32)
@@ -179,10 +160,10 @@ def _popcount(typingctx: Any, x: Any) -> Any:
 
 
 #: Typed as Any: numba supplies the typing context when a kernel calls them.
-prefetch_row: Any = intrinsic(_prefetch_row)
-prefetch_at: Any = intrinsic(_prefetch_at)
-prefetch_write_at: Any = intrinsic(_prefetch_write_at)
-prefetch_write_row: Any = intrinsic(_prefetch_write_row)
+prefetch_row: Any = intrinsic(_prefetch_row_typer(write=False))
+prefetch_at: Any = intrinsic(_prefetch_at_typer(write=False))
+prefetch_write_at: Any = intrinsic(_prefetch_at_typer(write=True))
+prefetch_write_row: Any = intrinsic(_prefetch_row_typer(write=True))
 popcount: Any = intrinsic(_popcount)
 check_word_of: Any = intrinsic(_check_word_of)
 
