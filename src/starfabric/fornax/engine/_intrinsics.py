@@ -3,9 +3,9 @@ count and the ECC check word of a group of record words as vector operations.
 
 A NIC's lookup pipeline keeps many packets in flight; a CPU emulating it one packet at a time
 stalls on every table miss unless it asks for the next packets' buckets and records early.
-A hint never changes results: it only moves cache lines. A record the pipeline will update is
-asked for with write intent (PREFETCHW where the host has it; LLVM lowers it to a plain hint
-where not), so the line arrives owned and the update needs no second request. `popcount` (llvm.ctpop, one POPCNT
+A hint never changes results: it only moves cache lines. A line the pipeline will update (a
+record, a completion) is asked for with write intent: PREFETCHW on a host with PRFCHW, as this
+one; elsewhere LLVM emits no PREFETCHW and it stays a hint. `popcount` (llvm.ctpop, one POPCNT
 instruction on x86-64) lets the ECC check take a half-word's parity in one step.
 `check_word_at` / `check_word_of` compute a whole SEC-DED check word (ecc.py's layout) with
 one vector XOR reduction and one vector population count over the group's half-words (on
@@ -161,7 +161,6 @@ def _popcount(typingctx: Any, x: Any) -> Any:
 
 #: Typed as Any: numba supplies the typing context when a kernel calls them.
 prefetch_row: Any = intrinsic(_prefetch_row_typer(write=False))
-prefetch_at: Any = intrinsic(_prefetch_at_typer(write=False))
 prefetch_write_at: Any = intrinsic(_prefetch_at_typer(write=True))
 prefetch_write_row: Any = intrinsic(_prefetch_row_typer(write=True))
 popcount: Any = intrinsic(_popcount)
@@ -171,7 +170,6 @@ __all__ = [
     "check_word_at",
     "check_word_of",
     "popcount",
-    "prefetch_at",
     "prefetch_row",
     "prefetch_write_at",
     "prefetch_write_row",
