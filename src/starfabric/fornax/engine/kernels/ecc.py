@@ -107,9 +107,12 @@ def ecc_b_of(w0, w1, w2, w3, w4, w5, w6) -> np.uint64:
     return check_word_of((w0, w1, w2, w3, w4, w5, w6))
 
 
-@njit
+@njit_inline
 def ecc_encode_b(rec, s) -> np.uint64:
-    """Check word of group B (the tracker words, layout.ECC_GROUPS)."""
+    """Check word of group B (the tracker words, layout.ECC_GROUPS), from the record: one
+    vector load of the seven words. Inlined: the hit path checks group B with it, which beat
+    building the vector from the seven words already in registers (ecc_b_of: seven inserts
+    in one dependency chain; 16,384 slots, 12 alternated runs: median 0.93 of the time)."""
     return _ENC_B(rec, s, L.W_TRACK)
 
 

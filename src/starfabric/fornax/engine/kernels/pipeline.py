@@ -60,6 +60,7 @@ from starfabric.fornax.engine.kernels.codes import (
 from starfabric.fornax.engine.kernels.ecc import (
     ecc_b_of,
     ecc_encode,
+    ecc_encode_b,
     ecc_patch4,
 )
 from starfabric.fornax.engine.kernels.hashing import packet_key
@@ -77,7 +78,8 @@ from starfabric.fornax.engine.kernels.table import (
 #: on an AMD EPYC VM, 4 beat 2, 8, 16 and 32). Tried again at 16M after the vector ECC (issue
 #: 17, alternated runs, noisy): 16 and 32 no better than 8; one packet per stage per step, all
 #: of a step's fetches in one burst, or an extra early fetch of the bucket's first record line
-#: (to walk its page sooner) each worse (0.23-0.30 against 0.28-0.34).
+#: (to walk its page sooner) each worse (0.23-0.30 against 0.28-0.34). Again on 2026-12's host
+#: (time relative to 8, alternated): 3 1.21, 4 0.95-1.03, 6 1.08, 16 0.96 (docs/fornax.md, Speed).
 GROUP = 8
 KEY_RING = 4 * GROUP  # prepared keys in flight: groups g..g+3 (a group's rows reused 4 later)
 #: Groups ahead of key preparation at which the batch's columns (every input and completion
@@ -302,8 +304,8 @@ def k_process(
                         and (rec[sl, L.W_META] & M8) == pr
                     ):
                         s = sl
-                        # group B (tracker words) is checked once the key matched, on the
-                        # words loaded here for the tracker
+                        # group B (tracker words) is checked once the key matched, from the
+                        # record (one vector load) beside the words loaded for the tracker
                         ok_b = True
                         for _try in range(2):
                             te = rec[sl, L.W_TD_END]
@@ -313,10 +315,7 @@ def k_process(
                             l1 = rec[sl, L.W_LAST]
                             l2 = rec[sl, L.W_LAST2]
                             ex = rec[sl, L.W_EXPIRES]
-                            if (
-                                not ok_b
-                                or ecc_b_of(te, tx, tw, tk, l1, l2, ex) == rec[sl, L.W_ECC2]
-                            ):
+                            if not ok_b or ecc_encode_b(rec, sl) == rec[sl, L.W_ECC2]:
                                 break
                             # rare: correct (then load the words again) or invalidate
                             ok_b = read_check(tags, rec, st, ring, rmeta, ctr, prm, seed, sl, t, p)
