@@ -40,8 +40,8 @@ State lives in row `ri` of a 2-D uint64 array: one meta word at column `mi` (bit
 protocol, TCP state, FLAG_* bits; 24..63: the tracker's small fields, below) and N_TRACK words
 from column `b` (the engine's records, layout.py, or the software path's tracker rows). The
 row functions (ct_new, ct_packet, install_state) load it once, compute on registers and store
-it once; the engine's hit path calls the register form (ct_packet_s) on words it has already
-loaded for the ECC check. Sequence arithmetic is modulo 2**32 as in the kernel.
+it once; the engine's hit path calls the register form (ct_packet_s) on words it loads once
+beside group B's ECC check. Sequence arithmetic is modulo 2**32 as in the kernel.
 """
 
 from __future__ import annotations
