@@ -99,6 +99,9 @@ Counters: `counters()` returns named totals, consistent after every call (an imp
 may add per-packet counts at the end of a batch); the packet outcomes always sum to PACKETS.
 
 Concurrency: one caller at a time (a NIC queue pair); calls are not thread-safe.
+
+Conformance: every implementation (fast, reference, software, any later one) gives the same
+results for the same calls, except what ENGINE_SPECIFIC_* (below) declares, with why.
 """
 
 from __future__ import annotations
@@ -114,7 +117,7 @@ import numpy.typing as npt
 
 from starfabric.errors import ConfigError
 from starfabric.fornax.engine.config import EngineConfig
-from starfabric.fornax.engine.layout import FLAG_SEEN_REPLY
+from starfabric.fornax.engine.layout import FLAG_ASSURED, FLAG_SEEN_REPLY
 from starfabric.fornax.packets import PacketBatch, ip_to_halves
 
 
@@ -319,6 +322,30 @@ ENTRY_DTYPE = np.dtype(
 #: Bit of an entry record's `flags` (query/dump): IPS_SEEN_REPLY, the tracker accepted a
 #: packet the REPLY way (the record layout's bit, re-exported for software).
 ENTRY_FLAG_SEEN_REPLY = FLAG_SEEN_REPLY
+#: Bit of an entry record's `flags`: IPS_ASSURED (TCP past the handshake's reply, UDP stream).
+ENTRY_FLAG_ASSURED = FLAG_ASSURED
+
+# ---- what the contract leaves to each implementation -----------------------------------
+# Given the same calls, every SessionEngine returns equal query/dump records (ENTRY_DTYPE),
+# events (EVENT_DTYPE), packet results and counters, field for field, except the names below
+# (tests/fornax/test_contract_conformance.py checks exactly this for every registered engine).
+# Also engine-specific, and so kept out of the histories that suite runs: the order of the
+# events one scrub call raises and of dump's records (slot order), which slots a partial scrub
+# visits (ScrubResult.visited and cursor), the load at which an insert is refused and with
+# which status (TABLE_FULL or INSERT_FAILED: the table's structure), the event queue's bound
+# (software's is unbounded: no RING_OVERFLOW, events_lost 0) and the fault hooks (software
+# has no ECC-protected records and no ports: flip_bits and stall_port refuse).
+
+#: ENTRY_DTYPE fields: "slot" is the table's own address of the session (a hardware bucketed
+#: cuckoo table and software's open-addressed index place one key differently); whether an
+#: entry has one (ProcessResult.slot >= 0) is common.
+ENGINE_SPECIFIC_ENTRY_FIELDS: frozenset[str] = frozenset({"slot"})
+#: EVENT_DTYPE fields: "slot", the slot the entry had (as above).
+ENGINE_SPECIFIC_EVENT_FIELDS: frozenset[str] = frozenset({"slot"})
+#: Counters: "displacements" counts cuckoo moves (only a table that displaces has them);
+#: "scrub_visited" counts slots walked (hardware walks n_slots of its capacity per call,
+#: software its whole table).
+ENGINE_SPECIFIC_COUNTERS: frozenset[str] = frozenset({"displacements", "scrub_visited"})
 
 _M32 = np.uint64(0xFFFF_FFFF)
 
@@ -476,8 +503,9 @@ class SessionEngine(ABC):
     """The interface every session engine implements (fast engine, reference, and any other).
 
     All state lives in the implementation; callers see only these methods. See the module
-    docstring for semantics; implementations must agree on outcomes, states, counters, events
-    and event order for the same call sequence.
+    docstring for semantics; implementations must agree on outcomes, states, records,
+    counters, events and event order for the same call sequence, except the fields and
+    conditions ENGINE_SPECIFIC_* declare.
     """
 
     config: EngineConfig
@@ -614,7 +642,11 @@ class SessionEngine(ABC):
 
 
 __all__ = [
+    "ENGINE_SPECIFIC_COUNTERS",
+    "ENGINE_SPECIFIC_ENTRY_FIELDS",
+    "ENGINE_SPECIFIC_EVENT_FIELDS",
     "ENTRY_DTYPE",
+    "ENTRY_FLAG_ASSURED",
     "ENTRY_FLAG_SEEN_REPLY",
     "EVENT_DTYPE",
     "N_COUNTERS",
