@@ -30,6 +30,12 @@ _STATUS_OF[[SoftStatus.OK, SoftStatus.EXISTS, SoftStatus.FULL]] = (I.Status.OK, 
 #: insert arguments given per key (the rest are scalars or None)
 _PER_ROW = frozenset(("action_orig", "action_reply", "eni_scope", "vpc_scope", "eni_version",
                       "vpc_version", "now_ns", "tcp_state", "aux", "track"))  # fmt: skip
+_S16 = np.uint64(16)
+#: Flag bits of the tracker row's meta word an entry record reports as they are (ORIG_B is
+#: the orig_dir column's).
+_FLAGS_KEPT = np.uint64(0xFF & ~CT.FLAG_ORIG_B)
+#: An entry record's track[0]: the tracker's meta bits and the TCP state (records.py).
+_TRACK_WORD0 = np.uint64(CT.TRACK_META_MASK | 0xFF00)
 _VERDICT_REASON = {CT.V_INVALID: I.Reason.TCP_INVALID, CT.V_IGNORE: I.Reason.TCP_IGNORED,
                    CT.V_KILL: I.Reason.CT_KILLED, CT.V_INVALID_NEW: I.Reason.CT_INVALID_NEW,
                    CT.V_REOPEN: I.Reason.TCP_REOPEN,
@@ -57,12 +63,18 @@ class SoftEngine(I.SessionEngine):
         sp = self.sp
         s = np.asarray(slots, np.int64)
         c = sp.session_columns(s)
-        out = np.zeros(len(s), I.ENTRY_DTYPE)  # flags 0: software keeps none
+        out = np.zeros(len(s), I.ENTRY_DTYPE)
         for f in ("slot", "vni", "proto", "tcp_state", "eni_scope", "vpc_scope", "action_orig",
                   "action_reply", "last_seen_ns", "pkts_orig", "pkts_reply", "aux",
-                  "expires_ns", "track"):  # fmt: skip
+                  "expires_ns"):  # fmt: skip
             out[f] = c[f]
         od = c["orig_dir"]
+        # the tracker row's meta word is laid out as the engine's (proto | state << 8 | flags
+        # << 16): its flags byte holds SEEN_REPLY and ASSURED; ORIG_B is the orig_dir column
+        meta = c["track"][:, 0]
+        out["flags"] = ((meta >> _S16) & _FLAGS_KEPT) | od.astype(np.uint64)
+        out["track"] = c["track"]
+        out["track"][:, 0] = meta & _TRACK_WORD0  # as the engine reports it (no proto)
         sw = od == 1
         out["src_hi"] = np.where(sw, c["b_hi"], c["a_hi"])
         out["src_lo"] = np.where(sw, c["b_lo"], c["a_lo"])
@@ -109,10 +121,10 @@ class SoftEngine(I.SessionEngine):
         ev = np.zeros(len(recs), I.EVENT_DTYPE)
         ev["type"] = typ
         ev["time_ns"] = self._latest
-        for f in ("slot", "vni", "proto", "tcp_state", "src_hi", "src_lo", "dst_hi", "dst_lo",
-                  "sport", "dport", "eni_scope", "vpc_scope", "eni_version", "vpc_version",
-                  "action_orig", "action_reply", "pkts_orig", "pkts_reply", "bytes_orig",
-                  "bytes_reply", "aux"):  # fmt: skip
+        for f in ("slot", "vni", "proto", "tcp_state", "flags", "src_hi", "src_lo", "dst_hi",
+                  "dst_lo", "sport", "dport", "eni_scope", "vpc_scope", "eni_version",
+                  "vpc_version", "action_orig", "action_reply", "pkts_orig", "pkts_reply",
+                  "bytes_orig", "bytes_reply", "aux"):  # fmt: skip
             ev[f] = recs[f]
         self._events.append(ev)
 
