@@ -353,7 +353,9 @@ class FastEngine(SessionEngine):
             rows,
             slots,
         )
-        return entries_from_rows(rows[:n], slots[:n], self._eni, self._vpc), int(nxt)
+        ent = entries_from_rows(rows[:n], slots[:n], self._eni, self._vpc)
+        ent["remaining_ns"] = np.maximum(ent["expires_ns"] - self._clock, 0)
+        return ent, int(nxt)
 
     def bump_version(self, scope: Scope, scope_id: int) -> int:
         arr = self._scope_array(scope, scope_id)

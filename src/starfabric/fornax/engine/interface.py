@@ -68,8 +68,8 @@ exceptions; exceptions are raised only for malformed calls (wrong lengths, bad p
            reported" flag.
   query    key -> (Status, ENTRY_DTYPE record, with the remaining timeout).
   dump     cursor-based walk in slot order with filters (scopes, versions below, state, stale
-           only): returns up to max_entries records and the next cursor (== capacity when
-           done). Inserts between chunks may move entries (displacement): such an entry can
+           only): returns up to max_entries records (remaining_ns counted from the latest
+           time) and the next cursor (== capacity when done). Inserts between chunks may move entries (displacement): such an entry can
            be missed or seen twice, as with OVS flow dumps; the patrol tolerates it.
   bump_version  O(1): increments one scope's current version, walks nothing.
 Every read of an entry (pipeline, ops, dump, scrub) checks its ECC first.
@@ -313,7 +313,7 @@ ENTRY_DTYPE = np.dtype(
         ("bytes_reply", np.uint64),
         ("aux", np.uint64),
         ("expires_ns", np.int64),  # timer deadline on the packets' clock (tracker-armed)
-        ("remaining_ns", np.int64),  # expires_ns - the query's time (>= 0)
+        ("remaining_ns", np.int64),  # expires_ns - the query's time (dump: the latest), >= 0
         ("track", np.uint64, (8,)),  # tracker state: meta bits (conntrack.TRACK_META_MASK
         #                               and the TCP state), then the N_TRACK window words
     ]

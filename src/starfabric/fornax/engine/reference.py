@@ -688,9 +688,10 @@ class ReferenceEngine(SessionEngine):
                     self.ctr[Counter.DUMP_ENTRIES] += 1
             s += 1
         arr = np.array(rows, dtype=np.uint64).reshape(-1, L.N_WORDS)
-        return entries_from_rows(
-            arr, np.array(slots, np.int64), np.array(self.eni), np.array(self.vpc)
-        ), s
+        ent = entries_from_rows(arr, np.array(slots, np.int64), np.array(self.eni),
+                                np.array(self.vpc))  # fmt: skip
+        ent["remaining_ns"] = np.maximum(ent["expires_ns"] - self.clock, 0)
+        return ent, s
 
     def bump_version(self, scope: Scope, scope_id: int) -> int:
         arr = self.eni if Scope(scope) == Scope.ENI else self.vpc
