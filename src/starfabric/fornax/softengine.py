@@ -251,8 +251,11 @@ class SoftEngine(I.SessionEngine):
             sp.ver[so, 1] = col(vpc_version, np.uint32, "vpc_version")
         if aux is not None:
             sp.aux[so] = col(aux, np.uint64, "aux")
-        if track is not None:
-            sp.trk[so] = np.asarray(track, np.uint64).reshape(n, -1)[ok]
+        if track is not None:  # the whole tracker state, its TCP state included
+            rows = np.asarray(track, np.uint64).reshape(n, -1)[ok]
+            keep = sp.trk[so, 0] & ~_TRACK_WORD0  # the protocol and the engine's own flags
+            sp.trk[so] = rows
+            sp.trk[so, 0] = keep | (rows[:, 0] & _TRACK_WORD0)
         if tcp_state is not None:
             st = col(tcp_state, np.uint8, "tcp_state").astype(np.uint64)
             sp.trk[so, 0] = (sp.trk[so, 0] & ~np.uint64(0xFF00)) | (st << np.uint64(8))

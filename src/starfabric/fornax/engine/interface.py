@@ -560,7 +560,8 @@ class SessionEngine(ABC):
         """Change the given fields (None = unchanged); clears the mismatch-reported flag.
 
         timeout_ns re-arms the timer to the engine's latest time + timeout_ns (what
-        `conntrack -U --timeout` does); track replaces the tracker state."""
+        `conntrack -U --timeout` does); track replaces the tracker state, its TCP state
+        included (as insert's; tcp_state, given too, wins)."""
 
     @abstractmethod
     def query(

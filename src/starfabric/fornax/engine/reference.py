@@ -619,14 +619,15 @@ class ReferenceEngine(SessionEngine):
             r[L.W_VER] = ev | (vv << 32)
             if "aux" in vals:
                 r[L.W_AUX] = int(vals["aux"][i])
-            if "tcp_state" in vals:
-                state = int(vals["tcp_state"][i])
-            if "track" in vals:
+            if "track" in vals:  # the whole tracker state, its TCP state included
                 tr = [int(x) for x in vals["track"][i]]
                 keep = r[L.W_META] & ~CT.TRACK_META_MASK & M64
                 r[L.W_META] = keep | (tr[0] & CT.TRACK_META_MASK)
                 fl = ((r[L.W_META] >> 16) & 0xFF) & ~L.FLAG_MISMATCH_REPORTED
+                state = (tr[0] >> 8) & 0xFF
                 r[L.W_TRACK : L.W_TRACK + L.N_TRACK_WORDS] = tr[1:]
+            if "tcp_state" in vals:  # an explicit TCP state wins over the track's
+                state = int(vals["tcp_state"][i])
             self._set_meta(r, state, fl)
             if "timeout_ns" in vals:
                 r[L.W_EXPIRES] = (self.clock + int(vals["timeout_ns"][i])) & M64

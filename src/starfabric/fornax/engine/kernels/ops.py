@@ -274,13 +274,14 @@ def k_lookup_op(
             if m & 16:
                 rec[s, L.W_AUX] = aux[i]
             state = (meta >> S8) & M8
-            if m & 32:
-                state = np.uint64(tstate[i])
-            if m & 128:
+            if m & 128:  # the whole tracker state, its TCP state included (as insert's)
                 meta = (meta & ~TRACK_META) | (track[i, 0] & TRACK_META)
                 fl = ((meta >> S16) & M8) & ~F_MISMATCH
+                state = (track[i, 0] >> S8) & M8
                 for w in range(N_TRK):
                     rec[s, L.W_TRACK + w] = track[i, 1 + w]
+            if m & 32:  # an explicit TCP state wins over the track's
+                state = np.uint64(tstate[i])
             rec[s, L.W_META] = (
                 (meta & ~np.uint64(0xFFFFFF)) | (meta & M8) | (state << S8) | (fl << S16)
             )
