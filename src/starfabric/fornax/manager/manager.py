@@ -531,7 +531,8 @@ class Manager:
         self.driver.call("datapath", self.engine.scrub, self.now_ns, scrub_slots, n=0)
         with self.metrics.activity("aging"):
             self.soft.scrub(self.now_ns)  # software ages as hardware does: AGED/CLOSED events
-            ev = self.soft.poll_events()
+            ev = self.soft.poll_events()  # its aging; a refused insert's TABLE_FULL is not
+            ev = ev[np.isin(ev["type"], (EventType.AGED, EventType.CLOSED))]
             self.release(ev["aux"])
             closed = int((ev["type"] == EventType.CLOSED).sum())
             self.metrics.count("softpath_aged", len(ev) - closed)
