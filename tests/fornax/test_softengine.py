@@ -9,7 +9,7 @@ import pytest
 
 from fornax.engine.fornax_engine_helpers import flow_keys, insert_flows, packets, small_config
 from starfabric.errors import ConfigError
-from starfabric.fornax.engine import ReferenceEngine, Scope, Status
+from starfabric.fornax.engine import FlowKeys, ReferenceEngine, Scope, Status, TcpState
 from starfabric.fornax.engine import conntrack as CT
 from starfabric.fornax.engine.interface import EventType, Outcome
 from starfabric.fornax.packets import PROTO_ICMP, PROTO_ICMPV6, PacketBatch
@@ -142,3 +142,29 @@ def test_hardware_fault_hooks_are_refused() -> None:
         soft.flip_bits(0, [1])
     with pytest.raises(ConfigError, match="no ports"):
         soft.stall_port(0)
+
+
+def test_refused_insert_raises_table_full_as_the_engine_reports_it() -> None:
+    """A full software table refuses an insert with TABLE_FULL and raises that event, carrying
+    what the entry would have held exactly as the engine's refusal event does (the key in
+    ORIGINAL orientation, ORIG_B and the installed tracker's flags, state, scopes, cookie)."""
+    cfg = small_config(capacity=16, bucket_size=4, max_displacement=0, ring_capacity=64)
+    ref = ReferenceEngine(cfg)
+    k = flow_keys(list(range(40)))
+    keys = FlowKeys(vni=k.vni, proto=k.proto, src_hi=k.dst_hi, src_lo=k.dst_lo,
+                    dst_hi=k.src_hi, dst_lo=k.src_lo, sport=k.dport, dport=k.sport)  # fmt: skip
+    kw = {"action_orig": 3, "action_reply": 4, "eni_scope": 1, "vpc_scope": 1,
+          "eni_version": 2, "vpc_version": 0, "now_ns": 5, "aux": 9,
+          "tcp_state": TcpState.ESTABLISHED}  # fmt: skip
+    st = ref.insert(keys, **kw)
+    j = int(np.flatnonzero(st != Status.OK)[0])
+    soft = SoftEngine(SoftPath(cfg, SoftPathConfig(capacity=j)))
+    assert (soft.insert(keys.take(np.arange(j)), **kw) == Status.OK).all()
+    assert soft.insert(keys.take([j]), **kw).tolist() == [Status.TABLE_FULL]
+    ev_s, ev_r = soft.poll_events(), ref.poll_events()[:1]
+    assert ev_s["type"].tolist() == [EventType.TABLE_FULL]
+    assert int(ev_s["flags"][0]) & 1  # ORIG_B: the ORIGINAL direction is B -> A
+    for f in ev_s.dtype.names:
+        if f != "type":  # the engine's refusal here is INSERT_FAILED (its buckets were full)
+            np.testing.assert_array_equal(ev_s[f], ev_r[f], err_msg=f)
+    assert soft.counters()["insert_table_full"] == 1

@@ -2,7 +2,10 @@
 (engine/interface.py) over a SoftPath, as Open vSwitch's dpif-netdev implements dpif_class
 beside the kernel's dpif-netlink, so software and hardware are two datapaths of one
 contract: entry operations by key with per-entry status, the packet path with the engine's
-outcomes, O(1) scope versions, dumps, and aging (`scrub`) reported as AGED/CLOSED events.
+outcomes, O(1) scope versions, dumps, aging (`scrub`) reported as AGED/CLOSED events, the
+engine's events (VERSION_MISMATCH once per stale session until modify, CLOSED when the
+tracker ends one, TABLE_FULL) and its counters, so that the same calls give the same records,
+events and counters as hardware (tests/fornax/test_contract_conformance.py).
 What hardware has and software does not: ECC-protected records and ports (the fault hooks
 refuse, as malformed calls). What software has and hardware does not: a packet-rate budget
 (`admit`, the SoftPath's token bucket; the contract's `process` runs every packet)."""
@@ -19,7 +22,7 @@ from starfabric.errors import ConfigError
 from starfabric.fornax.engine import conntrack as CT
 from starfabric.fornax.engine import interface as I
 from starfabric.fornax.keys import canonicalize
-from starfabric.fornax.packets import PROTO_TCP, PacketBatch
+from starfabric.fornax.packets import PacketBatch
 from starfabric.fornax.softpath import SoftOutcome, SoftPath, SoftStatus
 
 _OUTCOME = np.array([I.Outcome.HIT, I.Outcome.MISS, I.Outcome.STALE, I.Outcome.DROP_HW, I.Outcome.MISS],
@@ -36,6 +39,16 @@ _S16 = np.uint64(16)
 _FLAGS_KEPT = np.uint64(0xFF & ~CT.FLAG_ORIG_B)
 #: An entry record's track[0]: the tracker's meta bits and the TCP state (records.py).
 _TRACK_WORD0 = np.uint64(CT.TRACK_META_MASK | 0xFF00)
+#: The engine's "VERSION_MISMATCH reported" flag, kept where the engine keeps it: the meta
+#: word's flags byte (of the tracker row here); modify and re-decisions clear it.
+_MISMATCH = np.uint64(CT.FLAG_MISMATCH_REPORTED << 16)
+#: Verdicts with which the tracker ends a session in the batch (SoftResult.ended_slots).
+_ENDING = (CT.V_REOPEN, CT.V_KILL, CT.V_INVALID_NEW, CT.V_UNTRACKED)
+_CLOSE_REASON = {CT.V_REOPEN: I.Reason.TCP_REOPEN, CT.V_KILL: I.Reason.CT_KILLED}
+_OUTCOME_COUNTER = np.array([I.Counter[o.name] for o in I.Outcome], np.int64)
+_INSERT_COUNTER = {I.Status.OK: I.Counter.INSERT_OK, I.Status.EXISTS: I.Counter.INSERT_EXISTS,
+                   I.Status.TABLE_FULL: I.Counter.INSERT_TABLE_FULL,
+                   I.Status.BAD_SCOPE: I.Counter.INSERT_BAD_SCOPE}  # fmt: skip
 _VERDICT_REASON = {CT.V_INVALID: I.Reason.TCP_INVALID, CT.V_IGNORE: I.Reason.TCP_IGNORED,
                    CT.V_KILL: I.Reason.CT_KILLED, CT.V_INVALID_NEW: I.Reason.CT_INVALID_NEW,
                    CT.V_REOPEN: I.Reason.TCP_REOPEN,
@@ -51,7 +64,16 @@ class SoftEngine(I.SessionEngine):
         self.config = sp.engine_config.model_copy(update={"capacity": len(sp.used)})
         self._events: list[np.ndarray] = []
         self._latest = 0
-        self._packets = 0
+        self._ctr = np.zeros(I.N_COUNTERS, np.int64)  # the engine's counters (I.Counter)
+
+    def _count(self, c: I.Counter, n: int | np.integer) -> None:
+        self._ctr[c] += int(n)
+
+    def _ops(self, ok: npt.NDArray[np.bool_], c_ok: I.Counter, c_nf: I.Counter) -> None:
+        """Count an entry operation's OK and NOT_FOUND keys."""
+        n_ok = int(np.count_nonzero(ok))
+        self._count(c_ok, n_ok)
+        self._count(c_nf, len(ok) - n_ok)
 
     # ---- helpers -----------------------------------------------------------------------
     def _slots(self, keys: I.FlowKeys) -> npt.NDArray[np.int64]:
@@ -105,7 +127,9 @@ class SoftEngine(I.SessionEngine):
     def delete_slots(self, slots: npt.NDArray[np.int64]) -> None:
         """Delete sessions by software slot (the handles `insert_slots` returned), as
         `delete` does by key: a move's last step, once the other engine took them."""
-        self.sp.delete(np.asarray(slots, np.int64))
+        slots = np.asarray(slots, np.int64)
+        self.sp.delete(slots)
+        self._count(I.Counter.DELETE_OK, len(slots))
 
     def current_slots(self) -> npt.NDArray[np.int64]:
         """Slots of the sessions decided under the current versions of both scopes (the
@@ -117,16 +141,28 @@ class SoftEngine(I.SessionEngine):
         batch does not)."""
         return self.sp.live(slots)
 
-    def _event(self, typ: I.EventType, recs: np.ndarray) -> None:
+    def _event(
+        self, typ: npt.ArrayLike, recs: np.ndarray, *, time_ns: npt.ArrayLike,
+        reason: npt.ArrayLike = 0, port: npt.ArrayLike = 0,
+    ) -> np.ndarray:  # fmt: skip
+        """EVENT_DTYPE records of type(s) `typ` for ENTRY_DTYPE records `recs` (not raised)."""
         ev = np.zeros(len(recs), I.EVENT_DTYPE)
         ev["type"] = typ
-        ev["time_ns"] = self._latest
+        ev["time_ns"] = time_ns
+        ev["reason"] = reason
+        ev["port"] = port
         for f in ("slot", "vni", "proto", "tcp_state", "flags", "src_hi", "src_lo", "dst_hi",
                   "dst_lo", "sport", "dport", "eni_scope", "vpc_scope", "eni_version",
                   "vpc_version", "action_orig", "action_reply", "pkts_orig", "pkts_reply",
                   "bytes_orig", "bytes_reply", "aux"):  # fmt: skip
             ev[f] = recs[f]
-        self._events.append(ev)
+        return ev
+
+    def _raise(self, ev: np.ndarray) -> None:
+        """Queue events (software's queue is unbounded: none is lost)."""
+        if len(ev):
+            self._events.append(ev)
+            self._count(I.Counter.EVENTS_RAISED, len(ev))
 
     # ---- packet path -------------------------------------------------------------------
     def process(self, batch: PacketBatch) -> I.ProcessResult:
@@ -134,27 +170,78 @@ class SoftEngine(I.SessionEngine):
         n = len(batch)
         if n:
             self._latest = max(self._latest, int(batch.time_ns.max()))
-        r = self.sp.process(batch, ck, limit=False)
-        if len(r.ended_slots):  # reopened or killed: the old session ends, as in the engine
-            self._event(I.EventType.CLOSED, self._entries(r.ended_slots, self._latest))
-        self._packets += n
+        sp = self.sp
+        r = sp.process(batch, ck, limit=False)
         outcome = _OUTCOME[r.outcome]
+        v = r.verdict
         reason = np.zeros(n, np.uint8)
         reason[r.outcome == SoftOutcome.MISS] = I.Reason.NO_ENTRY
-        reason[r.outcome == SoftOutcome.DROP] = I.Reason.DROP_ACTION
-        for v, why in _VERDICT_REASON.items():
-            reason[r.verdict == v] = why
-        st = r.outcome == SoftOutcome.STALE
-        if st.any():
-            eni_old, _ = self.sp.old_scopes(r.slot[st])
-            reason[np.flatnonzero(st)] = np.where(
-                eni_old, I.Reason.ENI_VERSION, I.Reason.VPC_VERSION
-            )
-        has = r.slot >= 0
+        for verdict, why in _VERDICT_REASON.items():
+            reason[v == verdict] = why
+        # the drop action decides before the tracker's verdict (a drop by invalid_policy is
+        # TCP_INVALID), as in the engine
+        by_action = (r.outcome == SoftOutcome.DROP) & (r.action == sp.drop_action)
+        reason[by_action] = I.Reason.DROP_ACTION
+        state = r.tcp_state.copy()
+        slot = r.slot.copy()  # with the slots of the sessions ended here, for what they were
+        ended = np.flatnonzero(np.isin(v, _ENDING))
+        slot[ended] = r.ended_slots
+        state[v == CT.V_REOPEN] = 0  # the reopening SYN is a MISS: no entry
+        st = np.flatnonzero(r.outcome == SoftOutcome.STALE)
+        if len(st):
+            eni_old, _ = sp.old_scopes(r.slot[st])
+            reason[st] = np.where(eni_old, I.Reason.ENI_VERSION, I.Reason.VPC_VERSION)
+            state[st] = (sp.trk[r.slot[st], 0] >> np.uint64(8)) & np.uint64(0xFF)
+        has = (slot >= 0) & (v != CT.V_REOPEN)
         reply = np.full(n, 255, np.uint8)
-        reply[has] = (r.direction[has] != self.sp.orig_dir[r.slot[has]]).astype(np.uint8)
-        return I.ProcessResult(outcome, reason, r.direction, reply, r.action, r.slot,
-                             r.tcp_state, r.verdict)  # fmt: skip
+        reply[has] = (r.direction[has] != sp.orig_dir[slot[has]]).astype(np.uint8)
+        self._process_events(batch, r.slot, st, ended, r.ended_slots, v, reason)
+        self._count_packets(batch, outcome, v, len(ended))
+        return I.ProcessResult(outcome, reason, r.direction, reply, r.action, r.slot, state, v)
+
+    def _process_events(
+        self, batch: PacketBatch, slot: npt.NDArray[np.int64], stale: npt.NDArray[np.int64],
+        ended: npt.NDArray[np.int64], ended_slots: npt.NDArray[np.int64],
+        verdict: npt.NDArray[np.uint8], reason: npt.NDArray[np.uint8],
+    ) -> None:  # fmt: skip
+        """The batch's events in packet order, each at its packet's time and port: one
+        VERSION_MISMATCH per stale session not yet reported (packets `stale`), a CLOSED for
+        each session the tracker ended (packets `ended`, sessions `ended_slots`)."""
+        sp = self.sp
+        _, first = np.unique(slot[stale], return_index=True)
+        cand = stale[np.sort(first)]  # each stale session's first packet
+        new = (sp.trk[slot[cand], 0] & _MISMATCH) == 0
+        mis = cand[new]
+        sp.trk[slot[mis], 0] |= _MISMATCH
+        self._count(I.Counter.MISMATCH_EVENTS, len(mis))
+        if not len(mis) and not len(ended):
+            return
+        close_reason = np.zeros(len(ended), np.uint8)
+        for v, why in _CLOSE_REASON.items():
+            close_reason[verdict[ended] == v] = why
+        ev = np.concatenate([
+            self._event(I.EventType.VERSION_MISMATCH, self._entries(slot[mis], self._latest),
+                        time_ns=batch.time_ns[mis], reason=reason[mis], port=batch.port[mis]),
+            self._event(I.EventType.CLOSED, self._entries(ended_slots, self._latest),
+                        time_ns=batch.time_ns[ended], reason=close_reason,
+                        port=batch.port[ended]),
+        ])  # fmt: skip
+        self._raise(ev[np.argsort(np.concatenate([mis, ended]), kind="stable")])
+
+    def _count_packets(
+        self, batch: PacketBatch, outcome: npt.NDArray[np.uint8],
+        verdict: npt.NDArray[np.uint8], n_closed: int,
+    ) -> None:  # fmt: skip
+        """The engine's per-packet counters of one batch."""
+        c = self._ctr
+        c[I.Counter.PACKETS] += len(batch)
+        np.add.at(c, _OUTCOME_COUNTER[outcome], 1)
+        c[I.Counter.BYTES_FORWARDED] += int(batch.length[outcome == I.Outcome.HIT].sum())
+        for v, name in ((CT.V_INVALID, I.Counter.TCP_INVALID),
+                        (CT.V_IGNORE, I.Counter.TCP_IGNORED),
+                        (CT.V_REOPEN, I.Counter.TCP_REOPEN)):  # fmt: skip
+            c[name] += int(np.count_nonzero(verdict == v))
+        c[I.Counter.CLOSED] += n_closed
 
     def admit(self, batch: PacketBatch) -> int:
         """The rate limit: how many packets of the batch the software budget admits now."""
@@ -192,8 +279,10 @@ class SoftEngine(I.SessionEngine):
         eni, vpc = arg("eni_scope", np.uint32), arg("vpc_scope", np.uint32)
         status = np.full(n, int(I.Status.BAD_SCOPE), np.uint8)
         slots = np.full(n, -1, np.int64)
+        self._latest = max(self._latest, now_ns)
         good = np.flatnonzero((eni < len(sp.eni_cur)) & (vpc < len(sp.vpc_cur)))
         if not len(good):
+            self._count(I.Counter.INSERT_BAD_SCOPE, n)
             return status, slots
         ck = canonicalize(keys.take(good))
         track = kw.get("track")
@@ -211,8 +300,40 @@ class SoftEngine(I.SessionEngine):
         sp.ver[s, 0] = arg("eni_version", np.uint32)[good][ok]
         sp.ver[s, 1] = arg("vpc_version", np.uint32)[good][ok]
         slots[good[ok]] = s
-        self._latest = max(self._latest, now_ns)
+        for code, counter in _INSERT_COUNTER.items():
+            self._count(counter, np.count_nonzero(status == code))
+        full = np.flatnonzero(st == SoftStatus.FULL)
+        if len(full):  # the entries refused, as the engine reports them (no slot)
+            rec = self._would_be(keys.take(good[full]), ck.direction[full], kw, n, good[full],
+                                 None if trk is None else trk[full], now_ns)  # fmt: skip
+            self._raise(self._event(I.EventType.TABLE_FULL, rec, time_ns=now_ns))
         return status, slots
+
+    def _would_be(
+        self, keys: I.FlowKeys, orig_dir: npt.NDArray[np.uint8], kw: dict[str, Any], n: int,
+        rows: npt.NDArray[np.int64], track: np.ndarray | None, now_ns: int,
+    ) -> np.ndarray:  # fmt: skip
+        """ENTRY_DTYPE records of the entries an insert of n keys would have made for its
+        keys `rows` (`keys`, canonical direction `orig_dir`): what TABLE_FULL carries."""
+
+        def arg(name: str, dt: type[np.generic], default: Any = None) -> np.ndarray:
+            return I.broadcast_arg(kw.get(name, default), n, dt, name)[rows]
+
+        rec = np.zeros(len(keys), I.ENTRY_DTYPE)
+        for f in ("vni", "proto", "src_hi", "src_lo", "dst_hi", "dst_lo", "sport", "dport"):
+            rec[f] = getattr(keys, f)
+        trk = (track if track is not None else
+               self.sp.installed_rows(keys.proto, arg("tcp_state", np.uint8, 0), now_ns))  # fmt: skip
+        rec["tcp_state"] = (trk[:, 0] >> np.uint64(8)) & np.uint64(0xFF)
+        rec["flags"] = ((trk[:, 0] & _TRACK_WORD0) >> _S16) & np.uint64(0xFF) | orig_dir.astype(
+            np.uint64
+        )
+        rec["slot"] = -1
+        for f in ("eni_scope", "vpc_scope", "eni_version", "vpc_version", "action_orig",
+                  "action_reply"):  # fmt: skip
+            rec[f] = arg(f, np.uint32)
+        rec["aux"] = arg("aux", np.uint64, 0)
+        return rec
 
     def delete(self, keys: I.FlowKeys) -> npt.NDArray[np.uint8]:
         """As I.SessionEngine.delete: in order, so a key repeated is NOT_FOUND the second time."""
@@ -223,6 +344,7 @@ class SoftEngine(I.SessionEngine):
         once[first] = True
         ok = found & once
         self.sp.delete(s[ok])
+        self._ops(ok, I.Counter.DELETE_OK, I.Counter.DELETE_NOT_FOUND)
         return np.where(ok, I.Status.OK, I.Status.NOT_FOUND).astype(np.uint8)
 
     def modify(self, keys: I.FlowKeys, **kw: Any) -> npt.NDArray[np.uint8]:
@@ -262,6 +384,8 @@ class SoftEngine(I.SessionEngine):
         if timeout_ns is not None:
             exp = self._latest + col(timeout_ns, np.int64, "timeout_ns")
             sp.trk[so, 1 + CT.T_EXPIRES] = exp.view(np.uint64)
+        sp.trk[so, 0] &= ~_MISMATCH  # a stale session is reported again after a modify
+        self._ops(ok, I.Counter.MODIFY_OK, I.Counter.MODIFY_NOT_FOUND)
         return np.where(ok, I.Status.OK, I.Status.NOT_FOUND).astype(np.uint8)
 
     def query(
@@ -271,6 +395,7 @@ class SoftEngine(I.SessionEngine):
         ok = s >= 0
         rec = np.zeros(len(keys), I.ENTRY_DTYPE)
         rec[ok] = self._entries(s[ok], self._latest if now_ns is None else now_ns)
+        self._ops(ok, I.Counter.QUERY_OK, I.Counter.QUERY_NOT_FOUND)
         return np.where(ok, I.Status.OK, I.Status.NOT_FOUND).astype(np.uint8), rec
 
     def dump(self, cursor: int = 0, max_entries: int = 65536, **flt: Any) -> tuple[np.ndarray, int]:
@@ -286,17 +411,19 @@ class SoftEngine(I.SessionEngine):
         for name in ("eni_version", "vpc_version"):
             if flt.get(f"{name}_below") is not None:
                 sel &= rec[name] < flt[f"{name}_below"]
-        if flt.get("tcp_state") is not None:
-            sel &= (rec["proto"] == PROTO_TCP) & (rec["tcp_state"] == flt["tcp_state"])
+        if flt.get("tcp_state") is not None:  # the state an entry holds, whatever its protocol
+            sel &= rec["tcp_state"] == flt["tcp_state"]
         if flt.get("stale_only"):
             sel &= rec["stale"]
         pos = np.flatnonzero(sel)
-        if len(pos) <= max_entries:
-            return rec[pos], size
-        return rec[pos[:max_entries]], int(rec["slot"][pos[max_entries]])
+        nxt = size if len(pos) <= max_entries else int(rec["slot"][pos[max_entries]])
+        pos = pos[:max_entries]
+        self._count(I.Counter.DUMP_ENTRIES, len(pos))
+        return rec[pos], nxt
 
     def bump_version(self, scope: I.Scope, scope_id: int) -> int:
         self.sp.bump_version(scope, scope_id)
+        self._count(I.Counter.VERSION_BUMPS, 1)
         return self.scope_version(scope, scope_id)
 
     def scope_version(self, scope: I.Scope, scope_id: int) -> int:
@@ -318,16 +445,19 @@ class SoftEngine(I.SessionEngine):
         due, closed = sp.due(now_ns)
         if len(due):  # one walk of the table: the records, then the deletes (as SoftPath.expire)
             rec = self._entries(due, now_ns)
-            for typ, m in ((I.EventType.CLOSED, closed), (I.EventType.AGED, ~closed)):
-                if m.any():
-                    self._event(typ, rec[m])
+            typ = np.where(closed, I.EventType.CLOSED, I.EventType.AGED)
+            self._raise(self._event(typ, rec, time_ns=now_ns))  # in slot order
             sp.delete(due)
+        self._count(I.Counter.CLOSED, np.count_nonzero(closed))
+        self._count(I.Counter.AGED, len(due) - np.count_nonzero(closed))
+        self._count(I.Counter.SCRUB_VISITED, len(sp.used))
         sp.cpu_s += time.thread_time() - t0
         return I.ScrubResult(visited=len(sp.used), expired=len(due), cursor=0)
 
     def counters(self) -> dict[str, int]:
-        return {"packets": self._packets, "overload": int(self.sp.overload),
-                "sessions": self.sp.occupancy()}  # fmt: skip
+        """The engine's counters (I.Counter names in lower case); those of hardware parts
+        software has none of (ECC, ports, ring loss, displacements) stay 0."""
+        return {c.name.lower(): int(self._ctr[c]) for c in I.Counter}
 
     def occupancy(self) -> int:
         return self.sp.occupancy()

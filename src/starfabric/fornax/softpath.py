@@ -50,6 +50,10 @@ from starfabric.fornax.packets import (
     PacketBatch,
 )
 
+#: The engine's "VERSION_MISMATCH reported" flag in a tracker row's meta word (laid out as the
+#: engine's: proto | state << 8 | flags << 16); the SoftEngine sets it (softengine.py).
+_MISMATCH = np.uint64(CT.FLAG_MISMATCH_REPORTED << 16)
+
 
 class SoftOutcome(IntEnum):
     """What the software datapath did with one packet."""
@@ -253,8 +257,19 @@ class SoftPath:
         if not first:
             moved = has[ok] == 1
             self.trk[s[moved]] = trk[ok][moved]
+            self.trk[s[moved], 0] &= ~_MISMATCH  # a new entry: no mismatch reported yet
             K.sp_install(self.trk, s[~moved], ck.proto[ok][~moved], now_ns, self._tcfg)
         return status, slot
+
+    def installed_rows(
+        self, proto: npt.NDArray[np.uint8], tcp_state: npt.NDArray[np.uint8], now_ns: int
+    ) -> npt.NDArray[np.uint64]:
+        """Tracker rows `insert` would install for sessions given a TCP state only (stored
+        nowhere): what a refused insert's event reports."""
+        rows = np.zeros((len(proto), TRACK_COLS), np.uint64)
+        rows[:, 0] = proto.astype(np.uint64) | (tcp_state.astype(np.uint64) << np.uint64(8))
+        K.sp_install(rows, np.arange(len(proto), dtype=np.int64), proto, now_ns, self._tcfg)
+        return rows
 
     def update(
         self,
@@ -278,6 +293,7 @@ class SoftPath:
             self.scope[slots, 1] = vpc_scope
         self.ver[slots, 0] = self.eni_cur[self.scope[slots, 0]]
         self.ver[slots, 1] = self.vpc_cur[self.scope[slots, 1]]
+        self.trk[slots, 0] &= ~_MISMATCH  # as a modify: a stale session is reported again
 
     def delete(self, slots: npt.NDArray[np.int64]) -> None:
         """Remove sessions by slot (tombstones keep other probe chains intact)."""
