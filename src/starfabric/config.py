@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from starfabric import ranges
 from starfabric.errors import ConfigError
 
 S = TypeVar("S", bound=BaseModel)
@@ -42,6 +43,13 @@ _FIXES = {
     "enum": "use one of the listed values",
 }
 
+_BOUNDS = {
+    "greater_than_equal": ("ge", ">="),
+    "greater_than": ("gt", ">"),
+    "less_than_equal": ("le", "<="),
+    "less_than": ("lt", "<"),
+}
+
 
 def validation_message(err: ValidationError, source: str = "") -> ConfigError:
     """Turn pydantic's report into one line naming the field, the value and the fix."""
@@ -51,7 +59,16 @@ def validation_message(err: ValidationError, source: str = "") -> ConfigError:
     value = first.get("input")
     msg = first["msg"]
     prefix = f"{source}: " if source else ""
-    if kind == "extra_forbidden":
+    fix = _FIXES.get(kind, "correct the value")
+    if kind in _BOUNDS:  # pydantic's ge/gt/le/lt: say which bound
+        key, op = _BOUNDS[kind]
+        fix = f"give {where} a value {op} {(first.get('ctx') or {}).get(key)}"
+    if kind == ranges.RANGE_ERROR:  # ranges.ranged: the words every range check uses
+        ctx = first.get("ctx") or {}
+        r = ranges.IntRange(ctx["lo"], ctx["hi"], ctx["what"])
+        text = f"{prefix}{ranges.message(where, ctx['value'], r)}"
+        fix = ranges.fix_for(where, r)
+    elif kind == "extra_forbidden":
         text = f"{prefix}unknown field '{where}'"
     elif kind == "missing":
         text = f"{prefix}field '{where}' is required"
@@ -73,7 +90,7 @@ def validation_message(err: ValidationError, source: str = "") -> ConfigError:
         text += "; also " + ", ".join(shown_rest)
         if len(rest) > 4:
             text += f" and {len(rest) - 4} more"
-    return ConfigError(text, fix=_FIXES.get(kind, "correct the value"))
+    return ConfigError(text, fix=fix)
 
 
 def _short(e: Any) -> str:
