@@ -53,7 +53,8 @@ _BOUNDS = {
 
 def validation_message(err: ValidationError, source: str = "") -> ConfigError:
     """Turn pydantic's report into one line naming the field, the value and the fix."""
-    first = err.errors()[0]
+    errors = _causes(err.errors())
+    first = errors[0]
     where = _loc(tuple(first["loc"]))
     kind = first["type"]
     value = first.get("input")
@@ -84,13 +85,25 @@ def validation_message(err: ValidationError, source: str = "") -> ConfigError:
             if len(shown) > 60:
                 shown = shown[:57] + "..."
             text = f"{prefix}field '{where}' = {shown}: {msg}"
-    rest = err.errors()[1:]
+    rest = errors[1:]
     if rest:  # name every other field too (up to a few), not just how many there are
         shown_rest = [f"'{_loc(tuple(e['loc']))}' ({_short(e)})" for e in rest[:4]]
         text += "; also " + ", ".join(shown_rest)
         if len(rest) > 4:
             text += f" and {len(rest) - 4} more"
     return ConfigError(text, fix=fix)
+
+
+def _causes(errors: list[Any]) -> list[Any]:
+    """Without a list's "too short" that only follows from an item of it failing (a VPC file
+    with one tenant whose rule is wrong is not also a file without tenants)."""
+
+    def inside(e: Any) -> bool:
+        loc = tuple(e["loc"])
+        return any(tuple(o["loc"])[: len(loc)] == loc and len(o["loc"]) > len(loc) for o in errors)
+
+    kept = [e for e in errors if not (e["type"] == "too_short" and inside(e))]
+    return kept or errors
 
 
 def _short(e: Any) -> str:

@@ -77,11 +77,22 @@ _DTYPES: dict[str, type[np.generic]] = {
 }
 #: Every column's dtype (read-only): for code that builds columns before the batch exists.
 COLUMN_DTYPES: Mapping[str, type[np.generic]] = MappingProxyType(_DTYPES)
+_MEANING = {
+    "time_ns": "nanoseconds", "port": "NIC ingress port", "length": "packet length in bytes",
+    "proto": "IP protocol number", "inner_proto": "IP protocol number", "tcp_flags": "TCP flags",
+    "tcp_seq": "TCP sequence number", "tcp_ack": "TCP acknowledgment number",
+    "tcp_sack": "TCP SACK edge", "tcp_win": "TCP window", "tcp_opt": "TCP option bits",
+    "tcp_wscale": "TCP window scale", "tcp_len": "TCP payload length",
+} | dict.fromkeys(("sport", "dport", "inner_sport", "inner_dport"), "TCP/UDP port")  # fmt: skip
 VNI_RANGE = IntRange.bits(24, "24-bit VXLAN/Geneve VNI, RFC 7348")
 #: Every column's valid values: its dtype's range, narrower where a standard says so (VNIs are
 #: 24 bits). `from_columns` checks against it before casting, as every loader and option does.
 COLUMN_RANGES: Mapping[str, IntRange] = MappingProxyType(
-    {k: IntRange.of_dtype(t) for k, t in _DTYPES.items()} | {"vni": VNI_RANGE}
+    {
+        k: IntRange.of_dtype(t, f"{_MEANING[k]}, {np.dtype(t).name}" if k in _MEANING else None)
+        for k, t in _DTYPES.items()
+    }
+    | {"vni": VNI_RANGE}
 )
 #: Columns a batch may leave out (zeros): the TCP header fields, an ICMP error's quoted tuple.
 OPTIONAL = ("tcp_seq", "tcp_ack", "tcp_sack", "tcp_win", "tcp_opt", "tcp_wscale", "tcp_len",

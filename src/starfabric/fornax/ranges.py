@@ -17,14 +17,14 @@ VNI = VNI_RANGE
 """An overlay VNI: 24 bits (VXLAN RFC 7348 §5, Geneve RFC 8926 §3.4)."""
 VPC_VNI = VNI.narrower(lo=1, what="24-bit VXLAN/Geneve VNI; 0 is the underlay, no overlay")
 """A VPC's own VNI: VNI 0 means a packet without overlay (the internet gateway's default)."""
-L4_PORT = COLUMN_RANGES["sport"].narrower(what="TCP/UDP port, uint16")
+L4_PORT = COLUMN_RANGES["sport"]
 """A TCP or UDP port (also an ICMP echo identifier)."""
-PROTOCOL = COLUMN_RANGES["proto"].narrower(what="IP protocol number, uint8")
-INGRESS_PORT = COLUMN_RANGES["port"].narrower(what="NIC ingress port, uint16")
+PROTOCOL = COLUMN_RANGES["proto"]
+INGRESS_PORT = COLUMN_RANGES["port"]
 """A NIC ingress port index; the engine's `n_ports` bounds it further."""
 TIME_NS = COLUMN_RANGES["time_ns"].narrower(lo=0, what="nanoseconds on the engine clock, int64")
 """A packet time: the engine clock starts at 0."""
-LENGTH = COLUMN_RANGES["length"].narrower(what="packet length in bytes, uint32")
+LENGTH = COLUMN_RANGES["length"]
 ICMP_TYPE = IntRange.of_dtype(np.uint8, "ICMP type, uint8")
 """An ICMP/ICMPv6 type: the high byte of the `dport` column (type<<8 | code)."""
 ACTION = IntRange.of_dtype(np.uint32, "action handle, uint32")

@@ -11,7 +11,7 @@ import numpy as np
 
 from starfabric.errors import ConfigError
 from starfabric.fornax.packets import PacketBatch, ip_to_halves
-from starfabric.fornax.ranges import ICMP_TYPE, L4_PORT, VNI
+from starfabric.fornax.ranges import ICMP_TYPE, L4_PORT, PROTOCOL, VNI
 from starfabric.fornax.vpc.codes import ActionKind
 from starfabric.fornax.vpc.compile import CompiledPolicy
 from starfabric.fornax.vpc.evaluate import describe, evaluate
@@ -71,8 +71,8 @@ def _proto(text: str) -> int:
     t = text.lower()
     if t in PROTOCOLS and t != "all":
         return PROTOCOLS[t]
-    if t.isdigit() and 0 < int(t) < 256:
-        return int(t)
+    if t.lstrip("+-").isdigit():
+        return check_int("--explain PROTO", int(t), PROTOCOL.narrower(lo=1))  # 0: rules' "any"
     raise ConfigError(
         f"--explain protocol {text!r} is not tcp, udp, icmp, icmpv6 or a number 1..255",
         fix="write e.g. tcp",
