@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from starfabric import ranges
 from starfabric.errors import ConfigError
 
 S = TypeVar("S", bound=BaseModel)
@@ -42,16 +43,33 @@ _FIXES = {
     "enum": "use one of the listed values",
 }
 
+_BOUNDS = {
+    "greater_than_equal": ("ge", ">="),
+    "greater_than": ("gt", ">"),
+    "less_than_equal": ("le", "<="),
+    "less_than": ("lt", "<"),
+}
+
 
 def validation_message(err: ValidationError, source: str = "") -> ConfigError:
     """Turn pydantic's report into one line naming the field, the value and the fix."""
-    first = err.errors()[0]
+    errors = _causes(err.errors())
+    first = errors[0]
     where = _loc(tuple(first["loc"]))
     kind = first["type"]
     value = first.get("input")
     msg = first["msg"]
     prefix = f"{source}: " if source else ""
-    if kind == "extra_forbidden":
+    fix = _FIXES.get(kind, "correct the value")
+    if kind in _BOUNDS:  # pydantic's ge/gt/le/lt: say which bound
+        key, op = _BOUNDS[kind]
+        fix = f"give {where} a value {op} {(first.get('ctx') or {}).get(key)}"
+    if kind == ranges.RANGE_ERROR:  # ranges.ranged: the words every range check uses
+        ctx = first.get("ctx") or {}
+        r = ranges.IntRange(ctx["lo"], ctx["hi"], ctx["what"])
+        text = f"{prefix}{ranges.message(where, ctx['value'], r)}"
+        fix = ranges.fix_for(where, r)
+    elif kind == "extra_forbidden":
         text = f"{prefix}unknown field '{where}'"
     elif kind == "missing":
         text = f"{prefix}field '{where}' is required"
@@ -67,13 +85,25 @@ def validation_message(err: ValidationError, source: str = "") -> ConfigError:
             if len(shown) > 60:
                 shown = shown[:57] + "..."
             text = f"{prefix}field '{where}' = {shown}: {msg}"
-    rest = err.errors()[1:]
+    rest = errors[1:]
     if rest:  # name every other field too (up to a few), not just how many there are
         shown_rest = [f"'{_loc(tuple(e['loc']))}' ({_short(e)})" for e in rest[:4]]
         text += "; also " + ", ".join(shown_rest)
         if len(rest) > 4:
             text += f" and {len(rest) - 4} more"
-    return ConfigError(text, fix=_FIXES.get(kind, "correct the value"))
+    return ConfigError(text, fix=fix)
+
+
+def _causes(errors: list[Any]) -> list[Any]:
+    """Without a list's "too short" that only follows from an item of it failing (a VPC file
+    with one tenant whose rule is wrong is not also a file without tenants)."""
+
+    def inside(e: Any) -> bool:
+        loc = tuple(e["loc"])
+        return any(tuple(o["loc"])[: len(loc)] == loc and len(o["loc"]) > len(loc) for o in errors)
+
+    kept = [e for e in errors if not (e["type"] == "too_short" and inside(e))]
+    return kept or errors
 
 
 def _short(e: Any) -> str:

@@ -6,7 +6,9 @@ import typer
 
 from starfabric.cli._console import console as make_console
 from starfabric.cli._options import given, needs
+from starfabric.fornax import ranges as R
 from starfabric.outputs import output_dir, output_file, write_bytes, write_json
+from starfabric.ranges import check_int, option
 
 fornax_app = typer.Typer(
     help="Fornax: hardware-centric SmartNIC session management.", no_args_is_help=True
@@ -29,9 +31,17 @@ def policy_check(
         help="Decide one first packet and show the rules that did (ICMP: DPORT = type).",
     ),
     vni: int | None = typer.Option(
-        None, "--vni", help="VNI of the explained packet (default: its source ENI's VPC)."
+        None,
+        "--vni",
+        help="VNI of the explained packet (default: its source ENI's VPC).",
+        callback=option("--vni", R.VNI),
     ),
-    sport: int = typer.Option(40000, "--sport", help="Source port (ICMP: echo id) to explain."),
+    sport: int = typer.Option(
+        40000,
+        "--sport",
+        help="Source port (ICMP: echo id) to explain.",
+        callback=option("--sport", R.L4_PORT),
+    ),
     json_out: str | None = typer.Option(
         None, "--json", help="Also write the result as JSON.", callback=output_file("--json")
     ),
@@ -131,11 +141,22 @@ def engine_trace(
     ),
     proto: str = typer.Option("tcp", "--proto", help="tcp, udp, icmp or icmpv6."),
     flags: str = typer.Option("", "--flags", help="TCP flags as letters: S, SA, A, FA, R, ."),
-    vni: int = typer.Option(7, "--vni", help="Overlay VNI of the packet."),
-    port: int = typer.Option(0, "--port", help="Ingress port."),
+    vni: int = typer.Option(
+        7, "--vni", help="Overlay VNI of the packet.", callback=option("--vni", R.VNI)
+    ),
+    port: int = typer.Option(
+        0, "--port", help="Ingress port.", callback=option("--port", R.INGRESS_PORT)
+    ),
     at: str = typer.Option("1s", "--time", help="Packet time on the engine clock (e.g. 1s)."),
-    length: int = typer.Option(64, "--length", help="Packet length in bytes."),
-    icmp_type: int = typer.Option(8, "--icmp-type", help="ICMP type (8 echo request, 0 reply)."),
+    length: int = typer.Option(
+        64, "--length", help="Packet length in bytes.", callback=option("--length", R.LENGTH)
+    ),
+    icmp_type: int = typer.Option(
+        8,
+        "--icmp-type",
+        help="ICMP type (8 echo request, 0 reply).",
+        callback=option("--icmp-type", R.ICMP_TYPE),
+    ),
     scenario: str | None = typer.Option(
         None, "--scenario", help="YAML of sessions/bumps/flips/stalls to preload (else a demo set)."
     ),
@@ -164,11 +185,24 @@ def engine_trace(
                           fix="use icmp for IPv4 and icmpv6 for IPv6")  # fmt: skip
 
     from starfabric.config import load_spec
-    from starfabric.fornax.explain import DEFAULT_SCENARIO, Scenario, build_engine, explain_packet
+    from starfabric.fornax.explain import (
+        DEFAULT_SCENARIO,
+        Scenario,
+        build_engine,
+        engine_ports,
+        explain_packet,
+    )
     from starfabric.units import parse_duration
 
+    time_ns = check_int(
+        "--time (ns)",
+        round(parse_duration(at, "--time") * 1e9),
+        R.TIME_NS,
+        fix=f"give --time at most {R.TIME_NS.hi / 1e9:.4g}s (about 292 years)",
+    )
     sc = load_spec(Scenario, scenario) if scenario else DEFAULT_SCENARIO
     eng = build_engine(sc)
+    check_int("--port", port, engine_ports(eng.config))
     text = explain_packet(
         eng,
         vni=vni,
@@ -177,7 +211,7 @@ def engine_trace(
         dst=dst,
         flags=flags,
         port=port,
-        time_ns=round(parse_duration(at, "--time") * 1e9),
+        time_ns=time_ns,
         length=length,
         icmp_type=icmp_type,
     )

@@ -36,6 +36,20 @@ from starfabric.fornax.engine.tcp import TCP_IGNORE, TCP_INVALID, TRANSITIONS, T
 from starfabric.fornax.engine.tcp import tcp_event as classify
 from starfabric.fornax.keys import DEFAULT_HASH_SEED, bucket_pair, hash_key_py, tag_of
 from starfabric.fornax.packets import PacketBatch
+from starfabric.fornax.ranges import (
+    ICMP_TYPE,
+    INGRESS_PORT,
+    L4_PORT,
+    LENGTH,
+    TIME_NS,
+    VNI,
+    Action,
+    Aux,
+    ScopeId,
+    Version,
+    Vni,
+)
+from starfabric.ranges import IntRange, check_int
 
 PROTOS = {
     "tcp": pk.PROTO_TCP,
@@ -75,9 +89,7 @@ def parse_endpoint(text: str, field: str) -> tuple[str, int]:
         ipaddress.ip_address(addr)
     except ValueError:
         raise ConfigError(f"{field}: {addr!r} is not an IP address", fix="check it") from None
-    if int(port) > 65535:
-        raise ConfigError(f"{field}: port {port} > 65535", fix="use a port 0..65535")
-    return addr, int(port)
+    return addr, check_int(f"{field} port", int(port), L4_PORT)
 
 
 def parse_flags(text: str) -> int:
@@ -101,23 +113,23 @@ def _proto(name: str) -> int:
 class SessionSpec(Spec):
     """One session to preload (key in ORIGINAL orientation)."""
 
-    vni: int = Field(ge=0, lt=1 << 24)
+    vni: Vni
     proto: Literal["tcp", "udp", "icmp", "icmpv6"] = "tcp"
     src: str
     dst: str
-    action_orig: int = Field(1, ge=0, le=0xFFFF_FFFF)
-    action_reply: int = Field(2, ge=0, le=0xFFFF_FFFF)
-    eni_scope: int = Field(0, ge=0)
-    vpc_scope: int = Field(0, ge=0)
-    eni_version: int = Field(0, ge=0, le=0xFFFF_FFFF)
-    vpc_version: int = Field(0, ge=0, le=0xFFFF_FFFF)
+    action_orig: Action = 1
+    action_reply: Action = 2
+    eni_scope: ScopeId = 0
+    vpc_scope: ScopeId = 0
+    eni_version: Version = 0
+    vpc_version: Version = 0
     state: Literal[tuple(s.name for s in TcpState)] = "ESTABLISHED"  # type: ignore[valid-type]
-    aux: int = Field(0, ge=0, le=(1 << 64) - 1)
+    aux: Aux = 0
 
 
 class BumpSpec(Spec):
     scope: Literal["eni", "vpc"]
-    id: int = Field(ge=0)
+    id: ScopeId
 
 
 class FlipSpec(Spec):
@@ -232,6 +244,13 @@ def _flags_text(flags: int) -> str:
     return "".join(c for bit, c in names if flags & bit) or "-"
 
 
+def engine_ports(cfg: EngineConfig) -> IntRange:
+    """The ingress ports an engine has: 0..n_ports - 1."""
+    return INGRESS_PORT.narrower(
+        hi=cfg.n_ports - 1, what=f"the engine's ports: n_ports = {cfg.n_ports}"
+    )
+
+
 def explain_packet(
     engine: SessionEngine,
     *,
@@ -251,10 +270,12 @@ def explain_packet(
     pnum = _proto(proto)
     (sa, sp), (da, dp) = parse_endpoint(src, "src"), parse_endpoint(dst, "dst")
     fbits = parse_flags(flags) if pnum == pk.PROTO_TCP else 0
+    check_int("vni", vni, VNI)
+    check_int("port", port, engine_ports(cfg))
+    check_int("time_ns", time_ns, TIME_NS)
+    check_int("length", length, LENGTH)
     if pnum in (pk.PROTO_ICMP, pk.PROTO_ICMPV6):
-        dp = icmp_type << 8
-    if not 0 <= port < cfg.n_ports:
-        raise ConfigError(f"port {port} outside 0..{cfg.n_ports - 1}", fix="pick an existing port")
+        dp = check_int("icmp_type", icmp_type, ICMP_TYPE) << 8
     sh, sl = pk.ip_to_halves(sa)
     dh, dl = pk.ip_to_halves(da)
     key, d = canonical_key(vni, pnum, (sh, sl), (dh, dl), sp, dp)

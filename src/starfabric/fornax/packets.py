@@ -30,6 +30,8 @@ from types import MappingProxyType
 import numpy as np
 import numpy.typing as npt
 
+from starfabric.ranges import IntRange, check_values
+
 PROTO_ICMP = 1
 PROTO_TCP = 6
 PROTO_UDP = 17
@@ -75,6 +77,23 @@ _DTYPES: dict[str, type[np.generic]] = {
 }
 #: Every column's dtype (read-only): for code that builds columns before the batch exists.
 COLUMN_DTYPES: Mapping[str, type[np.generic]] = MappingProxyType(_DTYPES)
+_MEANING = {
+    "time_ns": "nanoseconds", "port": "NIC ingress port", "length": "packet length in bytes",
+    "proto": "IP protocol number", "inner_proto": "IP protocol number", "tcp_flags": "TCP flags",
+    "tcp_seq": "TCP sequence number", "tcp_ack": "TCP acknowledgment number",
+    "tcp_sack": "TCP SACK edge", "tcp_win": "TCP window", "tcp_opt": "TCP option bits",
+    "tcp_wscale": "TCP window scale", "tcp_len": "TCP payload length",
+} | dict.fromkeys(("sport", "dport", "inner_sport", "inner_dport"), "TCP/UDP port")  # fmt: skip
+VNI_RANGE = IntRange.bits(24, "24-bit VXLAN/Geneve VNI, RFC 7348")
+#: Every column's valid values: its dtype's range, narrower where a standard says so (VNIs are
+#: 24 bits). `from_columns` checks against it before casting, as every loader and option does.
+COLUMN_RANGES: Mapping[str, IntRange] = MappingProxyType(
+    {
+        k: IntRange.of_dtype(t, f"{_MEANING[k]}, {np.dtype(t).name}" if k in _MEANING else None)
+        for k, t in _DTYPES.items()
+    }
+    | {"vni": VNI_RANGE}
+)
 #: Columns a batch may leave out (zeros): the TCP header fields, an ICMP error's quoted tuple.
 OPTIONAL = ("tcp_seq", "tcp_ack", "tcp_sack", "tcp_win", "tcp_opt", "tcp_wscale", "tcp_len",
             "inner_proto", "inner_src_hi", "inner_src_lo", "inner_dst_hi", "inner_dst_lo",
@@ -137,17 +156,19 @@ class PacketBatch:
 
     @classmethod
     def from_columns(cls, **cols: npt.ArrayLike) -> PacketBatch:
-        """Build a batch casting each column to its dtype; missing columns are zeros."""
+        """Build a batch casting each column to its dtype; missing columns are zeros. A value
+        outside its column's range (COLUMN_RANGES) is a ConfigError naming it, not a wrap."""
+        unknown = set(cols) - set(_DTYPES)
+        if unknown:
+            raise ValueError(f"PacketBatch: unknown column(s) {sorted(unknown)}")
         n = max(np.size(v) for v in cols.values()) if cols else 0
         out = {}
         for k, t in _DTYPES.items():
             if k in cols:
+                check_values(k, cols[k], COLUMN_RANGES[k])
                 out[k] = np.ascontiguousarray(np.broadcast_to(np.asarray(cols[k], dtype=t), (n,)))
             else:
                 out[k] = np.zeros(n, dtype=t)
-        unknown = set(cols) - set(_DTYPES)
-        if unknown:
-            raise ValueError(f"PacketBatch: unknown column(s) {sorted(unknown)}")
         return cls(**out)
 
     def take(self, idx: npt.ArrayLike) -> PacketBatch:

@@ -26,6 +26,7 @@ from starfabric.errors import ConfigError
 from starfabric.fornax import packets as pk
 from starfabric.fornax.packets import PacketBatch
 from starfabric.fornax.pcap import read_pcap
+from starfabric.fornax.ranges import L4Port, Seed, Vni
 from starfabric.fornax.vpc.spec import VpcSpec
 from starfabric.units import parse_count, parse_duration
 
@@ -81,7 +82,7 @@ class SyntheticWorkload(Spec):
     """
 
     kind: Literal["synthetic"] = "synthetic"
-    seed: int = 0
+    seed: Seed = 0
     duration: float = Field(gt=0)
     cps: float = Field(gt=0)
     tcp: float = Field(default=0.8, ge=0)
@@ -99,8 +100,8 @@ class SyntheticWorkload(Spec):
     data_packets: Distribution = Distribution(kind="lognormal", mean=8.0)
     flow_duration: Distribution = Distribution(kind="lognormal", mean=0.2)
     """Seconds from the first to the last packet of a connection."""
-    tcp_ports: tuple[int, ...] = (80, 443, 22, 3306, 6379, 8080)
-    udp_ports: tuple[int, ...] = (53, 123, 443, 4500)
+    tcp_ports: tuple[L4Port, ...] = Field((80, 443, 22, 3306, 6379, 8080), min_length=1)
+    udp_ports: tuple[L4Port, ...] = Field((53, 123, 443, 4500), min_length=1)
     external_v4: str = "198.18.0.0/15"
     """Internet peers (RFC 2544 benchmarking range)."""
     external_v6: str = "2001:db8::/32"
@@ -133,7 +134,7 @@ class PcapWorkload(Spec):
 
     kind: Literal["pcap"]
     path: str
-    default_vni: int = Field(default=0, ge=0, lt=1 << 24)
+    default_vni: Vni = 0
     batch: float = 0.001
     time_scale: float = Field(default=1.0, gt=0)
     """Simulated seconds per captured second (0.5 replays twice as fast)."""

@@ -118,7 +118,8 @@ import numpy.typing as npt
 from starfabric.errors import ConfigError
 from starfabric.fornax.engine.config import EngineConfig
 from starfabric.fornax.engine.layout import FLAG_ASSURED, FLAG_SEEN_REPLY
-from starfabric.fornax.packets import PacketBatch, ip_to_halves
+from starfabric.fornax.packets import COLUMN_RANGES, PacketBatch, ip_to_halves
+from starfabric.ranges import check_values
 
 
 class Outcome(IntEnum):
@@ -420,6 +421,8 @@ class FlowKeys:
         unknown = set(cols) - set(dt)
         if unknown:
             raise ValueError(f"FlowKeys: unknown column(s) {sorted(unknown)}")
+        for k, v in cols.items():
+            check_values(k, v, COLUMN_RANGES[k])
         n = max((np.size(v) for v in cols.values()), default=0)
         # Cast with the target dtype up front: a list mixing small ints and ints >= 2**63 would
         # otherwise pass through float64 and lose address bits.

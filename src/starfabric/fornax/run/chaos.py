@@ -48,6 +48,7 @@ from starfabric.fornax.manager.config import ManagerConfig
 from starfabric.fornax.manager.failover import ResilientManager
 from starfabric.fornax.manager.health import HealthConfig
 from starfabric.fornax.packets import PacketBatch
+from starfabric.fornax.ranges import IngressPort, Seed
 from starfabric.fornax.replay import Replay
 from starfabric.fornax.run.chaos_report import (
     Trace,
@@ -103,7 +104,7 @@ class Window(Spec):
 
 
 class PortStall(Window):
-    port: int = Field(ge=0)
+    port: IngressPort
 
 
 class Crash(Spec):
@@ -133,7 +134,7 @@ class ChaosSpec(Spec):
     softpath: SoftPathConfig = SoftPathConfig()
     health: HealthConfig = HealthConfig()
     tick: float = Field(0.002, gt=0, description="seconds between manager ticks (assumption)")
-    seed: int = Field(0, ge=0, description="seed of the fault draws")
+    seed: Seed = Field(0, description="seed of the fault draws")
     faults: Faults = Faults()
 
     _t = field_validator("tick", mode="before")(_dur)

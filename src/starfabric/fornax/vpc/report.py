@@ -11,10 +11,12 @@ import numpy as np
 
 from starfabric.errors import ConfigError
 from starfabric.fornax.packets import PacketBatch, ip_to_halves
+from starfabric.fornax.ranges import ICMP_TYPE, L4_PORT, PROTOCOL, VNI
 from starfabric.fornax.vpc.codes import ActionKind
 from starfabric.fornax.vpc.compile import CompiledPolicy
 from starfabric.fornax.vpc.evaluate import describe, evaluate
 from starfabric.fornax.vpc.spec import PROTOCOLS
+from starfabric.ranges import check_int
 
 
 def summary(compiled: CompiledPolicy) -> list[dict[str, Any]]:
@@ -69,8 +71,8 @@ def _proto(text: str) -> int:
     t = text.lower()
     if t in PROTOCOLS and t != "all":
         return PROTOCOLS[t]
-    if t.isdigit() and 0 < int(t) < 256:
-        return int(t)
+    if t.lstrip("+-").isdigit():
+        return check_int("--explain PROTO", int(t), PROTOCOL.narrower(lo=1))  # 0: rules' "any"
     raise ConfigError(
         f"--explain protocol {text!r} is not tcp, udp, icmp, icmpv6 or a number 1..255",
         fix="write e.g. tcp",
@@ -123,11 +125,12 @@ def explain(
     For ICMP, `dport` is the ICMP type (code 0) and `sport` the echo identifier.
     """
     s, d, p = _addr(src, "source"), _addr(dst, "destination"), _proto(proto)
-    if not 0 <= dport <= 65535 or not 0 <= sport <= 65535:
-        raise ConfigError(f"--explain port {dport}/{sport} is outside 0..65535", fix="use 0..65535")
-    if p in (1, 58):
-        dport = (dport & 0xFF) << 8
-    use_vni = resolve_vni(compiled, str(s)) if vni is None else vni
+    icmp = p in (1, 58)
+    dport = check_int("--explain DPORT", dport, ICMP_TYPE if icmp else L4_PORT)
+    check_int("--sport", sport, L4_PORT)
+    if icmp:
+        dport <<= 8
+    use_vni = resolve_vni(compiled, str(s)) if vni is None else check_int("--vni", vni, VNI)
     sh, sl = ip_to_halves(s)
     dh, dl = ip_to_halves(d)
     batch = PacketBatch.from_columns(

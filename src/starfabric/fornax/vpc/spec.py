@@ -15,11 +15,13 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from starfabric.config import Spec
+from starfabric.fornax.ranges import L4_PORT, PROTOCOL, VNI, IcmpType, Vni, VpcVni
+from starfabric.ranges import field_value
 
 PROTOCOLS: dict[str, int] = {"all": 0, "icmp": 1, "tcp": 6, "udp": 17, "icmpv6": 58}
 """Protocol names accepted in rules; 0 means any protocol."""
 
-MAX_VNI = (1 << 24) - 1
+MAX_VNI = VNI.hi
 """VXLAN/Geneve VNIs are 24-bit (RFC 7348 §5)."""
 
 _MAC = re.compile(r"^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}$")
@@ -43,9 +45,7 @@ def _protocol(value: object) -> int:
     if isinstance(value, bool):
         raise ValueError("give a protocol name or number")
     if isinstance(value, int):
-        if not 0 <= value <= 255:
-            raise ValueError("protocol numbers are 0..255")
-        return value
+        return field_value(value, PROTOCOL)
     name = str(value).lower()
     if name not in PROTOCOLS:
         raise ValueError(f"unknown protocol; use one of {sorted(PROTOCOLS)} or a number")
@@ -67,8 +67,10 @@ def _ports(value: object) -> tuple[int, int] | None:
             raise ValueError("give a port or a range 'lo-hi'")
         lo = int(m.group(1))
         hi = int(m.group(2)) if m.group(2) else lo
-    if not 0 <= lo <= hi <= 65535:
-        raise ValueError("ports are 0..65535 with lo <= hi")
+    field_value(lo, L4_PORT)
+    field_value(hi, L4_PORT)
+    if lo > hi:
+        raise ValueError(f"port range {lo}-{hi} has lo > hi")
     return (lo, hi)
 
 
@@ -77,7 +79,7 @@ class _Match(Spec):
 
     protocol: int = 0
     ports: tuple[int, int] | None = None
-    icmp_type: int | None = Field(default=None, ge=0, le=255)
+    icmp_type: IcmpType | None = None
 
     _proto = field_validator("protocol", mode="before")(lambda v: _protocol(v))
     _port = field_validator("ports", mode="before")(lambda v: _ports(v))
@@ -222,7 +224,7 @@ class Vpc(Spec):
     a route table use `main_route_table`; without either they only reach local addresses."""
 
     name: str
-    vni: int = Field(ge=1, le=MAX_VNI)
+    vni: VpcVni
     cidrs: tuple[str, ...] = Field(min_length=1)
     subnets: tuple[Subnet, ...] = ()
     enis: tuple[Eni, ...] = ()
@@ -266,5 +268,5 @@ class VpcSpec(Spec):
     hosts: tuple[Host, ...] = ()
     tenants: tuple[Tenant, ...] = Field(min_length=1)
     peerings: tuple[Peering, ...] = ()
-    gateway_vni: int = Field(default=0, ge=0, le=MAX_VNI)
+    gateway_vni: Vni = 0
     """VNI of packets arriving from the internet gateway (north-south); 0 = no overlay."""
