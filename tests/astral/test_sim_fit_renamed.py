@@ -8,6 +8,7 @@ for only what its text does not say, must give the same parameters and the same 
 from __future__ import annotations
 
 import json
+import math
 import re
 import shutil
 from pathlib import Path
@@ -29,6 +30,20 @@ OPTIONS = {
         "--nodes", "8", "--gpus-per-node", "8", "--nvlink", "150", "--nic", "12.5G",
     ],
 }  # fmt: skip
+
+
+#: The fit's last digits follow the BLAS/SIMD path of the machine it runs on (least squares
+#: sums in a different order); parameters agree to this relative tolerance, not bit for bit.
+FIT_RTOL = 1e-6
+
+
+def _same_params(got: str | None, want: str) -> bool:
+    """Equal FabricParams reprs, numbers compared to FIT_RTOL and everything else exactly."""
+    num = r"-?\d+(?:\.\d+)?(?:e[-+]?\d+)?"
+    if got is None or re.sub(num, "#", got) != re.sub(num, "#", want):
+        return False
+    pairs = zip(re.findall(num, got), re.findall(num, want), strict=True)
+    return all(math.isclose(float(a), float(b), rel_tol=FIT_RTOL) for a, b in pairs)
 
 
 def _fit(args: list[str]) -> tuple[int, str | None, list[list[str]], str]:
@@ -61,7 +76,7 @@ def test_renamed_logs_give_the_recorded_fit(main: str, tmp_path: Path) -> None:
         args += ["--predict", str(dst)]
     code, params, rows, out = _fit(args)
     assert code == 0, out
-    assert params == want["params"]
+    assert _same_params(params, want["params"]), (params, want["params"])
     assert rows == want["rows"]
 
 
@@ -74,7 +89,7 @@ def test_every_log_under_a_new_name(name: str, tmp_path: Path) -> None:
     shutil.copy(DATA / name, renamed)
     code, params, _, out = _fit([str(renamed), *OPTIONS.get(name, [])])
     if want["exit"] == 0:
-        assert (code, params) == (0, want["params"])
+        assert code == 0 and _same_params(params, want["params"]), (params, want["params"])
     elif "is a" in want["error"]:
         coll = re.search(r"is a (\w+) log", want["error"])
         assert coll
