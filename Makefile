@@ -25,9 +25,11 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-# DESIGN.md's layering as import-linter contracts ([tool.importlinter] in pyproject.toml)
+# DESIGN.md's layering as import-linter contracts ([tool.importlinter] in pyproject.toml),
+# and no import cycle between modules of src/ (scripts/import_cycles.py; also a test)
 layering: $(STAMP)
 	$(BIN)/lint-imports
+	$(BIN)/python scripts/import_cycles.py
 
 pytest: $(STAMP)
 	$(BIN)/pytest -q -n 2 --dist loadfile

@@ -328,7 +328,9 @@ def chaos(
     from rich.table import Table
 
     from starfabric.fornax.guards import check_workload_memory
-    from starfabric.fornax.run.chaos import load_chaos, run_chaos, summary_rows
+    from starfabric.fornax.run.chaos import run_chaos
+    from starfabric.fornax.run.chaos_report import summary_rows
+    from starfabric.fornax.run.chaos_spec import load_chaos
 
     console = make_console()
     spec, base = load_chaos(chaos_file)

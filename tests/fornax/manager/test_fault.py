@@ -17,7 +17,7 @@ from starfabric.fornax.manager.accounting import DropReason, Final
 from starfabric.fornax.manager.failover import ResilientManager
 from starfabric.fornax.manager.health import FaultKind, Health, HealthConfig, ScopeKind
 from starfabric.fornax.packets import PacketBatch, ip_to_halves
-from starfabric.fornax.run.chaos import ChaosEngine, silent_bits
+from starfabric.fornax.run.inject import ChaosEngine, silent_bits
 from starfabric.fornax.vpc import compile_policy, load_vpc_spec
 
 from .conftest import NO_AGING

@@ -16,7 +16,9 @@ import pytest
 from fornax.manager.reference import ConntrackReference
 from starfabric.fornax.manager.accounting import Final
 from starfabric.fornax.packets import halves_to_ip
-from starfabric.fornax.run.chaos import ChaosSpec, run_chaos, summary_rows
+from starfabric.fornax.run.chaos import run_chaos
+from starfabric.fornax.run.chaos_report import summary_rows
+from starfabric.fornax.run.chaos_spec import ChaosSpec
 from starfabric.fornax.vpc import ActionKind, VpcSpec, load_vpc_spec
 
 ROOT = Path(__file__).resolve().parents[3]

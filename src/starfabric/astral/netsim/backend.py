@@ -20,13 +20,15 @@ Guarantees (flow-level backend)
 Batching: `submit` takes arrays of flows at once (no Python object per flow); ids are dense
 integers in submission order. Ownership: the backend owns flow state; callers read it through
 `results()` (copies).
+
+Backends are built by name in registry.py (`make_backend`), which imports them; they import
+only this module, so the contract and the backends form no import cycle.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -156,56 +158,6 @@ class NetworkBackend(Protocol):
     def rates_bps(self) -> FloatArray:
         """Rate (bit/s) each submitted flow transmits at now; 0 for flows not transmitting."""
         ...
-
-
-BackendFactory = Callable[..., NetworkBackend]
-"""Builds a backend from per-link capacities (bit/s), latencies (s) and backend options."""
-
-_FACTORIES: dict[str, BackendFactory] = {}
-
-
-def _builtin(name: str) -> BackendFactory | None:
-    # Imported here, not at module top: both backends import this module (no import cycle).
-    if name == "flow":
-        from starfabric.astral.netsim.flowsim import FlowSim
-
-        return FlowSim
-    if name == "analytical":
-        from starfabric.astral.netsim.analytical import Analytical
-
-        return Analytical
-    return None
-
-
-BUILTIN_BACKENDS: tuple[str, ...] = ("flow", "analytical")
-"""The backends every caller can name: max-min fair flow-level, and alpha-beta analytical."""
-
-
-def register_backend(name: str, factory: BackendFactory) -> None:
-    """Make another backend available to `make_backend` under `name`."""
-    if not name or name in BUILTIN_BACKENDS:
-        raise ConfigError(f"netsim backend name {name!r} is taken", fix="choose another name")
-    _FACTORIES[name] = factory
-
-
-def backend_names() -> tuple[str, ...]:
-    """Every name `make_backend` accepts."""
-    return BUILTIN_BACKENDS + tuple(sorted(_FACTORIES))
-
-
-def make_backend(
-    name: str,
-    capacity_bps: npt.ArrayLike,
-    latency_s: npt.ArrayLike | None = None,
-    **options: Any,
-) -> NetworkBackend:
-    """The one registry of network backends: collectives, Seer and the monitor build theirs here."""
-    factory = _builtin(name) or _FACTORIES.get(name)
-    if factory is None:
-        raise ConfigError(
-            f"netsim backend {name!r} is unknown", fix=f"use one of {', '.join(backend_names())}"
-        )
-    return factory(capacity_bps, latency_s, **options)
 
 
 def steady_rates(

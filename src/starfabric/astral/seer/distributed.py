@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from starfabric.astral.seer.evaluate import evaluate_vectorized
 from starfabric.astral.seer.model import ModelSpec
 from starfabric.astral.seer.parallel import SystemSpec
 from starfabric.errors import ConfigError
@@ -56,9 +57,7 @@ def _chunk(
     precision: str,
 ) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]]:
     """One Ray task: the vectorized evaluator on a slice of the layouts."""
-    from starfabric.astral.seer.search import _evaluate_vectorized
-
-    return _evaluate_vectorized(model, system, cfg, global_batch, seq_len, precision)
+    return evaluate_vectorized(model, system, cfg, global_batch, seq_len, precision)
 
 
 def evaluate_on_ray(

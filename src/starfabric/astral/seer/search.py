@@ -8,9 +8,10 @@ The analytical search mode prices each distinct *layer shape* (tp, cp, micro-bat
 TP overlap, ZeRO-3 group) once with the operator model, then evaluates every layout built on
 it — pipeline fill/drain, interleaving, DP gradient traffic, optimizer, offload, memory — as
 numpy vectors over all configurations at once, with the same offload functions as the
-schedule. `mode="scalar"` runs the same formulas one configuration at a time with
-no sharing (the reference, and the baseline of the benchmark). The best layouts can then be
-re-run through the full timeline with `predict`.
+schedule (evaluate.py; distributed.py runs it on chunks of layouts as Ray tasks).
+`mode="scalar"` runs the same formulas one configuration at a time with no sharing (the
+reference, and the baseline of the benchmark). The best layouts can then be re-run through
+the full timeline with `predict`.
 """
 
 from __future__ import annotations
@@ -21,27 +22,18 @@ from typing import Any, Literal
 import numpy as np
 
 from starfabric.astral.hardware import get_gpu
-from starfabric.astral.seer import offload
-from starfabric.astral.seer.comm import make_fabric, nvlink_domain
-from starfabric.astral.seer.cost import DP_OVERLAP_RESIDUAL, CostContext, make_context
-from starfabric.astral.seer.efficiency import efficiency_for
-from starfabric.astral.seer.memory import RESERVED_BYTES, activation_bytes_per_layer
-from starfabric.astral.seer.model import ModelSpec, attention_params, mlp_params
-from starfabric.astral.seer.ops import OpTable, embedding_ops, layer_ops, logits_ops, mtp_ops
-from starfabric.astral.seer.parallel import (
-    ExecutionSpec,
-    Layout,
-    SystemSpec,
-    uneven_pipeline_layers,
+from starfabric.astral.seer.distributed import evaluate_on_ray
+from starfabric.astral.seer.evaluate import (
+    LAYER_KEYS,
+    RECOMPUTE,
+    LayerKey,
+    evaluate,
+    evaluate_vectorized,
+    key_columns,
+    layer_costs,
 )
-from starfabric.astral.seer.schedule import (
-    DP_BUCKET_PARAMS,
-    ITERATION_OVERHEAD_S,
-    OPTIMIZER_BYTES_PER_PARAM,
-    PieceCost,
-    pass_cost,
-    piece_cost,
-)
+from starfabric.astral.seer.model import ModelSpec
+from starfabric.astral.seer.parallel import SystemSpec, uneven_pipeline_layers
 from starfabric.errors import ConfigError, InfeasibleError
 from starfabric.units import parse_bandwidth
 
@@ -52,7 +44,6 @@ MAX_VPP = 8
 extra p2p traffic outweighs the smaller bubble)."""
 MAX_CP = 16
 """Largest context-parallel size the search tries."""
-RECOMPUTE = ("none", "selective", "full")
 RAY_MIN_CHUNK = 256
 """Fewest layouts per Ray task when the chunk size is chosen automatically (one chunk per
 cluster CPU otherwise; assumption: below this Ray's per-task overhead of milliseconds
@@ -148,87 +139,6 @@ def _expand(base: np.ndarray[Any, Any], model: ModelSpec, system: SystemSpec) ->
 
 
 @dataclass(frozen=True)
-class _LayerKey:
-    tp: int
-    cp: int
-    mb: int
-    ep: int
-    etp: int
-    tpo: int
-    fsdp_dp: int
-    """DP size of a ZeRO-3 run without pipelining (its gathers sit in the layer), else 0."""
-
-
-def _layout(system: SystemSpec, key: _LayerKey, nic: float) -> Layout:
-    """A one-stage layout carrying what layer costs depend on (tp, cp, ep, etp, placement)."""
-    tp, cp = key.tp, key.cp
-    gpus = max(tp * cp * max(1, key.fsdp_dp), key.ep * key.etp)
-    edp = max(1, gpus // (key.ep * key.etp)) if key.fsdp_dp else 1
-    return Layout(
-        gpus=gpus, gpus_per_node=system.gpus_per_node, tp=tp, pp=1, vpp=1,
-        dp=max(1, gpus // (tp * cp)), cp=cp, ep=key.ep, etp=key.etp, edp=edp, sp=tp > 1,
-        micro_batches=1, stage_layers=((1,),), chunk_first_layer=((0,),),
-        nic_bytes_per_s=nic, gpu=get_gpu(system.gpu),
-    )  # fmt: skip
-
-
-def _layer_costs(
-    model: ModelSpec, system: SystemSpec, key: _LayerKey, seq_len: int, precision: str, nic: float
-) -> np.ndarray[Any, Any]:
-    """Per recompute policy (rows, RECOMPUTE order): [dense fwd, dense bwd+rec, moe fwd,
-    moe bwd+rec, embedding+logits(+MTP) fwd+bwd, activation bytes per layer, p2p bytes,
-    dense activation bytes, MoE activation bytes]."""
-    lay = _layout(system, key, nic)
-    ex = ExecutionSpec(
-        global_batch=key.mb, micro_batch=key.mb, seq_len=seq_len, precision=precision,
-        tp=key.tp, cp=key.cp, ep=key.ep, etp=key.etp, recompute="none",
-        tp_comm_overlap=bool(key.tpo), zero=3 if key.fsdp_dp else 1,
-    )  # fmt: skip
-    ctx: CostContext = make_context(ex, lay, efficiency_for(lay.gpu, system.efficiency))
-    out = np.zeros((len(RECOMPUTE), 9))
-    emb = piece_cost(embedding_ops(model, ex, lay), ctx, "none")
-    head = piece_cost(logits_ops(model, ex, lay), ctx, "none")
-    out[:, 4] = emb.fwd.total + emb.bwd.total + head.fwd.total + head.bwd.total
-    out[:, 6] = 2.0 * key.mb * seq_len / key.cp * model.hidden / key.tp
-    tables = [(0, layer_ops(model, ex, lay, moe=False))]
-    if model.is_moe:
-        tables.append((2, layer_ops(model, ex, lay, moe=True)))
-    for col, table in tables:
-        base = piece_cost(table, ctx, "none")
-        for r, rec in enumerate(RECOMPUTE):
-            pc = _with_recompute(base, table, rec)
-            out[r, col] = pc.fwd.total
-            out[r, col + 1] = pc.bwd.total + pc.recompute.total
-    if model.mtp_layers:
-        mtp_table = mtp_ops(model, ex, lay)
-        mtp = piece_cost(mtp_table, ctx, "none")
-        for r, rec in enumerate(RECOMPUTE):
-            pc = _with_recompute(mtp, mtp_table, rec)
-            out[r, 4] += pc.fwd.total + pc.bwd.total + pc.recompute.total
-    frac = model.moe_layers / model.layers
-    for r, rec in enumerate(RECOMPUTE):
-        exr = ex.model_copy(update={"recompute": rec})
-        dense_act = activation_bytes_per_layer(model, exr, lay, moe=False)
-        moe_act = (
-            activation_bytes_per_layer(model, exr, lay, moe=True) if model.is_moe else dense_act
-        )
-        out[r, 5] = (1 - frac) * dense_act + frac * moe_act
-        out[r, 7], out[r, 8] = dense_act, moe_act
-    return out
-
-
-def _with_recompute(pc: PieceCost, table: OpTable, rec: str) -> PieceCost:
-    """The same piece priced under another recompute policy (no re-timing of operators)."""
-    if rec == "none":
-        return pc
-    if rec == "full":
-        again = pc.fwd
-    else:
-        again = pass_cost(table, pc.fwd_costs, np.asarray(table.selective, dtype=bool))
-    return PieceCost(pc.fwd, pc.bwd, again, pc.fwd_table, pc.fwd_costs, pc.bwd_table, pc.bwd_costs)
-
-
-@dataclass(frozen=True)
 class SearchResult:
     """All configurations with predicted iteration time, throughput and memory."""
 
@@ -292,177 +202,6 @@ class SearchResult:
         return [self.row(int(i)) for i in self.ranked()[:n]]
 
 
-def _evaluate(
-    model: ModelSpec,
-    system: SystemSpec,
-    cfg: dict[str, np.ndarray[Any, Any]],
-    lc: np.ndarray[Any, Any],
-    global_batch: int,
-    seq_len: int,
-    precision: str,
-) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]]:
-    """Iteration seconds, peak HBM bytes and offloaded bytes for configuration columns `cfg`
-    whose layer costs are the rows of `lc` (vectorized over configurations)."""
-    gpu = get_gpu(system.gpu)
-    eff = efficiency_for(gpu, system.efficiency)
-    nic = parse_bandwidth(system.nic_bandwidth, "system.nic_bandwidth") / 8.0
-    tp, cp, pp, vpp, dp = cfg["tp"], cfg["cp"], cfg["pp"], cfg["vpp"], cfg["dp"]
-    ep, etp, mb = cfg["ep"], cfg["etp"], cfg["mb"]
-    zero, dpo = cfg["zero"], cfg["dpo"] > 0
-    off_act, off_w = (cfg["off"] & 1) > 0, (cfg["off"] & 2) > 0
-    grad_b = 2.0 if precision == "fp16" else 4.0
-    # Parameters per rank of one dense / MoE layer (schedule.layer_params on arrays).
-    norm_w = 2 if model.norm == "layernorm" else 1
-    attn = attention_params(model) + 2 * norm_w * model.hidden
-    dense_mlp = mlp_params(model, model.ffn_hidden)
-    expert = mlp_params(model, model.moe_ffn_hidden) if model.is_moe else 0
-    shared = model.moe_shared_experts * expert
-    lp_d = (attn - 2 * norm_w * model.hidden + dense_mlp) / tp + 2 * norm_w * model.hidden
-    lp_m = (
-        (attn - 2 * norm_w * model.hidden + shared) / tp + 2 * norm_w * model.hidden
-        + model.moe_experts * model.hidden + model.moe_experts / ep * expert / etp
-    )  # fmt: skip
-    # Offload traffic beyond each pass's compute (offload.py, as schedule._with_offload).
-    link = offload.link_bytes_per_s(gpu)
-    costs = []
-    for col_f, col_act, lp in ((0, 7, lp_d), (2, 8, lp_m)):
-        f_l, b_l = lc[:, col_f], lc[:, col_f + 1]
-        if link > 0:
-            fb, bb = offload.pass_bytes(lc[:, col_act], lp, grad_b, off_act, off_w)
-            f_l = f_l + offload.exposed(fb, f_l, link)
-            b_l = b_l + offload.exposed(bb, b_l, link)
-        costs.append((f_l, b_l))
-    frac = model.moe_layers / model.layers
-    f = costs[0][0] * (1 - frac) + costs[1][0] * frac
-    b = costs[0][1] * (1 - frac) + costs[1][1] * frac
-    layers_stage = np.ceil(model.layers / pp)  # the heaviest stage of an uneven split
-    m = global_batch / (mb * dp)
-    per_mb_stage = layers_stage * (f + b)
-    stage_max = per_mb_stage + lc[:, 4]  # the last stage also runs embedding/logits (pp = 1: all)
-    chunk = per_mb_stage / vpp
-    # p2p hand-off: inter-node when a PP neighbour sits on another node.
-    # The formula CommModel's bus rates (search's closed form is its DP/PP ring on arrays).
-    fabric = make_fabric(gpu.nvlink_gbps * 1e9, nic, eff)
-    nvl, nicb = fabric.nvlink_bus_bytes_per_s, fabric.nic_bus_bytes_per_s
-    gpn = nvlink_domain(system.gpus_per_node, gpu, system.gpus)
-    cross = (tp * cp * dp) >= gpn
-    p2p = np.where(pp > 1, lc[:, 6] / np.where(cross, nicb, nvl), 0.0)
-    pipeline = m * stage_max + (pp - 1) * (chunk + 2 * p2p)
-    # Parameters per rank on the heaviest stage and their DP gradient traffic.
-    dense_layers = model.dense_layers / pp
-    moe_layers = model.moe_layers / pp
-    emb = model.vocab * model.hidden
-    p_dense = (
-        layers_stage * attn + dense_layers * dense_mlp + moe_layers * shared + emb
-    ) / tp + moe_layers * model.moe_experts * model.hidden
-    p_exp = moe_layers * model.moe_experts / ep * expert / etp
-    edp = np.maximum(1, tp * cp * dp // (ep * etp))
-    dp_ranks = dp * cp
-    # DP(xCP) group: members tp ranks apart (Megatron order); inside a node it runs on NVLink,
-    # across nodes on the NICs of its members on each node.
-    per_node = np.where(tp >= gpn, 1, np.minimum(dp_ranks, gpn // np.minimum(tp, gpn)))
-    ring = np.where(dp_ranks * tp <= gpn, nvl, np.minimum(nvl, per_node * nicb))
-    # ZeRO 0: all-reduce (twice a reduce-scatter's traffic); ZeRO-3 without PP reduces and
-    # gathers inside every layer (in lc); otherwise reduce-scatter + parameter all-gather.
-    fsdp = (zero == 3) & (pp == 1)
-    coll = np.where(zero == 0, 2.0, np.where(fsdp, 0.0, 1.0))
-    t_rs = coll * grad_b * p_dense * (dp_ranks - 1) / dp_ranks / ring
-    t_rs += coll * np.where(edp > 1, grad_b * p_exp * (edp - 1) / np.maximum(edp, 1) / nicb, 0.0)
-    nb = np.maximum(1.0, np.ceil((p_dense + p_exp) / DP_BUCKET_PARAMS))
-    last_bwd = layers_stage * b
-    excess = np.where(vpp > 1, _interleaved_dp_exposed(t_rs, nb, vpp, pp, last_bwd / vpp),
-                      np.maximum(t_rs / nb, t_rs - last_bwd))  # fmt: skip
-    # What ran under the backward still costs DP_OVERLAP_RESIDUAL of it (schedule.py does the
-    # same bucket by bucket); without overlap the whole reduction follows the pipeline.
-    dp_exposed = np.where(dpo, excess + DP_OVERLAP_RESIDUAL * np.maximum(0.0, t_rs - excess), t_rs)
-    gathers = (zero >= 1) & ~fsdp
-    ag = 2.0 * p_dense * (dp_ranks - 1) / dp_ranks / ring
-    ag += np.where(edp > 1, 2.0 * p_exp * (edp - 1) / np.maximum(edp, 1) / nicb, 0.0)
-    ag = np.where(gathers, ag, 0.0)
-    ag_exposed = np.where(dpo, ag / nb, ag)
-    shard = zero >= 1
-    local = np.where(shard, p_dense / dp_ranks + p_exp / edp, p_dense + p_exp)
-    opt = local * OPTIMIZER_BYTES_PER_PARAM / (gpu.hbm_gbps * 1e9 * eff.mem_bw_fraction)
-    if link > 0:
-        opt = np.where(off_w, np.maximum(opt, offload.optimizer_s(local, link)), opt)
-    iteration = pipeline + dp_exposed + ag_exposed + opt + ITERATION_OVERHEAD_S
-    # Memory on stage 0: Megatron's warm-up keeps this many chunks in flight.
-    inflight = np.where(
-        vpp > 1,
-        np.minimum(m * vpp, (pp - 1) * 2 + (vpp - 1) * pp + 1) * layers_stage / vpp,
-        np.minimum(pp, m) * layers_stage,
-    )
-    params = p_dense + p_exp
-    sharded = p_dense / dp_ranks + p_exp / edp
-    weights = 2.0 * np.where(fsdp, sharded, params)
-    grads = grad_b * np.where(zero >= 2, sharded, params)
-    states = 12.0 * local
-    acts = inflight * lc[:, 5]
-    resident = offload.RESIDENT_LAYERS * np.maximum(lc[:, 7], lc[:, 8])
-    moved_acts = np.where(off_act, np.maximum(0.0, acts - resident), 0.0)
-    keep = offload.RESIDENT_LAYERS * np.maximum(lp_d, lp_m if model.is_moe else lp_d)
-    moved = moved_acts + np.where(off_w, weights + grads + states, 0.0)
-    weights = np.where(off_w, 2.0 * keep, weights)
-    grads = np.where(off_w, grad_b * keep, grads)
-    states = np.where(off_w, 0.0, states)
-    mem = weights + grads + states + acts - moved_acts + RESERVED_BYTES
-    return iteration, mem, moved
-
-
-def _interleaved_dp_exposed(
-    t_rs: np.ndarray[Any, Any],
-    nb: np.ndarray[Any, Any],
-    vpp: np.ndarray[Any, Any],
-    pp: np.ndarray[Any, Any],
-    chunk_bwd: np.ndarray[Any, Any],
-) -> np.ndarray[Any, Any]:
-    """Gradient reduce-scatter left after the pipeline drains under interleaved 1F1B: chunk c
-    finishes its last backward c*pp chunk-backwards before the end (the cool-down runs chunks
-    v-1 ... 0, pp micro-batches each), its 1/v of the gradients then queue on one stream — the
-    closed form of what `schedule.build_timeline` simulates bucket by bucket."""
-    free = np.full(t_rs.shape, -np.inf)
-    per_chunk = t_rs / vpp
-    bucket = chunk_bwd / np.maximum(1.0, nb / vpp)
-    for c in range(int(vpp.max()) - 1, -1, -1):
-        on = c < vpp
-        ready = -(c * pp + 1) * chunk_bwd + bucket
-        free = np.where(on, np.maximum(ready, free) + per_chunk, free)
-    return np.maximum(0.0, free)
-
-
-def _evaluate_vectorized(
-    model: ModelSpec,
-    system: SystemSpec,
-    cfg: dict[str, np.ndarray[Any, Any]],
-    global_batch: int,
-    seq_len: int,
-    precision: str,
-) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]]:
-    """Price each distinct layer shape of `cfg` once, then evaluate every layout as vectors
-    (the search's analytical mode; also what each Ray task runs on its chunk)."""
-    nic = parse_bandwidth(system.nic_bandwidth, "system.nic_bandwidth") / 8.0
-    stacked = np.stack([_key_columns(cfg)[k] for k in _LAYER_KEYS], axis=1)
-    uniq, inverse = np.unique(stacked, axis=0, return_inverse=True)
-    table = np.stack(
-        [
-            _layer_costs(model, system, _LayerKey(*map(int, u)), seq_len, precision, nic)
-            for u in uniq
-        ]
-    )
-    lc = table[inverse.reshape(-1), cfg["rec"]]
-    return _evaluate(model, system, cfg, lc, global_batch, seq_len, precision)
-
-
-_LAYER_KEYS = ("tp", "cp", "mb", "ep", "etp", "tpo", "fsdp_dp")
-
-
-def _key_columns(cfg: dict[str, np.ndarray[Any, Any]]) -> dict[str, np.ndarray[Any, Any]]:
-    """The columns a layer's cost depends on (fsdp_dp: the DP size when ZeRO-3 runs its
-    gathers inside the layer, i.e. without pipelining)."""
-    fsdp = (cfg["zero"] == 3) & (cfg["pp"] == 1) & (cfg["dp"] * cfg["cp"] > 1)
-    return {**cfg, "fsdp_dp": np.where(fsdp, cfg["dp"], 0)}
-
-
 def search(
     model: ModelSpec,
     system: SystemSpec,
@@ -493,22 +232,20 @@ def search(
     nic = parse_bandwidth(system.nic_bandwidth, "system.nic_bandwidth") / 8.0
     n = len(cfg["tp"])
     if ray is not None:
-        from starfabric.astral.seer.distributed import evaluate_on_ray
-
         it, mem, moved = evaluate_on_ray(
             ray, model, system, cfg, global_batch, seq_len, precision, ray_chunk, RAY_MIN_CHUNK
         )
     elif mode == "vectorized":
-        it, mem, moved = _evaluate_vectorized(model, system, cfg, global_batch, seq_len, precision)
+        it, mem, moved = evaluate_vectorized(model, system, cfg, global_batch, seq_len, precision)
     else:
         it, mem, moved = np.zeros(n), np.zeros(n), np.zeros(n)
-        keys = _key_columns(cfg)
+        keys = key_columns(cfg)
         for i in range(n):
             one = {c: cfg[c][i : i + 1] for c in COLUMNS}
-            key = _LayerKey(*(int(keys[k][i]) for k in _LAYER_KEYS))
-            costs = _layer_costs(model, system, key, seq_len, precision, nic)
+            key = LayerKey(*(int(keys[k][i]) for k in LAYER_KEYS))
+            costs = layer_costs(model, system, key, seq_len, precision, nic)
             lc1 = costs[int(cfg["rec"][i])][None, :]
-            a, bm, mv = _evaluate(model, system, one, lc1, global_batch, seq_len, precision)
+            a, bm, mv = evaluate(model, system, one, lc1, global_batch, seq_len, precision)
             it[i], mem[i], moved[i] = a[0], bm[0], mv[0]
     gpu = get_gpu(system.gpu)
     capacity = gpu.hbm_gib * 2**30

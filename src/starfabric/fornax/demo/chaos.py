@@ -17,8 +17,9 @@ from starfabric.errors import ConfigError
 from starfabric.fornax.demo.manager import EXAMPLES
 from starfabric.fornax.manager.accounting import Fate, Final
 from starfabric.fornax.packets import PacketBatch
-from starfabric.fornax.run.chaos import load_chaos, run_chaos, summary_rows
-from starfabric.fornax.run.chaos_report import chrome_trace
+from starfabric.fornax.run.chaos import run_chaos
+from starfabric.fornax.run.chaos_report import chrome_trace, summary_rows
+from starfabric.fornax.run.chaos_spec import load_chaos
 
 #: Width of the timeline plot's bins (display choice).
 BIN_S = 0.01

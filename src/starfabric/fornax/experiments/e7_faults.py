@@ -22,7 +22,9 @@ from starfabric.fornax.engine import SessionEngine
 from starfabric.fornax.experiments import traffic
 from starfabric.fornax.experiments.harness import Context
 from starfabric.fornax.experiments.output import Result, bar_style, by_controller
-from starfabric.fornax.run.chaos import ChaosSpec, resilient, run_chaos, summary_rows
+from starfabric.fornax.run.chaos import resilient, run_chaos
+from starfabric.fornax.run.chaos_report import summary_rows
+from starfabric.fornax.run.chaos_spec import ChaosSpec
 
 COLUMNS = [("fault", "fault"), ("controller", "controller"), ("count", "faults"),
            ("detected", "detected"), ("detect_s", "detect s (max)"), ("scope", "scope"),

@@ -25,8 +25,6 @@ current; stale ones are re-decided on their next packet anyway), repairing drift
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 
 from starfabric.fornax.engine.interface import EventType, FlowKeys, Reason, Scope, Status
@@ -34,9 +32,7 @@ from starfabric.fornax.keys import canonicalize, key_hash
 from starfabric.fornax.manager.decide import Decision, original_from_entries, policy_fields
 from starfabric.fornax.manager.nat import NatPools
 from starfabric.fornax.manager.parts import Handler
-
-if TYPE_CHECKING:
-    from starfabric.fornax.manager.manager import Manager
+from starfabric.fornax.manager.protocols import ManagerState
 
 #: The order handlers run in within one poll: releases first, then faults, then re-decisions.
 ORDER = (
@@ -52,7 +48,7 @@ ORDER = (
 )
 
 
-def default_handlers(m: Manager) -> dict[EventType, Handler]:
+def default_handlers(m: ManagerState) -> dict[EventType, Handler]:
     """The plain manager's table: releases and re-decisions (TABLE_FULL / INSERT_FAILED are
     only counted: the session already forwards in software)."""
 
@@ -70,7 +66,7 @@ def default_handlers(m: Manager) -> dict[EventType, Handler]:
     }
 
 
-def handle_events(m: Manager) -> int:
+def handle_events(m: ManagerState) -> int:
     """Poll and handle one ring's worth of events; returns how many were read."""
     with m.metrics.activity("events"):
         ev = m.driver.call("poll", m.engine.poll_events, m.config.event_poll_max)
@@ -96,7 +92,7 @@ def handle_events(m: Manager) -> int:
     return len(ev)
 
 
-def resync(m: Manager, mm: np.ndarray) -> None:
+def resync(m: ManagerState, mm: np.ndarray) -> None:
     """VERSION_MISMATCH: re-decide sessions whose mismatch the punt path has not handled."""
     keys = original_from_entries(mm)
     todo = ~np.isin(key_hash(canonicalize(keys)), m.redecided)
@@ -120,7 +116,9 @@ def resync(m: Manager, mm: np.ndarray) -> None:
     repair(m, orig, rec, d)
 
 
-def repair(m: Manager, keys: FlowKeys, rec: np.ndarray, d: Decision, *, count: bool = True) -> int:
+def repair(
+    m: ManagerState, keys: FlowKeys, rec: np.ndarray, d: Decision, *, count: bool = True
+) -> int:
     """Bring hardware entries `rec` (ORIGINAL keys `keys`) to decision `d`: modify where the
     scopes are unchanged, delete where policy now refuses the session, delete + insert where
     the scopes moved; returns how many were fixed (modifies that succeeded, plus the rest)."""
@@ -142,7 +140,7 @@ def repair(m: Manager, keys: FlowKeys, rec: np.ndarray, d: Decision, *, count: b
     return fixed
 
 
-def patrol(m: Manager) -> dict[str, int]:
+def patrol(m: ManagerState) -> dict[str, int]:
     """One bounded dump-based scan (patrol_max_entries, in patrol_chunk chunks, continuing
     from the last cursor). A pass that covers the whole table in one call, with no entry
     displaced meanwhile (dumps may then miss an entry), rebuilds the SNAT bitmaps from what
@@ -174,7 +172,7 @@ def patrol(m: Manager) -> dict[str, int]:
         return {"entries": read, "nat_freed": freed}
 
 
-def patrol_step(m: Manager, n_entries: int, chunk: int = 4096) -> dict[str, int]:
+def patrol_step(m: ManagerState, n_entries: int, chunk: int = 4096) -> dict[str, int]:
     """Inspect up to n_entries hardware sessions from the patrol cursor (see the module
     docstring); returns what was read, found and repaired, and whether the cursor wrapped."""
     out = {"entries": 0, "key_inconsistent": 0, "policy_drift": 0, "repaired": 0, "wrapped": 0}
@@ -198,7 +196,7 @@ def patrol_step(m: Manager, n_entries: int, chunk: int = 4096) -> dict[str, int]
     return out
 
 
-def _inspect(m: Manager, recs: np.ndarray, out: dict[str, int]) -> None:
+def _inspect(m: ManagerState, recs: np.ndarray, out: dict[str, int]) -> None:
     """Key consistency and policy agreement of dumped entries; drift repaired by modify."""
     keys = original_from_entries(recs)
     st, q = m.driver.query(keys)

@@ -27,8 +27,6 @@ packets are counted as lost (DropReason.SESSION_LOST): a packet is never forward
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 import numpy.typing as npt
 
@@ -43,13 +41,10 @@ from starfabric.fornax.manager.decide import (
     swapped,
 )
 from starfabric.fornax.manager.moves import held_by
-
-if TYPE_CHECKING:
-    from starfabric.fornax.manager.failover import Resilience
-    from starfabric.fornax.manager.manager import Manager
+from starfabric.fornax.manager.protocols import ManagerState, ResilienceState
 
 
-def choose_orientation(m: Manager, ev: np.ndarray) -> tuple[FlowKeys, np.ndarray]:
+def choose_orientation(m: ManagerState, ev: np.ndarray) -> tuple[FlowKeys, np.ndarray]:
     """ORIGINAL keys (event orientation or swapped) and whether each was confirmed."""
     keys = original_from_entries(ev)
     n = len(ev)
@@ -95,7 +90,7 @@ def rebuilt_state(proto: npt.NDArray[np.uint8], state: npt.NDArray[np.uint8]) ->
     return out, ok
 
 
-def nat_held(m: Manager, aux: npt.NDArray[np.uint64]) -> npt.NDArray[np.bool_]:
+def nat_held(m: ManagerState, aux: npt.NDArray[np.uint64]) -> npt.NDArray[np.bool_]:
     """Whether each cookie's SNAT allocation is really held in the NAT bitmaps."""
     held = cookie.has_nat(aux)
     out = np.zeros(len(aux), bool)
@@ -112,7 +107,9 @@ def nat_held(m: Manager, aux: npt.NDArray[np.uint64]) -> npt.NDArray[np.bool_]:
     return out
 
 
-def rebuild_lost(part: Resilience, ev: np.ndarray, keys: FlowKeys | None = None) -> dict[str, int]:
+def rebuild_lost(
+    part: ResilienceState, ev: np.ndarray, keys: FlowKeys | None = None
+) -> dict[str, int]:
     """Rebuild the sessions of ECC_UNCORRECTABLE records `ev` into the software table (pushed
     back to hardware by the next flush); `keys` overrides the read-back keys (KEY_SUSPECT
     matched to a packet). Returns counts of rebuilt and quarantined sessions."""
@@ -171,7 +168,7 @@ def key_distance(a: CanonicalKeys, b: CanonicalKeys) -> npt.NDArray[np.int64]:
 
 
 def match_suspects(
-    m: Resilience, pk: CanonicalKeys, pkeys: FlowKeys
+    m: ResilienceState, pk: CanonicalKeys, pkeys: FlowKeys
 ) -> tuple[np.ndarray, FlowKeys]:
     """Suspect-key losses matched to punted packets' keys: (matched events, their keys in the
     event's orientation, built from the packet's true key). Matched suspects are forgotten."""

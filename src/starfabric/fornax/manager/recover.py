@@ -8,17 +8,17 @@ again, so no allocation is lost."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from starfabric.fornax.manager.manager import Manager
+from starfabric.fornax.manager.protocols import ManagerState
 
 #: Passes tried before giving up on a displacement-free dump (assumption: inserts are rare
 #: while the manager — the only inserter — is restarting, so one pass is the normal case).
 MAX_RECOVERY_PASSES = 4
 
 
-def recover_nat(m: Manager, between_chunks: Callable[[], None] | None = None) -> dict[str, int]:
+def recover_nat(
+    m: ManagerState, between_chunks: Callable[[], None] | None = None
+) -> dict[str, int]:
     """Dump the whole engine in `recover_chunk` chunks, marking every held SNAT port, then the
     software datapath's sessions; `between_chunks` runs between chunks (traffic)."""
     cap = m.engine.config.capacity

@@ -5,7 +5,7 @@ packets misforwarded or lost, and the per-class summary the CLI prints."""
 from __future__ import annotations
 
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -16,11 +16,10 @@ from starfabric.fornax.manager.failover import ResilientManager
 from starfabric.fornax.manager.manager import Manager
 from starfabric.fornax.packets import PacketBatch
 from starfabric.fornax.replay import Replay
+from starfabric.fornax.run.chaos_spec import ChaosSpec
+from starfabric.fornax.run.inject import Injector
 from starfabric.fornax.vpc import compile_policy
 from starfabric.report import ChromeTrace
-
-if TYPE_CHECKING:
-    from starfabric.fornax.run.chaos import ChaosSpec, Injector
 
 
 class Trace:
