@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from starfabric.astral.power import PowerSpec
+from starfabric.astral.power.ratings import PowerSpec
 from starfabric.config import Spec
 from starfabric.units import parse_bandwidth, parse_count, parse_duration
 

@@ -1,4 +1,4 @@
-"""Power, cooling, racks, PUE and cost of a built cluster, from device counts and named assumptions.
+"""The static ledger: power, racks, PUE and cost of a built cluster from device counts.
 
 IT power is the sum of devices (GPU TDP, host overhead, NICs, switches, optics). The facility
 draws IT / power-chain efficiency (HVDC vs AC UPS) plus cooling and other overheads, so PUE is
@@ -11,42 +11,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
-
-from pydantic import Field
+from typing import TYPE_CHECKING
 
 from starfabric.astral.hardware import get_gpu, get_nic, get_optic, get_switch
-from starfabric.config import Spec
+from starfabric.astral.power.ratings import CHAIN_EFFICIENCY, COOLING_OVERHEAD, RACK_KW, PowerSpec
 
 if TYPE_CHECKING:
     from starfabric.astral.topology.inventory import Inventory
-
-CHAIN_EFFICIENCY = {"hvdc": 0.97, "ac-ups": 0.94}
-"""Assumption (reference table, astral.md): HVDC chain ~97% vs double-conversion AC UPS ~94%."""
-
-COOLING_OVERHEAD = {"air": 0.30, "air-liquid": 0.12, "liquid": 0.06}
-"""Assumption: cooling power as a fraction of IT power (fans/CRAH/chillers vs CDUs)."""
-
-RACK_KW = {"air": 20.0, "air-liquid": 50.0, "liquid": 120.0}
-"""Assumption: usable rack power budget per cooling type (astral.md: liquid-assisted 40-60 kW)."""
-
-
-class PowerSpec(Spec):
-    """Named assumptions of the power, cooling and cost model (all overridable in YAML)."""
-
-    cooling: Literal["air", "air-liquid", "liquid"] = "air-liquid"
-    power_chain: Literal["hvdc", "ac-ups"] = "hvdc"
-    host_overhead_w: float = Field(
-        4000.0, ge=0, description="assumption: CPUs, memory, fans, PSU loss per 8 GPUs of a host"
-    )
-    rack_kw: float | None = Field(None, gt=0, description="override the cooling type's budget")
-    other_overhead: float = Field(0.03, ge=0, description="assumption: lighting, offices, loss")
-    gpu_cost_usd: float = Field(25000.0, ge=0, description="assumption: per GPU")
-    host_cost_usd: float = Field(60000.0, ge=0, description="assumption: server minus GPUs")
-    usd_per_kwh: float = Field(0.08, ge=0, description="assumption: electricity price")
-    include_nics_in_network: bool = Field(
-        False, description="network totals count switches and optics; NICs belong to hosts"
-    )
 
 
 @dataclass(frozen=True)
