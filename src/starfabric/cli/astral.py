@@ -18,6 +18,11 @@ from starfabric.cli.astral_sim import sim_app  # noqa: E402
 
 astral_app.add_typer(sim_app, name="sim")
 
+# --- power: job power timeline, plant over a year, provisioning (issue 31) ------------------
+from starfabric.cli.astral_power import power_app  # noqa: E402
+
+astral_app.add_typer(power_app, name="power")
+
 
 # --- seer: operator-level training performance prediction (issue 7) -------------------------
 

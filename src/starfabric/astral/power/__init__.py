@@ -44,6 +44,11 @@ _LAZY: dict[str, str] = {
     "preset": "starfabric.astral.power.plant",
     "simulate_year": "starfabric.astral.power.plant",
     "cross_check": "starfabric.astral.power.energyplus",
+    "GpuPowerModel": "starfabric.astral.power.timeline",
+    "job_timeline": "starfabric.astral.power.timeline",
+    "SmoothingSpec": "starfabric.astral.power.smoothing",
+    "HierarchySpec": "starfabric.astral.power.provision",
+    "provision": "starfabric.astral.power.provision",
 }
 
 
