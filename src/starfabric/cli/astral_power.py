@@ -125,6 +125,11 @@ def power_year(
     plant: str = typer.Option(
         "liquid", "--plant", help="Named plant: legacy, air-econ, water-econ, liquid."
     ),
+    plant_file: str = typer.Option(
+        "",
+        "--plant-file",
+        help="Plant YAML (a PlantSpec: air, chilled_water, tower, liquid, chain).",
+    ),
     weather: str = typer.Option("chicago", "--weather", help=WEATHER_HELP),
     it_mw: float = typer.Option(8.0, "--it-mw", help="Mean IT load (MW)."),
     design_mw: float = typer.Option(
@@ -135,13 +140,16 @@ def power_year(
     ),
 ) -> None:
     """The plant hour by hour over a weather year: PUE, WUE, design day, hours per mode."""
-    from starfabric.astral.power.plant import preset, simulate_year
+    from starfabric.astral.power.plant import PlantSpec, preset, simulate_year
     from starfabric.astral.power.weather import load_weather
+    from starfabric.config import load_spec
 
     if not (it_mw > 0 and design_mw > 0):
         raise ConfigError("--it-mw and --design-mw must be positive")
+    spec = load_spec(PlantSpec, plant_file) if plant_file else preset(plant)
+    plant = spec.name
     w = load_weather(weather)
-    r = simulate_year(preset(plant), w, it_mw * 1e6, design_mw * 1e6)
+    r = simulate_year(spec, w, it_mw * 1e6, design_mw * 1e6)
     s = r.summary()
     con = console()
     dd = s["design_day"]

@@ -62,9 +62,9 @@ class HierarchySpec(Spec):
     levels: list[LevelSpec] = Field(
         default_factory=lambda: [
             LevelSpec(name="transformer", rating_kw=3000.0, redundancy="N+1"),
-            LevelSpec(name="UPS/HVDC lineup", rating_kw=2500.0, redundancy="N+1", fan_in=1),
-            LevelSpec(name="row busway", rating_kw=800.0, redundancy="2N", fan_in=3),
-            LevelSpec(name="rack", rating_kw=140.0, redundancy="2N", fan_in=8),
+            LevelSpec(name="UPS/HVDC lineup", rating_kw=2500.0, redundancy="N+1"),
+            LevelSpec(name="row busway", rating_kw=1250.0, redundancy="2N"),
+            LevelSpec(name="rack", rating_kw=140.0, redundancy="2N"),
         ]
     )
 
