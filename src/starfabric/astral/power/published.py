@@ -89,7 +89,7 @@ def _node_13b() -> Any:
             "recompute": "none",
             "attention": "flash",
             "overlap_grad_reduce": True,
-        },  # fmt: skip
+        },
         {"gpu": "H100", "gpus": 8, "gpus_per_node": 8},
     )
     pred = predict(job)
@@ -123,7 +123,7 @@ def llama3_site_step_mw() -> float:
             "zero": 1,
             "tp_comm_overlap": True,
             "overlap_grad_reduce": True,
-        },  # fmt: skip
+        },
         {"gpu": "H100", "gpus": 16384, "gpus_per_node": 8},
     )
     tl = job_timeline(predict(job), _dgx_h100(16384, 16))
@@ -156,7 +156,7 @@ def _esif() -> Any:
             "facility_supply_c": 24.0,
             "facility_delta_t_k": 11.0,
             "liquid_class": "W27",
-        },  # fmt: skip
+        },
         chain={"kind": "hvdc"},
     )
     return simulate_year(spec, load_weather("golden"), 0.9e6, 1.0e6)
@@ -191,7 +191,7 @@ def gb300_storage_peak_cut() -> float:
             "zero": 1,
             "overlap_grad_reduce": True,
             "tp_comm_overlap": True,
-        },  # fmt: skip
+        },
         {"gpu": "GB300", "gpus": 576, "gpus_per_node": 4},
     )
     pred = predict(job)
@@ -224,7 +224,7 @@ def gb200_gpus_per_mw() -> float:
             "zero": 1,
             "overlap_grad_reduce": True,
             "tp_comm_overlap": True,
-        },  # fmt: skip
+        },
         {"gpu": "GB200", "gpus": 2304, "gpus_per_node": 4},
     )
     pred = predict(job)
