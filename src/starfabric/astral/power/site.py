@@ -63,3 +63,37 @@ def cluster_gpus(spec: ClusterSpec) -> int:
     from starfabric.astral.topology.inventory import inventory
 
     return int(inventory(build(spec), spec).gpus)
+
+
+def facility_figures(
+    spec: ClusterSpec, it_design_w: float, gpus: int, weather: str = "chicago"
+) -> dict[str, float]:
+    """Annual PUE, job stop/start swing and deployable GPUs per MW of a built cluster.
+
+    The IT load is the training campaign profile of the EnergyPlus cross-check (about 85 % of
+    nameplate, restarts and a maintenance day a month) on the cluster's plant in `weather`;
+    the swing is every GPU and host stepping from idle to training peak (a job's start or a
+    checkpoint's end) at the feed; GPUs per MW divide the GPUs by the nameplate IT times the
+    plant's design-day peak PUE.
+    """
+    from starfabric.astral.hardware import get_gpu
+    from starfabric.astral.power.energyplus import default_it_profile
+    from starfabric.astral.power.plant import simulate_year
+    from starfabric.astral.power.timeline import GpuPowerModel
+    from starfabric.astral.power.weather import load_weather
+
+    plant = site_plant(spec)
+    yr = simulate_year(plant, load_weather(weather), default_it_profile(it_design_w), it_design_w)
+    m = GpuPowerModel()
+    g = get_gpu(spec.gpu)
+    host = spec.power.host_overhead_w * gpus / 8.0
+    step_it = gpus * g.tdp_w * (1 - m.idle_fraction) + host * (
+        m.host_train_fraction - m.host_idle_fraction
+    )
+    peak_pue = yr.design_day()["peak_pue"]
+    return {
+        "annual_pue": yr.pue,
+        "swing_mw": step_it / float(yr.chain.efficiency.mean()) / 1e6,
+        "gpus_per_mw": gpus / (it_design_w * peak_pue / 1e6),
+        "peak_pue": peak_pue,
+    }
