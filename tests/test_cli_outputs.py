@@ -40,6 +40,13 @@ BASE: dict[str, list[str]] = {
     "astral monitor diagnose": ["astral", "monitor", "diagnose", "x.duckdb"],
     "astral monitor ingest": ["astral", "monitor", "ingest"],
     "astral monitor eval": ["astral", "monitor", "eval"],
+    "astral power timeline": ["astral", "power", "timeline", str(EX / "jobs/llama31_70b_dense.yaml"),
+                              "--cluster", str(EX / "cluster-small.yaml")],
+    "astral power year": ["astral", "power", "year"],
+    "astral power crosscheck": ["astral", "power", "crosscheck"],
+    "astral power provision": ["astral", "power", "provision", "--cluster",
+                               str(EX / "cluster-small.yaml"), "--job",
+                               str(EX / "jobs/llama31_70b_dense.yaml")],
 }  # fmt: skip
 
 #: Options that look like outputs but are not (a flag, an input).

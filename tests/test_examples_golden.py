@@ -52,6 +52,13 @@ CASES: dict[str, list[list[str]]] = {
     "topo_cluster_512k": [["astral", "topo", "build", "examples/cluster-512k.yaml"]],
     "seer_llama31_70b_dense": [["astral", "seer", "predict", "examples/jobs/llama31_70b_dense.yaml"]],
     "seer_deepseek_v3_moe": [["astral", "seer", "predict", "examples/jobs/deepseek_v3_moe.yaml"]],
+    "power_timeline_512k": [
+        [
+            "astral", "power", "timeline", "examples/jobs/llama31_405b_512k.yaml",
+            "--cluster", "examples/cluster-512k.yaml",
+            "--smooth", "floor=0.6,ramp=20000,storage=20000kWh/200000kW",
+        ]
+    ],
     "monitor_1k_two_faults": [
         ["astral", "monitor", "synth", "{tmp}/m.duckdb", "--spec", "examples/monitor-1k-two-faults.yaml"],
         ["astral", "monitor", "diagnose", "{tmp}/m.duckdb"],

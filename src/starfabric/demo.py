@@ -21,7 +21,7 @@ DemoStep = Callable[[Path, int, Console], dict[str, Any]]
 
 def _steps() -> list[tuple[str, DemoStep]]:
     """The demo's steps in order, imported lazily so `--help` stays fast."""
-    from starfabric.astral.demo import network_demo, seer_demo
+    from starfabric.astral.demo import network_demo, power_demo, seer_demo
     from starfabric.astral.monitor.demo import monitor_demo
     from starfabric.fornax.demo.chaos import chaos_demo
     from starfabric.fornax.demo.engine import engine_demo
@@ -35,6 +35,7 @@ def _steps() -> list[tuple[str, DemoStep]]:
         ("fornax chaos", chaos_demo),
         ("astral network", network_demo),
         ("astral seer", seer_demo),
+        ("astral power", power_demo),
         ("astral monitor", monitor_demo),
     ]
 

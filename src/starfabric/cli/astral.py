@@ -18,6 +18,11 @@ from starfabric.cli.astral_sim import sim_app  # noqa: E402
 
 astral_app.add_typer(sim_app, name="sim")
 
+# --- power: job power timeline, plant over a year, provisioning (issue 31) ------------------
+from starfabric.cli.astral_power import power_app  # noqa: E402
+
+astral_app.add_typer(power_app, name="power")
+
 
 # --- seer: operator-level training performance prediction (issue 7) -------------------------
 
@@ -313,20 +318,23 @@ def topo_compare(
         return f"{x / 1e6:.2f}M" if x >= 1e6 else (f"{x / 1e3:.1f}K" if x >= 1e4 else f"{x:,.0f}")
 
     tab = Table(Column("design", no_wrap=True, min_width=10), "switches", "optics", "net M$",
-                "net MW", "bisect Pb/s", "hops", "rail hops")  # fmt: skip
+                "net MW", "bisect Pb/s", "hops", "rail hops", "PUE", "swing MW",
+                "GPUs/MW")  # fmt: skip
     notes = []
     for r in rows:
         if not r.feasible:
-            tab.add_row(r.design, "-", "-", "-", "-", "-", "-", "-")
+            tab.add_row(r.design, "-", "-", "-", "-", "-", "-", "-", "-", "-", "-")
             notes.append(f"{r.design}: infeasible: {r.note}")
             continue
         tab.add_row(
             r.design, _n(r.switches), _n(r.optics_units), f"{r.network_cost_usd / 1e6:,.0f}",
             f"{r.network_w / 1e6:,.1f}", f"{r.network_bisection_bps / 1e15:,.1f}",
-            f"{r.mean_switch_hops:.2f}", f"{r.same_rail_switch_hops:.2f}",
+            f"{r.mean_switch_hops:.2f}", f"{r.same_rail_switch_hops:.2f}", f"{r.annual_pue:.3f}",
+            f"{r.swing_mw:,.1f}", f"{r.gpus_per_mw:,.0f}",
         )  # fmt: skip
     con.print(f"[bold]{escape(spec.name)}[/]: designs at {rows[0].gpus:,} GPUs (same switch, NIC, GPU);"
-              " hops = switches on random / same-rail GPU pairs")  # fmt: skip
+              " hops = switches on random / same-rail pairs; PUE: a year in Chicago; swing: job start "
+              "at the feed")  # fmt: skip
     con.print(tab)
     for note in notes:
         con.print(note, markup=False)

@@ -33,7 +33,23 @@ from starfabric.astral.power.ledger import (
 )
 from starfabric.astral.power.ratings import CHAIN_EFFICIENCY, COOLING_OVERHEAD, RACK_KW, PowerSpec
 
-_LAZY: dict[str, str] = {}
+_LAZY: dict[str, str] = {
+    "Weather": "starfabric.astral.power.weather",
+    "load_weather": "starfabric.astral.power.weather",
+    "read_epw": "starfabric.astral.power.weather",
+    "ChainSpec": "starfabric.astral.power.chain",
+    "chain_input": "starfabric.astral.power.chain",
+    "PlantSpec": "starfabric.astral.power.plant",
+    "YearResult": "starfabric.astral.power.plant",
+    "preset": "starfabric.astral.power.plant",
+    "simulate_year": "starfabric.astral.power.plant",
+    "cross_check": "starfabric.astral.power.energyplus",
+    "GpuPowerModel": "starfabric.astral.power.timeline",
+    "job_timeline": "starfabric.astral.power.timeline",
+    "SmoothingSpec": "starfabric.astral.power.smoothing",
+    "HierarchySpec": "starfabric.astral.power.provision",
+    "provision": "starfabric.astral.power.provision",
+}
 
 
 def __getattr__(name: str) -> Any:

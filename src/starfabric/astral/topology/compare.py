@@ -38,6 +38,9 @@ class DesignRow:
     mean_switch_hops: float = 0.0
     max_switch_hops: int = 0
     same_rail_switch_hops: float = 0.0
+    annual_pue: float = 0.0
+    swing_mw: float = 0.0
+    gpus_per_mw: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
         """Plain dict for JSON."""
@@ -61,6 +64,7 @@ def compare(
 ) -> list[DesignRow]:
     """Build every design with the spec's parts at the spec's GPU count and tabulate them."""
     from starfabric.astral.power import power_report
+    from starfabric.astral.power.site import facility_figures
     from starfabric.astral.routing import route_flows
 
     n = build(spec).n_gpus
@@ -88,6 +92,7 @@ def compare(
         hops = switch_hops(topo, r.offsets, r.links)
         r2 = route_flows(topo, src, rail_dst, fh)
         rail_hops = switch_hops(topo, r2.offsets, r2.links)
+        fac = facility_figures(d_spec, pr.it_w, inv.gpus)
         rows.append(
             DesignRow(
                 design=design,
@@ -105,6 +110,9 @@ def compare(
                 mean_switch_hops=float(hops.mean()) if hops.size else 0.0,
                 max_switch_hops=int(hops.max()) if hops.size else 0,
                 same_rail_switch_hops=float(rail_hops.mean()) if rail_hops.size else 0.0,
+                annual_pue=fac["annual_pue"],
+                swing_mw=fac["swing_mw"],
+                gpus_per_mw=fac["gpus_per_mw"],
             )
         )
         del topo
@@ -128,9 +136,9 @@ def plot_compare(rows: list[DesignRow], path: str | Path) -> Path:
         ("network bisection (Pb/s)", [r.network_bisection_bps / 1e15 for r in ok]),
         ("mean switch hops (random pairs)", [r.mean_switch_hops for r in ok]),
         ("mean switch hops (same rail)", [r.same_rail_switch_hops for r in ok]),
+        ("deployable GPUs per MW", [r.gpus_per_mw for r in ok]),
     ]
     fig, axes = plt.subplots(2, 4, figsize=(16, 7))
-    axes.ravel()[-1].axis("off")
     for ax, (title, vals) in zip(axes.ravel(), panels, strict=False):
         ax.bar(names, vals, color=["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728"][: len(names)])
         ax.set_title(title)

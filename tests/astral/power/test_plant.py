@@ -1,0 +1,109 @@
+"""The plant over a year: physics of each mode, climates, the legacy plant against the survey."""
+
+import numpy as np
+import pytest
+
+from starfabric.astral.power.chain import STAGES, ChainSpec, chain_input, fit_loss, parse_redundancy
+from starfabric.astral.power.curves import DOE2_CENTRIFUGAL, chiller_power, yorkcalc_approach
+from starfabric.astral.power.plant import PRESETS, preset, simulate_year
+from starfabric.astral.power.weather import load_weather
+from starfabric.errors import ConfigError, InfeasibleError
+
+
+@pytest.fixture(scope="module")
+def chicago():  # type: ignore[no-untyped-def]
+    return load_weather("chicago")
+
+
+@pytest.fixture(scope="module")
+def tampa():  # type: ignore[no-untyped-def]
+    return load_weather("tampa")
+
+
+def test_every_design_is_worse_hot_and_humid(chicago, tampa) -> None:  # type: ignore[no-untyped-def]
+    for name in PRESETS:
+        cold = simulate_year(preset(name), chicago, 6e6, 10e6)
+        hot = simulate_year(preset(name), tampa, 6e6, 10e6)
+        assert hot.pue > cold.pue, name
+        assert hot.wue_l_per_kwh >= cold.wue_l_per_kwh, name
+
+
+def test_legacy_plant_lands_in_the_survey_range(chicago) -> None:  # type: ignore[no-untyped-def]
+    # Uptime Institute 2023 survey: industry average PUE 1.58 (1.55-1.59 since 2020), pulled up
+    # by legacy sites; a legacy site runs its IT at part of its design load.
+    r = simulate_year(preset("legacy"), chicago, 6e6, 10e6)
+    assert 1.45 <= r.pue <= 1.75
+    modern = simulate_year(preset("liquid"), chicago, 6e6, 10e6)
+    assert modern.pue < 1.15 < r.pue
+
+
+def test_air_economizer_modes_follow_the_weather(chicago) -> None:  # type: ignore[no-untyped-def]
+    r = simulate_year(preset("air-econ"), chicago, 8e6, 10e6)
+    h = r.hours_per_mode()
+    assert h["air_economizer_full"] + h["air_economizer_partial"] + h["mechanical_air"] == 8760
+    cold = chicago.dry_bulb_c < 5
+    assert r.parts_w["chillers"][cold].max() < 1e-6  # free cooling when it is cold
+    hot = chicago.dry_bulb_c > 30
+    assert (r.parts_w["chillers"][hot] > 0).all()
+    s = r.summary()
+    assert s["design_day"]["peak_facility_w"] == pytest.approx(r.facility_w.max())
+    assert sum(s["monthly_facility_mwh"]) == pytest.approx(s["facility_mwh"])
+
+
+def test_chiller_cop_falls_with_lift() -> None:
+    load = np.full(3, 1e6)
+    p, _, _ = chiller_power(DOE2_CENTRIFUGAL, 1.2e6, 5.5, load, 7.0, np.array([24.0, 29.4, 35.0]))
+    cop = load / p
+    assert cop[0] > cop[1] > cop[2]
+    # warmer chilled water lowers the lift too
+    p_warm, _, _ = chiller_power(DOE2_CENTRIFUGAL, 1.2e6, 5.5, load, 10.0, np.full(3, 29.4))
+    assert (p_warm < p[1]).all()
+
+
+def test_yorkcalc_approach_grows_with_wet_bulb_drop_and_load() -> None:
+    a = yorkcalc_approach(np.array([25.0, 10.0]), np.array([5.6, 5.6]), np.array([1.0, 1.0]))
+    assert a[1] > a[0] > 0  # towers approach the wet bulb less closely in cold air
+    a2 = yorkcalc_approach(np.array([25.0]), np.array([8.0]), np.array([1.0]))
+    assert a2[0] > a[0]
+
+
+def test_chain_part_load_and_redundancy() -> None:
+    for st in STAGES.values():
+        a, b, c = st.coefficients
+        assert min(a, b, c) >= 0
+        for x, eff in st.points:
+            assert float(st.efficiency(x)) == pytest.approx(eff, abs=0.006), st.name
+    it, mech = np.array([5e6]), np.array([1e6])
+    n1 = chain_input(
+        ChainSpec(kind="double-conversion", redundancy="N+1", module_shedding=False),
+        it,
+        mech,
+        10e6,
+        2e6,
+    )
+    two = chain_input(
+        ChainSpec(kind="double-conversion", redundancy="2N", module_shedding=False),
+        it,
+        mech,
+        10e6,
+        2e6,
+    )
+    assert two.efficiency[0] < n1.efficiency[0]  # 2N halves each UPS's load
+    hv = chain_input(ChainSpec(kind="hvdc", redundancy="N+1"), it, mech, 10e6, 2e6)
+    assert hv.efficiency[0] > n1.efficiency[0]
+    assert parse_redundancy("2(N+1)") == (2, 1)
+    with pytest.raises(ConfigError, match="redundancy"):
+        parse_redundancy("N-1")
+    with pytest.raises(ConfigError, match="efficiency"):
+        fit_loss(((0.5, -0.9), (1.0, 0.9)), 0.01)
+
+
+def test_bad_plant_input(chicago) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(InfeasibleError, match="A1"):
+        preset("air-econ", air={"supply_c": 40.0})
+    with pytest.raises(InfeasibleError, match="W32"):
+        preset("liquid", liquid={"facility_supply_c": 38.0})
+    with pytest.raises(ConfigError, match="finite"):
+        simulate_year(preset("legacy"), chicago, np.full(8760, np.nan), 1e6)
+    with pytest.raises(ConfigError, match="above the"):
+        simulate_year(preset("legacy"), chicago, 2e6, 1e6)
