@@ -25,7 +25,7 @@ from starfabric.fornax.engine import FlowKeys
 from starfabric.fornax.engine.interface import ENTRY_DTYPE
 from starfabric.fornax.explain import DEFAULT_SCENARIO, Scenario, build_engine, explain_packet
 from starfabric.fornax.packets import COLUMN_DTYPES, COLUMN_RANGES, PacketBatch
-from starfabric.fornax.run.chaos import load_chaos
+from starfabric.fornax.run.chaos_spec import load_chaos
 from starfabric.fornax.run.scenario import load_scenario
 from starfabric.fornax.vpc import compile_policy, load_vpc_spec
 from starfabric.fornax.vpc.report import explain as explain_policy
