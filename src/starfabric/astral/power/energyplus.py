@@ -331,41 +331,7 @@ def _air_idf(idf: _Idf, spec: PlantSpec, sz: Sizing, sched: str) -> None:
         "CRAH Coil Water Inlet",
         "CRAH Coil Water Outlet",
     )
-    _pipe_branch(idf, "CHW Supply Bypass")
-    _pipe_branch(idf, "CHW Supply Exit", outlet="CHW Supply Outlet")
-    _pipe_branch(idf, "CHW Demand Entry", inlet="CHW Demand Inlet")
-    _pipe_branch(idf, "CHW Demand Bypass")
-    _pipe_branch(idf, "CHW Demand Exit", outlet="CHW Demand Outlet")
-    idf.add(
-        "BranchList",
-        "CHW Supply Branches",
-        "CHW Pump Branch",
-        "CHW Chiller Branch",
-        "CHW Supply Bypass Branch",
-        "CHW Supply Exit Branch",
-    )
-    idf.add(
-        "BranchList",
-        "CHW Demand Branches",
-        "CHW Demand Entry Branch",
-        "CHW Coil Branch",
-        "CHW Demand Bypass Branch",
-        "CHW Demand Exit Branch",
-    )
-    _split_mix(
-        idf,
-        "CHW Supply",
-        "CHW Pump Branch",
-        ["CHW Chiller Branch", "CHW Supply Bypass Branch"],
-        "CHW Supply Exit Branch",
-    )
-    _split_mix(
-        idf,
-        "CHW Demand",
-        "CHW Demand Entry Branch",
-        ["CHW Coil Branch", "CHW Demand Bypass Branch"],
-        "CHW Demand Exit Branch",
-    )
+    _loop_branches(idf, "CHW", "CHW Chiller Branch", "CHW Coil Branch")
     idf.add(
         "PlantEquipmentOperationSchemes",
         "CHW Operation",
@@ -391,6 +357,28 @@ def _pipe_branch(idf: _Idf, name: str, inlet: str | None = None, outlet: str | N
     o = outlet or f"{name} Outlet"
     idf.add("Pipe:Adiabatic", f"{name} Pipe", i, o)
     idf.add("Branch", f"{name} Branch", None, "Pipe:Adiabatic", f"{name} Pipe", i, o)
+
+
+def _loop_branches(idf: _Idf, loop: str, supply: str, demand: str) -> None:
+    """A plant loop's standard layout: pump branch, then `supply` beside a bypass, then an exit
+    pipe; on the demand side an entry pipe, then `demand` beside a bypass, then an exit pipe."""
+    _pipe_branch(idf, f"{loop} Supply Bypass")
+    _pipe_branch(idf, f"{loop} Supply Exit", outlet=f"{loop} Supply Outlet")
+    _pipe_branch(idf, f"{loop} Demand Entry", inlet=f"{loop} Demand Inlet")
+    _pipe_branch(idf, f"{loop} Demand Bypass")
+    _pipe_branch(idf, f"{loop} Demand Exit", outlet=f"{loop} Demand Outlet")
+    sup = [
+        f"{loop} Pump Branch",
+        supply,
+        f"{loop} Supply Bypass Branch",
+        f"{loop} Supply Exit Branch",
+    ]
+    dem = [f"{loop} Demand Entry Branch", demand, f"{loop} Demand Bypass Branch",
+           f"{loop} Demand Exit Branch"]  # fmt: skip
+    idf.add("BranchList", f"{loop} Supply Branches", *sup)
+    idf.add("BranchList", f"{loop} Demand Branches", *dem)
+    _split_mix(idf, f"{loop} Supply", sup[0], [supply, sup[2]], sup[3])
+    _split_mix(idf, f"{loop} Demand", dem[0], [demand, dem[2]], dem[3])
 
 
 def _split_mix(idf: _Idf, prefix: str, inlet: str, middles: list[str], outlet: str) -> None:
@@ -467,41 +455,7 @@ def _liquid_idf(idf: _Idf, spec: PlantSpec, sz: Sizing, sched: str) -> None:
         "Racks Inlet",
         "Racks Outlet",
     )
-    _pipe_branch(idf, "TCS Supply Bypass")
-    _pipe_branch(idf, "TCS Supply Exit", outlet="TCS Supply Outlet")
-    _pipe_branch(idf, "TCS Demand Entry", inlet="TCS Demand Inlet")
-    _pipe_branch(idf, "TCS Demand Bypass")
-    _pipe_branch(idf, "TCS Demand Exit", outlet="TCS Demand Outlet")
-    idf.add(
-        "BranchList",
-        "TCS Supply Branches",
-        "TCS Pump Branch",
-        "TCS CDU Branch",
-        "TCS Supply Bypass Branch",
-        "TCS Supply Exit Branch",
-    )
-    idf.add(
-        "BranchList",
-        "TCS Demand Branches",
-        "TCS Demand Entry Branch",
-        "TCS Racks Branch",
-        "TCS Demand Bypass Branch",
-        "TCS Demand Exit Branch",
-    )
-    _split_mix(
-        idf,
-        "TCS Supply",
-        "TCS Pump Branch",
-        ["TCS CDU Branch", "TCS Supply Bypass Branch"],
-        "TCS Supply Exit Branch",
-    )
-    _split_mix(
-        idf,
-        "TCS Demand",
-        "TCS Demand Entry Branch",
-        ["TCS Racks Branch", "TCS Demand Bypass Branch"],
-        "TCS Demand Exit Branch",
-    )
+    _loop_branches(idf, "TCS", "TCS CDU Branch", "TCS Racks Branch")
     idf.add(
         "PlantEquipmentOperationSchemes",
         "TCS Operation",
@@ -560,41 +514,7 @@ def _liquid_idf(idf: _Idf, spec: PlantSpec, sz: Sizing, sched: str) -> None:
         "CDU FWS Inlet",
         "CDU FWS Outlet",
     )
-    _pipe_branch(idf, "FWS Supply Bypass")
-    _pipe_branch(idf, "FWS Supply Exit", outlet="FWS Supply Outlet")
-    _pipe_branch(idf, "FWS Demand Entry", inlet="FWS Demand Inlet")
-    _pipe_branch(idf, "FWS Demand Bypass")
-    _pipe_branch(idf, "FWS Demand Exit", outlet="FWS Demand Outlet")
-    idf.add(
-        "BranchList",
-        "FWS Supply Branches",
-        "FWS Pump Branch",
-        "FWS Tower Branch",
-        "FWS Supply Bypass Branch",
-        "FWS Supply Exit Branch",
-    )
-    idf.add(
-        "BranchList",
-        "FWS Demand Branches",
-        "FWS Demand Entry Branch",
-        "FWS CDU Branch",
-        "FWS Demand Bypass Branch",
-        "FWS Demand Exit Branch",
-    )
-    _split_mix(
-        idf,
-        "FWS Supply",
-        "FWS Pump Branch",
-        ["FWS Tower Branch", "FWS Supply Bypass Branch"],
-        "FWS Supply Exit Branch",
-    )
-    _split_mix(
-        idf,
-        "FWS Demand",
-        "FWS Demand Entry Branch",
-        ["FWS CDU Branch", "FWS Demand Bypass Branch"],
-        "FWS Demand Exit Branch",
-    )
+    _loop_branches(idf, "FWS", "FWS Tower Branch", "FWS CDU Branch")
     idf.add(
         "CondenserEquipmentOperationSchemes",
         "FWS Operation",
