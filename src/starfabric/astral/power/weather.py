@@ -120,9 +120,9 @@ def _psy() -> Any:
 def humidity_ratio_from_dew_point(
     dew_c: np.ndarray[Any, Any] | float, p_pa: np.ndarray[Any, Any] | float
 ) -> np.ndarray[Any, Any]:
-    """psychrolib.GetHumRatioFromTDewPoint (HoF eqs. 5-6 and 20) on whole arrays."""
-    pw = saturation_vapor_pressure(dew_c)
-    return np.maximum(0.621945 * pw / (np.asarray(p_pa, dtype=float) - pw), 1e-7)
+    """psychrolib.GetHumRatioFromTDewPoint (HoF eqs. 5-6 and 20) on whole arrays: the air holds
+    what saturated air holds at its dew point."""
+    return saturation_humidity_ratio(dew_c, p_pa)
 
 
 def humidity_ratio_from_wet_bulb(
