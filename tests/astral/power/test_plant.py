@@ -107,3 +107,28 @@ def test_bad_plant_input(chicago) -> None:  # type: ignore[no-untyped-def]
         simulate_year(preset("legacy"), chicago, np.full(8760, np.nan), 1e6)
     with pytest.raises(ConfigError, match="above the"):
         simulate_year(preset("legacy"), chicago, 2e6, 1e6)
+
+
+def test_reused_heat_leaves_through_the_buildings_not_the_towers(chicago) -> None:  # type: ignore[no-untyped-def]
+    base = simulate_year(preset("liquid"), chicago, 6e6, 10e6)
+    spec = preset("liquid", heat_reuse={"annual_fraction": 0.3})
+    r = simulate_year(spec, chicago, 6e6, 10e6)
+    reused = r.extra["heat_reused_w"]
+    # the year's reuse is the design's share of the IT energy, only in heating hours, never
+    # more than the facility water carries
+    assert reused.sum() == pytest.approx(0.3 * r.it_w.sum(), rel=1e-6)
+    assert not reused[chicago.dry_bulb_c >= spec.heat_reuse.balance_point_c].any()
+    assert (reused <= 0.85 * r.it_w * 1.01 + 1e6).all()
+    # towers reject less: less water and less fan power, the IT unchanged
+    assert r.water_m3.sum() < 0.9 * base.water_m3.sum()
+    assert (
+        r.parts_w["liquid_heat_rejection_fans"].sum()
+        < base.parts_w["liquid_heat_rejection_fans"].sum()
+    )
+    s = r.summary()
+    assert s["ere"] == pytest.approx(s["pue"] - 0.3, abs=1e-9)
+    # a warm climate has fewer heating hours: what it cannot reuse still goes to the towers
+    far = simulate_year(
+        preset("liquid", heat_reuse={"annual_fraction": 0.99}), load_weather("tampa"), 6e6, 10e6
+    )
+    assert far.extra["heat_reused_w"].sum() < 0.5 * far.it_w.sum()

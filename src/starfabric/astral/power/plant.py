@@ -184,6 +184,23 @@ class LiquidSpec(Spec):
         return self
 
 
+class HeatReuseSpec(Spec):
+    """Heat taken from the facility water to heat buildings (ventilation air, offices): that
+    heat leaves through the building, not the towers, so it costs no tower water or fan power.
+
+    The buildings' heating demand follows the outdoor degree-hours below `balance_point_c`
+    (the degree-day model: demand ∝ max(balance − dry bulb, 0)); its scale is whatever takes
+    `annual_fraction` of the year's IT energy, each hour capped by the heat the facility water
+    carries. 0 (the default) reuses nothing."""
+
+    annual_fraction: float = Field(
+        0.0, ge=0, le=1, description="share of the year's IT energy reused as building heat"
+    )
+    balance_point_c: float = Field(
+        18.3, description="heating balance point: the 65 °F base of ASHRAE's heating degree-days"
+    )
+
+
 class PlantSpec(Spec):
     """The whole facility plant: air side, chilled water, towers, liquid, power chain."""
 
@@ -192,6 +209,7 @@ class PlantSpec(Spec):
     chilled_water: ChilledWaterSpec = Field(default_factory=ChilledWaterSpec)
     tower: TowerSpec = Field(default_factory=TowerSpec)
     liquid: LiquidSpec = Field(default_factory=LiquidSpec)
+    heat_reuse: HeatReuseSpec = Field(default_factory=HeatReuseSpec)
     chain: ChainSpec = Field(default_factory=ChainSpec)
     other_fraction: float = Field(
         0.01, ge=0, description="lighting, offices, security: fraction of design IT, constant"
@@ -255,6 +273,11 @@ class YearResult:
             "it_mwh": it_kwh / 1e3,
             "facility_mwh": self.facility_w.sum() / 1e6,
             "water_m3": float(self.water_m3.sum()),
+            "heat_reused_mwh": float(self.extra.get("heat_reused_w", np.zeros(1)).sum() / 1e6),
+            "ere": float(
+                (self.facility_w.sum() - self.extra.get("heat_reused_w", np.zeros(1)).sum())
+                / self.it_w.sum()
+            ),
             "parts_mwh": {k: float(v.sum() / 1e6) for k, v in self.parts_w.items()},
             "parts_share_of_it": {
                 k: float(v.sum() / 1e3 / it_kwh) for k, v in self.parts_w.items()
@@ -393,6 +416,28 @@ def tower_hour(
     blowdown = np.maximum(evap / (ts.cycles_of_concentration - 1.0) - drift, 0.0)
     water_m3 = (evap + drift + blowdown) * 3600.0 / RHO_WATER
     return TowerResult(leaving, fan, air_ratio, water_m3, full)
+
+
+def heat_reuse(spec: HeatReuseSpec, q_avail_w: Array, it_energy: float, dry_bulb_c: Array) -> Array:
+    """Hourly heat (W) the buildings take from the facility water: a degree-hour demand
+    k · max(balance − dry bulb, 0), capped by what the water carries, with k the scale that
+    makes the year's reuse `annual_fraction` of the IT energy (bisection: reuse rises with k).
+    Where even an unbounded k cannot reach it (warm climates), every cold hour takes all."""
+    q = np.asarray(q_avail_w, dtype=float)
+    if spec.annual_fraction <= 0 or it_energy <= 0:
+        return np.zeros_like(q)
+    dh = np.maximum(spec.balance_point_c - np.asarray(dry_bulb_c, dtype=float), 0.0)
+    target = spec.annual_fraction * it_energy
+    if float(np.minimum(q, np.where(dh > 0, np.inf, 0.0)).sum()) <= target:
+        return np.where(dh > 0, q, 0.0)
+    lo, hi = 0.0, float(q.max() / max(dh[dh > 0].min(), 1e-9)) * 2.0
+    for _ in range(60):
+        k = 0.5 * (lo + hi)
+        if float(np.minimum(q, k * dh).sum()) < target:
+            lo = k
+        else:
+            hi = k
+    return np.minimum(q, hi * dh)
 
 
 def pump_design_w(flow_kg_s: float, head_pa: float, efficiency: float) -> float:
@@ -641,6 +686,10 @@ def simulate_year(
         cdu = np.where(on, sz.cdu_pump_w, 0.0)
         fws = np.where(on, sz.fws_pump_w, 0.0)
         q_fws = np.where(on, q_liq + (cdu + fws) * cw.motor_efficiency, 0.0)
+        reuse = heat_reuse(spec.heat_reuse, q_fws, float(it.sum()), db)
+        q_fws = q_fws - reuse
+        extra["heat_reused_w"] = reuse
+        modes["heat_reuse"] = reuse > 0
         sp = np.full(n, lq.facility_supply_c)
         if lq.heat_rejection == "tower":
             tw = tower_hour(ts, q_fws, sz.fws_kg_s, sz.liquid_tower, sp, weather)
