@@ -354,11 +354,8 @@ def _air_idf(idf: _Idf, spec: PlantSpec, sz: Sizing, sched: str) -> None:
             "HeatExchanger:FluidToFluid", "WSE", "Always On", "WSE HX Inlet", "WSE HX Outlet",
             sz.wse_kg_s / RHO_WATER, "CHW Chiller Inlet", "WSE CHW Outlet", coil_water_m3_s,
             "CounterFlow",
-            wse_ua(spec, sz), "CoolingDifferentialOnOff", None, 0.01, "FreeCooling", None, None,
-            None, 1.0, -20.0, cw.supply_c + cw.delta_t_k,
+            wse_ua(spec, sz), "CoolingDifferentialOnOff", None, 0.01, "FreeCooling",
         )  # fmt: skip
-        # locked out above the design chilled-water return: tower water that warm can only
-        # heat the loop (EnergyPlus compares last iteration's inlets and can latch on)
         chiller_branch += ["HeatExchanger:FluidToFluid", "WSE", "CHW Chiller Inlet",
                            "WSE CHW Outlet"]  # fmt: skip
     chiller_branch += ["Chiller:Electric:EIR", "Chiller", chiller_in, "CHW Chiller Outlet"]
