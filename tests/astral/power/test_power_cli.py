@@ -59,6 +59,14 @@ def test_bad_plant_and_hierarchy(tmp_path: Path) -> None:
     red.write_text("chain:\n  redundancy: 3N\n")
     _refused(["astral", "power", "year", "--plant-file", str(red)], "redundancy")
     _refused(["astral", "power", "year", "--plant", "nope"], "unknown")
+    reuse = tmp_path / "reuse.yaml"
+    reuse.write_text("heat_reuse:\n  annual_fraction: 1.5\n")
+    _refused(["astral", "power", "year", "--plant-file", str(reuse)], "annual_fraction")
+    _refused(
+        ["astral", "power", "timeline", str(ROOT / "examples/jobs/llama31_70b_dense.yaml"),
+         "--cluster", str(ROOT / "examples/cluster-small.yaml"), "--limits", "mars"],
+        "utility limits 'mars' unknown", "choukse-2025",
+    )  # fmt: skip
 
 
 def test_air_rack_over_its_limit_is_refused_with_the_fix(tmp_path: Path) -> None:

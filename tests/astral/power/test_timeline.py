@@ -7,7 +7,17 @@ import numpy as np
 import pytest
 
 from starfabric.astral.power.provision import HierarchySpec, LevelSpec, provision
-from starfabric.astral.power.smoothing import SmoothingSpec, StorageSpec, compare, parse_smoothing
+from starfabric.astral.power.smoothing import (
+    LIMIT_PROFILES,
+    SmoothingSpec,
+    StorageSpec,
+    band_share,
+    check_limits,
+    compare,
+    limit_profile,
+    parse_smoothing,
+    windowed_ramp,
+)
 from starfabric.astral.power.timeline import GpuPowerModel, cluster_shape, job_timeline
 from starfabric.astral.seer import load_job, predict
 from starfabric.errors import ConfigError, InfeasibleError
@@ -73,6 +83,41 @@ def test_smoothing_costs(tl70) -> None:  # type: ignore[no-untyped-def]
     assert parse_smoothing("floor=0.5,storage=10kWh/100kW").storage.kw == 100  # type: ignore[union-attr]
     with pytest.raises(ConfigError, match="unknown"):
         parse_smoothing("wobble=1")
+
+
+def test_windowed_ramp_and_band_share_are_the_definitions() -> None:
+    # a 10 s square wave between 0 and 100 MW, 1 ms samples
+    dt = 1e-3
+    w = np.where(np.arange(10_000) < 5_000, 100e6, 0.0)
+    # a 1 s average of a step of 100 MW rises at 100 MW/s; a window of whole periods is flat
+    assert windowed_ramp(w, dt, 1.0) == pytest.approx(100e6, rel=1e-9)
+    assert windowed_ramp(w, dt, 10.0) == 0.0
+    # 60 s = 6 periods: flat; 62 s sees a 2 s remainder, the step spread over 62 s
+    assert windowed_ramp(w, dt, 62.0) == pytest.approx(100e6 / 62.0, rel=1e-9)
+    # a square wave at 0.1 Hz puts 81 % of its energy in the fundamental (8 / pi^2), below
+    # 0.1 Hz nothing, so the 0.1-20 Hz share is all but the harmonics above 20 Hz
+    share = band_share(w, dt, 0.1, 20.0)
+    assert 0.97 < share < 1.0
+    assert band_share(w, dt, 0.0, 0.1) == 0.0
+    assert band_share(np.full(100, 5.0), dt, 0.1, 20.0) == 0.0
+
+
+def test_named_utility_limits_carry_sources(tl70) -> None:  # type: ignore[no-untyped-def]
+    for name, lim in LIMIT_PROFILES.items():
+        assert lim.name == name and "20" in lim.source  # every profile names its (dated) source
+    with pytest.raises(ConfigError, match="unknown"):
+        limit_profile("somewhere")
+    # the unsmoothed job breaks the band limit; a store that holds the swing meets it
+    rows = compare(tl70, SmoothingSpec(storage=StorageSpec(kwh=50, kw=1000)))
+    assert not rows[0].meets_limits and rows[0].checks["band_share"] > 0.2
+    assert rows[1].meets_limits
+    # a per-second ramp limit also judges the job's start: a 1 MW step taken at once is
+    # 1 MW/s on 1 s averages; taken at 0.5 MW/s it is 0.5 MW/s
+    hawaii = limit_profile("hawaii")
+    flat = np.full(1000, 2e6)
+    assert check_limits(flat, 1e-3, 1.2e6, float("inf"), hawaii)["start_ramp_ok"] is False
+    c = check_limits(flat, 1e-3, 1.2e6, 0.5e6, hawaii)
+    assert c["start_ramp_ok"] and c["start_ramp_mw_per_s"] == pytest.approx(0.5)
 
 
 def test_provision_budgets_from_the_timeline(tl70) -> None:  # type: ignore[no-untyped-def]

@@ -47,6 +47,9 @@ _LAZY: dict[str, str] = {
     "GpuPowerModel": "starfabric.astral.power.timeline",
     "job_timeline": "starfabric.astral.power.timeline",
     "SmoothingSpec": "starfabric.astral.power.smoothing",
+    "UtilityLimits": "starfabric.astral.power.smoothing",
+    "LIMIT_PROFILES": "starfabric.astral.power.smoothing",
+    "limit_profile": "starfabric.astral.power.smoothing",
     "HierarchySpec": "starfabric.astral.power.provision",
     "provision": "starfabric.astral.power.provision",
 }

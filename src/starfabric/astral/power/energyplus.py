@@ -39,16 +39,20 @@ from starfabric.astral.power.plant import (
     PlantSpec,
     Sizing,
     YearResult,
+    condenser_setpoint,
     preset,
     simulate_year,
     size_plant,
+    wse_setpoint,
+    wse_ua,
 )
 from starfabric.astral.power.weather import Weather
 from starfabric.errors import ConfigError, DataError
 
 Array = np.ndarray[Any, Any]
 
-Kind = Literal["air", "liquid"]
+Kind = Literal["air", "liquid", "water", "legacy"]
+KINDS: tuple[str, ...] = ("air", "liquid", "water", "legacy")
 
 
 def energyplus_binary() -> str | None:
@@ -80,7 +84,21 @@ def cross_check_spec(kind: Kind) -> PlantSpec:
             liquid={"fraction": 1.0, "trim_chiller": False},
             other_fraction=0.0,
         )
-    raise ConfigError(f"cross-check plant {kind!r} unknown", fix="use air or liquid")
+    if kind == "water":
+        # constant primary chilled-water flow: EnergyPlus's plate HX asks for its full design
+        # flow whenever it runs (PlantHeatExchangerFluidToFluid), so a variable pump would run
+        # flat out in every free-cooling hour anyway; both models then see the bypass-diluted
+        # return, supply + load / (design flow c_p)
+        return preset(
+            "water-econ",
+            name="water-econ (cross-check)",
+            air={"fan_control": "constant"},
+            chilled_water={"pump_control": "constant"},
+            other_fraction=0.0,
+        )
+    if kind == "legacy":
+        return preset("legacy", name="legacy (cross-check)", other_fraction=0.0)
+    raise ConfigError(f"cross-check plant {kind!r} unknown", fix=f"use one of {', '.join(KINDS)}")
 
 
 class _Idf:
@@ -288,40 +306,64 @@ def _air_idf(idf: _Idf, spec: PlantSpec, sz: Sizing, sched: str) -> None:
         "CHW Supply Branches", "CHW Supply Connectors", "CHW Demand Inlet", "CHW Demand Outlet",
         "CHW Demand Branches", "CHW Demand Connectors", "SequentialLoad", None, "SingleSetpoint",
     )  # fmt: skip
-    idf.add("SetpointManager:Scheduled", "CHW SPM", "Temperature", "CHW Temp", "CHW Supply Outlet")
-    pc = PUMP_VS_90_1.c
+    # the chiller holds the loop's supply setpoint at its own outlet too
+    idf.add("NodeList", "CHW Setpoint Nodes", "CHW Supply Outlet", "CHW Chiller Outlet")
+    idf.add("SetpointManager:Scheduled", "CHW SPM", "Temperature", "CHW Temp", "CHW Setpoint Nodes")
+    if cw.pump_control == "variable":
+        pc = PUMP_VS_90_1.c
+        idf.add(
+            "Pump:VariableSpeed", "CHW Pump", "CHW Supply Inlet", "CHW Pump Outlet",
+            coil_water_m3_s, cw.pump_head_pa, sz.chw_pump_w, cw.motor_efficiency, 0.0, pc[0],
+            pc[1], pc[2], pc[3], 0.0, "Intermittent",
+        )  # fmt: skip
+        pump_kind = "Pump:VariableSpeed"
+    else:
+        idf.add(
+            "Pump:ConstantSpeed", "CHW Pump", "CHW Supply Inlet", "CHW Pump Outlet",
+            coil_water_m3_s, cw.pump_head_pa, sz.chw_pump_w, cw.motor_efficiency, 0.0,
+            "Intermittent",
+        )  # fmt: skip
+        pump_kind = "Pump:ConstantSpeed"
     idf.add(
-        "Pump:VariableSpeed", "CHW Pump", "CHW Supply Inlet", "CHW Pump Outlet", coil_water_m3_s,
-        cw.pump_head_pa, sz.chw_pump_w, cw.motor_efficiency, 0.0, pc[0], pc[1], pc[2], pc[3],
-        0.0, "Intermittent",
-    )  # fmt: skip
-    idf.add(
-        "Branch",
-        "CHW Pump Branch",
-        None,
-        "Pump:VariableSpeed",
-        "CHW Pump",
-        "CHW Supply Inlet",
+        "Branch", "CHW Pump Branch", None, pump_kind, "CHW Pump", "CHW Supply Inlet",
         "CHW Pump Outlet",
-    )
+    )  # fmt: skip
     capft, eirft, eirfplr = _curve(idf, ch.capft), _curve(idf, ch.eirft), _curve(idf, ch.eirfplr)
+    water_cooled = ch.condenser != "air"
+    wse = a.economizer == "water"
+    cnd_m3_s = sz.cond_tower[0] / RHO_WATER
+    if water_cooled:
+        cond_nodes = ("Chiller Condenser Inlet", "Chiller Condenser Outlet")
+        cond_type, cond_flow = "WaterCooled", cnd_m3_s
+    else:
+        cond_nodes = ("Chiller Condenser Inlet", "Chiller Condenser Outlet")
+        cond_type, cond_flow = "AirCooled", sz.chiller_ref_w * 0.000114
+        idf.add("OutdoorAir:Node", "Chiller Condenser Inlet", -1.0)
+    chiller_in = "WSE CHW Outlet" if wse else "CHW Chiller Inlet"
     idf.add(
         "Chiller:Electric:EIR", "Chiller", sz.chiller_ref_w, sz.chiller_cop, ch.ref_chw_c,
-        ch.ref_cond_c, coil_water_m3_s * cw.sizing_factor, sz.chiller_ref_w * 0.000114, capft,
-        eirft, eirfplr, ch.min_plr, ch.max_plr, 1.0, ch.min_unload, "CHW Chiller Inlet",
-        "CHW Chiller Outlet", "Chiller Condenser Inlet", "Chiller Condenser Outlet",
-        "AirCooled", 0.0, 1.0, 2.0, "LeavingSetpointModulated",
+        ch.ref_cond_c, coil_water_m3_s * cw.sizing_factor, cond_flow, capft, eirft, eirfplr,
+        ch.min_plr, ch.max_plr, 1.0, ch.min_unload, chiller_in, "CHW Chiller Outlet",
+        cond_nodes[0], cond_nodes[1], cond_type, 0.0, 1.0, 2.0, "LeavingSetpointModulated",
     )  # fmt: skip
-    idf.add("OutdoorAir:Node", "Chiller Condenser Inlet", -1.0)
-    idf.add(
-        "Branch",
-        "CHW Chiller Branch",
-        None,
-        "Chiller:Electric:EIR",
-        "Chiller",
-        "CHW Chiller Inlet",
-        "CHW Chiller Outlet",
-    )
+    chiller_branch: list[str] = []
+    if wse:
+        # the plate HX pre-cools the chilled-water return in series ahead of the chiller; on
+        # the condenser side the tower water passes it first, then the chiller's condenser
+        idf.add(
+            "HeatExchanger:FluidToFluid", "WSE", "Always On", "WSE HX Inlet", "WSE HX Outlet",
+            sz.wse_kg_s / RHO_WATER, "CHW Chiller Inlet", "WSE CHW Outlet", coil_water_m3_s,
+            "CounterFlow",
+            wse_ua(spec, sz), "CoolingDifferentialOnOff", None, 0.01, "FreeCooling",
+        )  # fmt: skip
+        chiller_branch += ["HeatExchanger:FluidToFluid", "WSE", "CHW Chiller Inlet",
+                           "WSE CHW Outlet"]  # fmt: skip
+    chiller_branch += ["Chiller:Electric:EIR", "Chiller", chiller_in, "CHW Chiller Outlet"]
+    idf.add("Branch", "CHW Chiller Branch", None, *chiller_branch)
+    if water_cooled:
+        _condenser_loop(idf, spec, sz, sched)
+    if wse:
+        _wse_loop(idf, spec, sz, sched)
     idf.add(
         "Branch",
         "CHW Coil Branch",
@@ -332,15 +374,26 @@ def _air_idf(idf: _Idf, spec: PlantSpec, sz: Sizing, sched: str) -> None:
         "CRAH Coil Water Outlet",
     )
     _loop_branches(idf, "CHW", "CHW Chiller Branch", "CHW Coil Branch")
-    idf.add(
-        "PlantEquipmentOperationSchemes",
-        "CHW Operation",
-        "PlantEquipmentOperation:CoolingLoad",
-        "CHW Cooling",
-        "Always On",
-    )
-    idf.add("PlantEquipmentOperation:CoolingLoad", "CHW Cooling", 0.0, 1e12, "CHW Equipment")
-    idf.add("PlantEquipmentList", "CHW Equipment", "Chiller:Electric:EIR", "Chiller")
+    if wse:
+        # the chiller trims to its own outlet setpoint after the plate HX (EnergyPlus's
+        # component-setpoint scheme: a load-range scheme would hand the chiller the whole loop
+        # load, HX or not, and it would over-cool); the HX runs on its own differential control
+        idf.add(
+            "PlantEquipmentOperationSchemes", "CHW Operation",
+            "PlantEquipmentOperation:ComponentSetpoint", "CHW Setpoint Operation", "Always On",
+        )  # fmt: skip
+        idf.add(
+            "PlantEquipmentOperation:ComponentSetpoint", "CHW Setpoint Operation",
+            "Chiller:Electric:EIR", "Chiller", chiller_in, "CHW Chiller Outlet",
+            coil_water_m3_s * cw.sizing_factor, "Cooling",
+        )  # fmt: skip
+    else:
+        idf.add(
+            "PlantEquipmentOperationSchemes", "CHW Operation",
+            "PlantEquipmentOperation:CoolingLoad", "CHW Cooling", "Always On",
+        )  # fmt: skip
+        idf.add("PlantEquipmentOperation:CoolingLoad", "CHW Cooling", 0.0, 1e12, "CHW Equipment")
+        idf.add("PlantEquipmentList", "CHW Equipment", "Chiller:Electric:EIR", "Chiller")
     for var in (
         "Chiller Electricity Rate",
         "Fan Electricity Rate",
@@ -348,8 +401,98 @@ def _air_idf(idf: _Idf, spec: PlantSpec, sz: Sizing, sched: str) -> None:
         "Cooling Coil Total Cooling Rate",
         "Air System Outdoor Air Flow Fraction",
         "Zone Mean Air Temperature",
+        "Cooling Tower Fan Electricity Rate",
+        "Cooling Tower Make Up Water Volume",
+        "Cooling Tower Outlet Temperature",
+        "Fluid Heat Exchanger Heat Transfer Rate",
+        "Chiller Condenser Inlet Temperature",
     ):
         idf.add("Output:Variable", "*", var, "Hourly")
+
+
+def _tower(
+    idf: _Idf, ts: Any, design: tuple[float, float, float], inlet: str, outlet: str,
+    name: str = "Tower",
+) -> None:  # fmt: skip
+    """CoolingTower:VariableSpeed (YorkCalc, cube-law fan) at the design of `design`."""
+    des_kg_s, des_range, fan_w = design
+    idf.add("Curve:Cubic", f"{name} Fan Cube", 0.0, 0.0, 0.0, 1.0, 0.0, 1.0)
+    air_m3 = des_kg_s / ts.lg_ratio / 1.2
+    idf.add(
+        "CoolingTower:VariableSpeed", name, inlet, outlet, "YorkCalc", None,
+        ts.design_wet_bulb_c, ts.approach_k, des_range, des_kg_s / RHO_WATER, air_m3, fan_w,
+        f"{name} Fan Cube", ts.min_air_flow_ratio, ts.free_convection_fraction, 0.0, 2.0, None,
+        "SaturatedExit", None, ts.drift_fraction * 100.0, "ConcentrationRatio",
+        ts.cycles_of_concentration, None, None, None, 1, "MinimalCell", 0.33, 2.5, 1.0,
+    )  # fmt: skip
+
+
+def _plain_loop(
+    idf: _Idf, loop: str, flow_m3_s: float, head_pa: float, pump_w: float, motor_eff: float,
+    tower: tuple[float, float, float], ts: Any, sched: str, column: int, demand: list[str],
+) -> None:  # fmt: skip
+    """A condenser-water loop: constant-speed pump and a tower (supply) holding the hourly
+    setpoint of schedule column `column`; `demand` (object, name, inlet, outlet) on the
+    demand side."""
+    idf.add(
+        "Schedule:File", f"{loop} Setpoint", "Any Number", sched, column, 1, 8760, "Comma", "No",
+        60, "No",
+    )  # fmt: skip
+    idf.add(
+        "CondenserLoop", f"{loop} Loop", "Water", None, f"{loop} Operation",
+        f"{loop} Supply Outlet", 80.0, 0.0, flow_m3_s, 0.0, "autocalculate",
+        f"{loop} Supply Inlet", f"{loop} Supply Outlet", f"{loop} Supply Branches",
+        f"{loop} Supply Connectors", f"{loop} Demand Inlet", f"{loop} Demand Outlet",
+        f"{loop} Demand Branches", f"{loop} Demand Connectors", "SequentialLoad",
+    )  # fmt: skip
+    idf.add(
+        "SetpointManager:Scheduled", f"{loop} SPM", "Temperature", f"{loop} Setpoint",
+        f"{loop} Supply Outlet",
+    )  # fmt: skip
+    idf.add(
+        "Pump:ConstantSpeed", f"{loop} Pump", f"{loop} Supply Inlet", f"{loop} Pump Outlet",
+        flow_m3_s, head_pa, pump_w, motor_eff, 0.0, "Intermittent",
+    )  # fmt: skip
+    idf.add(
+        "Branch", f"{loop} Pump Branch", None, "Pump:ConstantSpeed", f"{loop} Pump",
+        f"{loop} Supply Inlet", f"{loop} Pump Outlet",
+    )  # fmt: skip
+    tname = f"{loop} Tower"
+    _tower(idf, ts, tower, f"{tname} Inlet", f"{tname} Outlet", tname)
+    idf.add(
+        "Branch", f"{loop} Tower Branch", None, "CoolingTower:VariableSpeed", tname,
+        f"{tname} Inlet", f"{tname} Outlet",
+    )  # fmt: skip
+    idf.add("Branch", f"{loop} Demand Branch", None, *demand)
+    _loop_branches(idf, loop, f"{loop} Tower Branch", f"{loop} Demand Branch")
+    idf.add(
+        "CondenserEquipmentOperationSchemes", f"{loop} Operation",
+        "PlantEquipmentOperation:CoolingLoad", f"{loop} Cooling", "Always On",
+    )  # fmt: skip
+    idf.add(
+        "PlantEquipmentOperation:CoolingLoad", f"{loop} Cooling", 0.0, 1e12, f"{loop} Equipment"
+    )
+    idf.add("CondenserEquipmentList", f"{loop} Equipment", "CoolingTower:VariableSpeed", tname)
+
+
+def _condenser_loop(idf: _Idf, spec: PlantSpec, sz: Sizing, sched: str) -> None:
+    """The chillers' condenser water: pump, tower on the reset of `plant.condenser_setpoint`."""
+    ts, cw = spec.tower, spec.chilled_water
+    _plain_loop(
+        idf, "CND", sz.cond_tower[0] / RHO_WATER, ts.pump_head_pa, sz.cond_pump_w,
+        cw.motor_efficiency, sz.cond_tower, ts, sched, 3,
+        ["Chiller:Electric:EIR", "Chiller", "Chiller Condenser Inlet", "Chiller Condenser Outlet"],
+    )  # fmt: skip
+
+
+def _wse_loop(idf: _Idf, spec: PlantSpec, sz: Sizing, sched: str) -> None:
+    """The free-cooling loop: its pump and tower cell on `plant.wse_setpoint`, the plate HX."""
+    ts, cw = spec.tower, spec.chilled_water
+    _plain_loop(
+        idf, "WSE", sz.wse_kg_s / RHO_WATER, ts.pump_head_pa, sz.wse_pump_w,
+        cw.motor_efficiency, sz.wse_tower, ts, sched, 4,
+        ["HeatExchanger:FluidToFluid", "WSE", "WSE HX Inlet", "WSE HX Outlet"],
+    )  # fmt: skip
 
 
 def _pipe_branch(idf: _Idf, name: str, inlet: str | None = None, outlet: str | None = None) -> None:
@@ -486,16 +629,7 @@ def _liquid_idf(idf: _Idf, spec: PlantSpec, sz: Sizing, sched: str) -> None:
         "FWS Supply Inlet",
         "FWS Pump Outlet",
     )
-    des_kg_s, des_range, fan_w = sz.liquid_tower
-    idf.add("Curve:Cubic", "Tower Fan Cube", 0.0, 0.0, 0.0, 1.0, 0.0, 1.0)
-    air_m3 = des_kg_s / ts.lg_ratio / 1.2
-    idf.add(
-        "CoolingTower:VariableSpeed", "Tower", "Tower Inlet", "Tower Outlet", "YorkCalc", None,
-        ts.design_wet_bulb_c, ts.approach_k, des_range, des_kg_s / RHO_WATER, air_m3, fan_w,
-        "Tower Fan Cube", ts.min_air_flow_ratio, ts.free_convection_fraction, 0.0, 2.0, None,
-        "SaturatedExit", None, ts.drift_fraction * 100.0, "ConcentrationRatio",
-        ts.cycles_of_concentration, None, None, None, 1, "MinimalCell", 0.33, 2.5, 1.0,
-    )  # fmt: skip
+    _tower(idf, ts, sz.liquid_tower, "Tower Inlet", "Tower Outlet")
     idf.add(
         "Branch",
         "FWS Tower Branch",
@@ -548,17 +682,19 @@ def build_idf(
     it = np.asarray(it_w, dtype=float)
     frac = it * (1.0 - spec.liquid.fraction) / max(sz.air_w, 1.0)
     liq = -it * spec.liquid.fraction  # LoadProfile:Plant: cooling loads are negative
+    cnd = condenser_setpoint(spec, weather)
+    wse = wse_setpoint(spec, weather)
     with open(schedule_path, "w", newline="") as f:
         wr = csv.writer(f)
-        wr.writerow(["it_air_fraction", "it_liquid_w"])
-        for x, y in zip(frac, liq, strict=True):
-            wr.writerow([f"{x:.6f}", f"{y:.3f}"])
+        wr.writerow(["it_air_fraction", "it_liquid_w", "condenser_setpoint_c", "wse_setpoint_c"])
+        for x, y, z, v in zip(frac, liq, cnd, wse, strict=True):
+            wr.writerow([f"{x:.6f}", f"{y:.3f}", f"{z:.4f}", f"{v:.4f}"])
     idf = _Idf()
     _header(idf, weather, run)
-    if kind == "air":
-        _air_idf(idf, spec, sz, schedule_path)
-    else:
+    if kind == "liquid":
         _liquid_idf(idf, spec, sz, schedule_path)
+    else:
+        _air_idf(idf, spec, sz, schedule_path)
     return idf.text()
 
 

@@ -184,6 +184,23 @@ class LiquidSpec(Spec):
         return self
 
 
+class HeatReuseSpec(Spec):
+    """Heat taken from the facility water to heat buildings (ventilation air, offices): that
+    heat leaves through the building, not the towers, so it costs no tower water or fan power.
+
+    The buildings' heating demand follows the outdoor degree-hours below `balance_point_c`
+    (the degree-day model: demand ∝ max(balance − dry bulb, 0)); its scale is whatever takes
+    `annual_fraction` of the year's IT energy, each hour capped by the heat the facility water
+    carries. 0 (the default) reuses nothing."""
+
+    annual_fraction: float = Field(
+        0.0, ge=0, le=1, description="share of the year's IT energy reused as building heat"
+    )
+    balance_point_c: float = Field(
+        18.3, description="heating balance point: the 65 °F base of ASHRAE's heating degree-days"
+    )
+
+
 class PlantSpec(Spec):
     """The whole facility plant: air side, chilled water, towers, liquid, power chain."""
 
@@ -192,6 +209,7 @@ class PlantSpec(Spec):
     chilled_water: ChilledWaterSpec = Field(default_factory=ChilledWaterSpec)
     tower: TowerSpec = Field(default_factory=TowerSpec)
     liquid: LiquidSpec = Field(default_factory=LiquidSpec)
+    heat_reuse: HeatReuseSpec = Field(default_factory=HeatReuseSpec)
     chain: ChainSpec = Field(default_factory=ChainSpec)
     other_fraction: float = Field(
         0.01, ge=0, description="lighting, offices, security: fraction of design IT, constant"
@@ -255,6 +273,11 @@ class YearResult:
             "it_mwh": it_kwh / 1e3,
             "facility_mwh": self.facility_w.sum() / 1e6,
             "water_m3": float(self.water_m3.sum()),
+            "heat_reused_mwh": float(self.extra.get("heat_reused_w", np.zeros(1)).sum() / 1e6),
+            "ere": float(
+                (self.facility_w.sum() - self.extra.get("heat_reused_w", np.zeros(1)).sum())
+                / self.it_w.sum()
+            ),
             "parts_mwh": {k: float(v.sum() / 1e6) for k, v in self.parts_w.items()},
             "parts_share_of_it": {
                 k: float(v.sum() / 1e3 / it_kwh) for k, v in self.parts_w.items()
@@ -395,6 +418,114 @@ def tower_hour(
     return TowerResult(leaving, fan, air_ratio, water_m3, full)
 
 
+def heat_reuse(spec: HeatReuseSpec, q_avail_w: Array, it_energy: float, dry_bulb_c: Array) -> Array:
+    """Hourly heat (W) the buildings take from the facility water: a degree-hour demand
+    k · max(balance − dry bulb, 0), capped by what the water carries, with k the scale that
+    makes the year's reuse `annual_fraction` of the IT energy (bisection: reuse rises with k).
+    Where even an unbounded k cannot reach it (warm climates), every cold hour takes all."""
+    q = np.asarray(q_avail_w, dtype=float)
+    if spec.annual_fraction <= 0 or it_energy <= 0:
+        return np.zeros_like(q)
+    dh = np.maximum(spec.balance_point_c - np.asarray(dry_bulb_c, dtype=float), 0.0)
+    target = spec.annual_fraction * it_energy
+    if float(np.minimum(q, np.where(dh > 0, np.inf, 0.0)).sum()) <= target:
+        return np.where(dh > 0, q, 0.0)
+    lo, hi = 0.0, float(q.max() / max(dh[dh > 0].min(), 1e-9)) * 2.0
+    for _ in range(60):
+        k = 0.5 * (lo + hi)
+        if float(np.minimum(q, k * dh).sum()) < target:
+            lo = k
+        else:
+            hi = k
+    return np.minimum(q, hi * dh)
+
+
+def wse_setpoint(spec: PlantSpec, weather: Weather) -> Array:
+    """The free-cooling tower's setpoint: as cold as the wet bulb allows (wet bulb + the
+    design approach), not below the plate HX's target (chilled-water supply - HX approach)."""
+    cw = spec.chilled_water
+    return np.maximum(weather.wet_bulb_c + spec.tower.approach_k, cw.supply_c - cw.hx_approach_k)
+
+
+def water_side_economizer(
+    spec: PlantSpec, sz: Sizing, weather: Weather, q_evap: Array, running: Array
+) -> tuple[Array, Array, Array, Array, Array]:
+    """The plate HX in series ahead of the chillers on its own tower loop, hour by hour:
+    (free cooling W, tower fan W, pump W, water m3, tower water °C).
+
+    The HX runs when its tower water is colder than the chilled-water return; it then takes
+    ε C_min (return - tower water), at most the whole load (counterflow ε-NTU at the flows of
+    the hour, the UA of `wse_ua`). With a constant chilled-water pump the HX sees the design
+    flow and the return diluted by the bypass, supply + load / (flow c_p); with a variable one
+    the flow that carries the load at the design temperature difference."""
+    cw, ts = spec.chilled_water, spec.tower
+    n = weather.hours
+    sp = wse_setpoint(spec, weather)
+    ua = wse_ua(spec, sz)
+    c_w = sz.wse_kg_s * CP_WATER
+    if cw.pump_control == "constant":
+        c_chw = np.full(n, sz.chw_kg_s * CP_WATER)
+        t_ret = cw.supply_c + q_evap / c_chw
+    else:
+        c_chw = np.maximum(q_evap / cw.delta_t_k, 1e-9)
+        t_ret = np.full(n, cw.supply_c + cw.delta_t_k)
+    eps = hx_effectiveness(ua, c_chw, c_w)
+    c_min = np.minimum(c_chw, c_w)
+    pump_heat = sz.wse_pump_w * cw.motor_efficiency
+    t_tw = sp.copy()
+    q_free = np.zeros(n)
+    on = np.zeros(n, dtype=bool)
+    tw = tower_hour(ts, np.zeros(n), sz.wse_kg_s, sz.wse_tower, sp, weather)
+    for _ in range(4):
+        on = running & (t_ret > t_tw)
+        q_free = np.where(on, np.minimum(eps * c_min * np.maximum(t_ret - t_tw, 0.0), q_evap), 0.0)
+        q_tower = np.where(on, q_free + pump_heat, 0.0)
+        tw = tower_hour(ts, q_tower, sz.wse_kg_s, sz.wse_tower, sp, weather)
+        # off hours: the tower's water would sit at what full fan gives, the enable test
+        t_tw = np.where(on, tw.leaving_c, np.maximum(sp, weather.wet_bulb_c + ts.approach_k))
+    pump = np.where(on, sz.wse_pump_w, 0.0)
+    return q_free, tw.fan_w, pump, tw.water_m3, t_tw
+
+
+def condenser_setpoint(spec: PlantSpec, weather: Weather) -> Array:
+    """The towers' leaving-water setpoint each hour: fixed, or reset to follow the wet bulb
+    (wet bulb + the design approach, not below `reset_min_c`). EnergyPlus gets the same
+    hourly schedule."""
+    ts = spec.tower
+    if ts.setpoint == "reset":
+        return np.maximum(weather.wet_bulb_c + ts.approach_k, ts.reset_min_c)
+    return np.full(weather.hours, ts.setpoint_c)
+
+
+def hx_effectiveness(ua: float, c1: Array | float, c2: Array | float) -> Array:
+    """Counterflow ε-NTU (EnergyPlus HeatExchanger:FluidToFluid, CounterFlow)."""
+    c1a, c2a = np.asarray(c1, dtype=float), np.asarray(c2, dtype=float)
+    cmin, cmax = np.minimum(c1a, c2a), np.maximum(c1a, c2a)
+    ntu = ua / np.maximum(cmin, 1e-12)
+    cr = cmin / np.maximum(cmax, 1e-12)
+    with np.errstate(over="ignore", invalid="ignore"):
+        e = np.exp(-ntu * (1 - cr))
+        eps = np.where(np.abs(1 - cr) < 1e-9, ntu / (1 + ntu), (1 - e) / (1 - cr * e))
+    return np.clip(np.nan_to_num(eps, nan=0.0), 0.0, 1.0)
+
+
+def wse_ua(spec: PlantSpec, sz: Sizing) -> float:
+    """UA of the water-side economizer's plate HX: at design flows it brings the whole design
+    chilled-water return down to the supply temperature with tower water `hx_approach_k`
+    colder (counterflow ε-NTU inverted)."""
+    cw = spec.chilled_water
+    c_chw = sz.chw_kg_s * CP_WATER
+    c_w = sz.wse_kg_s * CP_WATER
+    cmin, cmax = min(c_chw, c_w), max(c_chw, c_w)
+    eps = min(c_chw * cw.delta_t_k / (cmin * (cw.delta_t_k + cw.hx_approach_k)), 0.99)
+    cr = cmin / cmax
+    if abs(1 - cr) < 1e-9:
+        ntu = eps / (1 - eps)
+    else:
+        ntu = float(np.log((1 - eps * cr) / (1 - eps)) / (1 - cr))
+    return float(ntu * cmin)
+
+
 def pump_design_w(flow_kg_s: float, head_pa: float, efficiency: float) -> float:
     return flow_kg_s / RHO_WATER * head_pa / efficiency
 
@@ -423,6 +554,9 @@ class Sizing:
     cond_w: float = 0.0
     cond_tower: tuple[float, float, float] = (0.0, 0.0, 0.0)
     cond_pump_w: float = 0.0
+    wse_kg_s: float = 0.0
+    wse_tower: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    wse_pump_w: float = 0.0
     tcs_kg_s: float = 0.0
     fws_kg_s: float = 0.0
     cdu_pump_w: float = 0.0
@@ -468,6 +602,15 @@ def size_plant(spec: PlantSpec, design_it_w: float) -> Sizing:
             cond_tower=tower,
             cond_pump_w=pump_design_w(tower[0], ts.pump_head_pa, ts.pump_efficiency),
         )
+        if a.economizer == "water":
+            # the free-cooling loop: its own tower cell and pump, the chilled-water design flow
+            # through the plate HX, the tower sized for the whole design coil load
+            q_wse = coil + chw_pump * cw.motor_efficiency
+            kw.update(
+                wse_kg_s=chw_kg_s,
+                wse_tower=tower_design(ts, q_wse, cw.delta_t_k),
+                wse_pump_w=pump_design_w(chw_kg_s, ts.pump_head_pa, ts.pump_efficiency),
+            )
     if des_liq > 0:
         tcs = des_liq / (CP_WATER * lq.tcs_delta_t_k)
         fws = des_liq / (CP_WATER * lq.facility_delta_t_k)
@@ -591,44 +734,44 @@ def simulate_year(
         q_free = np.zeros(n)
         cond_pump = np.zeros(n)
         tower_fan = np.zeros(n)
+        chiller = np.zeros(n)
         cond_kg_s = sz.cond_tower[0]
         if a.economizer == "water":
-            # tower water through a plate HX pre-cools the chilled-water return (in series)
-            t_chwr = cw.supply_c + cw.delta_t_k
-            sp_free = np.full(n, cw.supply_c - cw.hx_approach_k)
-            tw = tower_hour(ts, q_evap, cond_kg_s, sz.cond_tower, sp_free, weather)
-            t_hx = tw.leaving_c + cw.hx_approach_k
-            frac_free = np.clip((t_chwr - t_hx) / (t_chwr - cw.supply_c), 0.0, 1.0)
-            q_free = np.where(running, frac_free * q_evap, 0.0)
-            modes["water_economizer_full"] = running & (frac_free >= 1.0)
-            modes["water_economizer_partial"] = running & (frac_free > 0) & (frac_free < 1.0)
+            q_free, wse_fan, wse_pump, wse_water, t_wse = water_side_economizer(
+                spec, sz, weather, q_evap, running
+            )
+            tower_fan = tower_fan + wse_fan
+            cond_pump = cond_pump + wse_pump
+            water += wse_water
+            extra["wse_water_c"] = t_wse
+            modes["water_economizer_full"] = running & (q_free >= q_evap * (1 - 1e-9))
+            modes["water_economizer_partial"] = (
+                running & (q_free > 0) & (q_free < q_evap * (1 - 1e-9))
+            )
         q_ch = q_evap - q_free
         if ch.condenser == "air":
             chiller, _, _ = chiller_power(
                 ch, sz.chiller_ref_w, sz.chiller_cop, q_ch, cw.supply_c, db
             )
-            if a.economizer == "water":
-                tower_fan = tw.fan_w
-                water += tw.water_m3
-                cond_pump = np.where(q_free > 0, sz.cond_pump_w, 0.0)
         else:
-            if ts.setpoint == "reset":
-                sp = np.maximum(twb + ts.approach_k, ts.reset_min_c)
-            else:
-                sp = np.full(n, ts.setpoint_c)
+            sp = condenser_setpoint(spec, weather)
             # compressor heat joins the load at the condenser: iterate power and tower water
             t_cond = sp.copy()
             for _ in range(3):
                 chiller, _, _ = chiller_power(
                     ch, sz.chiller_ref_w, sz.chiller_cop, q_ch, cw.supply_c, t_cond
                 )
-                q_rej = np.where(q_ch > 0, q_ch + chiller + sz.cond_pump_w, 0.0) + q_free
+                q_rej = np.where(
+                    q_ch > 0, q_ch + chiller + sz.cond_pump_w * cw.motor_efficiency, 0.0
+                )
                 tw = tower_hour(ts, q_rej, cond_kg_s, sz.cond_tower, sp, weather)
                 t_cond = np.where(q_ch > 0, tw.leaving_c, sp)
-            cond_pump = np.where(q_rej > 0, sz.cond_pump_w, 0.0)
-            tower_fan = tw.fan_w
+            cond_pump = cond_pump + np.where(q_rej > 0, sz.cond_pump_w, 0.0)
+            tower_fan = tower_fan + tw.fan_w
             water += tw.water_m3
             modes["tower_full_fan"] = tw.full_fan & (q_rej > 0)
+            extra["condenser_water_c"] = t_cond
+        extra["free_cooling_w"] = q_free
         parts["chw_pumps"] = chw_pump
         parts["chillers"] = chiller
         parts["condenser_pumps"] = cond_pump
@@ -641,6 +784,11 @@ def simulate_year(
         cdu = np.where(on, sz.cdu_pump_w, 0.0)
         fws = np.where(on, sz.fws_pump_w, 0.0)
         q_fws = np.where(on, q_liq + (cdu + fws) * cw.motor_efficiency, 0.0)
+        reuse = heat_reuse(spec.heat_reuse, q_fws, float(it.sum()), db)
+        q_fws = q_fws - reuse
+        extra["heat_reused_w"] = reuse
+        if spec.heat_reuse.annual_fraction > 0:
+            modes["heat_reuse"] = reuse > 0
         sp = np.full(n, lq.facility_supply_c)
         if lq.heat_rejection == "tower":
             tw = tower_hour(ts, q_fws, sz.fws_kg_s, sz.liquid_tower, sp, weather)
@@ -733,7 +881,8 @@ PRESETS: dict[str, dict[str, Any]] = {
 }
 """Named plants: `legacy` (the survey's typical site: cold supply air, constant fans, chillers
 year round, 2N double-conversion UPS), `air-econ` (air-side economizer, air-cooled chillers),
-`water-econ` (towers, water-side economizer, condenser-water reset), `liquid` (85 % of the heat
+`water-econ` (a plate HX on its own tower cell pre-cooling the chilled-water return in
+series with water-cooled chillers, condenser water reset to the wet bulb), `liquid` (85 % of the heat
 into W32 facility water on towers, the rest on an air-economized CRAH plant, HVDC)."""
 
 

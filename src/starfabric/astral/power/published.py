@@ -34,6 +34,15 @@ LLAMA2_13B = {
 """Llama 2 13B (Touvron et al. 2023, Table 1 and its config.json)."""
 
 
+ROLES = {
+    "calibration": "a model constant was chosen with this figure in view: not a check",
+    "shared": "shares its measurement campaign and constants with a calibration case",
+    "independent": "nothing in the model was set from it",
+    "held-out": "added after the model was fixed, run once, not tuned since",
+}
+"""What each case is worth as evidence (docs/astral.md says which data calibrates what)."""
+
+
 @dataclass(frozen=True)
 class Case:
     name: str
@@ -44,6 +53,7 @@ class Case:
     high: float
     unit: str
     run: Callable[[], float]
+    role: str = "independent"
 
 
 @dataclass(frozen=True)
@@ -65,6 +75,7 @@ class Result:
             "model": self.model,
             "unit": c.unit,
             "ok": self.ok,
+            "role": c.role,
             "source": c.source,
         }
 
@@ -104,9 +115,8 @@ def node_mean_kw() -> float:
     return float(_node_13b().summary()["node_mean_w"] / 1e3)
 
 
-def llama3_site_step_mw() -> float:
-    """Llama 3 405B on 16,384 H100s (TP8 CP1 PP16 DP128, the paper's Table 4 layout): the
-    step from every GPU idle (a checkpoint, a restart) to every GPU computing, at the feed."""
+def _llama3_16k() -> Any:
+    """Llama 3 405B on 16,384 H100s (TP8 CP1 PP16 DP128, the paper's Table 4 layout)."""
     from starfabric.astral.seer import load_model, make_job, predict
 
     job = make_job(
@@ -126,8 +136,13 @@ def llama3_site_step_mw() -> float:
         },
         {"gpu": "H100", "gpus": 16384, "gpus_per_node": 8},
     )
-    tl = job_timeline(predict(job), _dgx_h100(16384, 16))
-    s = tl.summary()
+    return job_timeline(predict(job), _dgx_h100(16384, 16))
+
+
+def llama3_site_step_mw() -> float:
+    """Llama 3 405B on 16,384 H100s: the step from every GPU idle (a checkpoint, a restart)
+    to every GPU computing, at the feed."""
+    s = _llama3_16k().summary()
     step_it = s["site"]["peak_w"] - s["site_idle_w"]
     plant = preset("air-econ")  # a conventional chain at the feed
     from starfabric.astral.power.chain import chain_input
@@ -144,10 +159,19 @@ def survey_pue() -> float:
     return simulate_year(preset("legacy"), load_weather("sterling"), 6e6, 10e6).pue
 
 
+ESIF_HEAT_REUSE = 0.5
+"""NREL ESIF's design: 'half of the annual energy consumed by the data center will be re-used
+to heat ventilation air and for building heating' (Soladay and Woodman, 'Designing the Most
+Efficient Data Center in North America', Labs21 2011): a description of the plant, like its
+supply temperatures, not the water figure the case checks."""
+
+
 def _esif() -> Any:
     """NREL ESIF's HPC data center as published: chiller-less, warm-water liquid cooling
     (24 °C supply, 35 °C return) on evaporative towers, about 1 MW of IT, fan walls for the
-    air-cooled remainder; its PUE excludes the electrical chain (metered at the IT input)."""
+    air-cooled remainder, the facility water's heat reused for the campus's heating in the
+    cold hours (`ESIF_HEAT_REUSE`); its PUE excludes the electrical chain (metered at the IT
+    input)."""
     spec = preset(
         "liquid",
         name="NREL ESIF",
@@ -157,6 +181,7 @@ def _esif() -> Any:
             "facility_delta_t_k": 11.0,
             "liquid_class": "W27",
         },
+        heat_reuse={"annual_fraction": ESIF_HEAT_REUSE},
         chain={"kind": "hvdc"},
     )
     return simulate_year(spec, load_weather("golden"), 0.9e6, 1.0e6)
@@ -238,18 +263,40 @@ def gb200_gpus_per_mw() -> float:
     return pr.gpus_per_mw
 
 
+US_CLIMATES = ("chicago", "san-francisco", "golden", "sterling", "tampa")
+"""The bundled TMY3 years: five US climates, cold to hot-humid."""
+
+
+def us_legacy_water_per_facility_kwh() -> float:
+    """On-site water per kWh the site consumes (facility energy, the LBNL report's basis) of
+    the legacy tower-and-chiller plant at 60 % of its design load, averaged over the five
+    bundled US climates."""
+    out = []
+    for city in US_CLIMATES:
+        r = simulate_year(preset("legacy"), load_weather(city), 6e6, 10e6)
+        out.append(r.water_m3.sum() * 1000.0 / (r.facility_w.sum() / 1000.0))
+    return float(np.mean(out))
+
+
+def llama3_swing_over_trough() -> float:
+    """The Llama 3 405B job on 16K H100 (as `llama3_site_step_mw`): (peak - trough) / trough of
+    the site's power inside one iteration."""
+    st = _llama3_16k().stats()
+    return float(st["swing_w"] / st["trough_w"])
+
+
 CASES: tuple[Case, ...] = (
     Case(
         "8xH100 node, Llama 2 13B training: peak", "node power",
         "Latif et al., 'Empirical Measurements of AI Training Power Demand on a GPU-Accelerated "
         "Node', arXiv 2412.08602 (IEEE Access 2025): max 8.4 kW, 18% below the rated 10.2 kW",
-        8.4, 7.6, 9.2, "kW", node_peak_kw,
+        8.4, 7.6, 9.2, "kW", node_peak_kw, "calibration",
     ),
     Case(
         "8xH100 node, compute-intensive training: mean", "node power",
         "Newkirk et al., 'Empirically-Calibrated H100 Node Power Models', arXiv 2506.14551 (2025): "
         "even compute-intensive training runs at 76% of the 10.2 kW rating (7.75 kW)",
-        7.75, 6.8, 8.5, "kW", node_mean_kw,
+        7.75, 6.8, 8.5, "kW", node_mean_kw, "shared",
     ),
     Case(
         "Llama 3 405B on 16K H100: site step", "site swing",
@@ -273,7 +320,8 @@ CASES: tuple[Case, ...] = (
     Case(
         "NREL ESIF: tower water per IT energy", "water (WUE)",
         "NREL, 'Data Center Water-Savings Win Wins' (2018): the towers used about 2.5 million "
-        "gallons a year for an IT load near 1 MW on average (9,460 m3 / 8,760 MWh = 1.08 L/kWh)",
+        "gallons a year for an IT load near 1 MW on average (9,460 m3 / 8,760 MWh = 1.08 L/kWh); "
+        "NREL's 'HPC Data Center Water Usage Efficiency' page: about 2 million (0.86 L/kWh)",
         1.08, 0.7, 1.6, "L/kWh", esif_wue,
     ),
     Case(
@@ -287,6 +335,19 @@ CASES: tuple[Case, ...] = (
         "Ardestani et al. (Meta), 'Provisioning to Runtime Optimization of a 100 MW-Scale AI "
         "Cluster', arXiv 2605.24461 (2026): a 150 MW datacenter hosting 83K GB200 GPUs (553/MW)",
         553.0, 450.0, 700.0, "GPUs/MW", gb200_gpus_per_mw,
+    ),
+    Case(
+        "US data centers: on-site water per kWh", "water (national survey)",
+        "Shehabi et al., 'United States Data Center Energy Usage Report', LBNL-1005775 (2016): an "
+        "average data center uses 1.8 liters of water on site for every kWh it consumes",
+        1.8, 1.2, 2.4, "L/kWh", us_legacy_water_per_facility_kwh, "held-out",
+    ),
+    Case(
+        "AI training: low-to-high swing within an iteration", "iteration swing",
+        "Uptime Institute Intelligence, 'Electrical considerations with large AI compute' (UII "
+        "Update 382, June 2025): in worst cases the difference between the low and the high "
+        "points of power draw during training can exceed 100 %",
+        1.0, 1.0, 4.0, "x trough", llama3_swing_over_trough, "held-out",
     ),
 )  # fmt: skip
 

@@ -49,20 +49,34 @@ KINDS = ("gemm", "flash", "bmm", "mem", "comm")
 
 
 class GpuPowerModel(Spec):
-    """Named assumptions of the per-GPU (and per-host) power model."""
+    """Named assumptions of the per-GPU (and per-host) power model.
+
+    What grounds each (docs/astral.md, "Which data calibrates what"): the per-kind
+    utilisations and the idle fraction are our assumptions, set from the kernels' character
+    (tensor-core GEMMs hold an H100 at its power limit; NCCL keeps few SMs busy), not fitted to
+    any published case; the host fractions were chosen with Latif et al.'s 8.4 kW node peak in
+    view, so that case is a calibration and Newkirk et al.'s node mean (the same Brookhaven
+    H100 node campaign) is not independent of it."""
 
     idle_fraction: float = Field(
-        0.10, ge=0, lt=1, description="idle power / TDP (H100 SXM: ~70 W of 700 W in nvidia-smi)"
+        0.10,
+        ge=0,
+        lt=1,
+        description="idle power / TDP (assumption: an H100 SXM idles near 70 W of 700 W)",
     )
-    gemm: float = Field(1.0, ge=0, le=1, description="utilisation of tensor-core GEMMs")
-    flash: float = Field(0.9, ge=0, le=1, description="fused attention kernels")
-    bmm: float = Field(0.85, ge=0, le=1, description="unfused attention batched matmuls")
-    mem: float = Field(0.5, ge=0, le=1, description="memory-bound kernels (norms, activations)")
-    comm: float = Field(0.25, ge=0, le=1, description="exposed NCCL collectives")
+    gemm: float = Field(1.0, ge=0, le=1, description="tensor-core GEMMs (assumption)")
+    flash: float = Field(0.9, ge=0, le=1, description="fused attention kernels (assumption)")
+    bmm: float = Field(0.85, ge=0, le=1, description="unfused attention matmuls (assumption)")
+    mem: float = Field(0.5, ge=0, le=1, description="memory-bound kernels (assumption)")
+    comm: float = Field(0.25, ge=0, le=1, description="exposed NCCL collectives (assumption)")
     wait: float = Field(0.0, ge=0, le=1, description="pipeline bubbles, waiting")
     checkpoint: float = Field(0.02, ge=0, le=1, description="GPUs while a checkpoint is written")
     host_train_fraction: float = Field(
-        0.65, ge=0, le=1, description="host draw while training / host nameplate (assumption)"
+        0.65,
+        ge=0,
+        le=1,
+        description="host draw while training / host nameplate (assumption, calibrated on "
+        "Latif et al.'s 8.4 kW 8xH100 node peak)",
     )
     host_idle_fraction: float = Field(
         0.45, ge=0, le=1, description="host draw while idle / host nameplate (assumption)"
