@@ -79,8 +79,8 @@ DECODE_BATCH128_W = 600.0
 prediction for it (`decode_check_w`) is a check of w_c (docs/astral.md)."""
 
 DECODE_HBM_FRACTION = 0.80
-"""Fraction of peak HBM bandwidth weight-streaming decode sustains (the same reference's
-derivation uses mem_bw x 0.80)."""
+"""Fraction of peak HBM bandwidth weight-streaming decode sustains: an assumption the same
+reference's derivation makes (mem_bw x 0.80), not a measured figure; w_m scales as its inverse."""
 
 H100_BF16_TFLOPS = 989.4
 H100_HBM_GBPS = 3350.0
@@ -135,10 +135,11 @@ COLL_HBM_TRAFFIC = {
 messages): a copy reads the data and the peer's write lands in HBM (2x); a reduction also
 reads the local operand it adds to (3x); an all-reduce is a reduce-scatter then an
 all-gather, each touching the whole buffer (≈ 4x). Data movement of the algorithm, not a
-measurement; a collective's power follows from it through w_m."""
+measurement (assumption: no in-network reduction, no copy engines); a collective's power
+follows from it through w_m."""
 
 DEFAULT_COLL_TRAFFIC = 2.0
-"""A collective kind not listed above moves its buffer in and out once."""
+"""A collective kind not listed above moves its buffer in and out once (assumption)."""
 
 
 class GpuPowerModel(Spec):
