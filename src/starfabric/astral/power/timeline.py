@@ -54,9 +54,6 @@ if TYPE_CHECKING:
 
 Array = np.ndarray[Any, Any]
 
-KINDS = ("gemm", "flash", "bmm", "mem", "comm")
-"""Seer's operator kinds, in the order of its kind codes (seer.ops)."""
-
 
 IDLE_MEASURED_W = (80.3, 73.65)
 """Idle board power of an H200 SXM (700 W TDP, Hopper silicon as the H100) read by nvidia-smi:
@@ -148,7 +145,9 @@ class GpuPowerModel(Spec):
     The GPU's three are derived from published measurements (module constants above:
     `IDLE_MEASURED_W`, `DECODE_BATCH1_W`, `DECODE_BATCH128_W`), not from any case in
     `published.py`; the host fractions are assumptions (docs/astral.md, "Which data
-    calibrates what")."""
+    calibrates what"). The three GPU parameters were measured on Hopper boards; applying them
+    to other GPUs (A100, Blackwell), scaled by each one's own TDP, peaks and bandwidth, is an
+    assumption: no per-architecture readings were at hand."""
 
     idle_fraction: float = Field(
         round(_IDLE, 4),
