@@ -142,3 +142,32 @@ def test_provision_budgets_from_the_timeline(tl70) -> None:  # type: ignore[no-u
         provision(tl70, HierarchySpec(levels=[LevelSpec(name="rack", rating_kw=2.0)]), 1.2)
     with pytest.raises(ConfigError, match="redundancy"):
         LevelSpec(name="rack", rating_kw=40, redundancy="N-1")
+
+
+def test_power_follows_the_operators_roofline(pred70) -> None:  # type: ignore[no-untyped-def]
+    # the model's parameters come from the published readings, not from a case
+    from starfabric.astral.power.timeline import (
+        DECODE_BATCH1_W,
+        HOPPER_TDP_W,
+        IDLE_MEASURED_W,
+        _peaks,
+        decode_check_w,
+        op_utilisation,
+    )
+    from starfabric.astral.seer.ops import COMM, FLASH, GEMM, MEM
+
+    m = GpuPowerModel()
+    assert m.idle_fraction * HOPPER_TDP_W == pytest.approx(np.mean(IDLE_MEASURED_W), abs=0.1)
+    assert decode_check_w(m, 1) == pytest.approx(DECODE_BATCH1_W, rel=0.02)
+    # more tokens per streamed weight: more power, never above the limit
+    d = [decode_check_w(m, b) for b in (1, 8, 32, 128, 1024)]
+    assert d == sorted(d) and d[-1] == pytest.approx(HOPPER_TDP_W)
+    pc = next(iter(pred70.timeline.pieces.values()))
+    uc, um = op_utilisation(pc.fwd_table, pc.fwd_costs, *_peaks(pred70))
+    k = np.asarray(pc.fwd_costs.kind)
+    p = m.power_fraction(uc, um)
+    assert (uc[k == MEM] == 0).all() and (uc[k == COMM] == 0).all()
+    # GEMMs are compute-bound, memory-bound kernels are not: the roofline orders their power
+    assert p[k == GEMM].max() > p[k == MEM].max() > 0
+    assert p[k == FLASH].max() < p[k == GEMM].max()
+    assert ((p >= 0) & (p <= 1)).all()

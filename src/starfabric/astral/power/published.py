@@ -278,6 +278,14 @@ def us_legacy_water_per_facility_kwh() -> float:
     return float(np.mean(out))
 
 
+def h100_decode_batch128_w() -> float:
+    """One H100 decoding at batch 128: weight streaming at 80 % of HBM peak, the tensor cores
+    at the roofline's 128-token share (`timeline.decode_check_w`)."""
+    from starfabric.astral.power.timeline import GpuPowerModel, decode_check_w
+
+    return decode_check_w(GpuPowerModel(), 128)
+
+
 def llama3_swing_over_trough() -> float:
     """The Llama 3 405B job on 16K H100 (as `llama3_site_step_mw`): (peak - trough) / trough of
     the site's power inside one iteration."""
@@ -297,6 +305,13 @@ CASES: tuple[Case, ...] = (
         "Newkirk et al., 'Empirically-Calibrated H100 Node Power Models', arXiv 2506.14551 (2025): "
         "even compute-intensive training runs at 76% of the 10.2 kW rating (7.75 kW)",
         7.75, 6.8, 8.5, "kW", node_mean_kw, "shared",
+    ),
+    Case(
+        "H100 LLM decode at batch 128: GPU power", "GPU power (kernel mix)",
+        "ML.ENERGY Benchmark v3.0, H100-SXM5 decode: about 600 W per GPU at batch 128 (quoted by "
+        "the vLLM Semantic Router fleet-sim power-model reference); its batch-1 reading (300 W) "
+        "set w_m, this one sets nothing",
+        600.0, 510.0, 690.0, "W", h100_decode_batch128_w, "shared",
     ),
     Case(
         "Llama 3 405B on 16K H100: site step", "site swing",

@@ -1,16 +1,24 @@
 """The job's power waveform from a Seer prediction: per GPU, per rack, per pod and for the site.
 
-**Power vs utilisation.** Each GPU follows the linear utilisation model of Fan, Weber and
-Barroso ("Power provisioning for a warehouse-sized computer", ISCA 2007), the model most
-datacenter power studies build on: P = P_idle + (P_max - P_idle) · u, with P_max the catalog
-TDP (an H100 SXM running large GEMMs sits at its 700 W power limit) and u the utilisation
-of the operator running. u per operator kind is a named assumption of `GpuPowerModel`
-(tensor-core GEMMs drive the GPU to its limit, attention kernels nearly, memory-bound
-kernels about half way, NCCL collectives, which keep few SMs busy, about a quarter; waiting
-in a pipeline bubble leaves the GPU idle). The host (CPUs, memory, fans, NVSwitches, NICs,
-PSU loss: the cluster spec's `host_overhead_w`) draws a fraction of its nameplate that
-follows the GPUs' state only slowly (fans, CPU data loading): one fraction while training,
-another while idle.
+**Power vs utilisation: the roofline-activity model.** A GPU's power is its idle (static and
+clock-tree) power plus dynamic power in proportion to the activity of its units, the
+decomposition of the architectural power models (GPUWattch, Leng et al. ISCA 2013;
+AccelWattch, Kandiah et al. MICRO 2021: P = P_static + P_idle-dynamic + Σ unit activity ×
+unit energy) reduced to the two units that dominate training kernels, the tensor cores and
+HBM, and capped at the board's power limit (the catalog TDP):
+
+    P = P_idle + (TDP - P_idle) · min(1, w_c · u_c + w_m · u_m)
+
+u_c is the operator's achieved tensor FLOP rate over the peak it runs at and u_m its achieved
+HBM traffic over the peak bandwidth, both from Seer's own roofline figures for that operator
+(its FLOPs, its bytes, its predicted time): nothing is set per operator class. GEMMs and
+fused attention land high in u_c, layer norms, activations and the optimizer high in u_m,
+NCCL collectives by the HBM traffic their algorithm moves (`COLL_HBM_TRAFFIC`), pipeline
+bubbles at zero. P_idle, w_c and w_m come from published measurements (`GpuPowerModel`,
+docs/astral.md "Which data calibrates what"). The host (CPUs, memory, fans, NVSwitches, NICs,
+PSU loss: the cluster spec's `host_overhead_w`) draws a fraction of its nameplate that follows
+the GPUs' state only slowly (fans, CPU data loading): one fraction while training, another
+while idle.
 
 **Synchrony.** Seer's per-stage timeline gives, for every PP stage, the operators of every
 pass (forward, backward, recompute) with their exposed times, the exposed gradient buckets,
@@ -40,50 +48,177 @@ from starfabric.config import Spec
 from starfabric.errors import ConfigError
 
 if TYPE_CHECKING:
+    from starfabric.astral.seer.cost import OpCosts
+    from starfabric.astral.seer.ops import OpTable
     from starfabric.astral.seer.predict import Prediction
 
 Array = np.ndarray[Any, Any]
 
-KINDS = ("gemm", "flash", "bmm", "mem", "comm")
-"""Seer's operator kinds, in the order of its kind codes (seer.ops)."""
+
+IDLE_MEASURED_W = (80.3, 73.65)
+"""Idle board power of an H200 SXM (700 W TDP, Hopper silicon as the H100) read by nvidia-smi:
+80.3 W (Serial Alice GPU Energy Benchmark, 2026, 'H200 ghost power: 80.3 W idle vs 592.8 W
+at load') and 73.65 W averaged over 1 s samples in 31 RunPod regions (ConserveMode, 'H200 GPU
+Idle State Validation'). Two vendor-independent readings of the same quantity; their mean
+over the 700 W limit gives `GpuPowerModel.idle_fraction`."""
+
+HOPPER_TDP_W = 700.0
+"""The power limit of the H100/H200 SXM boards the anchors were measured on (datasheets)."""
+
+DECODE_BATCH1_W = 300.0
+"""ML.ENERGY Benchmark v3.0 (Chung et al., the ML.ENERGY initiative), H100-SXM5 LLM decode at
+batch 1: about 300 W per GPU (as the vLLM Semantic Router fleet-sim power-model reference
+quotes it, one of its 'two empirical calibration anchors'). Decode at batch 1 streams the
+weights from HBM every step with the tensor cores nearly idle: it fixes w_m."""
+
+DECODE_BATCH128_W = 600.0
+"""The same benchmark at batch 128: about 600 W. Not used to set anything: the model's
+prediction for it (`decode_check_w`) is a check of w_c (docs/astral.md)."""
+
+DECODE_HBM_FRACTION = 0.80
+"""Fraction of peak HBM bandwidth weight-streaming decode sustains: an assumption the same
+reference's derivation makes (mem_bw x 0.80), not a measured figure; w_m scales as its inverse."""
+
+H100_BF16_TFLOPS = 989.4
+H100_HBM_GBPS = 3350.0
+"""The H100 SXM datasheet figures the decode readings are set against (catalog H100-SXM)."""
+
+POWER_LIMITED_GEMM = (
+    "Horace He, 'Strangely, Matrix Multiplications on GPUs Run Faster When Given "
+    "\"Predictable\" Data!' (thonking.ai, 2024): 'matmuls on the H100 are primarily not "
+    "compute or bandwidth limited, they are power limited'"
+)
+"""The compute anchor: a large BF16 GEMM on random data holds an H100 at its power limit. So
+a GEMM at the utilisation Seer gives a large, well-shaped H100 GEMM (`gemm_peak_fraction` in
+seer/efficiency.yaml, calibrated on Megatron's published H100 runs) draws TDP: w_c = 1 /
+that fraction (the GEMM's own HBM term neglected, which errs low)."""
+
+
+def _anchor_weights() -> tuple[float, float, float]:
+    """(idle fraction, w_c, w_m) from the published readings above: P/TDP = idle + (1 - idle)
+    · (w_c · u_c + w_m · u_m)."""
+    from starfabric.astral.hardware import get_gpu
+    from starfabric.astral.seer.efficiency import efficiency_for
+
+    idle = float(np.mean(IDLE_MEASURED_W)) / HOPPER_TDP_W
+    a1 = (DECODE_BATCH1_W / HOPPER_TDP_W - idle) / (1.0 - idle)
+    w_m = a1 / DECODE_HBM_FRACTION
+    w_c = 1.0 / efficiency_for(get_gpu("H100")).gemm_peak_fraction
+    return idle, w_c, w_m
+
+
+def decode_check_w(model: GpuPowerModel, batch: int = 128) -> float:
+    """The model's H100 power for weight-streaming decode at `batch` (the ML.ENERGY check):
+    u_m = DECODE_HBM_FRACTION, u_c = batch · u_m · bandwidth / peak (KV-cache reads neglected,
+    which overstates u_c)."""
+    um = DECODE_HBM_FRACTION
+    uc = batch * um * H100_HBM_GBPS * 1e9 / (H100_BF16_TFLOPS * 1e12)
+    idle = model.idle_fraction * HOPPER_TDP_W
+    frac = model.power_fraction(np.array([uc]), np.array([um]))
+    return float(idle + (HOPPER_TDP_W - idle) * frac[0])
+
+
+_IDLE, _W_C, _W_M = _anchor_weights()
+
+COLL_HBM_TRAFFIC = {
+    "all_reduce": 4.0,
+    "reduce_scatter": 3.0,
+    "all_gather": 2.0,
+    "all_to_all": 2.0,
+    "send_recv": 2.0,
+    "broadcast": 2.0,
+}
+"""HBM bytes an NCCL collective moves per byte of its buffer (ring algorithms, large
+messages): a copy reads the data and the peer's write lands in HBM (2x); a reduction also
+reads the local operand it adds to (3x); an all-reduce is a reduce-scatter then an
+all-gather, each touching the whole buffer (≈ 4x). Data movement of the algorithm, not a
+measurement (assumption: no in-network reduction, no copy engines); a collective's power
+follows from it through w_m."""
+
+DEFAULT_COLL_TRAFFIC = 2.0
+"""A collective kind not listed above moves its buffer in and out once (assumption)."""
 
 
 class GpuPowerModel(Spec):
-    """Named assumptions of the per-GPU (and per-host) power model.
+    """Parameters of the roofline-activity GPU power model and of the host.
 
-    What grounds each (docs/astral.md, "Which data calibrates what"): the per-kind
-    utilisations and the idle fraction are our assumptions, set from the kernels' character
-    (tensor-core GEMMs hold an H100 at its power limit; NCCL keeps few SMs busy), not fitted to
-    any published case; the host fractions were chosen with Latif et al.'s 8.4 kW node peak in
-    view, so that case is a calibration and Newkirk et al.'s node mean (the same Brookhaven
-    H100 node campaign) is not independent of it."""
+    The GPU's three are derived from published measurements (module constants above:
+    `IDLE_MEASURED_W`, `DECODE_BATCH1_W`, `DECODE_BATCH128_W`), not from any case in
+    `published.py`; the host fractions are assumptions (docs/astral.md, "Which data
+    calibrates what"). The three GPU parameters were measured on Hopper boards; applying them
+    to other GPUs (A100, Blackwell), scaled by each one's own TDP, peaks and bandwidth, is an
+    assumption: no per-architecture readings were at hand."""
 
     idle_fraction: float = Field(
-        0.10,
+        round(_IDLE, 4),
         ge=0,
         lt=1,
-        description="idle power / TDP (assumption: an H100 SXM idles near 70 W of 700 W)",
+        description="idle power / TDP: H200 idle 80.3 W and 73.65 W by nvidia-smi (Serial "
+        "Alice 2026; ConserveMode on RunPod) of its 700 W limit",
     )
-    gemm: float = Field(1.0, ge=0, le=1, description="tensor-core GEMMs (assumption)")
-    flash: float = Field(0.9, ge=0, le=1, description="fused attention kernels (assumption)")
-    bmm: float = Field(0.85, ge=0, le=1, description="unfused attention matmuls (assumption)")
-    mem: float = Field(0.5, ge=0, le=1, description="memory-bound kernels (assumption)")
-    comm: float = Field(0.25, ge=0, le=1, description="exposed NCCL collectives (assumption)")
-    wait: float = Field(0.0, ge=0, le=1, description="pipeline bubbles, waiting")
-    checkpoint: float = Field(0.02, ge=0, le=1, description="GPUs while a checkpoint is written")
+    w_compute: float = Field(
+        round(_W_C, 4),
+        ge=0,
+        description="dynamic power per unit tensor-core utilisation, in (TDP - idle): a large "
+        "H100 GEMM is power limited (He 2024), so Seer's large-GEMM utilisation (0.60) reaches "
+        "TDP: 1 / 0.60",
+    )
+    w_memory: float = Field(
+        round(_W_M, 4),
+        ge=0,
+        description="dynamic power per unit HBM-bandwidth utilisation, in (TDP - idle): from "
+        "ML.ENERGY v3.0 H100 decode at batch 1 (300 W) streaming weights at 80 % of HBM peak",
+    )
     host_train_fraction: float = Field(
         0.65,
         ge=0,
         le=1,
-        description="host draw while training / host nameplate (assumption, calibrated on "
-        "Latif et al.'s 8.4 kW 8xH100 node peak)",
+        description="host draw while training / host nameplate (assumption, chosen with "
+        "Latif et al.'s 8.4 kW 8xH100 node peak in view)",
     )
     host_idle_fraction: float = Field(
         0.45, ge=0, le=1, description="host draw while idle / host nameplate (assumption)"
     )
 
-    def utilisation(self) -> Array:
-        return np.array([self.gemm, self.flash, self.bmm, self.mem, self.comm])
+    def power_fraction(self, u_compute: Array, u_memory: Array) -> Array:
+        """(P - P_idle) / (TDP - P_idle) at these utilisations, capped at the power limit."""
+        act = self.w_compute * np.clip(u_compute, 0.0, 1.0) + self.w_memory * np.clip(
+            u_memory, 0.0, 1.0
+        )
+        return np.minimum(act, 1.0)
+
+
+def op_utilisation(
+    table: OpTable, costs: OpCosts, gemm_peak: float, peak16: float, hbm: float, fp8: bool
+) -> tuple[Array, Array]:
+    """(u_c, u_m) of every operator from Seer's roofline figures: its FLOPs and HBM bytes over
+    its predicted time and the GPU's peaks (GEMM bytes: its three operands at the GEMM's
+    element size; a collective's: `COLL_HBM_TRAFFIC` times its buffer)."""
+    from starfabric.astral.seer.cost import BF16_GEMMS
+    from starfabric.astral.seer.ops import BMM, COMM, FLASH, GEMM, MEM
+
+    a = table.arrays()
+    kind = np.asarray(a["kind"], dtype=np.int64)
+    t = np.asarray(costs.time, dtype=float)
+    safe = np.where(t > 0, t, np.inf)
+    flops = np.asarray(a["flops"], dtype=float)
+    nbytes = np.asarray(a["nbytes"], dtype=float)
+    m, n, k, b = (np.asarray(a[c], dtype=float) for c in ("m", "n", "k", "batch"))
+    g = kind == GEMM
+    bf = np.fromiter((nm.endswith(BF16_GEMMS) for nm in table.name), bool, len(table.name))
+    fp8_g = g & (~bf if fp8 else np.zeros_like(g))
+    peak = np.where(fp8_g, gemm_peak, peak16)
+    uc = np.where((kind == GEMM) | (kind == BMM) | (kind == FLASH), flops / safe / peak, 0.0)
+    elem = np.where(fp8_g, 1.0, 2.0)
+    mm = (kind == GEMM) | (kind == BMM)
+    by = np.where(mm, elem * (m * k + k * n + m * n) * np.maximum(b, 1.0), 0.0)
+    by = np.where((kind == MEM) | (kind == FLASH), nbytes, by)
+    coll = np.fromiter(
+        (COLL_HBM_TRAFFIC.get(c, DEFAULT_COLL_TRAFFIC) for c in table.coll), float, len(table.coll)
+    )
+    by = np.where(kind == COMM, coll * nbytes, by)
+    um = by / safe / hbm
+    return np.clip(uc, 0.0, 1.0), np.clip(um, 0.0, 1.0)
 
 
 class RunSpec(Spec):
@@ -103,27 +238,61 @@ class StageWave:
     iteration_s: float
 
 
-def _templates(
-    pred: Prediction, util: Array, idle_w: float, tdp_w: float
-) -> dict[tuple[str, str], tuple[Array, Array]]:
+def _peaks(pred: Prediction) -> tuple[float, float, float, bool]:
+    """(GEMM peak FLOP/s, 16-bit peak FLOP/s, HBM bytes/s, FP8?) of the job's GPU."""
+    gpu = pred.layout.gpu
+    ex = pred.job.execution
+    peak16 = gpu.tflops("bf16" if ex.precision != "fp16" else "fp16") * 1e12
+    fp8 = ex.precision == "fp8"
+    gemm_peak = gpu.tflops("fp8") * 1e12 if fp8 else peak16
+    return gemm_peak, peak16, gpu.hbm_gbps * 1e9, fp8
+
+
+@dataclass(frozen=True)
+class OpPower:
+    """Per-operator power (W) templates of each piece's passes, and the job's collective and
+    memory-bound power (time-weighted over its operators) for the intervals Seer gives as
+    spans rather than operators (exposed gradient buckets, the tail, the optimizer)."""
+
+    tmpl: dict[tuple[str, str], tuple[Array, Array]]
+    comm_w: float
+    mem_w: float
+
+
+def _templates(pred: Prediction, model: GpuPowerModel, idle_w: float, tdp_w: float) -> OpPower:
     """(durations, power) of the operators of each piece's forward / backward / recompute."""
+    from starfabric.astral.seer.ops import COMM, MEM
+
     out: dict[tuple[str, str], tuple[Array, Array]] = {}
     span = tdp_w - idle_w
+    gemm_peak, peak16, hbm, fp8 = _peaks(pred)
+    acc = {COMM: [0.0, 0.0], MEM: [0.0, 0.0]}
     for key, pc in pred.timeline.pieces.items():
         for which, table, costs in (
             ("fwd", pc.fwd_table, pc.fwd_costs),
             ("bwd", pc.bwd_table, pc.bwd_costs),
         ):
+            uc, um = op_utilisation(table, costs, gemm_peak, peak16, hbm, fp8)
+            pw = idle_w + span * model.power_fraction(uc, um)
             d = np.asarray(costs.exposed, dtype=float)
             k = np.asarray(costs.kind, dtype=np.int64)
+            t = np.asarray(costs.time, dtype=float)
+            for kk, (w, e) in acc.items():
+                sel = k == kk
+                acc[kk] = [w + float((pw[sel] * t[sel]).sum()), e + float(t[sel].sum())]
             keep = d > 0
-            out[(key, which)] = (d[keep], idle_w + span * util[k[keep]])
+            out[(key, which)] = (d[keep], pw[keep])
             if which == "fwd":
                 sel = np.asarray(table.selective, dtype=bool)
                 ks = keep & sel
-                out[(key, "rec-selective")] = (d[ks], idle_w + span * util[k[ks]])
+                out[(key, "rec-selective")] = (d[ks], pw[ks])
                 out[(key, "rec-full")] = out[(key, "fwd")]
-    return out
+
+    def mean(kk: int) -> float:
+        w, t = acc[kk]
+        return w / t if t > 0 else idle_w
+
+    return OpPower(tmpl=out, comm_w=mean(COMM), mem_w=mean(MEM))
 
 
 def _pass_template(
@@ -153,15 +322,14 @@ def stage_waveforms(
     tl = pred.timeline
     p, n = tl.is_fwd.shape
     idle = model.idle_fraction * tdp_w
-    span = tdp_w - idle
-    util = model.utilisation()
-    tmpl = _templates(pred, util, idle, tdp_w)
+    ops = _templates(pred, model, idle, tdp_w)
+    tmpl = ops.tmpl
     it_s = float(pred.iteration_s)
     samples = max(1, int(math.ceil(it_s / dt_s)))
     edges = np.arange(samples + 1) * dt_s
-    p_wait = idle + span * model.wait
-    p_comm = idle + span * model.comm
-    p_mem = idle + span * model.mem
+    p_wait = idle  # a pipeline bubble: no kernel runs (u_c = u_m = 0)
+    p_comm = ops.comm_w  # send/receive waits, exposed gradient buckets, the tail
+    p_mem = ops.mem_w  # the optimizer step: memory-bound
     waves = np.empty((p, samples))
     cache: dict[tuple[int, bool], tuple[Array, Array]] = {}
     for s in range(p):
