@@ -135,6 +135,18 @@ CASES: dict[str, tuple[str, ...]] = {
     "scenario_negative_cps.yaml": ("scenario", "'-5k' is negative"),
     "scenario_100m_cps_100s.yaml": ("scenario", "of memory is available"),
     "chaos_fault_after_end.yaml": ("chaos", "starts after the run ends"),
+    # issue 29: finite values no run can print (astral/bounds.py)
+    "nccl_1e308_time_all_reduce.txt": ("nccl", "time 1e+308 us is above 3.156e+13 us (a year"),
+    "nccl_busbw_above_links_all_reduce.txt": ("nccl", "busbw 2500.25 GB/s is above 1800 GB/s"),
+    "kineto_1e308_dur.json": ("kineto", "dur 1e+308 us is above"),
+    "kineto_1e308_ts.json": ("kineto", "ts=1e+308 us"),
+    "ib_counter_1e308.tsv": ("ingest:sys-infiniband", "record 13"),
+    "minibatch_1e308_batch_time.csv": ("ingest:minibatch", "line 101: batch time 1e+308 ms"),
+    "ddm_temperature_999c.txt": ("ingest:ddm", "line 6: module temperature 999 degC"),
+    "superbench_monitor_1e308_temperature.jsonl": (
+        "ingest:superbench-monitor",
+        "line 3: gpu_temperature:3 1e+308 degC",
+    ),
 }
 
 
@@ -143,6 +155,8 @@ def _consumers(kind: str, o: Outputs, f: Path) -> list[list[str]]:
         return [["fornax", "run", str(f), "--json", str(o.json), "--prometheus", str(o.yaml)]]
     if kind == "chaos":
         return [["fornax", "chaos", str(f), "--json", str(o.json)]]
+    if kind.startswith("ingest:"):
+        return [["astral", "monitor", "ingest", str(o.db), str(f), "--kind", kind[7:]]]
     if kind == "nccl":  # the all_reduce cases also go to sim fit
         return [*_nccl_consumers(o, f), ["astral", "sim", "fit", str(f)]]
     return {"hf": _hf_consumers, "kineto": _kineto_consumers}[kind](o, f)
@@ -166,7 +180,7 @@ def test_named_bad_file(name: str, outputs: Outputs) -> None:
 # --- generated corruptions of the real samples -----------------------------------------------
 
 _BAD_CELLS = ("nan", "NaN", "inf", "-inf", "1e999", "-1", "-0.5", "-12.25", "abc", "1.2.3",
-              "0x1f", "--", "[]", "true")  # fmt: skip
+              "0x1f", "--", "[]", "true", "1e308", "9.9e99", "4e13")  # fmt: skip
 _ROW = re.compile(r"^(\s*(?:\d+:\s|\[\d+,\d+\]<std\w+>:)?\s*)(\d+\s+\d+\s+\w+.*)$")
 
 
@@ -292,7 +306,7 @@ def test_kineto_event_corruptions(data: st.DataObject, outputs: Outputs, work: P
     if how == "cell":
         i = data.draw(st.sampled_from(kernels), label="event")
         key = data.draw(st.sampled_from(("ts", "dur")), label="key")
-        bad = (float("nan"), float("inf"), "12", None, [1], True)
+        bad = (float("nan"), float("inf"), "12", None, [1], True, 1e308, 10**400)
         evs[i][key] = data.draw(st.sampled_from(bad + ((-5.0,) if key == "dur" else ())))
         text = json.dumps(doc)
     elif how == "no kernels":
@@ -351,14 +365,14 @@ def test_telemetry_sample_corruptions(data: st.DataObject, outputs: Outputs, wor
         i = data.draw(st.integers(1, len(lines) - 1), label="row")
         cells = lines[i].split(",")
         col = data.draw(st.sampled_from((1, 3, 4)), label="column")  # worker, time, batch time
-        cells[col] = data.draw(st.sampled_from(("nan", "inf", "-1", "abc", "-inf")))
+        cells[col] = data.draw(st.sampled_from(("nan", "inf", "-1", "abc", "-inf", "1e308")))
     else:
         src = DATA / "telemetry" / "gpud_h100_sys_class_infiniband_snapshot.tsv"
         lines = src.read_text().splitlines()
         counters = [k for k, ln in enumerate(lines) if "/counters/" in ln]
         i = data.draw(st.sampled_from(counters), label="row")
         cells = lines[i].split("\t")
-        cells[1] = data.draw(st.sampled_from(("nan", "inf", "-5", "abc", "-1e3")))
+        cells[1] = data.draw(st.sampled_from(("nan", "inf", "-5", "abc", "-1e3", "1e308", "2e19")))
     lines[i] = ("," if which == "minibatch" else "\t").join(cells)
     f = work / src.name
     f.write_text("\n".join(lines) + "\n")

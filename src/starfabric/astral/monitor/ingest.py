@@ -608,7 +608,7 @@ def detect_kind(path: str | Path) -> str:
         return "superbench-monitor"
     if re.search(r"Receiver signal .*optical power|Module temperature", head):
         return "ddm"
-    if re.search(r"nccl-tests|out-of-place|^\s*#?\s*size\s+count|nThread\s+\d+\s+nGpus", head,
+    if re.search(r"nccl-tests|out-of-place|#\s*size\s+count|^\s*size\s+count|nThread\s+\d+\s+nGpus", head,
                  re.I | re.M):  # fmt: skip
         return "nccl-tests"
     raise DataError(
