@@ -80,13 +80,20 @@ class OvsConstants(Spec):
     (baselines/ovs_calibration.py)."""
 
     host_base_bytes: float = Field(
-        ge=0, description="host bytes charged once any flow is live (the RSS fit's intercept)"
+        ge=0,
+        le=2.0**40,
+        description="host bytes charged once any flow is live (the RSS fit's intercept); "
+        "at most 1 TiB (a larger one is no measurement of one process)",
     )
-    host_bytes_per_flow: float = Field(gt=0, description="host bytes per live model flow")
+    host_bytes_per_flow: float = Field(
+        gt=0, le=2.0**30, description="host bytes per live model flow; at most 1 GiB"
+    )
     revalidate_ns_per_flow: float = Field(
-        gt=0, description="revalidator thread CPU per model flow and pass, ns"
+        gt=0, le=1e9, description="revalidator thread CPU per model flow and pass, ns; at most 1 s"
     )
-    dump_ns_per_flow: float = Field(gt=0, description="a dump's wall time per model flow, ns")
+    dump_ns_per_flow: float = Field(
+        gt=0, le=1e9, description="a dump's wall time per model flow, ns; at most 1 s"
+    )
 
 
 BUILTIN_OVS_CONSTANTS = OvsConstants(

@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from starfabric.config import Spec, load_spec
+from starfabric.config import Spec, load_spec, parse_spec
 from starfabric.fornax.baselines.config import (
     BUILTIN_OVS_CONSTANTS,
     OVS_CALIBRATION_VERSION,
@@ -60,7 +60,9 @@ class OvsCalibration(Spec):
 
     def describe(self) -> str:
         """One line for reports: which calibration, measured on which machine, with what."""
-        where = "built-in calibration" if self.source == "built-in" else f"calibration {self.source}"
+        where = (
+            "built-in calibration" if self.source == "built-in" else f"calibration {self.source}"
+        )
         return (
             f"{where}: measured on {self.machine.describe()} with {self.ovs_version} at "
             f"{self.measured_at} over {', '.join(f'{n:,}' for n in self.levels)} connections"
@@ -110,22 +112,24 @@ def this_machine() -> Machine:
 
 
 def from_fit(fit: Calibration, ovs_version: str, machine: Machine | None = None) -> OvsCalibration:
-    """The calibration a benchmark run fitted (ovs_cost.fit), stamped with this machine and now."""
-    return OvsCalibration(
-        format=CALIBRATION_FORMAT,
-        constants=OvsConstants(
-            host_base_bytes=max(fit.host_base_bytes, 0.0),
-            host_bytes_per_flow=fit.host_bytes_per_flow,
-            revalidate_ns_per_flow=fit.revalidate_ns_per_flow,
-            dump_ns_per_flow=fit.dump_ns_per_flow,
-        ),
-        machine=machine or this_machine(),
-        ovs_version=ovs_version,
-        measured_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%MZ"),
-        levels=fit.levels,
-        worst_residual=fit.worst_residual,
-        source="file",
-    )
+    """The calibration a benchmark run fitted (ovs_cost.fit), stamped with this machine and now;
+    a fit whose constants are not positive (levels too small or too noisy for RSS and CPU to
+    grow) is a ConfigError naming the constant."""
+    data = {
+        "format": CALIBRATION_FORMAT,
+        "constants": {
+            "host_base_bytes": max(fit.host_base_bytes, 0.0),  # an intercept below 0 is noise
+            "host_bytes_per_flow": fit.host_bytes_per_flow,
+            "revalidate_ns_per_flow": fit.revalidate_ns_per_flow,
+            "dump_ns_per_flow": fit.dump_ns_per_flow,
+        },
+        "machine": (machine or this_machine()).model_dump(),
+        "ovs_version": ovs_version,
+        "measured_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%MZ"),
+        "levels": list(fit.levels),
+        "worst_residual": fit.worst_residual,
+    }
+    return parse_spec(OvsCalibration, data, source="the fit of this run's levels")
 
 
 def load_ovs_calibration(path: str | Path) -> OvsCalibration:
