@@ -6,7 +6,7 @@ import typer
 from rich.markup import escape
 
 from starfabric.cli._console import console
-from starfabric.cli._options import at_least, excludes
+from starfabric.cli._options import MAX_SEEDS, at_least, between, excludes
 from starfabric.outputs import output_dir, output_file, write_json, write_text
 
 astral_app = typer.Typer(
@@ -635,7 +635,12 @@ def monitor_eval(
     json_path: str = typer.Option(
         "", "--json", help="Write f1, top1, fp_rate, ... here.", callback=output_file("--json")
     ),
-    seeds: int = typer.Option(3, "--seeds", help="Seeds/placements per fault class."),
+    seeds: int = typer.Option(
+        3,
+        "--seeds",
+        help="Seeds/placements per fault class.",
+        callback=between("--seeds", 1, MAX_SEEDS, "MAX_SEEDS: each seed is one simulation"),
+    ),
     seed0: int = typer.Option(0, "--seed0", help="First seed (another suite: another seed0)."),
     healthy: int = typer.Option(6, "--healthy", help="Healthy runs (false positives)."),
     multi: int = typer.Option(4, "--multi", help="Multi-fault runs."),
