@@ -10,7 +10,6 @@ from rich.table import Table
 from starfabric.cli._console import console
 from starfabric.cli._options import between
 from starfabric.errors import ConfigError
-
 from starfabric.outputs import output_file, write_json
 
 MAX_SITE_MW = 100_000.0
