@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from starfabric.errors import ConfigError
+from starfabric.ranges import IntRange, option
 
 
 def given(ctx: Any, name: str) -> bool:
@@ -49,6 +50,16 @@ def excludes(ctx: Any, option: str, *, others: tuple[str, ...], because: str = "
 MAX_SEEDS = 1000
 """Assumption: seeds (ECMP placements, fault placements) a sweep accepts; each seed is one more
 simulation, and results stop moving long before (the defaults are 3)."""
+
+
+SEED = IntRange(0, 2**63 - 1, "a seed: a non-negative 64-bit integer")
+"""Seeds go to numpy generators and ECMP hashes (uint64/int64): a negative one or one above
+2^63 - 1 used to end in an OverflowError."""
+
+
+def seed_option(flag: str, room: int = 0) -> Callable[[Any], Any]:
+    """The Typer callback of a seed option; `room`: seeds counted up from it (seed0 + i)."""
+    return option(flag, SEED.narrower(hi=SEED.hi - room))
 
 
 def at_least(option: str, low: float = 1) -> Callable[[Any], Any]:

@@ -6,7 +6,7 @@ import typer
 from rich.markup import escape
 
 from starfabric.cli._console import console
-from starfabric.cli._options import MAX_SEEDS, at_least, between, excludes
+from starfabric.cli._options import MAX_SEEDS, at_least, between, excludes, seed_option
 from starfabric.outputs import output_dir, output_file, write_json, write_text
 
 astral_app = typer.Typer(
@@ -22,6 +22,10 @@ astral_app.add_typer(sim_app, name="sim")
 from starfabric.cli.astral_power import power_app  # noqa: E402
 
 astral_app.add_typer(power_app, name="power")
+
+MAX_PAIRS = 10_000_000
+"""Assumption: GPU pairs `topo compare --pairs` samples for hop counts at most; hop counts
+settle within 1% by 20,000 (the default) and each pair costs ~100 bytes of routing arrays."""
 
 
 # --- seer: operator-level training performance prediction (issue 7) -------------------------
@@ -300,7 +304,12 @@ def topo_compare(
     json_path: str = typer.Option(
         "", "--json", help="Write the rows as JSON here.", callback=output_file("--json")
     ),
-    pairs: int = typer.Option(20_000, "--pairs", min=1, help="Random GPU pairs for hop counts."),
+    pairs: int = typer.Option(
+        20_000,
+        "--pairs",
+        help="Random GPU pairs for hop counts.",
+        callback=between("--pairs", 1, MAX_PAIRS, "MAX_PAIRS: a sample, ~100 bytes per pair"),
+    ),
 ) -> None:
     """The designs side by side at equal GPU count: switches, optics, cost, power, hops."""
     from rich.table import Column, Table
@@ -492,8 +501,15 @@ def monitor_synth(
         help="KIND:TARGET[:SEVERITY[:ONSET_ITER[:SIGNATURE]]], repeatable (SIGNATURE on, partial, off).",
     ),
     iterations: int = typer.Option(6, "--iterations", help="Training iterations to record."),
-    seed: int = typer.Option(0, "--seed", help="Noise and ECMP seed."),
-    placement_seed: int = typer.Option(0, "--placement-seed", help="DP ring host order."),
+    seed: int = typer.Option(
+        0, "--seed", help="Noise and ECMP seed.", callback=seed_option("--seed")
+    ),
+    placement_seed: int = typer.Option(
+        0,
+        "--placement-seed",
+        help="DP ring host order.",
+        callback=seed_option("--placement-seed"),
+    ),
     parquet: str = typer.Option(
         "",
         "--parquet",
@@ -641,7 +657,12 @@ def monitor_eval(
         help="Seeds/placements per fault class.",
         callback=between("--seeds", 1, MAX_SEEDS, "MAX_SEEDS: each seed is one simulation"),
     ),
-    seed0: int = typer.Option(0, "--seed0", help="First seed (another suite: another seed0)."),
+    seed0: int = typer.Option(
+        0,
+        "--seed0",
+        help="First seed (another suite: another seed0).",
+        callback=seed_option("--seed0", room=10 * MAX_SEEDS),
+    ),
     healthy: int = typer.Option(6, "--healthy", help="Healthy runs (false positives)."),
     multi: int = typer.Option(4, "--multi", help="Multi-fault runs."),
     section: list[str] = typer.Option(

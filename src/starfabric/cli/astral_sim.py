@@ -9,7 +9,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from starfabric.cli._console import console
-from starfabric.cli._options import MAX_SEEDS, at_least, between, needs
+from starfabric.cli._options import MAX_SEEDS, at_least, between, needs, seed_option
 from starfabric.errors import ConfigError
 from starfabric.outputs import output_file, save_figure, write_json
 
@@ -119,7 +119,7 @@ def sim_collective(
         help="Per-step NCCL latency (assumption).",
         callback=at_least("--step-latency-us", 0),
     ),
-    seed: int = typer.Option(0, "--seed", help="ECMP hash seed."),
+    seed: int = typer.Option(0, "--seed", help="ECMP hash seed.", callback=seed_option("--seed")),
     json_path: Path | None = typer.Option(
         None, "--json", help="Write results as JSON.", callback=output_file("--json")
     ),
@@ -247,7 +247,7 @@ def sim_compare(
     json_path: Path | None = typer.Option(
         None, "--json", help="Write the rows as JSON.", callback=output_file("--json")
     ),
-    seed: int = typer.Option(0, "--seed", help="ECMP hash seed."),
+    seed: int = typer.Option(0, "--seed", help="ECMP hash seed.", callback=seed_option("--seed")),
 ) -> None:
     """Same-rail 3-tier vs fat-tree vs rail-only vs dual-plane: DP all-reduce and all-to-all,
     ECMP vs polarized."""
