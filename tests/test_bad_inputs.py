@@ -443,3 +443,56 @@ def test_pcap_truncation_inside_records_and_bad_magic(
     )
     line = outputs.refused(["fornax", "run", str(scen), "--json", str(outputs.json)])
     assert str(cap) in line, line
+
+
+# --- issue 29: the option sweep a new user would try (wrong types, out-of-range, NaN) -----------
+
+_LOG = str(DATA / "nccl_tests" / "superbench_1node_8xa100_40gb_nccl_allreduce.log")
+_SEARCH = ["astral", "seer", "search", "llama-3.1-8b", "--gpus", "8", "--global-batch", "8",
+           "--seq-len", "2048"]  # fmt: skip
+_CAL = ["astral", "seer", "calibrate", "--gpu", "A100", "--nccl-tests", _LOG]
+
+#: (command line, words the one line must hold); each was a traceback, a run that never ended,
+#: an exit 0 on a value no run can use, or a multi-line usage box before issue 29.
+OPTION_CASES: list[tuple[list[str], str]] = [
+    (["astral", "sim", "deepep", "--qps", "99999999999999999999"], "--qps"),
+    (["astral", "sim", "deepep", "--qps", "1000"], "1..64"),
+    (["astral", "sim", "deepep", "--seeds", "99999999999999999999"], "MAX_SEEDS"),
+    (["astral", "sim", "deepep", "--eps", "99999999999999999999"], "--eps"),
+    (["astral", "sim", "collective", "--topo", str(EX / "cluster-small.yaml"), "--gpus", "16",
+      "--seed", "-1"], "--seed=-1 is outside 0..9223372036854775807"),
+    (["astral", "sim", "compare", "--topo", str(EX / "cluster-small.yaml"), "--seed",
+      "99999999999999999999"], "--seed=99999999999999999999"),
+    (["astral", "topo", "compare", str(EX / "cluster-small.yaml"), "--pairs",
+      "99999999999999999999"], "MAX_PAIRS"),
+    (["astral", "power", "year", "--design-mw", "1e308"], "MAX_SITE_MW"),
+    (["astral", "power", "year", "--it-mw", "nan"], "not a finite number"),
+    (["astral", "power", "provision", "--cluster", str(EX / "cluster-small.yaml"), "--job",
+      str(EX / "jobs/llama31_70b_dense.yaml"), "--site-mw", "1e308"], "MAX_SITE_MW"),
+    ([*_CAL, "--gpus-per-node", "0"], "gpus_per_node = 0"),
+    ([*_CAL, "--nic", "0"], "0 bit/s"),
+    ([*_CAL, "--nic", "1e308G"], "overflows"),
+    ([*_SEARCH[:5], "99999999999999999999", *_SEARCH[6:]], "16777216"),
+    ([*_SEARCH, "--nic", "0"], "nic_bandwidth"),
+    (["astral", "sim", "fit", _LOG, "--min-size", "1e308"], "no row of the logs is that large"),
+    (["astral", "sim", "fit", _LOG, "--min-size", "0"], "at least 1 B"),
+    (["astral", "sim", "fit", _LOG, "--min-size", "1e308GiB"], "overflows"),
+    (["astral", "monitor", "eval", "--seed0", "-5"], "--seed0=-5"),
+    (["demo", "--seed", "-1"], "--seed=-1"),
+    # unparsable values and missing arguments: one line, not click's usage box
+    (["fornax", "trace", "--src", "10.0.0.1:1", "--dst", "10.0.0.2:80", "--vni", "abc"],
+     "Invalid value for '--vni'"),
+    (["fornax", "trace", "--src", "10.0.0.1:1", "--dst", "10.0.0.2:80", "--port", "nan"],
+     "'--port'"),
+    (["astral", "seer", "search", "llama-3.1-8b", "--gpus", "1e308"], "'--gpus'"),
+    (["astral", "seer", "search"], "Missing argument"),
+    (["fornax", "policy", "check", str(EX / "vpc-small.yaml"), "--explain", "0"],
+     "requires 4 arguments"),
+    (["fornax", "--no-such-option"], "No such option"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("args", "words"), OPTION_CASES, ids=lambda a: " ".join(a)[-60:])
+def test_option_sweep_case_is_one_line(args: list[str], words: str, outputs: Outputs) -> None:
+    line = outputs.refused(args)
+    assert words in line and "fix:" in line, line
