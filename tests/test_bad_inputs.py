@@ -496,3 +496,26 @@ OPTION_CASES: list[tuple[list[str], str]] = [
 def test_option_sweep_case_is_one_line(args: list[str], words: str, outputs: Outputs) -> None:
     line = outputs.refused(args)
     assert words in line and "fix:" in line, line
+
+
+def test_a_truncated_telemetry_database_is_one_line(outputs: Outputs, work: Path) -> None:
+    """A DuckDB file cut in half opens, then fails on the first read of a missing block: it was
+    an IOException traceback (monitor diagnose) before issue 29."""
+    half = work / "half.duckdb"
+    raw = outputs.db.read_bytes()
+    half.write_bytes(raw[: len(raw) // 2])
+    for args in (["astral", "monitor", "diagnose", str(half)],
+                 ["astral", "monitor", "ingest", str(half),
+                  str(DATA / "telemetry" / "gpud_dmesg_xid119_gsp_timeout.log")]):  # fmt: skip
+        before = half.read_bytes()
+        line = outputs.refused(args)
+        assert str(half) in line and "truncated or corrupt" in line, line  # the user's path
+        assert half.read_bytes() == before
+
+
+@pytest.mark.parametrize("kind", ["superbench-monitor", "superbench-diagnosis"])
+def test_an_empty_json_lines_file_is_refused(kind: str, outputs: Outputs, work: Path) -> None:
+    f = work / "empty.jsonl"
+    f.write_text("\n")
+    line = outputs.refused(["astral", "monitor", "ingest", str(outputs.db), str(f), "--kind", kind])
+    assert "no JSON lines" in line

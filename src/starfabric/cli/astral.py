@@ -632,7 +632,7 @@ def monitor_ingest(
     con = console()
     loaded = []
     # a file that fails to load leaves DB as it was (the run works on a copy)
-    with replacing_copy(db) as work, TelemetryStore(work) as st:
+    with replacing_copy(db) as work, TelemetryStore(work, label=db) as st:
         for f in files:
             k, n = ingest_path(st, f, kind or None)
             loaded.append(f"{f}: {k}, {n} rows")

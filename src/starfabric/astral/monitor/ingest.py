@@ -438,6 +438,10 @@ def _jsonl(p: Path) -> list[tuple[int, dict[str, Any]]]:
         if not isinstance(rec, dict):
             raise DataError(f"{p}: line {ln} is not a JSON object")
         out.append((ln, rec))
+    if not out:
+        raise DataError(
+            f"{p}: no JSON lines (an empty file)", fix="give the tool's JSON-lines output"
+        )
     return out
 
 
