@@ -200,3 +200,31 @@ def test_a_real_ovs_run_gives_a_calibration_file(tmp_path: Path) -> None:
     assert np.isfinite([c.host_bytes_per_flow, c.revalidate_ns_per_flow]).all()
     # per model flow, a real OVS keeps kilobytes and spends 0.1-100 us per revalidator pass
     assert 100 < c.host_bytes_per_flow < 1e6 and 100 < c.revalidate_ns_per_flow < 1e5
+
+
+BENCH = Path(__file__).resolve().parents[3] / "benchmarks" / "ovs_real.py"
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [(["--calibrate", "/proc/nope/cal.json"], "cannot write in /proc"),
+     (["--calibrate", "/tmp"], "is a folder"),
+     (["--calibrate", "cal.json", "--mode", "megaflow"], "fits the exact mode"),
+     (["--levels", "abc"], "--levels 'abc'"),
+     (["--levels", "0,5000"], "1..1,000,000"),
+     (["--window", "nan"], "--window nan"),
+     (["--cps", "-1"], "--cps -1.0")],
+)  # fmt: skip
+def test_the_benchmark_refuses_bad_options_before_any_ovs(
+    args: list[str], words: str, tmp_path: Path
+) -> None:
+    """Checked before OVS is looked for, so these hold on machines without it too (a bad
+    --calibrate path was found only after the whole run, as a FileNotFoundError)."""
+    import subprocess
+    import sys
+
+    res = subprocess.run([sys.executable, str(BENCH), *args], capture_output=True, text=True,
+                         cwd=tmp_path, timeout=120)  # fmt: skip
+    out = (res.stdout + res.stderr).strip().splitlines()
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert len(out) == 1 and out[0].startswith("error: ") and words in out[0], out
