@@ -136,3 +136,31 @@ def test_a_400_digit_integer_time_is_refused(tmp_path: Path) -> None:
     f.write_text(json.dumps(doc))
     with pytest.raises(DataError, match="not a finite number"):
         read_kineto(f)
+
+
+@pytest.mark.parametrize(
+    ("value", "words"),
+    [("1e308", "iter_time_s 1e+308 s is above"), ("-3", "is below 0 s"),
+     ("abc", "'abc' is not a number"), ("0", "is zero")],
+)  # fmt: skip
+def test_a_published_run_beyond_the_bounds_is_flagged_with_its_row(
+    value: str, words: str, tmp_path: Path
+) -> None:
+    """`seer validate --csv`: the row is not predicted (named, with the reason); the others are."""
+    import csv
+
+    from starfabric.astral.seer.validate import validate_all
+
+    src = DATA / "published_runs" / "megatron_weak_scaling.csv"
+    with src.open(newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    rows[1]["iter_time_s"] = value
+    f = tmp_path / "runs.csv"
+    with f.open("w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows[:3])
+    done, failed = validate_all(f)
+    assert [r.row_id for r in done] == [rows[0]["row_id"], rows[2]["row_id"]]
+    ((row_id, why),) = failed
+    assert row_id == rows[1]["row_id"] and words in why and f"row {row_id}" in why, why
