@@ -20,7 +20,7 @@ from starfabric.errors import StarfabricError
 try:  # typer >= 0.26 carries its own copy of click, whose errors are not click's
     from typer._click.exceptions import UsageError as _UsageError
 except ImportError:  # pragma: no cover - an older typer on click itself
-    from click import UsageError as _UsageError
+    from click import UsageError as _UsageError  # type: ignore[assignment]
 
 _err = Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
 
