@@ -489,6 +489,8 @@ OPTION_CASES: list[tuple[list[str], str]] = [
     (["fornax", "policy", "check", str(EX / "vpc-small.yaml"), "--explain", "0"],
      "requires 4 arguments"),
     (["fornax", "--no-such-option"], "No such option"),
+    (["astral", "seer", "validate", "--max-mean", "-1"], "must be at least 0"),
+    ([*_CAL, "--kineto", "no-such-trace.json"], "no-such-trace.json"),  # nothing printed first
 ]  # fmt: skip
 
 

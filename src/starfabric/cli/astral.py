@@ -127,11 +127,13 @@ def seer_validate(
         None,
         "--max-mean",
         help="Fail if mean |error| exceeds this (default 0.05 on the bundled table; none on --csv).",
+        callback=at_least("--max-mean", 0),
     ),
     max_row: float | None = typer.Option(
         None,
         "--max-row",
         help="Fail if any row's |error| exceeds this (default 0.10 on the bundled table).",
+        callback=at_least("--max-row", 0),
     ),
     plot: str = typer.Option(
         "",
@@ -445,10 +447,12 @@ def seer_calibrate(
 
     if not nccl_tests and not kineto:
         raise ConfigError("nothing to calibrate from", fix="give --nccl-tests and/or --kineto")
+    # every input read and fitted before anything is printed: a bad trace is one line
+    cal = calibrate_nccl(nccl_tests, gpu, nic, gpus_per_node) if nccl_tests else None
+    fits = [(trace, calibrate_kineto(trace, gpu)) for trace in kineto]
     con = console()
     profile: dict = {"gpu": gpu, "efficiency": {}, "fitted_from": []}
-    if nccl_tests:
-        cal = calibrate_nccl(nccl_tests, gpu, nic, gpus_per_node)
+    if cal is not None:
         tab = Table("log", "collective", "ranks", "tier", "rows", "error before", "error after")
         for f in cal.logs:
             tab.add_row(Path(f.path).name, f.collective, str(f.ranks), f.tier, str(f.rows),
@@ -459,8 +463,7 @@ def seer_calibrate(
         profile["gpu"] = prof["gpu"]
         profile["efficiency"].update(prof["efficiency"])
         profile["fitted_from"] += prof["fitted_from"]
-    for trace in kineto:
-        fit = calibrate_kineto(trace, gpu)
+    for trace, fit in fits:
         con.print(
             f"{Path(trace).name}: {fit.gemms} {fit.dtype} GEMMs, gemm_peak_fraction "
             f"{fit.gemm_peak_fraction_before:.3f} -> {fit.gemm_peak_fraction:.3f}, error "
