@@ -490,6 +490,10 @@ OPTION_CASES: list[tuple[list[str], str]] = [
      "requires 4 arguments"),
     (["fornax", "--no-such-option"], "No such option"),
     (["astral", "seer", "validate", "--max-mean", "-1"], "must be at least 0"),
+    (["astral", "sim", "collective", "--topo", str(EX / "cluster-small.yaml"), "--gpus", "16",
+      "--size", "99999999999999999999"], "the largest GPU memory in the hardware catalog"),
+    (["astral", "sim", "collective", "--topo", str(EX / "cluster-small.yaml"), "--gpus", "16",
+      "--step-latency-us", "1e308"], "a year"),
     ([*_CAL, "--kineto", "no-such-trace.json"], "no-such-trace.json"),  # nothing printed first
 ]  # fmt: skip
 

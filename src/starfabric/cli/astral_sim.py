@@ -147,8 +147,14 @@ def sim_collective(
         raise ConfigError(
             f"--gpus {gpus}: the topology has {t.n_gpus:,} GPUs", fix=f"use 2..{t.n_gpus}"
         )
-    sizes = [parse_bytes(size, "--size")]
+    from starfabric.astral.bounds import duration, message_bytes
+
+    buf = message_bytes()  # a collective's buffer lives in one GPU's memory
+    sizes = [int(buf.check(parse_bytes(size, "--size"), "--size", "size", "give a smaller --size"))]
     top = parse_bytes(max_size, "--max-size") if max_size else sizes[0]
+    buf.check(top, "--max-size", "size", "give a smaller --max-size")
+    duration("us", 1e6).check(step_latency_us, "--step-latency-us", "step latency",
+                              "give e.g. --step-latency-us 5")  # fmt: skip
     if sweep:
         lo = parse_bytes(min_size, "--min-size")
         if lo <= 0 or lo > top:
