@@ -23,7 +23,13 @@ exact level is also checked against the closed form fitted on this run's OTHER h
 
     python benchmarks/ovs_real.py [--quick] [--json PATH] [--mode exact|megaflow|both]
                                   [--levels N,N,...] [--[no-]uncalibrated] [--no-sweep]
-                                  [--model sim|closed] [--cps CPS]
+                                  [--model sim|closed] [--cps CPS] [--calibrate FILE]
+
+--calibrate FILE writes the constants this run fits (exact mode, least squares over every level
+that held, at least two) with this machine (host, CPU, CPUs, kernel) and the OVS release to
+FILE, which `starfabric fornax experiment --ovs-calibration FILE` uses instead of the built-in
+calibration (fornax/baselines/ovs_calibration.py); fewer than two held levels write nothing
+and exit 2.
 
 Prints, last, per N of each mode: whether the level held (and why not: conntrack share, the
 dynamic flow limit under the table, flows that idled out, frames OVS's port sockets dropped),
@@ -35,7 +41,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import os
 import sys
 import time
 from dataclasses import asdict
@@ -46,6 +51,7 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
+from starfabric.errors import StarfabricError
 from starfabric.fornax.baselines import (
     OVS_DP_FLOWS_PER_MODEL_FLOW,
     SoftwareCentric,
@@ -53,6 +59,7 @@ from starfabric.fornax.baselines import (
     ovs_like,
 )
 from starfabric.fornax.baselines.config import SoftwareCentricConfig
+from starfabric.fornax.baselines.ovs_calibration import calibration_document, from_fit
 from starfabric.fornax.baselines.ovs_real import scenario
 from starfabric.fornax.baselines.ovs_real.instance import leftovers, unavailable_reason
 from starfabric.fornax.engine import FastEngine
@@ -60,6 +67,7 @@ from starfabric.fornax.experiments import traffic
 from starfabric.fornax.experiments.harness import Run, engine_config
 from starfabric.fornax.experiments.output import write_json
 from starfabric.fornax.vpc import compile_policy
+from starfabric.outputs import check_file
 
 FULL = (10_000, 50_000, 100_000, 200_000)
 QUICK = (10_000, 50_000, 100_000)
@@ -246,6 +254,51 @@ def held_out(rows: list[dict[str, Any]]) -> list[dict[str, Any] | None]:
     return out
 
 
+def _f(v: Any, spec: str) -> str:
+    """`v` formatted by `spec`, or "n/a" where the figure is missing (None)."""
+    return "n/a" if v is None else format(v, spec)
+
+
+#: Largest level the benchmark opens (assumption: ovs-vswitchd held 3.3 GB of RSS at 200k
+#: exact-match connections, so 1M needs ~16 GB) and the longest window / highest rate accepted.
+MAX_LEVEL, MAX_WINDOW_S, MAX_CPS = 1_000_000, 3600.0, 1e6
+
+
+def options_error(args: argparse.Namespace) -> str | None:
+    """What is wrong with --levels, --window or --cps, in one line (None: nothing)."""
+    if args.levels is not None:
+        parts = [x.strip() for x in args.levels.split(",")]
+        if not all(x.isdigit() and 1 <= int(x) <= MAX_LEVEL for x in parts):
+            return (f"--levels {args.levels!r}: need whole numbers in 1..{MAX_LEVEL:,} "
+                    "(fix: e.g. --levels 10000,50000)")  # fmt: skip
+    for opt, v, hi in (("--window", args.window, MAX_WINDOW_S), ("--cps", args.cps, MAX_CPS)):
+        if v is not None and not (0 < v <= hi):  # NaN fails too
+            return f"--{opt.lstrip('-')} {v}: need a number in (0, {hi:g}] (fix: e.g. {opt} 5)"
+    return None
+
+
+def write_calibration(out: dict[str, Any], path: Path, console: Console) -> str | None:
+    """Write the exact mode's fitted calibration, stamped with this machine, to `path`
+    (atomically); None, and nothing written, when fewer than two levels held."""
+    exact = out["modes"]["exact"]
+    fit = exact["suggested_calibration"]
+    if fit is None:
+        held = sum(r["held"] for r in exact["rows"])
+        console.print(f"error: --calibrate {path}: {held} level(s) held, the fit needs two "
+                      "(fix: lower --cps or the levels; each level's reason is above)")  # fmt: skip
+        return None
+    fit["levels"] = tuple(fit["levels"])
+    try:
+        cal = from_fit(ovs_cost.Calibration(**fit), exact["version"])
+    except StarfabricError as e:
+        console.print(f"error: --calibrate {path}: nothing written: {e.one_line()}", markup=False)
+        return None
+    write_json(calibration_document(cal), path)
+    console.print(f"wrote {path}: {cal.describe()}; use it with "
+                  f"`starfabric fornax experiment ... --ovs-calibration {path}`")  # fmt: skip
+    return str(path)
+
+
 def ratio(a: float | None, b: float | None) -> float | None:
     return None if a is None or b is None or b == 0 else a / b
 
@@ -274,16 +327,24 @@ def main() -> None:
     ap.add_argument("--model", choices=("sim", "closed"), default="sim",
                     help="the model: simulated (default) or ovs_cost's closed form (seconds)")  # fmt: skip
     ap.add_argument("--cps", type=float, help=f"connections/s while opening (default {CPS})")
+    ap.add_argument("--calibrate", type=Path, metavar="FILE",
+                    help="write the fitted OVS-like calibration (this machine's) to FILE")  # fmt: skip
     args = ap.parse_args()
     console = Console(width=max(Console().width, 190))
+    for opt, path in (("--json", args.json), ("--calibrate", args.calibrate)):
+        try:  # the CLI's own check (a probe file in the nearest existing folder)
+            if path is not None:
+                check_file(path, opt)
+        except StarfabricError as e:
+            console.print(f"error: {e.one_line()}", markup=False)
+            sys.exit(2)
+    bad = options_error(args)
+    if bad is not None:
+        console.print(f"error: {bad}", markup=False)
+        sys.exit(2)
     reason = unavailable_reason()
     if reason is not None:
         console.print(f"error: a private Open vSwitch cannot run here: {reason}")
-        sys.exit(2)
-    if args.json is not None and not os.access(
-        args.json.parent.resolve() if args.json.parent.exists() else Path.cwd(), os.W_OK
-    ):
-        console.print(f"error: --json {args.json}: directory not writable (fix: another path)")
         sys.exit(2)
     levels = (
         tuple(int(x) for x in args.levels.split(","))
@@ -292,7 +353,10 @@ def main() -> None:
         if args.quick
         else FULL
     )
-    mode_arg = args.mode or ("exact" if args.quick else "both")
+    mode_arg = args.mode or ("exact" if args.quick or args.calibrate else "both")
+    if args.calibrate is not None and mode_arg == "megaflow":
+        console.print("error: --calibrate fits the exact mode (fix: --mode exact or both)")
+        sys.exit(2)
     modes = ("exact", "megaflow") if mode_arg == "both" else (mode_arg,)
     uncal = not args.quick if args.uncalibrated is None else args.uncalibrated
     t_start = time.time()
@@ -345,6 +409,10 @@ def main() -> None:
                               "drop_onset_cps": real.drop_onset_cps}  # fmt: skip
     out["wall_s"] = time.time() - t_start
     out["leftovers"] = leftovers()
+    if args.calibrate is not None:  # written before anything is printed: the run is kept
+        out["calibration_file"] = write_calibration(out, args.calibrate, console)
+    if args.json is not None:
+        write_json(out, args.json)
     for mode, res in out["modes"].items():
         t = Table(title=f"{res['version']}, {mode} datapath flows (real) vs OVS-like model")
         for col in ("N", "conntrack", "dp flows", "flows/conn", "keep-alives delivered",
@@ -359,15 +427,15 @@ def main() -> None:
             wins = "/".join(f"{w:.3f}" for w in lv["revalidator_cpu_windows"])
             ka = lv["keepalive_delivered"] / max(lv["keepalive_sent"], 1)
             t.add_row(f"{lv['connections']:,}{'' if r['held'] else ' (not held)'}",
-                      f"{lv['conntrack']:,}", f"{lv['flows']:,}",
-                      f"{lv['flows_per_connection']:.2f}", f"{ka:.1%}",
-                      f"{lv['bytes_per_connection']:,.0f}",
-                      f"{m['bytes_per_connection']:,.0f}", f"{u['bytes_per_connection']:,.0f}",
-                      f"{lv['cpu_per_s'].get('revalidator', 0):.4f} ({wins})",
-                      f"{m['revalidator_cpu_per_s']:.4f}", f"{u['revalidator_cpu_per_s']:.4f}",
-                      f"{lv['cpu_per_s'].get('main', 0):.3f}", f"{lv['dump_ms_median']:.0f}",
-                      f"{m['dump_ms']}", f"{lv['flow_limit']:,}", f"{m['flow_limit']:,}",
-                      f"{lv['load_avg']:.1f}")  # fmt: skip
+                      _f(lv['conntrack'], ","), _f(lv['flows'], ","),
+                      _f(lv['flows_per_connection'], ".2f"), _f(ka, ".1%"),
+                      _f(lv['bytes_per_connection'], ",.0f"),
+                      _f(m['bytes_per_connection'], ",.0f"), _f(u['bytes_per_connection'], ",.0f"),
+                      f"{_f(lv['cpu_per_s'].get('revalidator', 0), '.4f')} ({wins})",
+                      _f(m['revalidator_cpu_per_s'], ".4f"), _f(u['revalidator_cpu_per_s'], ".4f"),
+                      _f(lv['cpu_per_s'].get('main', 0), ".3f"), _f(lv['dump_ms_median'], ".0f"),
+                      _f(m['dump_ms'], ""), _f(lv['flow_limit'], ","), _f(m['flow_limit'], ","),
+                      _f(lv['load_avg'], ".1f"))  # fmt: skip
         console.print(t)
         if res["sweep"]:
             s = ", ".join(f"{x['cps']:,.0f}: {x['delivered'] / max(x['expected'], 1):.1%} delivered, "
@@ -387,8 +455,6 @@ def main() -> None:
             f"{cal['revalidate_ns_per_flow']:,.0f} ns/flow/pass, "
             f"{cal['flow_limit']['dump_ns_per_flow']:,.0f} ns/flow dump"
         )
-    if args.json is not None:
-        write_json(out, args.json)
     f = lambda v: "n/a" if v is None else f"{v:.2f}"  # noqa: E731
     for mode in sorted(out["modes"], key=lambda m: m == "exact"):  # exact (the calibrated one) last
         res = out["modes"][mode]
@@ -417,6 +483,8 @@ def main() -> None:
                     f"model/real: bytes/conn {f(hq['bytes_per_connection'])}, revalidator CPU "
                     f"{f(hq['revalidator_cpu_per_s'])}, dump {f(hq['dump_ms'])}"
                 )  # fmt: skip
+    if args.calibrate is not None and out.get("calibration_file") is None:
+        sys.exit(2)  # asked for a calibration and none could be fitted: said above
 
 
 if __name__ == "__main__":

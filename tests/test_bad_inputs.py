@@ -135,6 +135,18 @@ CASES: dict[str, tuple[str, ...]] = {
     "scenario_negative_cps.yaml": ("scenario", "'-5k' is negative"),
     "scenario_100m_cps_100s.yaml": ("scenario", "of memory is available"),
     "chaos_fault_after_end.yaml": ("chaos", "starts after the run ends"),
+    # issue 29: finite values no run can print (astral/bounds.py)
+    "nccl_1e308_time_all_reduce.txt": ("nccl", "time 1e+308 us is above 3.156e+13 us (a year"),
+    "nccl_busbw_above_links_all_reduce.txt": ("nccl", "busbw 2500.25 GB/s is above 1800 GB/s"),
+    "kineto_1e308_dur.json": ("kineto", "dur 1e+308 us is above"),
+    "kineto_1e308_ts.json": ("kineto", "ts=1e+308 us"),
+    "ib_counter_1e308.tsv": ("ingest:sys-infiniband", "record 13"),
+    "minibatch_1e308_batch_time.csv": ("ingest:minibatch", "line 101: batch time 1e+308 ms"),
+    "ddm_temperature_999c.txt": ("ingest:ddm", "line 6: module temperature 999 degC"),
+    "superbench_monitor_1e308_temperature.jsonl": (
+        "ingest:superbench-monitor",
+        "line 3: gpu_temperature:3 1e+308 degC",
+    ),
 }
 
 
@@ -143,6 +155,8 @@ def _consumers(kind: str, o: Outputs, f: Path) -> list[list[str]]:
         return [["fornax", "run", str(f), "--json", str(o.json), "--prometheus", str(o.yaml)]]
     if kind == "chaos":
         return [["fornax", "chaos", str(f), "--json", str(o.json)]]
+    if kind.startswith("ingest:"):
+        return [["astral", "monitor", "ingest", str(o.db), str(f), "--kind", kind[7:]]]
     if kind == "nccl":  # the all_reduce cases also go to sim fit
         return [*_nccl_consumers(o, f), ["astral", "sim", "fit", str(f)]]
     return {"hf": _hf_consumers, "kineto": _kineto_consumers}[kind](o, f)
@@ -166,7 +180,7 @@ def test_named_bad_file(name: str, outputs: Outputs) -> None:
 # --- generated corruptions of the real samples -----------------------------------------------
 
 _BAD_CELLS = ("nan", "NaN", "inf", "-inf", "1e999", "-1", "-0.5", "-12.25", "abc", "1.2.3",
-              "0x1f", "--", "[]", "true")  # fmt: skip
+              "0x1f", "--", "[]", "true", "1e308", "9.9e99", "4e13")  # fmt: skip
 _ROW = re.compile(r"^(\s*(?:\d+:\s|\[\d+,\d+\]<std\w+>:)?\s*)(\d+\s+\d+\s+\w+.*)$")
 
 
@@ -292,7 +306,7 @@ def test_kineto_event_corruptions(data: st.DataObject, outputs: Outputs, work: P
     if how == "cell":
         i = data.draw(st.sampled_from(kernels), label="event")
         key = data.draw(st.sampled_from(("ts", "dur")), label="key")
-        bad = (float("nan"), float("inf"), "12", None, [1], True)
+        bad = (float("nan"), float("inf"), "12", None, [1], True, 1e308, 10**400)
         evs[i][key] = data.draw(st.sampled_from(bad + ((-5.0,) if key == "dur" else ())))
         text = json.dumps(doc)
     elif how == "no kernels":
@@ -351,14 +365,14 @@ def test_telemetry_sample_corruptions(data: st.DataObject, outputs: Outputs, wor
         i = data.draw(st.integers(1, len(lines) - 1), label="row")
         cells = lines[i].split(",")
         col = data.draw(st.sampled_from((1, 3, 4)), label="column")  # worker, time, batch time
-        cells[col] = data.draw(st.sampled_from(("nan", "inf", "-1", "abc", "-inf")))
+        cells[col] = data.draw(st.sampled_from(("nan", "inf", "-1", "abc", "-inf", "1e308")))
     else:
         src = DATA / "telemetry" / "gpud_h100_sys_class_infiniband_snapshot.tsv"
         lines = src.read_text().splitlines()
         counters = [k for k, ln in enumerate(lines) if "/counters/" in ln]
         i = data.draw(st.sampled_from(counters), label="row")
         cells = lines[i].split("\t")
-        cells[1] = data.draw(st.sampled_from(("nan", "inf", "-5", "abc", "-1e3")))
+        cells[1] = data.draw(st.sampled_from(("nan", "inf", "-5", "abc", "-1e3", "1e308", "2e19")))
     lines[i] = ("," if which == "minibatch" else "\t").join(cells)
     f = work / src.name
     f.write_text("\n".join(lines) + "\n")
@@ -429,3 +443,85 @@ def test_pcap_truncation_inside_records_and_bad_magic(
     )
     line = outputs.refused(["fornax", "run", str(scen), "--json", str(outputs.json)])
     assert str(cap) in line, line
+
+
+# --- issue 29: the option sweep a new user would try (wrong types, out-of-range, NaN) -----------
+
+_LOG = str(DATA / "nccl_tests" / "superbench_1node_8xa100_40gb_nccl_allreduce.log")
+_SEARCH = ["astral", "seer", "search", "llama-3.1-8b", "--gpus", "8", "--global-batch", "8",
+           "--seq-len", "2048"]  # fmt: skip
+_CAL = ["astral", "seer", "calibrate", "--gpu", "A100", "--nccl-tests", _LOG]
+
+#: (command line, words the one line must hold); each was a traceback, a run that never ended,
+#: an exit 0 on a value no run can use, or a multi-line usage box before issue 29.
+OPTION_CASES: list[tuple[list[str], str]] = [
+    (["astral", "sim", "deepep", "--qps", "99999999999999999999"], "--qps"),
+    (["astral", "sim", "deepep", "--qps", "1000"], "1..64"),
+    (["astral", "sim", "deepep", "--seeds", "99999999999999999999"], "MAX_SEEDS"),
+    (["astral", "sim", "deepep", "--eps", "99999999999999999999"], "--eps"),
+    (["astral", "sim", "collective", "--topo", str(EX / "cluster-small.yaml"), "--gpus", "16",
+      "--seed", "-1"], "--seed=-1 is outside 0..9223372036854775807"),
+    (["astral", "sim", "compare", "--topo", str(EX / "cluster-small.yaml"), "--seed",
+      "99999999999999999999"], "--seed=99999999999999999999"),
+    (["astral", "topo", "compare", str(EX / "cluster-small.yaml"), "--pairs",
+      "99999999999999999999"], "MAX_PAIRS"),
+    (["astral", "power", "year", "--design-mw", "1e308"], "MAX_SITE_MW"),
+    (["astral", "power", "year", "--it-mw", "nan"], "not a finite number"),
+    (["astral", "power", "provision", "--cluster", str(EX / "cluster-small.yaml"), "--job",
+      str(EX / "jobs/llama31_70b_dense.yaml"), "--site-mw", "1e308"], "MAX_SITE_MW"),
+    ([*_CAL, "--gpus-per-node", "0"], "gpus_per_node = 0"),
+    ([*_CAL, "--nic", "0"], "0 bit/s"),
+    ([*_CAL, "--nic", "1e308G"], "overflows"),
+    ([*_SEARCH[:5], "99999999999999999999", *_SEARCH[6:]], "16777216"),
+    ([*_SEARCH, "--nic", "0"], "nic_bandwidth"),
+    (["astral", "sim", "fit", _LOG, "--min-size", "1e308"], "no row of the logs is that large"),
+    (["astral", "sim", "fit", _LOG, "--min-size", "0"], "at least 1 B"),
+    (["astral", "sim", "fit", _LOG, "--min-size", "1e308GiB"], "overflows"),
+    (["astral", "monitor", "eval", "--seed0", "-5"], "--seed0=-5"),
+    (["demo", "--seed", "-1"], "--seed=-1"),
+    # unparsable values and missing arguments: one line, not click's usage box
+    (["fornax", "trace", "--src", "10.0.0.1:1", "--dst", "10.0.0.2:80", "--vni", "abc"],
+     "Invalid value for '--vni'"),
+    (["fornax", "trace", "--src", "10.0.0.1:1", "--dst", "10.0.0.2:80", "--port", "nan"],
+     "'--port'"),
+    (["astral", "seer", "search", "llama-3.1-8b", "--gpus", "1e308"], "'--gpus'"),
+    (["astral", "seer", "search"], "Missing argument"),
+    (["fornax", "policy", "check", str(EX / "vpc-small.yaml"), "--explain", "0"],
+     "requires 4 arguments"),
+    (["fornax", "--no-such-option"], "No such option"),
+    (["astral", "seer", "validate", "--max-mean", "-1"], "must be at least 0"),
+    (["astral", "sim", "collective", "--topo", str(EX / "cluster-small.yaml"), "--gpus", "16",
+      "--size", "99999999999999999999"], "the largest GPU memory in the hardware catalog"),
+    (["astral", "sim", "collective", "--topo", str(EX / "cluster-small.yaml"), "--gpus", "16",
+      "--step-latency-us", "1e308"], "a year"),
+    ([*_CAL, "--kineto", "no-such-trace.json"], "no-such-trace.json"),  # nothing printed first
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("args", "words"), OPTION_CASES, ids=lambda a: " ".join(a)[-60:])
+def test_option_sweep_case_is_one_line(args: list[str], words: str, outputs: Outputs) -> None:
+    line = outputs.refused(args)
+    assert words in line and "fix:" in line, line
+
+
+def test_a_truncated_telemetry_database_is_one_line(outputs: Outputs, work: Path) -> None:
+    """A DuckDB file cut in half opens, then fails on the first read of a missing block: it was
+    an IOException traceback (monitor diagnose) before issue 29."""
+    half = work / "half.duckdb"
+    raw = outputs.db.read_bytes()
+    half.write_bytes(raw[: len(raw) // 2])
+    for args in (["astral", "monitor", "diagnose", str(half)],
+                 ["astral", "monitor", "ingest", str(half),
+                  str(DATA / "telemetry" / "gpud_dmesg_xid119_gsp_timeout.log")]):  # fmt: skip
+        before = half.read_bytes()
+        line = outputs.refused(args)
+        assert str(half) in line and "truncated or corrupt" in line, line  # the user's path
+        assert half.read_bytes() == before
+
+
+@pytest.mark.parametrize("kind", ["superbench-monitor", "superbench-diagnosis"])
+def test_an_empty_json_lines_file_is_refused(kind: str, outputs: Outputs, work: Path) -> None:
+    f = work / "empty.jsonl"
+    f.write_text("\n")
+    line = outputs.refused(["astral", "monitor", "ingest", str(outputs.db), str(f), "--kind", kind])
+    assert "no JSON lines" in line

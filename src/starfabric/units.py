@@ -44,6 +44,16 @@ def _fail(field: str, value: object, expect: str) -> ConfigError:
     return ConfigError(f"{field}: cannot read {value!r} as {expect}", fix=f"write it like {expect}")
 
 
+def _finite(x: float, field: str, value: object, expect: str) -> float:
+    """`x` if finite; '1e308G' overflows to inf once scaled and is refused like 'inf'."""
+    if not math.isfinite(x):
+        raise ConfigError(
+            f"{field}: {value!r} is not a finite quantity (it overflows)",
+            fix=f"write it like {expect}",
+        )
+    return x
+
+
 def _prefix(p: str) -> float | None:
     return _BIN.get(p, _DEC.get(p))
 
@@ -61,7 +71,7 @@ def parse_bandwidth(value: str | float | int, field: str = "bandwidth") -> float
     if scale is None:
         raise _fail(field, value, "'400G' or '50GB/s'")
     bits = 8.0 if m.group(3) in ("B/s", "Bps") else 1.0
-    return float(m.group(1)) * scale * bits
+    return _finite(float(m.group(1)) * scale * bits, field, value, "'400G' or '50GB/s'")
 
 
 def parse_bytes(value: str | float | int, field: str = "size") -> int:
@@ -76,7 +86,7 @@ def parse_bytes(value: str | float | int, field: str = "size") -> int:
     scale = _prefix(m.group(2))
     if scale is None:
         raise _fail(field, value, "'80GiB' or '1MB'")
-    return int(round(float(m.group(1)) * scale))
+    return int(round(_finite(float(m.group(1)) * scale, field, value, "'80GiB' or '1MB'")))
 
 
 def parse_duration(value: str | float | int, field: str = "duration") -> float:
@@ -88,7 +98,7 @@ def parse_duration(value: str | float | int, field: str = "duration") -> float:
     m = re.fullmatch(_NUM + r"(ns|us|µs|ms|s|min|h|d)\s*", str(value))
     if not m:
         raise _fail(field, value, "'2us' or '500ms'")
-    return float(m.group(1)) * _TIME[m.group(2)]
+    return _finite(float(m.group(1)) * _TIME[m.group(2)], field, value, "'2us' or '500ms'")
 
 
 def parse_power(value: str | float | int, field: str = "power") -> float:
@@ -100,7 +110,7 @@ def parse_power(value: str | float | int, field: str = "power") -> float:
     m = re.fullmatch(_NUM + r"([kMG]|)\s*W\s*", str(value))
     if not m:
         raise _fail(field, value, "'700W' or '10.5kW'")
-    return float(m.group(1)) * _DEC[m.group(2)]
+    return _finite(float(m.group(1)) * _DEC[m.group(2)], field, value, "'700W' or '10.5kW'")
 
 
 def parse_count(value: str | float | int, field: str = "count") -> int:
@@ -112,7 +122,7 @@ def parse_count(value: str | float | int, field: str = "count") -> int:
     m = re.fullmatch(_NUM + r"([kKMGT]|)\s*", str(value))
     if not m:
         raise _fail(field, value, "'16M' or 4096")
-    return int(round(float(m.group(1)) * _DEC[m.group(2)]))
+    return int(round(_finite(float(m.group(1)) * _DEC[m.group(2)], field, value, "'16M' or 4096")))
 
 
 def format_bytes(n: float) -> str:

@@ -92,3 +92,14 @@ def test_tied_designs_are_reported_as_a_tie(tmp_path: Path) -> None:
     assert "then fat-tree 150.80 ms" in h and "dual-plane" in h.split("(designs compared")[1]
     page = demo_report(tmp_path, {"astral network": {"gpus": 16}}, seed=1).render()
     assert "infeasible" in page and "dual-plane" in page
+
+
+def test_headline_says_whose_ovs_calibration_ran(tmp_path: Path) -> None:
+    """Issue 29: the Fornax answer names the OVS-like model's calibration (built-in or a file)."""
+    _write(tmp_path)
+    base = {**SUMMARY["fornax vs baselines"],
+            "OVS-like calibration": "calibration my.json: measured on vm (AMD EPYC, 2 CPUs)"}  # fmt: skip
+    rows = dict(headline(tmp_path, {**SUMMARY, "fornax vs baselines": base}))
+    fornax = next(v for k, v in rows.items() if "Fornax" in k or "fornax" in k)
+    assert "(OVS-like model: calibration my.json: measured on vm" in fornax
+    assert label("OVS-like calibration") != "OVS-like calibration"

@@ -1,7 +1,8 @@
 """Input layer for Kineto (PyTorch profiler) Chrome-trace files, plain or gzip: read, then
 validate every event the consumers use (Seer's GEMM calibration, the monitor's ingest).
 
-A truncated gzip, JSON that is not a trace, an event with a non-finite or negative time, or a
+A truncated gzip, JSON that is not a trace, an event with a non-finite or negative time, a
+duration or a span of timestamps beyond the physical bound (a year, astral/bounds.py), or a
 trace with no GPU kernel at all (profiled without CUDA activity) is a one-line DataError.
 """
 
@@ -15,6 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from starfabric.astral.bounds import MAX_DURATION_S, duration
 from starfabric.errors import DataError
 
 MAX_TRACE_BYTES = 1 << 30
@@ -77,6 +81,33 @@ def _read(p: Path) -> str:
         ) from None
 
 
+def _finite(v: float) -> bool:
+    """A finite number (an integer too large for a float is not: JSON allows 400 digits)."""
+    try:
+        return math.isfinite(v)
+    except OverflowError:
+        return False
+
+
+def _check_span(p: Path, events: list[dict[str, Any]], stamps: list[tuple[int, float]]) -> None:
+    """No timestamp more than MAX_DURATION_S from the trace's median one: a profiler run spans
+    seconds, so one that far off is a corrupt cell (the farthest is named)."""
+    if not stamps:
+        return
+    ts = np.fromiter((t for _, t in stamps), np.float64, len(stamps))
+    off = np.abs(ts - np.median(ts))
+    k = int(np.argmax(off))
+    if off[k] > MAX_DURATION_S * 1e6:
+        i = stamps[k][0]
+        name = str(events[i].get("name", ""))[:40]
+        raise DataError(
+            f"{p}: traceEvents[{i}] ({name}) ts={ts[k]:g} us is {off[k] / 1e6:.3g} s from the "
+            f"trace's median timestamp, above {MAX_DURATION_S:.4g} s (a year, "
+            "bounds.MAX_DURATION_S)",
+            fix="fix or drop the event: a corrupt time",
+        )
+
+
 def read_kineto(path: str | Path, *, need_kernels: bool = True) -> KinetoTrace:
     """Read and validate one Kineto trace."""
     p = Path(path)
@@ -100,6 +131,8 @@ def read_kineto(path: str | Path, *, need_kernels: bool = True) -> KinetoTrace:
         )
     events: list[dict[str, Any]] = doc["traceEvents"]
     kernels = 0
+    dur_bound = duration("us", 1e6)  # Kineto times are microseconds
+    stamps: list[tuple[int, float]] = []
     for i, ev in enumerate(events):
         if not isinstance(ev, dict):
             raise DataError(f"{p}: traceEvents[{i}] is not an object", fix="fix the record")
@@ -112,7 +145,7 @@ def read_kineto(path: str | Path, *, need_kernels: bool = True) -> KinetoTrace:
             v = ev.get(key)
             if v is None:
                 continue
-            if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
+            if isinstance(v, bool) or not isinstance(v, int | float) or not _finite(v):
                 raise DataError(
                     f"{p}: traceEvents[{i}] ({name[:40]}) {key}={v!r} is not a finite number",
                     fix="fix or drop the event",
@@ -122,6 +155,11 @@ def read_kineto(path: str | Path, *, need_kernels: bool = True) -> KinetoTrace:
                     f"{p}: traceEvents[{i}] ({name[:40]}) dur={v!r} is negative",
                     fix="fix or drop the event",
                 )
+            if key == "dur":
+                dur_bound.check(float(v), f"{p}: traceEvents[{i}] ({name[:40]})", "dur",
+                                "fix or drop the event: a corrupt time")  # fmt: skip
+            else:
+                stamps.append((i, float(v)))
         args = ev.get("args")
         if args is not None and not isinstance(args, dict):
             raise DataError(f"{p}: traceEvents[{i}] args is not an object", fix="fix the record")
@@ -132,6 +170,7 @@ def read_kineto(path: str | Path, *, need_kernels: bool = True) -> KinetoTrace:
                     fix="fix or drop the event",
                 )
             kernels += ev.get("cat") == "kernel"
+    _check_span(p, events, stamps)
     if need_kernels and kernels == 0:
         raise DataError(
             f"{p}: no GPU kernel events in {len(events):,} trace events",

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
+from starfabric.astral.bounds import Bound, bandwidth, duration, message_bytes
 from starfabric.errors import DataError
 
 COLLECTIVES = (
@@ -132,8 +133,11 @@ _MAX_BYTES_FILE = 64 * 2**20
 """Refuse nccl-tests logs above 64 MiB (a real one is a few KB; a multi-run capture under 1 MB)."""
 
 
-def _num(tok: str, p: Path, lineno: int, column: str, *, na_ok: bool = False) -> float:
-    """One table cell: a finite, non-negative number (N/A only where nccl-tests prints it)."""
+def _num(
+    tok: str, p: Path, lineno: int, column: str, *, na_ok: bool = False, bound: Bound | None = None
+) -> float:
+    """One table cell: a finite, non-negative number (N/A only where nccl-tests prints it),
+    inside its physical `bound` (astral/bounds.py) when one is given."""
     if tok.upper() == "N/A":
         if na_ok:
             return float("nan")
@@ -152,6 +156,8 @@ def _num(tok: str, p: Path, lineno: int, column: str, *, na_ok: bool = False) ->
             f"{p}: line {lineno}: {column} {tok} is not a finite non-negative number",
             fix="repair or drop the row (nccl-tests prints times and bandwidths >= 0)",
         )
+    if bound is not None:
+        bound.check(v, f"{p}: line {lineno}", column, "repair or drop the row: a corrupt cell")
     return v
 
 
@@ -290,6 +296,9 @@ def parse_nccl_tests(
         raise DataError(f"{p}: binary data (NUL bytes) in an nccl-tests log", fix="check the file")
     lines = [_PREFIX.sub("", line, count=1) for line in raw.splitlines()]
     text = "\n".join(lines)
+    bw = bandwidth()  # the hardware catalog's fastest link, read once per file
+    bounds = {"time": duration("us", 1e6), "algbw": bw, "busbw": bw}
+    size_bound = message_bytes()
     hdr = _header(lines)
     rows: list[tuple[float, ...]] = []
     linenos: list[int] = []
@@ -306,6 +315,9 @@ def parse_nccl_tests(
             )
         if len(toks) < 2 or not toks[0].isdigit() or not toks[1].isdigit():
             continue  # headers, comments, INFO lines, command lines
+        if row_like:
+            size_bound.check(float(toks[0]), f"{p}: line {lineno}", "size",
+                             "repair or drop the row: a corrupt cell")  # fmt: skip
         if len(toks) < 7:
             if len(toks) >= 3 and toks[2][0].isalpha():
                 raise DataError(
@@ -330,7 +342,7 @@ def parse_nccl_tests(
         names = ("time", "algbw", "busbw", "#wrong") * 2
         place = ("out-of-place",) * 4 + ("in-place",) * 4
         vals = [
-            _num(t, p, lineno, f"{pl} {nm}", na_ok=nm == "#wrong")
+            _num(t, p, lineno, f"{pl} {nm}", na_ok=nm == "#wrong", bound=bounds.get(nm))
             for t, nm, pl in zip(measures, names, place, strict=False)
         ]
         if len(vals) == 8:

@@ -17,6 +17,11 @@ from starfabric import __version__
 from starfabric.config import validation_message
 from starfabric.errors import StarfabricError
 
+try:  # typer >= 0.26 carries its own copy of click, whose errors are not click's
+    from typer._click.exceptions import UsageError as _UsageError
+except ImportError:  # pragma: no cover - an older typer on click itself
+    from click import UsageError as _UsageError  # type: ignore[assignment]
+
 _err = Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
 
 
@@ -46,6 +51,13 @@ class _Boundary(TyperGroup):
             if ctx.params.get("debug"):
                 raise
             _err.print(f"error: {exc.one_line()}", markup=False)
+            raise typer.Exit(exc.exit_code) from None
+        except _UsageError as exc:  # a subcommand's option or argument that does not parse
+            if ctx.params.get("debug") or type(exc).__name__ == "NoArgsIsHelpError":
+                raise
+            where = exc.ctx.command_path if exc.ctx is not None else ctx.command_path
+            msg = " ".join(exc.format_message().split())
+            _err.print(f"error: {where}: {msg} (fix: see '{where} --help')", markup=False)
             raise typer.Exit(exc.exit_code) from None
 
 

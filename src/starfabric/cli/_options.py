@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from starfabric.errors import ConfigError
+from starfabric.ranges import IntRange, option
 
 
 def given(ctx: Any, name: str) -> bool:
@@ -46,6 +47,21 @@ def excludes(ctx: Any, option: str, *, others: tuple[str, ...], because: str = "
         )
 
 
+MAX_SEEDS = 1000
+"""Assumption: seeds (ECMP placements, fault placements) a sweep accepts; each seed is one more
+simulation, and results stop moving long before (the defaults are 3)."""
+
+
+SEED = IntRange(0, 2**63 - 1, "a seed: a non-negative 64-bit integer")
+"""Seeds go to numpy generators and ECMP hashes (uint64/int64): a negative one or one above
+2^63 - 1 used to end in an OverflowError."""
+
+
+def seed_option(flag: str, room: int = 0) -> Callable[[Any], Any]:
+    """The Typer callback of a seed option; `room`: seeds counted up from it (seed0 + i)."""
+    return option(flag, SEED.narrower(hi=SEED.hi - room))
+
+
 def at_least(option: str, low: float = 1) -> Callable[[Any], Any]:
     """A Typer option callback: a number >= low (and finite), refused in one line."""
 
@@ -57,6 +73,21 @@ def at_least(option: str, low: float = 1) -> Callable[[Any], Any]:
         if value is not None and value < low:
             raise ConfigError(
                 f"{option} {value}: must be at least {low}", fix=f"give {option} {low} or more"
+            )
+        return value
+
+    return cb
+
+
+def between(option: str, low: float, high: float, why: str) -> Callable[[Any], Any]:
+    """A Typer option callback: a finite number in low..high (`why` names the upper bound)."""
+    base = at_least(option, low)
+
+    def cb(value: Any) -> Any:
+        base(value)
+        if value is not None and value > high:
+            raise ConfigError(
+                f"{option} {value}: above {high:g} ({why})", fix=f"give {option} {low:g}..{high:g}"
             )
         return value
 

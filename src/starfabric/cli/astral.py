@@ -6,7 +6,7 @@ import typer
 from rich.markup import escape
 
 from starfabric.cli._console import console
-from starfabric.cli._options import at_least, excludes
+from starfabric.cli._options import MAX_SEEDS, at_least, between, excludes, seed_option
 from starfabric.outputs import output_dir, output_file, write_json, write_text
 
 astral_app = typer.Typer(
@@ -22,6 +22,10 @@ astral_app.add_typer(sim_app, name="sim")
 from starfabric.cli.astral_power import power_app  # noqa: E402
 
 astral_app.add_typer(power_app, name="power")
+
+MAX_PAIRS = 10_000_000
+"""Assumption: GPU pairs `topo compare --pairs` samples for hop counts at most; hop counts
+settle within 1% by 20,000 (the default) and each pair costs ~100 bytes of routing arrays."""
 
 
 # --- seer: operator-level training performance prediction (issue 7) -------------------------
@@ -123,11 +127,13 @@ def seer_validate(
         None,
         "--max-mean",
         help="Fail if mean |error| exceeds this (default 0.05 on the bundled table; none on --csv).",
+        callback=at_least("--max-mean", 0),
     ),
     max_row: float | None = typer.Option(
         None,
         "--max-row",
         help="Fail if any row's |error| exceeds this (default 0.10 on the bundled table).",
+        callback=at_least("--max-row", 0),
     ),
     plot: str = typer.Option(
         "",
@@ -300,7 +306,12 @@ def topo_compare(
     json_path: str = typer.Option(
         "", "--json", help="Write the rows as JSON here.", callback=output_file("--json")
     ),
-    pairs: int = typer.Option(20_000, "--pairs", min=1, help="Random GPU pairs for hop counts."),
+    pairs: int = typer.Option(
+        20_000,
+        "--pairs",
+        help="Random GPU pairs for hop counts.",
+        callback=between("--pairs", 1, MAX_PAIRS, "MAX_PAIRS: a sample, ~100 bytes per pair"),
+    ),
 ) -> None:
     """The designs side by side at equal GPU count: switches, optics, cost, power, hops."""
     from rich.table import Column, Table
@@ -436,10 +447,12 @@ def seer_calibrate(
 
     if not nccl_tests and not kineto:
         raise ConfigError("nothing to calibrate from", fix="give --nccl-tests and/or --kineto")
+    # every input read and fitted before anything is printed: a bad trace is one line
+    cal = calibrate_nccl(nccl_tests, gpu, nic, gpus_per_node) if nccl_tests else None
+    fits = [(trace, calibrate_kineto(trace, gpu)) for trace in kineto]
     con = console()
     profile: dict = {"gpu": gpu, "efficiency": {}, "fitted_from": []}
-    if nccl_tests:
-        cal = calibrate_nccl(nccl_tests, gpu, nic, gpus_per_node)
+    if cal is not None:
         tab = Table("log", "collective", "ranks", "tier", "rows", "error before", "error after")
         for f in cal.logs:
             tab.add_row(Path(f.path).name, f.collective, str(f.ranks), f.tier, str(f.rows),
@@ -450,8 +463,7 @@ def seer_calibrate(
         profile["gpu"] = prof["gpu"]
         profile["efficiency"].update(prof["efficiency"])
         profile["fitted_from"] += prof["fitted_from"]
-    for trace in kineto:
-        fit = calibrate_kineto(trace, gpu)
+    for trace, fit in fits:
         con.print(
             f"{Path(trace).name}: {fit.gemms} {fit.dtype} GEMMs, gemm_peak_fraction "
             f"{fit.gemm_peak_fraction_before:.3f} -> {fit.gemm_peak_fraction:.3f}, error "
@@ -492,8 +504,15 @@ def monitor_synth(
         help="KIND:TARGET[:SEVERITY[:ONSET_ITER[:SIGNATURE]]], repeatable (SIGNATURE on, partial, off).",
     ),
     iterations: int = typer.Option(6, "--iterations", help="Training iterations to record."),
-    seed: int = typer.Option(0, "--seed", help="Noise and ECMP seed."),
-    placement_seed: int = typer.Option(0, "--placement-seed", help="DP ring host order."),
+    seed: int = typer.Option(
+        0, "--seed", help="Noise and ECMP seed.", callback=seed_option("--seed")
+    ),
+    placement_seed: int = typer.Option(
+        0,
+        "--placement-seed",
+        help="DP ring host order.",
+        callback=seed_option("--placement-seed"),
+    ),
     parquet: str = typer.Option(
         "",
         "--parquet",
@@ -616,7 +635,7 @@ def monitor_ingest(
     con = console()
     loaded = []
     # a file that fails to load leaves DB as it was (the run works on a copy)
-    with replacing_copy(db) as work, TelemetryStore(work) as st:
+    with replacing_copy(db) as work, TelemetryStore(work, label=db) as st:
         for f in files:
             k, n = ingest_path(st, f, kind or None)
             loaded.append(f"{f}: {k}, {n} rows")
@@ -635,8 +654,18 @@ def monitor_eval(
     json_path: str = typer.Option(
         "", "--json", help="Write f1, top1, fp_rate, ... here.", callback=output_file("--json")
     ),
-    seeds: int = typer.Option(3, "--seeds", help="Seeds/placements per fault class."),
-    seed0: int = typer.Option(0, "--seed0", help="First seed (another suite: another seed0)."),
+    seeds: int = typer.Option(
+        3,
+        "--seeds",
+        help="Seeds/placements per fault class.",
+        callback=between("--seeds", 1, MAX_SEEDS, "MAX_SEEDS: each seed is one simulation"),
+    ),
+    seed0: int = typer.Option(
+        0,
+        "--seed0",
+        help="First seed (another suite: another seed0).",
+        callback=seed_option("--seed0", room=10 * MAX_SEEDS),
+    ),
     healthy: int = typer.Option(6, "--healthy", help="Healthy runs (false positives)."),
     multi: int = typer.Option(4, "--multi", help="Multi-fault runs."),
     section: list[str] = typer.Option(

@@ -8,8 +8,14 @@ from rich.markup import escape
 from rich.table import Table
 
 from starfabric.cli._console import console
+from starfabric.cli._options import between
 from starfabric.errors import ConfigError
 from starfabric.outputs import output_file, write_json
+
+MAX_SITE_MW = 100_000.0
+"""Assumption: the largest IT load or utility feed the power commands accept, 100 GW (the
+largest campuses announced are a few GW); beyond it the plant's sizing overflows."""
+_MW_WHY = "MAX_SITE_MW, far above any campus"
 
 power_app = typer.Typer(
     help="Power and cooling: job power timeline, smoothing, plant over a year, provisioning.",
@@ -152,9 +158,17 @@ def power_year(
         help="Plant YAML (a PlantSpec: air, chilled_water, tower, liquid, chain).",
     ),
     weather: str = typer.Option("chicago", "--weather", help=WEATHER_HELP),
-    it_mw: float = typer.Option(8.0, "--it-mw", help="Mean IT load (MW)."),
+    it_mw: float = typer.Option(
+        8.0,
+        "--it-mw",
+        help="Mean IT load (MW).",
+        callback=between("--it-mw", 1e-6, MAX_SITE_MW, _MW_WHY),
+    ),
     design_mw: float = typer.Option(
-        10.0, "--design-mw", help="Design IT load the plant is sized for."
+        10.0,
+        "--design-mw",
+        help="Design IT load the plant is sized for.",
+        callback=between("--design-mw", 1e-6, MAX_SITE_MW, _MW_WHY),
     ),
     json_path: str = typer.Option(
         "", "--json", help="Write the year's summary.", callback=output_file("--json")
@@ -232,7 +246,12 @@ def power_provision(
         ..., "--cluster", help="Cluster YAML (GPU, hosts, cooling, chain)."
     ),
     job: str = typer.Option(..., "--job", help="Job YAML whose timeline sets the budgets."),
-    site_mw: float = typer.Option(100.0, "--site-mw", help="Utility feed capacity (MW)."),
+    site_mw: float = typer.Option(
+        100.0,
+        "--site-mw",
+        help="Utility feed capacity (MW).",
+        callback=between("--site-mw", 1e-6, MAX_SITE_MW, _MW_WHY),
+    ),
     weather: str = typer.Option("chicago", "--weather", help=WEATHER_HELP),
     hierarchy: str = typer.Option(
         "", "--hierarchy", help="Hierarchy YAML (levels, ratings, redundancy)."

@@ -9,7 +9,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from starfabric.cli._console import console
-from starfabric.cli._options import at_least, needs
+from starfabric.cli._options import MAX_SEEDS, at_least, between, needs, seed_option
 from starfabric.errors import ConfigError
 from starfabric.outputs import output_file, save_figure, write_json
 
@@ -119,7 +119,7 @@ def sim_collective(
         help="Per-step NCCL latency (assumption).",
         callback=at_least("--step-latency-us", 0),
     ),
-    seed: int = typer.Option(0, "--seed", help="ECMP hash seed."),
+    seed: int = typer.Option(0, "--seed", help="ECMP hash seed.", callback=seed_option("--seed")),
     json_path: Path | None = typer.Option(
         None, "--json", help="Write results as JSON.", callback=output_file("--json")
     ),
@@ -147,8 +147,14 @@ def sim_collective(
         raise ConfigError(
             f"--gpus {gpus}: the topology has {t.n_gpus:,} GPUs", fix=f"use 2..{t.n_gpus}"
         )
-    sizes = [parse_bytes(size, "--size")]
+    from starfabric.astral.bounds import duration, message_bytes
+
+    buf = message_bytes()  # a collective's buffer lives in one GPU's memory
+    sizes = [int(buf.check(parse_bytes(size, "--size"), "--size", "size", "give a smaller --size"))]
     top = parse_bytes(max_size, "--max-size") if max_size else sizes[0]
+    buf.check(top, "--max-size", "size", "give a smaller --max-size")
+    duration("us", 1e6).check(step_latency_us, "--step-latency-us", "step latency",
+                              "give e.g. --step-latency-us 5")  # fmt: skip
     if sweep:
         lo = parse_bytes(min_size, "--min-size")
         if lo <= 0 or lo > top:
@@ -247,7 +253,7 @@ def sim_compare(
     json_path: Path | None = typer.Option(
         None, "--json", help="Write the rows as JSON.", callback=output_file("--json")
     ),
-    seed: int = typer.Option(0, "--seed", help="ECMP hash seed."),
+    seed: int = typer.Option(0, "--seed", help="ECMP hash seed.", callback=seed_option("--seed")),
 ) -> None:
     """Same-rail 3-tier vs fat-tree vs rail-only vs dual-plane: DP all-reduce and all-to-all,
     ECMP vs polarized."""
@@ -292,7 +298,12 @@ def sim_compare(
 def sim_deepep(
     eps: str = typer.Option("32,64", "--eps", help="EP sizes, comma-separated."),
     qps: str = typer.Option("1,2,4,8,16", "--qps", help="QPs per peer, comma-separated."),
-    seeds: int = typer.Option(3, "--seeds", help="ECMP seeds averaged per point."),
+    seeds: int = typer.Option(
+        3,
+        "--seeds",
+        help="ECMP seeds averaged per point.",
+        callback=between("--seeds", 1, MAX_SEEDS, "MAX_SEEDS: each seed is one simulation"),
+    ),
     transport: str = typer.Option(
         "ib", "--transport", help="roce, ib, efa, tcpxo or tcpx (the published runs are IB)."
     ),
@@ -309,24 +320,24 @@ def sim_deepep(
 
     tr = check_transport(transport)
 
-    def ints(text: str, name: str) -> tuple[int, ...]:
+    def ints(text: str, name: str, hi: int) -> tuple[int, ...]:
         try:
             vals = tuple(int(x) for x in text.split(",") if x.strip())
         except ValueError:
             raise ConfigError(
                 f"{name} {text!r}: not a list of integers", fix=f"write e.g. {name} 1,2,4"
             ) from None
-        if not vals or min(vals) < 1:
+        if not vals or min(vals) < 1 or max(vals) > hi:
             raise ConfigError(
-                f"{name} {text!r}: need positive integers", fix=f"write e.g. {name} 1,2,4"
+                f"{name} {text!r}: need integers in 1..{hi}", fix=f"write e.g. {name} 1,2,4"
             )
         return vals
 
-    if seeds < 1:
-        raise ConfigError(f"--seeds {seeds}", fix="use 1 or more")
-    from starfabric.astral.collectives.deepep import h800_fabric
+    from starfabric.astral.collectives.deepep import MAX_QPS_PER_PEER, h800_fabric
+    from starfabric.astral.seer.parallel import MAX_GPUS
 
-    ep_list, qp_list = ints(eps, "--eps"), ints(qps, "--qps")
+    ep_list = ints(eps, "--eps", MAX_GPUS)
+    qp_list = ints(qps, "--qps", MAX_QPS_PER_PEER)
     # the published IB runs had one 400G CX7 port per GPU; RoCE is Astral's 2x200G dual-ToR
     single = tr in ("ib", "efa")
     fabric = h800_fabric("CX7-400G" if single else "2x200G", tr)
@@ -395,6 +406,10 @@ def sim_fit(
     from starfabric.units import parse_bytes
 
     lo = parse_bytes(min_size, "--min-size")
+    if lo < 1:
+        raise ConfigError(
+            f"--min-size {min_size}: must be at least 1 B", fix="e.g. --min-size 64MiB"
+        )
     if nvlink is not None and not (nvlink > 0 and np.isfinite(nvlink)):
         raise ConfigError(f"--nvlink {nvlink}: must be a positive number", fix="e.g. --nvlink 150")
     ranks = nodes * gpus_per_node if nodes and gpus_per_node else None
@@ -408,6 +423,12 @@ def sim_fit(
     )
     # every log read before the fit; one without a device list ran on the same fabric
     others = [parse_nccl_tests(path, default_ranks=spec.gpus) for path in predict]
+    largest = max(int(r.size_bytes.max()) for r in [run, *others])
+    if lo > largest:
+        raise ConfigError(
+            f"--min-size {min_size}: no row of the logs is that large (largest {largest:,} B)",
+            fix=f"give --min-size at most {largest:,} B",
+        )
     fit = fit_fabric(spec, run)
     con = console()
     con.print(f"fitted {fit.spec.name}: {fit.params}", markup=False)

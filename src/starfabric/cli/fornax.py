@@ -278,6 +278,13 @@ def experiment(
         help="Folder for one PNG plot per experiment.",
         callback=output_dir("--out"),
     ),
+    ovs_calibration: str | None = typer.Option(
+        None,
+        "--ovs-calibration",
+        metavar="FILE",
+        help="The OVS-like model's constants from `benchmarks/ovs_real.py --calibrate FILE` "
+        "on your machine (default: the built-in calibration; the report says which ran).",
+    ),
 ) -> None:
     """Run the Fornax paper's experiments with Fornax and the software-centric baselines."""
     import sys
@@ -289,13 +296,19 @@ def experiment(
     from starfabric.fornax.experiments.output import write_json as write_doc
     from starfabric.fornax.experiments.runner import names_for, run_experiments
 
-    names_for(name)  # a bad name or scale fails before anything runs
+    names_for(name)  # a bad name, scale or calibration fails before anything runs
     get_scale(scale)
+    cal = None
+    if ovs_calibration is not None:
+        from starfabric.fornax.baselines import load_ovs_calibration
+
+        cal = load_ovs_calibration(ovs_calibration)
     console = make_console()
     with Progress(console=console, transient=True, disable=not sys.stdout.isatty()) as bar:
         doc = run_experiments(
             name, scale, out_dir=Path(out_dir), console=console, progress=bar,
             on_result=(lambda d: write_doc(d, Path(json_out))) if json_out else None,
+            ovs_calibration=cal,
         )  # fmt: skip
     for key in ("storage_ratio", "cpu_ratio", "zero_drop_cps_ratio"):
         if key in doc:

@@ -25,6 +25,7 @@ LABELS: dict[str, str] = {
     "storage_ratio (Fornax / OVS-like)": "software memory, Fornax ÷ OVS-like",
     "cpu_ratio (Fornax / OVS-like)": "management CPU, Fornax ÷ OVS-like",
     "zero_drop_cps_ratio (Fornax / OVS-like)": "zero-drop connections/s, Fornax ÷ OVS-like",
+    "OVS-like calibration": "the OVS-like model's calibration (whose machine)",
     "mgmt_cpu_s": "management CPU, excluding JIT compilation (s)",
     "software_bytes_per_peak_session": "software memory per peak session (B)",
     "peak_sessions": "peak live sessions",
@@ -172,7 +173,8 @@ def headline(out: Path, summary: dict[str, Any]) -> list[tuple[str, str]]:
         rows.append((
             Q_FORNAX,
             f"software memory {_fmt_ratio(s)}× and management CPU {_fmt_ratio(c)}× of the "
-            f"OVS-like manager's; zero-drop connection rate {_fmt_ratio(z)}× its rate",
+            f"OVS-like manager's; zero-drop connection rate {_fmt_ratio(z)}× its rate"
+            + (f" (OVS-like model: {cal})" if (cal := base.get("OVS-like calibration")) else ""),
         ))  # fmt: skip
     net = _load(out, "astral_network.json")
     if isinstance(net, dict) and net.get("compare"):

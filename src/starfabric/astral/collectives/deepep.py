@@ -119,10 +119,18 @@ def spread_hosts(topo: Topology, hosts: int) -> IntArray:
     return (chosen[:, None] * local + np.arange(local)).ravel().astype(np.int64)
 
 
+MAX_QPS_PER_PEER = 64
+"""Assumption: QPs per peer the sweep accepts, 4x the 16 of DeepEP's published sweep; every QP
+is a flow of the simulation, so a 64-rank EP at 64 QPs is already ~250k flows."""
+
+
 def split_qps(plan: Plan, q: int, local: int) -> Plan:
     """`plan` (built with one QP per peer) with every inter-node flow split over `q` QPs."""
-    if q < 1:
-        raise ConfigError(f"deepep: qps_per_peer = {q}", fix="use 1..16")
+    if not 1 <= q <= MAX_QPS_PER_PEER:
+        raise ConfigError(
+            f"deepep: qps_per_peer = {q} is outside 1..{MAX_QPS_PER_PEER}",
+            fix=f"use 1..{MAX_QPS_PER_PEER}",
+        )
     (s,) = plan.steps
     cross = s.src // local != s.dst // local
     rep = np.where(cross, q, 1)

@@ -3,7 +3,9 @@
 data-diagnosis (defective nodes) and node-monitor JSON lines.
 
 Each reader validates as it goes; a malformed file or record is one DataError naming the file
-and the record (line number or event index).
+and the record (line number or event index). A measurement outside its physical bound (a time
+longer than a year, a bandwidth above the fastest link in the hardware catalog, a counter above
+2^64; astral/bounds.py) is refused the same way: nothing of the file is stored.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from starfabric.astral import bounds
 from starfabric.astral.kineto import read_kineto
 from starfabric.astral.monitor.store import TelemetryStore
 from starfabric.astral.nccltests import parse_nccl_tests
@@ -48,9 +51,38 @@ def _open_text(p: Path) -> str:
         ) from None
 
 
+MAX_GROUP_SIZE = 2**31 - 1
+"""Ranks in one NCCL communicator: NCCL's nranks is a C int [fact]."""
+
+
+def _arg_int(args: dict[str, Any], key: str, where: str, bound: bounds.Bound) -> int:
+    """A whole-number kernel argument inside `bound`; absent (or 0/None, as Kineto writes for
+    unknown) is -1."""
+    v = args.get(key)
+    if v is None or v == 0 or v == "":
+        return -1
+    if isinstance(v, bool) or not isinstance(v, int | float | str):
+        raise DataError(f"{where}: args[{key!r}] = {v!r} is not a number", fix="fix the record")
+    try:
+        f = float(v)
+    except ValueError:
+        raise DataError(
+            f"{where}: args[{key!r}] = {v!r} is not a number", fix="fix the record"
+        ) from None
+    if f == -1:
+        return -1
+    bound.check(f, where, f"args[{key!r}]", "fix the record: a corrupt value")
+    if not f.is_integer():
+        raise DataError(f"{where}: args[{key!r}] = {v!r} is not a whole number", fix="fix it")
+    return int(f)
+
+
 def ingest_kineto(store: TelemetryStore, path: str | Path) -> int:
     """NCCL kernels of one rank's Kineto (PyTorch profiler) trace → app_collective rows."""
     p = Path(path)
+    msg = bounds.message_bytes()
+    nelems = bounds.Bound(0.0, msg.hi, "elements", msg.why)  # an element is at least a byte
+    ranks = bounds.Bound(1.0, MAX_GROUP_SIZE, "ranks", "NCCL's int nranks, MAX_GROUP_SIZE")
     trace = read_kineto(p)  # the input layer: truncated gzip, bad times, no kernels refused
     rank = trace.rank
     doc = {"traceEvents": trace.events}
@@ -80,8 +112,9 @@ def ingest_kineto(store: TelemetryStore, path: str | Path) -> int:
         rows["kernel"].append(name.split("(")[0])
         rows["ts_us"].append(float(ts))
         rows["dur_us"].append(float(dur))
-        rows["nelems"].append(int(args.get("In msg nelems", -1) or -1))
-        rows["group_size"].append(int(args.get("Group size", -1) or -1))
+        where = f"{p}: traceEvents[{i}] ({name[:40]})"
+        rows["nelems"].append(_arg_int(args, "In msg nelems", where, nelems))
+        rows["group_size"].append(_arg_int(args, "Group size", where, ranks))
     n = len(rows["ts_us"])
     order = np.argsort(np.asarray(rows["ts_us"]), kind="stable")
     cols = {k: np.asarray(v)[order] if n else np.asarray(v) for k, v in rows.items()}
@@ -149,6 +182,9 @@ def _sys_ib_pairs(p: Path) -> list[tuple[str, str, int]]:
 def ingest_sys_infiniband(store: TelemetryStore, path: str | Path) -> int:
     """RDMA port counters and states from /sys/class/infiniband (tree or flattened TSV)."""
     p = Path(path)
+    counter = bounds.counter()
+    link = bounds.Bound(0.0, bounds.max_link_gbytes_per_s() * 8, "Gb/sec",
+                        "the fastest link in the hardware catalog")  # fmt: skip
     cnt: dict[str, list[Any]] = {"device": [], "port": [], "counter": [], "value": []}
     ports: dict[tuple[str, int], dict[str, str]] = {}
     for sp, val, rec in _sys_ib_pairs(p):
@@ -163,6 +199,8 @@ def ingest_sys_infiniband(store: TelemetryStore, path: str | Path) -> int:
                     f"{p}: record {rec} ({sp}) value {val!r} is not a counter (finite, >= 0)",
                     fix="give the sysfs snapshot as read",
                 )
+            counter.check(v, f"{p}: record {rec} ({sp})", "value",
+                          "give the sysfs snapshot as read: a corrupt counter")  # fmt: skip
             cnt["device"].append(m.group(1))
             cnt["port"].append(int(m.group(2)))
             cnt["counter"].append(m.group(4))
@@ -187,8 +225,10 @@ def ingest_sys_infiniband(store: TelemetryStore, path: str | Path) -> int:
     keys = sorted(ports)
     rate = []
     for k in keys:
-        r = re.match(r"\s*([\d.]+)\s*Gb/sec", ports[k].get("rate", ""))
-        rate.append(float(r.group(1)) if r else float("nan"))
+        r = re.match(r"\s*(\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)\s*Gb/sec", ports[k].get("rate", ""))
+        where = f"{p}: {k[0]} port {k[1]}"
+        fix = "give the sysfs snapshot as read: a corrupt rate"
+        rate.append(link.check(float(r.group(1)), where, "rate", fix) if r else float("nan"))
     rows += store.write(
         "phys_ib_port",
         {
@@ -262,6 +302,10 @@ _DDM = {
 }
 
 
+_DDM_WHAT = {"tx": "laser output power", "rx": "receiver optical power",
+             "temp": "module temperature", "bias": "laser bias"}  # fmt: skip
+
+
 def ingest_ethtool_ddm(store: TelemetryStore, path: str | Path, device: str | None = None) -> int:
     """Optical DDM from `ethtool -m DEV` output (per-lane values averaged) → phys_ddm."""
     p = Path(path)
@@ -281,6 +325,9 @@ def ingest_ethtool_ddm(store: TelemetryStore, path: str | Path, device: str | No
                         f"{p}: line {ln}: laser bias {m.group(1)} mA is negative",
                         fix="give `ethtool -m` output as printed",
                     )
+                if vals[k][-1] != -math.inf:  # -inf dBm: no light at all, as ethtool prints
+                    bounds.ddm(k).check(vals[k][-1], f"{p}: line {ln}", _DDM_WHAT[k],
+                                        "give `ethtool -m` output as printed")  # fmt: skip
     if not vals["rx"] and not vals["temp"]:
         raise DataError(f"{p}: no optical DDM readings ('Receiver signal ... power', 'Module temperature')",
                         fix="give `ethtool -m <dev>` output of a module with diagnostics")  # fmt: skip
@@ -316,6 +363,8 @@ def ingest_minibatch_csv(store: TelemetryStore, path: str | Path) -> int:
     if any(h not in head for h in need):
         raise DataError(f"{p}: header {head} lacks {need}", fix="give a mini-batch time CSV")
     iw, it, ib = (head.index(h) for h in need)
+    batch = bounds.duration("ms", 1e3)  # stored as app_iteration.iter_ms
+    span = bounds.duration("ms", 1e3)  # a time stamp of a job: within a year of its start
     w, t, b = [], [], []
     for ln, r in enumerate(rows[1:], 2):
         if not r:
@@ -334,6 +383,8 @@ def ingest_minibatch_csv(store: TelemetryStore, path: str | Path) -> int:
                 "a rank >= 0 and finite times (batch time >= 0)",
                 fix="repair or drop the row",
             )
+        batch.check(b[-1], f"{p}: line {ln}", "batch time", "repair or drop the row")
+        span.check(abs(t[-1]), f"{p}: line {ln}", "time", "repair or drop the row")
     wa, ta, ba = np.asarray(w), np.asarray(t), np.asarray(b)
     steps = np.unique(ta)
     step = np.searchsorted(steps, ta).astype(np.int32)
@@ -360,6 +411,19 @@ _SB_DETAIL = re.compile(
 )
 
 
+def _detail_number(text: str | None, where: str, what: str) -> float:
+    """A number of a 'Defective Details' entry (NaN where the entry has none)."""
+    if not text:
+        return float("nan")
+    try:
+        v = float(text)
+    except ValueError:
+        raise DataError(
+            f"{where}: {what} {text!r} is not a number", fix="repair the line"
+        ) from None
+    return bounds.magnitude().check(v, where, what, "repair the line: a corrupt value")
+
+
 def _jsonl(p: Path) -> list[tuple[int, dict[str, Any]]]:
     out = []
     for ln, line in enumerate(_open_text(p).splitlines(), 1):
@@ -374,6 +438,10 @@ def _jsonl(p: Path) -> list[tuple[int, dict[str, Any]]]:
         if not isinstance(rec, dict):
             raise DataError(f"{p}: line {ln} is not a JSON object")
         out.append((ln, rec))
+    if not out:
+        raise DataError(
+            f"{p}: no JSON lines (an empty file)", fix="give the tool's JSON-lines output"
+        )
     return out
 
 
@@ -424,14 +492,15 @@ def ingest_superbench_diagnosis(store: TelemetryStore, path: str | Path) -> int:
                 raise DataError(f"{p}: line {ln}: defective detail {part[:60]!r} is not understood")
             dev = int(m["dev"]) if m["dev"] else -1
             miss = part.endswith("_miss")
+            where = f"{p}: line {ln}: defective detail {part[:40]!r}"
             row(
                 node,
                 cat,
                 m["metric"],
                 dev,
-                float(m["bl"]) if m["bl"] else float("nan"),
-                float("nan") if miss else float(m["val"]),
-                float(m["var"]) / 100 if m["var"] else float("nan"),
+                _detail_number(m["bl"], where, "B/L"),
+                float("nan") if miss else _detail_number(m["val"], where, "VAL"),
+                _detail_number(m["var"], where, "VAR") / 100,
                 "missing" if miss else str(m["rule"]),
             )
             flagged.add((m["metric"], dev))
@@ -441,7 +510,9 @@ def ingest_superbench_diagnosis(store: TelemetryStore, path: str | Path) -> int:
             metric, _, d = k.rpartition(":")
             metric, dev = (metric, int(d)) if metric and d.isdigit() else (k, -1)
             if (metric, dev) not in flagged:
-                row(node, "", metric, dev, float("nan"), float("nan"), float(v), "")
+                fv = bounds.magnitude().check(_number(v, f"{p}: line {ln}", k), f"{p}: line {ln}",
+                                              k, "repair or drop the line: a corrupt value")  # fmt: skip
+                row(node, "", metric, dev, float("nan"), float("nan"), fv, "")
     n = len(cols["node"])
     return store.write(
         "phys_node_check",
@@ -459,6 +530,30 @@ def ingest_superbench_diagnosis(store: TelemetryStore, path: str | Path) -> int:
     )
 
 
+def _number(v: Any, where: str, what: str) -> float:
+    """A JSON number as a float; one too large for a float (a 400-digit integer) is refused."""
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        raise DataError(f"{where}: {what} = {str(v)[:40]!r} is not a number", fix="repair it")
+    try:
+        return float(v)
+    except OverflowError:
+        raise DataError(
+            f"{where}: {what} = {str(v)[:20]}... is too large for any reading", fix="repair it"
+        ) from None
+
+
+def _monitor_bound(key: str) -> bounds.Bound:
+    """A node-monitor reading's physical range: temperatures above absolute zero; usage,
+    power, memory, ECC counts and bandwidths non-negative counters; anything else within a
+    64-bit counter's magnitude."""
+    metric = key.partition(":")[0]
+    if "temperature" in metric:
+        return bounds.temperature_c()
+    if metric.endswith(("_usage", "_bw", "_ecc")) or metric.startswith(("gpu_mem", "gpu_power")):
+        return bounds.counter()
+    return bounds.magnitude()
+
+
 def ingest_superbench_monitor(store: TelemetryStore, path: str | Path) -> int:
     """SuperBench node-monitor JSON lines ('time' plus 'metric[:device]' readings) →
     phys_node_sample, one row per reading."""
@@ -473,15 +568,16 @@ def ingest_superbench_monitor(store: TelemetryStore, path: str | Path) -> int:
         for k, v in rec.items():
             if k == "time":
                 continue
-            if not isinstance(v, int | float):
-                raise DataError(f"{p}: line {ln}: {k} = {v!r} is not a number")
+            fv = _number(v, f"{p}: line {ln}", k)
+            _monitor_bound(k).check(fv, f"{p}: line {ln}", k,
+                                    "repair or drop the sample: a corrupt reading")  # fmt: skip
             m, _, d = k.partition(":")
             if m.endswith(("_receive_bw", "_transmit_bw")):
                 d, m = m.rsplit("_", 2)[0], "_".join(m.rsplit("_", 2)[1:])
             ts.append(str(rec["time"]))
             met.append(m)
             dev.append(d)
-            val.append(float(v))
+            val.append(fv)
     n = len(ts)
     return store.write(
         "phys_node_sample",
@@ -516,7 +612,8 @@ def detect_kind(path: str | Path) -> str:
         return "superbench-monitor"
     if re.search(r"Receiver signal .*optical power|Module temperature", head):
         return "ddm"
-    if re.search(r"nccl-tests|out-of-place|#\s*size\s+count", head, re.I):
+    if re.search(r"nccl-tests|out-of-place|#\s*size\s+count|^\s*size\s+count|nThread\s+\d+\s+nGpus", head,
+                 re.I | re.M):  # fmt: skip
         return "nccl-tests"
     raise DataError(
         f"{p}: cannot tell the format", fix=f"pass --kind, one of {', '.join(INGEST_KINDS)}"

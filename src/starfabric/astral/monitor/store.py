@@ -23,17 +23,54 @@ from starfabric.errors import ConfigError, DataError
 Columns = dict[str, npt.NDArray[Any]]
 
 
+class _Checked:
+    """The DuckDB connection, its errors turned into DataErrors naming the file: a truncated or
+    corrupt database file fails on the first read that reaches the broken block (IOException),
+    which is the user's file, not a bug."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, path: str, name: str) -> None:
+        self._con, self._path, self._name = con, path, name
+
+    def execute(self, sql: str, params: Any = None) -> duckdb.DuckDBPyConnection:
+        try:
+            return self._con.execute(sql, params) if params is not None else self._con.execute(sql)
+        except (duckdb.IOException, duckdb.SerializationException, duckdb.InternalException) as e:
+            msg = str(e).replace(self._path, self._name).splitlines()[0][:200]
+            raise DataError(
+                f"{self._name}: the telemetry database cannot be read ({msg})",
+                fix="the file is truncated or corrupt: write it again with monitor synth/ingest",
+            ) from None
+
+    def register(self, name: str, obj: Any) -> None:
+        self._con.register(name, obj)
+
+    def unregister(self, name: str) -> None:
+        self._con.unregister(name)
+
+    def close(self) -> None:
+        self._con.close()
+
+
 class TelemetryStore:
     """A DuckDB telemetry database (file path, or ':memory:')."""
 
-    def __init__(self, path: str | Path = ":memory:", *, read_only: bool = False) -> None:
+    def __init__(
+        self, path: str | Path = ":memory:", *, read_only: bool = False, label: str | None = None
+    ) -> None:
+        """`label`: the name errors give the file (the user's path when `path` is a working
+        copy of it)."""
         self.path = str(path)
+        name = label or self.path
         if read_only and self.path != ":memory:" and not Path(self.path).is_file():
             raise DataError(f"{self.path}: no such telemetry database", fix="run monitor synth")
         try:
-            self.con = duckdb.connect(self.path, read_only=read_only)
+            self.con = _Checked(duckdb.connect(self.path, read_only=read_only), self.path, name)
         except duckdb.Error as e:
-            raise DataError(f"{self.path}: not a DuckDB telemetry database ({e})") from e
+            msg = str(e).replace(self.path, name).splitlines()[0][:200]
+            raise DataError(
+                f"{name}: not a DuckDB telemetry database ({msg})",
+                fix="give a database monitor synth/ingest wrote (this one is truncated or corrupt)",
+            ) from None
         if not read_only:
             for t in TABLES:
                 self.con.execute(ddl(t))

@@ -20,6 +20,7 @@ from starfabric.astral.hardware import get_gpu
 from starfabric.astral.nccltests import NcclRun, busbw_factor, parse_nccl_tests
 from starfabric.astral.seer.comm import Group, collective_time, make_fabric
 from starfabric.astral.seer.efficiency import Efficiency, efficiency_for
+from starfabric.astral.seer.parallel import MAX_GPUS
 from starfabric.astral.seer.predict import Job
 from starfabric.config import read_mapping
 from starfabric.errors import ConfigError, DataError
@@ -91,6 +92,12 @@ def calibrate_nccl(
     base = efficiency_for(spec)
     nvl = spec.nvlink_gbps * 1e9
     nic = parse_bandwidth(nic_bandwidth, "nic_bandwidth") / 8.0
+    if nic <= 0:
+        raise ConfigError(f"nic_bandwidth {nic_bandwidth!r} is 0 bit/s", fix="give e.g. 400G")
+    if not 1 <= gpus_per_node <= MAX_GPUS:
+        raise ConfigError(
+            f"gpus_per_node = {gpus_per_node} is outside 1..{MAX_GPUS}", fix="give e.g. 8"
+        )
     runs: list[tuple[str, NcclRun, Group, str]] = []
     for p in paths:
         run = parse_nccl_tests(p).at_least(min_bytes)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from starfabric.astral.hardware import GPUSpec, get_gpu
 from starfabric.astral.seer.model import ModelSpec, bundled_models
@@ -94,15 +94,34 @@ class ExecutionSpec(Spec):
     )
 
 
+MAX_GPUS = 1 << 24
+"""The most GPUs a job may span: the topology builders' ceiling (topology/builders.py MAX_GPUS,
+32x Astral's 524,288-GPU cluster); the layout search enumerates divisors of the count."""
+
+
 class SystemSpec(Spec):
     """The machine: GPU type, how many, GPUs per node and per-GPU network bandwidth."""
 
     gpu: str = "H100"
-    gpus: int = Field(gt=0)
-    gpus_per_node: int = Field(default=8, gt=0)
+    gpus: int = Field(gt=0, le=MAX_GPUS)
+    gpus_per_node: int = Field(default=8, gt=0, le=MAX_GPUS)
     nic_bandwidth: str | float = Field(
         default="400G", description="scale-out bandwidth per GPU (one rail), e.g. '400G'"
     )
+
+    @field_validator("nic_bandwidth")
+    @classmethod
+    def _nic_positive(cls, v: str | float) -> str | float:
+        try:
+            bps = parse_bandwidth(v, "nic_bandwidth")
+        except ConfigError as e:
+            raise ValueError(e.message) from None
+        if bps <= 0:
+            raise ValueError(
+                f"{v!r} is no bandwidth: a NIC of 0 bit/s moves nothing; give e.g. '400G'"
+            )
+        return v
+
     efficiency: dict[str, Any] = Field(default_factory=dict, description="efficiency overrides")
     hbm_gib: float | None = Field(
         default=None, gt=0, description="memory per GPU when the SKU differs (A100 40GB)"

@@ -16,6 +16,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from starfabric.astral import bounds
+from starfabric.astral.hardware import list_gpus
 from starfabric.astral.seer import cells
 from starfabric.astral.seer.model import ModelSpec, bundled_models, load_model
 from starfabric.astral.seer.ops import (
@@ -339,19 +341,52 @@ def _convention_flops(row: dict[str, str], model: ModelSpec, conv: str) -> float
     return flops_per_token_6nd(model, model.max_seq_len) * tokens
 
 
+def _measured(row: dict[str, str], key: str, raw: str, bound: bounds.Bound) -> float:
+    """A published figure: a number above 0 inside its physical bound (astral/bounds.py), else
+    a DataError naming the row, the column and the value (the row is then not predicted)."""
+    where = f"row {row.get('row_id', '?')}"
+    try:
+        v = float(raw)
+    except ValueError:
+        raise DataError(
+            f"{where}: column {key!r} = {raw!r} is not a number", fix="give the published figure"
+        ) from None
+    if v == 0:
+        raise DataError(
+            f"{where}: column {key!r} = {raw!r} is zero", fix="give the published figure"
+        )
+    return bound.check(v, where, key, "give the published figure (a corrupt cell?)")
+
+
+def _tflops_bound() -> bounds.Bound:
+    """0..the fastest catalogued GPU's dense peak (any dtype) x FLOP_CONVENTION_HEADROOM."""
+    top = max(max(g.dense_tflops.values()) for g in list_gpus())
+    return bounds.Bound(0.0, top * FLOP_CONVENTION_HEADROOM, "TFLOP/s",
+                        f"{FLOP_CONVENTION_HEADROOM:g}x the fastest catalogued GPU's peak, "
+                        "validate.FLOP_CONVENTION_HEADROOM")  # fmt: skip
+
+
+FLOP_CONVENTION_HEADROOM = 2.0
+"""Assumption: a published TFLOP/s per GPU may exceed the GPU's dense peak by this factor at
+most: sources count FLOPs by their own convention (recompute, 6ND on total MoE parameters), never
+by more than 2x the hardware's."""
+
+
 def published_iteration_s(row: dict[str, str], model: ModelSpec) -> float:
     """The row's iteration time: measured or derived column, tokens/s per GPU, or TFLOP/s per
     GPU converted back with the source's own FLOP formula."""
     for key in ("iter_time_s", "derived_iter_time_s"):
         raw = (row.get(key) or "").strip()
         if raw:
-            return float(raw)
+            return _measured(row, key, raw, bounds.duration("s", 1.0))
     tokens = global_batch_seqs(row) * _int(row, "seq_len")
     gpus = _int(row, "num_gpus")
     tps = (row.get("tokens_per_sec_per_gpu") or "").strip()
     if tps:
-        return tokens / (float(tps) * gpus)
+        return tokens / (_measured(row, "tokens_per_sec_per_gpu", tps, bounds.counter()) * gpus)
     tf = (row.get("tflops_per_gpu") or "").strip()
+    if tf:
+        tf = str(_measured(row, "tflops_per_gpu", tf, _tflops_bound()))
     if not tf:
         raise DataError(
             f"row {row['row_id']}: no published figure (iter_time_s, derived_iter_time_s, "

@@ -7,6 +7,7 @@ with one knob flipped; all satisfy `ControlPlane`.
 
 from starfabric.fornax.baselines.config import (
     ABLATIONS,
+    BUILTIN_OVS_CONSTANTS,
     MODELLED,
     NOT_MODELLED,
     OVS_CALIBRATION_VERSION,
@@ -22,6 +23,7 @@ from starfabric.fornax.baselines.config import (
     RESCAN_FLOWS_PER_THREAD_S,
     RESCAN_THREADS,
     FlowLimitConfig,
+    OvsConstants,
     SoftwareCentricConfig,
     ablation,
     doca_like,
@@ -42,11 +44,20 @@ from starfabric.fornax.baselines.mirror import (
     FlowMirror,
     MirroredEngine,
 )
+from starfabric.fornax.baselines.ovs_calibration import (
+    BUILTIN_CALIBRATION,
+    CALIBRATION_FORMAT,
+    OvsCalibration,
+    load_ovs_calibration,
+)
 from starfabric.fornax.baselines.protocol import ControlPlane
 
 __all__ = [
     "ABLATIONS",
     "BASELINE_ACTIVITIES",
+    "BUILTIN_CALIBRATION",
+    "BUILTIN_OVS_CONSTANTS",
+    "CALIBRATION_FORMAT",
     "MODELLED",
     "NOT_MODELLED",
     "OVS_CALIBRATION_VERSION",
@@ -69,12 +80,15 @@ __all__ = [
     "FlowLimitConfig",
     "FlowMirror",
     "MirroredEngine",
+    "OvsCalibration",
+    "OvsConstants",
     "PerDirectionEngine",
     "SoftwareCentric",
     "SoftwareCentricConfig",
     "ablation",
     "doca_like",
     "fornax",
+    "load_ovs_calibration",
     "make_control_plane",
     "ovs_like",
     "software_centric_config",

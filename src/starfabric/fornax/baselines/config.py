@@ -72,6 +72,39 @@ OVS_REVALIDATE_NS_PER_FLOW = 1432.0
 OVS_DUMP_NS_PER_FLOW = 1424.0
 
 
+class OvsConstants(Spec):
+    """The four constants the OVS-like preset takes from a real ovs-vswitchd (ovs_cost.fit over
+    the levels of a benchmarks/ovs_real.py run): per model flow, on the machine measured. The
+    built-in ones are OVS_HOST_BASE_BYTES, OVS_HOST_BYTES_PER_FLOW, OVS_REVALIDATE_NS_PER_FLOW
+    and OVS_DUMP_NS_PER_FLOW; `--ovs-calibration FILE` gives another machine's
+    (baselines/ovs_calibration.py)."""
+
+    host_base_bytes: float = Field(
+        ge=0,
+        le=2.0**40,
+        description="host bytes charged once any flow is live (the RSS fit's intercept); "
+        "at most 1 TiB (a larger one is no measurement of one process)",
+    )
+    host_bytes_per_flow: float = Field(
+        gt=0, le=2.0**30, description="host bytes per live model flow; at most 1 GiB"
+    )
+    revalidate_ns_per_flow: float = Field(
+        gt=0, le=1e9, description="revalidator thread CPU per model flow and pass, ns; at most 1 s"
+    )
+    dump_ns_per_flow: float = Field(
+        gt=0, le=1e9, description="a dump's wall time per model flow, ns; at most 1 s"
+    )
+
+
+BUILTIN_OVS_CONSTANTS = OvsConstants(
+    host_base_bytes=OVS_HOST_BASE_BYTES,
+    host_bytes_per_flow=OVS_HOST_BYTES_PER_FLOW,
+    revalidate_ns_per_flow=OVS_REVALIDATE_NS_PER_FLOW,
+    dump_ns_per_flow=OVS_DUMP_NS_PER_FLOW,
+)
+"""The OVS-like preset's calibration measured on the project's machine (OVS_CALIBRATION_VERSION)."""
+
+
 class FlowLimitConfig(Spec):
     """OVS's dynamic datapath flow limit (udpif_revalidator in ofproto-dpif-upcall.c) [facts],
     with the dump duration taken on the simulated clock (`dump_ns_per_flow`, assumption)."""
@@ -272,20 +305,29 @@ def fornax() -> SoftwareCentricConfig:
     return SoftwareCentricConfig()
 
 
-def ovs_like(calibrated: bool = True) -> SoftwareCentricConfig:
+def ovs_like(
+    calibrated: bool = True, constants: OvsConstants | None = None
+) -> SoftwareCentricConfig:
     """Open vSwitch with hardware offload: per-direction flows, udpif_key mirror, revalidators
     every min(max-idle, 500 ms) or back to back when a dump takes longer, dynamic flow limit,
     2 s offloaded-stats delay, rescan; with `calibrated`, host bytes (base + per flow),
     revalidator CPU per flow and pass and the dump time per flow as fitted to a real
-    ovs-vswitchd (OVS_CALIBRATION_VERSION, ovs_cost.py), else the mirror's numpy bytes, its
+    ovs-vswitchd: `constants` (another machine's, ovs_calibration.py) or the built-in ones
+    (BUILTIN_OVS_CONSTANTS, OVS_CALIBRATION_VERSION); else the mirror's numpy bytes, its
     measured thread time and the assumed dump_ns_per_flow."""
     cal: dict[str, Any] = {}
     limit = FlowLimitConfig()
     if calibrated:
-        cal = {"host_bytes_per_flow": OVS_HOST_BYTES_PER_FLOW,
-               "host_base_bytes": OVS_HOST_BASE_BYTES,
-               "revalidate_ns_per_flow": OVS_REVALIDATE_NS_PER_FLOW}  # fmt: skip
-        limit = FlowLimitConfig(dump_ns_per_flow=OVS_DUMP_NS_PER_FLOW)
+        c = constants if constants is not None else BUILTIN_OVS_CONSTANTS
+        cal = {"host_bytes_per_flow": c.host_bytes_per_flow,
+               "host_base_bytes": c.host_base_bytes,
+               "revalidate_ns_per_flow": c.revalidate_ns_per_flow}  # fmt: skip
+        limit = FlowLimitConfig(dump_ns_per_flow=c.dump_ns_per_flow)
+    elif constants is not None:
+        raise ConfigError(
+            "ovs_like(calibrated=False) takes no calibration constants",
+            fix="drop the constants or use calibrated=True",
+        )
     return SoftwareCentricConfig(
         **cal,
         entries="per_direction",

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from starfabric.fornax.baselines.ovs_calibration import OvsCalibration
 from starfabric.fornax.engine import EngineConfig, FastEngine
 from starfabric.fornax.experiments.harness import SLOTS_PER_SESSION, Contender
 from starfabric.fornax.manager import Manager
@@ -46,15 +47,18 @@ def _preset(make: Any) -> Any:
     return build
 
 
-def default_contenders() -> list[Contender]:
-    """Fornax, the baseline presets, the family's Fornax preset and its ablations."""
+def default_contenders(ovs_calibration: OvsCalibration | None = None) -> list[Contender]:
+    """Fornax, the baseline presets, the family's Fornax preset and its ablations; the OVS-like
+    preset with `ovs_calibration`'s constants (None: the built-in calibration)."""
     from starfabric.fornax.baselines import ABLATIONS, ablation, doca_like, fornax, ovs_like
 
     def mirrored(make: Any) -> bool:
         return bool(make().mirror == "full")
 
+    constants = None if ovs_calibration is None else ovs_calibration.constants
+    ovs = lambda: ovs_like(constants=constants)  # noqa: E731
     out = [Contender("fornax", _fornax, "fornax"),
-           Contender("ovs_like", _preset(ovs_like), "baseline", mirrored(ovs_like)),
+           Contender("ovs_like", _preset(ovs), "baseline", mirrored(ovs)),
            Contender("doca_like", _preset(doca_like), "baseline", mirrored(doca_like)),
            Contender("fornax_preset", _preset(fornax), "reference")]  # fmt: skip
     for knob in ABLATIONS:

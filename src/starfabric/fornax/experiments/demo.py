@@ -37,7 +37,9 @@ def baselines_demo(out: Path, seed: int, console: Console) -> dict[str, Any]:
             outputs.write_bytes(out / f"fornax_{name}.png", png.read_bytes())
     outputs.write_json(out / "fornax_experiments.json", doc, default=str)
     head = {k: doc.get(k) for k in ("storage_ratio", "cpu_ratio", "zero_drop_cps_ratio")}
-    return {f"{k} (Fornax / OVS-like)": v for k, v in head.items()}
+    out_ = {f"{k} (Fornax / OVS-like)": v for k, v in head.items()}
+    out_["OVS-like calibration"] = doc["ovs_calibration"]["describe"]  # whose machine it is
+    return out_
 
 
 __all__ = ["DEMO_EXPERIMENTS", "baselines_demo"]

@@ -62,11 +62,15 @@ def chaos_spec(duration_s: float, cps: float) -> ChaosSpec:
     })  # fmt: skip
 
 
-def _ovs_like(engine: SessionEngine, policy: Any, spec: ChaosSpec) -> Any:
+def _ovs_like(constants: Any = None) -> Any:
+    """The OVS-like contender's builder, with a calibration's constants (None: built-in)."""
     from starfabric.fornax.baselines import SoftwareCentric, ovs_like
 
-    return SoftwareCentric(engine, policy, ovs_like(), spec.manager,
-                           softpath_config=spec.softpath)  # fmt: skip
+    def build(engine: SessionEngine, policy: Any, spec: ChaosSpec) -> Any:
+        return SoftwareCentric(engine, policy, ovs_like(constants=constants), spec.manager,
+                               softpath_config=spec.softpath)  # fmt: skip
+
+    return build
 
 
 def run(ctx: Context) -> Result:
@@ -77,7 +81,9 @@ def run(ctx: Context) -> Result:
     vpc = traffic.vpc_spec(n)
     change = [(0.42 * duration, traffic.vpc_spec(n, deny_udp_enis=traffic.N_ENIS // 2))]
     res = Result("E7", "fault injection: detection, blast radius, loss", COLUMNS)
-    contenders = [("fornax", resilient, True), ("ovs_like", _ovs_like, False)]
+    cal = ctx.ovs_calibration
+    contenders = [("fornax", resilient, True),
+                  ("ovs_like", _ovs_like(None if cal is None else cal.constants), False)]  # fmt: skip
     for name, build, events in contenders:
         with ctx.task(f"E7 {name}", 1.0) as adv:
             done = [0.0]

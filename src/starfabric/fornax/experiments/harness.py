@@ -183,6 +183,7 @@ class Context:
     contenders: list[Contender]
     progress: Any = None  # rich.progress.Progress or None
     log: list[str] = field(default_factory=list)
+    ovs_calibration: Any = None  # baselines.OvsCalibration the OVS-like contenders run with
 
     def by_role(self, *roles: str) -> list[Contender]:
         return [c for c in self.contenders if c.role in roles]

@@ -10,6 +10,7 @@ from typing import Any
 
 from rich.console import Console
 
+from starfabric.fornax.baselines.ovs_calibration import BUILTIN_CALIBRATION, OvsCalibration
 from starfabric.fornax.experiments.contenders import default_contenders
 from starfabric.fornax.experiments.harness import Contender, Context
 from starfabric.fornax.experiments.output import print_result, write_png
@@ -52,16 +53,23 @@ def run_experiments(
     progress: Any = None,
     contenders: list[Contender] | None = None,
     on_result: Callable[[dict[str, Any]], object] | None = None,
+    ovs_calibration: OvsCalibration | None = None,
 ) -> dict[str, Any]:
     """Run `name` (or `all`) at `scale` (a name or a Scale); prints a table per experiment when `console` is
     given, writes `out_dir/NAME.png`; returns the JSON document (`complete`: True).
     `on_result(doc)` receives the document so far after each experiment (`complete`: False),
-    so a caller can write partial results."""
+    so a caller can write partial results. The OVS-like contenders run with `ovs_calibration`
+    (None: the built-in one); the document's `ovs_calibration` says which ran and whose it is."""
     names = names_for(name)
     sc = scale if isinstance(scale, Scale) else get_scale(scale)
-    ctx = Context(sc, contenders if contenders is not None else default_contenders(), progress)
+    cal = ovs_calibration if ovs_calibration is not None else BUILTIN_CALIBRATION
+    if contenders is None:
+        contenders = default_contenders(ovs_calibration)
+    ctx = Context(sc, contenders, progress, ovs_calibration=cal)
     doc: dict[str, Any] = {"scale": sc.name, "contenders": [c.name for c in ctx.contenders],
-                           "experiments": {}}  # fmt: skip
+                           "ovs_calibration": cal.report(), "experiments": {}}  # fmt: skip
+    if console is not None:
+        console.print(f"OVS-like model: {cal.describe()}", markup=False)
     t0 = time.perf_counter()
     for n in names:
         exp = EXPERIMENTS[n]
