@@ -11,12 +11,15 @@ from __future__ import annotations
 import csv
 import itertools
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from starfabric.astral.seer import cells
+from starfabric.astral.seer.classes import classes_of, per_class
+from starfabric.astral.seer.degrees import DEGREES, degree_combos, unverified_degrees
 from starfabric.astral.seer.model import ModelSpec, bundled_models, load_model
 from starfabric.astral.seer.ops import (
     flops_per_token_6nd,
@@ -369,7 +372,9 @@ class RowSetup:
     model: ModelSpec
     execution: dict[str, Any]
     system: dict[str, Any]
-    options: dict[str, list[Any]]
+    options: list[tuple[dict[str, int], dict[str, list[Any]]]]
+    """Per layout to try (its parallel degrees), the candidate values of the other open
+    settings (micro-batch, vpp, recompute, ...)."""
     read: dict[str, Any]
 
 
@@ -419,9 +424,6 @@ def _choices(row: dict[str, str], model: ModelSpec, ex: dict[str, Any]) -> dict[
         # NeMo / Megatron-Core ship userbuffers TP overlap (--tp-comm-overlap) in their
         # performance recipes; a tuning user tries it when the source does not say.
         out["tp_comm_overlap"] = [False, True]
-    if ex.get("tp") is None:
-        gpn = _int(row, "gpus_per_node", 8)
-        out["tp"] = [t for t in (1, 2, 4, 8) if t <= gpn and model.heads % t == 0]
     return out
 
 
@@ -457,7 +459,7 @@ def row_setup(row: dict[str, str]) -> RowSetup:
     model = row_model(row)
     gpu, hbm = _gpu(row)
     read: dict[str, Any] = {}
-    for key in ("vocab", "global_batch_seqs", "micro_batch", "tp"):
+    for key in ("vocab", "global_batch_seqs", "micro_batch"):
         raw = row.get(key) or ""
         if cells.is_hint(raw) and cells.number(raw) is not None:
             read[key] = f"{_int(row, key)} (read from {raw.strip()!r})"
@@ -475,18 +477,13 @@ def row_setup(row: dict[str, str]) -> RowSetup:
         zero = 0 if _legacy(row) else (2 if nemo1 else 1)
         read["zero"] = f"{zero} (unstated: the framework's default optimizer sharding)"
     sp_raw = (row.get("sp") or "").strip().lower()
-    tp_given = cells.number(row.get("tp")) is not None and not _unverified(row.get("tp", ""))
-    tp = _int(row, "tp") if tp_given else None
-    pp, cp = _int(row, "pp"), _int(row, "cp", 1)
+    deg = {d: _degree(row, d) for d in DEGREES}
     gpus = _int(row, "num_gpus")
     ex: dict[str, Any] = {
         "global_batch": global_batch_seqs(row),
         "seq_len": _int(row, "seq_len"),
         "precision": _precision(row),
-        "tp": tp,
-        "pp": pp,
-        "cp": cp,
-        "ep": _int(row, "ep", 1),
+        **deg,
         "sp": sp_raw.startswith("yes") or (not sp_raw.startswith("no") and not _legacy(row)),
         "zero": zero,
         **_framework(row),
@@ -495,7 +492,8 @@ def row_setup(row: dict[str, str]) -> RowSetup:
         # DeepSpeed ZeRO-3 before 2023 gathered every rank's slice of every parameter tensor
         # over all DP ranks (no flat, rail-aligned buffers): cost.PER_PARAMETER_RAILS.
         ex["fsdp_collectives"] = "parameter"
-    if tp is not None and not _unverified(row.get("dp", "")):
+    tp, pp, cp = deg["tp"], deg["pp"], deg["cp"]
+    if tp and pp and cp and deg["ep"] and not _unverified(row.get("dp", "")):
         ex["dp"] = _int(row, "dp", max(1, gpus // (tp * pp * cp)))
     if (row.get("etp") or "").strip() and not _unverified(row["etp"]):
         ex["etp"] = _int(row, "etp")
@@ -507,7 +505,28 @@ def row_setup(row: dict[str, str]) -> RowSetup:
     }
     if hbm is not None:
         system["hbm_gib"] = hbm
-    return RowSetup(model, ex, system, _choices(row, model, ex), read)
+    combos = degree_combos(model, ex, gpus, system["gpus_per_node"],
+                           not cells.is_hint(row.get("global_batch_seqs")))  # fmt: skip
+    if not combos:
+        open_ = ", ".join(unverified_degrees(ex))
+        raise DataError(
+            f"row {row['row_id']}: no layout of {gpus} GPUs fits the stated degrees "
+            f"(unverified: {open_ or 'none'})",
+            fix="check num_gpus, tp, pp, cp, ep and the global batch",
+        )
+    options = [(c, _choices(row, model, {**ex, **c})) for c in combos]
+    return RowSetup(model, ex, system, options, read)
+
+
+def _degree(row: dict[str, str], key: str) -> int | None:
+    """A parallel degree the row states (empty cp/ep: 1), or None when it is UNVERIFIED
+    (with or without a hinted number): Seer then chooses it."""
+    raw = (row.get(key) or "").strip()
+    if _unverified(raw):
+        return None
+    if not raw and key in ("cp", "ep"):
+        return 1
+    return _int(row, key)
 
 
 def row_job_options(row: dict[str, str]) -> tuple[ModelSpec, dict[str, Any], dict[str, Any]]:
@@ -527,6 +546,18 @@ def _fit_batch(ex: dict[str, Any], gpus: int, approximate: bool) -> dict[str, An
     return {**ex, "global_batch": gb}
 
 
+def _candidates(
+    st: RowSetup, approx_batch: bool
+) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
+    """(chosen settings, full execution) for every combination of open settings."""
+    for degrees, options in st.options:
+        keys = list(options)
+        for combo in itertools.product(*(options[k] for k in keys)):
+            opts = {**degrees, **dict(zip(keys, combo, strict=True))}
+            ex = {**st.execution, **opts}
+            yield opts, _fit_batch(ex, st.system["gpus"], approx_batch)
+
+
 def validate_row(row: dict[str, str]) -> RowResult:
     """Predict one row, choosing its UNVERIFIED settings as a tuning user of its framework
     would: the fastest candidate that fits in memory."""
@@ -536,13 +567,11 @@ def validate_row(row: dict[str, str]) -> RowResult:
     st = row_setup(row)
     model, ex, system = st.model, st.execution, st.system
     approx_batch = cells.is_hint(row.get("global_batch_seqs"))
-    keys = list(st.options)
     best: tuple[float, Prediction, dict[str, Any], dict[str, Any]] | None = None
     fallback: tuple[float, Prediction, dict[str, Any], dict[str, Any]] | None = None
     reason = ""
-    for combo in itertools.product(*(st.options[k] for k in keys)):
-        opts = dict(zip(keys, combo, strict=True))
-        full = _fit_batch({**ex, **opts}, system["gpus"], approx_batch)
+    open_degrees = unverified_degrees(ex)
+    for opts, full in _candidates(st, approx_batch):
         chunks = full["pp"] * full.get("vpp", 1)
         if model.layers % chunks and model.layers >= chunks - 2:
             # Uneven pipelines: the first and last (virtual) stages, which also hold the
@@ -566,7 +595,11 @@ def validate_row(row: dict[str, str]) -> RowResult:
             fix="check the row's GPU and parallel columns",
         )
     _, pred, opts, full = chosen
-    choices: dict[str, Any] = dict(opts)
+    choices: dict[str, Any] = {
+        k: v for k, v in opts.items() if k not in DEGREES or k in open_degrees
+    }
+    for d in open_degrees:
+        choices[d] = f"{opts[d]} (unverified: fastest layout that fits)"
     choices.update(st.read)
     if full["global_batch"] != ex["global_batch"]:
         choices["global_batch"] = f"{full['global_batch']} (approximate batch rounded to dp)"
@@ -574,7 +607,7 @@ def validate_row(row: dict[str, str]) -> RowResult:
         choices["pipeline_layers"] = full["pipeline_layers"]
     if best is None:
         choices["note"] = "every candidate exceeds GPU memory; least-memory setting used"
-    elif len(st.options["recompute"]) > 1 and opts["recompute"] != "none":
+    elif len(_recompute_options(st)) > 1 and opts["recompute"] != "none":
         choices["recompute"] = f"{opts['recompute']} (no faster setting fits in memory)"
     conv = _convention(row)
     row_used = dict(row, global_batch_seqs=str(full["global_batch"]))
@@ -598,6 +631,10 @@ def validate_row(row: dict[str, str]) -> RowResult:
         prediction=pred,
         source=row.get("source_id") or row["row_id"].rsplit("-", 1)[0],
     )
+
+
+def _recompute_options(st: RowSetup) -> list[Any]:
+    return st.options[0][1]["recompute"]
 
 
 def read_rows(path: str | Path) -> list[dict[str, str]]:
@@ -655,12 +692,14 @@ def summary(
                 "choices": r.choices,
                 "breakdown_s": r.prediction.breakdown,
                 "memory_gib": r.prediction.memory.total / 2**30,
+                "classes": classes_of(r.prediction),
             }
             for r in results
         ],
         "mean_abs_error": sum(errs) / len(errs) if errs else 0.0,
         "max_abs_error": max(errs) if errs else 0.0,
         "per_source": per_source(results),
+        "per_class": per_class(results),
     }
 
 
