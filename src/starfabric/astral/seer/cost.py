@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from starfabric.astral.seer.comm import CommModel, Phase
-from starfabric.astral.seer.efficiency import Efficiency, gemm_time, mem_time
+from starfabric.astral.seer.efficiency import Efficiency, flash_time, gemm_time, mem_time
 from starfabric.astral.seer.model import ModelSpec
 from starfabric.astral.seer.ops import BMM, COMM, FLASH, GEMM, MEM, OpTable
 from starfabric.astral.seer.parallel import ExecutionSpec, Layout, SystemSpec
@@ -39,7 +39,9 @@ BF16_GEMMS = (
 )  # fmt: skip
 """GEMMs an FP8 (Transformer Engine) run still executes in BF16."""
 CP_OVERLAP_RESIDUAL = 0.10
-"""Fraction of ring-attention KV exchange not hidden behind attention (assumption)."""
+"""Fraction of the ring-attention KV exchange that costs time even when hidden: the P2P
+kernels take SMs and HBM bandwidth from the block attention beside them (assumption, as
+DP_OVERLAP_RESIDUAL's reasoning)."""
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,8 @@ class CostContext:
     tp_comm_overlap: bool
     fp8: bool = False
     ep_comm_overlap: bool = False
+    cp: int = 1
+    """Context-parallel size (ring steps per attention)."""
     dualpipe: bool = False
     """DualPipe: the expert all-to-all of a forward chunk hides behind the paired backward
     chunk's compute and vice versa (`pair_ep_overlap`), not within one pass."""
@@ -87,6 +91,7 @@ def make_context(
         fp8=ex.precision == "fp8",
         ep_comm_overlap=ex.ep_comm_overlap,
         dualpipe=ex.pipeline_schedule == "dualpipe",
+        cp=lay.cp,
     )
 
 
@@ -134,8 +139,7 @@ def op_costs(t: OpTable, ctx: CostContext, backward: bool = False) -> OpCosts:
             ctx.hbm_bytes_per_s, eff, peak_fraction=eff.bmm_peak_fraction,
         )  # fmt: skip
     f = kind == FLASH
-    frac = eff.flash_bwd_fraction if backward else eff.flash_fwd_fraction
-    time[f] = a["flops"][f] / (ctx.peak_flops * frac) + eff.kernel_overhead_s
+    time[f] = flash_time(a["flops"][f], a["k"][f], ctx.peak_flops, eff, backward)
     m = kind == MEM
     time[m] = mem_time(a["nbytes"][m], ctx.hbm_bytes_per_s, eff)
     exposed = time.copy()
@@ -156,9 +160,15 @@ def op_costs(t: OpTable, ctx: CostContext, backward: bool = False) -> OpCosts:
             partner = _adjacent_gemm(kind, int(i))
             hide = time[partner] if partner >= 0 else 0.0
             exposed[i] = max(0.0, dur - hide) + TP_OVERLAP_RESIDUAL * dur
-        elif t.group[i] == "cp":
-            attn = _attn_time(t, time)
-            exposed[i] = max(0.0, dur - attn) + CP_OVERLAP_RESIDUAL * dur
+        elif t.group[i] == "cp" and ctx.cp > 1:
+            # Megatron-Core's ring (AttnFuncWithCPAndKVP2P): while step j's block attention
+            # runs, the KV block for step j+1 is in flight; the zig-zag split gives every
+            # step the same work (1/cp of the rank's attention), so each of the cp-1
+            # exchanges is exposed by what it exceeds one step's attention.
+            step_attn = _attn_time(t, time) / ctx.cp
+            step_comm = dur / (ctx.cp - 1)
+            exposed[i] = (ctx.cp - 1) * max(0.0, step_comm - step_attn)
+            exposed[i] += CP_OVERLAP_RESIDUAL * dur
     grp_names = np.asarray(t.group)
     ep = (kind == COMM) & ((grp_names == "ep") | (grp_names == "etp"))
     if ctx.ep_comm_overlap and not ctx.dualpipe and ep.any():

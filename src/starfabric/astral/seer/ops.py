@@ -31,6 +31,10 @@ ELEMENTWISE_BWD_BYTES_FACTOR = 1.5
 FLASH_BWD_FLOPS_FACTOR = 2.5
 """Flash-attention backward executes 2.5x the forward FLOPs (5 matmuls vs 2; FlashAttention-2
 paper, Dao 2023, section 3)."""
+CP_BWD_BYTES_FACTOR = 2.0
+"""The backward ring of context parallelism moves K, V and dK, dV: twice the forward's KV bytes
+(Megatron-Core `AttnFuncWithCPAndKVP2P.backward`, which sends the KV block on and the
+accumulated dKV block back around the ring)."""
 CROSS_ENTROPY_BYTES_PER_LOGIT = 38.0
 """HBM bytes per logit of Megatron's vocab-parallel cross entropy forward in fp32: cast
 (r2 w4), max (r4), subtract (r4 w4), exp (r4 w4), sum (r4), softmax kept for backward (r4 w4)
@@ -169,8 +173,11 @@ def _attention(t: OpTable, model: ModelSpec, ex: ExecutionSpec, lay: Layout, loc
     if ex.attention == "flash":
         # Causal: each query sees loc.seq/2 keys on average; a sliding window fewer (flash
         # kernels skip the masked-out key blocks; the unfused path below computes them all).
-        flops = 2.0 * tok * model.attended_keys(int(loc.seq)) * loc.heads * (dq + dv)
-        t.add("attn.core_flash", FLASH, flops=flops, selective=core)
+        keys = model.attended_keys(int(loc.seq))
+        flops = 2.0 * tok * keys * loc.heads * (dq + dv)
+        # k: keys one query meets in one kernel call (with CP, one ring step covers 1/cp of
+        # them), which sets how well the kernel amortizes its per-query-block work.
+        t.add("attn.core_flash", FLASH, flops=flops, k=keys / lay.cp, selective=core)
     else:
         s_loc = tok / b
         bh = b * loc.heads
@@ -332,7 +339,7 @@ def backward_of(fwd: OpTable) -> OpTable:
             t.add(f"{name}.bwd_a", BMM, m=m, n=k, k=n, batch=bt, flops=a["flops"][i], selective=sel)
             t.add(f"{name}.bwd_b", BMM, m=k, n=n, k=m, batch=bt, flops=a["flops"][i], selective=sel)
         elif kind == FLASH:
-            t.add(f"{name}.bwd", FLASH, flops=FLASH_BWD_FLOPS_FACTOR * a["flops"][i])
+            t.add(f"{name}.bwd", FLASH, flops=FLASH_BWD_FLOPS_FACTOR * a["flops"][i], k=k)
         elif kind == MEM:
             if name.endswith("cross_entropy"):
                 factor = CROSS_ENTROPY_BWD_BYTES_PER_LOGIT / CROSS_ENTROPY_BYTES_PER_LOGIT
@@ -341,6 +348,10 @@ def backward_of(fwd: OpTable) -> OpTable:
             else:
                 factor = ELEMENTWISE_BWD_BYTES_FACTOR
             t.mem(f"{name}.bwd", factor * a["nbytes"][i])
+        elif fwd.group[i] == "cp":
+            # The ring's backward passes K and V again and returns their gradients (dK, dV)
+            # to the owner: twice the forward bytes (Megatron-Core AttnFuncWithCPAndKVP2P).
+            t.comm(f"{name}.bwd", "p2p", "cp", CP_BWD_BYTES_FACTOR * a["nbytes"][i])
         elif name.startswith("fsdp."):
             t.comm(f"{name}.bwd", "all_gather", fwd.group[i], a["nbytes"][i])
             t.comm(f"{name}.grad_reduce_scatter", "reduce_scatter", fwd.group[i], a["nbytes"][i])
