@@ -187,3 +187,57 @@ def test_cp_ring_is_exposed_when_a_step_outruns_its_attention() -> None:
     slow = _long_context(32768, 8, 8, 512, nic="25G")
     fast = _long_context(32768, 8, 8, 512)
     assert slow.breakdown["cp"] > 5 * fast.breakdown["cp"]
+
+
+# ---- MoE with EP across hosts ----------------------------------------------------------------
+
+
+def test_distinct_nodes_is_the_hypergeometric_expectation_and_respects_the_node_limit() -> None:
+    import random
+
+    from starfabric.astral.seer.expert_comm import distinct_nodes, remote_copy_fraction
+
+    rng = random.Random(7)
+    experts, k, nodes = 256, 8, 8
+    sims = [len({e // (experts // nodes) for e in rng.sample(range(experts), k)})
+            for _ in range(20000)]  # fmt: skip
+    assert distinct_nodes(experts, k, nodes) == pytest.approx(sum(sims) / len(sims), rel=0.01)
+    assert distinct_nodes(experts, k, nodes, max_nodes=4) == 4.0  # DeepSeek-V3 routing
+    assert remote_copy_fraction(experts, k, nodes, 4) == pytest.approx(0.5)
+    assert remote_copy_fraction(experts, k, 1) == 1.0  # one node: nothing crosses IB
+
+
+def _dsv3(dispatcher: str, gpu: str = "H100"):
+    from starfabric.astral.seer import load_model, make_job, predict
+    from starfabric.astral.seer.parallel import uneven_pipeline_layers
+
+    m = load_model("deepseek-v3")
+    ex = {"global_batch": 8192, "seq_len": 4096, "precision": "fp8", "tp": 2, "pp": 16,
+          "ep": 64, "micro_batch": 1, "recompute": "none", "moe_dispatcher": dispatcher,
+          "pipeline_layers": list(uneven_pipeline_layers(m.layers, 16))}  # fmt: skip
+    return predict(make_job(m, ex, {"gpu": gpu, "gpus": 1024, "gpus_per_node": 8}))
+
+
+def test_deepep_sends_fewer_bytes_over_ib_than_nccl_all_to_all() -> None:
+    nccl, deepep = _dsv3("alltoall"), _dsv3("deepep")
+    # 8 nodes, top-8 of 256 experts capped at 4 nodes: half the inter-host copies.
+    assert deepep.breakdown["ep"] < 0.6 * nccl.breakdown["ep"]
+    assert deepep.breakdown["compute"] == pytest.approx(nccl.breakdown["compute"])
+
+
+def test_a_deepseek_run_that_fit_is_not_pushed_to_full_recompute(dev1_rows) -> None:
+    """DeepSeek-V3 on 1,024 H100s, PP16 EP64, recompute unstated: Seer tries Megatron-Core's
+    recompute-module sets before full recompute, and one of them fits."""
+    row = dict(dev1_rows["DSV3-01"], gpu="H100", num_gpus="1024", dp="64",
+               recompute="UNVERIFIED", framework="Megatron-Core (2025)", vpp="UNVERIFIED")  # fmt: skip
+    res = validate_row(row)
+    assert res.choices["recompute"].startswith("selective")
+    assert "moe_act" in res.choices["recompute_modules"]
+    assert not res.prediction.memory.oom and "note" not in res.choices
+
+
+def test_overlapped_all_to_all_costs_the_sms_it_occupies(dev1_rows) -> None:
+    """DualPipe hides the all-to-all, but the compute under it runs on 112 of 132 SMs."""
+    res = validate_row(dev1_rows["DSV3-01"])
+    assert res.choices["moe_dispatcher"] == "deepep"
+    assert 0 < res.prediction.breakdown["ep"] < 0.1 * res.prediction.breakdown["compute"]

@@ -38,6 +38,10 @@ BF16_GEMMS = (
     "moe.router", "moe.router.dgrad", "moe.router.wgrad",
 )  # fmt: skip
 """GEMMs an FP8 (Transformer Engine) run still executes in BF16."""
+EP_COMM_SMS = 20
+"""SMs the expert dispatch/combine kernels occupy while they overlap compute: DeepSeek-V3
+(section 3.2.2) dedicates 20 of the H800's 132 SMs to them and that saturates IB and NVLink
+(DeepEP's normal kernels default to a similar 24); the overlapped compute runs on the rest."""
 CP_OVERLAP_RESIDUAL = 0.10
 """Fraction of the ring-attention KV exchange that costs time even when hidden: the P2P
 kernels take SMs and HBM bandwidth from the block attention beside them (assumption, as
@@ -173,10 +177,12 @@ def op_costs(t: OpTable, ctx: CostContext, backward: bool = False) -> OpCosts:
     ep = (kind == COMM) & ((grp_names == "ep") | (grp_names == "etp"))
     if ctx.ep_comm_overlap and not ctx.dualpipe and ep.any():
         # Two micro-batches interleaved (DualPipe / A2A overlap): one's dispatch/combine runs
-        # under the other's attention and expert GEMMs; the excess stays exposed.
+        # under the other's attention and expert GEMMs; the excess stays exposed, and the
+        # compute it hides behind runs on the SMs the communication kernels leave free.
         total = float(time[ep].sum())
         compute = float(time[kind != COMM].sum())
-        exposed[ep] = time[ep] * (max(0.0, total - compute) / total if total > 0 else 0.0)
+        frac = _ep_exposed_fraction(total, compute, ctx)
+        exposed[ep] = time[ep] * frac
     fsdp = (kind == COMM) & ((grp_names == "fsdp_dp") | (grp_names == "fsdp_edp"))
     if fsdp.any():
         # ZeRO-3 gathers/reductions are prefetched on their own stream: together they hide
@@ -190,7 +196,7 @@ def op_costs(t: OpTable, ctx: CostContext, backward: bool = False) -> OpCosts:
 
 
 def pair_ep_overlap(
-    fwd: OpTable, fc: OpCosts, bwd: OpTable, bc: OpCosts
+    fwd: OpTable, fc: OpCosts, bwd: OpTable, bc: OpCosts, ctx: CostContext
 ) -> tuple[OpCosts, OpCosts]:
     """DualPipe's compute/communication overlap (DeepSeek-V3 section 3.2.1, Figure 4): a
     forward chunk and a backward chunk of two micro-batches run together, each one's
@@ -199,13 +205,26 @@ def pair_ep_overlap(
     masks = [_ep_mask(t, c) for t, c in ((fwd, fc), (bwd, bc))]
     total = float(fc.time[masks[0]].sum() + bc.time[masks[1]].sum())
     compute = float(fc.time[fc.kind != COMM].sum() + bc.time[bc.kind != COMM].sum())
-    frac = max(0.0, total - compute) / total if total > 0 else 0.0
+    frac = _ep_exposed_fraction(total, compute, ctx)
     out = []
     for c, mask in zip((fc, bc), masks, strict=True):
         exposed = c.exposed.copy()
         exposed[mask] = c.time[mask] * frac
         out.append(OpCosts(time=c.time, exposed=exposed, kind=c.kind))
     return out[0], out[1]
+
+
+def _ep_exposed_fraction(total: float, compute: float, ctx: CostContext) -> float:
+    """Share of the expert all-to-all time that lands on the critical path when it overlaps
+    `compute` of another micro-batch: the excess over the compute, plus the compute slowed
+    by the SMs the communication kernels occupy while they run (EP_COMM_SMS of the GPU's;
+    charged to the all-to-all so the breakdown shows it)."""
+    if total <= 0:
+        return 0.0
+    hidden = min(total, compute)
+    sm = min(0.5, EP_COMM_SMS / ctx.eff.sms)
+    slowdown = hidden * sm / (1.0 - sm)
+    return (max(0.0, total - compute) + slowdown) / total
 
 
 def _ep_mask(t: OpTable, c: OpCosts) -> np.ndarray[Any, Any]:

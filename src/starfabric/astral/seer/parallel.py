@@ -69,6 +69,12 @@ class ExecutionSpec(Spec):
         description="expert all-to-all hidden behind another micro-batch's compute "
         "(DeepSeek DualPipe, Megatron 1F1B A2A overlap)",
     )
+    moe_dispatcher: Literal["alltoall", "deepep"] = Field(
+        default="alltoall",
+        description="expert token dispatcher: alltoall (NCCL, every token-expert copy crosses "
+        "hosts) or deepep (one copy per remote node, fanned out over NVLink; Megatron-Core "
+        "flex dispatcher, DeepSeek-V3 section 3.2.2)",
+    )
     pipeline_schedule: Literal["1f1b", "dualpipe"] = Field(
         default="1f1b",
         description="1f1b: Megatron's (interleaved when vpp > 1); dualpipe: DeepSeek-V3's "

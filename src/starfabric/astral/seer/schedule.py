@@ -123,7 +123,7 @@ def piece_cost(t: OpTable, ctx: CostContext, recompute: str) -> PieceCost:
     bt = backward_of(t)
     bc = op_costs(bt, ctx, backward=True)
     if ctx.dualpipe and ctx.ep_comm_overlap:
-        fc, bc = pair_ep_overlap(t, fc, bt, bc)
+        fc, bc = pair_ep_overlap(t, fc, bt, bc, ctx)
     fwd = pass_cost(t, fc)
     if recompute == "full":
         rec = fwd

@@ -409,7 +409,7 @@ def _choices(row: dict[str, str], model: ModelSpec, ex: dict[str, Any]) -> dict[
         out["vpp"] = [1] + [v for v in range(2, per + 1) if per % v == 0]
     rec_raw = (row.get("recompute") or "").lower()
     if _unverified(rec_raw):
-        out["recompute"] = ["none", "selective", "full"]
+        out["recompute"] = ["none", "selective", *selective_module_sets(model), "full"]
     elif rec_raw.startswith("full"):
         out["recompute"] = ["full"]
     elif rec_raw.startswith("none"):
@@ -420,11 +420,44 @@ def _choices(row: dict[str, str], model: ModelSpec, ex: dict[str, Any]) -> dict[
         if mods:
             out["recompute_modules"] = [mods]
     fw = (row.get("framework") or "").lower()
+    if model.is_moe:
+        out["moe_dispatcher"] = _dispatchers(row, ex)
     if not ex["tp_comm_overlap"] and ("nemo" in fw or "megatron-core" in fw) and ex["sp"]:
         # NeMo / Megatron-Core ship userbuffers TP overlap (--tp-comm-overlap) in their
         # performance recipes; a tuning user tries it when the source does not say.
         out["tp_comm_overlap"] = [False, True]
     return out
+
+
+def _dispatchers(row: dict[str, str], ex: dict[str, Any]) -> list[str]:
+    """Expert token dispatchers the run may have used: the one the row names; DeepEP's
+    node-deduplicating kernels for DeepSeek's own DualPipe stack (section 3.2.2); none but
+    NCCL's all-to-all before 2025 (Megatron-Core's DeepEP/flex dispatcher: core r0.12,
+    2025); otherwise both, as a tuning user tries them."""
+    text = " ".join((row.get(k) or "") for k in ("framework", "notes", "model_notes")).lower()
+    if "deepep" in text or "flex" in text or ex.get("pipeline_schedule") == "dualpipe":
+        return ["deepep"]
+    year = _year(row)
+    if "alltoall dispatcher" in text or _legacy(row) or (year is not None and year < 2025):
+        return ["alltoall"]
+    return ["alltoall", "deepep"]
+
+
+def selective_module_sets(model: ModelSpec) -> list[tuple[str, tuple[str, ...]]]:
+    """Megatron-Core `--recompute-modules` sets a tuning user tries beyond the default
+    (core_attn) before full recompute: norms, the MoE expert activation and MLA's
+    up-projections — the sets that free the most memory for the least recompute on the model
+    (DeepSeek-V3 section 3.2.3; Megatron-Core's MoE guide recommends moe_act/layernorm/
+    mla_up_proj for DeepSeek-style models)."""
+    mods = ["layernorm"]
+    if model.is_moe:
+        mods.append("moe_act")
+    if model.is_mla:
+        mods.append("mla_up_proj")
+    sets = [("selective", tuple(mods[:i])) for i in range(1, len(mods) + 1)]
+    if model.is_moe:
+        sets.insert(0, ("selective", ("moe_act",)))
+    return sets
 
 
 def recompute_modules(text: str) -> tuple[str, ...]:
@@ -554,6 +587,8 @@ def _candidates(
         keys = list(options)
         for combo in itertools.product(*(options[k] for k in keys)):
             opts = {**degrees, **dict(zip(keys, combo, strict=True))}
+            if isinstance(opts.get("recompute"), tuple):  # ("selective", modules)
+                opts["recompute"], opts["recompute_modules"] = opts["recompute"]
             ex = {**st.execution, **opts}
             yield opts, _fit_batch(ex, st.system["gpus"], approx_batch)
 
