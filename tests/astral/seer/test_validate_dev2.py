@@ -241,3 +241,30 @@ def test_overlapped_all_to_all_costs_the_sms_it_occupies(dev1_rows) -> None:
     res = validate_row(dev1_rows["DSV3-01"])
     assert res.choices["moe_dispatcher"] == "deepep"
     assert 0 < res.prediction.breakdown["ep"] < 0.1 * res.prediction.breakdown["compute"]
+
+
+# ---- A100-era clusters ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "per_gpu"),
+    [("4 NICs (200 Gb/s each) per node", "100G"), ("4x HDR 200Gb/s per node", "100G"),
+     ("4 Omni-Path adapters at 100 Gbps", "50G"), ("8x HDR 200Gb/s", "200G")],
+)  # fmt: skip
+def test_fewer_nics_than_gpus_share_the_node_rate(text: str, per_gpu: str) -> None:
+    from starfabric.astral.seer.validate import _nic
+
+    assert _nic({"interconnect": text, "gpus_per_node": "8"}, "A100-SXM-80GB") == per_gpu
+
+
+def test_half_the_nics_slow_a_cross_node_pipeline_and_dp(dev1_rows) -> None:
+    """A 2021 PTD-P row on 4 instead of 8 HDR NICs per node: PP hand-offs and the DP
+    all-reduce (not overlapped in that era's Megatron-LM) take longer; compute does not."""
+    row = dev1_rows["N21-T2-06"]
+    full = validate_row(row)
+    half = validate_row(dict(row, interconnect="4x HDR 200Gb/s per node"))
+    assert half.prediction.breakdown["compute"] == pytest.approx(
+        full.prediction.breakdown["compute"]
+    )
+    assert half.prediction.breakdown["dp"] > 1.5 * full.prediction.breakdown["dp"]
+    assert half.predicted_iter_s > full.predicted_iter_s

@@ -227,6 +227,13 @@ def _nic(row: dict[str, str], gpu: str) -> str:
         if m:
             gbps = int(m.group(1)) * float(m.group(2)) * (1000 if m.group(3) == "T" else 1)
             return f"{gbps / per_node:g}G"
+        m = re.search(
+            r"(\d+)\s*(?:[A-Za-z-]+\s+)?(?:NICs?|HCAs?|adapters?|ports?)\b\D{0,40}?" + _SPEED,
+            text, re.IGNORECASE,
+        )  # fmt: skip
+        if m:  # "4 NICs (200 Gb/s each) per node": fewer NICs than GPUs share the node's rate
+            gbps = int(m.group(1)) * float(m.group(2)) * (1000 if m.group(3).upper() == "T" else 1)
+            return f"{gbps / per_node:g}G"
         m = re.search(r"(\d+(?:\.\d+)?)\s*([GT])B/s\s*(?:per|/)\s*(GPU|node)", text)
         if m:  # bytes per second ("~50 GB/s per GPU cross-node")
             gbps = 8 * float(m.group(1)) * (1000 if m.group(2) == "T" else 1)
