@@ -268,3 +268,26 @@ def test_half_the_nics_slow_a_cross_node_pipeline_and_dp(dev1_rows) -> None:
     )
     assert half.prediction.breakdown["dp"] > 1.5 * full.prediction.breakdown["dp"]
     assert half.predicted_iter_s > full.predicted_iter_s
+
+
+def test_forced_balance_routes_evenly_and_is_read_from_the_row(dev1_rows) -> None:
+    from starfabric.astral.seer.validate import row_setup
+
+    row = dict(dev1_rows["DSV3-01"], notes="benchmark with force load balancing")
+    assert row_setup(row).execution["moe_load_balance"] == "forced"
+    assert "moe_load_balance" not in row_setup(dev1_rows["DSV3-01"]).execution
+    drop, forced = _dsv3("deepep"), _dsv3_forced()
+    assert forced.breakdown["compute"] < drop.breakdown["compute"]
+    assert forced.breakdown["ep"] < drop.breakdown["ep"]
+
+
+def _dsv3_forced():
+    from starfabric.astral.seer import load_model, make_job, predict
+    from starfabric.astral.seer.parallel import uneven_pipeline_layers
+
+    m = load_model("deepseek-v3")
+    ex = {"global_batch": 8192, "seq_len": 4096, "precision": "fp8", "tp": 2, "pp": 16,
+          "ep": 64, "micro_batch": 1, "recompute": "none", "moe_dispatcher": "deepep",
+          "moe_load_balance": "forced",
+          "pipeline_layers": list(uneven_pipeline_layers(m.layers, 16))}  # fmt: skip
+    return predict(make_job(m, ex, {"gpu": "H100", "gpus": 1024, "gpus_per_node": 8}))

@@ -208,18 +208,23 @@ def _dense_mlp(t: OpTable, model: ModelSpec, loc: Local, ffn: int, tag: str) -> 
     t.gemm(f"{tag}.fc2", tok, h, ffn / loc.tp)
 
 
-def _moe_mlp(t: OpTable, model: ModelSpec, lay: Layout, loc: Local, act_rec: bool) -> None:
+def _moe_mlp(
+    t: OpTable, model: ModelSpec, lay: Layout, loc: Local, act_rec: bool, forced: bool = False
+) -> None:
     h, e = model.hidden, loc.elem
     tok = loc.tokens_sp  # the token dispatcher works on the local sequence shard
     k, experts = model.moe_topk, model.moe_experts
+    # Dropless routing: the busiest rank receives `imb` x the mean tokens and everyone waits
+    # for it at the combine; forced balancing (a benchmark setting) routes evenly.
+    imb = 1.0 if forced else MOE_IMBALANCE
     t.gemm("moe.router", tok, experts, h)
     t.mem("moe.topk", ROUTER_BYTES_PER_SCORE * tok * experts)
     t.mem("moe.permute", 2 * e * tok * k * h)
-    t.comm("moe.ep_dispatch", "all_to_all", "ep", e * tok * k * h)
+    t.comm("moe.ep_dispatch", "all_to_all", "ep", e * tok * k * h * imb)
     if lay.etp > 1:
         t.comm("moe.etp_all_gather", "all_gather", "etp", e * tok * k * h * lay.etp)
     local_experts = experts / lay.ep
-    per_expert = tok * k * lay.ep * lay.etp / experts * MOE_IMBALANCE
+    per_expert = tok * k * lay.ep * lay.etp / experts * imb
     gated = model.activation == "swiglu"
     f = model.moe_ffn_hidden / lay.etp
     t.gemm("moe.expert_fc1", per_expert, (2 if gated else 1) * f, h, batch=local_experts)
@@ -228,7 +233,7 @@ def _moe_mlp(t: OpTable, model: ModelSpec, lay: Layout, loc: Local, act_rec: boo
     t.gemm("moe.expert_fc2", per_expert, h, f, batch=local_experts)
     if lay.etp > 1:
         t.comm("moe.etp_reduce_scatter", "reduce_scatter", "etp", e * tok * k * h * lay.etp)
-    t.comm("moe.ep_combine", "all_to_all", "ep", e * tok * k * h)
+    t.comm("moe.ep_combine", "all_to_all", "ep", e * tok * k * h * imb)
     t.mem("moe.unpermute", 2 * e * tok * k * h)
     if model.moe_shared_experts:
         _tp_enter(t, loc, h, "moe.shared")
@@ -253,7 +258,8 @@ def layer_ops(model: ModelSpec, ex: ExecutionSpec, lay: Layout, moe: bool) -> Op
         return t
     t.mem("mlp.norm", 2 * e * loc.tokens_sp * h, selective="layernorm" in ex.recompute_modules)
     if moe:
-        _moe_mlp(t, model, lay, loc, "moe_act" in ex.recompute_modules)
+        _moe_mlp(t, model, lay, loc, "moe_act" in ex.recompute_modules,
+                 ex.moe_load_balance == "forced")  # fmt: skip
     else:
         _tp_enter(t, loc, h, "mlp")
         _dense_mlp(t, model, loc, model.ffn_hidden, "mlp")

@@ -75,6 +75,12 @@ class ExecutionSpec(Spec):
         "hosts) or deepep (one copy per remote node, fanned out over NVLink; Megatron-Core "
         "flex dispatcher, DeepSeek-V3 section 3.2.2)",
     )
+    moe_load_balance: Literal["dropless", "forced"] = Field(
+        default="dropless",
+        description="dropless: tokens go where the router sends them, the busiest expert "
+        "rank sets the pace (ops.MOE_IMBALANCE); forced: Megatron-Core "
+        "--moe-router-force-load-balancing, an even split (benchmarking runs)",
+    )
     pipeline_schedule: Literal["1f1b", "dualpipe"] = Field(
         default="1f1b",
         description="1f1b: Megatron's (interleaved when vpp > 1); dualpipe: DeepSeek-V3's "

@@ -528,6 +528,9 @@ def row_setup(row: dict[str, str]) -> RowSetup:
         "zero": zero,
         **_framework(row),
     }
+    if re.search(r"force[d-]?\s*(?:load[- ])?balanc", _model_text(row) + " " + (row.get("notes") or ""),
+                 re.I):  # fmt: skip
+        ex["moe_load_balance"] = "forced"  # Megatron-Core --moe-router-force-load-balancing
     if zero == 3 and "deepspeed" in (row.get("framework") or "").lower() and _legacy(row):
         # DeepSpeed ZeRO-3 before 2023 gathered every rank's slice of every parameter tensor
         # over all DP ranks (no flat, rail-aligned buffers): cost.PER_PARAMETER_RAILS.
