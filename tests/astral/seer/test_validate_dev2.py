@@ -291,3 +291,15 @@ def _dsv3_forced():
           "moe_load_balance": "forced",
           "pipeline_layers": list(uneven_pipeline_layers(m.layers, 16))}  # fmt: skip
     return predict(make_job(m, ex, {"gpu": "H100", "gpus": 1024, "gpus_per_node": 8}))
+
+
+def test_that_eras_software_is_what_the_framework_shipped(dev1_rows) -> None:
+    """Plain Megatron-LM (2023) ran FlashAttention only behind --use-flash-attn; stacks
+    before 2023 checkpointed whole layers or nothing."""
+    from starfabric.astral.seer.validate import row_setup
+
+    ms = row_setup(dev1_rows["MS-T2-01"])  # "Megatron-LM" baseline of MegaScale
+    assert ms.execution["attention"] == "unfused"
+    assert row_setup(dev1_rows["MS-T2-05"]).execution["attention"] == "flash"  # MegaScale
+    opt = row_setup(dev1_rows["OPT-01"])  # metaseq 2022, recompute unstated
+    assert {tuple(o["recompute"]) for _, o in opt.options} == {("none", "full")}

@@ -297,7 +297,10 @@ def _framework(row: dict[str, str]) -> dict[str, Any]:
         or ("overlap" in fw and ("a2a" in fw or "ep" in fw.split("/")))
     )
     dualpipe = "dualpipe" in fw or "dualpipe" in (row.get("vpp") or "").lower()
-    return {"attention": "flash", "overlap_grad_reduce": dp_overlap,
+    # Plain Megatron-LM (not Core) also ships FlashAttention as opt-in (--use-flash-attn,
+    # 2023; the default path is the fused scale-mask-softmax kernel with batched GEMMs).
+    attention = "unfused" if plain_megatron and "flash" not in fw else "flash"
+    return {"attention": attention, "overlap_grad_reduce": dp_overlap,
             "pipeline_schedule": "dualpipe" if dualpipe else "1f1b",
             "overlap_param_gather": dp_overlap,
             "tp_comm_overlap": tp_overlap and not no_overlap,
@@ -416,7 +419,13 @@ def _choices(row: dict[str, str], model: ModelSpec, ex: dict[str, Any]) -> dict[
         out["vpp"] = [1] + [v for v in range(2, per + 1) if per % v == 0]
     rec_raw = (row.get("recompute") or "").lower()
     if _unverified(rec_raw):
-        out["recompute"] = ["none", "selective", *selective_module_sets(model), "full"]
+        if _legacy(row):
+            # Before 2023 Megatron-LM, Megatron-DeepSpeed and fairseq checkpointed whole
+            # layers or nothing (--checkpoint-activations); selective recompute arrived with
+            # Korthikanti et al. 2022 and reached those stacks' releases in 2023.
+            out["recompute"] = ["none", "full"]
+        else:
+            out["recompute"] = ["none", "selective", *selective_module_sets(model), "full"]
     elif rec_raw.startswith("full"):
         out["recompute"] = ["full"]
     elif rec_raw.startswith("none"):
