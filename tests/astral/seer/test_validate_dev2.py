@@ -249,7 +249,10 @@ def test_overlapped_all_to_all_costs_the_sms_it_occupies(dev1_rows) -> None:
 @pytest.mark.parametrize(
     ("text", "per_gpu"),
     [("4 NICs (200 Gb/s each) per node", "100G"), ("4x HDR 200Gb/s per node", "100G"),
-     ("4 Omni-Path adapters at 100 Gbps", "50G"), ("8x HDR 200Gb/s", "200G")],
+     ("4 Omni-Path adapters at 100 Gbps", "50G"), ("8x HDR 200Gb/s", "200G"),
+     ("InfiniBand 8x50 GB/s per node (400 Gb/s per GPU)", "400G"),
+     ("InfiniBand ~50 GB/s per GPU cross-node", "400G"), ("3.2 Tbps per node", "400G"),
+     ("EFA 4x100 Gb/s per node (400 Gb/s per node)", "50G")],
 )  # fmt: skip
 def test_fewer_nics_than_gpus_share_the_node_rate(text: str, per_gpu: str) -> None:
     from starfabric.astral.seer.validate import _nic

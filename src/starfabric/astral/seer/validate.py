@@ -223,25 +223,9 @@ def _nic(row: dict[str, str], gpu: str) -> str:
     text = row.get("interconnect") or ""
     per_node = _int(row, "gpus_per_node", 8)
     if not _unverified(text):
-        m = re.search(r"(\d+)\s*[x×]\s*(?:[A-Za-z-]+\s+)*?" + _SPEED, text)
-        if m:
-            gbps = int(m.group(1)) * float(m.group(2)) * (1000 if m.group(3) == "T" else 1)
-            return f"{gbps / per_node:g}G"
-        m = re.search(
-            r"(\d+)\s*(?:[A-Za-z-]+\s+)?(?:NICs?|HCAs?|adapters?|ports?)\b\D{0,40}?" + _SPEED,
-            text, re.IGNORECASE,
-        )  # fmt: skip
-        if m:  # "4 NICs (200 Gb/s each) per node": fewer NICs than GPUs share the node's rate
-            gbps = int(m.group(1)) * float(m.group(2)) * (1000 if m.group(3).upper() == "T" else 1)
-            return f"{gbps / per_node:g}G"
-        m = re.search(r"(\d+(?:\.\d+)?)\s*([GT])B/s\s*(?:per|/)\s*(GPU|node)", text)
-        if m:  # bytes per second ("~50 GB/s per GPU cross-node")
-            gbps = 8 * float(m.group(1)) * (1000 if m.group(2) == "T" else 1)
-            return f"{gbps / (per_node if m.group(3).lower() == 'node' else 1):g}G"
-        m = re.search(_SPEED + r"\s*(?:per|/)\s*(GPU|node)", text, re.IGNORECASE)
-        if m:
-            gbps = float(m.group(1)) * (1000 if m.group(2).upper() == "T" else 1)
-            return f"{gbps / (per_node if m.group(3).lower() == 'node' else 1):g}G"
+        gbps = _nic_gbps(text, per_node)
+        if gbps is not None:
+            return f"{gbps:g}G"
     spec = cells.match_gpu(gpu)[0]
     if spec.nic_gbps is not None:
         return f"{spec.nic_gbps:g}G"
@@ -249,6 +233,44 @@ def _nic(row: dict[str, str], gpu: str) -> str:
         if key in gpu.upper():
             return val
     return "400G"
+
+
+_BYTES = r"(\d+(?:\.\d+)?)\s*([GT])B/s"
+
+
+def _nic_gbps(text: str, per_node: int) -> float | None:
+    """Gb/s per GPU stated by an interconnect cell, most explicit statement first: a rate per
+    GPU ('400 Gb/s per GPU', '50 GB/s per GPU'), N links of a rate ('8x HDR 200Gb/s',
+    '8x50 GB/s'), N NICs of a rate ('4 NICs (200 Gb/s each)'), a rate per node."""
+
+    def scale(unit: str) -> float:
+        return 1000.0 if unit.upper() == "T" else 1.0
+
+    m = re.search(_SPEED + r"\s*(?:per|/)\s*(?:GPU|gpu)", text)  # b = bits, B = bytes
+    if m:
+        return float(m.group(1)) * scale(m.group(2))
+    m = re.search(_BYTES + r"\s*(?:per|/)\s*GPU", text)
+    if m:
+        return 8 * float(m.group(1)) * scale(m.group(2))
+    m = re.search(r"(\d+)\s*[x×]\s*(?:[A-Za-z-]+\s+)*?" + _SPEED, text)
+    if m:
+        return int(m.group(1)) * float(m.group(2)) * scale(m.group(3)) / per_node
+    m = re.search(r"(\d+)\s*[x×]\s*" + _BYTES, text)
+    if m:  # "8x50 GB/s per node": N links of a rate in bytes
+        return 8 * int(m.group(1)) * float(m.group(2)) * scale(m.group(3)) / per_node
+    m = re.search(
+        r"(\d+)\s*(?:[A-Za-z-]+\s+)?(?:NICs?|HCAs?|adapters?|ports?)\b\D{0,40}?" + _SPEED,
+        text, re.IGNORECASE,
+    )  # fmt: skip
+    if m:  # "4 NICs (200 Gb/s each) per node": fewer NICs than GPUs share the node's rate
+        return int(m.group(1)) * float(m.group(2)) * scale(m.group(3)) / per_node
+    m = re.search(_BYTES + r"\s*(?:per|/)\s*node", text)
+    if m:
+        return 8 * float(m.group(1)) * scale(m.group(2)) / per_node
+    m = re.search(_SPEED + r"\s*(?:per|/)\s*node", text)
+    if m:
+        return float(m.group(1)) * scale(m.group(2)) / per_node
+    return None
 
 
 def _year(row: dict[str, str]) -> int | None:
