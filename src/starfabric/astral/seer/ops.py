@@ -209,14 +209,13 @@ def _dense_mlp(t: OpTable, model: ModelSpec, loc: Local, ffn: int, tag: str) -> 
 
 
 def _moe_mlp(
-    t: OpTable, model: ModelSpec, lay: Layout, loc: Local, act_rec: bool, forced: bool = False
+    t: OpTable, model: ModelSpec, lay: Layout, loc: Local, act_rec: bool, imb: float
 ) -> None:
     h, e = model.hidden, loc.elem
     tok = loc.tokens_sp  # the token dispatcher works on the local sequence shard
     k, experts = model.moe_topk, model.moe_experts
-    # Dropless routing: the busiest rank receives `imb` x the mean tokens and everyone waits
-    # for it at the combine; forced balancing (a benchmark setting) routes evenly.
-    imb = 1.0 if forced else MOE_IMBALANCE
+    # `imb`: the busiest rank receives imb x the mean tokens and everyone waits for it at the
+    # combine (moe_imbalance).
     t.gemm("moe.router", tok, experts, h)
     t.mem("moe.topk", ROUTER_BYTES_PER_SCORE * tok * experts)
     t.mem("moe.permute", 2 * e * tok * k * h)
@@ -241,6 +240,16 @@ def _moe_mlp(
         _tp_exit(t, loc, h, "moe.shared")
 
 
+def moe_imbalance(ex: ExecutionSpec) -> float:
+    """Busiest expert rank's tokens / mean: MOE_IMBALANCE when dropless, 1 under forced
+    balancing (a benchmark setting), at most the capacity factor when tokens are dropped."""
+    if ex.moe_load_balance == "forced":
+        return 1.0
+    if ex.moe_capacity_factor is not None:
+        return min(MOE_IMBALANCE, max(1.0, ex.moe_capacity_factor))
+    return MOE_IMBALANCE
+
+
 def layer_ops(model: ModelSpec, ex: ExecutionSpec, lay: Layout, moe: bool) -> OpTable:
     """Forward operators of one layer for one micro-batch on one rank."""
     loc = local_sizes(model, ex, lay)
@@ -257,13 +266,18 @@ def layer_ops(model: ModelSpec, ex: ExecutionSpec, lay: Layout, moe: bool) -> Op
             _fsdp(t, model, lay, moe)
         return t
     t.mem("mlp.norm", 2 * e * loc.tokens_sp * h, selective="layernorm" in ex.recompute_modules)
+    first = len(t)
     if moe:
-        _moe_mlp(t, model, lay, loc, "moe_act" in ex.recompute_modules,
-                 ex.moe_load_balance == "forced")  # fmt: skip
+        _moe_mlp(t, model, lay, loc, "moe_act" in ex.recompute_modules, moe_imbalance(ex))
     else:
         _tp_enter(t, loc, h, "mlp")
         _dense_mlp(t, model, loc, model.ffn_hidden, "mlp")
         _tp_exit(t, loc, h, "mlp")
+    if ("moe" if moe else "mlp") in ex.recompute_modules:
+        # Megatron-Core --recompute-modules moe / mlp: the whole (MoE) MLP is re-run in the
+        # backward, its token dispatch and combine included; only its input is kept.
+        for i in range(first, len(t)):
+            t.selective[i] = True
     t.mem("mlp.dropout_add", (3 * e + MASK_BYTES) * loc.tokens_sp * h)
     if ex.zero == 3 and lay.dp * lay.cp > 1 and lay.pp == 1:
         _fsdp(t, model, lay, moe)

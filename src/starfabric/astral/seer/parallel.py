@@ -48,12 +48,13 @@ class ExecutionSpec(Spec):
         "as Llama 3 ran FSDP with pipelines)",
     )
     recompute: Literal["none", "selective", "full"] = "none"
-    recompute_modules: tuple[Literal["core_attn", "layernorm", "mla_up_proj", "moe_act"], ...] = (
-        Field(
-            default=("core_attn",),
-            description="what selective recompute re-runs (Megatron-Core --recompute-modules): "
-            "core attention, norms, MLA up-projections, MoE activation",
-        )
+    recompute_modules: tuple[
+        Literal["core_attn", "layernorm", "mla_up_proj", "moe_act", "moe", "mlp"], ...
+    ] = Field(
+        default=("core_attn",),
+        description="what selective recompute re-runs (Megatron-Core --recompute-modules): "
+        "core attention, norms, MLA up-projections, MoE activation, the whole MoE layer, the "
+        "whole dense MLP",
     )
     fsdp_collectives: Literal["layer", "parameter"] = Field(
         default="layer",
@@ -80,6 +81,13 @@ class ExecutionSpec(Spec):
         description="dropless: tokens go where the router sends them, the busiest expert "
         "rank sets the pace (ops.MOE_IMBALANCE); forced: Megatron-Core "
         "--moe-router-force-load-balancing, an even split (benchmarking runs)",
+    )
+    moe_capacity_factor: float | None = Field(
+        default=None,
+        gt=0,
+        description="token dropping at this expert capacity (Megatron-Core "
+        "--moe-expert-capacity-factor): no expert or rank takes more than this times the "
+        "mean tokens; None: dropless",
     )
     pipeline_schedule: Literal["1f1b", "dualpipe"] = Field(
         default="1f1b",

@@ -475,6 +475,8 @@ def _dispatchers(row: dict[str, str], ex: dict[str, Any]) -> list[str]:
     text = " ".join((row.get(k) or "") for k in ("framework", "notes", "model_notes")).lower()
     if "deepep" in text or "flex" in text or ex.get("pipeline_schedule") == "dualpipe":
         return ["deepep"]
+    if ex.get("moe_capacity_factor") is not None:
+        return ["alltoall"]  # Megatron-Core's DeepEP (flex) dispatcher is dropless only
     year = _year(row)
     if "alltoall dispatcher" in text or _legacy(row) or (year is not None and year < 2025):
         return ["alltoall"]
@@ -498,10 +500,20 @@ def selective_module_sets(model: ModelSpec) -> list[tuple[str, tuple[str, ...]]]
     return sets
 
 
+MEGATRON_RECOMPUTE_MODULES = ("core_attn", "layernorm", "mla_up_proj", "moe_act", "moe", "mlp")
+"""Module names Megatron-Core's --recompute-modules accepts that Seer models."""
+
+
 def recompute_modules(text: str) -> tuple[str, ...]:
-    """Megatron-Core recompute modules named in a recompute cell ("RMSNorm + MLA
-    up-projections recomputed" → layernorm, mla_up_proj); empty when none is named."""
+    """Megatron-Core recompute modules named in a recompute cell: the flag's own list
+    ("--recompute-modules layernorm moe"), else prose ("RMSNorm + MLA up-projections
+    recomputed" → layernorm, mla_up_proj); empty when none is named."""
     low = text.lower()
+    flag = re.search(r"--recompute-modules\s+([a-z_ ]+)", low)
+    if flag:
+        named_flags = [w for w in flag.group(1).split() if w in MEGATRON_RECOMPUTE_MODULES]
+        if named_flags:
+            return tuple(named_flags)
     named = {
         "layernorm": ("norm",),
         "mla_up_proj": ("up-proj", "up proj", "mla"),
@@ -541,12 +553,14 @@ def row_setup(row: dict[str, str]) -> RowSetup:
     if "fp4" in (row.get("precision") or "").lower():
         read["precision"] = FP4_AS_FP8
     zero = cells.zero_stage(row.get("zero_or_fsdp"), _legacy(row))
+    zero_open = False
     if zero is None:
         nemo1 = "nemo" in (row.get("framework") or "").lower() and "1.x" in row["framework"]
         # NeMo 1.x recipes train with Apex DistributedFusedAdam, which shards gradients as
         # well as optimizer state (ZeRO-2); Megatron-Core's distributed optimizer is ZeRO-1.
         zero = 0 if _legacy(row) else (2 if nemo1 else 1)
         read["zero"] = f"{zero} (unstated: the framework's default optimizer sharding)"
+        zero_open = zero == 0  # ZeRO-1 (DeepSpeed 2020) is what a user turns on when it fails
     sp_raw = (row.get("sp") or "").strip().lower()
     deg = {d: _degree(row, d) for d in DEGREES}
     gpus = _int(row, "num_gpus")
@@ -562,6 +576,10 @@ def row_setup(row: dict[str, str]) -> RowSetup:
     if re.search(r"force[d-]?\s*(?:load[- ])?balanc", _model_text(row) + " " + (row.get("notes") or ""),
                  re.I):  # fmt: skip
         ex["moe_load_balance"] = "forced"  # Megatron-Core --moe-router-force-load-balancing
+    cap = re.search(r"capacity[- ]factor\D{0,6}(\d+(?:\.\d+)?)", _model_text(row) + " "
+                    + (row.get("notes") or ""), re.I)  # fmt: skip
+    if cap and "dropless" not in (row.get("notes") or "").lower():
+        ex["moe_capacity_factor"] = float(cap.group(1))  # token dropping
     if zero == 3 and "deepspeed" in (row.get("framework") or "").lower() and _legacy(row):
         # DeepSpeed ZeRO-3 before 2023 gathered every rank's slice of every parameter tensor
         # over all DP ranks (no flat, rail-aligned buffers): cost.PER_PARAMETER_RAILS.
@@ -589,6 +607,10 @@ def row_setup(row: dict[str, str]) -> RowSetup:
             fix="check num_gpus, tp, pp, cp, ep and the global batch",
         )
     options = [(c, _choices(row, model, {**ex, **c})) for c in combos]
+    if zero_open:
+        read.pop("zero")  # printed with the choice
+        for _, opts in options:
+            opts["zero"] = [0, 1]
     return RowSetup(model, ex, system, options, read)
 
 
