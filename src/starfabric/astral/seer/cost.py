@@ -38,6 +38,15 @@ BF16_GEMMS = (
     "moe.router", "moe.router.dgrad", "moe.router.wgrad",
 )  # fmt: skip
 """GEMMs an FP8 (Transformer Engine) run still executes in BF16."""
+FA2_ON_HOPPER = 0.62
+"""FlashAttention-2's rate relative to cuDNN's fused attention on Hopper (FlashAttention-3
+paper, Shah et al. 2024, H100 BF16 head dim 128 at 16k: forward causal 335 vs 539 TFLOP/s,
+backward 322 vs 516: 0.62 both); FA2 has no Hopper-specific path (no WGMMA/TMA), so the same
+ratio is taken for Blackwell. On Ampere FA2 is the reference kernel (ratio 1)."""
+POWER_CLOCK_EXPONENT = 1.0 / 3.0
+"""Sustained clock under a power cap below TDP scales as (cap / TDP)^(1/3): dynamic power is
+C V^2 f and voltage tracks frequency over the DVFS range, so P ~ f^3 (CMOS scaling; applied
+to compute-bound kernels only, HBM runs on its own clock)."""
 EP_COMM_SMS = 20
 """SMs the expert dispatch/combine kernels occupy while they overlap compute: DeepSeek-V3
 (section 3.2.2) dedicates 20 of the H800's 132 SMs to them and that saturates IB and NVLink
@@ -64,6 +73,8 @@ class CostContext:
     ep_comm_overlap: bool = False
     cp: int = 1
     """Context-parallel size (ring steps per attention)."""
+    flash_rate: float = 1.0
+    """Fused-attention kernel rate relative to the GPU's calibrated one (FA2_ON_HOPPER)."""
     dualpipe: bool = False
     """DualPipe: the expert all-to-all of a forward chunk hides behind the paired backward
     chunk's compute and vice versa (`pair_ep_overlap`), not within one pass."""
@@ -79,11 +90,16 @@ def make_context(
     """Peaks, efficiencies and the communication model for one job (`system` with a
     `topology`: collectives simulated there, the expert all-to-all of `model` included)."""
     gpu = lay.gpu
-    peak = gpu.tflops("bf16" if ex.precision != "fp16" else "fp16") * 1e12
+    clock = 1.0
+    if system is not None and system.power_limit_w is not None:
+        clock = min(1.0, system.power_limit_w / gpu.tdp_w) ** POWER_CLOCK_EXPONENT
+    peak = gpu.tflops("bf16" if ex.precision != "fp16" else "fp16") * 1e12 * clock
     if ex.precision == "fp8":
-        gemm_peak, gemm_frac = gpu.tflops("fp8") * 1e12, eff.fp8_gemm_peak_fraction
+        gemm_peak, gemm_frac = gpu.tflops("fp8") * 1e12 * clock, eff.fp8_gemm_peak_fraction
     else:
         gemm_peak, gemm_frac = peak, eff.gemm_peak_fraction
+    hopper_or_later = gpu.dense_tflops.get("fp8", 0.0) > 0
+    flash_rate = FA2_ON_HOPPER if ex.flash_kernel == "fa2" and hopper_or_later else 1.0
     return CostContext(
         peak_flops=peak,
         gemm_peak_flops=gemm_peak,
@@ -96,6 +112,7 @@ def make_context(
         ep_comm_overlap=ex.ep_comm_overlap,
         dualpipe=ex.pipeline_schedule == "dualpipe",
         cp=lay.cp,
+        flash_rate=flash_rate,
     )
 
 
@@ -143,7 +160,7 @@ def op_costs(t: OpTable, ctx: CostContext, backward: bool = False) -> OpCosts:
             ctx.hbm_bytes_per_s, eff, peak_fraction=eff.bmm_peak_fraction,
         )  # fmt: skip
     f = kind == FLASH
-    time[f] = flash_time(a["flops"][f], a["k"][f], ctx.peak_flops, eff, backward)
+    time[f] = flash_time(a["flops"][f], a["k"][f], ctx.peak_flops * ctx.flash_rate, eff, backward)
     m = kind == MEM
     time[m] = mem_time(a["nbytes"][m], ctx.hbm_bytes_per_s, eff)
     exposed = time.copy()

@@ -62,6 +62,12 @@ class ExecutionSpec(Spec):
         "collective per parameter tensor (DeepSpeed ZeRO-3 as of 2021)",
     )
     attention: Literal["flash", "unfused"] = "flash"
+    flash_kernel: Literal["cudnn", "fa2"] = Field(
+        default="cudnn",
+        description="fused-attention implementation: cudnn (Transformer Engine's fused "
+        "attention, Megatron-Core/NeMo) or fa2 (FlashAttention-2, PyTorch SDPA's flash "
+        "backend: TorchTitan, HF); on Hopper and later FA2 reaches FA2_ON_HOPPER of cuDNN",
+    )
     overlap_grad_reduce: bool = True
     overlap_param_gather: bool = True
     tp_comm_overlap: bool = False
@@ -132,6 +138,12 @@ class SystemSpec(Spec):
         description="cluster (ClusterSpec file or mapping): TP/CP/DP/PP collectives and the "
         "expert all-to-all of the placed ranks are then simulated on it (routing + network "
         "backend) instead of the bus-bandwidth formulas",
+    )
+    power_limit_w: float | None = Field(
+        default=None,
+        gt=0,
+        description="GPU power cap when below the catalog TDP (e.g. 500 W H100 in Grand "
+        "Teton): compute-bound kernels slow by (cap / TDP)^(1/3) (cost.POWER_CLOCK_EXPONENT)",
     )
     network_backend: Literal["analytical", "flow"] = Field(
         default="flow",

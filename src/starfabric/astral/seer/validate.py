@@ -322,7 +322,11 @@ def _framework(row: dict[str, str]) -> dict[str, Any]:
     # Plain Megatron-LM (not Core) also ships FlashAttention as opt-in (--use-flash-attn,
     # 2023; the default path is the fused scale-mask-softmax kernel with batched GEMMs).
     attention = "unfused" if plain_megatron and "flash" not in fw else "flash"
-    return {"attention": attention, "overlap_grad_reduce": dp_overlap,
+    # PyTorch-native stacks (TorchTitan, HF/accelerate, FSDP2 scripts) run attention through
+    # SDPA, whose flash backend is FlashAttention-2; Megatron-Core/NeMo use TE's cuDNN kernels.
+    native = any(k in fw for k in ("torchtitan", "sdpa", "pytorch fsdp", "huggingface"))
+    return {"attention": attention, "flash_kernel": "fa2" if native else "cudnn",
+            "overlap_grad_reduce": dp_overlap,
             "pipeline_schedule": "dualpipe" if dualpipe else "1f1b",
             "overlap_param_gather": dp_overlap,
             "tp_comm_overlap": tp_overlap and not no_overlap,
@@ -597,6 +601,12 @@ def row_setup(row: dict[str, str]) -> RowSetup:
     }
     if hbm is not None:
         system["hbm_gib"] = hbm
+    cap = re.search(r"(\d{3,4})\s*W\b", row.get("gpu") or "")
+    if cap and float(cap.group(1)) < cells.match_gpu(gpu)[0].tdp_w:
+        system["power_limit_w"] = float(cap.group(1))
+        read["power_limit"] = (
+            f"{cap.group(1)} W (below the {cells.match_gpu(gpu)[0].tdp_w:g} W TDP)"
+        )
     combos = degree_combos(model, ex, gpus, system["gpus_per_node"],
                            not cells.is_hint(row.get("global_batch_seqs")))  # fmt: skip
     if not combos:
