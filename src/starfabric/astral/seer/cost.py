@@ -73,6 +73,9 @@ class CostContext:
     ep_comm_overlap: bool = False
     cp: int = 1
     """Context-parallel size (ring steps per attention)."""
+    fsdp_regather: bool = False
+    """Per-parameter ZeRO-3 (DeepSpeed 2021) gathers again when full recompute re-runs a
+    layer's forward; flat-buffer FSDP does not (`schedule.full_recompute_cost`)."""
     flash_rate: float = 1.0
     """Fused-attention kernel rate relative to the GPU's calibrated one (FA2_ON_HOPPER)."""
     dualpipe: bool = False
@@ -113,6 +116,7 @@ def make_context(
         dualpipe=ex.pipeline_schedule == "dualpipe",
         cp=lay.cp,
         flash_rate=flash_rate,
+        fsdp_regather=ex.fsdp_collectives == "parameter",
     )
 
 
