@@ -273,10 +273,14 @@ def resolve_layout(
             f"tp = {ex.tp} does not divide heads = {model.heads}",
             _use("tp", tp_candidates, model, ex, system, suggest),
         )
-    if not model.is_mla and model.kv_heads % ex.tp:
+    kv_ok = model.kv_heads % ex.tp == 0 or ex.tp % model.kv_heads == 0
+    if not model.is_mla and not kv_ok:
+        # Whole query groups are split over TP ranks; with fewer groups than ranks each
+        # group's K/V is replicated on tp / kv_heads ranks (MQA/GQA with TP > groups, as
+        # StarCoder's MQA on TP4 and Qwen3 with 4 groups on TP8 ran).
         raise _fail(
-            f"tp = {ex.tp} does not divide kv_heads = {model.kv_heads} (Megatron splits whole "
-            "query groups over TP ranks)",
+            f"tp = {ex.tp} and kv_heads = {model.kv_heads}: neither divides the other "
+            "(Megatron splits whole query groups over TP ranks, or replicates them)",
             _use("tp", tp_candidates, model, ex, system, suggest),
         )
     if ex.vpp > 1 and ex.pp == 1:

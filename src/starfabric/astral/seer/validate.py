@@ -564,7 +564,7 @@ def row_setup(row: dict[str, str]) -> RowSetup:
         # well as optimizer state (ZeRO-2); Megatron-Core's distributed optimizer is ZeRO-1.
         zero = 0 if _legacy(row) else (2 if nemo1 else 1)
         read["zero"] = f"{zero} (unstated: the framework's default optimizer sharding)"
-        zero_open = zero == 0  # ZeRO-1 (DeepSpeed 2020) is what a user turns on when it fails
+        zero_open = True  # a user shards more (ZeRO-1..3, DeepSpeed 2020) when it does not fit
     sp_raw = (row.get("sp") or "").strip().lower()
     deg = {d: _degree(row, d) for d in DEGREES}
     gpus = _int(row, "num_gpus")
@@ -620,7 +620,7 @@ def row_setup(row: dict[str, str]) -> RowSetup:
     if zero_open:
         read.pop("zero")  # printed with the choice
         for _, opts in options:
-            opts["zero"] = [0, 1]
+            opts["zero"] = list(range(zero, 4))
     return RowSetup(model, ex, system, options, read)
 
 
