@@ -351,3 +351,24 @@ def test_framework_attention_kernel_and_power_cap_are_read_from_the_row() -> Non
     uncapped = validate_row(dict(rows["TT24-T13-01"], gpu="H100-SXM5-80GB"))
     ratio = capped.prediction.breakdown["compute"] / uncapped.prediction.breakdown["compute"]
     assert 1.0 < ratio <= (700 / 500) ** (1 / 3) + 1e-9
+
+
+def test_nemo_tflops_are_read_with_its_non_causal_formula(dev1_rows) -> None:
+    """NeMo's model TFLOP/s count attention as 12*s^2*h per layer (flops_formulas.py): a NeMo
+    row given only TFLOP/s converts back to time with that formula, which at long sequence is
+    ~2x the causal count."""
+    from starfabric.astral.seer import cells
+    from starfabric.astral.seer.validate import _convention
+
+    assert cells.flop_convention("NeMo 'Model TFLOP/sec/GPU' (model FLOPs)") == "megatron"
+    row = dict(dev1_rows["NEMO2407-11"], tflops_flop_convention="TFLOP/s per GPU as published")
+    assert _convention(row) == "megatron"
+    assert _convention(dict(row, tflops_flop_convention="6N + causal attention")) == "model"
+    long = dict(row, seq_len="131072", global_batch_seqs="32", iter_time_s="",
+                derived_iter_time_s="", tokens_per_sec_per_gpu="", tflops_per_gpu="500")  # fmt: skip
+    from starfabric.astral.seer.validate import published_iteration_s, row_model
+
+    m = row_model(long)
+    t_nemo = published_iteration_s(long, m)
+    t_causal = published_iteration_s(dict(long, tflops_flop_convention="6N + causal"), m)
+    assert t_nemo > 1.5 * t_causal

@@ -358,8 +358,14 @@ class RowResult:
 
 def _convention(row: dict[str, str]) -> str:
     """The FLOP formula that turns the row's TFLOP/s into time (see `cells.flop_convention`);
-    rows with a time or tokens/s do not depend on it."""
-    return cells.flop_convention(row.get("tflops_flop_convention"))
+    rows with a time or tokens/s do not depend on it. A NeMo run whose cell names no formula
+    of its own (6N, PaLM's) is NeMo's printed TFLOP/s: its non-causal formula."""
+    raw = row.get("tflops_flop_convention") or ""
+    conv = cells.flop_convention(raw)
+    named = re.search(r"6n|palm|chowdhery|causal", raw, re.I)
+    if conv == "model" and not named and "nemo" in (row.get("framework") or "").lower():
+        return "megatron"
+    return conv
 
 
 def _has_time(row: dict[str, str]) -> bool:
