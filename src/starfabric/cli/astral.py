@@ -187,6 +187,14 @@ def seer_validate(
         by_src.add_row(src, str(st["rows"]), f"{st['mean_abs_error']:.1%}",
                        f"{st['max_abs_error']:.1%}")  # fmt: skip
     con.print(by_src)
+    from starfabric.astral.seer.classes import class_rows
+
+    by_cls = Table("dimension", "class", "rows", "mean |error|", "max |error|",
+                   title="error per mechanism class")  # fmt: skip
+    for dim, cls, st in class_rows(s["per_class"]):
+        by_cls.add_row(dim, cls, str(st["rows"]), f"{st['mean_abs_error']:.1%}",
+                       f"{st['max_abs_error']:.1%}")  # fmt: skip
+    con.print(by_cls)
     con.print(f"predicted {len(results)} of {len(rows)} rows")
     con.print(f"mean |error| {s['mean_abs_error']:.2%}   max |error| {s['max_abs_error']:.2%}")
     if json_path:

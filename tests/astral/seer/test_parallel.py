@@ -16,7 +16,6 @@ def _job(model: str = "llama-3.1-8b", **ex: object):
     ("model", "ex", "why"),
     [
         ("llama-3.1-8b", {"tp": 3}, "tp = 3 does not divide gpus|tp\\*pp\\*cp"),
-        ("llama-3.1-8b", {"tp": 16, "pp": 4}, "tp = 16 does not divide kv_heads = 8"),
         ("llama-3.1-8b", {"pp": 8, "vpp": 3}, "layers = 32 not divisible by pp\\*vpp = 24"),
         ("llama-3.1-8b", {"global_batch": 65}, "global_batch = 65 not divisible"),
         ("llama-3.1-8b", {"ep": 2}, "ep = 2 on a dense model"),
@@ -33,6 +32,21 @@ def test_impossible_combinations_say_why(model: str, ex: dict, why: str) -> None
     with pytest.raises(InfeasibleError, match=why) as err:
         predict(_job(model, **ex))
     assert "\n" not in str(err.value) and "fix:" in str(err.value)
+
+
+def test_query_groups_split_or_replicated_over_tp() -> None:
+    """TP 16 over 8 KV groups replicates each group on 2 ranks (as MQA/GQA runs with TP above
+    the group count did); a TP that neither divides nor is divided by the groups is refused."""
+    pred = predict(_job("llama-3.1-8b", tp=16, pp=4))
+    assert pred.layout.tp == 16
+    with pytest.raises(InfeasibleError, match="tp = 20 and kv_heads = 8: neither divides"):
+        predict(
+            make_job(
+                "qwen2.5-32b-instruct",
+                {"global_batch": 64, "seq_len": 4096, "tp": 20},
+                {"gpu": "H100", "gpus": 160},
+            )
+        )
 
 
 def test_unknown_and_mistyped_fields_are_config_errors() -> None:

@@ -39,7 +39,7 @@ def _all_work(model: str, ex: dict, system: dict, key: str, values: list[int]) -
         # the case: tp = 3 on the demo job (1,024 GPUs; 64 heads, 8 KV heads)
         ("llama-3.1-70b", {"tp": 3, "pp": 4, "vpp": 5}, {"gpus": 1024}, "tp"),
         ("llama-3.1-70b", {"tp": 3, "pp": 4, "global_batch": 1536}, {"gpus": 192}, "tp"),
-        ("llama-3.1-8b", {"tp": 16, "pp": 4}, {"gpus": 64}, "tp"),
+        ("qwen2.5-32b-instruct", {"tp": 10, "global_batch": 640}, {"gpus": 160}, "tp"),
         ("llama-3.1-8b", {"tp": 3, "pp": 2, "global_batch": 96}, {"gpus": 48}, "tp"),
         ("llama-3.1-8b", {"cp": 8, "seq_len": 4100}, {"gpus": 64}, "cp"),
         ("mixtral-8x7b-v0.1", {"ep": 3}, {"gpus": 64}, "ep"),

@@ -7,6 +7,7 @@ from nccl-tests logs and Kineto traces.
 """
 
 from starfabric.astral.seer.calibrate import apply_profile, calibrate_kineto, calibrate_nccl
+from starfabric.astral.seer.classes import classes_of, per_class
 from starfabric.astral.seer.comm import CommModel, FormulaComm
 from starfabric.astral.seer.model import (
     ModelSpec,
@@ -42,6 +43,7 @@ __all__ = [
     "bundled_models",
     "calibrate_kineto",
     "calibrate_nccl",
+    "classes_of",
     "comm_model",
     "from_hf_config",
     "load_job",
@@ -49,6 +51,7 @@ __all__ = [
     "make_job",
     "megatron_shapes",
     "param_counts",
+    "per_class",
     "predict",
     "resolve_layout",
     "search",

@@ -46,11 +46,18 @@ def activation_bytes_per_layer(
     elif "core_attn" not in mods:
         per_token += (2 * e + (e + 1 if model.attention_dropout else 0)) * heads * ex.seq_len
     gated = model.activation == "swiglu"
+    if ("moe" if moe else "mlp") in mods:
+        # The whole MLP / MoE layer is recomputed: only its input (the norm output, counted
+        # above unless norms are recomputed too) is kept.
+        return per_token * tok
     if moe:
         k = model.moe_topk
         f = model.moe_ffn_hidden / lay.etp
         act_out = 0.0 if "moe_act" in mods else g * f  # the expert activation's output
-        per_token += k * (g * h + e * f * (2 if gated else 1) + act_out)
+        # The dispatcher routes the rank's sequence shard (tokens / tp under SP); expert TP
+        # gathers etp shards, so a rank holds k * tok_sp * etp token copies on average.
+        share = lay.etp / sp_div
+        per_token += share * k * (g * h + e * f * (2 if gated else 1) + act_out)
         per_token += 4.0 * model.moe_experts / sp_div
         if model.moe_shared_experts:
             fs = model.moe_ffn_hidden * model.moe_shared_experts / t

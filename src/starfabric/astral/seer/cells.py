@@ -96,7 +96,9 @@ def flop_convention(raw: str | None) -> str:
     text = (raw or "").lower().replace(" ", "")
     if "narayanan" in text or "eq.3" in text or "96*b" in text:
         return "narayanan"
-    if "megatron" in text or "72*b" in text:
+    if "megatron" in text or "72*b" in text or "nemo" in text:
+        # NeMo's "model TFLOP/s" (nemo/utils/flops_formulas.py, gpt3/llama/mixtral) counts
+        # attention as 12*s^2*h per layer: non-causal, the same terms as Megatron's formula.
         return "megatron"
     return "model"
 

@@ -18,6 +18,7 @@ import numpy as np
 
 from starfabric.astral.hardware import GPUSpec
 from starfabric.astral.seer.efficiency import Efficiency
+from starfabric.astral.seer.model import ModelSpec
 from starfabric.astral.seer.parallel import ExecutionSpec, Layout
 from starfabric.errors import ConfigError, InvariantError
 
@@ -193,20 +194,38 @@ class FormulaComm:
 
     fabric: Fabric
     groups: Mapping[str, Group]
+    ep_copy_fraction: float = 0.0
+    """With a node-deduplicating dispatcher (DeepEP), the inter-host bytes of an expert
+    all-to-all as a fraction of NCCL's (`expert_comm.remote_copy_fraction`); 0: NCCL."""
 
     def time(
         self, kind: Kind, nbytes: float, group: str, *, phase: Phase | None = None,
         fp8: bool = False,
     ) -> float:  # fmt: skip
-        """Seconds of one collective on `group` (see `CommModel`); phase/fp8 do not change
-        the formula."""
+        """Seconds of one collective on `group` (see `CommModel`); an expert all-to-all
+        (phase given) across nodes under DeepEP is deduplicated per node."""
         grp = self.groups.get(group)
         if grp is None:
             raise InvariantError(f"no parallel group {group!r}", fix="report a bug")
+        if self.ep_copy_fraction > 0 and phase is not None and grp.nodes > 1:
+            from starfabric.astral.seer.expert_comm import deepep_time
+
+            return deepep_time(nbytes, grp, self.fabric, self.ep_copy_fraction, fp8)
         return collective_time(kind, nbytes, grp, self.fabric)
 
 
-def formula_comm(ex: ExecutionSpec, lay: Layout, eff: Efficiency) -> FormulaComm:
-    """The formula model of one job: its placed groups on the GPU's NVLink and NIC rates."""
+def formula_comm(
+    ex: ExecutionSpec, lay: Layout, eff: Efficiency, model: ModelSpec | None = None
+) -> FormulaComm:
+    """The formula model of one job: its placed groups on the GPU's NVLink and NIC rates
+    (and, for an MoE `model` under the DeepEP dispatcher, its per-node deduplication)."""
     fabric = make_fabric(lay.gpu.nvlink_gbps * 1e9, lay.nic_bytes_per_s, eff)
-    return FormulaComm(fabric, layout_groups(ex, lay))
+    groups = layout_groups(ex, lay)
+    frac = 0.0
+    if model is not None and model.is_moe and ex.moe_dispatcher == "deepep" and lay.ep > 1:
+        from starfabric.astral.seer.expert_comm import remote_copy_fraction
+
+        nodes = groups["ep"].nodes
+        frac = remote_copy_fraction(model.moe_experts, model.moe_topk, nodes,
+                                    model.moe_max_nodes)  # fmt: skip
+    return FormulaComm(fabric, groups, frac)

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from starfabric.astral.seer.comm import CommModel, Phase
-from starfabric.astral.seer.efficiency import Efficiency, gemm_time, mem_time
+from starfabric.astral.seer.efficiency import Efficiency, flash_time, gemm_time, mem_time
 from starfabric.astral.seer.model import ModelSpec
 from starfabric.astral.seer.ops import BMM, COMM, FLASH, GEMM, MEM, OpTable
 from starfabric.astral.seer.parallel import ExecutionSpec, Layout, SystemSpec
@@ -38,8 +38,23 @@ BF16_GEMMS = (
     "moe.router", "moe.router.dgrad", "moe.router.wgrad",
 )  # fmt: skip
 """GEMMs an FP8 (Transformer Engine) run still executes in BF16."""
+FA2_ON_HOPPER = 0.62
+"""FlashAttention-2's rate relative to cuDNN's fused attention on Hopper (FlashAttention-3
+paper, Shah et al. 2024, H100 BF16 head dim 128 at 16k: forward causal 335 vs 539 TFLOP/s,
+backward 322 vs 516: 0.62 both); FA2 has no Hopper-specific path (no WGMMA/TMA), so the same
+ratio is taken for Blackwell. On Ampere FA2 is the reference kernel (ratio 1)."""
+POWER_CLOCK_EXPONENT = 1.0 / 3.0
+"""Sustained clock under a power cap below TDP scales as (cap / TDP)^(1/3): dynamic power is
+C V^2 f and voltage tracks frequency over the DVFS range, so P ~ f^3 (CMOS scaling; applied
+to compute-bound kernels only, HBM runs on its own clock)."""
+EP_COMM_SMS = 20
+"""SMs the expert dispatch/combine kernels occupy while they overlap compute: DeepSeek-V3
+(section 3.2.2) dedicates 20 of the H800's 132 SMs to them and that saturates IB and NVLink
+(DeepEP's normal kernels default to a similar 24); the overlapped compute runs on the rest."""
 CP_OVERLAP_RESIDUAL = 0.10
-"""Fraction of ring-attention KV exchange not hidden behind attention (assumption)."""
+"""Fraction of the ring-attention KV exchange that costs time even when hidden: the P2P
+kernels take SMs and HBM bandwidth from the block attention beside them (assumption, as
+DP_OVERLAP_RESIDUAL's reasoning)."""
 
 
 @dataclass(frozen=True)
@@ -56,6 +71,13 @@ class CostContext:
     tp_comm_overlap: bool
     fp8: bool = False
     ep_comm_overlap: bool = False
+    cp: int = 1
+    """Context-parallel size (ring steps per attention)."""
+    fsdp_regather: bool = False
+    """Per-parameter ZeRO-3 (DeepSpeed 2021) gathers again when full recompute re-runs a
+    layer's forward; flat-buffer FSDP does not (`schedule.full_recompute_cost`)."""
+    flash_rate: float = 1.0
+    """Fused-attention kernel rate relative to the GPU's calibrated one (FA2_ON_HOPPER)."""
     dualpipe: bool = False
     """DualPipe: the expert all-to-all of a forward chunk hides behind the paired backward
     chunk's compute and vice versa (`pair_ep_overlap`), not within one pass."""
@@ -71,11 +93,16 @@ def make_context(
     """Peaks, efficiencies and the communication model for one job (`system` with a
     `topology`: collectives simulated there, the expert all-to-all of `model` included)."""
     gpu = lay.gpu
-    peak = gpu.tflops("bf16" if ex.precision != "fp16" else "fp16") * 1e12
+    clock = 1.0
+    if system is not None and system.power_limit_w is not None:
+        clock = min(1.0, system.power_limit_w / gpu.tdp_w) ** POWER_CLOCK_EXPONENT
+    peak = gpu.tflops("bf16" if ex.precision != "fp16" else "fp16") * 1e12 * clock
     if ex.precision == "fp8":
-        gemm_peak, gemm_frac = gpu.tflops("fp8") * 1e12, eff.fp8_gemm_peak_fraction
+        gemm_peak, gemm_frac = gpu.tflops("fp8") * 1e12 * clock, eff.fp8_gemm_peak_fraction
     else:
         gemm_peak, gemm_frac = peak, eff.gemm_peak_fraction
+    hopper_or_later = gpu.dense_tflops.get("fp8", 0.0) > 0
+    flash_rate = FA2_ON_HOPPER if ex.flash_kernel == "fa2" and hopper_or_later else 1.0
     return CostContext(
         peak_flops=peak,
         gemm_peak_flops=gemm_peak,
@@ -87,6 +114,9 @@ def make_context(
         fp8=ex.precision == "fp8",
         ep_comm_overlap=ex.ep_comm_overlap,
         dualpipe=ex.pipeline_schedule == "dualpipe",
+        cp=lay.cp,
+        flash_rate=flash_rate,
+        fsdp_regather=ex.fsdp_collectives == "parameter",
     )
 
 
@@ -134,8 +164,7 @@ def op_costs(t: OpTable, ctx: CostContext, backward: bool = False) -> OpCosts:
             ctx.hbm_bytes_per_s, eff, peak_fraction=eff.bmm_peak_fraction,
         )  # fmt: skip
     f = kind == FLASH
-    frac = eff.flash_bwd_fraction if backward else eff.flash_fwd_fraction
-    time[f] = a["flops"][f] / (ctx.peak_flops * frac) + eff.kernel_overhead_s
+    time[f] = flash_time(a["flops"][f], a["k"][f], ctx.peak_flops * ctx.flash_rate, eff, backward)
     m = kind == MEM
     time[m] = mem_time(a["nbytes"][m], ctx.hbm_bytes_per_s, eff)
     exposed = time.copy()
@@ -156,17 +185,25 @@ def op_costs(t: OpTable, ctx: CostContext, backward: bool = False) -> OpCosts:
             partner = _adjacent_gemm(kind, int(i))
             hide = time[partner] if partner >= 0 else 0.0
             exposed[i] = max(0.0, dur - hide) + TP_OVERLAP_RESIDUAL * dur
-        elif t.group[i] == "cp":
-            attn = _attn_time(t, time)
-            exposed[i] = max(0.0, dur - attn) + CP_OVERLAP_RESIDUAL * dur
+        elif t.group[i] == "cp" and ctx.cp > 1:
+            # Megatron-Core's ring (AttnFuncWithCPAndKVP2P): while step j's block attention
+            # runs, the KV block for step j+1 is in flight; the zig-zag split gives every
+            # step the same work (1/cp of the rank's attention), so each of the cp-1
+            # exchanges is exposed by what it exceeds one step's attention.
+            step_attn = _attn_time(t, time) / ctx.cp
+            step_comm = dur / (ctx.cp - 1)
+            exposed[i] = (ctx.cp - 1) * max(0.0, step_comm - step_attn)
+            exposed[i] += CP_OVERLAP_RESIDUAL * dur
     grp_names = np.asarray(t.group)
     ep = (kind == COMM) & ((grp_names == "ep") | (grp_names == "etp"))
     if ctx.ep_comm_overlap and not ctx.dualpipe and ep.any():
         # Two micro-batches interleaved (DualPipe / A2A overlap): one's dispatch/combine runs
-        # under the other's attention and expert GEMMs; the excess stays exposed.
+        # under the other's attention and expert GEMMs; the excess stays exposed, and the
+        # compute it hides behind runs on the SMs the communication kernels leave free.
         total = float(time[ep].sum())
         compute = float(time[kind != COMM].sum())
-        exposed[ep] = time[ep] * (max(0.0, total - compute) / total if total > 0 else 0.0)
+        frac = _ep_exposed_fraction(total, compute, ctx)
+        exposed[ep] = time[ep] * frac
     fsdp = (kind == COMM) & ((grp_names == "fsdp_dp") | (grp_names == "fsdp_edp"))
     if fsdp.any():
         # ZeRO-3 gathers/reductions are prefetched on their own stream: together they hide
@@ -180,7 +217,7 @@ def op_costs(t: OpTable, ctx: CostContext, backward: bool = False) -> OpCosts:
 
 
 def pair_ep_overlap(
-    fwd: OpTable, fc: OpCosts, bwd: OpTable, bc: OpCosts
+    fwd: OpTable, fc: OpCosts, bwd: OpTable, bc: OpCosts, ctx: CostContext
 ) -> tuple[OpCosts, OpCosts]:
     """DualPipe's compute/communication overlap (DeepSeek-V3 section 3.2.1, Figure 4): a
     forward chunk and a backward chunk of two micro-batches run together, each one's
@@ -189,13 +226,26 @@ def pair_ep_overlap(
     masks = [_ep_mask(t, c) for t, c in ((fwd, fc), (bwd, bc))]
     total = float(fc.time[masks[0]].sum() + bc.time[masks[1]].sum())
     compute = float(fc.time[fc.kind != COMM].sum() + bc.time[bc.kind != COMM].sum())
-    frac = max(0.0, total - compute) / total if total > 0 else 0.0
+    frac = _ep_exposed_fraction(total, compute, ctx)
     out = []
     for c, mask in zip((fc, bc), masks, strict=True):
         exposed = c.exposed.copy()
         exposed[mask] = c.time[mask] * frac
         out.append(OpCosts(time=c.time, exposed=exposed, kind=c.kind))
     return out[0], out[1]
+
+
+def _ep_exposed_fraction(total: float, compute: float, ctx: CostContext) -> float:
+    """Share of the expert all-to-all time that lands on the critical path when it overlaps
+    `compute` of another micro-batch: the excess over the compute, plus the compute slowed
+    by the SMs the communication kernels occupy while they run (EP_COMM_SMS of the GPU's;
+    charged to the all-to-all so the breakdown shows it)."""
+    if total <= 0:
+        return 0.0
+    hidden = min(total, compute)
+    sm = min(0.5, EP_COMM_SMS / ctx.eff.sms)
+    slowdown = hidden * sm / (1.0 - sm)
+    return (max(0.0, total - compute) + slowdown) / total
 
 
 def _ep_mask(t: OpTable, c: OpCosts) -> np.ndarray[Any, Any]:

@@ -38,6 +38,11 @@ class Efficiency:
     nvlink_bus_fraction: float
     nic_bus_fraction: float
     fp8_gemm_peak_fraction: float
+    flash_fwd_keys_half: float = 0.0
+    """Keys per query at which the fused-attention forward runs at half its saturated
+    fraction (per-query-block prologue/epilogue and the causal diagonal); 0: no dependence."""
+    flash_bwd_keys_half: float = 0.0
+    """The same for the backward kernel (dQ accumulation and dK/dV epilogue per block)."""
     collective_bus_fractions: tuple[tuple[str, float, float, float, float], ...] = ()
     """Calibrated (collective, NVLink fraction, NIC fraction, NVLink alpha s, NIC alpha s);
     0 fractions / negative alphas mean "not measured"."""
@@ -83,7 +88,7 @@ def efficiency_for(gpu: GPUSpec, overrides: dict[str, Any] | None = None) -> Eff
     )
     eff = Efficiency(**merged)
     skip = {"gemm_tiles", "sms", "kernel_overhead_s", "gemm_k_half", "collective_bus_fractions",
-            "basis"}  # fmt: skip
+            "basis", "flash_fwd_keys_half", "flash_bwd_keys_half"}  # fmt: skip
     for name in _FIELDS - skip:
         val = getattr(eff, name)
         if not 0 < val <= 1:
@@ -171,5 +176,26 @@ def mem_time(nbytes: FloatArray, hbm_bytes_per_s: float, eff: Efficiency) -> Flo
     b = np.asarray(nbytes, dtype=np.float64)
     out: FloatArray = np.where(
         b > 0, b / (hbm_bytes_per_s * eff.mem_bw_fraction) + eff.kernel_overhead_s, 0.0
+    )
+    return out
+
+
+def flash_time(
+    flops: FloatArray, keys: FloatArray, peak_flops: float, eff: Efficiency, backward: bool
+) -> FloatArray:
+    """Seconds of fused (flash) attention kernels doing `flops` with `keys` keys per query per
+    call: the saturated fraction of peak times keys / (keys + keys_half) — each query block
+    pays a fixed prologue/epilogue (load Q, rescale and write O; in the backward, dQ's
+    accumulation) worth `keys_half` keys of main-loop work (FlashAttention-2, Dao 2023,
+    section 3; the curves of FlashAttention-3, Shah et al. 2024, Figures 5-6)."""
+    f = np.asarray(flops, dtype=np.float64)
+    k = np.maximum(np.asarray(keys, dtype=np.float64), 1.0)
+    frac, half = (
+        (eff.flash_bwd_fraction, eff.flash_bwd_keys_half)
+        if backward
+        else (eff.flash_fwd_fraction, eff.flash_fwd_keys_half)
+    )
+    out: FloatArray = np.where(
+        f > 0, f * (1.0 + half / k) / (peak_flops * frac) + eff.kernel_overhead_s, 0.0
     )
     return out

@@ -26,6 +26,7 @@ from starfabric.astral.seer.schedule import (
     ITERATION_OVERHEAD_S,
     OPTIMIZER_BYTES_PER_PARAM,
     PieceCost,
+    full_recompute_cost,
     pass_cost,
     piece_cost,
 )
@@ -110,7 +111,7 @@ def _with_recompute(pc: PieceCost, table: OpTable, rec: str) -> PieceCost:
     if rec == "none":
         return pc
     if rec == "full":
-        again = pc.fwd
+        again = full_recompute_cost(table, pc.fwd_costs)
     else:
         again = pass_cost(table, pc.fwd_costs, np.asarray(table.selective, dtype=bool))
     return PieceCost(pc.fwd, pc.bwd, again, pc.fwd_table, pc.fwd_costs, pc.bwd_table, pc.bwd_costs)

@@ -31,6 +31,10 @@ ELEMENTWISE_BWD_BYTES_FACTOR = 1.5
 FLASH_BWD_FLOPS_FACTOR = 2.5
 """Flash-attention backward executes 2.5x the forward FLOPs (5 matmuls vs 2; FlashAttention-2
 paper, Dao 2023, section 3)."""
+CP_BWD_BYTES_FACTOR = 2.0
+"""The backward ring of context parallelism moves K, V and dK, dV: twice the forward's KV bytes
+(Megatron-Core `AttnFuncWithCPAndKVP2P.backward`, which sends the KV block on and the
+accumulated dKV block back around the ring)."""
 CROSS_ENTROPY_BYTES_PER_LOGIT = 38.0
 """HBM bytes per logit of Megatron's vocab-parallel cross entropy forward in fp32: cast
 (r2 w4), max (r4), subtract (r4 w4), exp (r4 w4), sum (r4), softmax kept for backward (r4 w4)
@@ -169,8 +173,11 @@ def _attention(t: OpTable, model: ModelSpec, ex: ExecutionSpec, lay: Layout, loc
     if ex.attention == "flash":
         # Causal: each query sees loc.seq/2 keys on average; a sliding window fewer (flash
         # kernels skip the masked-out key blocks; the unfused path below computes them all).
-        flops = 2.0 * tok * model.attended_keys(int(loc.seq)) * loc.heads * (dq + dv)
-        t.add("attn.core_flash", FLASH, flops=flops, selective=core)
+        keys = model.attended_keys(int(loc.seq))
+        flops = 2.0 * tok * keys * loc.heads * (dq + dv)
+        # k: keys one query meets in one kernel call (with CP, one ring step covers 1/cp of
+        # them), which sets how well the kernel amortizes its per-query-block work.
+        t.add("attn.core_flash", FLASH, flops=flops, k=keys / lay.cp, selective=core)
     else:
         s_loc = tok / b
         bh = b * loc.heads
@@ -201,18 +208,22 @@ def _dense_mlp(t: OpTable, model: ModelSpec, loc: Local, ffn: int, tag: str) -> 
     t.gemm(f"{tag}.fc2", tok, h, ffn / loc.tp)
 
 
-def _moe_mlp(t: OpTable, model: ModelSpec, lay: Layout, loc: Local, act_rec: bool) -> None:
+def _moe_mlp(
+    t: OpTable, model: ModelSpec, lay: Layout, loc: Local, act_rec: bool, imb: float
+) -> None:
     h, e = model.hidden, loc.elem
     tok = loc.tokens_sp  # the token dispatcher works on the local sequence shard
     k, experts = model.moe_topk, model.moe_experts
+    # `imb`: the busiest rank receives imb x the mean tokens and everyone waits for it at the
+    # combine (moe_imbalance).
     t.gemm("moe.router", tok, experts, h)
     t.mem("moe.topk", ROUTER_BYTES_PER_SCORE * tok * experts)
     t.mem("moe.permute", 2 * e * tok * k * h)
-    t.comm("moe.ep_dispatch", "all_to_all", "ep", e * tok * k * h)
+    t.comm("moe.ep_dispatch", "all_to_all", "ep", e * tok * k * h * imb)
     if lay.etp > 1:
         t.comm("moe.etp_all_gather", "all_gather", "etp", e * tok * k * h * lay.etp)
     local_experts = experts / lay.ep
-    per_expert = tok * k * lay.ep * lay.etp / experts * MOE_IMBALANCE
+    per_expert = tok * k * lay.ep * lay.etp / experts * imb
     gated = model.activation == "swiglu"
     f = model.moe_ffn_hidden / lay.etp
     t.gemm("moe.expert_fc1", per_expert, (2 if gated else 1) * f, h, batch=local_experts)
@@ -221,12 +232,22 @@ def _moe_mlp(t: OpTable, model: ModelSpec, lay: Layout, loc: Local, act_rec: boo
     t.gemm("moe.expert_fc2", per_expert, h, f, batch=local_experts)
     if lay.etp > 1:
         t.comm("moe.etp_reduce_scatter", "reduce_scatter", "etp", e * tok * k * h * lay.etp)
-    t.comm("moe.ep_combine", "all_to_all", "ep", e * tok * k * h)
+    t.comm("moe.ep_combine", "all_to_all", "ep", e * tok * k * h * imb)
     t.mem("moe.unpermute", 2 * e * tok * k * h)
     if model.moe_shared_experts:
         _tp_enter(t, loc, h, "moe.shared")
         _dense_mlp(t, model, loc, model.moe_ffn_hidden * model.moe_shared_experts, "moe.shared")
         _tp_exit(t, loc, h, "moe.shared")
+
+
+def moe_imbalance(ex: ExecutionSpec) -> float:
+    """Busiest expert rank's tokens / mean: MOE_IMBALANCE when dropless, 1 under forced
+    balancing (a benchmark setting), at most the capacity factor when tokens are dropped."""
+    if ex.moe_load_balance == "forced":
+        return 1.0
+    if ex.moe_capacity_factor is not None:
+        return min(MOE_IMBALANCE, max(1.0, ex.moe_capacity_factor))
+    return MOE_IMBALANCE
 
 
 def layer_ops(model: ModelSpec, ex: ExecutionSpec, lay: Layout, moe: bool) -> OpTable:
@@ -245,12 +266,18 @@ def layer_ops(model: ModelSpec, ex: ExecutionSpec, lay: Layout, moe: bool) -> Op
             _fsdp(t, model, lay, moe)
         return t
     t.mem("mlp.norm", 2 * e * loc.tokens_sp * h, selective="layernorm" in ex.recompute_modules)
+    first = len(t)
     if moe:
-        _moe_mlp(t, model, lay, loc, "moe_act" in ex.recompute_modules)
+        _moe_mlp(t, model, lay, loc, "moe_act" in ex.recompute_modules, moe_imbalance(ex))
     else:
         _tp_enter(t, loc, h, "mlp")
         _dense_mlp(t, model, loc, model.ffn_hidden, "mlp")
         _tp_exit(t, loc, h, "mlp")
+    if ("moe" if moe else "mlp") in ex.recompute_modules:
+        # Megatron-Core --recompute-modules moe / mlp: the whole (MoE) MLP is re-run in the
+        # backward, its token dispatch and combine included; only its input is kept.
+        for i in range(first, len(t)):
+            t.selective[i] = True
     t.mem("mlp.dropout_add", (3 * e + MASK_BYTES) * loc.tokens_sp * h)
     if ex.zero == 3 and lay.dp * lay.cp > 1 and lay.pp == 1:
         _fsdp(t, model, lay, moe)
@@ -332,7 +359,7 @@ def backward_of(fwd: OpTable) -> OpTable:
             t.add(f"{name}.bwd_a", BMM, m=m, n=k, k=n, batch=bt, flops=a["flops"][i], selective=sel)
             t.add(f"{name}.bwd_b", BMM, m=k, n=n, k=m, batch=bt, flops=a["flops"][i], selective=sel)
         elif kind == FLASH:
-            t.add(f"{name}.bwd", FLASH, flops=FLASH_BWD_FLOPS_FACTOR * a["flops"][i])
+            t.add(f"{name}.bwd", FLASH, flops=FLASH_BWD_FLOPS_FACTOR * a["flops"][i], k=k)
         elif kind == MEM:
             if name.endswith("cross_entropy"):
                 factor = CROSS_ENTROPY_BWD_BYTES_PER_LOGIT / CROSS_ENTROPY_BYTES_PER_LOGIT
@@ -341,6 +368,10 @@ def backward_of(fwd: OpTable) -> OpTable:
             else:
                 factor = ELEMENTWISE_BWD_BYTES_FACTOR
             t.mem(f"{name}.bwd", factor * a["nbytes"][i])
+        elif fwd.group[i] == "cp":
+            # The ring's backward passes K and V again and returns their gradients (dK, dV)
+            # to the owner: twice the forward bytes (Megatron-Core AttnFuncWithCPAndKVP2P).
+            t.comm(f"{name}.bwd", "p2p", "cp", CP_BWD_BYTES_FACTOR * a["nbytes"][i])
         elif name.startswith("fsdp."):
             t.comm(f"{name}.bwd", "all_gather", fwd.group[i], a["nbytes"][i])
             t.comm(f"{name}.grad_reduce_scatter", "reduce_scatter", fwd.group[i], a["nbytes"][i])

@@ -48,12 +48,13 @@ class ExecutionSpec(Spec):
         "as Llama 3 ran FSDP with pipelines)",
     )
     recompute: Literal["none", "selective", "full"] = "none"
-    recompute_modules: tuple[Literal["core_attn", "layernorm", "mla_up_proj", "moe_act"], ...] = (
-        Field(
-            default=("core_attn",),
-            description="what selective recompute re-runs (Megatron-Core --recompute-modules): "
-            "core attention, norms, MLA up-projections, MoE activation",
-        )
+    recompute_modules: tuple[
+        Literal["core_attn", "layernorm", "mla_up_proj", "moe_act", "moe", "mlp"], ...
+    ] = Field(
+        default=("core_attn",),
+        description="what selective recompute re-runs (Megatron-Core --recompute-modules): "
+        "core attention, norms, MLA up-projections, MoE activation, the whole MoE layer, the "
+        "whole dense MLP",
     )
     fsdp_collectives: Literal["layer", "parameter"] = Field(
         default="layer",
@@ -61,6 +62,12 @@ class ExecutionSpec(Spec):
         "collective per parameter tensor (DeepSpeed ZeRO-3 as of 2021)",
     )
     attention: Literal["flash", "unfused"] = "flash"
+    flash_kernel: Literal["cudnn", "fa2"] = Field(
+        default="cudnn",
+        description="fused-attention implementation: cudnn (Transformer Engine's fused "
+        "attention, Megatron-Core/NeMo) or fa2 (FlashAttention-2, PyTorch SDPA's flash "
+        "backend: TorchTitan, HF); on Hopper and later FA2 reaches FA2_ON_HOPPER of cuDNN",
+    )
     overlap_grad_reduce: bool = True
     overlap_param_gather: bool = True
     tp_comm_overlap: bool = False
@@ -68,6 +75,25 @@ class ExecutionSpec(Spec):
         default=False,
         description="expert all-to-all hidden behind another micro-batch's compute "
         "(DeepSeek DualPipe, Megatron 1F1B A2A overlap)",
+    )
+    moe_dispatcher: Literal["alltoall", "deepep"] = Field(
+        default="alltoall",
+        description="expert token dispatcher: alltoall (NCCL, every token-expert copy crosses "
+        "hosts) or deepep (one copy per remote node, fanned out over NVLink; Megatron-Core "
+        "flex dispatcher, DeepSeek-V3 section 3.2.2)",
+    )
+    moe_load_balance: Literal["dropless", "forced"] = Field(
+        default="dropless",
+        description="dropless: tokens go where the router sends them, the busiest expert "
+        "rank sets the pace (ops.MOE_IMBALANCE); forced: Megatron-Core "
+        "--moe-router-force-load-balancing, an even split (benchmarking runs)",
+    )
+    moe_capacity_factor: float | None = Field(
+        default=None,
+        gt=0,
+        description="token dropping at this expert capacity (Megatron-Core "
+        "--moe-expert-capacity-factor): no expert or rank takes more than this times the "
+        "mean tokens; None: dropless",
     )
     pipeline_schedule: Literal["1f1b", "dualpipe"] = Field(
         default="1f1b",
@@ -131,6 +157,12 @@ class SystemSpec(Spec):
         description="cluster (ClusterSpec file or mapping): TP/CP/DP/PP collectives and the "
         "expert all-to-all of the placed ranks are then simulated on it (routing + network "
         "backend) instead of the bus-bandwidth formulas",
+    )
+    power_limit_w: float | None = Field(
+        default=None,
+        gt=0,
+        description="GPU power cap when below the catalog TDP (e.g. 500 W H100 in Grand "
+        "Teton): compute-bound kernels slow by (cap / TDP)^(1/3) (cost.POWER_CLOCK_EXPONENT)",
     )
     network_backend: Literal["analytical", "flow"] = Field(
         default="flow",
@@ -260,10 +292,14 @@ def resolve_layout(
             f"tp = {ex.tp} does not divide heads = {model.heads}",
             _use("tp", tp_candidates, model, ex, system, suggest),
         )
-    if not model.is_mla and model.kv_heads % ex.tp:
+    kv_ok = model.kv_heads % ex.tp == 0 or ex.tp % model.kv_heads == 0
+    if not model.is_mla and not kv_ok:
+        # Whole query groups are split over TP ranks; with fewer groups than ranks each
+        # group's K/V is replicated on tp / kv_heads ranks (MQA/GQA with TP > groups, as
+        # StarCoder's MQA on TP4 and Qwen3 with 4 groups on TP8 ran).
         raise _fail(
-            f"tp = {ex.tp} does not divide kv_heads = {model.kv_heads} (Megatron splits whole "
-            "query groups over TP ranks)",
+            f"tp = {ex.tp} and kv_heads = {model.kv_heads}: neither divides the other "
+            "(Megatron splits whole query groups over TP ranks, or replicates them)",
             _use("tp", tp_candidates, model, ex, system, suggest),
         )
     if ex.vpp > 1 and ex.pp == 1:

@@ -117,16 +117,27 @@ class PieceCost:
     bwd_costs: OpCosts
 
 
+def full_recompute_cost(t: OpTable, fc: OpCosts, regather: bool = False) -> PassCost:
+    """What full recompute re-runs: the forward, except the ZeRO-3/FSDP parameter gathers —
+    flat-buffer FSDP gathers a layer once for recompute and backward together (its
+    pre-backward hook runs before the checkpointed forward). DeepSpeed's per-parameter ZeRO-3
+    of 2021 (`regather`) fetched again in the re-run forward's module hooks."""
+    if regather:
+        return pass_cost(t, fc)
+    grp = np.asarray(t.group, dtype=str)
+    return pass_cost(t, fc, ~((fc.kind == COMM) & np.char.startswith(grp, "fsdp")))
+
+
 def piece_cost(t: OpTable, ctx: CostContext, recompute: str) -> PieceCost:
     """Costs of a forward table, its backward, and what the recompute policy re-runs."""
     fc = op_costs(t, ctx)
     bt = backward_of(t)
     bc = op_costs(bt, ctx, backward=True)
     if ctx.dualpipe and ctx.ep_comm_overlap:
-        fc, bc = pair_ep_overlap(t, fc, bt, bc)
+        fc, bc = pair_ep_overlap(t, fc, bt, bc, ctx)
     fwd = pass_cost(t, fc)
     if recompute == "full":
-        rec = fwd
+        rec = full_recompute_cost(t, fc, ctx.fsdp_regather)
     elif recompute == "selective":
         rec = pass_cost(t, fc, np.asarray(t.selective, dtype=bool))
     else:

@@ -273,7 +273,7 @@ def comm_model(
     """The communication model of a job — the one place it is chosen: simulated on the cluster
     when `system.topology` names one (expert all-to-all as DeepEP flows for an MoE model with
     EP > 1), else the formulas."""
-    formula = formula_comm(ex, lay, eff)
+    formula = formula_comm(ex, lay, eff, model)
     if system is None or system.topology is None:
         return formula
     spec = cluster_spec(system.topology, system.gpus)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import itertools
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -19,6 +20,8 @@ from typing import Any
 from starfabric.astral import bounds
 from starfabric.astral.hardware import list_gpus
 from starfabric.astral.seer import cells
+from starfabric.astral.seer.classes import classes_of, per_class
+from starfabric.astral.seer.degrees import DEGREES, degree_combos, unverified_degrees
 from starfabric.astral.seer.model import ModelSpec, bundled_models, load_model
 from starfabric.astral.seer.ops import (
     flops_per_token_6nd,
@@ -222,18 +225,9 @@ def _nic(row: dict[str, str], gpu: str) -> str:
     text = row.get("interconnect") or ""
     per_node = _int(row, "gpus_per_node", 8)
     if not _unverified(text):
-        m = re.search(r"(\d+)\s*[x×]\s*(?:[A-Za-z-]+\s+)*?" + _SPEED, text)
-        if m:
-            gbps = int(m.group(1)) * float(m.group(2)) * (1000 if m.group(3) == "T" else 1)
-            return f"{gbps / per_node:g}G"
-        m = re.search(r"(\d+(?:\.\d+)?)\s*([GT])B/s\s*(?:per|/)\s*(GPU|node)", text)
-        if m:  # bytes per second ("~50 GB/s per GPU cross-node")
-            gbps = 8 * float(m.group(1)) * (1000 if m.group(2) == "T" else 1)
-            return f"{gbps / (per_node if m.group(3).lower() == 'node' else 1):g}G"
-        m = re.search(_SPEED + r"\s*(?:per|/)\s*(GPU|node)", text, re.IGNORECASE)
-        if m:
-            gbps = float(m.group(1)) * (1000 if m.group(2).upper() == "T" else 1)
-            return f"{gbps / (per_node if m.group(3).lower() == 'node' else 1):g}G"
+        gbps = _nic_gbps(text, per_node)
+        if gbps is not None:
+            return f"{gbps:g}G"
     spec = cells.match_gpu(gpu)[0]
     if spec.nic_gbps is not None:
         return f"{spec.nic_gbps:g}G"
@@ -241,6 +235,44 @@ def _nic(row: dict[str, str], gpu: str) -> str:
         if key in gpu.upper():
             return val
     return "400G"
+
+
+_BYTES = r"(\d+(?:\.\d+)?)\s*([GT])B/s"
+
+
+def _nic_gbps(text: str, per_node: int) -> float | None:
+    """Gb/s per GPU stated by an interconnect cell, most explicit statement first: a rate per
+    GPU ('400 Gb/s per GPU', '50 GB/s per GPU'), N links of a rate ('8x HDR 200Gb/s',
+    '8x50 GB/s'), N NICs of a rate ('4 NICs (200 Gb/s each)'), a rate per node."""
+
+    def scale(unit: str) -> float:
+        return 1000.0 if unit.upper() == "T" else 1.0
+
+    m = re.search(_SPEED + r"\s*(?:per|/)\s*(?:GPU|gpu)", text)  # b = bits, B = bytes
+    if m:
+        return float(m.group(1)) * scale(m.group(2))
+    m = re.search(_BYTES + r"\s*(?:per|/)\s*GPU", text)
+    if m:
+        return 8 * float(m.group(1)) * scale(m.group(2))
+    m = re.search(r"(\d+)\s*[x×]\s*(?:[A-Za-z-]+\s+)*?" + _SPEED, text)
+    if m:
+        return int(m.group(1)) * float(m.group(2)) * scale(m.group(3)) / per_node
+    m = re.search(r"(\d+)\s*[x×]\s*" + _BYTES, text)
+    if m:  # "8x50 GB/s per node": N links of a rate in bytes
+        return 8 * int(m.group(1)) * float(m.group(2)) * scale(m.group(3)) / per_node
+    m = re.search(
+        r"(\d+)\s*(?:[A-Za-z-]+\s+)?(?:NICs?|HCAs?|adapters?|ports?)\b\D{0,40}?" + _SPEED,
+        text, re.IGNORECASE,
+    )  # fmt: skip
+    if m:  # "4 NICs (200 Gb/s each) per node": fewer NICs than GPUs share the node's rate
+        return int(m.group(1)) * float(m.group(2)) * scale(m.group(3)) / per_node
+    m = re.search(_BYTES + r"\s*(?:per|/)\s*node", text)
+    if m:
+        return 8 * float(m.group(1)) * scale(m.group(2)) / per_node
+    m = re.search(_SPEED + r"\s*(?:per|/)\s*node", text)
+    if m:
+        return float(m.group(1)) * scale(m.group(2)) / per_node
+    return None
 
 
 def _year(row: dict[str, str]) -> int | None:
@@ -289,7 +321,14 @@ def _framework(row: dict[str, str]) -> dict[str, Any]:
         or ("overlap" in fw and ("a2a" in fw or "ep" in fw.split("/")))
     )
     dualpipe = "dualpipe" in fw or "dualpipe" in (row.get("vpp") or "").lower()
-    return {"attention": "flash", "overlap_grad_reduce": dp_overlap,
+    # Plain Megatron-LM (not Core) also ships FlashAttention as opt-in (--use-flash-attn,
+    # 2023; the default path is the fused scale-mask-softmax kernel with batched GEMMs).
+    attention = "unfused" if plain_megatron and "flash" not in fw else "flash"
+    # PyTorch-native stacks (TorchTitan, HF/accelerate, FSDP2 scripts) run attention through
+    # SDPA, whose flash backend is FlashAttention-2; Megatron-Core/NeMo use TE's cuDNN kernels.
+    native = any(k in fw for k in ("torchtitan", "sdpa", "pytorch fsdp", "huggingface"))
+    return {"attention": attention, "flash_kernel": "fa2" if native else "cudnn",
+            "overlap_grad_reduce": dp_overlap,
             "pipeline_schedule": "dualpipe" if dualpipe else "1f1b",
             "overlap_param_gather": dp_overlap,
             "tp_comm_overlap": tp_overlap and not no_overlap,
@@ -321,8 +360,14 @@ class RowResult:
 
 def _convention(row: dict[str, str]) -> str:
     """The FLOP formula that turns the row's TFLOP/s into time (see `cells.flop_convention`);
-    rows with a time or tokens/s do not depend on it."""
-    return cells.flop_convention(row.get("tflops_flop_convention"))
+    rows with a time or tokens/s do not depend on it. A NeMo run whose cell names no formula
+    of its own (6N, PaLM's) is NeMo's printed TFLOP/s: its non-causal formula."""
+    raw = row.get("tflops_flop_convention") or ""
+    conv = cells.flop_convention(raw)
+    named = re.search(r"6n|palm|chowdhery|causal", raw, re.I)
+    if conv == "model" and not named and "nemo" in (row.get("framework") or "").lower():
+        return "megatron"
+    return conv
 
 
 def _has_time(row: dict[str, str]) -> bool:
@@ -404,7 +449,9 @@ class RowSetup:
     model: ModelSpec
     execution: dict[str, Any]
     system: dict[str, Any]
-    options: dict[str, list[Any]]
+    options: list[tuple[dict[str, int], dict[str, list[Any]]]]
+    """Per layout to try (its parallel degrees), the candidate values of the other open
+    settings (micro-batch, vpp, recompute, ...)."""
     read: dict[str, Any]
 
 
@@ -439,7 +486,13 @@ def _choices(row: dict[str, str], model: ModelSpec, ex: dict[str, Any]) -> dict[
         out["vpp"] = [1] + [v for v in range(2, per + 1) if per % v == 0]
     rec_raw = (row.get("recompute") or "").lower()
     if _unverified(rec_raw):
-        out["recompute"] = ["none", "selective", "full"]
+        if _legacy(row):
+            # Before 2023 Megatron-LM, Megatron-DeepSpeed and fairseq checkpointed whole
+            # layers or nothing (--checkpoint-activations); selective recompute arrived with
+            # Korthikanti et al. 2022 and reached those stacks' releases in 2023.
+            out["recompute"] = ["none", "full"]
+        else:
+            out["recompute"] = ["none", "selective", *selective_module_sets(model), "full"]
     elif rec_raw.startswith("full"):
         out["recompute"] = ["full"]
     elif rec_raw.startswith("none"):
@@ -450,20 +503,62 @@ def _choices(row: dict[str, str], model: ModelSpec, ex: dict[str, Any]) -> dict[
         if mods:
             out["recompute_modules"] = [mods]
     fw = (row.get("framework") or "").lower()
+    if model.is_moe:
+        out["moe_dispatcher"] = _dispatchers(row, ex)
     if not ex["tp_comm_overlap"] and ("nemo" in fw or "megatron-core" in fw) and ex["sp"]:
         # NeMo / Megatron-Core ship userbuffers TP overlap (--tp-comm-overlap) in their
         # performance recipes; a tuning user tries it when the source does not say.
         out["tp_comm_overlap"] = [False, True]
-    if ex.get("tp") is None:
-        gpn = _int(row, "gpus_per_node", 8)
-        out["tp"] = [t for t in (1, 2, 4, 8) if t <= gpn and model.heads % t == 0]
     return out
 
 
+def _dispatchers(row: dict[str, str], ex: dict[str, Any]) -> list[str]:
+    """Expert token dispatchers the run may have used: the one the row names; DeepEP's
+    node-deduplicating kernels for DeepSeek's own DualPipe stack (section 3.2.2); none but
+    NCCL's all-to-all before 2025 (Megatron-Core's DeepEP/flex dispatcher: core r0.12,
+    2025); otherwise both, as a tuning user tries them."""
+    text = " ".join((row.get(k) or "") for k in ("framework", "notes", "model_notes")).lower()
+    if "deepep" in text or "flex" in text or ex.get("pipeline_schedule") == "dualpipe":
+        return ["deepep"]
+    if ex.get("moe_capacity_factor") is not None:
+        return ["alltoall"]  # Megatron-Core's DeepEP (flex) dispatcher is dropless only
+    year = _year(row)
+    if "alltoall dispatcher" in text or _legacy(row) or (year is not None and year < 2025):
+        return ["alltoall"]
+    return ["alltoall", "deepep"]
+
+
+def selective_module_sets(model: ModelSpec) -> list[tuple[str, tuple[str, ...]]]:
+    """Megatron-Core `--recompute-modules` sets a tuning user tries beyond the default
+    (core_attn) before full recompute: norms, the MoE expert activation and MLA's
+    up-projections — the sets that free the most memory for the least recompute on the model
+    (DeepSeek-V3 section 3.2.3; Megatron-Core's MoE guide recommends moe_act/layernorm/
+    mla_up_proj for DeepSeek-style models)."""
+    mods = ["layernorm"]
+    if model.is_moe:
+        mods.append("moe_act")
+    if model.is_mla:
+        mods.append("mla_up_proj")
+    sets = [("selective", tuple(mods[:i])) for i in range(1, len(mods) + 1)]
+    if model.is_moe:
+        sets.insert(0, ("selective", ("moe_act",)))
+    return sets
+
+
+MEGATRON_RECOMPUTE_MODULES = ("core_attn", "layernorm", "mla_up_proj", "moe_act", "moe", "mlp")
+"""Module names Megatron-Core's --recompute-modules accepts that Seer models."""
+
+
 def recompute_modules(text: str) -> tuple[str, ...]:
-    """Megatron-Core recompute modules named in a recompute cell ("RMSNorm + MLA
-    up-projections recomputed" → layernorm, mla_up_proj); empty when none is named."""
+    """Megatron-Core recompute modules named in a recompute cell: the flag's own list
+    ("--recompute-modules layernorm moe"), else prose ("RMSNorm + MLA up-projections
+    recomputed" → layernorm, mla_up_proj); empty when none is named."""
     low = text.lower()
+    flag = re.search(r"--recompute-modules\s+([a-z_ ]+)", low)
+    if flag:
+        named_flags = [w for w in flag.group(1).split() if w in MEGATRON_RECOMPUTE_MODULES]
+        if named_flags:
+            return tuple(named_flags)
     named = {
         "layernorm": ("norm",),
         "mla_up_proj": ("up-proj", "up proj", "mla"),
@@ -492,7 +587,7 @@ def row_setup(row: dict[str, str]) -> RowSetup:
     model = row_model(row)
     gpu, hbm = _gpu(row)
     read: dict[str, Any] = {}
-    for key in ("vocab", "global_batch_seqs", "micro_batch", "tp"):
+    for key in ("vocab", "global_batch_seqs", "micro_batch"):
         raw = row.get(key) or ""
         if cells.is_hint(raw) and cells.number(raw) is not None:
             read[key] = f"{_int(row, key)} (read from {raw.strip()!r})"
@@ -503,34 +598,39 @@ def row_setup(row: dict[str, str]) -> RowSetup:
     if "fp4" in (row.get("precision") or "").lower():
         read["precision"] = FP4_AS_FP8
     zero = cells.zero_stage(row.get("zero_or_fsdp"), _legacy(row))
+    zero_open = False
     if zero is None:
         nemo1 = "nemo" in (row.get("framework") or "").lower() and "1.x" in row["framework"]
         # NeMo 1.x recipes train with Apex DistributedFusedAdam, which shards gradients as
         # well as optimizer state (ZeRO-2); Megatron-Core's distributed optimizer is ZeRO-1.
         zero = 0 if _legacy(row) else (2 if nemo1 else 1)
         read["zero"] = f"{zero} (unstated: the framework's default optimizer sharding)"
+        zero_open = True  # a user shards more (ZeRO-1..3, DeepSpeed 2020) when it does not fit
     sp_raw = (row.get("sp") or "").strip().lower()
-    tp_given = cells.number(row.get("tp")) is not None and not _unverified(row.get("tp", ""))
-    tp = _int(row, "tp") if tp_given else None
-    pp, cp = _int(row, "pp"), _int(row, "cp", 1)
+    deg = {d: _degree(row, d) for d in DEGREES}
     gpus = _int(row, "num_gpus")
     ex: dict[str, Any] = {
         "global_batch": global_batch_seqs(row),
         "seq_len": _int(row, "seq_len"),
         "precision": _precision(row),
-        "tp": tp,
-        "pp": pp,
-        "cp": cp,
-        "ep": _int(row, "ep", 1),
+        **deg,
         "sp": sp_raw.startswith("yes") or (not sp_raw.startswith("no") and not _legacy(row)),
         "zero": zero,
         **_framework(row),
     }
+    if re.search(r"force[d-]?\s*(?:load[- ])?balanc", _model_text(row) + " " + (row.get("notes") or ""),
+                 re.I):  # fmt: skip
+        ex["moe_load_balance"] = "forced"  # Megatron-Core --moe-router-force-load-balancing
+    cap = re.search(r"capacity[- ]factor\D{0,6}(\d+(?:\.\d+)?)", _model_text(row) + " "
+                    + (row.get("notes") or ""), re.I)  # fmt: skip
+    if cap and "dropless" not in (row.get("notes") or "").lower():
+        ex["moe_capacity_factor"] = float(cap.group(1))  # token dropping
     if zero == 3 and "deepspeed" in (row.get("framework") or "").lower() and _legacy(row):
         # DeepSpeed ZeRO-3 before 2023 gathered every rank's slice of every parameter tensor
         # over all DP ranks (no flat, rail-aligned buffers): cost.PER_PARAMETER_RAILS.
         ex["fsdp_collectives"] = "parameter"
-    if tp is not None and not _unverified(row.get("dp", "")):
+    tp, pp, cp = deg["tp"], deg["pp"], deg["cp"]
+    if tp and pp and cp and deg["ep"] and not _unverified(row.get("dp", "")):
         ex["dp"] = _int(row, "dp", max(1, gpus // (tp * pp * cp)))
     if (row.get("etp") or "").strip() and not _unverified(row["etp"]):
         ex["etp"] = _int(row, "etp")
@@ -542,7 +642,38 @@ def row_setup(row: dict[str, str]) -> RowSetup:
     }
     if hbm is not None:
         system["hbm_gib"] = hbm
-    return RowSetup(model, ex, system, _choices(row, model, ex), read)
+    cap = re.search(r"(\d{3,4})\s*W\b", row.get("gpu") or "")
+    if cap and float(cap.group(1)) < cells.match_gpu(gpu)[0].tdp_w:
+        system["power_limit_w"] = float(cap.group(1))
+        read["power_limit"] = (
+            f"{cap.group(1)} W (below the {cells.match_gpu(gpu)[0].tdp_w:g} W TDP)"
+        )
+    combos = degree_combos(model, ex, gpus, system["gpus_per_node"],
+                           not cells.is_hint(row.get("global_batch_seqs")))  # fmt: skip
+    if not combos:
+        open_ = ", ".join(unverified_degrees(ex))
+        raise DataError(
+            f"row {row['row_id']}: no layout of {gpus} GPUs fits the stated degrees "
+            f"(unverified: {open_ or 'none'})",
+            fix="check num_gpus, tp, pp, cp, ep and the global batch",
+        )
+    options = [(c, _choices(row, model, {**ex, **c})) for c in combos]
+    if zero_open:
+        read.pop("zero")  # printed with the choice
+        for _, opts in options:
+            opts["zero"] = list(range(zero, 4))
+    return RowSetup(model, ex, system, options, read)
+
+
+def _degree(row: dict[str, str], key: str) -> int | None:
+    """A parallel degree the row states (empty cp/ep: 1), or None when it is UNVERIFIED
+    (with or without a hinted number): Seer then chooses it."""
+    raw = (row.get(key) or "").strip()
+    if _unverified(raw):
+        return None
+    if not raw and key in ("cp", "ep"):
+        return 1
+    return _int(row, key)
 
 
 def row_job_options(row: dict[str, str]) -> tuple[ModelSpec, dict[str, Any], dict[str, Any]]:
@@ -562,6 +693,20 @@ def _fit_batch(ex: dict[str, Any], gpus: int, approximate: bool) -> dict[str, An
     return {**ex, "global_batch": gb}
 
 
+def _candidates(
+    st: RowSetup, approx_batch: bool
+) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
+    """(chosen settings, full execution) for every combination of open settings."""
+    for degrees, options in st.options:
+        keys = list(options)
+        for combo in itertools.product(*(options[k] for k in keys)):
+            opts = {**degrees, **dict(zip(keys, combo, strict=True))}
+            if isinstance(opts.get("recompute"), tuple):  # ("selective", modules)
+                opts["recompute"], opts["recompute_modules"] = opts["recompute"]
+            ex = {**st.execution, **opts}
+            yield opts, _fit_batch(ex, st.system["gpus"], approx_batch)
+
+
 def validate_row(row: dict[str, str]) -> RowResult:
     """Predict one row, choosing its UNVERIFIED settings as a tuning user of its framework
     would: the fastest candidate that fits in memory."""
@@ -571,13 +716,11 @@ def validate_row(row: dict[str, str]) -> RowResult:
     st = row_setup(row)
     model, ex, system = st.model, st.execution, st.system
     approx_batch = cells.is_hint(row.get("global_batch_seqs"))
-    keys = list(st.options)
     best: tuple[float, Prediction, dict[str, Any], dict[str, Any]] | None = None
     fallback: tuple[float, Prediction, dict[str, Any], dict[str, Any]] | None = None
     reason = ""
-    for combo in itertools.product(*(st.options[k] for k in keys)):
-        opts = dict(zip(keys, combo, strict=True))
-        full = _fit_batch({**ex, **opts}, system["gpus"], approx_batch)
+    open_degrees = unverified_degrees(ex)
+    for opts, full in _candidates(st, approx_batch):
         chunks = full["pp"] * full.get("vpp", 1)
         if model.layers % chunks and model.layers >= chunks - 2:
             # Uneven pipelines: the first and last (virtual) stages, which also hold the
@@ -601,7 +744,11 @@ def validate_row(row: dict[str, str]) -> RowResult:
             fix="check the row's GPU and parallel columns",
         )
     _, pred, opts, full = chosen
-    choices: dict[str, Any] = dict(opts)
+    choices: dict[str, Any] = {
+        k: v for k, v in opts.items() if k not in DEGREES or k in open_degrees
+    }
+    for d in open_degrees:
+        choices[d] = f"{opts[d]} (unverified: fastest layout that fits)"
     choices.update(st.read)
     if full["global_batch"] != ex["global_batch"]:
         choices["global_batch"] = f"{full['global_batch']} (approximate batch rounded to dp)"
@@ -609,7 +756,7 @@ def validate_row(row: dict[str, str]) -> RowResult:
         choices["pipeline_layers"] = full["pipeline_layers"]
     if best is None:
         choices["note"] = "every candidate exceeds GPU memory; least-memory setting used"
-    elif len(st.options["recompute"]) > 1 and opts["recompute"] != "none":
+    elif len(_recompute_options(st)) > 1 and opts["recompute"] != "none":
         choices["recompute"] = f"{opts['recompute']} (no faster setting fits in memory)"
     conv = _convention(row)
     row_used = dict(row, global_batch_seqs=str(full["global_batch"]))
@@ -633,6 +780,10 @@ def validate_row(row: dict[str, str]) -> RowResult:
         prediction=pred,
         source=row.get("source_id") or row["row_id"].rsplit("-", 1)[0],
     )
+
+
+def _recompute_options(st: RowSetup) -> list[Any]:
+    return st.options[0][1]["recompute"]
 
 
 def read_rows(path: str | Path) -> list[dict[str, str]]:
@@ -690,12 +841,14 @@ def summary(
                 "choices": r.choices,
                 "breakdown_s": r.prediction.breakdown,
                 "memory_gib": r.prediction.memory.total / 2**30,
+                "classes": classes_of(r.prediction),
             }
             for r in results
         ],
         "mean_abs_error": sum(errs) / len(errs) if errs else 0.0,
         "max_abs_error": max(errs) if errs else 0.0,
         "per_source": per_source(results),
+        "per_class": per_class(results),
     }
 
 
