@@ -86,8 +86,9 @@ def between(option: str, low: float, high: float, why: str) -> Callable[[Any], A
     def cb(value: Any) -> Any:
         base(value)
         if value is not None and value > high:
+            hi = f"{int(high):,}" if float(high).is_integer() and high >= 1e6 else f"{high:g}"
             raise ConfigError(
-                f"{option} {value}: above {high:g} ({why})", fix=f"give {option} {low:g}..{high:g}"
+                f"{option} {value}: above {hi} ({why})", fix=f"give {option} {low:g}..{hi}"
             )
         return value
 

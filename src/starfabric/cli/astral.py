@@ -369,7 +369,10 @@ def seer_search(
     gpus: int = typer.Option(..., "--gpus", help="Number of GPUs.", callback=at_least("--gpus")),
     gpu: str = typer.Option("H100", "--gpu", help="GPU type from the hardware catalog."),
     global_batch: int = typer.Option(
-        ..., "--global-batch", help="Sequences per iteration.", callback=at_least("--global-batch")
+        ...,
+        "--global-batch",
+        help="Sequences per iteration.",
+        callback=at_least("--global-batch"),
     ),
     seq_len: int = typer.Option(
         ..., "--seq-len", help="Sequence length.", callback=at_least("--seq-len")
@@ -393,11 +396,12 @@ def seer_search(
 
     from starfabric.astral.seer import load_model
     from starfabric.astral.seer.hf_config import check_seq_len
-    from starfabric.astral.seer.parallel import SystemSpec
+    from starfabric.astral.seer.parallel import MAX_GLOBAL_BATCH, SystemSpec
     from starfabric.astral.seer.search import search
     from starfabric.config import parse_spec
     from starfabric.errors import ConfigError
 
+    between("--global-batch", 1, MAX_GLOBAL_BATCH, "seer.parallel.MAX_GLOBAL_BATCH")(global_batch)
     if precision not in ("bf16", "fp16", "fp8"):
         raise ConfigError(
             f"--precision {precision!r} is not supported", fix="use bf16, fp16 or fp8"

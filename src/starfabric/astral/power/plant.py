@@ -628,6 +628,13 @@ def size_plant(spec: PlantSpec, design_it_w: float) -> Sizing:
     return Sizing(**kw)
 
 
+MIN_MEAN_PART_LOAD = 0.05
+"""Assumption: a plant whose mean IT load is below 5% of its design load is refused. The
+part-load curves (ASHRAE 90.1 fan and pump curves, chiller EIR vs part-load ratio, whose
+minimum unloading is 10-25%) have no data that far down, and the fixed losses sized for the
+design would be divided by almost nothing (a 100 GW plant at 8 MW reads PUE 311)."""
+
+
 def simulate_year(
     spec: PlantSpec,
     weather: Weather,
@@ -647,6 +654,13 @@ def simulate_year(
         raise ConfigError(
             f"IT load peaks at {it.max() / 1e6:.2f} MW, above the {design / 1e6:.2f} MW design",
             fix="raise the design IT load",
+        )
+    if it.mean() < MIN_MEAN_PART_LOAD * design:
+        raise ConfigError(
+            f"mean IT load {it.mean() / 1e6:.3g} MW is below {MIN_MEAN_PART_LOAD:.0%} of the "
+            f"{design / 1e6:.3g} MW design (plant.MIN_MEAN_PART_LOAD): the part-load curves do "
+            "not reach that far",
+            fix="size the plant for the load (a design IT load near the peak)",
         )
     sz = size_plant(spec, design)
     a, cw, ts, lq = spec.air, spec.chilled_water, spec.tower, spec.liquid

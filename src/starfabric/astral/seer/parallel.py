@@ -20,11 +20,16 @@ from starfabric.config import Spec
 from starfabric.errors import ConfigError, InfeasibleError
 from starfabric.units import parse_bandwidth
 
+MAX_GLOBAL_BATCH = 1 << 24
+"""Assumption: the most sequences per iteration, 16,777,216 — some 8,000x the largest published
+batches (Llama 3.1 405B: 16M tokens = 2,048 sequences of 8K); a larger count is a typo, and the
+layout search and the schedule would walk absurd micro-batch counts."""
+
 
 class ExecutionSpec(Spec):
     """How the job is run: batch, precision, parallelism, memory savings and overlaps."""
 
-    global_batch: int = Field(gt=0, description="sequences per iteration")
+    global_batch: int = Field(gt=0, le=MAX_GLOBAL_BATCH, description="sequences per iteration")
     micro_batch: int = Field(default=1, gt=0, description="sequences per micro-batch")
     seq_len: int = Field(gt=0)
     precision: Literal["bf16", "fp16", "fp8"] = "bf16"
