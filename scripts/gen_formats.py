@@ -61,13 +61,16 @@ SPECS = [
 
 _QUALIFIED = re.compile(r"\b(?:[a-z_][a-z0-9_]*\.)+([A-Za-z_]\w*)")
 _TUPLE = re.compile(r"tuple\[([^\[\],]+), \.\.\.\]")
+_ANNOTATED = re.compile(r"Annotated\[([^,\[\]]+), [^\[\]]*\]")  # a range check's validator
+_OPTIONAL = re.compile(r"^Optional\[(.+)\]$")
 
 
 def _type(ann: Any) -> str:
     """The annotation without module paths; `tuple[X, ...]` reads as `list of X`."""
     name = getattr(ann, "__name__", None)
     text = name if name and "[" not in str(ann) else str(ann)
-    text = _TUPLE.sub(r"list of \1", _QUALIFIED.sub(r"\1", text))
+    text = _ANNOTATED.sub(r"\1", _QUALIFIED.sub(r"\1", text))
+    text = _TUPLE.sub(r"list of \1", _OPTIONAL.sub(r"\1 | None", text))
     return text.replace("|", "\\|")
 
 
