@@ -50,6 +50,8 @@ MAX_ENI_SCOPE = 0x7FFD
 #: Packet marks that tell the nat hooks which SNAT applies (set by accepted external chains).
 NAT_EIP = 0x4000_0000
 NAT_POOL = 0x4001_0000
+#: Packet mark of a frame whose VNI no VPC (nor the gateway) has.
+UNKNOWN_VNI = 0xFFFF_FFFF
 
 Expr = dict[str, Any]
 
@@ -488,7 +490,7 @@ def flatten_lpm(routes: list[tuple[Any, int, int]]) -> list[tuple[int, int, tupl
     return out
 
 
-COUNTERS = (["allow", "stale", "rev_drop"]
+COUNTERS = (["allow", "stale", "rev_drop", "invalid"]
             + [f"drop_{r.name}" for r in Reason if r != Reason.ALLOW]
             + [f"rev_{r.name}" for r in Reason if r != Reason.ALLOW])  # fmt: skip
 
@@ -535,19 +537,23 @@ def build_ruleset(compiled: CompiledPolicy, versions: ScopeVersions | None = Non
          REV_BIT), {"counter": "rev_drop"}, {"drop": None}],
         [{"accept": None}],
     ])  # fmt: skip
-    raw_rules: list[list[Expr]] = [
-        [{"mangle": {"key": _META_MARK, "value": {"&": [
-            {"payload": {"base": "ll", "offset": 48, "len": 32}}, 0x00FF_FFFF]}}}],
-    ]  # fmt: skip
+    # the VNI is bytes 7-9 of the frame (source MAC bytes 1-3); a raw payload is compared
+    # in network byte order, so each known VNI is matched and written as a number (a VNI no
+    # VPC has keeps mark 0xffffffff: no ENI, never the gateway)
+    vni_ll = {"payload": {"base": "ll", "offset": 56, "len": 24}}
+    raw_rules: list[list[Expr]] = [[{"mangle": {"key": _META_MARK, "value": UNKNOWN_VNI}}]]
     zones = {int(c.gateway_vni): 0} | {
         int(c.vpc_vni[v]): v for v in np.flatnonzero(c.vpc_valid).tolist() if v > 0
     }
     for vni, zone in sorted(zones.items()):
-        raw_rules.append([_m(_META_MARK, vni), {"mangle": {"key": {"ct": {"key": "zone"}},
-                                                            "value": zone}}])  # fmt: skip
+        raw_rules.append([_m(vni_ll, vni), {"mangle": {"key": _META_MARK, "value": vni}},
+                          {"mangle": {"key": {"ct": {"key": "zone"}}, "value": zone}}])  # fmt: skip
     filt = [
         [_m({"ct": {"key": "state"}}, ["established", "related"], "in"), _goto("est")],
         [_m({"ct": {"key": "state"}}, "new", "in"), _goto("new")],
+        # invalid (out of window, no connection to belong to) or untracked: never forwarded
+        # without a policy decision (what `ct state invalid drop` in a Linux SG does)
+        [{"counter": "invalid"}, {"drop": None}],
     ]
     T = {"family": FAMILY, "table": TABLE}
     cmds: list[dict[str, Any]] = [

@@ -1,0 +1,266 @@
+"""The nftables ruleset generated from a compiled VPC policy decides real packets exactly as
+the policy's own batch evaluation does (vpc.evaluate): per packet forwarded or not, per reason
+the refusal counters, and for the reply direction of every accepted connection. Plus the
+version hook: a bump makes exactly the bumped scope's sessions stale.
+
+The packets go through a Lab (root, nftables, conntrack); without them the kernel tests skip
+with the reason. The ruleset's shape (LPM flattening, port matches) is checked without one."""
+
+from __future__ import annotations
+
+import ipaddress
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from starfabric.fornax.datapaths.linux.netns import Lab, linux_support
+from starfabric.fornax.datapaths.linux.rules import (
+    COUNTERS,
+    ScopeVersions,
+    build_ruleset,
+    flatten_lpm,
+    port_match,
+    session_mark,
+)
+from starfabric.fornax.datapaths.linux.sender import Sender, SeqState, build_frames
+from starfabric.fornax.packets import PROTO_ICMP, PROTO_ICMPV6, PROTO_TCP, PROTO_UDP, PacketBatch
+from starfabric.fornax.packets import ip_to_halves as halves
+from starfabric.fornax.vpc import Reason, compile_policy, evaluate, load_vpc_spec
+
+EXAMPLES = Path(__file__).resolve().parents[4] / "examples"
+WHY = linux_support()
+needs_kernel = pytest.mark.skipif(WHY is not None, reason=f"Linux datapath: {WHY}")
+
+
+def sample_first_packets(compiled, n: int, seed: int) -> PacketBatch:  # type: ignore[no-untyped-def]
+    """First packets that exercise every check: senders are ENIs (or not), destinations
+    ENIs of every VPC, EIPs, the internet, blackholed and peered ranges; ports at the rules'
+    edges; one address family per packet (a real packet has one)."""
+    rng = np.random.default_rng(seed)
+    c = compiled
+    enis = np.flatnonzero(c.eni_valid)
+    addrs: dict[int, list[tuple[int, int, int]]] = {4: [], 6: []}  # (vni, hi, lo)
+    for k in range(len(c.key_vni)):
+        a = ipaddress.ip_address((int(c.key_hi[k]) << 64) | int(c.key_lo[k]))
+        fam = 4 if a.ipv4_mapped else 6
+        addrs[fam].append((int(c.key_vni[k]), int(c.key_hi[k]), int(c.key_lo[k])))
+    eips = [int(c.eni_eip_lo[e]) for e in enis if c.eni_has_eip[e]]
+    ports = sorted({int(x) for x in np.r_[c.acl_lo, c.acl_hi, c.sgr_lo, c.sgr_hi] if x < 65536}
+                   | {22, 53, 80, 123, 443, 5432, 8080, 1024, 40000})  # fmt: skip
+    ext4 = [halves(f"198.18.{i}.{j}") for i in range(3) for j in (1, 77)] + [
+        halves("192.0.2.9"),
+        halves("203.0.113.7"),
+        halves("10.10.0.200"),
+        halves("10.0.9.9"),
+    ]
+    ext6 = [halves("2001:db8::5"), halves("2001:db8:1::9")]
+    vnis = sorted({int(v) for v in c.vpc_vni[c.vpc_valid]} - {int(c.gateway_vni)})
+    cols: dict[str, list[int]] = {k: [] for k in ("vni", "src_hi", "src_lo", "dst_hi", "dst_lo",
+                                                  "proto", "sport", "dport", "tcp_flags")}  # fmt: skip
+    for i in range(n):
+        fam = 4 if rng.random() < 0.8 or not addrs[6] else 6
+        kind = rng.random()
+        if kind < 0.1 and fam == 4:  # from the internet
+            vni = int(c.gateway_vni)
+            s = ext4[rng.integers(len(ext4))]
+            d = (0, eips[rng.integers(len(eips))]) if eips and rng.random() < 0.8 else ext4[
+                rng.integers(len(ext4))]  # fmt: skip
+        else:
+            vni, sh, sl = addrs[fam][rng.integers(len(addrs[fam]))]
+            s = (sh, sl)
+            if kind < 0.15:  # a sender that is no ENI, or an unknown VNI
+                vni = vnis[rng.integers(len(vnis))] if rng.random() < 0.5 else 999_999
+                s = ext4[0] if fam == 4 else ext6[0]
+            r = rng.random()
+            if r < 0.6:
+                _, dh, dl = addrs[fam][rng.integers(len(addrs[fam]))]
+                d = (dh, dl)
+            else:
+                d = (ext4 if fam == 4 else ext6)[rng.integers(len(ext4 if fam == 4 else ext6))]
+        proto = [PROTO_TCP, PROTO_UDP, PROTO_ICMP][min(2, int(rng.integers(0, 7)) // 3)]
+        if proto == PROTO_ICMP and fam == 6:
+            proto = PROTO_ICMPV6
+        if proto in (PROTO_TCP, PROTO_UDP):
+            dport = ports[rng.integers(len(ports))]
+        else:  # conntrack starts ICMP connections with an echo request only
+            dport = (8 if proto == PROTO_ICMP else 128) << 8
+        for k, v in (("vni", vni), ("src_hi", s[0]), ("src_lo", s[1]), ("dst_hi", d[0]),
+                     ("dst_lo", d[1]), ("proto", proto), ("sport", 1024 + i),
+                     ("dport", dport), ("tcp_flags", 0x02 if proto == PROTO_TCP else 0)):  # fmt: skip
+            cols[k].append(v)
+    return PacketBatch.from_columns(time_ns=np.arange(n), **cols)
+
+
+def replies_of(batch: PacketBatch) -> PacketBatch:
+    """The first reply of each packet's connection (session-key space: same VNI)."""
+    icmp = (batch.proto == PROTO_ICMP) | (batch.proto == PROTO_ICMPV6)
+    rep_type = np.where(batch.proto == PROTO_ICMPV6, 129, 0).astype(np.uint16) << 8
+    return PacketBatch.from_columns(
+        time_ns=batch.time_ns, vni=batch.vni, src_hi=batch.dst_hi, src_lo=batch.dst_lo,
+        dst_hi=batch.src_hi, dst_lo=batch.src_lo, proto=batch.proto,
+        sport=np.where(icmp, batch.sport, batch.dport), dport=np.where(icmp, rep_type, batch.sport),
+        tcp_flags=np.where(batch.proto == PROTO_TCP, 0x12, 0),
+    )  # fmt: skip
+
+
+# -- without a kernel -------------------------------------------------------------------------
+def test_flatten_lpm_is_longest_prefix_match() -> None:
+    nets = [(ipaddress.ip_network(p), t, i) for i, (p, t) in enumerate(
+        [("0.0.0.0/0", 3), ("10.0.0.0/16", 0), ("10.0.5.0/24", 4), ("10.0.5.128/25", 1)])]  # fmt: skip
+    flat = flatten_lpm(nets)
+    rng = np.random.default_rng(1)
+    probes = [int(ipaddress.ip_address("10.0.5.200")), int(ipaddress.ip_address("10.0.5.1")),
+              int(ipaddress.ip_address("10.0.6.1")), int(ipaddress.ip_address("9.9.9.9")),
+              *rng.integers(0, 1 << 32, 200).tolist()]  # fmt: skip
+    for x in probes:
+        want = max((n for n in nets if ipaddress.IPv4Address(x) in n[0]),
+                   key=lambda n: n[0].prefixlen)  # fmt: skip
+        got = [v for lo, hi, v in flat if lo <= x <= hi]
+        assert got == [(want[1], want[2])]
+    # disjoint and sorted
+    assert all(a[1] < b[0] for a, b in zip(flat, flat[1:], strict=False))
+
+
+def test_port_match_forms() -> None:
+    assert port_match(0, 0, 65535) == []
+    tcp = port_match(6, 443, 443)
+    assert tcp is not None and tcp[1]["match"]["right"] == 443
+    assert port_match(17, 1024, 65535, reply=True)[1]["match"]["left"]["payload"]["field"] == (  # type: ignore[index]
+        "sport"
+    )
+    # an echo-request rule (type 8) admits no reply; an echo-reply rule (type 0) admits the
+    # reply of a request (type 8) and of a reply (type 0)
+    assert port_match(1, 8 << 8, (8 << 8) | 0xFF, reply=True) is None
+    m = port_match(1, 0, 0xFF, reply=True)
+    assert m is not None and m[1]["match"]["right"] == {"set": [0, 8]}
+
+
+def test_session_mark_layout() -> None:
+    assert session_mark(0, 0, 0) == 1 << 16  # never 0: an unmarked entry is never fresh
+    assert session_mark(5, 3, 4) == (6 << 16) | 7
+    assert session_mark(5, 0xFFFF, 1) == 6 << 16  # stamp wraps at 2^16
+    assert session_mark(1, 0, 0, True) >> 31 == 1
+
+
+def test_ruleset_names_every_counter() -> None:
+    c = compile_policy(load_vpc_spec(EXAMPLES / "vpc.yaml"))
+    rs = build_ruleset(c, nat=True)["nftables"]
+    counters = {x["add"]["counter"]["name"] for x in rs if "counter" in x.get("add", {})}
+    assert counters == set(COUNTERS)
+    chains = {x["add"]["chain"]["name"] for x in rs if "chain" in x.get("add", {})}
+    targets = set()
+
+    def walk(o: object) -> None:
+        if isinstance(o, dict):
+            for k, v in o.items():
+                if k in ("goto", "jump"):
+                    targets.add(v["target"])
+                walk(v)
+        elif isinstance(o, list):
+            for v in o:
+                walk(v)
+
+    walk(rs)
+    assert targets <= chains, f"jumps to missing chains: {sorted(targets - chains)[:5]}"
+
+
+# -- through the kernel -----------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def lab():  # type: ignore[no-untyped-def]
+    with Lab() as lb:
+        yield lb
+
+
+@needs_kernel
+@pytest.mark.parametrize("vpc", ["vpc.yaml", "vpc-small.yaml"])
+def test_kernel_verdicts_equal_policy_evaluation(lab, vpc: str) -> None:  # type: ignore[no-untyped-def]
+    from starfabric.fornax.datapaths.linux.nft import NicTables
+
+    c = compile_policy(load_vpc_spec(EXAMPLES / vpc))
+    batch = sample_first_packets(c, 1200, seed=len(vpc))
+    res = evaluate(c, batch)
+    tables = NicTables(lab)
+    tables.load(c)
+    sender = Sender(lab)
+    try:
+        seq = SeqState()
+        fr = build_frames(batch, np.zeros(len(batch), bool), lab.macs, seq_state=seq)
+        sender.send(fr, rate_pps=40_000)
+        fwd = sender.capture().forwarded(fr)
+        want = res.reason == Reason.ALLOW
+        bad = np.flatnonzero(fwd != want)
+        assert len(bad) == 0, [(int(i), Reason(int(res.reason[i])).name, bool(fwd[i]))
+                               for i in bad[:10]]  # fmt: skip
+        cnt = tables.counters()
+        assert cnt["allow"][0] == int(want.sum())
+        for r in Reason:
+            if r != Reason.ALLOW:
+                assert cnt[f"drop_{r.name}"][0] == int((res.reason == r).sum()), r.name
+        reasons_seen = {Reason(int(x)).name for x in np.unique(res.reason)}
+        assert len(reasons_seen) >= (6 if vpc == "vpc.yaml" else 3), reasons_seen
+        # the reply of every accepted connection: refused exactly where rev_reason says
+        ok = np.flatnonzero(want)
+        rep = replies_of(batch.take(ok))
+        fr2 = build_frames(rep, np.ones(len(ok), bool), lab.macs, ids=fr.ids[ok] + (1 << 32),
+                           conn=ok, seq_state=seq)  # fmt: skip
+        sender.send(fr2, rate_pps=40_000)
+        back = sender.capture().forwarded(fr2)
+        want_back = res.rev_reason[ok] == Reason.ALLOW
+        assert np.array_equal(back, want_back), np.flatnonzero(back != want_back)[:10]
+        cnt = tables.counters()
+        assert cnt["rev_drop"][0] == int((~want_back).sum())
+        for r in Reason:
+            if r != Reason.ALLOW:
+                assert cnt[f"rev_{r.name}"][0] == int((res.rev_reason[ok] == r).sum()), r.name
+    finally:
+        sender.close()
+        tables.close()
+
+
+@needs_kernel
+def test_bump_makes_only_that_scope_stale(lab) -> None:  # type: ignore[no-untyped-def]
+    from starfabric.fornax.datapaths.linux.nft import NicTables
+
+    c = compile_policy(load_vpc_spec(EXAMPLES / "vpc-small.yaml"))
+    web1, web2 = c.eni_id("shop/prod/web-1"), c.eni_id("shop/prod/web-2")
+    # web-1 opens HTTPS to the internet (through its EIP), web-2 PostgreSQL to db-1
+    b = PacketBatch.from_columns(
+        time_ns=[0, 1], vni=100, proto=PROTO_TCP, sport=[5000, 5001], dport=[443, 5432],
+        tcp_flags=2, src_hi=0, src_lo=[halves("10.0.1.10")[1], halves("10.0.1.11")[1]],
+        dst_hi=0, dst_lo=[halves("198.18.0.1")[1], halves("10.0.2.10")[1]],
+    )  # fmt: skip
+    res = evaluate(c, b)
+    assert res.eni_scope.tolist() == [web1, web2]
+    assert (evaluate(c, b).reason == Reason.ALLOW).all()
+    tables = NicTables(lab)
+    versions = ScopeVersions.zeros(c)
+    tables.load(c, versions)
+    sender = Sender(lab)
+    try:
+        rep = replies_of(b)
+        seq = SeqState()
+        conn = [0, 1]
+        sender.send(build_frames(b, [False, False], lab.macs, ids=[1, 2], conn=conn,
+                                 seq_state=seq))  # fmt: skip
+        sender.send(build_frames(rep, [True, True], lab.macs, ids=[3, 4], conn=conn,
+                                 seq_state=seq))  # fmt: skip
+        cap = sender.capture()
+        assert sorted(cap.at_server.tolist()) == [1, 2] and sorted(cap.at_client.tolist()) == [3, 4]
+        assert tables.bump(eni=[web1]) == [web1]
+        assert int(versions.eni[web1]) == 1 and int(versions.eni[web2]) == 0
+        ack = PacketBatch.from_columns(**{**b.columns(), "tcp_flags": np.full(2, 0x10)})
+        sender.send(build_frames(ack, [False, False], lab.macs, ids=[5, 6], conn=conn,
+                                 seq_state=seq))  # fmt: skip
+        cap = sender.capture()
+        # web-1's established packet is stale (not forwarded); web-2's goes through
+        assert cap.at_server.tolist() == [6]
+        assert tables.counters()["stale"][0] == 1
+        # a VPC bump touches every ENI of the VPC in one transaction
+        before = tables.transactions
+        assert tables.bump(vpc=[int(c.eni_vpc[web1])]) == sorted(
+            np.flatnonzero(c.eni_valid).tolist())  # fmt: skip
+        assert tables.transactions == before + 1
+    finally:
+        sender.close()
+        tables.close()
