@@ -9,6 +9,7 @@ with the reason. The ruleset's shape (LPM flattening, port matches) is checked w
 from __future__ import annotations
 
 import ipaddress
+import itertools
 from pathlib import Path
 
 import numpy as np
@@ -119,7 +120,7 @@ def test_flatten_lpm_is_longest_prefix_match() -> None:
         got = [v for lo, hi, v in flat if lo <= x <= hi]
         assert got == [(want[1], want[2])]
     # disjoint and sorted
-    assert all(a[1] < b[0] for a, b in zip(flat, flat[1:], strict=False))
+    assert all(a[1] < b[0] for a, b in itertools.pairwise(flat))
 
 
 def test_port_match_forms() -> None:

@@ -7,7 +7,9 @@ A frame is Ethernet (destination: the nic's port on that side; source 02:VV:VV:V
 overlay VNI in bytes 1-3, see netns.py), IPv4 or IPv6, then TCP (no options), UDP, ICMP /
 ICMPv6 echo (identifier = `sport`, type/code from `dport`) or no L4 header for another
 protocol, and a 12-byte payload: magic `MAGIC` and the frame's 64-bit id, so the far side
-tells which packet came through whatever NAT did to the headers. Checksums (IPv4 header,
+tells which packet came through whatever NAT did to the headers; the id's low bits are also
+in the IPv4 identification (16 bits) and the IPv6 flow label (20 bits), where the kernel's
+log (NFLOG) shows them. Checksums (IPv4 header,
 TCP/UDP/ICMPv6 with the pseudo-header, ICMP) are computed, as the nic's stack and conntrack
 check them.
 
@@ -224,7 +226,8 @@ def _fill(buf: np.ndarray, rows: np.ndarray, b: PacketBatch, fam: int, ip_len: i
         _put(buf, rows, o3 + 10, _fold(_sum16(buf, rows, o3, o3 + 20)), 2)
         pseudo = _sum16(buf, rows, o3 + 12, o3 + 20)
     else:
-        buf[rows, o3] = 0x60
+        # version 6, traffic class 0, flow label = the id's low 20 bits
+        _put(buf, rows, o3, (np.uint64(6) << np.uint64(28)) | (ids[rows] & np.uint64(0xFFFFF)), 4)
         _put(buf, rows, o3 + 4, total, 2)
         buf[rows, o3 + 6] = proto.astype(np.uint8)
         buf[rows, o3 + 7] = 64
