@@ -76,6 +76,10 @@ def test_frames_are_what_dpkt_reads() -> None:
         assert bytes(again) == raw, i
 
 
+def _isn(c: int, d: int) -> int:
+    return (c * 2654435761 + d * 0x5A5A5A5A) & 0xFFFFFFFF
+
+
 def test_sequence_numbers_match_a_slow_reference() -> None:
     rng = np.random.default_rng(5)
     n = 600
@@ -92,9 +96,8 @@ def test_sequence_numbers_match_a_slow_reference() -> None:
     used: dict[tuple[int, int], int] = {}
     for i in range(n):
         c, d = int(conn[i]), int(rep[i])
-        isn = lambda dd: (c * 2654435761 + dd * 0x5A5A5A5A) & 0xFFFFFFFF  # noqa: E731
-        assert got_s[i] == (isn(d) + used.get((c, d), 0)) & 0xFFFFFFFF
-        assert got_a[i] == (isn(1 - d) + used.get((c, 1 - d), 0)) & 0xFFFFFFFF
+        assert got_s[i] == (_isn(c, d) + used.get((c, d), 0)) & 0xFFFFFFFF
+        assert got_a[i] == (_isn(c, 1 - d) + used.get((c, 1 - d), 0)) & 0xFFFFFFFF
         used[(c, d)] = used.get((c, d), 0) + int(cons[i])
 
 
