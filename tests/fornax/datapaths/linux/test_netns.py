@@ -83,13 +83,15 @@ def test_signal_removes_the_namespaces(sig: int) -> None:
 
 
 @needs_kernel
-def test_cleanup_stale_removes_leftovers_only() -> None:
+def test_cleanup_stale_removes_only_leftovers_of_dead_processes() -> None:
     from pyroute2 import netns
 
-    left = ["sfxc-1-0-client", "sfxc-1-0-nic"]
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+    left = [f"sfxc-{gone}-0-client", f"sfxc-{gone}-0-nic"]
     for n in left:
         netns.create(n)
-    with Lab(LabConfig(prefix="sfxc")) as lab:
+    with Lab(LabConfig(prefix="sfxc")) as lab:  # alive: kept
         assert sorted(cleanup_stale("sfxc")) == left
         assert sorted(lab_namespaces("sfxc")) == sorted([lab.ns_client, lab.ns_nic, lab.ns_server])
     assert lab_namespaces("sfxc") == []

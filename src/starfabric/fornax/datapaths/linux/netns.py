@@ -214,8 +214,7 @@ _previous: dict[int, Any] = {}
 
 
 def _on_signal(signum: int, frame: FrameType | None) -> None:
-    for lab in list(_live.values()):
-        lab.close()
+    _close_all()
     prev = _previous.get(signum)
     if callable(prev):
         prev(signum, frame)
@@ -245,7 +244,12 @@ def _restore_handlers() -> None:
             del _previous[s]
 
 
-atexit.register(lambda: [lab.close() for lab in list(_live.values())])
+def _close_all() -> None:
+    for lab in list(_live.values()):
+        lab.close()
+
+
+atexit.register(_close_all)
 
 
 class Lab:
@@ -410,15 +414,21 @@ def lab_namespaces(prefix: str) -> list[str]:
         ("-client", "-nic", "-server")))  # fmt: skip
 
 
+def _owner_alive(name: str, prefix: str) -> bool:
+    """Whether the process a Lab namespace is named after ('<prefix>-<pid>-...') still runs."""
+    pid = name[len(prefix) + 1 :].split("-", 1)[0]
+    return pid.isdigit() and os.path.exists(f"/proc/{pid}")
+
+
 def cleanup_stale(prefix: str = "sfx") -> list[str]:
     """Remove namespaces a killed Lab left behind (their veths go with them); returns their
-    names. Namespaces of a Lab alive in this process are kept."""
+    names. Namespaces of a process still running (this one's, a parallel test worker's) are
+    kept."""
     from pyroute2 import netns
 
-    mine = {n for lab in _live.values() for n in lab._made}
     removed = []
     for n in lab_namespaces(prefix):
-        if n in mine:
+        if _owner_alive(n, prefix):
             continue
         with contextlib.suppress(OSError, FileNotFoundError):
             netns.remove(n)
