@@ -12,11 +12,13 @@ import ipaddress
 import socket
 from typing import TYPE_CHECKING, Any
 
+from starfabric.fornax.keys import ICMP_CLASS_OFFSET
 from starfabric.fornax.packets import PROTO_ICMP, PROTO_ICMPV6, PROTO_TCP, PROTO_UDP
 
 if TYPE_CHECKING:
     from starfabric.fornax.datapaths.linux.netns import NsWorker
 
+PROTO_GRE = 47
 #: ICMP query types and their replies (the kernel's invmap, nf_conntrack_proto_icmp{,v6}.c).
 ICMP_REPLY = {PROTO_ICMP: {8: 0, 13: 14, 15: 16, 17: 18, 0: 8, 14: 13, 16: 15, 18: 17},
               PROTO_ICMPV6: {128: 129, 139: 140, 129: 128, 140: 139}}  # fmt: skip
@@ -49,6 +51,8 @@ def _tuple(family: int, proto: int, src: str, dst: str, sport: int, dport: int) 
     if proto in (PROTO_TCP, PROTO_UDP):
         return NFCTAttrTuple(family=family, saddr=src, daddr=dst, proto=proto, sport=sport,
                              dport=dport)  # fmt: skip
+    if proto == PROTO_GRE:  # the GRE tracker keys by GRE key / PPTP call id: 0 without one
+        return NFCTAttrTuple(family=family, saddr=src, daddr=dst, proto=proto, sport=0, dport=0)
     return NFCTAttrTuple(family=family, saddr=src, daddr=dst, proto=proto)
 
 
@@ -94,11 +98,17 @@ def parse(msg: Any) -> dict[str, int] | None:
     proto = int(pr.get_attr("CTA_PROTO_NUM"))
     if proto in (PROTO_ICMP, PROTO_ICMPV6):
         p = "CTA_PROTO_ICMP" if proto == PROTO_ICMP else "CTA_PROTO_ICMPV6"
-        sport = int(pr.get_attr(p + "_ID") or 0)
-        dport = int(pr.get_attr(p + "_TYPE") or 0) << 8 | int(pr.get_attr(p + "_CODE") or 0)
+        ident = int(pr.get_attr(p + "_ID") or 0)
+        off = int(ICMP_CLASS_OFFSET[int(proto == PROTO_ICMPV6), int(pr.get_attr(p + "_TYPE") or 0)])
+        # the contract's stored form (keys._l4_ports): a query (id, id + k), its reply (id + k, id)
+        shifted = (ident + abs(off)) & 0xFFFF
+        sport, dport = (ident, shifted) if off > 0 else (shifted, ident) if off < 0 else (0, 0)
+        word = int(pr.get_attr(p + "_TYPE") or 0) << 8 | int(pr.get_attr(p + "_CODE") or 0)
+        wire = (ident, word)
     else:
         sport = int(pr.get_attr("CTA_PROTO_SRC_PORT") or 0)
         dport = int(pr.get_attr("CTA_PROTO_DST_PORT") or 0)
+        wire = (sport, dport)
     sh, sl = _halves(src)
     dh, dl = _halves(dst)
     state = 0
@@ -109,7 +119,8 @@ def parse(msg: Any) -> dict[str, int] | None:
            "src_lo": sl, "dst_hi": dh, "dst_lo": dl, "sport": sport, "dport": dport,
            "status": int(msg.get_attr("CTA_STATUS") or 0), "mark": int(msg.get_attr("CTA_MARK") or 0),
            "labels": int(msg.get_attr("CTA_LABELS") or 0), "tcp_state": state,
-           "timeout": int(msg.get_attr("CTA_TIMEOUT") or 0), "id": int(msg.get_attr("CTA_ID") or 0)}  # fmt: skip
+           "timeout": int(msg.get_attr("CTA_TIMEOUT") or 0), "id": int(msg.get_attr("CTA_ID") or 0),
+           "wire_sport": wire[0], "wire_dport": wire[1]}  # fmt: skip
     for d in ("ORIG", "REPLY"):
         c = msg.get_attr(f"CTA_COUNTERS_{d}")
         out[f"pkts_{d.lower()}"] = int(c.get_attr("CTA_COUNTERS_PACKETS") or 0) if c else 0
@@ -190,6 +201,12 @@ class CtSocket:
             msgs = self._w.call(lambda s=sock: list(s.dump()))
             rows += [r for r in map(parse, msgs) if r is not None]
         return rows
+
+    def flush(self) -> None:
+        """Remove every entry (both families, all zones)."""
+        for sock in self._s.values():
+            self.requests += 1
+            self._w.call(sock.flush)
 
     def close(self) -> None:
         for s in self._s.values():

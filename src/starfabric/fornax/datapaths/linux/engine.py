@@ -32,7 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 from starfabric.errors import ConfigError
-from starfabric.fornax.datapaths.linux.ctnetlink import CtSocket, Key
+from starfabric.fornax.datapaths.linux.ctnetlink import PROTO_GRE, CtSocket, Key
 from starfabric.fornax.datapaths.linux.events import EventSocket
 from starfabric.fornax.datapaths.linux.marks import (
     COMBO_MASK,
@@ -47,13 +47,20 @@ from starfabric.fornax.datapaths.linux.marks import (
 from starfabric.fornax.datapaths.linux.netns import Lab, LabConfig
 from starfabric.fornax.datapaths.linux.nflog import NflogSocket
 from starfabric.fornax.datapaths.linux.pipeline import NFLOG_GROUP, Pipeline
-from starfabric.fornax.datapaths.linux.records import entry_records, event_records, key_rows
+from starfabric.fornax.datapaths.linux.records import (
+    entry_records,
+    event_records,
+    key_rows,
+    row_keys,
+)
 from starfabric.fornax.datapaths.linux.sender import Sender, SeqState, build_frames
+from starfabric.fornax.datapaths.linux.sidetable import SideTable
 from starfabric.fornax.engine.config import EngineConfig
 from starfabric.fornax.engine.interface import (
     ENTRY_DTYPE,
     EVENT_DTYPE,
     N_COUNTERS,
+    ContractDifferences,
     Counter,
     EventType,
     FlowKeys,
@@ -67,40 +74,85 @@ from starfabric.fornax.engine.interface import (
     broadcast_arg,
 )
 from starfabric.fornax.engine.tcp import TcpState
-from starfabric.fornax.keyindex import KeyIndex
-from starfabric.fornax.keys import canonicalize, key_hash
+from starfabric.fornax.keys import canonicalize
 from starfabric.fornax.packets import PROTO_ICMP, PROTO_ICMPV6, PROTO_TCP, PROTO_UDP, PacketBatch
 
-#: Where the kernel differs from the contract, by name: ENTRY_DTYPE fields, EVENT_DTYPE
-#: fields, counters, and behaviours. The conformance suite leaves these out for LinuxEngine.
+_CLOCK = (
+    "the kernel ages entries on its own clock (jiffies; whole seconds through "
+    "ctnetlink), not the packets' clock: scrub(now_ns) reaps what the kernel has expired "
+    "by then (a dump evicts every expired entry it walks), it cannot move time forward"
+)
+_FRAMES = (
+    "the kernel counts the real frames the sender writes (headers + a 12-byte id "
+    "payload, sender.py), not the workload's `length`"
+)
+_TRACK = (
+    "the TCP window words (td_end, td_maxwin, ...) never leave the kernel through "
+    "ctnetlink: word 0 holds the TCP state, the rest 0; insert/modify(track=) apply "
+    "its TCP state only"
+)
+_STALE = (
+    "ct mark is read after nf_conntrack_in, which already ran the tracker on the "
+    "packet: a STALE packet is not forwarded, but may have moved the TCP state and set "
+    "SEEN_REPLY/ASSURED"
+)
+#: Where the kernel differs from the contract, with why (the conformance suite leaves out
+#: exactly these for LinuxEngine, on top of the ENGINE_SPECIFIC_* names).
+DIFFERENCES = ContractDifferences(
+    fields={
+        "entry.last_seen_ns": "nf_conntrack keeps no last-seen time, only a deadline (0 here)",
+        "entry.expires_ns": _CLOCK,
+        "entry.remaining_ns": _CLOCK,
+        "entry.track": _TRACK,
+        "entry.bytes_orig": _FRAMES,
+        "entry.bytes_reply": _FRAMES,
+        "entry.pkts_orig": "a packet conntrack calls INVALID is not counted in the entry",
+        "entry.pkts_reply": "a packet conntrack calls INVALID is not counted in the entry",
+        "entry.flags": _STALE,
+        "entry.tcp_state": _STALE,
+        "event.tcp_state": _STALE,
+        "event.time_ns": "the engine's latest time when it read the kernel's event",
+        "event.bytes_orig": _FRAMES,
+        "event.bytes_reply": _FRAMES,
+        "event.pkts_orig": "as entry.pkts_orig",
+        "event.pkts_reply": "as entry.pkts_reply",
+        "event.flags": "as entry.flags",
+        "process.tcp_state": "the verdict log carries no conntrack state on kernels without "
+        "CONFIG_NETFILTER_NETLINK_GLUE_CT: the state read after the batch, for every packet "
+        "of the batch's connection",
+        "process.reason": "TCP_IGNORED is invisible outside nf_conntrack (an ignored segment is "
+        "accepted unchanged: HIT with reason NONE)",
+        "process.verdict": "as process.reason",
+        "counters.bytes_forwarded": _FRAMES,
+        "counters.tcp_ignored": "as process.reason",
+        "counters.tcp_invalid": "as process.reason",
+        "counters.hit": "a STALE packet that conntrack calls INVALID is judged stale here",
+        "counters.aged": _CLOCK,
+        "counters.closed": _CLOCK,
+        "counters.events_raised": _CLOCK,
+    },
+    clock="kernel",
+    random="random histories move the packets' clock by seconds between steps (aging on the "
+    "kernel's clock cannot follow)",
+    protocols={
+        PROTO_GRE: "the kernel's GRE tracker keys GRE by its key / PPTP call id (0 for the "
+        "lab's frames), not by ports, and an entry created through ctnetlink has a zero GRE "
+        "timeout (gre_new never ran): it dies on its first packet",
+    },
+    table="foreign",
+)
+#: The same, in words, for docs and reports.
 KERNEL_DIFFERENCES: dict[str, str] = {
-    "entry.slot": "the kernel has no slots; the entry's CTA_ID (a hash of its address) stands in",
-    "entry.last_seen_ns": "nf_conntrack keeps no last-seen time, only a deadline (0 here)",
-    "entry.expires_ns": "the deadline is on the kernel's clock (jiffies, whole seconds through "
-    "ctnetlink), not the packets' clock: expires = latest packet time + the kernel's remaining",
-    "entry.remaining_ns": "whole seconds, counted down in real time since the packet",
-    "entry.track": "the window words (td_end, td_maxwin, ...) never leave the kernel; word 0 "
-    "holds the TCP state, the rest 0; insert/modify(track=) apply its TCP state only",
-    "entry.flags": "IPS_SEEN_REPLY/ASSURED as the kernel sets them (UDP ASSURED needs a reply "
-    "2 s after the first packet in real time, not on the packets' clock)",
-    "entry.tcp_state": "the kernel's own TCP tracker, on frames whose sequence numbers the "
-    "sender writes (header columns, or numbered per connection when a batch has none)",
-    "event.time_ns": "the engine's latest time when the kernel's event was read",
-    "event.slot": "CTA_ID as for entries",
-    "event.pkts/bytes": "the kernel's counters of the real frames (12-byte payloads, sender.py)",
-    "aging": "the kernel ages entries on its own clock: scrub(now_ns) reaps what the kernel has "
-    "expired by then (a dump walks and evicts them), it cannot move the kernel's clock forward",
-    "stale_packets": "ct mark is read after nf_conntrack_in, which already ran the TCP tracker "
-    "and counted the packet: a STALE packet is not forwarded, but the entry saw it",
+    **DIFFERENCES.fields,
     "ECC": "no ECC-protected records: no FAULT outcome, ECC_* events or OP_ECC_FAULT; "
     "flip_bits refuses (patrol and failover cover lost entries instead)",
     "ports": "no ports or pipeline watchdog: no PORT_HUNG, PIPELINE_HANG; stall_port refuses",
-    "TCP_REOPEN": "a SYN on TIME_WAIT replaces the entry inside the kernel (DESTROY event, "
-    "then a new unconfirmed entry): the packet is a MISS with reason NO_ENTRY",
     "RING_OVERFLOW.detail": "ENOBUFS says events were lost, not how many: detail = 0, "
     "events_lost counts overflows",
     "table_full": "the kernel's nf_conntrack_max is shared by all namespaces; the engine "
     "refuses inserts at EngineConfig.capacity itself (TABLE_FULL, never INSERT_FAILED)",
+    "generic": "protocols other than TCP/UDP/ICMP/ICMPv6 keep no ports in the kernel's key",
+    **{f"protocol {p}": why for p, why in DIFFERENCES.protocols.items()},
 }
 
 #: Receive buffer of the event socket (bytes): the ring's bound. Assumption: 4 MiB holds the
@@ -110,6 +162,9 @@ EVENT_RCVBUF = 4 << 20
 #: missing ones as lost frames (assumption: a veth hop takes microseconds).
 VERDICT_WAIT_S = 0.5
 _NS = 1_000_000_000
+#: Side-table slots per table entry (a power of two): the index also numbers the connections
+#: packets open before the manager inserts them, and open addressing wants room (assumption).
+SIDE_SLOTS_PER_ENTRY = 4
 
 
 def _timeout_s(cfg: EngineConfig, proto: int, tcp_state: int) -> int:
@@ -126,8 +181,23 @@ def _timeout_s(cfg: EngineConfig, proto: int, tcp_state: int) -> int:
     return max(1, math.ceil(ns / _NS))
 
 
+def _undirected(row: dict[str, int]) -> tuple[int, ...]:
+    """A kernel row's key, the same whichever end is the source."""
+    a = (row["src_hi"], row["src_lo"], row["sport"])
+    b = (row["dst_hi"], row["dst_lo"], row["dport"])
+    return (row["zone"], row["proto"], *min(a, b), *max(a, b))
+
+
+def _undirected_key(key: Key) -> tuple[int, ...]:
+    z, proto, sh, sl, dh, dl, sp, dp = key
+    a, b = (sh, sl, sp), (dh, dl, dp)
+    return (z, proto, *min(a, b), *max(a, b))
+
+
 class LinuxEngine(SessionEngine):
     """The contract over nf_conntrack in a Lab's nic namespace (see the module doc)."""
+
+    differences = DIFFERENCES
 
     def __init__(self, config: EngineConfig, lab: Lab | None = None, *,
                  event_rcvbuf: int = EVENT_RCVBUF) -> None:  # fmt: skip
@@ -143,18 +213,20 @@ class LinuxEngine(SessionEngine):
     def _open(self, event_rcvbuf: int) -> None:
         lab = self.lab
         assert lab.nic is not None
-        for name, val in (("nf_conntrack_acct", 1), ("nf_conntrack_events", 1)):
+        sysctls = {**LabConfig.from_engine(self.config).conntrack, "nf_conntrack_acct": 1,
+                   "nf_conntrack_events": 1}  # fmt: skip
+        for name, val in sysctls.items():
             lab.sysctl(f"net.netfilter.{name}", val)
         self.pipeline = Pipeline(lab, invalid_drop=self.config.invalid_policy == "drop")
         self.ct = CtSocket(lab.nic)
+        self.ct.flush()  # a lab reused by a new engine starts with an empty table
         self.events = EventSocket(lab.nic, event_rcvbuf)
         self.nflog = NflogSocket(lab.nic, NFLOG_GROUP)
         self.sender = Sender(lab)
         self.marks = ScopeMarks(self.config.eni_scopes, self.config.vpc_scopes)
         self._zone: dict[int, int] = {}
         self._zone_vni = np.zeros(1, np.uint32)  # zone 0: no VNI
-        self._conns = KeyIndex(1 << max(10, (4 * self.config.capacity - 1).bit_length()))
-        self._n_conns = 0
+        self.side = SideTable(SIDE_SLOTS_PER_ENTRY * (1 << (self.config.capacity - 1).bit_length()))
         self._seq = SeqState()
         self._next_id = 0
         self._ctr = np.zeros(N_COUNTERS, np.int64)
@@ -165,6 +237,7 @@ class LinuxEngine(SessionEngine):
         self.latest_ns = 0
         self.last_forwarded = np.zeros(0, np.bool_)
         self.lost_frames = 0
+        self._last_pulled: tuple[list[dict[str, int]], np.ndarray] = ([], np.zeros(0, EVENT_DTYPE))
         self._closed = False
 
     # ---- lifecycle -------------------------------------------------------------------------
@@ -218,6 +291,25 @@ class LinuxEngine(SessionEngine):
             fresh_add.append(cid)
         return cid
 
+    def _states(self, rows: list[dict[str, int]]) -> np.ndarray:
+        """The TCP-state field of kernel rows: the kernel's for TCP, the one software gave at
+        insert/modify for other protocols (the kernel has none; the side table keeps it)."""
+        st = np.array([r["tcp_state"] for r in rows], np.uint8)
+        other = np.array([r["proto"] != PROTO_TCP for r in rows], np.bool_)
+        if other.any():
+            idx = np.flatnonzero(other)
+            sl = self.side.slots(canonicalize(row_keys([rows[i] for i in idx], self._zone_vni)),
+                                 add=False)  # fmt: skip
+            st[idx] = np.where(sl >= 0, self.side.state[np.maximum(sl, 0)], 0)
+        return st
+
+    def _entries(self, rows: list[dict[str, int]], now_ns: int) -> np.ndarray:
+        rec = entry_records(rows, self.marks, self._zone_vni, now_ns)
+        if rows:
+            rec["tcp_state"] = self._states(rows)
+            rec["track"][:, 0] = rec["tcp_state"]
+        return rec
+
     def _event(self, typ: EventType, rows: list[dict[str, int]], detail: int = 0) -> None:
         rec = event_records(rows, [int(typ)] * len(rows), self.marks, self._zone_vni,
                             self.latest_ns)  # fmt: skip
@@ -250,13 +342,24 @@ class LinuxEngine(SessionEngine):
                     self._deleted[k] = left - 1
                 continue
             mine.append(r)
+        self._last_pulled = ([], np.zeros(0, EVENT_DTYPE))
         if not mine:
             return 0
         closed = [r["tcp_state"] in (TcpState.TIME_WAIT, TcpState.CLOSE) and r["proto"] == PROTO_TCP
                   for r in mine]  # fmt: skip
         types = [int(EventType.CLOSED if c else EventType.AGED) for c in closed]
         rec = event_records(mine, types, self.marks, self._zone_vni, self.latest_ns)
+        # DESTROY carries no ct labels: aux and actions from the side table
+        sl = self.side.slots(canonicalize(row_keys(mine, self._zone_vni)), add=False)
+        have = sl >= 0
+        rec["aux"][have] = self.side.aux[sl[have]]
+        rec["action_orig"][have] = self.side.act[sl[have], 0]
+        rec["action_reply"][have] = self.side.act[sl[have], 1]
+        other = have & (rec["proto"] != PROTO_TCP)
+        rec["tcp_state"][other] = self.side.state[sl[other]]
+        self.side.forget(sl)
         self._ring.append(rec)
+        self._last_pulled = (mine, rec)
         n_closed = sum(closed)
         self._ctr[Counter.CLOSED] += n_closed
         self._ctr[Counter.AGED] += len(mine) - n_closed
@@ -281,9 +384,7 @@ class LinuxEngine(SessionEngine):
         self._pull()
         self.latest_ns = max(self.latest_ns, int(batch.time_ns.max()))
         self._zones(batch.vni)
-        h = key_hash(ck)
-        words = ck.words()
-        _st, conn, self._n_conns = self._conns.insert(h, words, ck.proto, self._n_conns)
+        conn = self.side.slots(ck)
         conn = np.where(conn >= 0, conn, 0)
         ids = np.arange(self._next_id, self._next_id + n, dtype=np.uint64)
         self._next_id += n
@@ -311,14 +412,36 @@ class LinuxEngine(SessionEngine):
                           strict=True):  # fmt: skip
             rows[int(conn[j])] = (self.ct.get(key), key)
         drop_inv = self.config.invalid_policy == "drop"
+        self._pull()  # entries the batch ended (a RST as the only reply: CT_KILLED)
+        gone_rows, gone_rec = self._last_pulled
+        gone = {_undirected(r): k for k, r in enumerate(gone_rows)}
+        last_of_conn = {int(conn[j]): j for j in tracked.tolist()}
+        first_miss: dict[int, int] = {}
+        for j in np.flatnonzero(letter == ord("M")).tolist():
+            first_miss.setdefault(int(conn[j]), j)
         for j in tracked.tolist():
             row, key = rows[int(conn[j])]
             lt = int(letter[j])
             if row is None:
-                if lt != inv:  # the entry ended inside the batch (RST kill, reopen)
-                    outcome[j], reason[j] = (Outcome.HIT, Reason.NONE) if lt == H else (
-                        Outcome.DROP_HW, Reason.DROP_ACTION) if lt == D else (
-                        Outcome.STALE, Reason.ENI_VERSION)  # fmt: skip
+                k = gone.get(_undirected_key(key))
+                after_reopen = first_miss.get(int(conn[j]), n) < j
+                if (k is None or after_reopen) and lt == inv:  # "invalid new": no entry at all
+                    reply[j], slot[j] = 255, -1
+                    continue
+                outcome[j], reason[j] = (Outcome.HIT, Reason.NONE) if lt in (H, inv) else (
+                    Outcome.DROP_HW, Reason.DROP_ACTION) if lt == D else (
+                    Outcome.STALE, Reason.ENI_VERSION)  # fmt: skip
+                if k is None:
+                    continue
+                g = gone_rows[k]
+                ao, ar = int(gone_rec["action_orig"][k]), int(gone_rec["action_reply"][k])
+                action[j] = ao if int(reply[j]) == 0 else ar
+                verdict[j] = 0
+                if last_of_conn[int(conn[j])] == j and g["tcp_state"] == TcpState.CLOSE:
+                    reason[j], verdict[j], tcp_state[j] = Reason.CT_KILLED, 4, TcpState.CLOSE
+                    slot[j] = -1
+                    gone_rec["reason"][k] = Reason.CT_KILLED
+                    gone_rec["port"][k] = batch.port[j]
                 continue
             if lt == inv:
                 same = (int(batch.src_hi[j]), int(batch.src_lo[j]), int(batch.sport[j])) == (
@@ -341,6 +464,9 @@ class LinuxEngine(SessionEngine):
                 if lt == V:
                     self._ctr[Counter.MISMATCH_EVENTS] += 1
                     self._event(EventType.VERSION_MISMATCH, [row])
+                    ev_rec = self._ring[-1]
+                    ev_rec["reason"], ev_rec["port"] = reason[j], batch.port[j]
+                    ev_rec["tcp_state"] = self._states([row])[0]
                 continue
             act = ao if r == 0 else ar
             action[j] = act
@@ -354,9 +480,34 @@ class LinuxEngine(SessionEngine):
                 outcome[j], reason[j] = Outcome.DROP_HW, Reason.DROP_ACTION
             else:
                 outcome[j], reason[j] = Outcome.HIT, Reason.NONE
+        self._reopened(batch, letter, gone, gone_rows, gone_rec, reason, verdict)
         self._account(outcome, reason, batch)
         return ProcessResult(outcome, reason, ck.direction, reply, action, slot, tcp_state,
                              verdict)  # fmt: skip
+
+    def _reopened(self, batch: PacketBatch, letter: np.ndarray, gone: dict[tuple[int, ...], int],
+                  gone_rows: list[dict[str, int]], gone_rec: np.ndarray, reason: np.ndarray,
+                  verdict: np.ndarray) -> None:  # fmt: skip
+        """A SYN that met a TIME_WAIT/CLOSE entry: the kernel killed the entry (its DESTROY
+        arrived in this batch) and tracked the SYN as new (a MISS): the contract's TCP_REOPEN."""
+        if not gone:
+            return
+        syn = np.flatnonzero((letter == ord("M")) & (batch.proto == PROTO_TCP)
+                             & ((batch.tcp_flags & 0x12) == 0x02))  # fmt: skip
+        if not len(syn):
+            return
+        keys = self._keys(FlowKeys.from_batch(batch).take(syn))
+        for j, key in zip(syn.tolist(), keys, strict=True):
+            k = gone.get(_undirected_key(key))
+            if k is None or gone_rows[k]["tcp_state"] not in (TcpState.TIME_WAIT, TcpState.CLOSE):
+                continue
+            if gone_rec["reason"][k] == Reason.TCP_REOPEN:
+                continue
+            reason[j], verdict[j] = Reason.TCP_REOPEN, 3
+            gone_rec["reason"][k] = Reason.TCP_REOPEN
+            gone_rec["port"][k] = batch.port[j]
+            gone_rec["type"][k] = EventType.CLOSED
+            self._ctr[Counter.TCP_REOPEN] += 1
 
     def _account(self, outcome: np.ndarray, reason: np.ndarray, batch: PacketBatch) -> None:
         c = self._ctr
@@ -431,6 +582,11 @@ class LinuxEngine(SessionEngine):
                 out[i] = Status.INSERT_FAILED
                 c[Counter.INSERT_FAILED] += 1
                 self._event(EventType.INSERT_FAILED, [self._row_of(key, p)])
+        ok = out == Status.OK
+        if ok.any():
+            sl = np.full(n, -1, np.int64)
+            sl[ok] = self.side.slots(canonicalize(keys.take(np.flatnonzero(ok))))
+            self.side.put(sl, a["aux"], a["action_orig"], a["action_reply"], a["tcp_state"])
         return out
 
     @staticmethod
@@ -456,6 +612,9 @@ class LinuxEngine(SessionEngine):
             else:
                 out[i] = Status.NOT_FOUND
                 self._ctr[Counter.DELETE_NOT_FOUND] += 1
+        done = np.flatnonzero(out == Status.OK)
+        if len(done):
+            self.side.forget(self.side.slots(canonicalize(keys.take(done)), add=False))
         return out
 
     def modify(self, keys: FlowKeys, *, action_orig: npt.ArrayLike | None = None,
@@ -477,6 +636,7 @@ class LinuxEngine(SessionEngine):
         out = np.zeros(n, np.uint8)
         self._pull()
         drop = self.config.drop_action
+        kept: list[tuple[int, int, int, int]] = []  # (i, aux, action_orig, action_reply)
         for i, key in enumerate(self._keys(keys)):
             row = self.ct.get(key)
             if row is None:
@@ -497,13 +657,24 @@ class LinuxEngine(SessionEngine):
             self.pipeline.update_fresh(fresh, [])
             tmo = given["timeout_ns"]
             ts = given["tcp_state"]
+            new_aux = pick("aux", old_aux)
             err = self.ct.update(
                 key, mark=mark_of(cid, ao == drop, ar == drop),
-                labels=labels_of(pick("aux", old_aux), ao, ar),
+                labels=labels_of(new_aux, ao, ar),
                 timeout_s=None if tmo is None else math.ceil(int(tmo[i]) / _NS),
                 tcp_state=None if ts is None else int(ts[i]))  # fmt: skip
             out[i] = Status.OK if err == 0 else Status.NOT_FOUND
             self._ctr[Counter.MODIFY_OK if err == 0 else Counter.MODIFY_NOT_FOUND] += 1
+            if err == 0:
+                kept.append((i, new_aux, ao, ar))
+        if kept:
+            where = [k[0] for k in kept]
+            sl = self.side.slots(canonicalize(keys.take(where)))
+            old = self.side.state[np.maximum(sl, 0)]
+            ts_all = given["tcp_state"]
+            state = old if ts_all is None else np.array([ts_all[i] for i in where], np.uint8)
+            self.side.put(sl, [k[1] for k in kept], [k[2] for k in kept], [k[3] for k in kept],
+                          state)  # fmt: skip
         return out
 
     def query(self, keys: FlowKeys, now_ns: int | None = None
@@ -519,7 +690,7 @@ class LinuxEngine(SessionEngine):
                 rows.append(row)
                 where.append(i)
         t = self.latest_ns if now_ns is None else int(now_ns)
-        rec[where] = entry_records(rows, self.marks, self._zone_vni, t)
+        rec[where] = self._entries(rows, t)
         status[where] = Status.OK
         self._ctr[Counter.QUERY_OK] += len(where)
         self._ctr[Counter.QUERY_NOT_FOUND] += n - len(where)
@@ -539,7 +710,7 @@ class LinuxEngine(SessionEngine):
         snap = self._dump
         cap = self.config.capacity
         end = min(len(snap), cursor + max_entries)
-        rec = entry_records(snap[cursor:end], self.marks, self._zone_vni, self.latest_ns)
+        rec = self._entries(snap[cursor:end], self.latest_ns)
         keep = np.ones(len(rec), np.bool_)
         for fld, val in (("eni_scope", eni_scope), ("vpc_scope", vpc_scope),
                          ("tcp_state", tcp_state)):  # fmt: skip
@@ -624,8 +795,8 @@ class LinuxEngine(SessionEngine):
     def software_bytes(self) -> int:
         """Bytes this engine object holds in user space (scope table, interning, zones,
         connection index for sequence numbering): the kernel's table is not counted."""
-        return int(self.marks.nbytes() + self._zone_vni.nbytes + self._conns.nbytes
+        return int(self.marks.nbytes() + self._zone_vni.nbytes + self.side.nbytes
                    + self._seq.used.nbytes)  # fmt: skip
 
 
-__all__ = ["KERNEL_DIFFERENCES", "LinuxEngine"]
+__all__ = ["DIFFERENCES", "KERNEL_DIFFERENCES", "LinuxEngine"]

@@ -11,11 +11,12 @@ import numpy as np
 from starfabric.fornax.datapaths.linux.ctnetlink import IPS_ASSURED, IPS_SEEN_REPLY, Key
 from starfabric.fornax.datapaths.linux.marks import (
     COMBO_MASK,
+    MISMATCH_BIT,
     ScopeMarks,
     split_labels,
 )
 from starfabric.fornax.engine.interface import ENTRY_DTYPE, EVENT_DTYPE, FlowKeys
-from starfabric.fornax.engine.layout import FLAG_ASSURED, FLAG_SEEN_REPLY
+from starfabric.fornax.engine.layout import FLAG_ASSURED, FLAG_MISMATCH_REPORTED, FLAG_SEEN_REPLY
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -27,6 +28,17 @@ def key_rows(keys: FlowKeys, zones: Sequence[int]) -> list[Key]:
     """One ctnetlink key per FlowKeys row (zones: the zone of each row's VNI)."""
     cols = [getattr(keys, c).tolist() for c in _KEY_COLS]
     return [(int(z), *row) for z, row in zip(zones, zip(*cols, strict=True), strict=True)]
+
+
+def row_keys(rows: list[dict[str, int]], zone_vni: np.ndarray) -> FlowKeys:
+    """The directed keys of kernel rows, ports as on the wire (ICMP: id, type << 8 | code)."""
+    zone = np.array([r["zone"] for r in rows], np.int64)
+    return FlowKeys.from_columns(
+        vni=zone_vni[np.minimum(zone, len(zone_vni) - 1)],
+        **{c: np.array([r[c] for r in rows], np.uint64) for c in _KEY_COLS[:5]},
+        sport=np.array([r["wire_sport"] for r in rows], np.uint16),
+        dport=np.array([r["wire_dport"] for r in rows], np.uint16),
+    )
 
 
 def flags_of(status: int) -> int:
@@ -63,7 +75,8 @@ def entry_records(rows: list[dict[str, int]], marks: ScopeMarks, zone_vni: np.nd
         return out
     _fill(out, rows, marks, zone_vni)
     out["slot"] = [r["id"] & 0x7FFF_FFFF for r in rows]
-    out["flags"] = [flags_of(r["status"]) for r in rows]
+    out["flags"] = [flags_of(r["status"]) | (FLAG_MISMATCH_REPORTED if r["mark"] & MISMATCH_BIT
+                                             else 0) for r in rows]  # fmt: skip
     cids = np.array([r["mark"] & COMBO_MASK for r in rows], np.int64)
     out["stale"] = ~marks.fresh_mask(cids)
     rem = np.array([r["timeout"] for r in rows], np.int64) * 1_000_000_000
@@ -80,9 +93,10 @@ def event_records(rows: list[dict[str, int]], types: list[int], marks: ScopeMark
         return out
     _fill(out, rows, marks, zone_vni)
     out["type"] = types
+    out["flags"] = [flags_of(r["status"]) for r in rows]
     out["time_ns"] = now_ns
     out["slot"] = [r["id"] & 0x7FFF_FFFF for r in rows]
     return out
 
 
-__all__ = ["entry_records", "event_records", "flags_of", "key_rows"]
+__all__ = ["entry_records", "event_records", "flags_of", "key_rows", "row_keys"]
