@@ -219,8 +219,13 @@ def test_kernel_verdicts_equal_policy_evaluation(lab, vpc: str) -> None:  # type
         tables.close()
 
 
+def _send(sender, lab, batch, reply, ids, conn, seq):  # type: ignore[no-untyped-def]
+    sender.send(build_frames(batch, reply, lab.macs, ids=ids, conn=conn, seq_state=seq))
+    return sender.capture()
+
+
 @needs_kernel
-def test_bump_makes_only_that_scope_stale(lab) -> None:  # type: ignore[no-untyped-def]
+def test_bump_revalidates_only_that_scope(lab) -> None:  # type: ignore[no-untyped-def]
     from starfabric.fornax.datapaths.linux.nft import NicTables
 
     c = compile_policy(load_vpc_spec(EXAMPLES / "vpc-small.yaml"))
@@ -232,36 +237,90 @@ def test_bump_makes_only_that_scope_stale(lab) -> None:  # type: ignore[no-untyp
         dst_hi=0, dst_lo=[halves("198.18.0.1")[1], halves("10.0.2.10")[1]],
     )  # fmt: skip
     res = evaluate(c, b)
-    assert res.eni_scope.tolist() == [web1, web2]
-    assert (evaluate(c, b).reason == Reason.ALLOW).all()
+    assert res.eni_scope.tolist() == [web1, web2] and (res.reason == Reason.ALLOW).all()
     tables = NicTables(lab)
     versions = ScopeVersions.zeros(c)
     tables.load(c, versions)
     sender = Sender(lab)
     try:
-        rep = replies_of(b)
-        seq = SeqState()
-        conn = [0, 1]
-        sender.send(build_frames(b, [False, False], lab.macs, ids=[1, 2], conn=conn,
-                                 seq_state=seq))  # fmt: skip
-        sender.send(build_frames(rep, [True, True], lab.macs, ids=[3, 4], conn=conn,
-                                 seq_state=seq))  # fmt: skip
-        cap = sender.capture()
-        assert sorted(cap.at_server.tolist()) == [1, 2] and sorted(cap.at_client.tolist()) == [3, 4]
+        seq, conn = SeqState(), [0, 1]
+        rep, fwd, back = replies_of(b), [False, False], [True, True]
+        ack = PacketBatch.from_columns(**{**b.columns(), "tcp_flags": np.full(2, 0x10)})
+        data = PacketBatch.from_columns(**{**rep.columns(), "tcp_flags": np.full(2, 0x18)})
+        _send(sender, lab, b, fwd, [1, 2], conn, seq)
+        cap = _send(sender, lab, rep, back, [3, 4], conn, seq)
+        assert sorted(cap.at_client.tolist()) == [3, 4]
         assert tables.bump(eni=[web1]) == [web1]
         assert int(versions.eni[web1]) == 1 and int(versions.eni[web2]) == 0
-        ack = PacketBatch.from_columns(**{**b.columns(), "tcp_flags": np.full(2, 0x10)})
-        sender.send(build_frames(ack, [False, False], lab.macs, ids=[5, 6], conn=conn,
-                                 seq_state=seq))  # fmt: skip
-        cap = sender.capture()
-        # web-1's established packet is stale (not forwarded); web-2's goes through
-        assert cap.at_server.tolist() == [6]
-        assert tables.counters()["stale"][0] == 1
+        # web-1's reply is stale (its mark is old, a reply cannot be decided): dropped
+        cap = _send(sender, lab, data, back, [5, 6], conn, seq)
+        assert cap.at_client.tolist() == [6]
+        # web-1's next original packet is decided again (still allowed): forwarded, and the
+        # entry takes the new mark, so its replies pass again
+        cap = _send(sender, lab, ack, fwd, [7, 8], conn, seq)
+        assert sorted(cap.at_server.tolist()) == [7, 8]
+        cap = _send(sender, lab, data, back, [9, 10], conn, seq)
+        assert sorted(cap.at_client.tolist()) == [9, 10]
+        cnt = tables.counters()
+        assert (cnt["stale"][0], cnt["revalidate"][0], cnt["allow"][0]) == (1, 1, 3)
         # a VPC bump touches every ENI of the VPC in one transaction
         before = tables.transactions
         assert tables.bump(vpc=[int(c.eni_vpc[web1])]) == sorted(
             np.flatnonzero(c.eni_valid).tolist())  # fmt: skip
         assert tables.transactions == before + 1
+    finally:
+        sender.close()
+        tables.close()
+
+
+@needs_kernel
+def test_policy_change_on_real_packets(lab) -> None:  # type: ignore[no-untyped-def]
+    """examples/scenario-policy-v2.yaml: app stops admitting web on 8080. After apply_policy
+    returns, the web->app:8080 connection forwards nothing (its next original packet is
+    refused by the new policy, its replies are stale), a connection of an unaffected scope
+    goes on, and the change was one transaction whatever the number of sessions."""
+    from starfabric.fornax.datapaths.linux.nft import NicTables
+
+    c = compile_policy(load_vpc_spec(EXAMPLES / "vpc.yaml"))
+    v2 = load_vpc_spec(EXAMPLES / "scenario-policy-v2.yaml")
+    old = PacketBatch.from_columns(
+        time_ns=[0], vni=1001, proto=PROTO_TCP, sport=[6000], dport=[8080], tcp_flags=2,
+        src_lo=[halves("10.0.1.10")[1]], dst_lo=[halves("10.0.2.10")[1]],
+    )  # fmt: skip
+    assert evaluate(c, old).reason.tolist() == [Reason.ALLOW]
+    from starfabric.fornax.vpc import recompile
+
+    c2, affected = recompile(c, v2)
+    assert evaluate(c2, old).reason.tolist() == [Reason.SG_DENY_IN]
+    # a connection allowed under both whose scopes the change does not touch
+    sample = sample_first_packets(c, 600, seed=3)
+    r1, r2 = evaluate(c, sample), evaluate(c2, sample)
+    ok = np.flatnonzero((r1.reason == Reason.ALLOW) & (r2.reason == Reason.ALLOW)
+                        & ~np.isin(r1.eni_scope, affected.eni) & ~np.isin(r1.vpc_scope, affected.vpc)
+                        & (sample.proto == PROTO_TCP))  # fmt: skip
+    assert len(ok), "no unaffected connection in the sample"
+    b = PacketBatch.concat([old, sample.take(ok[:1])])
+    tables = NicTables(lab)
+    tables.load(c)
+    sender = Sender(lab)
+    try:
+        seq, conn, fwd, back = SeqState(), [0, 1], [False, False], [True, True]
+        rep = replies_of(b)
+        ack = PacketBatch.from_columns(**{**b.columns(), "tcp_flags": np.full(2, 0x10)})
+        data = PacketBatch.from_columns(**{**rep.columns(), "tcp_flags": np.full(2, 0x18)})
+        assert sorted(_send(sender, lab, b, fwd, [1, 2], conn, seq).at_server.tolist()) == [1, 2]
+        assert sorted(_send(sender, lab, rep, back, [3, 4], conn, seq).at_client.tolist()) == [3, 4]
+        before = tables.transactions
+        got = tables.apply_policy(v2)
+        assert tables.transactions == before + 1
+        assert np.array_equal(got.eni, affected.eni) and np.array_equal(got.vpc, affected.vpc)
+        tables.reset_counters()
+        cap_rep = _send(sender, lab, data, back, [5, 6], conn, seq)
+        cap_fwd = _send(sender, lab, ack, fwd, [7, 8], conn, seq)
+        assert cap_rep.at_client.tolist() == [6] and cap_fwd.at_server.tolist() == [8]
+        cnt = tables.counters()
+        assert cnt["stale"][0] == 1 and cnt["revalidate"][0] == 1
+        assert cnt["drop_SG_DENY_IN"][0] == 1
     finally:
         sender.close()
         tables.close()

@@ -25,10 +25,12 @@ from starfabric.fornax.datapaths.linux.rules import (
     build_ruleset,
 )
 from starfabric.fornax.packets import halves_to_ip
+from starfabric.fornax.vpc.diff import AffectedScopes, recompile
 
 if TYPE_CHECKING:
     from starfabric.fornax.datapaths.linux.netns import Lab
     from starfabric.fornax.vpc.compile import CompiledPolicy
+    from starfabric.fornax.vpc.spec import VpcSpec
 
 #: libnftables.h: NFT_CTX_OUTPUT_JSON, NFT_CTX_OUTPUT_HANDLE, NFT_CTX_INPUT_JSON.
 _OUTPUT_JSON = 1 << 4
@@ -106,6 +108,8 @@ class NicTables:
         self.compiled: CompiledPolicy | None = None
         self.versions: ScopeVersions | None = None
         self.transactions = 0
+        self._nat = False
+        self._flowtable = False
 
     def run(self, cmd: dict[str, Any] | str) -> dict[str, Any]:
         assert self.lab.nic is not None
@@ -120,7 +124,23 @@ class NicTables:
         ruleset = build_ruleset(compiled, versions, nat=nat, flowtable=devs)
         self.run(ruleset)
         self.compiled, self.versions = compiled, versions
+        self._nat, self._flowtable = nat, flowtable
         return ruleset
+
+    def apply_policy(self, spec: VpcSpec) -> AffectedScopes:
+        """Change the policy: recompile `spec` with stable ids, bump the versions of exactly
+        the affected scopes, and replace the ruleset in ONE transaction (its size is the
+        policy's, never the number of sessions). From the moment it returns, no packet of a
+        session in an affected scope is forwarded under the old policy: originals are decided
+        again, replies dropped until then."""
+        if self.compiled is None or self.versions is None:
+            raise InfeasibleError("no ruleset loaded")
+        new, affected = recompile(self.compiled, spec)
+        v = self.versions.resized(new)
+        v.eni[affected.eni.astype(np.int64)] += 1
+        v.vpc[affected.vpc.astype(np.int64)] += 1
+        self.load(new, v, nat=self._nat, flowtable=self._flowtable)
+        return affected
 
     def counters(self) -> dict[str, tuple[int, int]]:
         """Named counters of the table: name -> (packets, bytes)."""
@@ -153,8 +173,9 @@ class NicTables:
     def bump(self, eni: list[int] | None = None, vpc: list[int] | None = None) -> list[int]:
         """Increment the versions of ENI scopes `eni` and VPC scopes `vpc`: one transaction
         replaces each affected ENI's mark in `fresh` and in the maps (O(ENIs touched), no
-        session walked). From then on every established packet of those ENIs' sessions is
-        `stale` (dropped, counted) until its entry's mark is refreshed. Returns the ENIs."""
+        session walked). From then on an ORIGINAL packet of those ENIs' sessions is decided again
+        (`revalidate`; accepted, the entry takes the new mark) and a REPLY packet is `stale`
+        (dropped) until then; an engine refreshes marks itself (ctnetlink). Returns the ENIs."""
         c, v = self.compiled, self.versions
         if c is None or v is None:
             raise InfeasibleError("no ruleset loaded")

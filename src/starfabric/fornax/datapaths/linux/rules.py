@@ -6,8 +6,10 @@ Layout (table `inet fornax`):
   (02:VV:VV:VV:xx:xx, see netns.py), becomes the packet mark; the VPC of the VNI becomes the
   conntrack zone, so VPCs that reuse addresses never share an entry.
 - `filter` (prerouting, mangle priority, before DNAT): established/related packets go to `est`
-  (the version check: `ct mark & 0x7fffffff` must be in set `fresh`, else counter `stale` and
-  drop; a reply of a connection whose reply direction the policy refuses: `rev_drop`, drop).
+  (the version check: `ct mark & 0x7fffffff` must be in set `fresh`; if not, an ORIGINAL
+  packet is decided again like a new one (counter `revalidate`; accepted, its entry takes the
+  current mark), a REPLY packet is counted `stale` and dropped; a reply of a connection whose
+  reply direction the policy refuses: `rev_drop`, drop).
   New connections: from the gateway VNI to chain `gw` (EIP -> ENI), else the sender ENI by
   (VNI, source address) through maps `src4`/`src6`, else NO_ENI.
 - Per sender ENI and family `s4_E`/`s6_E`: the longest-prefix route of its subnet's table as
@@ -78,6 +80,14 @@ class ScopeVersions:
     def zeros(cls, compiled: CompiledPolicy) -> ScopeVersions:
         return cls(np.zeros(len(compiled.eni_names), np.int64),
                    np.zeros(len(compiled.vpc_names), np.int64))  # fmt: skip
+
+    def resized(self, compiled: CompiledPolicy) -> ScopeVersions:
+        """These versions for a recompiled policy (new scopes start at 0)."""
+        eni = np.zeros(max(len(compiled.eni_names), len(self.eni)), np.int64)
+        vpc = np.zeros(max(len(compiled.vpc_names), len(self.vpc)), np.int64)
+        eni[: len(self.eni)] = self.eni
+        vpc[: len(self.vpc)] = self.vpc
+        return ScopeVersions(eni, vpc)
 
     def mark(self, compiled: CompiledPolicy, e: int) -> int:
         return session_mark(e, int(self.eni[e]), int(self.vpc[compiled.eni_vpc[e]]))
@@ -490,7 +500,7 @@ def flatten_lpm(routes: list[tuple[Any, int, int]]) -> list[tuple[int, int, tupl
     return out
 
 
-COUNTERS = (["allow", "stale", "rev_drop", "invalid"]
+COUNTERS = (["allow", "stale", "revalidate", "rev_drop", "invalid"]
             + [f"drop_{r.name}" for r in Reason if r != Reason.ALLOW]
             + [f"rev_{r.name}" for r in Reason if r != Reason.ALLOW])  # fmt: skip
 
@@ -506,8 +516,13 @@ def build_ruleset(compiled: CompiledPolicy, versions: ScopeVersions | None = Non
     if len(c.eni_names) > MAX_ENI_SCOPE:
         raise InvariantError(f"{len(c.eni_names)} ENIs: ct marks hold at most {MAX_ENI_SCOPE}")
     b = _Builder(c, versions, nat, flowtable)
-    src4, src6, m4, m6, meip, fresh = [], [], [], [], [], []
-    gw_elems = []
+    src4: list[Any] = []
+    src6: list[Any] = []
+    m4: list[Any] = []
+    m6: list[Any] = []
+    meip: list[Any] = []
+    fresh: list[int] = []
+    gw_elems: list[Any] = []
     for e in np.flatnonzero(c.eni_valid).tolist():
         vni = int(c.vpc_vni[int(c.eni_vpc[e])])
         mark = versions.mark(c, e)
@@ -530,9 +545,14 @@ def build_ruleset(compiled: CompiledPolicy, versions: ScopeVersions | None = Non
         [_goto(b.fail(Reason.NO_ENI))],
     ]
     b.chain("new", new_rules)
+    stale = _m({"&": [{"ct": {"key": "mark"}}, MARK_MASK]}, "@fresh", "!=")
     b.chain("est", [
-        [_m({"&": [{"ct": {"key": "mark"}}, MARK_MASK]}, "@fresh", "!="), {"counter": "stale"},
-         {"drop": None}],
+        # decided under an older version: an ORIGINAL packet is decided again by the current
+        # policy (accepted: the entry takes the current mark; refused: dropped, counted by
+        # reason); a REPLY packet cannot be, and is dropped until the other side's is
+        [stale, _m({"ct": {"key": "direction"}}, "original"), {"counter": "revalidate"},
+         _goto("new")],
+        [stale, {"counter": "stale"}, {"drop": None}],
         [_m({"ct": {"key": "direction"}}, "reply"), _m({"&": [{"ct": {"key": "mark"}}, REV_BIT]},
          REV_BIT), {"counter": "rev_drop"}, {"drop": None}],
         [{"accept": None}],
@@ -548,7 +568,7 @@ def build_ruleset(compiled: CompiledPolicy, versions: ScopeVersions | None = Non
     for vni, zone in sorted(zones.items()):
         raw_rules.append([_m(vni_ll, vni), {"mangle": {"key": _META_MARK, "value": vni}},
                           {"mangle": {"key": {"ct": {"key": "zone"}}, "value": zone}}])  # fmt: skip
-    filt = [
+    filt: list[list[Expr]] = [
         [_m({"ct": {"key": "state"}}, ["established", "related"], "in"), _goto("est")],
         [_m({"ct": {"key": "state"}}, "new", "in"), _goto("new")],
         # invalid (out of window, no connection to belong to) or untracked: never forwarded
@@ -577,7 +597,7 @@ def build_ruleset(compiled: CompiledPolicy, versions: ScopeVersions | None = Non
     cmds.append({"add": {"set": {**T, "name": "fresh", "type": "mark"}}})
     if fresh:
         elements.append({"add": {"element": {**T, "name": "fresh", "elem": fresh}}})
-    base = {
+    base: dict[str, tuple[str, str, int, list[list[Expr]]]] = {
         "raw": ("filter", "prerouting", -300, raw_rules),
         "filter": ("filter", "prerouting", -150, filt),
     }
@@ -627,12 +647,12 @@ def _nat_chains(b: _Builder) -> dict[str, tuple[str, str, int, list[list[Expr]]]
             "map": {"key": _pl("ip", "daddr"), "data": {"set": dnat}}}}}])  # fmt: skip
     # one rule per (kind, zone): the zone tells apart VPCs that reuse private addresses
     post: list[list[Expr]] = []
-    zone = {"ct": {"key": "zone"}}
+    ct_zone: Expr = {"ct": {"key": "zone"}}
     for z, elems in sorted(snat_eip.items()):
-        post.append([_m(_META_MARK, NAT_EIP), _m(zone, z), {"snat": {"family": "ip", "addr": {
+        post.append([_m(_META_MARK, NAT_EIP), _m(ct_zone, z), {"snat": {"family": "ip", "addr": {
             "map": {"key": _pl("ip", "saddr"), "data": {"set": elems}}}}}])  # fmt: skip
     for (p, z), elems in sorted(pool.items()):
-        post.append([_m(_META_MARK, NAT_POOL | p), _m(zone, z), {"snat": {"family": "ip",
+        post.append([_m(_META_MARK, NAT_POOL | p), _m(ct_zone, z), {"snat": {"family": "ip",
             "addr": {"map": {"key": _pl("ip", "saddr"), "data": {"set": elems}}}}}])  # fmt: skip
     return {
         "natpre": ("nat", "prerouting", -100, pre),

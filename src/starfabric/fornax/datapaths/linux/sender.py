@@ -24,6 +24,7 @@ packet and per connection, not per byte).
 from __future__ import annotations
 
 import ctypes
+import os
 import select
 import socket
 from dataclasses import dataclass, field
@@ -345,7 +346,7 @@ class Sender:
                     if err == 105:  # ENOBUFS: the queue is full, wait a tick
                         time.sleep(tick_s)
                         continue
-                    raise OSError(err, f"sendmmsg: {socket.errno.errorcode.get(err, err)}")
+                    raise OSError(err, f"sendmmsg: {os.strerror(err)}")
                 pos += r
                 done += r
                 if rate_pps:
@@ -357,38 +358,49 @@ class Sender:
         return done
 
     def capture(self, timeout_s: float = 0.2) -> Capture:
-        """Drain both ends until `timeout_s` passes with nothing new; the ids seen."""
-        return Capture(_drain(self.server, timeout_s), _drain(self.client, timeout_s))
+        """Drain both ends until `timeout_s` passes with nothing new on either; the ids seen."""
+        got: dict[int, list[np.ndarray]] = {self.server.fileno(): [], self.client.fileno(): []}
+        socks = [self.server, self.client]
+        while True:
+            n = 0
+            for s in socks:
+                ids = _recv_ids(s)
+                got[s.fileno()].append(ids[0])
+                n += ids[1]
+            if n:
+                continue
+            ready, _, _ = select.select(socks, [], [], timeout_s)
+            if not ready:
+                break
+        return Capture(*(np.concatenate(got[s.fileno()]) for s in socks))
 
     def close(self) -> None:
         self.client.close()
         self.server.close()
 
 
-def _drain(sock: socket.socket, timeout_s: float) -> np.ndarray:
-    """Ids carried by the frames queued on `sock` (recvmmsg in chunks; frames without the
-    magic, e.g. the kernel's own, are skipped)."""
+_RX = np.zeros((MMSG_MAX, WIDTH), np.uint8)
+_RX_IOV, _RX_MSG = _headers(_RX.ctypes.data, WIDTH, np.full(MMSG_MAX, WIDTH, np.uint64))
+
+
+def _recv_ids(sock: socket.socket) -> tuple[np.ndarray, int]:
+    """Ids carried by the frames queued on `sock` now (recvmmsg without waiting; frames
+    without the magic, e.g. the kernel's own, are skipped), and how many frames were read."""
     chunks: list[np.ndarray] = []
-    buf = np.zeros((MMSG_MAX, WIDTH), np.uint8)
-    iov, msg = _headers(buf.ctypes.data, WIDTH, np.full(MMSG_MAX, WIDTH, np.uint64))
+    total = 0
     while True:
-        r = _libc.recvmmsg(sock.fileno(), msg.ctypes.data, MMSG_MAX, _MSG_DONTWAIT, None)
+        r = _libc.recvmmsg(sock.fileno(), _RX_MSG.ctypes.data, MMSG_MAX, _MSG_DONTWAIT, None)
         if r <= 0:
-            ready, _, _ = select.select([sock], [], [], timeout_s)
-            if not ready:
-                break
-            continue
-        lens = msg["len"][:r].astype(np.int64)
+            break
+        total += r
+        lens = _RX_MSG["len"][:r].astype(np.int64)
         rows = np.arange(r)
         ok = lens >= PAYLOAD + _ETH
-        tail = lens - PAYLOAD
-        cols = tail[:, None] + np.arange(PAYLOAD)[None, :]
-        cols = np.minimum(cols, WIDTH - 1)
-        t = buf[rows[:, None], cols]
+        cols = np.minimum((lens - PAYLOAD)[:, None] + np.arange(PAYLOAD)[None, :], WIDTH - 1)
+        t = _RX[rows[:, None], cols]
         ok &= (t[:, :4] == np.frombuffer(MAGIC, np.uint8)).all(axis=1)
         ids = np.zeros(r, np.uint64)
         for k in range(8):
             ids = (ids << np.uint64(8)) | t[:, 4 + k].astype(np.uint64)
         chunks.append(ids[ok])
-    del iov
-    return np.concatenate(chunks) if chunks else np.zeros(0, np.uint64)
+    return (np.concatenate(chunks) if chunks else np.zeros(0, np.uint64)), total
