@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import ipaddress
 import itertools
+import shutil
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -321,6 +323,38 @@ def test_policy_change_on_real_packets(lab) -> None:  # type: ignore[no-untyped-
         cnt = tables.counters()
         assert cnt["stale"][0] == 1 and cnt["revalidate"][0] == 1
         assert cnt["drop_SG_DENY_IN"][0] == 1
+    finally:
+        sender.close()
+        tables.close()
+
+
+@needs_kernel
+@pytest.mark.skipif(shutil.which("conntrack") is None, reason="conntrack-tools not installed")
+def test_nat_where_the_kernel_does_it(lab) -> None:  # type: ignore[no-untyped-def]
+    """nat=True: web-1's internet connection leaves as its EIP (SNAT), and a connection from
+    the internet to the EIP reaches web-1's private address (DNAT), as conntrack records."""
+    from starfabric.fornax.datapaths.linux.nft import NicTables
+
+    c = compile_policy(load_vpc_spec(EXAMPLES / "vpc-small.yaml"))
+    b = PacketBatch.from_columns(
+        time_ns=[0, 1], vni=[100, 0], proto=PROTO_TCP, sport=[7000, 7001], dport=443,
+        tcp_flags=2, src_lo=[halves("10.0.1.10")[1], halves("198.18.0.7")[1]],
+        dst_lo=[halves("198.18.0.1")[1], halves("203.0.113.10")[1]],
+    )  # fmt: skip
+    assert (evaluate(c, b).reason == Reason.ALLOW).all()
+    tables = NicTables(lab)
+    tables.load(c, nat=True)
+    sender = Sender(lab)
+    try:
+        cap = _send(sender, lab, b, [False, False], [1, 2], [0, 1], SeqState())
+        assert sorted(cap.at_server.tolist()) == [1, 2]
+        out = subprocess.run(["ip", "netns", "exec", lab.ns_nic, "conntrack", "-L"],
+                             capture_output=True, text=True, check=True).stdout  # fmt: skip
+        snat = next(ln for ln in out.splitlines() if "sport=7000" in ln)
+        dnat = next(ln for ln in out.splitlines() if "sport=7001" in ln)
+        # reply tuple: the internet answers the EIP; web-1 answers the internet host
+        assert "src=198.18.0.1 dst=203.0.113.10 sport=443 dport=7000" in snat
+        assert "src=10.0.1.10 dst=198.18.0.7 sport=443 dport=7001" in dnat
     finally:
         sender.close()
         tables.close()
