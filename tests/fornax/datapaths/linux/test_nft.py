@@ -168,6 +168,20 @@ def test_ruleset_names_every_counter() -> None:
     assert targets <= chains, f"jumps to missing chains: {sorted(targets - chains)[:5]}"
 
 
+def test_flowtable_only_when_asked() -> None:
+    """The fast path as a software flowtable: emitted (with `flow add` for established TCP/UDP
+    in forward) only when the kernel has one (NicTables.flowtable_supported decides)."""
+    c = compile_policy(load_vpc_spec(EXAMPLES / "vpc-small.yaml"))
+    plain = build_ruleset(c)["nftables"]
+    fast = build_ruleset(c, flowtable=["n0", "n1"])["nftables"]
+    assert not any("flowtable" in x.get("add", {}) for x in plain)
+    ft = [x["add"]["flowtable"] for x in fast if "flowtable" in x.get("add", {})]
+    assert len(ft) == 1 and ft[0]["dev"] == ["n0", "n1"] and ft[0]["hook"] == "ingress"
+    fwd = [x["add"]["rule"]["expr"] for x in fast
+           if x.get("add", {}).get("rule", {}).get("chain") == "forward"]  # fmt: skip
+    assert fwd and {"flow": {"op": "add", "flowtable": "@fast"}} in fwd[0]
+
+
 # -- through the kernel -----------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def lab():  # type: ignore[no-untyped-def]
