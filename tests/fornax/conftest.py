@@ -25,6 +25,7 @@ ENGINES: dict[str, EngineFactory] = {
 }
 #: Why the Linux datapath cannot run here (None: it can): not root, no nftables, no conntrack.
 LINUX_WHY = linux_support()
+LINUX_MIN_TIMEOUT_S = 60
 _linux: dict[str, Any] = {"lab": None, "engine": None}
 
 
@@ -39,7 +40,9 @@ def linux_engine(cfg: EngineConfig) -> SessionEngine:
         _linux["engine"].close()
     if _linux["lab"] is None:
         _linux["lab"] = Lab(LabConfig(prefix="sfxt")).__enter__()
-    _linux["engine"] = LinuxEngine(cfg, _linux["lab"])
+    # histories are compared before their first scrub, where no entry ages on the packets'
+    # clock: kernel timeouts of at least a minute keep a loaded host from aging any meanwhile
+    _linux["engine"] = LinuxEngine(cfg, _linux["lab"], min_timeout_s=LINUX_MIN_TIMEOUT_S)
     return _linux["engine"]
 
 

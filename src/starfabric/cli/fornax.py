@@ -231,25 +231,39 @@ def run(
         help="Write the manager's metrics as Prometheus text.",
         callback=output_file("--prometheus"),
     ),
+    datapath: str = typer.Option(
+        "emulated",
+        "--datapath",
+        help="emulated (the numba NIC) or linux (nf_conntrack + nftables in network "
+        "namespaces, real packets; needs root, nftables and conntrack in the kernel).",
+    ),
 ) -> None:
-    """Replay a workload against a VPC through the emulated NIC and the software manager."""
+    """Replay a workload against a VPC through the emulated NIC (or the Linux kernel's session
+    table, --datapath linux) and the software manager."""
     import sys
 
     from rich.progress import Progress
 
     from starfabric.fornax.guards import check_workload_memory
+    from starfabric.fornax.run.datapath import datapath_factory
     from starfabric.fornax.run.report import print_summary
     from starfabric.fornax.run.scenario import load_scenario, run_scenario
 
     console = make_console()
+    factory = datapath_factory(datapath)  # a missing kernel feature fails before any work
     scenario, base = load_scenario(scenario_file)
     check_workload_memory(scenario.workload, scenario_file)  # before any work starts
     metrics: dict[str, bytes] = {}
-    with Progress(console=console, transient=True, disable=not sys.stdout.isatty()) as bar:
+    with (
+        factory as make,
+        Progress(console=console, transient=True, disable=not sys.stdout.isatty()) as bar,
+    ):
         task = bar.add_task("replaying", total=1.0)
         result = run_scenario(
-            scenario, base, progress=lambda f: bar.update(task, completed=f), metrics_out=metrics
-        )
+            scenario, base, engine_factory=make,
+            progress=lambda f: bar.update(task, completed=f), metrics_out=metrics,
+        )  # fmt: skip
+        result.update(factory.report())
     print_summary(console, result, title=scenario_file)
     if json_out:
         write_json(json_out, result, sort_keys=True)

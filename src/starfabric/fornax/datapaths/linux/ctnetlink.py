@@ -1,6 +1,7 @@
 """nf_conntrack entries through ctnetlink (pyroute2's NFCTSocket), in the nic namespace.
 
-One request per entry op (create/update/get/delete, as `conntrack -I/-U/-G/-D` would send,
+One request per entry op (create/update/delete through pyroute2; get and dump through
+ctread.py's raw reader, as `conntrack -I/-U/-G/-D` would send,
 without a process per entry); dumps in one multi-part request. Every socket is created on the
 lab's nic worker (netns.NsWorker) and used from it. An entry's key is the contract's directed
 key: (zone of the VNI, proto, src, dst, sport, dport) — ICMP's sport is the echo id, dport
@@ -12,7 +13,7 @@ import ipaddress
 import socket
 from typing import TYPE_CHECKING, Any
 
-from starfabric.fornax.keys import ICMP_CLASS_OFFSET
+from starfabric.fornax.datapaths.linux.ctread import CtReader
 from starfabric.fornax.packets import PROTO_ICMP, PROTO_ICMPV6, PROTO_TCP, PROTO_UDP
 
 if TYPE_CHECKING:
@@ -86,48 +87,6 @@ def protoinfo(tcp_state: int, liberal: bool) -> dict[str, Any]:
     return {"attrs": [["CTA_PROTOINFO_TCP", {"attrs": attrs}]]}
 
 
-def parse(msg: Any) -> dict[str, int] | None:
-    """One ctnetlink entry message (pyroute2 nfct_msg) as plain ints; None if unparseable."""
-    t = msg.get_attr("CTA_TUPLE_ORIG")
-    if t is None:
-        return None
-    ip = t.get_attr("CTA_TUPLE_IP")
-    pr = t.get_attr("CTA_TUPLE_PROTO")
-    src = ip.get_attr("CTA_IP_V4_SRC") or ip.get_attr("CTA_IP_V6_SRC")
-    dst = ip.get_attr("CTA_IP_V4_DST") or ip.get_attr("CTA_IP_V6_DST")
-    proto = int(pr.get_attr("CTA_PROTO_NUM"))
-    if proto in (PROTO_ICMP, PROTO_ICMPV6):
-        p = "CTA_PROTO_ICMP" if proto == PROTO_ICMP else "CTA_PROTO_ICMPV6"
-        ident = int(pr.get_attr(p + "_ID") or 0)
-        off = int(ICMP_CLASS_OFFSET[int(proto == PROTO_ICMPV6), int(pr.get_attr(p + "_TYPE") or 0)])
-        # the contract's stored form (keys._l4_ports): a query (id, id + k), its reply (id + k, id)
-        shifted = (ident + abs(off)) & 0xFFFF
-        sport, dport = (ident, shifted) if off > 0 else (shifted, ident) if off < 0 else (0, 0)
-        word = int(pr.get_attr(p + "_TYPE") or 0) << 8 | int(pr.get_attr(p + "_CODE") or 0)
-        wire = (ident, word)
-    else:
-        sport = int(pr.get_attr("CTA_PROTO_SRC_PORT") or 0)
-        dport = int(pr.get_attr("CTA_PROTO_DST_PORT") or 0)
-        wire = (sport, dport)
-    sh, sl = _halves(src)
-    dh, dl = _halves(dst)
-    state = 0
-    pi = msg.get_attr("CTA_PROTOINFO")
-    if pi is not None and pi.get_attr("CTA_PROTOINFO_TCP") is not None:
-        state = int(pi.get_attr("CTA_PROTOINFO_TCP").get_attr("CTA_PROTOINFO_TCP_STATE") or 0)
-    out = {"zone": int(msg.get_attr("CTA_ZONE") or 0), "proto": proto, "src_hi": sh,
-           "src_lo": sl, "dst_hi": dh, "dst_lo": dl, "sport": sport, "dport": dport,
-           "status": int(msg.get_attr("CTA_STATUS") or 0), "mark": int(msg.get_attr("CTA_MARK") or 0),
-           "labels": int(msg.get_attr("CTA_LABELS") or 0), "tcp_state": state,
-           "timeout": int(msg.get_attr("CTA_TIMEOUT") or 0), "id": int(msg.get_attr("CTA_ID") or 0),
-           "wire_sport": wire[0], "wire_dport": wire[1]}  # fmt: skip
-    for d in ("ORIG", "REPLY"):
-        c = msg.get_attr(f"CTA_COUNTERS_{d}")
-        out[f"pkts_{d.lower()}"] = int(c.get_attr("CTA_COUNTERS_PACKETS") or 0) if c else 0
-        out[f"bytes_{d.lower()}"] = int(c.get_attr("CTA_COUNTERS_BYTES") or 0) if c else 0
-    return out
-
-
 class CtSocket:
     """ctnetlink requests for both families, run on the nic namespace's worker thread."""
 
@@ -135,6 +94,7 @@ class CtSocket:
         from pyroute2 import NFCTSocket
 
         self._w = worker
+        self.reader = CtReader(worker)
         self._s: dict[int, Any] = {
             int(f): worker.call(NFCTSocket, f) for f in (socket.AF_INET, socket.AF_INET6)
         }
@@ -178,29 +138,17 @@ class CtSocket:
         return self._entry("set", fam, **kw)[0]
 
     def get(self, key: Key) -> dict[str, int] | None:
-        fam, orig, _ = tuples(key)
-        err, msgs = self._entry("get", fam, tuple_orig=orig, zone=key[0])
-        if err:
-            return None
-        for m in msgs:
-            row = parse(m)
-            if row is not None:
-                return row
-        return None
+        self.requests += 1
+        return self.reader.get(key)
 
     def delete(self, key: Key) -> int:
         fam, orig, _ = tuples(key)
         return self._entry("del", fam, tuple_orig=orig, zone=key[0])[0]
 
-    def dump(self) -> list[dict[str, int]]:
-        """Every entry of both families (also reaps entries whose timer ran out: the kernel's
-        dump evicts expired entries it walks past, with DESTROY events)."""
-        rows = []
-        for sock in self._s.values():
-            self.requests += 1
-            msgs = self._w.call(lambda s=sock: list(s.dump()))
-            rows += [r for r in map(parse, msgs) if r is not None]
-        return rows
+    def dump(self, *, reap_only: bool = False) -> list[dict[str, int]]:
+        """Every entry (ctread.CtReader.dump; reap_only: walk and evict, return nothing)."""
+        self.requests += 1
+        return self.reader.dump(reap_only=reap_only)
 
     def flush(self) -> None:
         """Remove every entry (both families, all zones)."""
@@ -209,8 +157,9 @@ class CtSocket:
             self._w.call(sock.flush)
 
     def close(self) -> None:
+        self.reader.close()
         for s in self._s.values():
             self._w.call(s.close)
 
 
-__all__ = ["IPS_ASSURED", "IPS_SEEN_REPLY", "CtSocket", "Key", "parse", "tuples"]
+__all__ = ["IPS_ASSURED", "IPS_SEEN_REPLY", "CtSocket", "Key", "tuples"]

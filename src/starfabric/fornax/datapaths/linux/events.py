@@ -11,7 +11,8 @@ import errno
 import socket
 from typing import TYPE_CHECKING
 
-from starfabric.fornax.datapaths.linux.ctnetlink import parse
+from starfabric.fornax.datapaths.linux.ctread import parse_entry
+from starfabric.fornax.datapaths.linux.nlattr import messages
 
 if TYPE_CHECKING:
     from starfabric.fornax.datapaths.linux.netns import NsWorker
@@ -40,8 +41,6 @@ class EventSocket:
 
     def read(self) -> tuple[list[dict[str, int]], int]:
         """(entries destroyed since the last read, in kernel order; ENOBUFS seen meanwhile)."""
-        from pyroute2.netlink.nfnetlink.nfctsocket import nfct_msg
-
         rows: list[dict[str, int]] = []
         overflow = 0
         while True:
@@ -54,17 +53,10 @@ class EventSocket:
                     overflow += 1
                     continue
                 raise
-            off = 0
-            while off + 16 <= len(data):
-                ln = int.from_bytes(data[off : off + 4], "little")
-                if ln < 16:
-                    break
-                m = nfct_msg(data[off : off + ln])
-                m.decode()
-                row = parse(m)
+            for _typ, _flags, body in messages(data):
+                row = parse_entry(body)
                 if row is not None:
                     rows.append(row)
-                off += (ln + 3) & ~3
         self.received += len(rows)
         self.overflows += overflow
         return rows, overflow

@@ -1,0 +1,73 @@
+"""Which session engine `fornax run --datapath NAME` replays through: the emulated NIC
+(FastEngine) or the Linux kernel (datapaths/linux: LinuxEngine in a lab of namespaces, real
+packets). A context manager: the Linux engine's lab is removed on exit, also on errors."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from types import TracebackType
+from typing import Any
+
+from starfabric.errors import ConfigError, InfeasibleError
+from starfabric.fornax.engine import EngineConfig, FastEngine, SessionEngine
+
+DATAPATHS = ("emulated", "linux")
+
+EngineFactory = Callable[[EngineConfig], SessionEngine]
+
+
+class DatapathFactory:
+    """`with datapath_factory(name) as make:` gives the engine factory run_scenario takes."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.engines: list[SessionEngine] = []
+
+    def _make(self, cfg: EngineConfig) -> SessionEngine:
+        if self.name == "emulated":
+            engine: SessionEngine = FastEngine(cfg)
+        else:
+            from starfabric.fornax.datapaths.linux import LinuxEngine
+
+            engine = LinuxEngine(cfg)
+        self.engines.append(engine)
+        return engine
+
+    def __enter__(self) -> EngineFactory:
+        return self._make
+
+    def __exit__(self, typ: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:  # fmt: skip
+        for e in self.engines:
+            close = getattr(e, "close", None)
+            if close is not None:
+                close()
+
+    def report(self) -> dict[str, Any]:
+        """What the summary adds for this datapath: its name and, on Linux, what the wire
+        showed (frames the kernel never logged, HITs not seen on the far side, frames seen
+        there that the pipeline did not forward)."""
+        out: dict[str, Any] = {"datapath": self.name}
+        for e in self.engines:
+            wire = getattr(e, "wire", None)
+            if wire is not None:
+                out["wire"] = dict(wire)
+        return out
+
+
+def datapath_factory(name: str) -> DatapathFactory:
+    """The factory for `--datapath NAME`; a Linux datapath this host cannot run fails here
+    with one line naming what is missing."""
+    if name not in DATAPATHS:
+        raise ConfigError(f"--datapath {name!r} is not one of {', '.join(DATAPATHS)}",
+                          fix="use --datapath emulated or --datapath linux")  # fmt: skip
+    if name == "linux":
+        from starfabric.fornax.datapaths.linux import linux_support
+
+        why = linux_support()
+        if why is not None:
+            raise InfeasibleError(f"--datapath linux cannot run here: {why}")
+    return DatapathFactory(name)
+
+
+__all__ = ["DATAPATHS", "DatapathFactory", "datapath_factory"]
