@@ -13,7 +13,7 @@ import ipaddress
 import socket
 from typing import TYPE_CHECKING, Any
 
-from starfabric.fornax.datapaths.linux.ctread import CtReader
+from starfabric.fornax.datapaths.linux.ctread import CtReader, Key
 from starfabric.fornax.packets import PROTO_ICMP, PROTO_ICMPV6, PROTO_TCP, PROTO_UDP
 
 if TYPE_CHECKING:
@@ -28,7 +28,6 @@ IPS_SEEN_REPLY = 1 << 1
 IPS_ASSURED = 1 << 2
 _V4_PREFIX = 0xFFFF_0000_0000
 
-Key = tuple[int, int, int, int, int, int, int, int]  # zone, proto, src_hi, src_lo, dst_hi, ...
 
 
 def _ip(hi: int, lo: int) -> tuple[int, str]:

@@ -25,8 +25,11 @@ from starfabric.fornax.keys import ICMP_CLASS_OFFSET
 from starfabric.fornax.packets import PROTO_ICMP, PROTO_ICMPV6, PROTO_TCP, PROTO_UDP
 
 if TYPE_CHECKING:
-    from starfabric.fornax.datapaths.linux.ctnetlink import Key
     from starfabric.fornax.datapaths.linux.netns import NsWorker
+
+#: A directed conntrack key: zone, proto, src_hi, src_lo, dst_hi, dst_lo, sport, dport (ports
+#: as on the wire: ICMP id and type << 8 | code).
+Key = tuple[int, int, int, int, int, int, int, int]
 
 NETLINK_NETFILTER = 12
 SO_RCVBUFFORCE = 33
@@ -173,4 +176,4 @@ class CtReader:
         self._sock.close()
 
 
-__all__ = ["CtReader", "parse_entry", "tuple_attr"]
+__all__ = ["CtReader", "Key", "parse_entry", "tuple_attr"]
