@@ -61,6 +61,12 @@ def sample_first_packets(compiled, n: int, seed: int) -> PacketBatch:  # type: i
     vnis = sorted({int(v) for v in c.vpc_vni[c.vpc_valid]} - {int(c.gateway_vni)})
     cols: dict[str, list[int]] = {k: [] for k in ("vni", "src_hi", "src_lo", "dst_hi", "dst_lo",
                                                   "proto", "sport", "dport", "tcp_flags")}  # fmt: skip
+
+    def sport(i: int) -> int:
+        """Unique per packet (every packet opens its own connection); one in four below
+        1024, where stateless ACLs refuse many replies (ephemeral-port rules)."""
+        return (i // 4) % 1024 if i % 4 == 0 and n <= 4096 else 1024 + i
+
     for i in range(n):
         fam = 4 if rng.random() < 0.8 or not addrs[6] else 6
         kind = rng.random()
@@ -76,8 +82,10 @@ def sample_first_packets(compiled, n: int, seed: int) -> PacketBatch:  # type: i
                 vni = vnis[rng.integers(len(vnis))] if rng.random() < 0.5 else 999_999
                 s = ext4[0] if fam == 4 else ext6[0]
             r = rng.random()
-            if r < 0.6:
-                _, dh, dl = addrs[fam][rng.integers(len(addrs[fam]))]
+            if r < 0.6:  # an ENI, mostly of the sender's own VPC
+                same = [a for a in addrs[fam] if a[0] == vni]
+                pool = same if same and rng.random() < 0.7 else addrs[fam]
+                _, dh, dl = pool[rng.integers(len(pool))]
                 d = (dh, dl)
             else:
                 d = (ext4 if fam == 4 else ext6)[rng.integers(len(ext4 if fam == 4 else ext6))]
@@ -89,10 +97,36 @@ def sample_first_packets(compiled, n: int, seed: int) -> PacketBatch:  # type: i
         else:  # conntrack starts ICMP connections with an echo request only
             dport = (8 if proto == PROTO_ICMP else 128) << 8
         for k, v in (("vni", vni), ("src_hi", s[0]), ("src_lo", s[1]), ("dst_hi", d[0]),
-                     ("dst_lo", d[1]), ("proto", proto), ("sport", 1024 + i),
+                     ("dst_lo", d[1]), ("proto", proto), ("sport", sport(i)),
                      ("dport", dport), ("tcp_flags", 0x02 if proto == PROTO_TCP else 0)):  # fmt: skip
             cols[k].append(v)
     return PacketBatch.from_columns(time_ns=np.arange(n), **cols)
+
+
+def edge_packets(compiled) -> PacketBatch:  # type: ignore[no-untyped-def]
+    """Every ENI to every ENI address (any VPC) and to internet hosts, on the examples' TCP/UDP
+    ports, from a source port below 1024 and an ephemeral one: the combinations where the
+    stateless ACLs refuse only the reply are few, random sampling misses them."""
+    c = compiled
+    keys = [(int(c.key_vni[k]), int(c.key_hi[k]), int(c.key_lo[k])) for k in range(len(c.key_vni))]
+    ext = {4: [halves("198.18.0.1"), halves("10.10.0.53")], 6: [halves("2001:db8::5")]}
+    rows = []
+    for vni, sh, sl in keys:
+        fam = 6 if sh else 4
+        # each address once (VPCs reuse addresses): one packet per connection
+        dsts = sorted({(h, lo) for _, h, lo in keys if (6 if h else 4) == fam} | set(ext[fam]))
+        for (dh, dl), (proto, dport), sport in itertools.product(
+            dsts,
+            ((6, 5432), (6, 443), (6, 8080), (6, 22), (6, 80), (17, 53), (17, 123)),
+            (1000, 60000),
+        ):
+            rows.append((vni, sh, sl, dh, dl, proto, sport, dport))
+    a = np.array(rows, dtype=np.uint64)
+    return PacketBatch.from_columns(
+        time_ns=np.arange(len(a)), vni=a[:, 0], src_hi=a[:, 1], src_lo=a[:, 2], dst_hi=a[:, 3],
+        dst_lo=a[:, 4], proto=a[:, 5], sport=a[:, 6], dport=a[:, 7],
+        tcp_flags=np.where(a[:, 5] == PROTO_TCP, 0x02, 0),
+    )  # fmt: skip
 
 
 def replies_of(batch: PacketBatch) -> PacketBatch:
@@ -183,8 +217,9 @@ def test_flowtable_only_when_asked() -> None:
 
 
 # -- through the kernel -----------------------------------------------------------------------
-@pytest.fixture(scope="module")
+@pytest.fixture
 def lab():  # type: ignore[no-untyped-def]
+    """A fresh lab per test: conntrack entries of one test never meet another's packets."""
     with Lab() as lb:
         yield lb
 
@@ -195,7 +230,7 @@ def test_kernel_verdicts_equal_policy_evaluation(lab, vpc: str) -> None:  # type
     from starfabric.fornax.datapaths.linux.nft import NicTables
 
     c = compile_policy(load_vpc_spec(EXAMPLES / vpc))
-    batch = sample_first_packets(c, 1200, seed=len(vpc))
+    batch = PacketBatch.concat([sample_first_packets(c, 1200, seed=len(vpc)), edge_packets(c)])
     res = evaluate(c, batch)
     tables = NicTables(lab)
     tables.load(c)
@@ -216,6 +251,8 @@ def test_kernel_verdicts_equal_policy_evaluation(lab, vpc: str) -> None:  # type
                 assert cnt[f"drop_{r.name}"][0] == int((res.reason == r).sum()), r.name
         reasons_seen = {Reason(int(x)).name for x in np.unique(res.reason)}
         assert len(reasons_seen) >= (6 if vpc == "vpc.yaml" else 3), reasons_seen
+        if vpc == "vpc.yaml":  # replies refused by the stateless ACLs, both ways
+            assert {4, 5} <= set(res.rev_reason[want].tolist())
         # the reply of every accepted connection: refused exactly where rev_reason says
         ok = np.flatnonzero(want)
         rep = replies_of(batch.take(ok))
