@@ -15,7 +15,9 @@ Systems (same offered connection rate --cps):
   fornax-emu     the same Manager over the emulated NIC (FastEngine, no packets): the
                  reference for the manager's own state per session.
   kernel         the kernel alone, no manager: nf_conntrack + the policy's nftables ruleset
-                 (datapaths/linux/rules.py) decide and keep every connection themselves.
+                 (datapaths/linux/rules.py) decide and keep every connection themselves;
+                 also sent unpaced (cps_unpaced: what the kernel sets up as fast as one
+                 sender thread writes frames).
   ovs            a private ovs-vswitchd (userspace datapath, conntrack SG pipeline), opened by
                  the real-OVS harness (baselines/ovs_real: instance, driver, measure).
 
@@ -168,6 +170,17 @@ def run_kernel(batch: PacketBatch, conn: np.ndarray, reply: np.ndarray, n: int,
             time.sleep(0.2)
             held = int(lab.read_sysctl("net.netfilter.nf_conntrack_count"))
             cnt = tables.counters()
+            # capacity: the same connections again under new client ports, unpaced (the
+            # sender, one core, is the limit as much as the kernel)
+            again = PacketBatch.from_columns(**{**batch.columns(), "sport": np.where(
+                reply, batch.sport, batch.sport ^ np.uint16(0x8000)), "dport": np.where(
+                reply, batch.dport ^ np.uint16(0x8000), batch.dport)})  # fmt: skip
+            fr2 = build_frames(again, reply, lab.macs, conn=conn + n, seq_state=SeqState())
+            t1 = time.perf_counter()
+            sender.send(fr2)
+            max_wall = time.perf_counter() - t1
+            time.sleep(0.2)
+            held_max = int(lab.read_sysctl("net.netfilter.nf_conntrack_count")) - held
         finally:
             sender.close()
             tables.close()
@@ -176,7 +189,9 @@ def run_kernel(batch: PacketBatch, conn: np.ndarray, reply: np.ndarray, n: int,
             "mgmt_cpu_per_1k_s": 0.0, "events": 0, "events_per_s": 0.0,
             "bytes_per_session": 0.0, "sender_cpu_s": send_cpu,
             "admitted": cnt["allow"][0], "refused": sum(v[0] for k, v in cnt.items()
-                                                         if k.startswith("drop_"))}  # fmt: skip
+                                                         if k.startswith("drop_")),
+            "unpaced_held": held_max, "unpaced_wall_s": max_wall,
+            "cps_unpaced": held_max / max_wall}  # fmt: skip
 
 
 class _Timed:
@@ -358,6 +373,12 @@ def main(argv: list[str] | None = None) -> int:
               f"{_fmt(1000 * r['mgmt_cpu_per_1k_s'], ',.1f'):>16}"
               f"{_fmt(r.get('events_per_s'), ',.0f'):>10}{_fmt(r['bytes_per_session'], ',.1f'):>15}")  # fmt: skip
     fl, emu, k, ovs = by["fornax-linux"], by["fornax-emu"], by["kernel"], by.get("ovs", {})
+    print(
+        f"kernel alone, unpaced: {k['unpaced_held']:,} connections at "
+        f"{k['cps_unpaced']:,.0f}/s; fornax-linux: manager alone "
+        f"{1000 * fl['manager_cpu_s'] / n * 1000:,.1f} ms/1k, engine user-space "
+        f"{fl['bytes_per_session'] - fl['manager_bytes_per_session']:,.0f} B/session"
+    )
     ratios = {
         "mgmt_cpu_per_conn_linux_over_ovs": ratio(fl["mgmt_cpu_per_1k_s"],
                                                   ovs.get("mgmt_cpu_per_1k_s")),
@@ -368,6 +389,7 @@ def main(argv: list[str] | None = None) -> int:
             fl["manager_bytes_per_session"], emu["manager_bytes_per_session"]),
         "events_per_cpu_s_linux_over_emulated": ratio(fl["events_per_s"], emu["events_per_s"]),
         "cps_linux_over_kernel_alone": ratio(fl["cps"], k["cps"]),
+        "cps_linux_over_kernel_alone_unpaced": ratio(fl["cps"], k["cps_unpaced"]),
         "cps_linux_over_ovs": ratio(fl["cps"], ovs.get("cps")),
     }  # fmt: skip
     if args.json:
