@@ -67,12 +67,33 @@ def replay(m: Manager, wl: Any, *, change_at_ns: int | None = None,
     spec = load_vpc_spec(EXAMPLES / "vpc.yaml")
     out = []
     changed = change_at_ns is None
-    for wb in workload_batches(spec, wl):
-        if not changed and wb.t_start_ns >= change_at_ns:
-            m.apply_policy(load_vpc_spec(EXAMPLES / change_vpc))
-            changed = True
-        fate = m.process(wb.packets)
-        wire = getattr(m.engine, "last_forwarded", None)
-        out.append((wb, fate, None if wire is None else np.asarray(wire).copy()))
-        m.tick(wb.t_end_ns)
+    seen: list[np.ndarray] = []  # what the wire showed per engine.process call
+    engine = m.engine
+    process = engine.process
+
+    def recording(batch: Any) -> Any:
+        res = process(batch)
+        wire = getattr(engine, "last_forwarded", None)
+        if wire is not None:
+            seen.append(np.asarray(wire).copy())
+        return res
+
+    engine.process = recording  # type: ignore[method-assign]
+    try:
+        for wb in workload_batches(spec, wl):
+            if not changed and wb.t_start_ns >= change_at_ns:
+                m.apply_policy(load_vpc_spec(EXAMPLES / change_vpc))
+                changed = True
+            seen.clear()
+            fate = m.process(wb.packets)  # the manager may split a batch (time cuts), in order
+            wire = np.concatenate(seen) if seen else None
+            assert wire is None or len(wire) == len(wb.packets), (
+                len(wire),
+                len(wb.packets),
+                [len(x) for x in seen],
+            )
+            out.append((wb, fate, wire))
+            m.tick(wb.t_end_ns)
+    finally:
+        del engine.process  # the class's method again
     return out

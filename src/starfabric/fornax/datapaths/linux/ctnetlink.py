@@ -26,8 +26,8 @@ ICMP_REPLY = {PROTO_ICMP: {8: 0, 13: 14, 15: 16, 17: 18, 0: 8, 14: 13, 16: 15, 1
 #: Kernel status bits (include/uapi/linux/netfilter/nf_conntrack_common.h).
 IPS_SEEN_REPLY = 1 << 1
 IPS_ASSURED = 1 << 2
+IPS_CONFIRMED = 1 << 3
 _V4_PREFIX = 0xFFFF_0000_0000
-
 
 
 def _ip(hi: int, lo: int) -> tuple[int, str]:
@@ -118,8 +118,8 @@ class CtSocket:
                               "labels": labels, "labels_mask": (1 << 128) - 1}  # fmt: skip
         if key[1] == PROTO_TCP:
             kw["protoinfo"] = protoinfo(tcp_state, liberal=True)
-        if status:
-            kw["status"] = status
+        if status:  # the kernel marks a created entry CONFIRMED before applying CTA_STATUS,
+            kw["status"] = status | IPS_CONFIRMED  # and refuses (EBUSY) to clear that bit
         return self._entry("add", fam, **kw)[0]
 
     def update(self, key: Key, *, mark: int | None = None, labels: int | None = None,

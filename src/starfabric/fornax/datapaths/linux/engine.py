@@ -52,6 +52,8 @@ from starfabric.fornax.datapaths.linux.records import (
     event_records,
     key_rows,
     row_keys,
+    status_of_meta,
+    track_meta,
 )
 from starfabric.fornax.datapaths.linux.sender import Sender, SeqState, build_frames
 from starfabric.fornax.datapaths.linux.sidetable import SideTable
@@ -152,10 +154,10 @@ KERNEL_DIFFERENCES: dict[str, str] = {
     "table_full": "the kernel's nf_conntrack_max is shared by all namespaces; the engine "
     "refuses inserts at EngineConfig.capacity itself (TABLE_FULL, never INSERT_FAILED)",
     "generic": "protocols other than TCP/UDP/ICMP/ICMPv6 keep no ports in the kernel's key",
-    "invalid_new": "under invalid_policy forward, a packet conntrack calls invalid with no "
-    "entry (a lone FIN/RST) is a MISS for the manager but leaves the nic: nft sees no entry "
-    "on any INVALID packet, so it cannot tell it from TCP_INVALID on an entry (wire counts it "
-    "as misforwarded)",
+    "invalid_on_wire": "under invalid_policy forward a TCP_INVALID packet is reported HIT "
+    "(the contract) but dropped on the wire: nft sees no entry on any packet conntrack calls "
+    "invalid, so it cannot tell it from conntrack's 'invalid new' (a lone FIN/RST with no "
+    "session), which must not leave",
     **{f"protocol {p}": why for p, why in DIFFERENCES.protocols.items()},
 }
 
@@ -230,7 +232,7 @@ class LinuxEngine(SessionEngine):
         sysctls.update(nf_conntrack_acct=1, nf_conntrack_events=1)
         for name, val in sysctls.items():
             lab.sysctl(f"net.netfilter.{name}", val)
-        self.pipeline = Pipeline(lab, invalid_drop=self.config.invalid_policy == "drop")
+        self.pipeline = Pipeline(lab)
         self.ct = CtSocket(lab.nic)
         self.ct.flush()  # a lab reused by a new engine starts with an empty table
         self.events = EventSocket(lab.nic, event_rcvbuf)
@@ -323,7 +325,7 @@ class LinuxEngine(SessionEngine):
         rec = entry_records(rows, self.marks, self._zone_vni, now_ns)
         if rows:
             rec["tcp_state"] = self._states(rows)
-            rec["track"][:, 0] = rec["tcp_state"]
+            rec["track"][:, 0] = track_meta(rec["proto"], rec["tcp_state"], rec["flags"])
         return rec
 
     def _event(self, typ: EventType, rows: list[dict[str, int]], detail: int = 0) -> None:
@@ -394,6 +396,7 @@ class LinuxEngine(SessionEngine):
         tcp_state = np.zeros(n, np.uint8)
         verdict = np.full(n, 255, np.uint8)
         ck = canonicalize(batch)
+        self.last_forwarded = np.zeros(n, np.bool_)
         if n == 0:
             return ProcessResult(outcome, reason, ck.direction, reply, action, slot, tcp_state,
                                  verdict)  # fmt: skip
@@ -503,13 +506,10 @@ class LinuxEngine(SessionEngine):
                              verdict)  # fmt: skip
 
     def _check_wire(self, outcome: np.ndarray, letter: np.ndarray) -> None:
-        """What the capture at the far end says against the contract's outcomes: a frame the
-        engine forwarded (HIT) that never came out, and a frame that came out although the
-        outcome says the NIC did not forward it (a misforward: e.g. conntrack's "invalid new"
-        accepted under invalid_policy forward, which nft cannot tell from an INVALID packet of
-        an existing entry)."""
-        passed = (letter == ord("H")) | (letter == ord("U")) | (
-            (letter == ord("I")) & (outcome == Outcome.HIT))  # fmt: skip
+        """What the capture at the far end says against the verdict log: a frame the pipeline
+        passed that never came out, and a frame that came out although the pipeline dropped
+        it (a misforward). (A HIT with reason TCP_INVALID is dropped on the wire: pipeline.py.)"""
+        passed = (letter == ord("H")) | (letter == ord("U"))
         fwd = self.last_forwarded
         self.wire["frames"] += len(letter)
         self.wire["lost"] += int((letter == ord("?")).sum())
@@ -567,10 +567,12 @@ class LinuxEngine(SessionEngine):
             ("aux", aux, np.uint64))}  # fmt: skip
         if track is not None:
             tr = np.asarray(track, np.uint64).reshape(n, -1)
-            a["tcp_state"] = (tr[:, 0] & np.uint64(0xFF)).astype(np.uint8)
+            a["tcp_state"] = ((tr[:, 0] >> np.uint64(8)) & np.uint64(0xFF)).astype(np.uint8)
+            a["status"] = status_of_meta(tr[:, 0])
         out = np.zeros(n, np.uint8)
         if n == 0:
             return out
+        status = a.pop("status", None)
         self._pull()
         self.latest_ns = max(self.latest_ns, int(a["now_ns"].max()))
         krows = self._keys(keys)
@@ -601,7 +603,8 @@ class LinuxEngine(SessionEngine):
                 continue
             mark, labels = p
             ts = cols["tcp_state"][i]
-            err = self.ct.create(key, mark=mark, labels=labels, tcp_state=ts, status=0,
+            err = self.ct.create(key, mark=mark, labels=labels, tcp_state=ts,
+                                 status=int(status[i]) if status is not None else 0,
                                  timeout_s=max(self.min_timeout_s,
                                                _timeout_s(self.config, key[1], ts)))  # fmt: skip
             if err == 0:
@@ -665,7 +668,9 @@ class LinuxEngine(SessionEngine):
                      ("tcp_state", tcp_state, np.uint8), ("timeout_ns", timeout_ns, np.int64))}  # fmt: skip
         if track is not None and given["tcp_state"] is None:
             tr = np.asarray(track, np.uint64).reshape(n, -1)
-            given["tcp_state"] = (tr[:, 0] & np.uint64(0xFF)).astype(np.uint8).tolist()
+            given["tcp_state"] = (
+                ((tr[:, 0] >> np.uint64(8)) & np.uint64(0xFF)).astype(np.uint8).tolist()
+            )
         out = np.zeros(n, np.uint8)
         self._pull()
         drop = self.config.drop_action

@@ -11,8 +11,11 @@ loaded atomically through libnftables (nft.Nft, one transaction per call).
                         entry's ct id before, so the log names the entry (nflog.py reads them
                         back, in order; this kernel's NFLOG may lack conntrack attributes):
         U  untracked (ICMPv6 ND/MLD)                          -> forwarded
-        I  conntrack calls the packet invalid                 -> forwarded, or dropped
-                                                                 (EngineConfig.invalid_policy)
+        I  conntrack calls the packet invalid                 -> dropped, whatever
+           EngineConfig.invalid_policy: an INVALID packet carries no entry here, so nft
+           cannot tell TCP_INVALID on a session from conntrack's "invalid new" (a lone
+           FIN/RST to anyone), which must not leave; the engine still reports the contract's
+           outcome (HIT TCP_INVALID under "forward")
         M  ct mark 0: no entry the manager admitted (MISS)     -> dropped: software's
         V  combo id (marks.py) not in set `fresh` (STALE), first -> dropped, punted; the
            time for this entry: the rule sets the mark's          VERSION_MISMATCH event
@@ -60,9 +63,8 @@ def _direction(name: str, d: int, drop_bit: int, log: str) -> str:
 """
 
 
-def ruleset(invalid_drop: bool) -> str:
+def ruleset() -> str:
     log = f"log group {NFLOG_GROUP} queue-threshold 1 prefix"
-    inv = "drop" if invalid_drop else "accept"
     return f"""
 table inet {TABLE} {{
   map zones {{ typeof ether saddr : ct zone ; }}
@@ -74,7 +76,7 @@ table inet {TABLE} {{
   chain verdict {{
     type filter hook prerouting priority mangle + 1; policy accept;
     ct state untracked {log} "U" accept
-    ct state invalid {log} "I" {inv}
+    ct state invalid {log} "I" drop
     ct mark 0 {log} "M" drop
     ct mark {COMBO_MASK:#x} ct label set 127
     meta mark set ct id
@@ -88,14 +90,14 @@ table inet {TABLE} {{
 class Pipeline:
     """The loaded table; every change is one libnftables transaction on the nic thread."""
 
-    def __init__(self, lab: Lab, *, invalid_drop: bool) -> None:
+    def __init__(self, lab: Lab) -> None:
         from starfabric.fornax.datapaths.linux.nft import Nft
 
         assert lab.nic is not None
         self._worker = lab.nic
         self._nft = lab.nic.call(Nft)
         self.transactions = 0
-        self._run(f"table inet {TABLE}\ndelete table inet {TABLE}\n" + ruleset(invalid_drop))
+        self._run(f"table inet {TABLE}\ndelete table inet {TABLE}\n" + ruleset())
 
     def _run(self, text: str) -> None:
         self.transactions += 1

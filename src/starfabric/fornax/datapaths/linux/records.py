@@ -41,6 +41,22 @@ def row_keys(rows: list[dict[str, int]], zone_vni: np.ndarray) -> FlowKeys:
     )
 
 
+def track_meta(proto: np.ndarray, tcp_state: np.ndarray, flags: np.ndarray) -> np.ndarray:
+    """Tracker word 0 as the engines lay it out (conntrack.py: proto | state << 8 | flags
+    << 16), from what the kernel exposes: protocol, TCP state, SEEN_REPLY/ASSURED."""
+    f = flags.astype(np.uint64) & np.uint64(FLAG_SEEN_REPLY | FLAG_ASSURED)
+    return (proto.astype(np.uint64) | tcp_state.astype(np.uint64) << np.uint64(8)
+            | f << np.uint64(16))  # fmt: skip
+
+
+def status_of_meta(meta: np.ndarray) -> np.ndarray:
+    """Kernel status bits (IPS_SEEN_REPLY, IPS_ASSURED) of tracker words 0 (a session moved
+    from software keeps what its tracker had seen)."""
+    f = (np.asarray(meta, np.uint64) >> np.uint64(16)) & np.uint64(0xFF)
+    return np.where(f & np.uint64(FLAG_SEEN_REPLY), IPS_SEEN_REPLY, 0) | np.where(
+        f & np.uint64(FLAG_ASSURED), IPS_ASSURED, 0)  # fmt: skip
+
+
 def flags_of(status: int) -> int:
     return (FLAG_SEEN_REPLY if status & IPS_SEEN_REPLY else 0) | (
         FLAG_ASSURED if status & IPS_ASSURED else 0)  # fmt: skip
@@ -82,7 +98,7 @@ def entry_records(rows: list[dict[str, int]], marks: ScopeMarks, zone_vni: np.nd
     rem = np.array([r["timeout"] for r in rows], np.int64) * 1_000_000_000
     out["remaining_ns"] = rem
     out["expires_ns"] = now_ns + rem
-    out["track"][:, 0] = out["tcp_state"]
+    out["track"][:, 0] = track_meta(out["proto"], out["tcp_state"], out["flags"])
     return out
 
 
@@ -99,4 +115,12 @@ def event_records(rows: list[dict[str, int]], types: list[int], marks: ScopeMark
     return out
 
 
-__all__ = ["entry_records", "event_records", "flags_of", "key_rows", "row_keys"]
+__all__ = [
+    "entry_records",
+    "event_records",
+    "flags_of",
+    "key_rows",
+    "row_keys",
+    "status_of_meta",
+    "track_meta",
+]
