@@ -216,6 +216,30 @@ def test_flowtable_only_when_asked() -> None:
     assert fwd and {"flow": {"op": "add", "flowtable": "@fast"}} in fwd[0]
 
 
+def _flat_spec(n: int):  # type: ignore[no-untyped-def]
+    from starfabric.fornax.vpc import parse_vpc_spec
+
+    rules = [{"direction": "ingress", "protocol": "tcp", "ports": 443, "cidr": "0.0.0.0/0"},
+             {"direction": "egress", "protocol": "all", "cidr": "0.0.0.0/0"}]  # fmt: skip
+    return parse_vpc_spec({"hosts": [{"name": "h"}], "tenants": [{"name": "t", "vpcs": [{
+        "name": "v", "vni": 7, "cidrs": ["10.0.0.0/16"],
+        "subnets": [{"name": "s", "cidr": "10.0.0.0/16"}],
+        "security_groups": [{"name": "g", "rules": rules}],
+        "enis": [{"name": f"e{i}", "subnet": "s", "host": "h", "ipv4": f"10.0.{i // 250}.{1 + i % 250}",
+                  "security_groups": ["g"]} for i in range(n)]}]}]})  # fmt: skip
+
+
+def test_ruleset_grows_with_distinct_checks_not_eni_pairs() -> None:
+    """ENIs whose checks come out the same share their chains: 16 or 256 alike ENIs give the
+    same chains (only the address maps grow)."""
+
+    def chains(n: int) -> int:
+        rs = build_ruleset(compile_policy(_flat_spec(n)))["nftables"]
+        return sum(1 for x in rs if "chain" in x.get("add", {}))
+
+    assert chains(16) == chains(256)
+
+
 # -- through the kernel -----------------------------------------------------------------------
 @pytest.fixture
 def lab():  # type: ignore[no-untyped-def]

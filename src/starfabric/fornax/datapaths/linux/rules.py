@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import ipaddress
 import itertools
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -200,13 +201,22 @@ class _Builder:
     nat: bool
     flowtable: list[str] | None
     chains: dict[str, list[list[Expr]]] = field(default_factory=dict)
-    maps: list[Expr] = field(default_factory=list)
+    alias: dict[str, str] = field(default_factory=dict)
+    by_body: dict[str, str] = field(default_factory=dict)
 
     # -- chains --------------------------------------------------------------------------
     def chain(self, name: str, rules: list[list[Expr]]) -> str:
-        if name not in self.chains:
+        """Add chain `name`, or return the chain that already has exactly these rules:
+        chains are built leaves first, so pairs of ENIs whose checks come out the same share
+        every chain (the ruleset grows with distinct rule sets, not with ENI pairs)."""
+        if (known := self.alias.get(name)) is not None:
+            return known
+        key = json.dumps(rules, sort_keys=True)
+        canon = self.by_body.setdefault(key, name)
+        if canon == name:
             self.chains[name] = rules
-        return name
+        self.alias[name] = canon
+        return canon
 
     def fail(self, reason: Reason) -> str:
         return self.chain(
@@ -362,8 +372,8 @@ class _Builder:
         """Chains of a connection from ENI a to ENI b (both addresses known)."""
         c = self.c
         base = f"p{fam}_{a}_{b}"
-        if f"{base}_so" in self.chains:
-            return f"{base}_so"
+        if (hit := self.alias.get(f"{base}_so")) is not None:
+            return hit
         aa, ba = self.eni_addr(a, fam), self.eni_addr(b, fam)
         sa, sb = int(c.eni_subnet[a]), int(c.eni_subnet[b])
         cross = sa != sb
@@ -400,8 +410,8 @@ class _Builder:
         """Chains of a connection from ENI a to an address outside every VPC."""
         c = self.c
         base = f"x{fam}_{a}_{tag}"
-        if f"{base}_so" in self.chains:
-            return f"{base}_so"
+        if (hit := self.alias.get(f"{base}_so")) is not None:
+            return hit
         sa = int(c.subnet_acl[int(c.eni_subnet[a])])
         kind = "v4" if fam == 4 else "v6"
         ok = self.accept(kind, nat, Reason.ALLOW)
@@ -415,8 +425,8 @@ class _Builder:
     def dest_lookup(self, a: int, fam: int, vni: int, peering: int) -> str:
         """Destination ENI by address in VNI `vni` -> pair chain; none -> NO_DEST."""
         name = f"d{fam}_{a}_{vni}"
-        if name in self.chains:
-            return name
+        if (hit := self.alias.get(name)) is not None:
+            return hit
         proto = "ip" if fam == 4 else "ip6"
         elems = [[str(addr), _goto(self.pair(a, b, fam, peering))]
                  for b, addr in self.enis_of_vni(vni, fam)]  # fmt: skip
