@@ -52,7 +52,13 @@ from typing import Any
 import numpy as np
 
 from starfabric.fornax.baselines.ovs_real.frames import Connections
-from starfabric.fornax.datapaths.linux.netns import Lab, LabConfig, cleanup_stale, linux_support
+from starfabric.fornax.datapaths.linux.netns import (
+    Lab,
+    LabConfig,
+    cleanup_stale,
+    kernel_modules,
+    linux_support,
+)
 from starfabric.fornax.engine.config import EngineConfig
 from starfabric.fornax.experiments.output import write_json
 from starfabric.fornax.packets import PacketBatch, ipv4_to_halves
@@ -159,7 +165,8 @@ def run_kernel(batch: PacketBatch, conn: np.ndarray, reply: np.ndarray, n: int,
     compiled = compile_policy(bench_spec())
     with Lab(LabConfig.from_engine(engine_config(n))) as lab:
         tables = NicTables(lab)
-        tables.load(compiled)
+        fast = tables.flowtable_supported()  # the software fast path, where the kernel has it
+        tables.load(compiled, flowtable=fast)
         swap_empty = _swap_ms(tables)
         sender = Sender(lab)
         try:
@@ -194,7 +201,7 @@ def run_kernel(batch: PacketBatch, conn: np.ndarray, reply: np.ndarray, n: int,
                                                          if k.startswith("drop_")),
             "unpaced_held": held_max, "unpaced_wall_s": max_wall,
             "cps_unpaced": held_max / max_wall, "policy_change_ms_empty": swap_empty,
-            "policy_change_ms_full": swap_full}  # fmt: skip
+            "policy_change_ms_full": swap_full, "flowtable": fast}  # fmt: skip
 
 
 def _swap_ms(tables: Any) -> float:
@@ -203,7 +210,7 @@ def _swap_ms(tables: Any) -> float:
     v = tables.versions
     v.eni[:] += 1
     t = time.perf_counter()
-    tables.load(tables.compiled, v)
+    tables.load(tables.compiled, v, flowtable=tables.flowtable)
     return 1000 * (time.perf_counter() - t)
 
 
@@ -365,6 +372,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     n = args.connections or (QUICK_N if args.quick else FULL_N)
     cleanup_stale("sfx")
+    for line in kernel_modules():
+        print(f"note: {line}")
     batch, conn, reply = traffic(n, args.cps)
     print(f"{n:,} connections ({len(batch):,} packets) offered at {args.cps:,.0f}/s")
     warm, _c, _r = traffic(WARMUP_N, args.cps)

@@ -110,6 +110,39 @@ def kernel_has(option: str) -> bool | None:
     return f"\nCONFIG_{option}=y" in text or f"\nCONFIG_{option}=m" in text
 
 
+#: Kernel parts the datapath uses: module name -> (CONFIG_ option, what is lost without it).
+MODULES = {
+    "nf_conntrack": ("NF_CONNTRACK", "no session table: the Linux datapath cannot run"),
+    "nf_conntrack_netlink": ("NF_CT_NETLINK", "no ctnetlink: entries cannot be managed"),
+    "nf_tables": ("NF_TABLES", "no nftables: no policy ruleset or verdict pipeline"),
+    "nf_flow_table": ("NF_FLOW_TABLE", "no flowtable: the fast path is conntrack + one chain"),
+}
+_modules_checked: list[str] | None = None
+
+
+def kernel_modules() -> list[str]:
+    """Load the datapath's kernel modules where the kernel is modular (one `modprobe` per
+    module, once per process); returns one line per part that is missing, saying what is
+    lost (built-in parts count as present)."""
+    global _modules_checked
+    if _modules_checked is not None:
+        return _modules_checked
+    import shutil
+    import subprocess
+
+    modprobe = shutil.which("modprobe")
+    missing = []
+    for mod, (opt, loss) in MODULES.items():
+        present = os.path.exists(f"/sys/module/{mod}") or bool(kernel_has(opt))
+        if modprobe and os.path.exists("/proc/modules"):  # a modular kernel: load it now
+            ok = subprocess.run([modprobe, "-q", mod], check=False, capture_output=True)
+            present = present or ok.returncode == 0
+        if not present:
+            missing.append(f"{mod}: not in this kernel (CONFIG_{opt}): {loss}")
+    _modules_checked = missing
+    return missing
+
+
 def setns(path: str) -> None:
     """Move the calling thread into the network namespace at `path`."""
     fd = os.open(path, os.O_RDONLY)
@@ -269,12 +302,15 @@ class Lab:
         self.nic: NsWorker | None = None
         self._made: list[str] = []
         self._closed = False
+        self.missing: list[str] = []
 
     # -- lifecycle ------------------------------------------------------------------------
     def __enter__(self) -> Lab:
         why = linux_support()
         if why is not None:
             raise InfeasibleError(f"the Linux datapath cannot run here: {why}")
+        #: one line per kernel part that is missing (kernel_modules), e.g. the flowtable
+        self.missing = kernel_modules()
         _live[id(self)] = self
         _install_handlers()
         try:

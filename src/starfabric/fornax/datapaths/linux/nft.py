@@ -108,8 +108,8 @@ class NicTables:
         self.compiled: CompiledPolicy | None = None
         self.versions: ScopeVersions | None = None
         self.transactions = 0
-        self._nat = False
-        self._flowtable = False
+        self.nat = False  # how the loaded ruleset was built
+        self.flowtable = False
 
     def run(self, cmd: dict[str, Any] | str) -> dict[str, Any]:
         assert self.lab.nic is not None
@@ -124,7 +124,7 @@ class NicTables:
         ruleset = build_ruleset(compiled, versions, nat=nat, flowtable=devs)
         self.run(ruleset)
         self.compiled, self.versions = compiled, versions
-        self._nat, self._flowtable = nat, flowtable
+        self.nat, self.flowtable = nat, flowtable
         return ruleset
 
     def apply_policy(self, spec: VpcSpec) -> AffectedScopes:
@@ -139,7 +139,7 @@ class NicTables:
         v = self.versions.resized(new)
         v.eni[affected.eni.astype(np.int64)] += 1
         v.vpc[affected.vpc.astype(np.int64)] += 1
-        self.load(new, v, nat=self._nat, flowtable=self._flowtable)
+        self.load(new, v, nat=self.nat, flowtable=self.flowtable)
         return affected
 
     def counters(self) -> dict[str, tuple[int, int]]:
