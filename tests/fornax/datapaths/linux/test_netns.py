@@ -95,3 +95,17 @@ def test_cleanup_stale_removes_only_leftovers_of_dead_processes() -> None:
         assert sorted(cleanup_stale("sfxc")) == left
         assert sorted(lab_namespaces("sfxc")) == sorted([lab.ns_client, lab.ns_nic, lab.ns_server])
     assert lab_namespaces("sfxc") == []
+
+
+def test_missing_kernel_parts_are_one_line_each(monkeypatch: pytest.MonkeyPatch) -> None:
+    from starfabric.fornax.datapaths.linux import netns
+
+    monkeypatch.setattr(netns, "_modules_checked", None)
+    monkeypatch.setattr(netns, "kernel_has", lambda opt: opt != "NF_FLOW_TABLE")
+    monkeypatch.setattr(netns.os.path, "exists", lambda p: False)  # no /sys/module, no modprobe
+    monkeypatch.setattr("shutil.which", lambda name: None)
+    lines = netns.kernel_modules()
+    assert lines == [
+        "nf_flow_table: not in this kernel (CONFIG_NF_FLOW_TABLE): no flowtable: the fast path "
+        "is conntrack + one chain"
+    ]
