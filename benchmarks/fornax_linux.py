@@ -396,6 +396,11 @@ def main(argv: list[str] | None = None) -> int:
               f"{_fmt(r.get('events_per_s'), ',.0f'):>10}{_fmt(r['bytes_per_session'], ',.1f'):>15}")  # fmt: skip
     fl, emu, k, ovs = by["fornax-linux"], by["fornax-emu"], by["kernel"], by.get("ovs", {})
     print(
+        f"kernel alone, policy change (every scope bumped, one transaction): "
+        f"{k['policy_change_ms_empty']:.1f} ms with an empty table, "
+        f"{k['policy_change_ms_full']:.1f} ms with {k['held'] + k['unpaced_held']:,} entries"
+    )
+    print(
         f"kernel alone, unpaced: {k['unpaced_held']:,} connections at "
         f"{k['cps_unpaced']:,.0f}/s; fornax-linux: manager alone "
         f"{1000 * fl['manager_cpu_s'] / n * 1000:,.1f} ms/1k, engine user-space "
