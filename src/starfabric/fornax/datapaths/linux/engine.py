@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import time
 
 import numpy as np
 import numpy.typing as npt
@@ -171,6 +172,15 @@ _NS = 1_000_000_000
 #: The capture after a batch stops when no frame arrived for this long (seconds; assumption:
 #: a forwarded frame crosses the two veth hops in well under a millisecond).
 CAPTURE_QUIET_S = 0.002
+#: Least wall time between two reaping walks of scrub (seconds; assumption: the kernel's own
+#: gc worker evicts expired entries too, the walk only bounds how late an AGED event comes,
+#: and it costs a few ms whatever the table holds).
+REAP_INTERVAL_S = 0.25
+#: query/slot_of with at least this many keys, and at least 1/QUERY_DUMP_RATIO of the table's
+#: entries, read the table with one dump instead of a GET per key (assumption: a GET costs
+#: ~0.1 ms in the kernel and syscall, a dumped entry ~20 us to parse).
+QUERY_DUMP_MIN_KEYS = 32
+QUERY_DUMP_RATIO = 4
 #: Side-table slots per table entry (a power of two): the index also numbers the connections
 #: packets open before the manager inserts them, and open addressing wants room (assumption).
 SIDE_SLOTS_PER_ENTRY = 2
@@ -252,6 +262,9 @@ class LinuxEngine(SessionEngine):
         self.latest_ns = 0
         self.last_forwarded = np.zeros(0, np.bool_)
         self.lost_frames = 0
+        self._epoch = 0  # bumped by anything that may change the table (see _snapshot)
+        self._snap: tuple[int, list[dict[str, int]]] | None = None
+        self._last_reap = -math.inf
         #: what the wire showed, summed over batches (see _check_wire)
         self.wire = {"frames": 0, "lost": 0, "forwarded": 0, "passed_not_seen": 0,
                      "misforwarded": 0}  # fmt: skip
@@ -300,6 +313,36 @@ class LinuxEngine(SessionEngine):
             self._zone_vni = grow
         return out
 
+    def _rows(self, keys: FlowKeys) -> list[dict[str, int] | None]:
+        """The kernel's row of each key (either orientation), None where absent: one GET per
+        key, or, for many keys against a small table, one dump matched on canonical keys."""
+        n = len(keys)
+        if n < QUERY_DUMP_MIN_KEYS or n * QUERY_DUMP_RATIO < self._count:
+            return [self.ct.get(key) for key in self._keys(keys)]
+        self._zones(keys.vni)
+        table = self._snapshot()
+        out: list[dict[str, int] | None] = [None] * n
+        if not table:
+            return out
+        tw = canonicalize(row_keys(table, self._zone_vni))
+        at = {(*w, p): i for i, (w, p) in enumerate(zip(map(tuple, tw.words().tolist()),
+                                                        tw.proto.tolist(), strict=True))}  # fmt: skip
+        qw = canonicalize(keys)
+        for i, (w, p) in enumerate(zip(map(tuple, qw.words().tolist()), qw.proto.tolist(),
+                                       strict=True)):  # fmt: skip
+            j = at.get((*w, p))
+            if j is not None:
+                out[i] = table[j]
+        return out
+
+    def _snapshot(self) -> list[dict[str, int]]:
+        """The table from one dump, reused while nothing could have changed it (no packet,
+        op or kernel event since): a patrol's dump and its query of the same keys cost one
+        kernel walk (a walk visits every bucket of the shared hash table: milliseconds)."""
+        if self._snap is None or self._snap[0] != self._epoch:
+            self._snap = (self._epoch, sorted(self.ct.dump(), key=lambda r: r["id"]))
+        return self._snap[1]
+
     def _keys(self, keys: FlowKeys) -> list[Key]:
         return key_rows(keys, self._zones(keys.vni))
 
@@ -345,6 +388,8 @@ class LinuxEngine(SessionEngine):
     def _pull(self) -> int:
         """Move the kernel's DESTROY events into the ring; returns AGED + CLOSED raised."""
         rows, overflow = self.events.read()
+        if rows or overflow:
+            self._epoch += 1
         if overflow:
             self._ctr[Counter.EVENTS_LOST] += overflow
             self._ctr[Counter.RING_OVERFLOW] += 1
@@ -388,6 +433,7 @@ class LinuxEngine(SessionEngine):
     # ---- packet path -----------------------------------------------------------------------
     def process(self, batch: PacketBatch) -> ProcessResult:
         n = len(batch)
+        self._epoch += 1
         outcome = np.full(n, Outcome.MISS, np.uint8)
         reason = np.full(n, Reason.NO_ENTRY, np.uint8)
         reply = np.full(n, 255, np.uint8)
@@ -573,6 +619,7 @@ class LinuxEngine(SessionEngine):
         if n == 0:
             return out
         status = a.pop("status", None)
+        self._epoch += 1
         self._pull()
         self.latest_ns = max(self.latest_ns, int(a["now_ns"].max()))
         krows = self._keys(keys)
@@ -635,6 +682,7 @@ class LinuxEngine(SessionEngine):
 
     def delete(self, keys: FlowKeys) -> npt.NDArray[np.uint8]:
         out = np.zeros(len(keys), np.uint8)
+        self._epoch += 1
         self._pull()
         for i, key in enumerate(self._keys(keys)):
             row = self.ct.get(key)
@@ -675,6 +723,7 @@ class LinuxEngine(SessionEngine):
         self._pull()
         drop = self.config.drop_action
         kept: list[tuple[int, int, int, int]] = []  # (i, aux, action_orig, action_reply)
+        self._epoch += 1
         for i, key in enumerate(self._keys(keys)):
             row = self.ct.get(key)
             if row is None:
@@ -723,8 +772,7 @@ class LinuxEngine(SessionEngine):
         rec = np.zeros(n, ENTRY_DTYPE)
         self._pull()
         rows, where = [], []
-        for i, key in enumerate(self._keys(keys)):
-            row = self.ct.get(key)
+        for i, row in enumerate(self._rows(keys)):
             if row is not None:
                 rows.append(row)
                 where.append(i)
@@ -743,7 +791,7 @@ class LinuxEngine(SessionEngine):
         later cursors walk that snapshot, as a NIC's dump walks its slots."""
         self._pull()
         if cursor == 0:
-            self._dump = sorted(self.ct.dump(), key=lambda r: r["id"])
+            self._dump = self._snapshot()
             self._count = len(self._dump)
             self._pull()
         snap = self._dump
@@ -789,7 +837,10 @@ class LinuxEngine(SessionEngine):
     def scrub(self, now_ns: int, n_slots: int | None = None) -> ScrubResult:
         self.latest_ns = max(self.latest_ns, int(now_ns))
         before = self._pull()
-        self.ct.dump(reap_only=True)  # walks the table: the kernel evicts what has expired
+        wall = time.monotonic()
+        if wall - self._last_reap >= REAP_INTERVAL_S:
+            self._last_reap = wall
+            self.ct.dump(reap_only=True)  # a walk: the kernel evicts what has expired
         expired = before + self._pull()
         self._ctr[Counter.SCRUB_VISITED] += self._count
         return ScrubResult(visited=self._count, expired=expired, cursor=0)
@@ -804,8 +855,7 @@ class LinuxEngine(SessionEngine):
     # ---- fault hooks -----------------------------------------------------------------------
     def slot_of(self, keys: FlowKeys) -> npt.NDArray[np.int64]:
         out = np.full(len(keys), -1, np.int64)
-        for i, key in enumerate(self._keys(keys)):
-            row = self.ct.get(key)
+        for i, row in enumerate(self._rows(keys)):
             if row is not None:
                 out[i] = row["id"] & 0x7FFF_FFFF
         return out
