@@ -62,9 +62,9 @@ def datapath_factory(name: str) -> DatapathFactory:
         raise ConfigError(f"--datapath {name!r} is not one of {', '.join(DATAPATHS)}",
                           fix="use --datapath emulated or --datapath linux")  # fmt: skip
     if name == "linux":
-        from starfabric.fornax.datapaths.linux import linux_support
+        from starfabric.fornax.datapaths.linux import netns
 
-        why = linux_support()
+        why = netns.linux_support()
         if why is not None:
             raise InfeasibleError(f"--datapath linux cannot run here: {why}")
     return DatapathFactory(name)
