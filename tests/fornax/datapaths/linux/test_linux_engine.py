@@ -139,3 +139,24 @@ def test_enobufs_is_ring_overflow_and_dump_resyncs(lab: Lab) -> None:
         assert cursor == e.config.capacity and len(table) == int(ok.sum()) - len(gone)
     finally:
         e.close()
+
+
+def test_batched_creates_equal_pyroute2s(engine: LinuxEngine) -> None:
+    """ctread's own create messages (sent many to a datagram) make the same kernel entries as
+    pyroute2's NFCTSocket for TCP, UDP, ICMP and ICMPv6 keys, with status bits."""
+    keys = engine._keys(flow_keys([0, 1, 2, 3, 5, 6]))
+    items = [(k, 0x40000000 | 7, (5 << 64) | 99, 50, 3 if k[1] == 6 else 0, 6 * (i % 2))
+             for i, k in enumerate(keys)]  # fmt: skip
+
+    def table() -> list[dict[str, int]]:
+        rows = sorted(engine.ct.dump(), key=lambda r: (r["proto"], r["src_lo"], r["sport"]))
+        return [{k: v for k, v in r.items() if k not in ("id", "timeout")} for r in rows]
+
+    for k, mark, labels, tmo, ts, status in items:
+        assert engine.ct.create(k, mark=mark, labels=labels, timeout_s=tmo, tcp_state=ts,
+                                status=status) == 0  # fmt: skip
+    by_pyroute2 = table()
+    engine.ct.flush()
+    assert engine.ct.create_many(items) == [0] * len(items)
+    assert table() == by_pyroute2 and len(by_pyroute2) == len(items)
+    assert engine.ct.create_many(items[:1]) == [17]  # EEXIST

@@ -1,11 +1,11 @@
-"""nf_conntrack entries through ctnetlink (pyroute2's NFCTSocket), in the nic namespace.
-
-One request per entry op (create/update/delete through pyroute2; get and dump through
-ctread.py's raw reader, as `conntrack -I/-U/-G/-D` would send,
-without a process per entry); dumps in one multi-part request. Every socket is created on the
-lab's nic worker (netns.NsWorker) and used from it. An entry's key is the contract's directed
-key: (zone of the VNI, proto, src, dst, sport, dport) — ICMP's sport is the echo id, dport
-type << 8 | code, as in packets.py."""
+"""nf_conntrack entries through ctnetlink, in the nic namespace: what `conntrack -I/-U/-G/-D/-L/-F`
+sends, without a process per entry. The engine's hot requests (batched creates, updates,
+deletes, gets, dumps) are encoded and parsed by ctread.py on a raw socket; pyroute2's
+NFCTSocket (a maintained ctnetlink implementation) flushes the table and is the reference
+encoder of a create (`create`), which a test checks ctread's against entry for entry. Every
+socket is created on the lab's nic worker (netns.NsWorker). An entry's key is the contract's
+directed key: (zone of the VNI, proto, src, dst, sport, dport) — ICMP's sport is the echo id,
+dport type << 8 | code, as in packets.py."""
 
 from __future__ import annotations
 
@@ -13,16 +13,13 @@ import ipaddress
 import socket
 from typing import TYPE_CHECKING, Any
 
-from starfabric.fornax.datapaths.linux.ctread import CtReader, Key
+from starfabric.fornax.datapaths.linux.ctread import ICMP_REPLY, CtReader, Key
 from starfabric.fornax.packets import PROTO_ICMP, PROTO_ICMPV6, PROTO_TCP, PROTO_UDP
 
 if TYPE_CHECKING:
     from starfabric.fornax.datapaths.linux.netns import NsWorker
 
 PROTO_GRE = 47
-#: ICMP query types and their replies (the kernel's invmap, nf_conntrack_proto_icmp{,v6}.c).
-ICMP_REPLY = {PROTO_ICMP: {8: 0, 13: 14, 15: 16, 17: 18, 0: 8, 14: 13, 16: 15, 18: 17},
-              PROTO_ICMPV6: {128: 129, 139: 140, 129: 128, 140: 139}}  # fmt: skip
 #: Kernel status bits (include/uapi/linux/netfilter/nf_conntrack_common.h).
 IPS_SEEN_REPLY = 1 << 1
 IPS_ASSURED = 1 << 2
@@ -111,7 +108,8 @@ class CtSocket:
 
     def create(self, key: Key, *, mark: int, labels: int, timeout_s: int, tcp_state: int,
                status: int) -> int:  # fmt: skip
-        """errno of creating the entry (0 ok, EEXIST already there)."""
+        """errno of creating the entry through pyroute2 (0 ok, EEXIST already there): the
+        reference for ctread.create_message (the engine creates in batches through that)."""
         fam, orig, reply = tuples(key)
         kw: dict[str, Any] = {"tuple_orig": orig, "tuple_reply": reply, "zone": key[0],
                               "mark": mark, "timeout": max(1, timeout_s),
@@ -122,27 +120,26 @@ class CtSocket:
             kw["status"] = status | IPS_CONFIRMED  # and refuses (EBUSY) to clear that bit
         return self._entry("add", fam, **kw)[0]
 
+    def create_many(self, items: list[tuple[Key, int, int, int, int, int]]) -> list[int]:
+        """Batched creates (ctread.CtReader.create_many): errno per entry."""
+        self.requests += len(items)
+        return self.reader.create_many(items)
+
     def update(self, key: Key, *, mark: int | None = None, labels: int | None = None,
                timeout_s: int | None = None, tcp_state: int | None = None) -> int:  # fmt: skip
-        fam, orig, _ = tuples(key)
-        kw: dict[str, Any] = {"tuple_orig": orig, "zone": key[0]}
-        if mark is not None:
-            kw["mark"] = mark
-        if labels is not None:
-            kw.update(labels=labels, labels_mask=(1 << 128) - 1)
-        if timeout_s is not None:
-            kw["timeout"] = max(0, timeout_s)
-        if tcp_state is not None and key[1] == PROTO_TCP:
-            kw["protoinfo"] = protoinfo(tcp_state, liberal=True)
-        return self._entry("set", fam, **kw)[0]
+        """errno of changing the given fields (raw request: ctread.CtReader.update)."""
+        self.requests += 1
+        return self.reader.update(key, mark=mark, labels=labels, timeout_s=timeout_s,
+                                  tcp_state=tcp_state)  # fmt: skip
 
     def get(self, key: Key) -> dict[str, int] | None:
         self.requests += 1
         return self.reader.get(key)
 
     def delete(self, key: Key) -> int:
-        fam, orig, _ = tuples(key)
-        return self._entry("del", fam, tuple_orig=orig, zone=key[0])[0]
+        """errno of deleting the entry (raw request: ctread.CtReader.delete)."""
+        self.requests += 1
+        return self.reader.delete(key)
 
     def dump(self, *, reap_only: bool = False) -> list[dict[str, int]]:
         """Every entry (ctread.CtReader.dump; reap_only: walk and evict, return nothing)."""

@@ -135,6 +135,11 @@ DIFFERENCES = ContractDifferences(
         "counters.events_raised": _CLOCK,
     },
     clock="kernel",
+    histories={
+        "icmp_and_generic": "its ICMP errors reach the nic without the quoted packet (the lab's "
+        "sender writes ICMP headers only, sender.py), so conntrack cannot relate them to their "
+        "session: they are MISSes on Linux, RELATED hits on the NIC",
+    },
     random="random histories move the packets' clock by seconds between steps (aging on the "
     "kernel's clock cannot follow)",
     protocols={
@@ -471,11 +476,11 @@ class LinuxEngine(SessionEngine):
         tracked = np.flatnonzero(np.isin(letter, [H, D, S, V, inv]))
         # one look-up per connection the batch touched: state after the batch, actions, combo
         _, first = np.unique(conn[tracked], return_index=True)
-        fk = FlowKeys.from_batch(batch)
+        fk = FlowKeys.from_batch(batch).take(tracked[first])
         rows = {}
-        for j, key in zip(tracked[first].tolist(), self._keys(fk.take(tracked[first])),
-                          strict=True):  # fmt: skip
-            rows[int(conn[j])] = (self.ct.get(key), key)
+        for j, key, row in zip(tracked[first].tolist(), self._keys(fk), self._rows(fk),
+                               strict=True):  # fmt: skip
+            rows[int(conn[j])] = (row, key)
         drop_inv = self.config.invalid_policy == "drop"
         self._pull()  # entries the batch ended (a RST as the only reply: CT_KILLED)
         gone_rows, gone_rec = self._last_pulled
@@ -637,23 +642,28 @@ class LinuxEngine(SessionEngine):
             plan.append((mark_of(cid, ao == drop, ar == drop), labels_of(cols["aux"][i], ao, ar)))
         self.pipeline.update_fresh(fresh, [])
         c = self._ctr
+        send: list[int] = []
+        room = self.config.capacity - self._count
         for i, key in enumerate(krows):
             p = plan[i]
             if p is None:
                 out[i] = Status.BAD_SCOPE
                 c[Counter.INSERT_BAD_SCOPE] += 1
-                continue
-            if self._count >= self.config.capacity:
+            elif len(send) >= room:
                 out[i] = Status.TABLE_FULL
                 c[Counter.INSERT_TABLE_FULL] += 1
                 self._event(EventType.TABLE_FULL, [self._row_of(key, p)])
-                continue
-            mark, labels = p
+            else:
+                send.append(i)
+        items = []
+        for i in send:
+            p = plan[i]
+            assert p is not None
             ts = cols["tcp_state"][i]
-            err = self.ct.create(key, mark=mark, labels=labels, tcp_state=ts,
-                                 status=int(status[i]) if status is not None else 0,
-                                 timeout_s=max(self.min_timeout_s,
-                                               _timeout_s(self.config, key[1], ts)))  # fmt: skip
+            items.append((krows[i], p[0], p[1],
+                          max(self.min_timeout_s, _timeout_s(self.config, krows[i][1], ts)), ts,
+                          int(status[i]) if status is not None else 0))  # fmt: skip
+        for i, err in zip(send, self.ct.create_many(items), strict=True):
             if err == 0:
                 out[i] = Status.OK
                 c[Counter.INSERT_OK] += 1
@@ -662,9 +672,11 @@ class LinuxEngine(SessionEngine):
                 out[i] = Status.EXISTS
                 c[Counter.INSERT_EXISTS] += 1
             else:
+                p = plan[i]
+                assert p is not None
                 out[i] = Status.INSERT_FAILED
                 c[Counter.INSERT_FAILED] += 1
-                self._event(EventType.INSERT_FAILED, [self._row_of(key, p)])
+                self._event(EventType.INSERT_FAILED, [self._row_of(krows[i], p)])
         ok = out == Status.OK
         if ok.any():
             sl = np.full(n, -1, np.int64)
