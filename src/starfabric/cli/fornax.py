@@ -334,6 +334,12 @@ def chaos(
         help="Write faults and failovers as a Chrome-trace/Perfetto timeline.",
         callback=output_file("--trace"),
     ),
+    datapath: str = typer.Option(
+        "emulated",
+        "--datapath",
+        help="emulated, or linux: the faults with a kernel twin (ring_overflows, crashes) "
+        "over nf_conntrack in network namespaces with real packets.",
+    ),
 ) -> None:
     """Run traffic, policy changes and injected faults together; report each fault class."""
     import sys
@@ -345,13 +351,21 @@ def chaos(
     from starfabric.fornax.run.chaos import run_chaos
     from starfabric.fornax.run.chaos_report import summary_rows
     from starfabric.fornax.run.chaos_spec import load_chaos
+    from starfabric.fornax.run.datapath import check_kernel_twins, datapath_factory
 
     console = make_console()
+    factory = datapath_factory(datapath)
     spec, base = load_chaos(chaos_file)
+    if datapath == "linux":
+        check_kernel_twins(spec, chaos_file)
     check_workload_memory(spec.workload, chaos_file)
-    with Progress(console=console, transient=True, disable=not sys.stdout.isatty()) as bar:
+    with (
+        factory as make,
+        Progress(console=console, transient=True, disable=not sys.stdout.isatty()) as bar,
+    ):
         task = bar.add_task("chaos", total=1.0)
-        report = run_chaos(spec, base, progress=lambda f: bar.update(task, completed=f))
+        report = run_chaos(spec, base, progress=lambda f: bar.update(task, completed=f),
+                           engine_factory=make)  # fmt: skip
 
     def fmt(v: object) -> str:
         return "-" if v is None else f"{v * 1e3:.1f}" if isinstance(v, float) else str(v)

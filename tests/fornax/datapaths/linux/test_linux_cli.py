@@ -60,3 +60,13 @@ def test_run_over_linux_reports_the_emulated_metrics(tmp_path: Path) -> None:
     assert not [
         n for n in netns.lab_namespaces("sfx") if n.startswith(f"sfx-{__import__('os').getpid()}-")
     ]  # its lab is gone
+
+
+def test_chaos_refuses_faults_without_a_kernel_twin(monkeypatch: pytest.MonkeyPatch) -> None:
+    """ECC bit flips, port stalls and pipeline stops have no kernel twin: one line, exit 2."""
+    monkeypatch.setattr(netns, "linux_support", lambda: None)
+    r = runner.invoke(app, ["fornax", "chaos", str(EXAMPLES / "chaos-mixed.yaml"),
+                            "--datapath", "linux"])  # fmt: skip
+    assert r.exit_code == 2
+    lines = r.output.strip().splitlines()
+    assert len(lines) == 1 and "faults.bit_flips has no kernel twin" in lines[0]
