@@ -29,8 +29,11 @@ EngineFactory = Callable[[EngineConfig], SessionEngine]
 class DatapathFactory:
     """`with datapath_factory(name) as make:` gives the engine factory run_scenario takes."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, pace: bool = True) -> None:
+        """`pace`: the Linux engine sends each batch at its time on the packets' clock (the
+        kernel then ages on about that clock; see LinuxEngine)."""
         self.name = name
+        self.pace = pace
         self.engines: list[SessionEngine] = []
 
     def _make(self, cfg: EngineConfig) -> SessionEngine:
@@ -39,7 +42,8 @@ class DatapathFactory:
         else:
             from starfabric.fornax.datapaths.linux import LinuxEngine
 
-            engine = LinuxEngine(cfg, event_rcvbuf=cfg.ring_capacity * EVENT_MSG_BYTES)
+            engine = LinuxEngine(cfg, event_rcvbuf=cfg.ring_capacity * EVENT_MSG_BYTES,
+                                 pace=self.pace)  # fmt: skip
         self.engines.append(engine)
         return engine
 
@@ -76,7 +80,7 @@ def check_kernel_twins(spec: Any, source: str) -> None:
         )
 
 
-def datapath_factory(name: str) -> DatapathFactory:
+def datapath_factory(name: str, pace: bool = True) -> DatapathFactory:
     """The factory for `--datapath NAME`; a Linux datapath this host cannot run fails here
     with one line naming what is missing."""
     if name not in DATAPATHS:
@@ -88,7 +92,7 @@ def datapath_factory(name: str) -> DatapathFactory:
         why = netns.linux_support()
         if why is not None:
             raise InfeasibleError(f"--datapath linux cannot run here: {why}")
-    return DatapathFactory(name)
+    return DatapathFactory(name, pace)
 
 
 __all__ = [

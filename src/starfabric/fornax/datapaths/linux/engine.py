@@ -224,11 +224,17 @@ class LinuxEngine(SessionEngine):
     differences = DIFFERENCES
 
     def __init__(self, config: EngineConfig, lab: Lab | None = None, *,
-                 event_rcvbuf: int = EVENT_RCVBUF, min_timeout_s: int = 0) -> None:  # fmt: skip
+                 event_rcvbuf: int = EVENT_RCVBUF, min_timeout_s: int = 0,
+                 pace: bool = False) -> None:  # fmt: skip
         """`min_timeout_s` raises every kernel timeout to at least this (a test whose histories
-        run on the packets' clock keeps a loaded host's real seconds from aging entries)."""
+        run on the packets' clock keeps a loaded host's real seconds from aging entries).
+        `pace`: hold each batch (and scrub) until the wall clock since the first one has
+        caught up with the packets' clock, so the kernel ages entries on (about) the packets'
+        time; when the host cannot keep up, `wire["behind_max_s"]` says by how much."""
         self.config = config
         self.min_timeout_s = min_timeout_s
+        self.pace = pace
+        self._clock0: tuple[float, int] | None = None
         self._own_lab = lab is None
         self.lab = lab if lab is not None else Lab(LabConfig.from_engine(config)).__enter__()
         try:
@@ -271,8 +277,9 @@ class LinuxEngine(SessionEngine):
         self._snap: tuple[int, list[dict[str, int]]] | None = None
         self._last_reap = -math.inf
         #: what the wire showed, summed over batches (see _check_wire)
-        self.wire = {"frames": 0, "lost": 0, "forwarded": 0, "passed_not_seen": 0,
-                     "misforwarded": 0}  # fmt: skip
+        self.wire: dict[str, float] = {"frames": 0, "lost": 0, "forwarded": 0,
+                                       "passed_not_seen": 0, "misforwarded": 0,
+                                       "behind_max_s": 0.0}  # fmt: skip
         self._last_pulled: tuple[list[dict[str, int]], np.ndarray] = ([], np.zeros(0, EVENT_DTYPE))
         self._closed = False
 
@@ -347,6 +354,20 @@ class LinuxEngine(SessionEngine):
         if self._snap is None or self._snap[0] != self._epoch:
             self._snap = (self._epoch, sorted(self.ct.dump(), key=lambda r: r["id"]))
         return self._snap[1]
+
+    def _hold(self, t_ns: int) -> None:
+        """Pacing: wait until the wall clock reaches the packets' time t_ns (see __init__)."""
+        if not self.pace:
+            return
+        now = time.monotonic()
+        if self._clock0 is None:
+            self._clock0 = (now, t_ns)
+            return
+        wait = self._clock0[0] + (t_ns - self._clock0[1]) / _NS - now
+        if wait > 0:
+            time.sleep(wait)
+        else:
+            self.wire["behind_max_s"] = max(self.wire["behind_max_s"], -wait)
 
     def _keys(self, keys: FlowKeys) -> list[Key]:
         return key_rows(keys, self._zones(keys.vni))
@@ -451,6 +472,7 @@ class LinuxEngine(SessionEngine):
         if n == 0:
             return ProcessResult(outcome, reason, ck.direction, reply, action, slot, tcp_state,
                                  verdict)  # fmt: skip
+        self._hold(int(batch.time_ns[0]))
         self._pull()
         self.latest_ns = max(self.latest_ns, int(batch.time_ns.max()))
         self._zones(batch.vni)
@@ -847,6 +869,7 @@ class LinuxEngine(SessionEngine):
         return out
 
     def scrub(self, now_ns: int, n_slots: int | None = None) -> ScrubResult:
+        self._hold(int(now_ns))
         self.latest_ns = max(self.latest_ns, int(now_ns))
         before = self._pull()
         wall = time.monotonic()
