@@ -206,19 +206,39 @@ def _refused(steps: list[Step], obs: list[dict[str, Any]]) -> set[int]:
             if st_ == Status.INSERT_FAILED}  # fmt: skip
 
 
+def _step_time(s: Step) -> int:
+    """The latest packets'-clock time a step names (0 for steps that name none)."""
+    if s[0] == "packets":
+        return int(s[1].time_ns.max()) if len(s[1]) else 0
+    if s[0] == "insert":
+        return int(np.max(s[2].get("now_ns", 0)))
+    if s[0] in ("scrub", "move"):
+        return int(s[-1])
+    return 0
+
+
+def _first_aging_step(steps: list[Step], cfg: EngineConfig) -> int:
+    """Index of the first step where the packets' clock could have aged something: a scrub,
+    or a time past the shortest timeout (an engine on its own clock cannot follow either)."""
+    shortest = int(cfg.timeouts_ns().min())
+    return next((i for i, s in enumerate(steps)
+                 if s[0] == "scrub" or _step_time(s) >= shortest), len(steps))  # fmt: skip
+
+
 def _runs(pair: Pair, steps: list[Step], cfg: EngineConfig, d: ContractDifferences
           ) -> tuple[list[Step], list[dict[str, Any]], list[dict[str, Any]]]:  # fmt: skip
     """(steps compared, the baseline's observations, the engine's). Flows of the protocols
     the engine declares it cannot hold are left out; for a foreign table (d.table), so are the
     flows either table refuses to insert (INSERT_FAILED: a table's structure, engine-specific),
-    and the histories are compared up to their first scrub on a clock of the engine's own."""
+    and, on a clock of the engine's own, the histories are compared up to their first step
+    where the packets' clock could have aged an entry."""
     _name, make, make_base = pair
     protos = set(d.protocols)
     ids = {i for i in range(N_FLOWS) if flow(i)["proto"] in protos}
     for _ in range(N_FLOWS):
         run = _without(steps, ids, protos)
         if d.clock != "packets":
-            run = run[: next((i for i, s in enumerate(run) if s[0] == "scrub"), len(run))]
+            run = run[: _first_aging_step(run, cfg)]
         base = make_base(cfg)
         wants = [_observe(base, s) for s in run]  # the baseline first: never keeps a real
         e = make(cfg)  #                              clock waiting between the engine's steps

@@ -362,7 +362,8 @@ class ContractDifferences:
                "process.<ProcessResult field>", "counters.<counter name>" -> why
     clock      "packets": entries age on the packets' clock (scrub(now_ns) moves time);
                "kernel": they age on the datapath's own clock, so histories are compared up
-               to their first scrub (before it, no history ages anything on either clock)
+               to their first step where the packets' clock could have aged an entry (a
+               scrub, or a time past the shortest timeout)
     histories  history name -> why it is not compared at all
     random     why randomized histories are not compared (None: they are)
     protocols  IP protocol -> why the datapath cannot hold its sessions as the contract does

@@ -140,8 +140,10 @@ DIFFERENCES = ContractDifferences(
         "sender writes ICMP headers only, sender.py), so conntrack cannot relate them to their "
         "session: they are MISSes on Linux, RELATED hits on the NIC",
     },
-    random="random histories move the packets' clock by seconds between steps (aging on the "
-    "kernel's clock cannot follow)",
+    random="random histories draw packets on STALE sessions after a bump, and the kernel's "
+    "tracker runs before nft sees the stale mark: a RST there ends the session in the kernel "
+    "(CLOSED, CT_KILLED) where the NIC reports STALE and keeps it (entry.flags reason); "
+    "histories without that conform on their prefix before any aging",
     protocols={
         PROTO_GRE: "the kernel's GRE tracker keys GRE by its key / PPTP call id (0 for the "
         "lab's frames), not by ports, and an entry created through ctnetlink has a zero GRE "
@@ -507,7 +509,12 @@ class LinuxEngine(SessionEngine):
         self._pull()  # entries the batch ended (a RST as the only reply: CT_KILLED)
         gone_rows, gone_rec = self._last_pulled
         gone = {_undirected(r): k for k, r in enumerate(gone_rows)}
-        last_of_conn = {int(conn[j]): j for j in tracked.tolist()}
+        # the packet that ended a session the batch ended: its first accepted RST, else its
+        # last tracked packet; the session's later packets met no entry
+        killer = {int(conn[j]): j for j in tracked.tolist()}
+        for j in reversed(tracked.tolist()):
+            if letter[j] in (H, D) and batch.proto[j] == PROTO_TCP and batch.tcp_flags[j] & 0x04:
+                killer[int(conn[j])] = j
         first_miss: dict[int, int] = {}
         for j in np.flatnonzero(letter == ord("M")).tolist():
             first_miss.setdefault(int(conn[j]), j)
@@ -517,7 +524,8 @@ class LinuxEngine(SessionEngine):
             if row is None:
                 k = gone.get(_undirected_key(key))
                 after_reopen = first_miss.get(int(conn[j]), n) < j
-                if (k is None or after_reopen) and lt == inv:  # "invalid new": no entry at all
+                after_kill = k is not None and killer[int(conn[j])] < j
+                if (k is None or after_reopen or after_kill) and lt == inv:  # "invalid new"
                     reply[j], slot[j] = 255, -1
                     continue
                 outcome[j], reason[j] = (Outcome.HIT, Reason.NONE) if lt in (H, inv) else (
@@ -527,9 +535,16 @@ class LinuxEngine(SessionEngine):
                     continue
                 g = gone_rows[k]
                 ao, ar = int(gone_rec["action_orig"][k]), int(gone_rec["action_reply"][k])
-                action[j] = ao if int(reply[j]) == 0 else ar
                 verdict[j] = 0
-                if last_of_conn[int(conn[j])] == j and g["tcp_state"] == TcpState.CLOSE:
+                if lt == inv:  # INVALID on the entry the batch then ended
+                    same = (int(batch.src_hi[j]), int(batch.src_lo[j]), int(batch.sport[j])) == (
+                        g["src_hi"], g["src_lo"], g["wire_sport"])  # fmt: skip
+                    reply[j], slot[j] = (0 if same else 1), g["id"] & 0x7FFF_FFFF
+                    reason[j], verdict[j] = Reason.TCP_INVALID, 2
+                    if self.config.invalid_policy == "drop":
+                        outcome[j] = Outcome.DROP_HW
+                action[j] = ao if int(reply[j]) == 0 else ar
+                if killer[int(conn[j])] == j and g["tcp_state"] == TcpState.CLOSE:
                     reason[j], verdict[j], tcp_state[j] = Reason.CT_KILLED, 4, TcpState.CLOSE
                     slot[j] = -1
                     gone_rec["reason"][k] = Reason.CT_KILLED
@@ -606,8 +621,8 @@ class LinuxEngine(SessionEngine):
             k = gone.get(_undirected_key(key))
             if k is None or gone_rows[k]["tcp_state"] not in (TcpState.TIME_WAIT, TcpState.CLOSE):
                 continue
-            if gone_rec["reason"][k] == Reason.TCP_REOPEN:
-                continue
+            if gone_rec["reason"][k] in (Reason.TCP_REOPEN, Reason.CT_KILLED):
+                continue  # reopened once already, or a RST of this batch ended it
             reason[j], verdict[j] = Reason.TCP_REOPEN, 3
             gone_rec["reason"][k] = Reason.TCP_REOPEN
             gone_rec["port"][k] = batch.port[j]
@@ -639,7 +654,7 @@ class LinuxEngine(SessionEngine):
             ("now_ns", now_ns, np.int64), ("tcp_state", tcp_state, np.uint8),
             ("aux", aux, np.uint64))}  # fmt: skip
         if track is not None:
-            tr = np.asarray(track, np.uint64).reshape(n, -1)
+            tr = np.asarray(track, np.uint64).reshape(n, 8)
             a["tcp_state"] = ((tr[:, 0] >> np.uint64(8)) & np.uint64(0xFF)).astype(np.uint8)
             a["status"] = status_of_meta(tr[:, 0])
         out = np.zeros(n, np.uint8)
@@ -749,7 +764,7 @@ class LinuxEngine(SessionEngine):
                      ("vpc_version", vpc_version, np.uint32), ("aux", aux, np.uint64),
                      ("tcp_state", tcp_state, np.uint8), ("timeout_ns", timeout_ns, np.int64))}  # fmt: skip
         if track is not None and given["tcp_state"] is None:
-            tr = np.asarray(track, np.uint64).reshape(n, -1)
+            tr = np.asarray(track, np.uint64).reshape(n, 8)
             given["tcp_state"] = (
                 ((tr[:, 0] >> np.uint64(8)) & np.uint64(0xFF)).astype(np.uint8).tolist()
             )
