@@ -4,9 +4,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
+from starfabric.fornax.datapaths.linux.netns import linux_support
 from starfabric.fornax.engine import EngineConfig, FastEngine, SessionEngine
 from starfabric.fornax.engine.reference import ReferenceEngine
 from starfabric.fornax.softengine import SoftEngine
@@ -21,6 +23,39 @@ ENGINES: dict[str, EngineFactory] = {
     "fast": FastEngine,
     "soft": lambda cfg: SoftEngine(SoftPath(cfg, SoftPathConfig(capacity=cfg.capacity))),
 }
+#: Why the Linux datapath cannot run here (None: it can): not root, no nftables, no conntrack.
+LINUX_WHY = linux_support()
+LINUX_MIN_TIMEOUT_S = 60
+_linux: dict[str, Any] = {"lab": None, "engine": None}
+
+
+def linux_engine(cfg: EngineConfig) -> SessionEngine:
+    """A LinuxEngine on the session's one lab (namespaces are made once: ~0.2 s each time
+    otherwise); the previous engine on it is closed first (it holds the NFLOG group)."""
+    if LINUX_WHY is not None:
+        pytest.skip(f"Linux datapath: {LINUX_WHY}")
+    from starfabric.fornax.datapaths.linux import Lab, LabConfig, LinuxEngine
+
+    if _linux["engine"] is not None:
+        _linux["engine"].close()
+    if _linux["lab"] is None:
+        _linux["lab"] = Lab(LabConfig(prefix="sfxt")).__enter__()
+    # histories are compared before their first scrub, where no entry ages on the packets'
+    # clock: kernel timeouts of at least a minute keep a loaded host from aging any meanwhile
+    _linux["engine"] = LinuxEngine(cfg, _linux["lab"], min_timeout_s=LINUX_MIN_TIMEOUT_S)
+    return _linux["engine"]
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Close the shared lab (its namespaces go too; Lab also cleans up on signals/exit)."""
+    if _linux["engine"] is not None:
+        _linux["engine"].close()
+    if _linux["lab"] is not None:
+        _linux["lab"].close()
+    _linux.update(lab=None, engine=None)
+
+
+ENGINES["linux"] = linux_engine
 #: The engine the others are compared with: the plain, obvious implementation of the contract.
 BASELINE = "reference"
 

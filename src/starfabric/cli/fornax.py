@@ -231,25 +231,39 @@ def run(
         help="Write the manager's metrics as Prometheus text.",
         callback=output_file("--prometheus"),
     ),
+    datapath: str = typer.Option(
+        "emulated",
+        "--datapath",
+        help="emulated (the numba NIC) or linux (nf_conntrack + nftables in network "
+        "namespaces, real packets; needs root, nftables and conntrack in the kernel).",
+    ),
 ) -> None:
-    """Replay a workload against a VPC through the emulated NIC and the software manager."""
+    """Replay a workload against a VPC through the emulated NIC (or the Linux kernel's session
+    table, --datapath linux) and the software manager."""
     import sys
 
     from rich.progress import Progress
 
     from starfabric.fornax.guards import check_workload_memory
+    from starfabric.fornax.run.datapath import datapath_factory
     from starfabric.fornax.run.report import print_summary
     from starfabric.fornax.run.scenario import load_scenario, run_scenario
 
     console = make_console()
+    factory = datapath_factory(datapath)  # a missing kernel feature fails before any work
     scenario, base = load_scenario(scenario_file)
     check_workload_memory(scenario.workload, scenario_file)  # before any work starts
     metrics: dict[str, bytes] = {}
-    with Progress(console=console, transient=True, disable=not sys.stdout.isatty()) as bar:
+    with (
+        factory as make,
+        Progress(console=console, transient=True, disable=not sys.stdout.isatty()) as bar,
+    ):
         task = bar.add_task("replaying", total=1.0)
         result = run_scenario(
-            scenario, base, progress=lambda f: bar.update(task, completed=f), metrics_out=metrics
-        )
+            scenario, base, engine_factory=make,
+            progress=lambda f: bar.update(task, completed=f), metrics_out=metrics,
+        )  # fmt: skip
+        result.update(factory.report())
     print_summary(console, result, title=scenario_file)
     if json_out:
         write_json(json_out, result, sort_keys=True)
@@ -333,6 +347,12 @@ def chaos(
         help="Write faults and failovers as a Chrome-trace/Perfetto timeline.",
         callback=output_file("--trace"),
     ),
+    datapath: str = typer.Option(
+        "emulated",
+        "--datapath",
+        help="emulated, or linux: the faults with a kernel twin (ring_overflows, crashes) "
+        "over nf_conntrack in network namespaces with real packets.",
+    ),
 ) -> None:
     """Run traffic, policy changes and injected faults together; report each fault class."""
     import sys
@@ -344,13 +364,21 @@ def chaos(
     from starfabric.fornax.run.chaos import run_chaos
     from starfabric.fornax.run.chaos_report import summary_rows
     from starfabric.fornax.run.chaos_spec import load_chaos
+    from starfabric.fornax.run.datapath import check_kernel_twins, datapath_factory
 
     console = make_console()
+    factory = datapath_factory(datapath)
     spec, base = load_chaos(chaos_file)
+    if datapath == "linux":
+        check_kernel_twins(spec, chaos_file)
     check_workload_memory(spec.workload, chaos_file)
-    with Progress(console=console, transient=True, disable=not sys.stdout.isatty()) as bar:
+    with (
+        factory as make,
+        Progress(console=console, transient=True, disable=not sys.stdout.isatty()) as bar,
+    ):
         task = bar.add_task("chaos", total=1.0)
-        report = run_chaos(spec, base, progress=lambda f: bar.update(task, completed=f))
+        report = run_chaos(spec, base, progress=lambda f: bar.update(task, completed=f),
+                           engine_factory=make)  # fmt: skip
 
     def fmt(v: object) -> str:
         return "-" if v is None else f"{v * 1e3:.1f}" if isinstance(v, float) else str(v)

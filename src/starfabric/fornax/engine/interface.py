@@ -101,14 +101,16 @@ may add per-packet counts at the end of a batch); the packet outcomes always sum
 Concurrency: one caller at a time (a NIC queue pair); calls are not thread-safe.
 
 Conformance: every implementation (fast, reference, software, any later one) gives the same
-results for the same calls, except what ENGINE_SPECIFIC_* (below) declares, with why.
+results for the same calls, except what ENGINE_SPECIFIC_* (below) declares, with why; an
+engine over a datapath this project did not write (datapaths/linux) may declare more, with
+reasons, as its `differences` (ContractDifferences).
 """
 
 from __future__ import annotations
 
 import ipaddress
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from enum import IntEnum
 from typing import Any
 
@@ -347,6 +349,41 @@ ENGINE_SPECIFIC_EVENT_FIELDS: frozenset[str] = frozenset({"slot"})
 #: "scrub_visited" counts slots walked (hardware walks n_slots of its capacity per call,
 #: software its whole table).
 ENGINE_SPECIFIC_COUNTERS: frozenset[str] = frozenset({"displacements", "scrub_visited"})
+
+
+@dataclass(frozen=True)
+class ContractDifferences:
+    """What an engine over a foreign datapath (one this project did not write: the Linux
+    kernel) cannot give field for field, each with its reason. An engine declares it as its
+    class attribute `differences`; the conformance suite leaves out exactly these, on top of
+    the ENGINE_SPECIFIC_* names every engine may differ in.
+
+    fields     "entry.<ENTRY_DTYPE field>", "event.<EVENT_DTYPE field>",
+               "process.<ProcessResult field>", "counters.<counter name>" -> why
+    clock      "packets": entries age on the packets' clock (scrub(now_ns) moves time);
+               "kernel": they age on the datapath's own clock, so histories are compared up
+               to their first step where the packets' clock could have aged an entry (a
+               scrub, or a time past the shortest timeout)
+    histories  history name -> why it is not compared at all
+    random     why randomized histories are not compared (None: they are)
+    protocols  IP protocol -> why the datapath cannot hold its sessions as the contract does
+               (their flows are left out of the histories)
+    table      "own" (this project's table layout) or "foreign": a foreign table refuses
+               inserts at other loads than the baseline's (engine-specific, above), so the
+               keys the baseline refuses for its structure are left out of the histories
+    """
+
+    fields: dict[str, str]
+    clock: str = "packets"
+    histories: dict[str, str] = field(default_factory=dict)
+    random: str | None = None
+    protocols: dict[int, str] = field(default_factory=dict)
+    table: str = "own"
+
+    def skips(self, kind: str) -> frozenset[str]:
+        """Field names of one kind ("entry", "event", "process", "counters") to leave out."""
+        return frozenset(k.split(".", 1)[1] for k in self.fields if k.startswith(kind + "."))
+
 
 _M32 = np.uint64(0xFFFF_FFFF)
 
@@ -656,6 +693,7 @@ __all__ = [
     "N_COUNTERS",
     "N_EVENT_WORDS",
     "OUTCOME_COUNTERS",
+    "ContractDifferences",
     "Counter",
     "EventType",
     "FlowKeys",

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from starfabric.fornax.engine import FastEngine, SessionEngine
+from starfabric.fornax.engine import EngineConfig, FastEngine, SessionEngine
 from starfabric.fornax.manager.accounting import Ledger
 from starfabric.fornax.manager.failover import ResilientManager
 from starfabric.fornax.packets import PacketBatch
@@ -83,6 +83,7 @@ def run_chaos(
     oracle: bool = True,
     on_batch: Callable[[PacketBatch, Any], None] | None = None,
     on_policy: Callable[[Any], None] | None = None,
+    engine_factory: Callable[[EngineConfig], SessionEngine] = FastEngine,
 ) -> dict[str, Any]:
     """Run traffic + policy changes + faults; returns the per-fault report (see the module
     docstring). `build(engine, policy, spec)` makes the controller (default: Fornax's
@@ -90,7 +91,9 @@ def run_chaos(
     and whose ports recover by themselves when a fault ends (a software-centric baseline);
     a crash restarts only a ResilientManager. `on_batch(packets, fate)` and
     `on_policy(vpc_spec)` let a test check every packet against its own reference. `vpc` (a
-    VpcSpec) and `changes` ((seconds, VpcSpec) pairs) replace the spec's files."""
+    VpcSpec) and `changes` ((seconds, VpcSpec) pairs) replace the spec's files;
+    `engine_factory` builds the engine under the faults (default the emulated NIC; the Linux
+    datapath runs the faults with a kernel twin: run/datapath.py)."""
     wall0 = time.perf_counter()
     vspec = vpc if vpc is not None else load_vpc_spec(_resolve(base, spec.vpc))
     wl = spec.workload
@@ -98,7 +101,7 @@ def run_chaos(
     wl = wl.model_copy(update={"policy_changes": tuple(files)})
     pairs = [(c.at, load_vpc_spec(c.vpc)) for c in files] if changes is None else changes
     pending = sorted(((round(at * 1e9), v) for at, v in pairs), key=lambda x: x[0])
-    eng = ChaosEngine(FastEngine(spec.engine), hide_faults=not fault_events)
+    eng = ChaosEngine(engine_factory(spec.engine), hide_faults=not fault_events)
     m = build(eng, compile_policy(vspec), spec)
     inj = Injector(spec, eng, self_heal=not fault_events)
     tick_ns = round(spec.tick * 1e9)
