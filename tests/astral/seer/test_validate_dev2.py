@@ -385,3 +385,15 @@ def test_nemo_tflops_are_read_with_its_non_causal_formula(dev1_rows) -> None:
     t_nemo = published_iteration_s(long, m)
     t_causal = published_iteration_s(dict(long, tflops_flop_convention="6N + causal"), m)
     assert t_nemo > 1.5 * t_causal
+
+
+def test_a_smaller_memory_sku_has_its_own_hbm_bandwidth() -> None:
+    """A100 40GB (HBM2, 1,555 GB/s) is not the 80GB's 2,039 GB/s HBM2e: memory-bound kernels
+    of the 2021-22 A100-40GB runs (GLM-130B, BloombergGPT, Falcon-180B) run slower."""
+    from starfabric.astral.hardware import get_gpu
+    from starfabric.astral.seer.validate import read_rows as rr
+
+    rows = {r["row_id"]: r for r in rr(DEV2)}
+    lay = validate_row(rows["GLM130B-01"]).prediction.layout
+    assert (lay.gpu.hbm_gib, lay.gpu.hbm_gbps) == (40.0, 1555.0)
+    assert get_gpu("A100-SXM-80GB").hbm_gbps == 2039.0  # the catalog row itself is unchanged
