@@ -44,6 +44,11 @@ class GPUSpec(Spec):
     offload_gbps: float | None = Field(
         default=None, gt=0, description="GB/s per direction from the GPU to that tier"
     )
+    hbm_variants: dict[float, float] = Field(
+        default_factory=dict,
+        description="other memory SKUs of the same chip: GiB -> HBM GB/s (A100 40GB: 1,555 "
+        "GB/s HBM2 against the 80GB's 2,039 GB/s HBM2e)",
+    )
     nvlink_domain: int | None = Field(
         default=None,
         ge=1,

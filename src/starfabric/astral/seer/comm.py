@@ -18,6 +18,14 @@ import numpy as np
 
 from starfabric.astral.hardware import GPUSpec
 from starfabric.astral.seer.efficiency import Efficiency
+from starfabric.astral.seer.expert_comm import deepep_time, remote_copy_fraction
+from starfabric.astral.seer.fabric import (
+    COLLECTIVE_LAUNCH_S,
+    NIC_STEP_LATENCY_S,
+    NVLINK_STEP_LATENCY_S,
+    Fabric,
+    Group,
+)
 from starfabric.astral.seer.model import ModelSpec
 from starfabric.astral.seer.parallel import ExecutionSpec, Layout
 from starfabric.errors import ConfigError, InvariantError
@@ -36,46 +44,6 @@ class CommModel(Protocol):
         self, kind: Kind, nbytes: float, group: str, *, phase: Phase | None = None,
         fp8: bool = False,
     ) -> float: ...  # fmt: skip
-
-
-NVLINK_STEP_LATENCY_S = 2.0e-6
-"""Per-step latency of an NVLink ring step incl. kernel sync (assumption)."""
-NIC_STEP_LATENCY_S = 5.0e-6
-"""Per-step latency of an RDMA hop across the rail network (assumption)."""
-COLLECTIVE_LAUNCH_S = 10.0e-6
-"""Fixed cost of launching one NCCL collective (assumption)."""
-
-
-@dataclass(frozen=True)
-class Group:
-    """A communication group: `size` ranks, `per_node` of them on each node they occupy."""
-
-    size: int
-    per_node: int
-
-    @property
-    def nodes(self) -> int:
-        """Number of nodes the group spans."""
-        return max(1, self.size // max(1, self.per_node))
-
-
-@dataclass(frozen=True)
-class Fabric:
-    """Achievable bandwidths (bytes/s) of the two tiers a group can use; `per_kind` overrides
-    them per collective (calibrated: NVLS/SHARP all-reduce beats ring all-gather)."""
-
-    nvlink_bus_bytes_per_s: float
-    nic_bus_bytes_per_s: float
-    per_kind: tuple[tuple[str, float, float, float, float], ...] = ()
-    """(collective, NVLink bus B/s, NIC bus B/s, NVLink alpha s, NIC alpha s); alpha < 0 =
-    not calibrated (use the step-latency model)."""
-
-    def tiers(self, kind: str) -> tuple[float, float, float, float]:
-        """(NVLink bus, NIC bus, NVLink alpha, NIC alpha) for collective `kind`."""
-        for k, nvl, nic, a_nvl, a_nic in self.per_kind:
-            if k == kind:
-                return nvl, nic, a_nvl, a_nic
-        return self.nvlink_bus_bytes_per_s, self.nic_bus_bytes_per_s, -1.0, -1.0
 
 
 def place_group(size: int, stride: int, gpus_per_node: int) -> Group:
@@ -208,8 +176,6 @@ class FormulaComm:
         if grp is None:
             raise InvariantError(f"no parallel group {group!r}", fix="report a bug")
         if self.ep_copy_fraction > 0 and phase is not None and grp.nodes > 1:
-            from starfabric.astral.seer.expert_comm import deepep_time
-
             return deepep_time(nbytes, grp, self.fabric, self.ep_copy_fraction, fp8)
         return collective_time(kind, nbytes, grp, self.fabric)
 
@@ -223,8 +189,6 @@ def formula_comm(
     groups = layout_groups(ex, lay)
     frac = 0.0
     if model is not None and model.is_moe and ex.moe_dispatcher == "deepep" and lay.ep > 1:
-        from starfabric.astral.seer.expert_comm import remote_copy_fraction
-
         nodes = groups["ep"].nodes
         frac = remote_copy_fraction(model.moe_experts, model.moe_topk, nodes,
                                     model.moe_max_nodes)  # fmt: skip

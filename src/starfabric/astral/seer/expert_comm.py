@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from math import comb
 
-from starfabric.astral.seer.comm import COLLECTIVE_LAUNCH_S, NIC_STEP_LATENCY_S, Fabric, Group
+from starfabric.astral.seer.fabric import COLLECTIVE_LAUNCH_S, NIC_STEP_LATENCY_S, Fabric, Group
 
 DEEPEP_FP8_BYTES_PER_ELEM = 1.0 + 4.0 / 128
 """DeepEP dispatches FP8 tokens with one fp32 scale per 128 values (DeepSeek-V3 report)."""

@@ -269,7 +269,9 @@ def resolve_layout(
     With `suggest`, a fix that names values lists only values that were tried and resolve."""
     gpu = get_gpu(system.gpu)
     if system.hbm_gib is not None:
-        gpu = gpu.model_copy(update={"hbm_gib": system.hbm_gib})
+        # a smaller SKU of the chip (A100 40GB) also has its own HBM bandwidth (catalog)
+        bw = gpu.hbm_variants.get(float(system.hbm_gib), gpu.hbm_gbps)
+        gpu = gpu.model_copy(update={"hbm_gib": system.hbm_gib, "hbm_gbps": bw})
     if ex.precision == "fp8":
         gpu.tflops("fp8")
     if (ex.offload_activations or ex.offload_weights) and not gpu.offload_gib:

@@ -518,6 +518,9 @@ def _dispatchers(row: dict[str, str], ex: dict[str, Any]) -> list[str]:
     NCCL's all-to-all before 2025 (Megatron-Core's DeepEP/flex dispatcher: core r0.12,
     2025); otherwise both, as a tuning user tries them."""
     text = " ".join((row.get(k) or "") for k in ("framework", "notes", "model_notes")).lower()
+    fw = (row.get("framework") or "").lower()
+    if "dispatcher alltoall" in fw or "alltoall dispatcher" in fw:
+        return ["alltoall"]  # the framework field names the dispatcher the run used
     if "deepep" in text or "flex" in text or ex.get("pipeline_schedule") == "dualpipe":
         return ["deepep"]
     if ex.get("moe_capacity_factor") is not None:
