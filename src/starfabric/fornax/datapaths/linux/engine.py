@@ -77,7 +77,7 @@ from starfabric.fornax.engine.interface import (
     broadcast_arg,
 )
 from starfabric.fornax.engine.tcp import TcpState
-from starfabric.fornax.keys import canonicalize
+from starfabric.fornax.keys import canonicalize, canonicalize_columns
 from starfabric.fornax.packets import PROTO_ICMP, PROTO_ICMPV6, PROTO_TCP, PROTO_UDP, PacketBatch
 
 _CLOCK = (
@@ -135,11 +135,6 @@ DIFFERENCES = ContractDifferences(
         "counters.events_raised": _CLOCK,
     },
     clock="kernel",
-    histories={
-        "icmp_and_generic": "its ICMP errors reach the nic without the quoted packet (the lab's "
-        "sender writes ICMP headers only, sender.py), so conntrack cannot relate them to their "
-        "session: they are MISSes on Linux, RELATED hits on the NIC",
-    },
     random="random histories draw packets on STALE sessions after a bump, and the kernel's "
     "tracker runs before nft sees the stale mark: a RST there ends the session in the kernel "
     "(CLOSED, CT_KILLED) where the NIC reports STALE and keeps it (entry.flags reason); "
@@ -218,6 +213,17 @@ def _undirected_key(key: Key) -> tuple[int, ...]:
     z, proto, sh, sl, dh, dl, sp, dp = key
     a, b = (sh, sl, sp), (dh, dl, dp)
     return (z, proto, *min(a, b), *max(a, b))
+
+
+def _session_keys(batch: PacketBatch, idx: npt.NDArray[np.int64]) -> FlowKeys:
+    """Directed keys of the sessions packets `idx` belong to: a packet's own tuple, and for
+    an ICMP error the tuple of the packet it quotes (conntrack makes it RELATED to that
+    session, nf_conntrack_inet_error)."""
+    b = batch.take(idx)
+    err = (b.inner_proto != 0) & np.isin(b.proto, (PROTO_ICMP, PROTO_ICMPV6))
+    cols = {f: np.where(err, getattr(b, "inner_" + f), getattr(b, f))
+            for f in ("src_hi", "src_lo", "dst_hi", "dst_lo", "sport", "dport")}  # fmt: skip
+    return FlowKeys.from_columns(vni=b.vni, proto=np.where(err, b.inner_proto, b.proto), **cols)
 
 
 class LinuxEngine(SessionEngine):
@@ -459,6 +465,20 @@ class LinuxEngine(SessionEngine):
         return len(mine)
 
     # ---- packet path -----------------------------------------------------------------------
+    def _quoted_slots(self, batch: PacketBatch) -> npt.NDArray[np.int64]:
+        """Per packet, the side-table slot (the sender's connection id) of the session an
+        ICMP error's quoted packet belongs to; -1 for other packets and unknown sessions."""
+        out = np.full(len(batch), -1, np.int64)
+        err = np.flatnonzero((batch.inner_proto != 0)
+                             & np.isin(batch.proto, (PROTO_ICMP, PROTO_ICMPV6)))  # fmt: skip
+        if len(err):
+            b = batch.take(err)
+            qk = canonicalize_columns(b.vni, b.inner_proto, b.inner_src_hi, b.inner_src_lo,
+                                      b.inner_dst_hi, b.inner_dst_lo, b.inner_sport,
+                                      b.inner_dport)  # fmt: skip
+            out[err] = self.side.slots(qk, add=False)
+        return out
+
     def process(self, batch: PacketBatch) -> ProcessResult:
         n = len(batch)
         self._epoch += 1
@@ -483,7 +503,8 @@ class LinuxEngine(SessionEngine):
         ids = np.arange(self._next_id, self._next_id + n, dtype=np.uint64)
         self._next_id += n
         frames = build_frames(batch, ck.direction.astype(np.bool_), self.sender.macs, ids=ids,
-                              conn=conn, seq_state=self._seq)  # fmt: skip
+                              conn=conn, seq_state=self._seq,
+                              quote_conn=self._quoted_slots(batch))  # fmt: skip
         self.sender.send(frames)
         v = self.nflog.read(n, VERDICT_WAIT_S)
         self.last_forwarded = self.sender.capture(CAPTURE_QUIET_S).forwarded(frames)
@@ -500,7 +521,7 @@ class LinuxEngine(SessionEngine):
         tracked = np.flatnonzero(np.isin(letter, [H, D, S, V, inv]))
         # one look-up per connection the batch touched: state after the batch, actions, combo
         _, first = np.unique(conn[tracked], return_index=True)
-        fk = FlowKeys.from_batch(batch).take(tracked[first])
+        fk = _session_keys(batch, tracked[first])
         rows = {}
         for j, key, row in zip(tracked[first].tolist(), self._keys(fk), self._rows(fk),
                                strict=True):  # fmt: skip
