@@ -31,7 +31,6 @@ from starfabric.fornax.manager.events import patrol
 from starfabric.fornax.manager.failover import ResilientManager
 from starfabric.fornax.run.chaos import resilient, run_chaos
 from starfabric.fornax.run.chaos_spec import ChaosSpec, load_chaos
-from starfabric.fornax.run.datapath import EVENT_MSG_BYTES
 
 __all__ = ["lab"]  # the module-scoped fixture
 pytestmark = needs_kernel
@@ -48,9 +47,14 @@ SPEC = {
     "softpath": {"capacity": 65536},
     "health": {"patrol_rate": 100000, "healthy_s": 0.3, "vpc_sessions": 8},
     "tick": f"{TICK_S * 1000:.0f}ms",
-    "faults": {"ring_overflows": [{"at": "1.0s", "duration": "0.3s"}],
+    "faults": {"ring_overflows": [{"at": "0.8s", "duration": "0.5s"}],
                "crashes": [{"at": "0.5s"}]},
 }  # fmt: skip
+#: The event socket's receive buffer (bytes, SO_RCVBUFFORCE): ~60 DESTROY messages (the
+#: kernel charged ~680 B a message here: 4 KiB held 6), 3x the largest burst a reap walk
+#: delivered with the poller running in this run (17), well under what the stuck window
+#: leaves unread (~150). So ENOBUFS comes from the stuck poller only.
+EVENT_RCVBUF = 40 << 10
 SAME = ("fault", "at_s", "detected", "lost", "misforwarded")
 
 
@@ -93,7 +97,7 @@ def test_kernel_twin_faults_match_the_emulated_nic(
     engines: list[LinuxEngine] = []
 
     def make(cfg: EngineConfig) -> SessionEngine:
-        e = LinuxEngine(cfg, lab, event_rcvbuf=cfg.ring_capacity * EVENT_MSG_BYTES, pace=True)
+        e = LinuxEngine(cfg, lab, event_rcvbuf=EVENT_RCVBUF, pace=True)
         engines.append(e)
         return e
 
@@ -115,7 +119,7 @@ def test_kernel_twin_faults_match_the_emulated_nic(
     over_l, over_e = lf[0], ef[0]
     # real loss on both: events dropped by the NIC's ring, ENOBUFS from the kernel's socket
     assert over_e["events_lost"] > spec.engine.ring_capacity
-    assert over_l["events_lost"] >= 1 and overflows >= over_l["events_lost"]
+    assert over_l["events_lost"] >= 1 and overflows == over_l["events_lost"]  # window only
     assert over_l["detected"] and over_l["within_bound"]
     assert round(over_e["detect_s"] - over_l["detect_s"], 6) == TICK_S  # the marker's poll
     crash = lf[1]
