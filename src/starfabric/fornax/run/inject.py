@@ -5,6 +5,8 @@ matches detections against)."""
 
 from __future__ import annotations
 
+from typing import Protocol, runtime_checkable
+
 import numpy as np
 
 from starfabric.fornax.engine import (
@@ -28,6 +30,14 @@ _HIDDEN_EVENTS = (int(EventType.ECC_CORRECTED), int(EventType.ECC_UNCORRECTABLE)
 _FAULT_EVENTS = (*_HIDDEN_EVENTS, int(EventType.RING_OVERFLOW))
 
 
+@runtime_checkable
+class HoldsEvents(Protocol):
+    """An engine whose event ring is a buffer it drains itself (LinuxEngine: the ctnetlink
+    event socket, read on every call): `hold_events(True)` stops draining it."""
+
+    def hold_events(self, held: bool) -> None: ...
+
+
 class ChaosEngine(EngineProxy):
     """A SessionEngine with hardware faults that software cannot simply reset away: a port
     (or the whole pipeline) stays stalled while its fault lasts, and a stuck event poller
@@ -36,7 +46,7 @@ class ChaosEngine(EngineProxy):
     def __init__(self, inner: SessionEngine, *, hide_faults: bool = False) -> None:
         super().__init__(inner)
         self.faulty_ports = np.zeros(inner.config.n_ports, bool)
-        self.poll_paused = False
+        self._paused = False
         self.hide_faults = hide_faults
         self.now = 0
         # (slot, event type, ns) of every fault event software learned of: ECC, hang and
@@ -44,6 +54,19 @@ class ChaosEngine(EngineProxy):
         # under OVS TC offload) ECC/hang records are withheld and logged at the time the
         # hardware read that found them, which software caused (a packet or a dump)
         self.log: list[np.ndarray] = []
+
+    @property
+    def poll_paused(self) -> bool:
+        """The event poller is stuck. An engine whose ring is a kernel socket buffer
+        (HoldsEvents: the Linux datapath) stops reading it too, so the kernel's own buffer
+        overflows; an emulated ring fills while poll_events returns nothing."""
+        return self._paused
+
+    @poll_paused.setter
+    def poll_paused(self, paused: bool) -> None:
+        if paused != self._paused and isinstance(self.inner, HoldsEvents):
+            self.inner.hold_events(paused)
+        self._paused = paused
 
     def process(self, batch: PacketBatch) -> ProcessResult:
         if len(batch):
@@ -107,6 +130,7 @@ class Injector:
         self.flip_silent = np.zeros(0, bool)
         self.lost0: dict[int, int] = {}
         self.lost: dict[int, int] = {}
+        self.released: set[int] = set()
 
     def _windows(self, now: int) -> None:
         f = self.spec.faults
@@ -125,11 +149,17 @@ class Injector:
                 e.inner.unstall_port(int(p))
         e.faulty_ports = faulty
         lost = int(e.inner.counters().get("events_lost", 0))
+        # a ring that is a kernel socket buffer (HoldsEvents) tells of its loss only on the
+        # first read after the poller is back: counted one step after the window
+        settle = isinstance(e.inner, HoldsEvents)
         for i, w in enumerate(f.ring_overflows):
             active = w.at * 1e9 <= now < (w.at + w.duration) * 1e9
             if active and i not in self.lost0:
                 self.lost0[i] = lost
             if not active and i in self.lost0 and i not in self.lost:
+                if settle and i not in self.released:
+                    self.released.add(i)
+                    continue
                 self.lost[i] = lost - self.lost0[i]  # events the ring dropped meanwhile
         e.poll_paused = any(w.at * 1e9 <= now < (w.at + w.duration) * 1e9
                             for w in f.ring_overflows)  # fmt: skip
@@ -177,4 +207,4 @@ class Injector:
         self.flip_silent = np.concatenate([self.flip_silent, np.full(n, bf.silent)])
 
 
-__all__ = ["RECORD_BITS", "ChaosEngine", "Injector", "silent_bits"]
+__all__ = ["RECORD_BITS", "ChaosEngine", "HoldsEvents", "Injector", "silent_bits"]

@@ -43,18 +43,19 @@ def test_config_from_engine_and_bad_prefix() -> None:
 @needs_kernel
 def test_lab_sets_sysctls_and_removes_everything() -> None:
     cfg = LabConfig.from_engine(EngineConfig.small(udp_unreplied_s=7.0), prefix="sfxt")
+    mine = f"sfxt-{os.getpid()}"  # labs of another process running this test are not ours
     with Lab(cfg) as lab:
-        names = lab_namespaces("sfxt")
+        names = lab_namespaces(mine)
         assert sorted(names) == sorted([lab.ns_client, lab.ns_nic, lab.ns_server])
         assert lab.read_sysctl("net.netfilter.nf_conntrack_udp_timeout") == "7"
         assert lab.read_sysctl("net.ipv4.ip_forward") == "1"
         out = subprocess.run(["ip", "netns", "exec", lab.ns_nic, "ip", "-6", "rule"],
                              capture_output=True, text=True, check=True).stdout  # fmt: skip
         assert "iif n0 lookup 100" in out and "iif n1 lookup 101" in out
-    assert lab_namespaces("sfxt") == []
+    assert lab_namespaces(mine) == []
     with pytest.raises(RuntimeError, match="boom"), Lab(LabConfig(prefix="sfxt")):
         raise RuntimeError("boom")
-    assert lab_namespaces("sfxt") == []
+    assert lab_namespaces(mine) == []
 
 
 @needs_kernel

@@ -77,7 +77,7 @@ from starfabric.fornax.engine.interface import (
     broadcast_arg,
 )
 from starfabric.fornax.engine.tcp import TcpState
-from starfabric.fornax.keys import canonicalize
+from starfabric.fornax.keys import canonicalize, canonicalize_columns
 from starfabric.fornax.packets import PROTO_ICMP, PROTO_ICMPV6, PROTO_TCP, PROTO_UDP, PacketBatch
 
 _CLOCK = (
@@ -135,11 +135,6 @@ DIFFERENCES = ContractDifferences(
         "counters.events_raised": _CLOCK,
     },
     clock="kernel",
-    histories={
-        "icmp_and_generic": "its ICMP errors reach the nic without the quoted packet (the lab's "
-        "sender writes ICMP headers only, sender.py), so conntrack cannot relate them to their "
-        "session: they are MISSes on Linux, RELATED hits on the NIC",
-    },
     random="random histories draw packets on STALE sessions after a bump, and the kernel's "
     "tracker runs before nft sees the stale mark: a RST there ends the session in the kernel "
     "(CLOSED, CT_KILLED) where the NIC reports STALE and keeps it (entry.flags reason); "
@@ -159,6 +154,13 @@ KERNEL_DIFFERENCES: dict[str, str] = {
     "ports": "no ports or pipeline watchdog: no PORT_HUNG, PIPELINE_HANG; stall_port refuses",
     "RING_OVERFLOW.detail": "ENOBUFS says events were lost, not how many: detail = 0, "
     "events_lost counts overflows",
+    "RING_OVERFLOW.time": "ENOBUFS comes on the first read after the loss; the emulated ring "
+    "writes its overflow marker when a poll frees a slot, so software reads the NIC's one "
+    "poll later (a chaos run's ring_overflow detect_s is one tick shorter on Linux)",
+    "RING_OVERFLOW.bursts": "the kernel ages in bursts (a reap walk or its gc pass evicts "
+    "every expired entry at once), so a socket buffer sized like the NIC's ring "
+    "(run/datapath.EVENT_MSG_BYTES per record) also overflows with the poller running; "
+    "each overflow triggers the same dump-based patrol",
     "table_full": "the kernel's nf_conntrack_max is shared by all namespaces; the engine "
     "refuses inserts at EngineConfig.capacity itself (TABLE_FULL, never INSERT_FAILED)",
     "generic": "protocols other than TCP/UDP/ICMP/ICMPv6 keep no ports in the kernel's key",
@@ -220,6 +222,17 @@ def _undirected_key(key: Key) -> tuple[int, ...]:
     return (z, proto, *min(a, b), *max(a, b))
 
 
+def _session_keys(batch: PacketBatch, idx: npt.NDArray[np.int64]) -> FlowKeys:
+    """Directed keys of the sessions packets `idx` belong to: a packet's own tuple, and for
+    an ICMP error the tuple of the packet it quotes (conntrack makes it RELATED to that
+    session, nf_conntrack_inet_error)."""
+    b = batch.take(idx)
+    err = (b.inner_proto != 0) & np.isin(b.proto, (PROTO_ICMP, PROTO_ICMPV6))
+    cols = {f: np.where(err, getattr(b, "inner_" + f), getattr(b, f))
+            for f in ("src_hi", "src_lo", "dst_hi", "dst_lo", "sport", "dport")}  # fmt: skip
+    return FlowKeys.from_columns(vni=b.vni, proto=np.where(err, b.inner_proto, b.proto), **cols)
+
+
 class LinuxEngine(SessionEngine):
     """The contract over nf_conntrack in a Lab's nic namespace (see the module doc)."""
 
@@ -278,6 +291,7 @@ class LinuxEngine(SessionEngine):
         self._epoch = 0  # bumped by anything that may change the table (see _snapshot)
         self._snap: tuple[int, list[dict[str, int]]] | None = None
         self._last_reap = -math.inf
+        self._events_held = False
         #: what the wire showed, summed over batches (see _check_wire)
         self.wire: dict[str, float] = {"frames": 0, "lost": 0, "forwarded": 0,
                                        "passed_not_seen": 0, "misforwarded": 0,
@@ -413,8 +427,18 @@ class LinuxEngine(SessionEngine):
         return (row["zone"], row["proto"], row["src_hi"], row["src_lo"], row["dst_hi"],
                 row["dst_lo"], row["sport"], row["dport"])  # fmt: skip
 
+    def hold_events(self, held: bool) -> None:
+        """A stuck event poller (chaos run): while held, nothing reads the event socket, so
+        the kernel queues DESTROY messages in its receive buffer and drops them once it is
+        full; the first read after release fails with ENOBUFS (RING_OVERFLOW). Packets keep
+        flowing; a kill or reopen in a batch meanwhile is not recognised in that batch."""
+        self._events_held = held
+
     def _pull(self) -> int:
         """Move the kernel's DESTROY events into the ring; returns AGED + CLOSED raised."""
+        if self._events_held:
+            self._last_pulled = ([], np.zeros(0, EVENT_DTYPE))
+            return 0
         rows, overflow = self.events.read()
         if rows or overflow:
             self._epoch += 1
@@ -433,6 +457,8 @@ class LinuxEngine(SessionEngine):
                     self._deleted[k] = left - 1
                 continue
             mine.append(r)
+        if overflow:  # a DESTROY of our own delete not read by now was one the kernel dropped
+            self._deleted.clear()
         self._last_pulled = ([], np.zeros(0, EVENT_DTYPE))
         if not mine:
             return 0
@@ -459,6 +485,20 @@ class LinuxEngine(SessionEngine):
         return len(mine)
 
     # ---- packet path -----------------------------------------------------------------------
+    def _quoted_slots(self, batch: PacketBatch) -> npt.NDArray[np.int64]:
+        """Per packet, the side-table slot (the sender's connection id) of the session an
+        ICMP error's quoted packet belongs to; -1 for other packets and unknown sessions."""
+        out = np.full(len(batch), -1, np.int64)
+        err = np.flatnonzero((batch.inner_proto != 0)
+                             & np.isin(batch.proto, (PROTO_ICMP, PROTO_ICMPV6)))  # fmt: skip
+        if len(err):
+            b = batch.take(err)
+            qk = canonicalize_columns(b.vni, b.inner_proto, b.inner_src_hi, b.inner_src_lo,
+                                      b.inner_dst_hi, b.inner_dst_lo, b.inner_sport,
+                                      b.inner_dport)  # fmt: skip
+            out[err] = self.side.slots(qk, add=False)
+        return out
+
     def process(self, batch: PacketBatch) -> ProcessResult:
         n = len(batch)
         self._epoch += 1
@@ -483,7 +523,8 @@ class LinuxEngine(SessionEngine):
         ids = np.arange(self._next_id, self._next_id + n, dtype=np.uint64)
         self._next_id += n
         frames = build_frames(batch, ck.direction.astype(np.bool_), self.sender.macs, ids=ids,
-                              conn=conn, seq_state=self._seq)  # fmt: skip
+                              conn=conn, seq_state=self._seq,
+                              quote_conn=self._quoted_slots(batch))  # fmt: skip
         self.sender.send(frames)
         v = self.nflog.read(n, VERDICT_WAIT_S)
         self.last_forwarded = self.sender.capture(CAPTURE_QUIET_S).forwarded(frames)
@@ -500,7 +541,7 @@ class LinuxEngine(SessionEngine):
         tracked = np.flatnonzero(np.isin(letter, [H, D, S, V, inv]))
         # one look-up per connection the batch touched: state after the batch, actions, combo
         _, first = np.unique(conn[tracked], return_index=True)
-        fk = FlowKeys.from_batch(batch).take(tracked[first])
+        fk = _session_keys(batch, tracked[first])
         rows = {}
         for j, key, row in zip(tracked[first].tolist(), self._keys(fk), self._rows(fk),
                                strict=True):  # fmt: skip

@@ -13,6 +13,18 @@ log (NFLOG) shows them. Checksums (IPv4 header,
 TCP/UDP/ICMPv6 with the pseudo-header, ICMP) are computed, as the nic's stack and conntrack
 check them.
 
+An ICMP or ICMPv6 error (a row whose `inner_proto` is set, packets.py) is written as a host
+writes it (RFC 792, RFC 4443 2.4(c)): the 8-byte ICMP header (type, code, checksum, then the
+`sport` column as the rest-of-header word) followed by the offending packet as it was sent -
+its IP header (the same family as the error; total length, TTL 64 and header checksum of that
+packet) and the first 8 bytes of its L4 header: TCP ports and sequence number, UDP ports,
+length and checksum 0, ICMP type, code, checksum 0, identifier and sequence 0. The TCP
+sequence number is that of the last segment `SeqState` numbered in the quoted direction of
+the session `quote_conn` names (0 without it); the quoted L4 checksums are 0 because the
+workload does not carry the quoted packet's payload (nf_conntrack_inet_error reads only the
+quoted tuple, and checks the outer ICMP checksum, which covers the whole quote). The frame's
+own 12-byte id trailer follows the quote, where a longer quote would continue.
+
 TCP sequence numbers: a batch with its own header columns (tcp_opt bit TCP_OPT_HDR) is sent
 as is; otherwise (a flags-only workload) `SeqState` numbers each connection's bytes both ways
 (ISN from the connection id; SYN and FIN take one, the payload its length) so conntrack's
@@ -33,6 +45,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
+from starfabric.fornax.keys import canonicalize_columns
 from starfabric.fornax.packets import (
     PROTO_ICMP,
     PROTO_ICMPV6,
@@ -50,8 +63,11 @@ if TYPE_CHECKING:
 MAGIC = b"sfx0"
 PAYLOAD = 12
 _ETH = 14
-#: Bytes per buffer row: Ethernet + IPv6 + TCP + payload, rounded up.
-WIDTH = 96
+#: Bytes per buffer row: Ethernet + IPv6 + ICMPv6 + quoted IPv6 + 8 quoted bytes + payload
+#: (122), rounded up.
+WIDTH = 128
+#: Bytes an ICMP error quotes beyond the quoted IP header (RFC 792: "the first 64 bits").
+QUOTE_L4 = 8
 _ETH_P_ALL = 0x0003
 _SOL_PACKET = 263
 _PACKET_IGNORE_OUTGOING = 23
@@ -94,12 +110,26 @@ class SeqState:
     by connection id, grown as ids appear)."""
 
     used: np.ndarray = field(default_factory=lambda: np.zeros((0, 2), np.uint64))
+    #: Sequence number of the last segment numbered per connection and direction.
+    last: np.ndarray = field(default_factory=lambda: np.zeros((0, 2), np.uint64))
 
     def _grow(self, n: int) -> None:
         if n > len(self.used):
-            new = np.zeros((max(n, 2 * len(self.used)), 2), np.uint64)
+            m = max(n, 2 * len(self.used))
+            new, last = np.zeros((m, 2), np.uint64), np.zeros((m, 2), np.uint64)
             new[: len(self.used)] = self.used
-            self.used = new
+            last[: len(self.last)] = self.last
+            self.used, self.last = new, last
+
+    def last_seq(self, conn: npt.ArrayLike, direction: npt.ArrayLike) -> np.ndarray:
+        """Sequence number of the last segment numbered for each (connection, direction);
+        0 where none was."""
+        c = np.asarray(conn, np.int64)
+        d = np.asarray(direction, np.int64)
+        ok = (c >= 0) & (c < len(self.last))
+        out = np.zeros(len(c), np.uint64)
+        out[ok] = self.last[c[ok], d[ok]]
+        return out
 
     def numbers(self, conn: np.ndarray, reply: np.ndarray, consumes: np.ndarray
                 ) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
@@ -139,6 +169,8 @@ class SeqState:
         seq = (isn_own + base[idx, d] + own) & m32
         ack = (isn_oth + base[idx, 1 - d] + other) & m32
         np.add.at(self.used, (conn, d), consumes.astype(np.uint64))
+        final = order[np.r_[sk[1:] != sk[:-1], True]]
+        self.last[conn[final], d[final]] = seq[final]
         return seq, ack
 
 
@@ -158,10 +190,13 @@ class Frames:
 
 def build_frames(batch: PacketBatch, reply: npt.ArrayLike, macs: dict[str, str], *,
                  ids: npt.ArrayLike | None = None, conn: npt.ArrayLike | None = None,
-                 seq_state: SeqState | None = None) -> Frames:  # fmt: skip
+                 seq_state: SeqState | None = None,
+                 quote_conn: npt.ArrayLike | None = None) -> Frames:  # fmt: skip
     """The frames of `batch` (one per packet, in order). `reply[i]`: packet i is sent from
     the server end. `ids`: the ids in the payload (default 0..n-1). `conn` + `seq_state`
-    number TCP bytes for a batch without header columns (default: conn = packet index)."""
+    number TCP bytes for a batch without header columns (default: conn = packet index).
+    `quote_conn[i]`: for an ICMP error, the connection (as in `conn`; -1 none) of the packet
+    it quotes, whose last numbered sequence number goes into a quoted TCP header."""
     n = len(batch)
     rep = np.asarray(reply, np.bool_)
     ids_a = np.arange(n, dtype=np.uint64) if ids is None else np.asarray(ids, np.uint64)
@@ -186,12 +221,24 @@ def build_frames(batch: PacketBatch, reply: npt.ArrayLike, macs: dict[str, str],
     ack = batch.tcp_ack.astype(np.uint64)
     own_hdr = (batch.tcp_opt & TCP_OPT_HDR) != 0
     synth = tcp & ~own_hdr
+    st = seq_state or SeqState()
     if synth.any():
-        st = seq_state or SeqState()
         c = np.arange(n) if conn is None else np.asarray(conn, np.int64)
         cons = (PAYLOAD + ((flags & TCP_SYN) != 0) + ((flags & TCP_FIN) != 0)).astype(np.uint64)
         s, a = st.numbers(c[synth], rep[synth], cons[synth])
         seq[synth], ack[synth] = s, a
+    icmp = (proto == PROTO_ICMP) | (proto == PROTO_ICMPV6)
+    err = icmp & (batch.inner_proto != 0)
+    q_seq = np.zeros(n, np.uint64)
+    if err.any() and quote_conn is not None:
+        e = np.flatnonzero(err & (batch.inner_proto == PROTO_TCP))
+        if len(e):
+            b = batch
+            qd = canonicalize_columns(b.vni[e], b.inner_proto[e], b.inner_src_hi[e],
+                                      b.inner_src_lo[e], b.inner_dst_hi[e], b.inner_dst_lo[e],
+                                      b.inner_sport[e], b.inner_dport[e]).direction  # fmt: skip
+            q_seq[e] = st.last_seq(np.asarray(quote_conn, np.int64)[e], qd)
+    l4 = np.where(err, l4 + np.where(v4, 20, 40) + QUOTE_L4, l4)
     for fam in (4, 6):
         sel = v4 if fam == 4 else ~v4
         if not sel.any():
@@ -200,9 +247,13 @@ def build_frames(batch: PacketBatch, reply: npt.ArrayLike, macs: dict[str, str],
         for kind in (PROTO_TCP, PROTO_UDP, PROTO_ICMP, PROTO_ICMPV6, -1):
             m = sel & (proto == kind) if kind >= 0 else sel & ~np.isin(
                 proto, [PROTO_TCP, PROTO_UDP, PROTO_ICMP, PROTO_ICMPV6])  # fmt: skip
-            rows = np.flatnonzero(m)
-            if len(rows):
-                _fill(buf, rows, batch, fam, ip_len, int(l4[rows[0]]), kind, seq, ack, ids_a)
+            for quoting in (False, True):
+                rows = np.flatnonzero(m & (err == quoting))
+                if len(rows):
+                    _fill(buf, rows, batch, fam, ip_len, int(l4[rows[0]]), kind, seq, ack,
+                          ids_a)  # fmt: skip
+                    if quoting:
+                        _quote(buf, rows, batch, fam, q_seq)
     lens = _ETH + np.where(v4, 20, 40) + l4 + PAYLOAD
     return Frames(buf, lens.astype(np.int64), rep, ids_a)
 
@@ -258,6 +309,60 @@ def _fill(buf: np.ndarray, rows: np.ndarray, b: PacketBatch, fam: int, ip_len: i
         _put(buf, rows, o4 + 4, b.sport[rows], 2)  # echo identifier
         extra = pseudo if kind == PROTO_ICMPV6 else np.uint64(0)
         _put(buf, rows, o4 + 2, _fold(_sum16(buf, rows, o4, o5 + PAYLOAD) + extra), 2)
+
+
+def _quote(buf: np.ndarray, rows: np.ndarray, b: PacketBatch, fam: int, q_seq: np.ndarray) -> None:
+    """Write the offending packet after the ICMP header of error `rows` (already filled by
+    `_fill`, see the module doc) and recompute the ICMP checksum over the whole message."""
+    ip_len = 20 if fam == 4 else 40
+    o4 = _ETH + ip_len  # outer ICMP header
+    q3 = o4 + 8  # quoted IP header
+    q4 = q3 + ip_len  # quoted L4 header
+    ip = b.inner_proto[rows].astype(np.uint64)
+    tcp = ip == PROTO_TCP
+    udp = ip == PROTO_UDP
+    icmp = (ip == PROTO_ICMP) | (ip == PROTO_ICMPV6)
+    # the offending packet as sent: its L4 header (sender sizes) + the 12-byte id payload
+    q_l4 = np.where(tcp, 20, np.where(udp | icmp, 8, 0)).astype(np.uint64)
+    q_total = q_l4 + np.uint64(PAYLOAD)
+    buf[rows, q3 : q4 + QUOTE_L4] = 0
+    if fam == 4:
+        buf[rows, q3] = 0x45
+        _put(buf, rows, q3 + 2, q_total + np.uint64(20), 2)
+        buf[rows, q3 + 8] = 64
+        buf[rows, q3 + 9] = ip.astype(np.uint8)
+        _put(buf, rows, q3 + 12, b.inner_src_lo[rows] & np.uint64(0xFFFF_FFFF), 4)
+        _put(buf, rows, q3 + 16, b.inner_dst_lo[rows] & np.uint64(0xFFFF_FFFF), 4)
+        _put(buf, rows, q3 + 10, _fold(_sum16(buf, rows, q3, q3 + 20)), 2)
+    else:
+        _put(buf, rows, q3, np.uint64(6) << np.uint64(28), 4)
+        _put(buf, rows, q3 + 4, q_total, 2)
+        buf[rows, q3 + 6] = ip.astype(np.uint8)
+        buf[rows, q3 + 7] = 64
+        for col, hi, lo in ((q3 + 8, b.inner_src_hi, b.inner_src_lo),
+                            (q3 + 24, b.inner_dst_hi, b.inner_dst_lo)):  # fmt: skip
+            _put(buf, rows, col, hi[rows], 8)
+            _put(buf, rows, col + 8, lo[rows], 8)
+    sp, dp = b.inner_sport[rows].astype(np.uint64), b.inner_dport[rows].astype(np.uint64)
+    ports = np.flatnonzero(tcp | udp)
+    _put(buf, rows[ports], q4, sp[ports], 2)
+    _put(buf, rows[ports], q4 + 2, dp[ports], 2)
+    t = np.flatnonzero(tcp)
+    _put(buf, rows[t], q4 + 4, q_seq[rows[t]], 4)
+    u = np.flatnonzero(udp)
+    _put(buf, rows[u], q4 + 4, q_total[u], 2)
+    c = np.flatnonzero(icmp)
+    _put(buf, rows[c], q4, dp[c], 2)  # type << 8 | code
+    _put(buf, rows[c], q4 + 4, sp[c], 2)  # identifier
+    # the outer ICMP checksum over header + quote + id payload
+    o5 = q4 + QUOTE_L4
+    buf[rows, o4 + 2 : o4 + 4] = 0
+    total = np.uint64(8 + ip_len + QUOTE_L4 + PAYLOAD)
+    if fam == 6:
+        extra = _sum16(buf, rows, _ETH + 8, _ETH + 40) + np.uint64(PROTO_ICMPV6) + total
+    else:
+        extra = np.zeros(len(rows), np.uint64)
+    _put(buf, rows, o4 + 2, _fold(_sum16(buf, rows, o4, o5 + PAYLOAD) + extra), 2)
 
 
 # -- sockets ------------------------------------------------------------------------------
