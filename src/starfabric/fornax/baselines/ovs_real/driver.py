@@ -33,6 +33,7 @@ from starfabric.fornax.baselines.ovs_real.frames import (
     Connections,
     Phase,
 )
+from starfabric.fornax.mmsg import MMSG_MAX, MMSGHDR, headers, sendmmsg
 
 _CLONE_NEWNET = 0x40000000
 _ETH_P_ALL = 0x0003
@@ -73,21 +74,6 @@ def raw_socket(ns: str, ifname: str) -> socket.socket:
     return s
 
 
-#: struct mmsghdr and struct iovec of x86-64/aarch64 Linux (sendmmsg(2)): a msghdr (name,
-#: namelen, iov, iovlen, control, controllen, flags) and the kernel's msg_len.
-_MMSGHDR = np.dtype([("name", np.uint64), ("namelen", np.uint32), ("_p0", np.uint32),
-                     ("iov", np.uint64), ("iovlen", np.uint64), ("control", np.uint64),
-                     ("controllen", np.uint64), ("flags", np.int32), ("_p1", np.int32),
-                     ("len", np.uint32), ("_p2", np.uint32)])  # fmt: skip
-_IOVEC = np.dtype([("base", np.uint64), ("len", np.uint64)])
-#: Messages per sendmmsg(2) call at most (the kernel's UIO_MAXIOV).
-MMSG_MAX = 1024
-_libc = ctypes.CDLL(None, use_errno=True)
-_sendmmsg = _libc.sendmmsg
-_sendmmsg.argtypes = (ctypes.c_int, ctypes.c_void_p, ctypes.c_uint, ctypes.c_int)
-_sendmmsg.restype = ctypes.c_int
-
-
 @dataclass
 class FrameBatch:
     """Frames (rows of `buf`, their first `lens` bytes) with their sendmmsg(2) headers built
@@ -101,14 +87,7 @@ class FrameBatch:
 
     def __post_init__(self) -> None:
         self.buf = np.ascontiguousarray(self.buf, dtype=np.uint8)
-        n = len(self.lens)
-        rows = np.arange(n, dtype=np.uint64)
-        self._iov = np.zeros(n, _IOVEC)
-        self._iov["base"] = np.uint64(self.buf.ctypes.data) + rows * np.uint64(WIDTH)
-        self._iov["len"] = self.lens
-        self._msg = np.zeros(n, _MMSGHDR)
-        self._msg["iov"] = np.uint64(self._iov.ctypes.data) + rows * np.uint64(_IOVEC.itemsize)
-        self._msg["iovlen"] = 1
+        self._iov, self._msg = headers(self.buf.ctypes.data, WIDTH, self.lens)
 
     def __len__(self) -> int:
         return len(self.lens)
@@ -122,7 +101,7 @@ class FrameBatch:
         b = len(self) if b is None else b
         fd, base, pos = sock.fileno(), self._msg.ctypes.data, a
         while pos < b:
-            r = _sendmmsg(fd, base + pos * _MMSGHDR.itemsize, min(b - pos, MMSG_MAX), 0)
+            r = sendmmsg(fd, base + pos * MMSGHDR.itemsize, min(b - pos, MMSG_MAX), 0)
             if r <= 0:
                 break
             pos += r

@@ -21,6 +21,7 @@ from starfabric.fornax.datapaths.linux.nlattr import (
     be32,
     be64,
     messages,
+    netfilter_socket,
     nla,
 )
 from starfabric.fornax.keys import ICMP_CLASS_OFFSET
@@ -33,8 +34,6 @@ if TYPE_CHECKING:
 #: as on the wire: ICMP id and type << 8 | code).
 Key = tuple[int, int, int, int, int, int, int, int]
 
-NETLINK_NETFILTER = 12
-SO_RCVBUFFORCE = 33
 _CT = 1 << 8  # NFNL_SUBSYS_CTNETLINK
 MSG_NEW, MSG_GET, MSG_DELETE = 0, 1, 2
 _F_REQUEST, _F_ACK, _F_DUMP = 0x1, 0x4, 0x300
@@ -172,13 +171,7 @@ class CtReader:
     """GET by key and DUMP of the nic namespace's conntrack table, on one raw socket."""
 
     def __init__(self, worker: NsWorker, rcvbuf: int = 8 << 20) -> None:
-        def make() -> socket.socket:
-            s = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, NETLINK_NETFILTER)
-            s.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, rcvbuf)
-            s.bind((0, 0))
-            return s
-
-        self._sock = worker.call(make)
+        self._sock = netfilter_socket(worker, rcvbuf, 0)
         self._seq = 0
         self.requests = 0
 

@@ -8,34 +8,25 @@ contract (the kernel does not say how many were lost)."""
 from __future__ import annotations
 
 import errno
-import socket
 from typing import TYPE_CHECKING
 
 from starfabric.fornax.datapaths.linux.ctread import parse_entry
-from starfabric.fornax.datapaths.linux.nlattr import messages
+from starfabric.fornax.datapaths.linux.nlattr import messages, netfilter_socket
 
 if TYPE_CHECKING:
     from starfabric.fornax.datapaths.linux.netns import NsWorker
 
-NETLINK_NETFILTER = 12
 #: include/uapi/linux/netfilter/nfnetlink.h: NFNLGRP_CONNTRACK_NEW 1, _UPDATE 2, _DESTROY 3.
 NFNLGRP_CONNTRACK_DESTROY = 3
 SOL_NETLINK = 270
-SO_RCVBUFFORCE = 33
 
 
 class EventSocket:
     """DESTROY events of the nic namespace's conntrack table (non-blocking reads)."""
 
     def __init__(self, worker: NsWorker, rcvbuf: int) -> None:
-        def make() -> socket.socket:
-            s = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, NETLINK_NETFILTER)
-            s.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, rcvbuf)
-            s.bind((0, 1 << (NFNLGRP_CONNTRACK_DESTROY - 1)))
-            s.setblocking(False)
-            return s
-
-        self._sock = worker.call(make)
+        self._sock = netfilter_socket(worker, rcvbuf, 1 << (NFNLGRP_CONNTRACK_DESTROY - 1))
+        self._sock.setblocking(False)
         self.overflows = 0
         self.received = 0
 

@@ -19,14 +19,19 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from starfabric.errors import InfeasibleError
-from starfabric.fornax.datapaths.linux.nlattr import NFGENMSG, attrs, be32, messages, nla
+from starfabric.fornax.datapaths.linux.nlattr import (
+    NFGENMSG,
+    attrs,
+    be32,
+    messages,
+    netfilter_socket,
+    nla,
+)
 from starfabric.fornax.datapaths.linux.sender import MAGIC
 
 if TYPE_CHECKING:
     from starfabric.fornax.datapaths.linux.netns import NsWorker
 
-NETLINK_NETFILTER = 12
-SO_RCVBUFFORCE = 33
 _ULOG = 4 << 8  # NFNL_SUBSYS_ULOG
 _MSG_PACKET, _MSG_CONFIG = 0, 1
 _CFG_CMD, _CFG_MODE, _CFG_QTHRESH = 1, 2, 5
@@ -52,13 +57,7 @@ class NflogSocket:
     """One NFLOG group bound in the calling worker's namespace; non-blocking reads."""
 
     def __init__(self, worker: NsWorker, group: int, rcvbuf: int = 8 << 20) -> None:
-        def make() -> socket.socket:
-            s = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, NETLINK_NETFILTER)
-            s.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, rcvbuf)
-            s.bind((0, 0))
-            return s
-
-        self._sock = worker.call(make)
+        self._sock = netfilter_socket(worker, rcvbuf, 0)
         self._seq = 0
         for fam in (socket.AF_INET, socket.AF_INET6):  # no-ops on current kernels
             self._config(fam, 0, nla(_CFG_CMD, bytes([_CMD_PF_UNBIND])), check=False)

@@ -46,6 +46,7 @@ import numpy as np
 import numpy.typing as npt
 
 from starfabric.fornax.keys import canonicalize_columns
+from starfabric.fornax.mmsg import MMSG_MAX, MMSGHDR, MSG_DONTWAIT, headers, recvmmsg, sendmmsg
 from starfabric.fornax.packets import (
     PROTO_ICMP,
     PROTO_ICMPV6,
@@ -366,32 +367,6 @@ def _quote(buf: np.ndarray, rows: np.ndarray, b: PacketBatch, fam: int, q_seq: n
 
 
 # -- sockets ------------------------------------------------------------------------------
-_MMSGHDR = np.dtype([("name", np.uint64), ("namelen", np.uint32), ("_p0", np.uint32),
-                     ("iov", np.uint64), ("iovlen", np.uint64), ("control", np.uint64),
-                     ("controllen", np.uint64), ("flags", np.int32), ("_p1", np.int32),
-                     ("len", np.uint32), ("_p2", np.uint32)])  # fmt: skip
-_IOVEC = np.dtype([("base", np.uint64), ("len", np.uint64)])
-#: Messages per sendmmsg(2)/recvmmsg(2) call (the kernel's UIO_MAXIOV).
-MMSG_MAX = 1024
-_libc = ctypes.CDLL(None, use_errno=True)
-_libc.sendmmsg.argtypes = (ctypes.c_int, ctypes.c_void_p, ctypes.c_uint, ctypes.c_int)
-_libc.recvmmsg.argtypes = (ctypes.c_int, ctypes.c_void_p, ctypes.c_uint, ctypes.c_int,
-                           ctypes.c_void_p)  # fmt: skip
-_MSG_DONTWAIT = 0x40
-
-
-def _headers(base: int, stride: int, lens: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    n = len(lens)
-    rows = np.arange(n, dtype=np.uint64)
-    iov = np.zeros(n, _IOVEC)
-    iov["base"] = np.uint64(base) + rows * np.uint64(stride)
-    iov["len"] = lens
-    msg = np.zeros(n, _MMSGHDR)
-    msg["iov"] = np.uint64(iov.ctypes.data) + rows * np.uint64(_IOVEC.itemsize)
-    msg["iovlen"] = 1
-    return iov, msg
-
-
 def _open(end: str) -> socket.socket:
     s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(_ETH_P_ALL))
     s.bind((end, 0))
@@ -432,7 +407,7 @@ class Sender:
         n = len(frames)
         if n == 0:
             return 0
-        iov, msg = _headers(frames.buf.ctypes.data, WIDTH, frames.lens)
+        iov, msg = headers(frames.buf.ctypes.data, WIDTH, frames.lens)
         cut = np.flatnonzero(np.diff(frames.reply.astype(np.int8))) + 1
         starts = np.r_[0, cut]
         ends = np.r_[cut, n]
@@ -444,7 +419,7 @@ class Sender:
             pos = a
             while pos < b:
                 k = min(b - pos, per_tick, MMSG_MAX)
-                r = _libc.sendmmsg(sock.fileno(), msg.ctypes.data + pos * _MMSGHDR.itemsize,
+                r = sendmmsg(sock.fileno(), msg.ctypes.data + pos * MMSGHDR.itemsize,
                                    k, 0)  # fmt: skip
                 if r <= 0:
                     err = ctypes.get_errno()
@@ -485,7 +460,7 @@ class Sender:
 
 
 _RX = np.zeros((MMSG_MAX, WIDTH), np.uint8)
-_RX_IOV, _RX_MSG = _headers(_RX.ctypes.data, WIDTH, np.full(MMSG_MAX, WIDTH, np.uint64))
+_RX_IOV, _RX_MSG = headers(_RX.ctypes.data, WIDTH, np.full(MMSG_MAX, WIDTH, np.uint64))
 
 
 def _recv_ids(sock: socket.socket) -> tuple[np.ndarray, int]:
@@ -494,7 +469,7 @@ def _recv_ids(sock: socket.socket) -> tuple[np.ndarray, int]:
     chunks: list[np.ndarray] = []
     total = 0
     while True:
-        r = _libc.recvmmsg(sock.fileno(), _RX_MSG.ctypes.data, MMSG_MAX, _MSG_DONTWAIT, None)
+        r = recvmmsg(sock.fileno(), _RX_MSG.ctypes.data, MMSG_MAX, MSG_DONTWAIT, None)
         if r <= 0:
             break
         total += r
