@@ -397,3 +397,22 @@ def test_a_smaller_memory_sku_has_its_own_hbm_bandwidth() -> None:
     lay = validate_row(rows["GLM130B-01"]).prediction.layout
     assert (lay.gpu.hbm_gib, lay.gpu.hbm_gbps) == (40.0, 1555.0)
     assert get_gpu("A100-SXM-80GB").hbm_gbps == 2039.0  # the catalog row itself is unchanged
+
+
+@pytest.mark.parametrize(
+    ("framework", "cudnn"),
+    [("TorchTitan (PyTorch nightly 2024-12, FSDP2, torch.compile)", False),
+     ("TorchTitan (2025-10; PyTorch 2.9.0, torch.compile; DeepEP dispatcher)", False),
+     ("TorchTitan (2025-26; torch.compile, torchao MXFP8 MoE)", False),  # a span, not a month
+     ("TorchTitan DistMoE (2026-10; CuTe DSL dist_moe kernels)", True),
+     ("HF accelerate, PyTorch 2.11.0", True)],
+)  # fmt: skip
+def test_sdpa_defaults_to_cudnn_from_pytorch_2_11(framework: str, cudnn: bool) -> None:
+    """SDPA prefers cuDNN on sm90/sm100/sm103 only once the bundled cuDNN passes 9.15 (2.11):
+    earlier PyTorch-native rows run FlashAttention-2, later ones cuDNN's kernel."""
+    from starfabric.astral.seer.validate import row_setup, sdpa_runs_cudnn
+
+    assert sdpa_runs_cudnn(framework) is cudnn
+    rows = {r["row_id"]: r for r in read_rows(DEV2)}
+    st = row_setup(dict(rows["TTDSV3-01"], framework=framework))
+    assert st.execution["flash_kernel"] == ("cudnn" if cudnn else "fa2")

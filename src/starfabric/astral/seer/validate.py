@@ -285,6 +285,29 @@ def _year(row: dict[str, str]) -> int | None:
     return 2000 + int(arxiv.group(1)) if arxiv else None
 
 
+SDPA_CUDNN_DEFAULT_TORCH = (2, 11)
+"""First PyTorch release whose SDPA picks cuDNN's fused attention by default on datacenter
+Hopper and Blackwell: check_prefer_cudnn_attention (aten sdp_utils.cpp) prefers cuDNN on sm90
+and sm100 (pytorch/pytorch#162073, for 2.9; sm103 = B300/GB300 since #170800) only when the
+linked cuDNN is newer than 9.15.0 (the guard of pytorch/pytorch#169849), which the wheels bundle
+from 2.11 on (huggingface/transformers#48163, comment of 2026-08-31). Before, SDPA runs its
+flash backend (FlashAttention-2)."""
+SDPA_CUDNN_DEFAULT_DATE = (2026, 4)
+"""A row that names no PyTorch version but a date (YYYY-MM) from this month on is taken to run
+PyTorch >= 2.11 (assumption: 2.11 was released in spring 2026, after 2.10 in January)."""
+
+
+def sdpa_runs_cudnn(framework: str) -> bool:
+    """Whether a PyTorch-native stack's SDPA ran cuDNN's fused attention by default, read from
+    the PyTorch version (or, without one, the YYYY-MM date) its framework field names."""
+    fw = framework.lower()
+    ver = re.search(r"pytorch\s*(\d+)\.(\d+)", fw)
+    if ver:
+        return (int(ver.group(1)), int(ver.group(2))) >= SDPA_CUDNN_DEFAULT_TORCH
+    date = re.search(r"\b(20\d\d)-(0[1-9]|1[0-2])\b", fw)  # "2025-26" is a span, not a month
+    return bool(date) and (int(date.group(1)), int(date.group(2))) >= SDPA_CUDNN_DEFAULT_DATE
+
+
 def _legacy(row: dict[str, str]) -> bool:
     year = _year(row)
     # FlashAttention (2022) reached Megatron, DeepSpeed and fairseq/metaseq in 2023; so did
@@ -325,8 +348,10 @@ def _framework(row: dict[str, str]) -> dict[str, Any]:
     # 2023; the default path is the fused scale-mask-softmax kernel with batched GEMMs).
     attention = "unfused" if plain_megatron and "flash" not in fw else "flash"
     # PyTorch-native stacks (TorchTitan, HF/accelerate, FSDP2 scripts) run attention through
-    # SDPA, whose flash backend is FlashAttention-2; Megatron-Core/NeMo use TE's cuDNN kernels.
+    # SDPA, whose flash backend is FlashAttention-2 until SDPA defaults to cuDNN
+    # (sdpa_runs_cudnn); Megatron-Core/NeMo use TE's cuDNN kernels.
     native = any(k in fw for k in ("torchtitan", "sdpa", "pytorch fsdp", "huggingface"))
+    native = native and not sdpa_runs_cudnn(fw)
     return {"attention": attention, "flash_kernel": "fa2" if native else "cudnn",
             "overlap_grad_reduce": dp_overlap,
             "pipeline_schedule": "dualpipe" if dualpipe else "1f1b",
