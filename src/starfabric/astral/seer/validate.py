@@ -55,6 +55,28 @@ REQUIRED = (
 derived_iter_time_s, tokens_per_sec_per_gpu, or tflops_per_gpu with tflops_flop_convention;
 the batch from global_batch_seqs or tokens_per_batch."""
 
+EXCLUDED = "EXCLUDED"
+"""Marker opening a row's `verification` cell ("EXCLUDED: <reason>") when its source cannot
+support a steady-state comparison (a published configuration that cannot run as written, a
+figure that is not steady-state throughput). Such a row is not predicted and not in the error
+figures, but every report lists it with its reason and counts it."""
+EXCLUDED_PREFIX = "excluded: "
+"""How an excluded row's reason starts in the (row_id, reason) list of rows not predicted."""
+
+
+def excluded_reason(row: dict[str, str]) -> str | None:
+    """The reason a row is EXCLUDED from comparison (verification cell), else None."""
+    cell = (row.get("verification") or "").strip()
+    if not cell.upper().startswith(EXCLUDED):
+        return None
+    reason = cell[len(EXCLUDED) :].strip(" :-")
+    if not reason:
+        raise DataError(
+            f"row {row.get('row_id', '?')}: verification = {cell!r} gives no reason",
+            fix="write 'EXCLUDED: <why the source cannot support a steady-state comparison>'",
+        )
+    return reason
+
 
 def bundled_csv() -> Path:
     """The published-runs CSV shipped with Seer (Megatron-LM weak scaling, 19 rows)."""
@@ -841,6 +863,10 @@ def validate_all(
     done: list[RowResult] = []
     failed: list[tuple[str, str]] = []
     for row in read_rows(path or bundled_csv()):
+        why = excluded_reason(row)
+        if why is not None:
+            failed.append((row.get("row_id", "?"), EXCLUDED_PREFIX + why))
+            continue
         try:
             done.append(validate_row(row))
         except StarfabricError as exc:
@@ -851,10 +877,21 @@ def validate_all(
 def summary(
     results: list[RowResult], failed: list[tuple[str, str]] | None = None
 ) -> dict[str, Any]:
-    """JSON-ready per-row errors, the mean/max absolute error and rows not predicted."""
+    """JSON-ready per-row errors, the mean/max absolute error, rows not predicted and rows
+    EXCLUDED from comparison (each with its reason)."""
     errs = [abs(r.error) for r in results]
+    failed = failed or []
     return {
-        "not_predicted": [{"row_id": rid, "reason": why} for rid, why in (failed or [])],
+        "not_predicted": [
+            {"row_id": rid, "reason": why}
+            for rid, why in failed
+            if not why.startswith(EXCLUDED_PREFIX)
+        ],
+        "excluded": [
+            {"row_id": rid, "reason": why.removeprefix(EXCLUDED_PREFIX)}
+            for rid, why in failed
+            if why.startswith(EXCLUDED_PREFIX)
+        ],
         "rows": [
             {
                 "row_id": r.row_id,
@@ -921,10 +958,12 @@ def plot_validation(results: list[RowResult], path: str | Path) -> Path:
 
 
 __all__ = [
+    "EXCLUDED",
     "UNDEFINED",
     "RowResult",
     "RowSetup",
     "bundled_csv",
+    "excluded_reason",
     "per_source",
     "plot_validation",
     "published_iteration_s",
