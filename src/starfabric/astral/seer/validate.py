@@ -327,7 +327,9 @@ def sdpa_runs_cudnn(framework: str) -> bool:
     if ver:
         return (int(ver.group(1)), int(ver.group(2))) >= SDPA_CUDNN_DEFAULT_TORCH
     date = re.search(r"\b(20\d\d)-(0[1-9]|1[0-2])\b", fw)  # "2025-26" is a span, not a month
-    return bool(date) and (int(date.group(1)), int(date.group(2))) >= SDPA_CUDNN_DEFAULT_DATE
+    if date is None:
+        return False
+    return (int(date.group(1)), int(date.group(2))) >= SDPA_CUDNN_DEFAULT_DATE
 
 
 def _legacy(row: dict[str, str]) -> bool:
