@@ -147,8 +147,10 @@ def seer_validate(
     from rich.table import Table
 
     from starfabric.astral.seer.validate import (
+        EXCLUDED_PREFIX,
         UNDEFINED,
         bundled_csv,
+        excluded_reason,
         read_rows,
         summary,
         validate_row,
@@ -160,6 +162,11 @@ def seer_validate(
     with Progress(transient=True) as prog:
         task = prog.add_task("predicting published runs", total=len(rows))
         for row in rows:
+            why = excluded_reason(row)
+            if why is not None:
+                failed.append((row.get("row_id", "?"), EXCLUDED_PREFIX + why))
+                prog.advance(task)
+                continue
             try:
                 results.append(validate_row(row))
             except StarfabricError as exc:
@@ -180,7 +187,11 @@ def seer_validate(
         chosen = ", ".join(f"{k}={v}" for k, v in r.choices.items())
         con.print(f"  {r.row_id}: {chosen}", soft_wrap=True)
     for rid, why in failed:
-        con.print(f"  [red]{escape(str(rid))}: not predicted[/]: {escape(why)}", soft_wrap=True)
+        if why.startswith(EXCLUDED_PREFIX):
+            con.print(f"  [yellow]{escape(str(rid))}: EXCLUDED[/] from comparison: "
+                      f"{escape(why.removeprefix(EXCLUDED_PREFIX))}", soft_wrap=True)  # fmt: skip
+        else:
+            con.print(f"  [red]{escape(str(rid))}: not predicted[/]: {escape(why)}", soft_wrap=True)
     s = summary(results, failed)
     by_src = Table("source", "rows", "mean |error|", "max |error|", title="error per source")
     for src, st in s["per_source"].items():
@@ -195,7 +206,9 @@ def seer_validate(
         by_cls.add_row(dim, cls, str(st["rows"]), f"{st['mean_abs_error']:.1%}",
                        f"{st['max_abs_error']:.1%}")  # fmt: skip
     con.print(by_cls)
-    con.print(f"predicted {len(results)} of {len(rows)} rows")
+    n_ex = len(s["excluded"])
+    excl = f" ({n_ex} EXCLUDED from comparison, listed above with their reasons)" if n_ex else ""
+    con.print(f"predicted {len(results)} of {len(rows)} rows{excl}")
     con.print(f"mean |error| {s['mean_abs_error']:.2%}   max |error| {s['max_abs_error']:.2%}")
     if json_path:
         write_json(json_path, s)
@@ -204,7 +217,9 @@ def seer_validate(
 
         plot_validation(results, plot)
         con.print(f"plot: {plot}")
-    broken = [rid for rid, why in failed if UNDEFINED not in why]  # undefined runs: reported
+    broken = [  # undefined and excluded runs: reported, not failures
+        rid for rid, why in failed if UNDEFINED not in why and not why.startswith(EXCLUDED_PREFIX)
+    ]
     if not csv:  # the bundled table's published accuracy bar; a user's CSV has none unless given
         max_mean = 0.05 if max_mean is None else max_mean
         max_row = 0.10 if max_row is None else max_row

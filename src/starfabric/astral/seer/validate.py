@@ -55,6 +55,28 @@ REQUIRED = (
 derived_iter_time_s, tokens_per_sec_per_gpu, or tflops_per_gpu with tflops_flop_convention;
 the batch from global_batch_seqs or tokens_per_batch."""
 
+EXCLUDED = "EXCLUDED"
+"""Marker opening a row's `verification` cell ("EXCLUDED: <reason>") when its source cannot
+support a steady-state comparison (a published configuration that cannot run as written, a
+figure that is not steady-state throughput). Such a row is not predicted and not in the error
+figures, but every report lists it with its reason and counts it."""
+EXCLUDED_PREFIX = "excluded: "
+"""How an excluded row's reason starts in the (row_id, reason) list of rows not predicted."""
+
+
+def excluded_reason(row: dict[str, str]) -> str | None:
+    """The reason a row is EXCLUDED from comparison (verification cell), else None."""
+    cell = (row.get("verification") or "").strip()
+    if not cell.upper().startswith(EXCLUDED):
+        return None
+    reason = cell[len(EXCLUDED) :].strip(" :-")
+    if not reason:
+        raise DataError(
+            f"row {row.get('row_id', '?')}: verification = {cell!r} gives no reason",
+            fix="write 'EXCLUDED: <why the source cannot support a steady-state comparison>'",
+        )
+    return reason
+
 
 def bundled_csv() -> Path:
     """The published-runs CSV shipped with Seer (Megatron-LM weak scaling, 19 rows)."""
@@ -285,6 +307,31 @@ def _year(row: dict[str, str]) -> int | None:
     return 2000 + int(arxiv.group(1)) if arxiv else None
 
 
+SDPA_CUDNN_DEFAULT_TORCH = (2, 11)
+"""First PyTorch release whose SDPA picks cuDNN's fused attention by default on datacenter
+Hopper and Blackwell: check_prefer_cudnn_attention (aten sdp_utils.cpp) prefers cuDNN on sm90
+and sm100 (pytorch/pytorch#162073, for 2.9; sm103 = B300/GB300 since #170800) only when the
+linked cuDNN is newer than 9.15.0 (the guard of pytorch/pytorch#169849), which the wheels bundle
+from 2.11 on (huggingface/transformers#48163, comment of 2026-08-31). Before, SDPA runs its
+flash backend (FlashAttention-2)."""
+SDPA_CUDNN_DEFAULT_DATE = (2026, 4)
+"""A row that names no PyTorch version but a date (YYYY-MM) from this month on is taken to run
+PyTorch >= 2.11 (assumption: 2.11 was released in spring 2026, after 2.10 in January)."""
+
+
+def sdpa_runs_cudnn(framework: str) -> bool:
+    """Whether a PyTorch-native stack's SDPA ran cuDNN's fused attention by default, read from
+    the PyTorch version (or, without one, the YYYY-MM date) its framework field names."""
+    fw = framework.lower()
+    ver = re.search(r"pytorch\s*(\d+)\.(\d+)", fw)
+    if ver:
+        return (int(ver.group(1)), int(ver.group(2))) >= SDPA_CUDNN_DEFAULT_TORCH
+    date = re.search(r"\b(20\d\d)-(0[1-9]|1[0-2])\b", fw)  # "2025-26" is a span, not a month
+    if date is None:
+        return False
+    return (int(date.group(1)), int(date.group(2))) >= SDPA_CUDNN_DEFAULT_DATE
+
+
 def _legacy(row: dict[str, str]) -> bool:
     year = _year(row)
     # FlashAttention (2022) reached Megatron, DeepSpeed and fairseq/metaseq in 2023; so did
@@ -325,8 +372,10 @@ def _framework(row: dict[str, str]) -> dict[str, Any]:
     # 2023; the default path is the fused scale-mask-softmax kernel with batched GEMMs).
     attention = "unfused" if plain_megatron and "flash" not in fw else "flash"
     # PyTorch-native stacks (TorchTitan, HF/accelerate, FSDP2 scripts) run attention through
-    # SDPA, whose flash backend is FlashAttention-2; Megatron-Core/NeMo use TE's cuDNN kernels.
+    # SDPA, whose flash backend is FlashAttention-2 until SDPA defaults to cuDNN
+    # (sdpa_runs_cudnn); Megatron-Core/NeMo use TE's cuDNN kernels.
     native = any(k in fw for k in ("torchtitan", "sdpa", "pytorch fsdp", "huggingface"))
+    native = native and not sdpa_runs_cudnn(fw)
     return {"attention": attention, "flash_kernel": "fa2" if native else "cudnn",
             "overlap_grad_reduce": dp_overlap,
             "pipeline_schedule": "dualpipe" if dualpipe else "1f1b",
@@ -816,6 +865,10 @@ def validate_all(
     done: list[RowResult] = []
     failed: list[tuple[str, str]] = []
     for row in read_rows(path or bundled_csv()):
+        why = excluded_reason(row)
+        if why is not None:
+            failed.append((row.get("row_id", "?"), EXCLUDED_PREFIX + why))
+            continue
         try:
             done.append(validate_row(row))
         except StarfabricError as exc:
@@ -826,10 +879,21 @@ def validate_all(
 def summary(
     results: list[RowResult], failed: list[tuple[str, str]] | None = None
 ) -> dict[str, Any]:
-    """JSON-ready per-row errors, the mean/max absolute error and rows not predicted."""
+    """JSON-ready per-row errors, the mean/max absolute error, rows not predicted and rows
+    EXCLUDED from comparison (each with its reason)."""
     errs = [abs(r.error) for r in results]
+    failed = failed or []
     return {
-        "not_predicted": [{"row_id": rid, "reason": why} for rid, why in (failed or [])],
+        "not_predicted": [
+            {"row_id": rid, "reason": why}
+            for rid, why in failed
+            if not why.startswith(EXCLUDED_PREFIX)
+        ],
+        "excluded": [
+            {"row_id": rid, "reason": why.removeprefix(EXCLUDED_PREFIX)}
+            for rid, why in failed
+            if why.startswith(EXCLUDED_PREFIX)
+        ],
         "rows": [
             {
                 "row_id": r.row_id,
@@ -896,10 +960,12 @@ def plot_validation(results: list[RowResult], path: str | Path) -> Path:
 
 
 __all__ = [
+    "EXCLUDED",
     "UNDEFINED",
     "RowResult",
     "RowSetup",
     "bundled_csv",
+    "excluded_reason",
     "per_source",
     "plot_validation",
     "published_iteration_s",
