@@ -39,7 +39,7 @@ def linux_engine(cfg: EngineConfig) -> SessionEngine:
     if _linux["engine"] is not None:
         _linux["engine"].close()
     if _linux["lab"] is None:
-        _linux["lab"] = Lab(LabConfig(prefix="sfxc")).__enter__()  # not test_netns.py's prefix
+        _linux["lab"] = Lab(LabConfig(prefix="sfxk")).__enter__()  # a prefix no other test uses
     # histories are compared before their first scrub, where no entry ages on the packets'
     # clock: kernel timeouts of at least a minute keep a loaded host from aging any meanwhile
     _linux["engine"] = LinuxEngine(cfg, _linux["lab"], min_timeout_s=LINUX_MIN_TIMEOUT_S)
