@@ -260,7 +260,7 @@ class LinuxEngine(SessionEngine):
 
     def _open(self, event_rcvbuf: int) -> None:
         lab = self.lab
-        assert lab.nic is not None
+        nic = lab.worker
         sysctls = {
             k: max(v, self.min_timeout_s) if "timeout" in k else v
             for k, v in LabConfig.from_engine(self.config).conntrack.items()
@@ -269,10 +269,10 @@ class LinuxEngine(SessionEngine):
         for name, val in sysctls.items():
             lab.sysctl(f"net.netfilter.{name}", val)
         self.pipeline = Pipeline(lab)
-        self.ct = CtSocket(lab.nic)
+        self.ct = CtSocket(nic)
         self.ct.flush()  # a lab reused by a new engine starts with an empty table
-        self.events = EventSocket(lab.nic, event_rcvbuf)
-        self.nflog = NflogSocket(lab.nic, NFLOG_GROUP)
+        self.events = EventSocket(nic, event_rcvbuf)
+        self.nflog = NflogSocket(nic, NFLOG_GROUP)
         self.sender = Sender(lab)
         self.marks = ScopeMarks(self.config.eni_scopes, self.config.vpc_scopes)
         self._zone: dict[int, int] = {}
@@ -720,7 +720,7 @@ class LinuxEngine(SessionEngine):
             plan.append((mark_of(cid, ao == drop, ar == drop), labels_of(cols["aux"][i], ao, ar)))
         self.pipeline.update_fresh(fresh, [])
         c = self._ctr
-        send: list[int] = []
+        send: list[tuple[int, tuple[int, int]]] = []  # (row, its (mark, labels))
         room = self.config.capacity - self._count
         for i, key in enumerate(krows):
             p = plan[i]
@@ -732,16 +732,14 @@ class LinuxEngine(SessionEngine):
                 c[Counter.INSERT_TABLE_FULL] += 1
                 self._event(EventType.TABLE_FULL, [self._row_of(key, p)])
             else:
-                send.append(i)
+                send.append((i, p))
         items = []
-        for i in send:
-            p = plan[i]
-            assert p is not None
+        for i, p in send:
             ts = cols["tcp_state"][i]
             items.append((krows[i], p[0], p[1],
                           max(self.min_timeout_s, _timeout_s(self.config, krows[i][1], ts)), ts,
                           int(status[i]) if status is not None else 0))  # fmt: skip
-        for i, err in zip(send, self.ct.create_many(items), strict=True):
+        for (i, p), err in zip(send, self.ct.create_many(items), strict=True):
             if err == 0:
                 out[i] = Status.OK
                 c[Counter.INSERT_OK] += 1
@@ -750,8 +748,6 @@ class LinuxEngine(SessionEngine):
                 out[i] = Status.EXISTS
                 c[Counter.INSERT_EXISTS] += 1
             else:
-                p = plan[i]
-                assert p is not None
                 out[i] = Status.INSERT_FAILED
                 c[Counter.INSERT_FAILED] += 1
                 self._event(EventType.INSERT_FAILED, [self._row_of(krows[i], p)])

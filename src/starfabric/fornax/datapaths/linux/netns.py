@@ -411,14 +411,19 @@ class Lab:
                 ip.rule("add", iifname=into, table=table, priority=1000 + table, family=fam)
 
     # -- helpers for the other modules ----------------------------------------------------
+    @property
+    def worker(self) -> NsWorker:
+        """The nic namespace's worker thread; refused when the lab is not built or closed."""
+        if self.nic is None:
+            raise InfeasibleError("the lab is not built (use it inside `with Lab() as lab:`)")
+        return self.nic
+
     def sysctl(self, name: str, value: int | str) -> None:
         """Write sysctl `name` in the nic namespace."""
-        assert self.nic is not None
-        self.nic.call(write_sysctl, name, value)
+        self.worker.call(write_sysctl, name, value)
 
     def read_sysctl(self, name: str) -> str:
-        assert self.nic is not None
-        return self.nic.call(read_sysctl, name)
+        return self.worker.call(read_sysctl, name)
 
     def in_ns(self, ns: str, fn: Callable[..., T], *args: Any) -> T:
         """Run fn in namespace `ns` (one of this lab's) on a short-lived thread."""

@@ -101,10 +101,8 @@ class NicTables:
     """The nic namespace's `inet fornax` table, driven from the lab's nic worker thread."""
 
     def __init__(self, lab: Lab) -> None:
-        if lab.nic is None:
-            raise InfeasibleError("the lab is not built (use it inside `with Lab() as lab:`)")
         self.lab = lab
-        self._nft: Nft = lab.nic.call(Nft)
+        self._nft: Nft = lab.worker.call(Nft)
         self.compiled: CompiledPolicy | None = None
         self.versions: ScopeVersions | None = None
         self.transactions = 0
@@ -112,9 +110,8 @@ class NicTables:
         self.flowtable = False
 
     def run(self, cmd: dict[str, Any] | str) -> dict[str, Any]:
-        assert self.lab.nic is not None
         self.transactions += 1
-        return self.lab.nic.call(self._nft.run, cmd)
+        return self.lab.worker.call(self._nft.run, cmd)
 
     def load(self, compiled: CompiledPolicy, versions: ScopeVersions | None = None, *,
              nat: bool = False, flowtable: bool = False) -> dict[str, Any]:  # fmt: skip

@@ -93,9 +93,8 @@ class Pipeline:
     def __init__(self, lab: Lab) -> None:
         from starfabric.fornax.datapaths.linux.nft import Nft
 
-        assert lab.nic is not None
-        self._worker = lab.nic
-        self._nft = lab.nic.call(Nft)
+        self._worker = lab.worker
+        self._nft = self._worker.call(Nft)
         self.transactions = 0
         self._run(f"table inet {TABLE}\ndelete table inet {TABLE}\n" + ruleset())
 
