@@ -164,9 +164,9 @@ def test_an_excluded_row_needs_a_reason_and_is_listed_not_predicted(tmp_path) ->
     assert len(doc["rows"]) == 2 and doc["not_predicted"] == []
 
 
-DEV2_MEAN_NOW = 0.20
-"""What this revision reaches on the 120 compared rows of the second development set (19.9%;
-14.3% without the 15 AWS EFA rows; 2 Llama-4-Scout rows EXCLUDED): a regression bound."""
+DEV2_MEAN_NOW = 0.19
+"""What this revision reaches on the 120 compared rows of the second development set (18.9%
+with hybrid ZeRO sharding; 2 Llama-4-Scout rows EXCLUDED): a regression bound."""
 DEV2_MAX_NOW = 0.88
 """This revision's max (87.3%, an AWS EFA NCCL all-to-all row at micro-batch 1 that Seer
 predicts 8x too fast): a regression bound."""
@@ -458,3 +458,13 @@ def test_sdpa_defaults_to_cudnn_from_pytorch_2_11(framework: str, cudnn: bool) -
     rows = {r["row_id"]: r for r in read_rows(DEV2)}
     st = row_setup(dict(rows["TTDSV3-01"], framework=framework))
     assert st.execution["flash_kernel"] == ("cudnn" if cudnn else "fa2")
+
+
+def test_hybrid_zero_rows_of_internlm_follow_the_replica_all_reduce(dev2) -> None:
+    """InternLM's 1,024-A100 rows shard ZeRO-1 inside each node (zero1=8) on 4 NICs per 8
+    GPUs: their gradient shards cross the nodes as all-reduces (parallel.zero_shard). With
+    it the source is 7.4% mean (18.0% before), the Ampere class 12.8% (16.7% before)."""
+    s = summary(*dev2)
+    assert s["per_source"]["INTERNLM_PERF23"]["mean_abs_error"] <= 0.08
+    assert s["per_source"]["INTERNLM_PERF23"]["max_abs_error"] <= 0.14
+    assert s["per_class"]["gpu_generation"]["Ampere"]["mean_abs_error"] <= 0.13

@@ -120,6 +120,24 @@ def zero_stage(raw: str | None, legacy: bool) -> int | None:
     return 0 if legacy else 1
 
 
+def zero_shard_ranks(raw: str | None, gpus_per_node: int) -> int | None:
+    """Ranks of a hybrid ZeRO shard group stated in a data-parallel cell: 'zero1=8',
+    'sharded over 128 GPUs', 'sharded within each 8-GPU node' (or 'within a node' →
+    `gpus_per_node`); None when the cell shards over the whole DP group or says nothing."""
+    text = (raw or "").lower()
+    if unverified(raw):
+        return None
+    m = re.search(r"zero[123]?\s*=\s*(\d+)", text) or re.search(
+        r"shard(?:ed|s|ing)?\b[^;()]*?\b(?:over|within|across)\s+(?:each\s+|an?\s+)?(\d+)[- ]gpus?\b",
+        text,
+    )
+    if m:
+        return int(m.group(1))
+    if re.search(r"shard(?:ed|s|ing)?\b[^;()]*?\bwithin\s+(?:each|a|one)\s+node", text):
+        return gpus_per_node
+    return None
+
+
 __all__ = [
     "FAMILY_GPU",
     "flop_convention",
@@ -127,5 +145,6 @@ __all__ = [
     "match_gpu",
     "number",
     "unverified",
+    "zero_shard_ranks",
     "zero_stage",
 ]

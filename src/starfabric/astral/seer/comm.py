@@ -1,7 +1,8 @@
 """Seer's one communication contract, `CommModel`, and its formula implementation.
 
 `CommModel.time(kind, nbytes, group)` is the seconds of one collective on a parallel group of
-the job's layout ("tp", "cp", "dp", "dp_cp", "pp", "etp", "ep", "edp", "fsdp_dp", "fsdp_edp").
+the job's layout ("tp", "cp", "dp", "dp_cp", "pp", "etp", "ep", "edp", "fsdp_dp", "fsdp_edp",
+and under hybrid sharding "dp_shard" / "dp_replica").
 `FormulaComm` prices it with hierarchical alpha-beta and NCCL bus-bandwidth factors: a group
 inside one node runs at NVLink bus bandwidth; a group that spans nodes is limited by the NICs
 (one rail per GPU) of its members on each node. `simcomm.SimulatedComm` runs the same calls on a
@@ -27,7 +28,7 @@ from starfabric.astral.seer.fabric import (
     Group,
 )
 from starfabric.astral.seer.model import ModelSpec
-from starfabric.astral.seer.parallel import ExecutionSpec, Layout
+from starfabric.astral.seer.parallel import ExecutionSpec, Layout, zero_shard
 from starfabric.errors import ConfigError, InvariantError
 
 Kind = Literal["all_reduce", "all_gather", "reduce_scatter", "all_to_all", "p2p"]
@@ -147,10 +148,16 @@ def layout_groups(ex: ExecutionSpec, lay: Layout) -> dict[str, Group]:
     # Gradients of a CP run reduce over DP x CP: every rank with the same TP index, i.e.
     # gpn / tp of them per node (only the CP ranks of a node when tp * cp >= gpn).
     groups["dp_cp"] = place_group(lay.dp * lay.cp, lay.tp, gpn)
-    # ZeRO-3/FSDP parameter collectives run on the DP groups (named apart for their overlap);
-    # per-parameter gathers carry each GPU's stream at one NIC's rate (see PER_PARAMETER_RAILS).
-    for name in ("dp", "edp"):
-        g = groups[name]
+    # Hybrid sharding (parallel.zero_shard): ZeRO's shard group is the k nearest DP ranks,
+    # its replicas (the ranks holding the same shard) are k DP ranks apart.
+    k = zero_shard(ex, lay)
+    groups["dp_shard"] = place_group(k, lay.tp * lay.cp, gpn)
+    groups["dp_replica"] = place_group(lay.dp // k, lay.tp * lay.cp * k, gpn)
+    # ZeRO-3/FSDP parameter collectives run on the DP (shard) groups (named apart for their
+    # overlap); per-parameter gathers carry each GPU's stream at one NIC's rate (see
+    # PER_PARAMETER_RAILS).
+    for name, src in (("dp", "dp_shard"), ("edp", "edp")):
+        g = groups[src]
         per_param = ex.fsdp_collectives == "parameter" and g.nodes > 1
         groups[f"fsdp_{name}"] = Group(g.size, PER_PARAMETER_RAILS) if per_param else g
     return groups

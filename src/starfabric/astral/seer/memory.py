@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from starfabric.astral.seer import offload
 from starfabric.astral.seer.activations import activation_bytes_per_layer
 from starfabric.astral.seer.model import ModelSpec
-from starfabric.astral.seer.parallel import ExecutionSpec, Layout
+from starfabric.astral.seer.parallel import ExecutionSpec, Layout, zero_shard
 from starfabric.astral.seer.schedule import (
     StageParams,
     Timeline,
@@ -59,7 +59,7 @@ def memory_report(model: ModelSpec, ex: ExecutionSpec, lay: Layout, tl: Timeline
     """Peak memory per GPU over the PP stages (in-flight micro-batches from the schedule)."""
     params = stage_params(model, lay)
     capacity = lay.gpu.hbm_gib * 2**30
-    dp_shard = lay.dp * lay.cp
+    dp_shard = zero_shard(ex, lay) * lay.cp  # hybrid sharding: one shard group's ranks
     grad_b = grad_bytes(ex)
     best: MemoryReport | None = None
     per_dense = activation_bytes_per_layer(model, ex, lay, moe=False)

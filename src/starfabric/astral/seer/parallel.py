@@ -123,6 +123,14 @@ class ExecutionSpec(Spec):
     grad_reduce_fp32: bool | None = Field(
         default=None, description="reduce gradients in fp32 (default: yes for bf16/fp8)"
     )
+    zero_shard_ranks: int | None = Field(
+        default=None,
+        gt=0,
+        description="hybrid sharding: ZeRO shards over groups of this many DP ranks and "
+        "replicates across the DP / N groups (InternEvo zero1=N, DeepSpeed MiCS, HSDP); "
+        "gradients are reduce-scattered inside the group and each shard all-reduced across "
+        "the replicas (see zero_shard); None: ZeRO shards over the whole DP group",
+    )
 
 
 MAX_GPUS = 1 << 24
@@ -198,6 +206,19 @@ class Layout:
     """chunk_first_layer[s][c]: global index of that chunk's first layer."""
     nic_bytes_per_s: float
     gpu: GPUSpec
+
+
+def zero_shard(ex: ExecutionSpec, lay: Layout) -> int:
+    """DP ranks one ZeRO shard group spans: `ex.zero_shard_ranks` when ZeRO is on, the
+    layout has no CP and the count divides the DP degree (whole replicas), else the whole
+    DP group. Hybrid sharding (Rajbhandari-style ZeRO inside a node or a partition group,
+    replicated across them: InternEvo's zero1=N, DeepSpeed MiCS, Zhang et al. VLDB 2022
+    section 3) keeps parameter gathers inside the group and moves the gradient sum across
+    groups into an all-reduce of each shard (schedule.build_timeline)."""
+    k = ex.zero_shard_ranks
+    if k is None or ex.zero < 1 or lay.cp > 1 or k >= lay.dp or lay.dp % k:
+        return lay.dp
+    return k
 
 
 def uneven_pipeline_layers(layers: int, pp: int) -> tuple[int, ...]:

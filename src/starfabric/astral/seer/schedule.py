@@ -35,7 +35,7 @@ from starfabric.astral.seer.ops import (
     logits_ops,
     mtp_ops,
 )
-from starfabric.astral.seer.parallel import ExecutionSpec, Layout
+from starfabric.astral.seer.parallel import ExecutionSpec, Layout, zero_shard
 from starfabric.errors import InvariantError
 
 DP_BUCKET_PARAMS = 40_000_000
@@ -436,6 +436,13 @@ def build_timeline(model: ModelSpec, ex: ExecutionSpec, lay: Layout, ctx: CostCo
     grad_b = grad_bytes(ex)
     dp_name = "dp_cp" if lay.cp > 1 else "dp"
     coll: Kind = "reduce_scatter" if ex.zero >= 1 else "all_reduce"
+    # Hybrid sharding (parallel.zero_shard): ZeRO shards over k DP ranks; the gradients are
+    # reduce-scattered inside the shard group and each rank's 1/k shard is all-reduced across
+    # the dp/k replicas (MiCS, Zhang et al. VLDB 2022 section 3.3; InternEvo's hybrid ZeRO),
+    # and the parameters are gathered inside the shard group only.
+    k = zero_shard(ex, lay)
+    hybrid = k < lay.dp
+    shard_grp = "dp_shard" if hybrid else dp_name
     tails = np.zeros(p)
     dp_exposed = np.zeros(p)
     ag_exposed = np.zeros(p)
@@ -455,10 +462,12 @@ def build_timeline(model: ModelSpec, ex: ExecutionSpec, lay: Layout, ctx: CostCo
         for c in sorted(range(v), key=lambda k: last_b[k]):
             share = sp_.per_chunk[c] / max(sp_.dense + sp_.expert, 1.0)
             dense_c, exp_c = sp_.dense * share, sp_.expert * share
-            t_c = ctx.comm.time(coll, dense_c * grad_b, dp_name)
+            t_c = ctx.comm.time(coll, dense_c * grad_b, shard_grp)
             t_c += ctx.comm.time(coll, exp_c * grad_b, "edp")
             if ex.zero == 3 and p == 1:
                 t_c = 0.0  # ZeRO-3 reduce-scatters gradients inside every backward pass
+            if hybrid:
+                t_c += ctx.comm.time("all_reduce", dense_c * grad_b / k, "dp_replica")
             total_dp += t_c
             idx = np.flatnonzero((is_fwd[s] == 0) & (chs[s] == c) & (mbs[s] == m - 1))
             b0, b1 = float(start[s, idx[0]]), float(end[s, idx[0]])
@@ -474,14 +483,12 @@ def build_timeline(model: ModelSpec, ex: ExecutionSpec, lay: Layout, ctx: CostCo
         hidden = sum(max(0.0, min(w1, stage_end[s]) - w0) for w0, w1 in win)
         dp_exposed[s] = max(0.0, free - stage_end[s]) + DP_OVERLAP_RESIDUAL * hidden
         shard = ex.zero >= 1
-        local = sp_.dense / (lay.dp * lay.cp if shard else 1) + sp_.expert / (
-            lay.edp if shard else 1
-        )
+        local = sp_.dense / (k * lay.cp if shard else 1) + sp_.expert / (lay.edp if shard else 1)
         opt[s] = local * OPTIMIZER_BYTES_PER_PARAM / (ctx.hbm_bytes_per_s * ctx.eff.mem_bw_fraction)
         if ex.offload_weights:  # the states stream through the tier's link
             opt[s] = max(opt[s], offload.optimizer_s(local, offload.link_bytes_per_s(lay.gpu)))
         if ex.zero in (1, 2) or (ex.zero == 3 and p > 1):
-            ag = ctx.comm.time("all_gather", sp_.dense * 2.0, dp_name)
+            ag = ctx.comm.time("all_gather", sp_.dense * 2.0, shard_grp)
             ag += ctx.comm.time("all_gather", sp_.expert * 2.0, "edp")
             if ex.overlap_param_gather:
                 nb_all = max(1, int(np.ceil((sp_.dense + sp_.expert) / DP_BUCKET_PARAMS)))

@@ -677,6 +677,9 @@ def row_setup(row: dict[str, str]) -> RowSetup:
                     + (row.get("notes") or ""), re.I)  # fmt: skip
     if cap and "dropless" not in (row.get("notes") or "").lower():
         ex["moe_capacity_factor"] = float(cap.group(1))  # token dropping
+    shard = cells.zero_shard_ranks(row.get("zero_or_fsdp"), _int(row, "gpus_per_node", 8))
+    if shard is not None and zero:
+        ex["zero_shard_ranks"] = shard  # hybrid sharding (parallel.zero_shard)
     if zero == 3 and "deepspeed" in (row.get("framework") or "").lower() and _legacy(row):
         # DeepSpeed ZeRO-3 before 2023 gathered every rank's slice of every parameter tensor
         # over all DP ranks (no flat, rail-aligned buffers): cost.PER_PARAMETER_RAILS.
