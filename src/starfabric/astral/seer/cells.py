@@ -119,7 +119,7 @@ def megatron_formula_is_causal(framework: str | None) -> bool | None:
     TFLOP/s (`MEGATRON_CAUSAL_SINCE`); None when the cell names no such release."""
     text = (framework or "").lower()
     found: list[bool] = []
-    core = re.search(r"(?:megatron[- ]core|mcore|core_[rv])\s*v?(\d+)\.(\d+)", text)
+    core = re.search(r"(?:megatron[- ]core|mcore|core_)\s*[rv]?(\d+)\.(\d+)", text)
     if core:
         found.append((int(core[1]), int(core[2])) >= MEGATRON_CAUSAL_SINCE["megatron-core"])
     nemo = re.search(r"nemo\s*v?(\d+)\.(\d+)", text)
@@ -152,8 +152,8 @@ __all__ = [
     "MEGATRON_CAUSAL_SINCE",
     "flop_convention",
     "is_hint",
-    "megatron_formula_is_causal",
     "match_gpu",
+    "megatron_formula_is_causal",
     "number",
     "unverified",
     "zero_stage",
