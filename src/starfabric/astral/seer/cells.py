@@ -98,9 +98,36 @@ def flop_convention(raw: str | None) -> str:
         return "narayanan"
     if "megatron" in text or "72*b" in text or "nemo" in text:
         # NeMo's "model TFLOP/s" (nemo/utils/flops_formulas.py, gpt3/llama/mixtral) counts
-        # attention as 12*s^2*h per layer: non-causal, the same terms as Megatron's formula.
-        return "megatron"
+        # attention as 12*s^2*h per layer: non-causal, the same terms as Megatron's formula —
+        # until both halved it for the causal mask (`MEGATRON_CAUSAL_SINCE`); a cell that says
+        # its formula counts causal attention names the later one.
+        causal = "causal" in text and not re.search(r"non-?causal", text)
+        return "megatron_causal" if causal else "megatron"
     return "model"
+
+
+MEGATRON_CAUSAL_SINCE = {"megatron-core": (0, 12), "nemo": (2, 5), "nemo-container": (25, 9)}
+"""First releases whose printed TFLOP/s count causal attention (half the s x s scores):
+Megatron-LM commit 8873b55 (2025-03-06, `num_floating_point_operations`: "only half of the
+attention matrix is non-zero"), first tagged in core_v0.12.0; NeMo commit 6251117 (2025-08-09,
+flops_formulas.py `causal_self_attn`), first tagged in v2.5.0 = the 25.09 container. Earlier
+releases count the full s x s matrix."""
+
+
+def megatron_formula_is_causal(framework: str | None) -> bool | None:
+    """Whether the Megatron-LM / NeMo release a framework cell names prints causal-attention
+    TFLOP/s (`MEGATRON_CAUSAL_SINCE`); None when the cell names no such release."""
+    text = (framework or "").lower()
+    found: list[bool] = []
+    core = re.search(r"(?:megatron[- ]core|mcore|core_)\s*[rv]?(\d+)\.(\d+)", text)
+    if core:
+        found.append((int(core[1]), int(core[2])) >= MEGATRON_CAUSAL_SINCE["megatron-core"])
+    nemo = re.search(r"nemo\s*v?(\d+)\.(\d+)", text)
+    if nemo:
+        ver = (int(nemo[1]), int(nemo[2]))
+        key = "nemo-container" if ver[0] >= 20 else "nemo"  # 24.07: a container's YY.MM
+        found.append(ver >= MEGATRON_CAUSAL_SINCE[key])
+    return any(found) if found else None
 
 
 def zero_stage(raw: str | None, legacy: bool) -> int | None:
@@ -140,9 +167,11 @@ def zero_shard_ranks(raw: str | None, gpus_per_node: int) -> int | None:
 
 __all__ = [
     "FAMILY_GPU",
+    "MEGATRON_CAUSAL_SINCE",
     "flop_convention",
     "is_hint",
     "match_gpu",
+    "megatron_formula_is_causal",
     "number",
     "unverified",
     "zero_shard_ranks",

@@ -394,11 +394,17 @@ def flops_per_token_6nd(model: ModelSpec, seq_len: int) -> float:
     return 6.0 * non_emb + attn
 
 
-def megatron_model_flops(model: ModelSpec, tokens: float, seq_len: int) -> float:
+def megatron_model_flops(
+    model: ModelSpec, tokens: float, seq_len: int, causal: bool = False
+) -> float:
     """FLOPs per iteration by Megatron-LM's `num_floating_point_operations` (training.py):
-    full (non-causal) attention, gated MLP x1.5, top-k routed plus shared experts on MoE layers
-    and the dense MLP on the others (later Megatron-Core; r0.8 is the same for dense models),
-    logits; no recompute."""
+    attention, gated MLP x1.5, top-k routed plus shared experts on MoE layers and the dense MLP
+    on the others (later Megatron-Core; r0.8 is the same for dense models), logits; no
+    recompute. `causal=False`: the full s x s score matrix (12 s/h), as Megatron-LM printed up
+    to core_v0.11 and NeMo's flops_formulas.py up to 2.4; `causal=True`: half of it (6 s/h),
+    as Megatron-LM from commit 8873b55 (2025-03-06, "only half of the attention matrix is
+    non-zero", first released in core_v0.12.0) and NeMo from commit 6251117 (2025-08-09,
+    `causal_self_attn`, first released in 2.5.0) count it (`MEGATRON_CAUSAL_SINCE`)."""
     h, L = model.hidden, model.layers
     qproj = model.heads * model.head_dim / h
     gated = 1.5 if model.activation == "swiglu" else 1.0
@@ -408,7 +414,7 @@ def megatron_model_flops(model: ModelSpec, tokens: float, seq_len: int) -> float
     return (
         12.0 * tokens * L * h * h
         * (
-            (1 + model.kv_heads / model.heads + seq_len / h) * qproj
+            (1 + model.kv_heads / model.heads + seq_len / h * (0.5 if causal else 1.0)) * qproj
             + mlp / (L * h) * gated
             + model.vocab / (2 * L * h)
         )

@@ -115,17 +115,20 @@ class Prediction:
 
     def tflops_per_gpu(self, convention: str = "model") -> float:
         """Achieved TFLOP/s per GPU: 'model' (6N + causal attention), 'hardware' (executed,
-        incl. recompute), 'megatron' (Megatron-LM's formula), 'narayanan' (SC'21 Eq. 3)."""
+        incl. recompute), 'megatron' (Megatron-LM's formula, full attention), 'megatron_causal'
+        (the same halving attention, Megatron-LM >= core_v0.12 / NeMo >= 2.5), 'narayanan'
+        (SC'21 Eq. 3)."""
         flops = {
             "model": self.model_flops,
             "hardware": self.hardware_flops,
             "megatron": self.megatron_flops,
+            "megatron_causal": self.extra["megatron_causal_flops"],
             "narayanan": self.extra["narayanan_flops"],
         }.get(convention)
         if flops is None:
             raise ConfigError(
                 f"unknown FLOP convention {convention!r}",
-                fix="use model, hardware, megatron or narayanan",
+                fix="use model, hardware, megatron, megatron_causal or narayanan",
             )
         return float(flops) / (self.iteration_s * self.layout.gpus) / 1e12
 
@@ -208,6 +211,7 @@ def predict(job: Job) -> Prediction:
         peak_flops_per_gpu=ctx.peak_flops,
         extra={
             "narayanan_flops": narayanan_hardware_flops(model, tokens, ex.seq_len),
+            "megatron_causal_flops": megatron_model_flops(model, tokens, ex.seq_len, causal=True),
             "efficiency_basis": eff.basis,
         },
     )

@@ -415,7 +415,11 @@ def _convention(row: dict[str, str]) -> str:
     conv = cells.flop_convention(raw)
     named = re.search(r"6n|palm|chowdhery|causal", raw, re.I)
     if conv == "model" and not named and "nemo" in (row.get("framework") or "").lower():
-        return "megatron"
+        conv = "megatron"
+    if conv == "megatron" and cells.megatron_formula_is_causal(row.get("framework")):
+        # The release the row names already halves the attention term
+        # (cells.MEGATRON_CAUSAL_SINCE).
+        return "megatron_causal"
     return conv
 
 
@@ -427,12 +431,15 @@ def _has_time(row: dict[str, str]) -> bool:
 
 
 def _convention_flops(row: dict[str, str], model: ModelSpec, conv: str) -> float:
-    tokens = global_batch_seqs(row) * _int(row, "seq_len")
+    # The row's own sequence length: a bundled config's max_seq_len is the model's context
+    # window (DeepSeek-V3: 163,840), not what the run trained on.
+    seq = _int(row, "seq_len")
+    tokens = global_batch_seqs(row) * seq
     if conv == "narayanan":
-        return narayanan_hardware_flops(model, tokens, model.max_seq_len)
-    if conv == "megatron":
-        return megatron_model_flops(model, tokens, model.max_seq_len)
-    return flops_per_token_6nd(model, model.max_seq_len) * tokens
+        return narayanan_hardware_flops(model, tokens, seq)
+    if conv in ("megatron", "megatron_causal"):
+        return megatron_model_flops(model, tokens, seq, causal=conv == "megatron_causal")
+    return flops_per_token_6nd(model, seq) * tokens
 
 
 def _measured(row: dict[str, str], key: str, raw: str, bound: bounds.Bound) -> float:
