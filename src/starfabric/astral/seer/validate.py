@@ -368,6 +368,9 @@ def _framework(row: dict[str, str]) -> dict[str, Any]:
         or ("overlap" in fw and ("a2a" in fw or "ep" in fw.split("/")))
     )
     dualpipe = "dualpipe" in fw or "dualpipe" in (row.get("vpp") or "").lower()
+    # TorchTitan's DistMoE backend fuses dispatch, expert compute and combine in one kernel
+    # (torchtitan models/common/dist_moe.py, DistMoeRoutedExperts).
+    fused_moe = "distmoe" in fw.replace("-", "").replace("_", "").replace(" ", "")
     # Plain Megatron-LM (not Core) also ships FlashAttention as opt-in (--use-flash-attn,
     # 2023; the default path is the fused scale-mask-softmax kernel with batched GEMMs).
     attention = "unfused" if plain_megatron and "flash" not in fw else "flash"
@@ -382,7 +385,8 @@ def _framework(row: dict[str, str]) -> dict[str, Any]:
             "overlap_param_gather": dp_overlap,
             "tp_comm_overlap": tp_overlap and not no_overlap,
             "overlap_p2p": dp_overlap,
-            "ep_comm_overlap": ep_overlap}  # fmt: skip
+            "ep_comm_overlap": ep_overlap,
+            "moe_fused_dispatch": fused_moe}  # fmt: skip
 
 
 @dataclass(frozen=True)
