@@ -21,8 +21,7 @@ but this is the default if no pipeline split is specified", 9dec370; kept by 8b7
 2025-04-07).
 
 The release is read from the YYYY-MM date the row's framework cell names ("TorchTitan
-(PyTorch nightly 2024-12, ...)"); months are the granularity (assumption: a run dated in
-the month of a change ran the newer code).
+(PyTorch nightly 2024-12, ...)"), to the month (`MICROBATCHES_EQUAL_TOTAL_STAGES_SINCE`).
 """
 
 from __future__ import annotations
@@ -30,7 +29,8 @@ from __future__ import annotations
 import re
 
 MICROBATCHES_EQUAL_TOTAL_STAGES_SINCE = (2025, 1)
-"""torchtitan 90567fc (2025-01-07): the default micro-batch count became PP x stages per rank."""
+"""torchtitan 90567fc (2025-01-07): the default micro-batch count became PP x stages per rank.
+A run dated in the month of a change is taken to run the newer code (assumption)."""
 MICROBATCH_SIZE_ONE_SINCE = (2025, 4)
 """torchtitan 5e2033c (2025-04-07): the default became micro-batches of one sequence."""
 DEFAULT_STAGES_PER_RANK = 2
