@@ -51,6 +51,9 @@ EP_COMM_SMS = 20
 """SMs the expert dispatch/combine kernels occupy while they overlap compute: DeepSeek-V3
 (section 3.2.2) dedicates 20 of the H800's 132 SMs to them and that saturates IB and NVLink
 (DeepEP's normal kernels default to a similar 24); the overlapped compute runs on the rest."""
+FUSED_EXPERT_GEMMS = ("moe.expert_fc1", "moe.expert_fc2")
+"""The routed-expert GEMMs (forward, dgrad, wgrad) a fused dispatch-compute-combine kernel
+runs; its all-to-all overlaps these and nothing else of the layer."""
 CP_OVERLAP_RESIDUAL = 0.10
 """Fraction of the ring-attention KV exchange that costs time even when hidden: the P2P
 kernels take SMs and HBM bandwidth from the block attention beside them (assumption, as
@@ -81,6 +84,8 @@ class CostContext:
     dualpipe: bool = False
     """DualPipe: the expert all-to-all of a forward chunk hides behind the paired backward
     chunk's compute and vice versa (`pair_ep_overlap`), not within one pass."""
+    moe_fused_dispatch: bool = False
+    """Dispatch/combine fused with the expert GEMMs (`ExecutionSpec.moe_fused_dispatch`)."""
 
 
 def make_context(
@@ -114,6 +119,7 @@ def make_context(
         fp8=ex.precision == "fp8",
         ep_comm_overlap=ex.ep_comm_overlap,
         dualpipe=ex.pipeline_schedule == "dualpipe",
+        moe_fused_dispatch=ex.moe_fused_dispatch,
         cp=lay.cp,
         flash_rate=flash_rate,
         fsdp_regather=ex.fsdp_collectives == "parameter",
@@ -203,6 +209,17 @@ def op_costs(t: OpTable, ctx: CostContext, backward: bool = False) -> OpCosts:
         total = float(time[ep].sum())
         compute = float(time[kind != COMM].sum())
         frac = _ep_exposed_fraction(total, compute, ctx)
+        exposed[ep] = time[ep] * frac
+    elif ctx.moe_fused_dispatch and ep.any():
+        # Fused dispatch-compute-combine (TorchTitan DistMoE): tokens stream from the
+        # dispatch into the grouped expert GEMMs and out to the combine inside one kernel,
+        # so the pass's all-to-all hides behind the same pass's expert GEMMs (not the whole
+        # layer); the excess stays exposed and the GEMMs run on the SMs the transfers leave.
+        experts = (kind == GEMM) & np.fromiter(
+            (n.startswith(FUSED_EXPERT_GEMMS) for n in t.name), bool, len(t)
+        )
+        total = float(time[ep].sum())
+        frac = _ep_exposed_fraction(total, float(time[experts].sum()), ctx)
         exposed[ep] = time[ep] * frac
     fsdp = (kind == COMM) & ((grp_names == "fsdp_dp") | (grp_names == "fsdp_edp"))
     if fsdp.any():

@@ -81,6 +81,12 @@ class ExecutionSpec(Spec):
         description="expert all-to-all hidden behind another micro-batch's compute "
         "(DeepSeek DualPipe, Megatron 1F1B A2A overlap)",
     )
+    moe_fused_dispatch: bool = Field(
+        default=False,
+        description="expert dispatch and combine fused with the grouped expert GEMMs of the "
+        "same micro-batch in one kernel (TorchTitan DistMoE: 'Routed-experts backend fusing "
+        "dispatch, expert compute, and combine'): the all-to-all hides behind those GEMMs",
+    )
     moe_dispatcher: Literal["alltoall", "deepep"] = Field(
         default="alltoall",
         description="expert token dispatcher: alltoall (NCCL, every token-expert copy crosses "

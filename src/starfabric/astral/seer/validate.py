@@ -19,7 +19,7 @@ from typing import Any
 
 from starfabric.astral import bounds
 from starfabric.astral.hardware import list_gpus
-from starfabric.astral.seer import cells
+from starfabric.astral.seer import cells, torchtitan_pp
 from starfabric.astral.seer.classes import classes_of, per_class
 from starfabric.astral.seer.degrees import DEGREES, degree_combos, unverified_degrees
 from starfabric.astral.seer.model import ModelSpec, bundled_models, load_model
@@ -368,6 +368,9 @@ def _framework(row: dict[str, str]) -> dict[str, Any]:
         or ("overlap" in fw and ("a2a" in fw or "ep" in fw.split("/")))
     )
     dualpipe = "dualpipe" in fw or "dualpipe" in (row.get("vpp") or "").lower()
+    # TorchTitan's DistMoE backend fuses dispatch, expert compute and combine in one kernel
+    # (torchtitan models/common/dist_moe.py, DistMoeRoutedExperts).
+    fused_moe = "distmoe" in fw.replace("-", "").replace("_", "").replace(" ", "")
     # Plain Megatron-LM (not Core) also ships FlashAttention as opt-in (--use-flash-attn,
     # 2023; the default path is the fused scale-mask-softmax kernel with batched GEMMs).
     attention = "unfused" if plain_megatron and "flash" not in fw else "flash"
@@ -382,7 +385,8 @@ def _framework(row: dict[str, str]) -> dict[str, Any]:
             "overlap_param_gather": dp_overlap,
             "tp_comm_overlap": tp_overlap and not no_overlap,
             "overlap_p2p": dp_overlap,
-            "ep_comm_overlap": ep_overlap}  # fmt: skip
+            "ep_comm_overlap": ep_overlap,
+            "moe_fused_dispatch": fused_moe}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -516,18 +520,15 @@ def _interleaving_stated(row: dict[str, str]) -> bool:
     return "interleav" in text
 
 
-def _choices(row: dict[str, str], model: ModelSpec, ex: dict[str, Any]) -> dict[str, list[Any]]:
+def _choices(
+    row: dict[str, str], model: ModelSpec, ex: dict[str, Any], gpus: int = 0
+) -> dict[str, list[Any]]:
     """Candidate values of the settings the source leaves open, as a tuning user of the
     framework tries them; the fastest that fits in memory is taken."""
     pp = ex["pp"]
     out: dict[str, list[Any]] = {}
-    mb_raw = row.get("micro_batch", "")
-    if _unverified(mb_raw) and cells.number(mb_raw) is None:
-        out["micro_batch"] = list(MICRO_BATCH_CANDIDATES)
-    elif _unverified(mb_raw):
-        out["micro_batch"] = [_int(row, "micro_batch")]  # the source's hint
-    else:
-        out["micro_batch"] = [_int(row, "micro_batch")]
+    fw_cell = row.get("framework")
+    titan = torchtitan_pp.is_torchtitan(fw_cell)
     vpp_raw = row.get("vpp", "")
     per = -(-model.layers // pp)  # layers per stage (uneven: the end stages hold fewer)
     if pp == 1 or ex.get("pipeline_schedule") == "dualpipe":
@@ -538,8 +539,30 @@ def _choices(row: dict[str, str], model: ModelSpec, ex: dict[str, Any]) -> dict[
         # Megatron-LM before Core: the interleaved schedule is opt-in
         # (--num-layers-per-virtual-pipeline-stage); a run that does not say so used 1F1B.
         out["vpp"] = [1]
+    elif titan and _interleaving_stated(row):
+        # TorchTitan splits an interleaved schedule into 2 stages per rank unless told
+        # otherwise (torchtitan_pp.DEFAULT_STAGES_PER_RANK).
+        out["vpp"] = [torchtitan_pp.DEFAULT_STAGES_PER_RANK]
     else:
         out["vpp"] = [1] + [v for v in range(2, per + 1) if per % v == 0]
+    mb_raw = row.get("micro_batch", "")
+    titan_mb = None
+    if titan and _unverified(mb_raw) and gpus:
+        dp = ex.get("dp") or gpus // (ex["tp"] * pp * ex["cp"])
+        stages = out["vpp"][0] if len(out["vpp"]) == 1 else torchtitan_pp.DEFAULT_STAGES_PER_RANK
+        titan_mb = torchtitan_pp.default_micro_batch(
+            fw_cell, pp, stages, int(ex["global_batch"]) // max(1, dp)
+        )
+    if titan_mb is not None:
+        # TorchTitan's default micro-batching of its release (torchtitan_pp), not a hint
+        # written from another release.
+        out["micro_batch"] = [titan_mb]
+    elif _unverified(mb_raw) and cells.number(mb_raw) is None:
+        out["micro_batch"] = list(MICRO_BATCH_CANDIDATES)
+    elif _unverified(mb_raw):
+        out["micro_batch"] = [_int(row, "micro_batch")]  # the source's hint
+    else:
+        out["micro_batch"] = [_int(row, "micro_batch")]
     rec_raw = (row.get("recompute") or "").lower()
     if _unverified(rec_raw):
         if _legacy(row):
@@ -719,7 +742,16 @@ def row_setup(row: dict[str, str]) -> RowSetup:
             f"(unverified: {open_ or 'none'})",
             fix="check num_gpus, tp, pp, cp, ep and the global batch",
         )
-    options = [(c, _choices(row, model, {**ex, **c})) for c in combos]
+    options = [(c, _choices(row, model, {**ex, **c}, gpus)) for c in combos]
+    mb_raw = row.get("micro_batch") or ""
+    if torchtitan_pp.is_torchtitan(row.get("framework")) and _unverified(mb_raw):
+        mbs = {m for _, o in options for m in o["micro_batch"]}
+        month = torchtitan_pp.release_month(row.get("framework"))
+        if len(mbs) == 1 and all(c["pp"] > 1 for c in combos):
+            when = f"{month[0]}-{month[1]:02d}" if month else "its release"
+            read["micro_batch"] = (
+                f"{mbs.pop()} (TorchTitan's default micro-batching as of {when}, torchtitan_pp)"
+            )
     if zero_open:
         read.pop("zero")  # printed with the choice
         for _, opts in options:
