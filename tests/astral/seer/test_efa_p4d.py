@@ -124,3 +124,17 @@ def test_a_row_stating_p4d_efa_fp32_head_and_fused_softmax_gets_all_three() -> N
     assert st.execution["logits_precision"] == "fp32"
     assert st.execution["attention"] == "unfused"
     assert st.execution["zero_shard_ranks"] == 128
+
+
+def test_zero3_with_cp_gathers_over_the_dp_x_cp_group_it_shards_over() -> None:
+    """ZeRO-3 with CP (or Ulysses SP) partitions parameters over DP x CP — the memory model's
+    shard count — so its gathers and reduce-scatters run on that group, not on DP alone
+    (TorchTitan's FSDP mesh dp_shard_cp; DeepSpeed ZeRO-3 over the whole world in XTuner)."""
+    from starfabric.astral.seer.comm import layout_groups
+
+    ex = {"global_batch": 8, "seq_len": 32768, "tp": 1, "pp": 1, "cp": 4, "micro_batch": 1,
+          "zero": 3, "recompute": "full"}  # fmt: skip
+    p = predict(make_job("llama-3.1-8b", ex, {"gpu": "A100", "gpus": 32, "nic_bandwidth": "200G"}))
+    g = layout_groups(p.job.execution, p.layout)
+    assert (g["fsdp_dp"].size, g["fsdp_dp"].per_node) == (32, 8)  # all 8 GPUs of each node
+    assert p.memory.weights == pytest.approx(2.0 * 8.03e9 / 32, rel=0.02)
