@@ -155,8 +155,12 @@ def layout_groups(ex: ExecutionSpec, lay: Layout) -> dict[str, Group]:
     groups["dp_replica"] = place_group(lay.dp // k, lay.tp * lay.cp * k, gpn)
     # ZeRO-3/FSDP parameter collectives run on the DP (shard) groups (named apart for their
     # overlap); per-parameter gathers carry each GPU's stream at one NIC's rate (see
-    # PER_PARAMETER_RAILS).
-    for name, src in (("dp", "dp_shard"), ("edp", "edp")):
+    # PER_PARAMETER_RAILS). With CP the shard group is DP x CP, as the memory model assumes
+    # (`memory.memory_report`): the CP ranks hold different tokens' gradients of the same
+    # parameters, so ZeRO-3 partitions and reduce-scatters over both (TorchTitan's FSDP mesh
+    # `dp_shard_cp`; DeepSpeed ZeRO-3 over the whole data-parallel world, Ulysses SP ranks
+    # included, as XTuner and DeepSpeed-Ulysses run it).
+    for name, src in (("dp", "dp_shard" if lay.cp == 1 else "dp_cp"), ("edp", "edp")):
         g = groups[src]
         per_param = ex.fsdp_collectives == "parameter" and g.nodes > 1
         groups[f"fsdp_{name}"] = Group(g.size, PER_PARAMETER_RAILS) if per_param else g

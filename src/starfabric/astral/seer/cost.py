@@ -54,6 +54,12 @@ EP_COMM_SMS = 20
 FUSED_EXPERT_GEMMS = ("moe.expert_fc1", "moe.expert_fc2")
 """The routed-expert GEMMs (forward, dgrad, wgrad) a fused dispatch-compute-combine kernel
 runs; its all-to-all overlaps these and nothing else of the layer."""
+LOGITS_FP32_RATE = "fp32"
+"""Catalog rate an FP32 output layer runs at: PyTorch computes FP32 matmuls in full FP32 on
+Ampere and later unless TF32 is enabled, and `torch.backends.cuda.matmul.allow_tf32` defaults to
+False since PyTorch 1.12 (PyTorch docs, "TensorFloat-32 (TF32) on Ampere (and later) devices");
+A100: 19.5 dense TFLOP/s instead of 312 for BF16. The GEMM reaches the same fraction of that
+peak as a 16-bit GEMM of its shape (assumption)."""
 CP_OVERLAP_RESIDUAL = 0.10
 """Fraction of the ring-attention KV exchange that costs time even when hidden: the P2P
 kernels take SMs and HBM bandwidth from the block attention beside them (assumption, as
@@ -81,6 +87,9 @@ class CostContext:
     layer's forward; flat-buffer FSDP does not (`schedule.full_recompute_cost`)."""
     flash_rate: float = 1.0
     """Fused-attention kernel rate relative to the GPU's calibrated one (FA2_ON_HOPPER)."""
+    logits_flops: float = 0.0
+    """Peak FLOP/s of the output-layer GEMMs when they run in FP32 (`LOGITS_FP32_RATE`); 0:
+    they run at the job's precision like every other GEMM."""
     dualpipe: bool = False
     """DualPipe: the expert all-to-all of a forward chunk hides behind the paired backward
     chunk's compute and vice versa (`pair_ep_overlap`), not within one pass."""
@@ -123,6 +132,9 @@ def make_context(
         cp=lay.cp,
         flash_rate=flash_rate,
         fsdp_regather=ex.fsdp_collectives == "parameter",
+        logits_flops=(
+            gpu.tflops(LOGITS_FP32_RATE) * 1e12 * clock if ex.logits_precision == "fp32" else 0.0
+        ),
     )
 
 
@@ -163,6 +175,16 @@ def op_costs(t: OpTable, ctx: CostContext, backward: bool = False) -> OpCosts:
             # FP8 GEMMs first quantize their 16-bit activation operand (read 2 B, write 1 B).
             time[g] += mem_time(FP8_CAST_BYTES * a["m"][g] * a["k"][g] * a["batch"][g],
                                 ctx.hbm_bytes_per_s, eff)  # fmt: skip
+    if ctx.logits_flops > 0:
+        # An FP32 output layer (ExecutionSpec.logits_precision): its GEMMs at the FP32 rate.
+        lg = (kind == GEMM) & np.fromiter(
+            (n.startswith("head.logits") for n in t.name), bool, len(t)
+        )
+        if lg.any():
+            time[lg] = gemm_time(
+                a["m"][lg], a["n"][lg], a["k"][lg], a["batch"][lg], ctx.logits_flops,
+                ctx.hbm_bytes_per_s, eff, peak_fraction=eff.gemm_peak_fraction,
+            )  # fmt: skip
     b = kind == BMM
     if b.any():
         time[b] = gemm_time(

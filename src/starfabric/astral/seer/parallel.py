@@ -73,6 +73,12 @@ class ExecutionSpec(Spec):
         "attention, Megatron-Core/NeMo) or fa2 (FlashAttention-2, PyTorch SDPA's flash "
         "backend: TorchTitan, HF); on Hopper and later FA2 reaches FA2_ON_HOPPER of cuDNN",
     )
+    logits_precision: Literal["auto", "fp32"] = Field(
+        default="auto",
+        description="output-layer (LM head) GEMMs: auto = the run's precision; fp32 = computed "
+        "in FP32 before the softmax (BloombergGPT Training Chronicles C.2), at the GPU's FP32 "
+        "rate (cost.LOGITS_FP32_RATE)",
+    )
     overlap_grad_reduce: bool = True
     overlap_param_gather: bool = True
     tp_comm_overlap: bool = False

@@ -22,6 +22,7 @@ from starfabric.astral.hardware import list_gpus
 from starfabric.astral.seer import cells, torchtitan_pp
 from starfabric.astral.seer.classes import classes_of, per_class
 from starfabric.astral.seer.degrees import DEGREES, degree_combos, unverified_degrees
+from starfabric.astral.seer.efa import efa_bus_fraction
 from starfabric.astral.seer.model import ModelSpec, bundled_models, load_model
 from starfabric.astral.seer.ops import (
     flops_per_token_6nd,
@@ -339,6 +340,11 @@ def _legacy(row: dict[str, str]) -> bool:
     return year is not None and year < 2023
 
 
+SOFTMAX_KERNEL = re.compile(r"(?:scale[- ])?mask(?:ed)?[- ](?:causal[- ])?softmax")
+"""A framework cell naming Megatron-LM's fused softmax kernels (FusedScaleMaskSoftmax,
+scaled_masked_softmax / scaled_upper_triang_masked_softmax): attention without FlashAttention."""
+
+
 def _framework(row: dict[str, str]) -> dict[str, Any]:
     fw = (row.get("framework") or "").lower()
     if _legacy(row):
@@ -374,6 +380,11 @@ def _framework(row: dict[str, str]) -> dict[str, Any]:
     # Plain Megatron-LM (not Core) also ships FlashAttention as opt-in (--use-flash-attn,
     # 2023; the default path is the fused scale-mask-softmax kernel with batched GEMMs).
     attention = "unfused" if plain_megatron and "flash" not in fw else "flash"
+    if SOFTMAX_KERNEL.search(fw) and "flash" not in fw:
+        # A stack that names Megatron's fused (scale-)mask-softmax kernel as its attention
+        # runs the unfused path: QK^T and PV as batched GEMMs around that softmax kernel
+        # (BloombergGPT section 3.4: SMP's "masked-causal-softmax fused kernel").
+        attention = "unfused"
     # PyTorch-native stacks (TorchTitan, HF/accelerate, FSDP2 scripts) run attention through
     # SDPA, whose flash backend is FlashAttention-2 until SDPA defaults to cuDNN
     # (sdpa_runs_cudnn); Megatron-Core/NeMo use TE's cuDNN kernels.
@@ -655,6 +666,10 @@ FP4_AS_FP8 = "fp8 (the row trains in FP4; the catalog has no FP4 peak, so its GE
 bound on its GEMM time (assumption until FP4 peaks and efficiencies are catalogued)."""
 
 
+LOGITS_FP32 = re.compile(r"(?:lm[- ]head|logits|output layer)[^;]*?\bfp32\b", re.I)
+"""A precision cell stating the output layer ran in FP32 ('LM head (logits) in FP32')."""
+
+
 def _precision(row: dict[str, str]) -> str:
     raw = (row.get("precision") or "").lower()
     if "fp8" in raw or "fp4" in raw:
@@ -700,6 +715,8 @@ def row_setup(row: dict[str, str]) -> RowSetup:
         "zero": zero,
         **_framework(row),
     }
+    if LOGITS_FP32.search(row.get("precision") or ""):
+        ex["logits_precision"] = "fp32"  # cost.LOGITS_FP32_RATE
     if re.search(r"force[d-]?\s*(?:load[- ])?balanc", _model_text(row) + " " + (row.get("notes") or ""),
                  re.I):  # fmt: skip
         ex["moe_load_balance"] = "forced"  # Megatron-Core --moe-router-force-load-balancing
@@ -727,6 +744,12 @@ def row_setup(row: dict[str, str]) -> RowSetup:
     }
     if hbm is not None:
         system["hbm_gib"] = hbm
+    ic = row.get("interconnect") or ""
+    efa = None if _unverified(ic) else efa_bus_fraction(ic, gpu.split("-")[0])
+    if efa is not None:
+        # First-generation EFA (p4d): NCCL's bus bandwidth across nodes (efa.py).
+        system["efficiency"] = {"nic_bus_fraction": efa}
+        read["nic_bus_fraction"] = f"{efa:g} (EFA on A100 = p4d/p4de: nccl-tests, efa.py)"
     cap = re.search(r"(\d{3,4})\s*W\b", row.get("gpu") or "")
     if cap and float(cap.group(1)) < cells.match_gpu(gpu)[0].tdp_w:
         system["power_limit_w"] = float(cap.group(1))
