@@ -128,11 +128,24 @@ def full_recompute_cost(t: OpTable, fc: OpCosts, regather: bool = False) -> Pass
     return pass_cost(t, fc, ~((fc.kind == COMM) & np.char.startswith(grp, "fsdp")))
 
 
+def recompute_window(fc: OpCosts, recompute: str, ctx: CostContext) -> float:
+    """Seconds of full recompute's re-run forward that the backward's ZeRO-3/FSDP collectives
+    overlap: flat-buffer FSDP gathers a checkpointed layer in its pre-backward hook, before the
+    re-run forward (`full_recompute_cost`), so the gather prefetched for the next layer and the
+    gradient reduce-scatter of the previous one run on their stream while this layer recomputes
+    and back-propagates (PyTorch FSDP `BackwardPrefetch.BACKWARD_PRE`; Megatron-FSDP's
+    pre-backward hooks). 0 for other policies and for per-parameter ZeRO-3, whose re-run
+    forward fetches its parameters again."""
+    if recompute != "full" or ctx.fsdp_regather:
+        return 0.0
+    return float(fc.time[fc.kind != COMM].sum())
+
+
 def piece_cost(t: OpTable, ctx: CostContext, recompute: str) -> PieceCost:
     """Costs of a forward table, its backward, and what the recompute policy re-runs."""
     fc = op_costs(t, ctx)
     bt = backward_of(t)
-    bc = op_costs(bt, ctx, backward=True)
+    bc = op_costs(bt, ctx, backward=True, fsdp_window_s=recompute_window(fc, recompute, ctx))
     if ctx.dualpipe and ctx.ep_comm_overlap:
         fc, bc = pair_ep_overlap(t, fc, bt, bc, ctx)
     fwd = pass_cost(t, fc)
