@@ -130,12 +130,14 @@ def full_recompute_cost(t: OpTable, fc: OpCosts, regather: bool = False) -> Pass
 
 def recompute_window(fc: OpCosts, recompute: str, ctx: CostContext) -> float:
     """Seconds of full recompute's re-run forward that the backward's ZeRO-3/FSDP collectives
-    overlap: flat-buffer FSDP gathers a checkpointed layer in its pre-backward hook, before the
-    re-run forward (`full_recompute_cost`), so the gather prefetched for the next layer and the
-    gradient reduce-scatter of the previous one run on their stream while this layer recomputes
-    and back-propagates (PyTorch FSDP `BackwardPrefetch.BACKWARD_PRE`; Megatron-FSDP's
-    pre-backward hooks). 0 for other policies and for per-parameter ZeRO-3, whose re-run
-    forward fetches its parameters again."""
+    overlap. Megatron-FSDP (NVIDIA/Megatron-LM `distributed/custom_fsdp/
+    fully_sharded_data_parallel.py` at 1e057005): the layer's full-backward pre-hook gathers it
+    and prefetches the next layers in backward order; the re-run forward of a checkpointed layer
+    finds its parameters gathered ("in activation recomputation case, we need to cancel forward
+    prefetch"); `optim_grads_params` reduce-scatters every backward. So the prefetched gather
+    and the previous layer's reduce-scatter share the link while this layer recomputes *and*
+    back-propagates (PyTorch FSDP's BACKWARD_PRE prefetch orders it the same way). 0 for other
+    policies and for per-parameter ZeRO-3, whose re-run forward fetches its parameters again."""
     if recompute != "full" or ctx.fsdp_regather:
         return 0.0
     return float(fc.time[fc.kind != COMM].sum())
