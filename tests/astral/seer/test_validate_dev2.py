@@ -311,7 +311,10 @@ def test_deepep_sends_fewer_bytes_over_ib_than_nccl_all_to_all() -> None:
     nccl, deepep = _dsv3("alltoall"), _dsv3("deepep")
     # 8 nodes, top-8 of 256 experts capped at 4 nodes: half the inter-host copies.
     assert deepep.breakdown["ep"] < 0.6 * nccl.breakdown["ep"]
-    assert deepep.breakdown["compute"] == pytest.approx(nccl.breakdown["compute"])
+    # The NCCL dispatcher also copies what it receives into local-expert order and back
+    # (expert_sort: 4 experts per rank here); DeepEP delivers tokens grouped. Nothing else moves.
+    assert deepep.breakdown["compute"] < nccl.breakdown["compute"]
+    assert nccl.breakdown["compute"] < 1.05 * deepep.breakdown["compute"]
 
 
 def test_a_deepseek_run_that_fit_is_not_pushed_to_full_recompute(dev1_rows) -> None:

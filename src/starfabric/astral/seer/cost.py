@@ -148,8 +148,11 @@ class OpCosts:
     kind: np.ndarray[Any, np.dtype[np.int64]]
 
 
-def op_costs(t: OpTable, ctx: CostContext, backward: bool = False) -> OpCosts:
-    """Time every operator of `t`."""
+def op_costs(
+    t: OpTable, ctx: CostContext, backward: bool = False, fsdp_window_s: float = 0.0
+) -> OpCosts:
+    """Time every operator of `t`. `fsdp_window_s`: compute outside `t` that runs in the same
+    window as its ZeRO-3/FSDP collectives (full recompute's re-run forward, `recompute_window`)."""
     a = t.arrays()
     kind = a["kind"]
     time = np.zeros(len(t))
@@ -248,7 +251,7 @@ def op_costs(t: OpTable, ctx: CostContext, backward: bool = False) -> OpCosts:
         # ZeRO-3 gathers/reductions are prefetched on their own stream: together they hide
         # behind the layer's compute; only the excess stays on the critical path.
         total = float(time[fsdp].sum())
-        compute = float(time[kind != COMM].sum())
+        compute = float(time[kind != COMM].sum()) + fsdp_window_s
         hidden = min(total, compute)
         excess = total - hidden + DP_OVERLAP_RESIDUAL * hidden
         exposed[fsdp] = time[fsdp] * (excess / total if total > 0 else 0.0)

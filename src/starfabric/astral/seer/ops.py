@@ -15,6 +15,11 @@ from typing import Any
 
 import numpy as np
 
+from starfabric.astral.seer.expert_sort import (
+    PERMUTATION_BWD_BYTES_FACTOR,
+    SORT_SUFFIX,
+    local_sort_bytes,
+)
 from starfabric.astral.seer.model import ModelSpec, attention_params, mlp_params, param_counts
 from starfabric.astral.seer.parallel import ExecutionSpec, Layout
 
@@ -209,7 +214,13 @@ def _dense_mlp(t: OpTable, model: ModelSpec, loc: Local, ffn: int, tag: str) -> 
 
 
 def _moe_mlp(
-    t: OpTable, model: ModelSpec, lay: Layout, loc: Local, act_rec: bool, imb: float
+    t: OpTable,
+    model: ModelSpec,
+    lay: Layout,
+    loc: Local,
+    act_rec: bool,
+    imb: float,
+    dispatcher: str = "alltoall",
 ) -> None:
     h, e = model.hidden, loc.elem
     tok = loc.tokens_sp  # the token dispatcher works on the local sequence shard
@@ -224,12 +235,17 @@ def _moe_mlp(
         t.comm("moe.etp_all_gather", "all_gather", "etp", e * tok * k * h * lay.etp)
     local_experts = experts / lay.ep
     per_expert = tok * k * lay.ep * lay.etp / experts * imb
+    sort = local_sort_bytes(dispatcher, local_experts, per_expert * local_experts, h, e)
+    if sort:
+        t.mem(f"moe.{SORT_SUFFIX}", sort)
     gated = model.activation == "swiglu"
     f = model.moe_ffn_hidden / lay.etp
     t.gemm("moe.expert_fc1", per_expert, (2 if gated else 1) * f, h, batch=local_experts)
     t.mem("moe.expert_act", e * per_expert * local_experts * f * (3 if gated else 2),
           selective=act_rec)  # fmt: skip
     t.gemm("moe.expert_fc2", per_expert, h, f, batch=local_experts)
+    if sort:
+        t.mem(f"moe.un{SORT_SUFFIX}", sort)
     if lay.etp > 1:
         t.comm("moe.etp_reduce_scatter", "reduce_scatter", "etp", e * tok * k * h * lay.etp)
     t.comm("moe.ep_combine", "all_to_all", "ep", e * tok * k * h * imb)
@@ -268,7 +284,15 @@ def layer_ops(model: ModelSpec, ex: ExecutionSpec, lay: Layout, moe: bool) -> Op
     t.mem("mlp.norm", 2 * e * loc.tokens_sp * h, selective="layernorm" in ex.recompute_modules)
     first = len(t)
     if moe:
-        _moe_mlp(t, model, lay, loc, "moe_act" in ex.recompute_modules, moe_imbalance(ex))
+        _moe_mlp(
+            t,
+            model,
+            lay,
+            loc,
+            "moe_act" in ex.recompute_modules,
+            moe_imbalance(ex),
+            ex.moe_dispatcher,
+        )
     else:
         _tp_enter(t, loc, h, "mlp")
         _dense_mlp(t, model, loc, model.ffn_hidden, "mlp")
@@ -365,6 +389,8 @@ def backward_of(fwd: OpTable) -> OpTable:
                 factor = CROSS_ENTROPY_BWD_BYTES_PER_LOGIT / CROSS_ENTROPY_BYTES_PER_LOGIT
             elif "norm" in name:
                 factor = NORM_BWD_BYTES_FACTOR
+            elif name.endswith(SORT_SUFFIX):
+                factor = PERMUTATION_BWD_BYTES_FACTOR
             else:
                 factor = ELEMENTWISE_BWD_BYTES_FACTOR
             t.mem(f"{name}.bwd", factor * a["nbytes"][i])

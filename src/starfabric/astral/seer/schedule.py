@@ -128,11 +128,26 @@ def full_recompute_cost(t: OpTable, fc: OpCosts, regather: bool = False) -> Pass
     return pass_cost(t, fc, ~((fc.kind == COMM) & np.char.startswith(grp, "fsdp")))
 
 
+def recompute_window(fc: OpCosts, recompute: str, ctx: CostContext) -> float:
+    """Seconds of full recompute's re-run forward that the backward's ZeRO-3/FSDP collectives
+    overlap. Megatron-FSDP (NVIDIA/Megatron-LM `distributed/custom_fsdp/
+    fully_sharded_data_parallel.py` at 1e057005): the layer's full-backward pre-hook gathers it
+    and prefetches the next layers in backward order; the re-run forward of a checkpointed layer
+    finds its parameters gathered ("in activation recomputation case, we need to cancel forward
+    prefetch"); `optim_grads_params` reduce-scatters every backward. So the prefetched gather
+    and the previous layer's reduce-scatter share the link while this layer recomputes *and*
+    back-propagates (PyTorch FSDP's BACKWARD_PRE prefetch orders it the same way). 0 for other
+    policies and for per-parameter ZeRO-3, whose re-run forward fetches its parameters again."""
+    if recompute != "full" or ctx.fsdp_regather:
+        return 0.0
+    return float(fc.time[fc.kind != COMM].sum())
+
+
 def piece_cost(t: OpTable, ctx: CostContext, recompute: str) -> PieceCost:
     """Costs of a forward table, its backward, and what the recompute policy re-runs."""
     fc = op_costs(t, ctx)
     bt = backward_of(t)
-    bc = op_costs(bt, ctx, backward=True)
+    bc = op_costs(bt, ctx, backward=True, fsdp_window_s=recompute_window(fc, recompute, ctx))
     if ctx.dualpipe and ctx.ep_comm_overlap:
         fc, bc = pair_ep_overlap(t, fc, bt, bc, ctx)
     fwd = pass_cost(t, fc)
