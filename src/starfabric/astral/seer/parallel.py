@@ -61,6 +61,12 @@ class ExecutionSpec(Spec):
         "core attention, norms, MLA up-projections, MoE activation, the whole MoE layer, the "
         "whole dense MLP",
     )
+    optimizer_moments: Literal["fp32", "bf16"] = Field(
+        default="fp32",
+        description="storage of Adam's two moments: fp32 (Megatron default, 12 bytes of "
+        "optimizer state per parameter) or bf16 (Megatron-Core precision-aware optimizer, "
+        "--exp-avg-dtype/--exp-avg-sq-dtype bf16: 8 bytes; seer/optimizer_state.py)",
+    )
     fsdp_collectives: Literal["layer", "parameter"] = Field(
         default="layer",
         description="ZeRO-3/FSDP gathers: one flat buffer per layer (FSDP, Megatron) or one "
