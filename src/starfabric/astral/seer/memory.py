@@ -59,7 +59,7 @@ class MemoryReport:
 
 def memory_report(model: ModelSpec, ex: ExecutionSpec, lay: Layout, tl: Timeline) -> MemoryReport:
     """Peak memory per GPU over the PP stages (in-flight micro-batches from the schedule)."""
-    params = stage_params(model, lay)
+    params = stage_params(model, lay, ex.pipeline_schedule != "dualpipe")
     capacity = lay.gpu.hbm_gib * 2**30
     dp_shard = zero_shard(ex, lay) * lay.cp  # hybrid sharding: one shard group's ranks
     grad_b = grad_bytes(ex)
