@@ -172,3 +172,19 @@ def test_whole_moe_recompute_is_cheaper_than_full_and_saves_more_than_moe_act() 
     full = _pred(precision="fp8", recompute="full")
     assert moe.memory.activations < act.memory.activations
     assert act.iteration_s < moe.iteration_s < full.iteration_s
+
+
+def test_fp8_16bit_copies_are_the_attention_output_and_router_input() -> None:
+    """Per token, TP1, an MoE layer: the 16-bit attention output (heads x v_head_dim) and
+    the router's 16-bit input (hidden) are the only FP8 extras; DeepSeek's own stack
+    (fp8_16bit_copies False) shares one copy (DeepSeek-V3 section 3.3.2)."""
+    p = _pred(precision="fp8")
+    te = activation_bytes_per_layer(DSV3, p.job.execution, p.layout, moe=True)
+    shared_ex = p.job.execution.model_copy(update={"fp8_16bit_copies": False})
+    shared = activation_bytes_per_layer(DSV3, shared_ex, p.layout, moe=True)
+    per_token = 2.0 * (DSV3.heads * DSV3.vo_head_dim + DSV3.hidden)
+    assert te - shared == pytest.approx(per_token * EX["seq_len"])
+    bf16 = _pred().job.execution
+    dense_bf16 = activation_bytes_per_layer(DSV3, bf16, p.layout, moe=True)
+    off = bf16.model_copy(update={"fp8_16bit_copies": False})
+    assert activation_bytes_per_layer(DSV3, off, p.layout, moe=True) == dense_bf16

@@ -15,6 +15,10 @@ inputs 1 byte then. Two 16-bit producers of GEMM inputs keep their own copy aliv
   moe_utils.py @e61c384, RouterGatingLinearFunction: `ctx.save_for_backward(inp, weight,
   bias)`), while the shared expert's fc1 saves an FP8 cast of the same tensor.
 
+DeepSeek's own framework caches the projection input once, in a low-precision format the
+attention backward also reads (DeepSeek-V3 technical report, arXiv 2412.19437, section
+3.3.2), so a DualPipe row (DeepSeek's stack, validate.py) sets `fp8_16bit_copies` False.
+
 Checked against the Megatron-Core MoE paper (Scalable Training of Mixture-of-Experts Models
 with Megatron Core, arXiv 2603.07685, section "Breaking the Memory Wall"): FP8 activations
 save "roughly 16 GB" per GPU on DeepSeek-V3 (PP4 x VPP4 x EP64, 256 GPUs); Seer saved 29 GB
@@ -24,13 +28,14 @@ without these two copies and 16-17 GB with them (tests/astral/seer/test_moe_memo
 from __future__ import annotations
 
 
-def attention_output_copy(e: float, g: float, elems: float) -> float:
+def attention_output_copy(e: float, g: float, elems: float, te: bool = True) -> float:
     """Bytes per token of the 16-bit attention output kept beside the projection's FP8
-    input (0 when GEMM inputs are saved in 16-bit, g == e: the same tensor)."""
-    return e * elems if g < e else 0.0
+    input (0 when GEMM inputs are saved in 16-bit, g == e: the same tensor, or when the
+    framework shares one low-precision copy, `te` False)."""
+    return e * elems if g < e and te else 0.0
 
 
-def router_input_copy(e: float, g: float, elems: float) -> float:
+def router_input_copy(e: float, g: float, elems: float, te: bool = True) -> float:
     """Bytes per token of the router's saved 16-bit input under FP8 (0 in 16-bit training,
     where it is the same tensor the shared expert's fc1 saves, already counted)."""
-    return e * elems if g < e else 0.0
+    return e * elems if g < e and te else 0.0

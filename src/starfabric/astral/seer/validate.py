@@ -382,7 +382,10 @@ def _framework(row: dict[str, str]) -> dict[str, Any]:
             "overlap_param_gather": dp_overlap,
             "tp_comm_overlap": tp_overlap and not no_overlap,
             "overlap_p2p": dp_overlap,
-            "ep_comm_overlap": ep_overlap}  # fmt: skip
+            "ep_comm_overlap": ep_overlap,
+            # DeepSeek's own stack (DualPipe) stores one low-precision copy of the attention
+            # output for both backwards (DeepSeek-V3 section 3.3.2; fp8_activations.py).
+            "fp8_16bit_copies": not dualpipe}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -559,7 +562,7 @@ def _choices(row: dict[str, str], model: ModelSpec, ex: dict[str, Any]) -> dict[
         if mods:
             out["recompute_modules"] = [mods]
     fw = (row.get("framework") or "").lower()
-    moments = _optimizer_moments(row, rec_raw, mb_raw)
+    moments = _optimizer_moments(row, rec_raw, mb_raw, ex.get("pipeline_schedule") == "dualpipe")
     if moments != ["fp32"]:
         out["optimizer_moments"] = moments
     if model.is_moe:
@@ -571,14 +574,16 @@ def _choices(row: dict[str, str], model: ModelSpec, ex: dict[str, Any]) -> dict[
     return out
 
 
-def _optimizer_moments(row: dict[str, str], rec_raw: str, mb_raw: str) -> list[str]:
+def _optimizer_moments(row: dict[str, str], rec_raw: str, mb_raw: str, dualpipe: bool) -> list[str]:
     """Adam moment storage the run may have used (optimizer_state.py): BF16 when the row
-    says so; both, fp32 first, when the source leaves recompute or the micro-batch open and
+    says so or it ran DeepSeek's own stack; both, fp32 first, when the source leaves recompute or the micro-batch open and
     its framework release ships BF16 optimizer states (a tuning user turns them on before
     recomputing more; the step time is the same, so fp32 is kept whenever it fits);
     otherwise fp32, the framework default."""
     text = " ".join((row.get(k) or "") for k in ("framework", "notes", "precision"))
-    if optimizer_state.stated_bf16_moments(text):
+    if optimizer_state.stated_bf16_moments(text) or dualpipe:
+        # DeepSeek's own stack (DualPipe) keeps AdamW's moments in BF16 (DeepSeek-V3
+        # technical report section 3.3.2).
         return ["bf16"]
     if (_unverified(rec_raw) or _unverified(mb_raw)) and optimizer_state.offers_bf16_moments(
         row.get("framework") or ""
