@@ -28,7 +28,7 @@ from starfabric.astral.seer.optimizer_state import (
     optimizer_bytes,
     stated_bf16_moments,
 )
-from starfabric.astral.seer.parallel import resolve_layout, uneven_pipeline_layers
+from starfabric.astral.seer.parallel import uneven_pipeline_layers
 from starfabric.astral.seer.predict import Prediction
 from starfabric.astral.seer.schedule import stage_params
 from starfabric.astral.seer.validate import selective_module_sets

@@ -60,4 +60,4 @@ def offers_bf16_moments(framework: str) -> bool:
     if "megatron-bridge" in fw or "megatron bridge" in fw:
         return True
     n = _NEMO_CONTAINER.search(fw)
-    return bool(n) and (int(n.group(1)), int(n.group(2))) >= (25, 7)
+    return n is not None and (int(n.group(1)), int(n.group(2))) >= (25, 7)
