@@ -3,6 +3,7 @@ MLSys 2023, per saved tensor), shared by the memory report, the offload model an
 
 from __future__ import annotations
 
+from starfabric.astral.seer import fp8_activations
 from starfabric.astral.seer.model import ModelSpec
 from starfabric.astral.seer.parallel import ExecutionSpec, Layout
 
@@ -43,6 +44,11 @@ def activation_bytes_per_layer(
     per_token = outside + qkv + proj_in
     if ex.attention == "flash":
         per_token += 4.0 * heads  # softmax log-sum-exp statistics, fp32
+        # Fused attention keeps its own 16-bit output for its backward; in 16-bit training
+        # that is the projection's saved input (one tensor), under FP8 the projection saves
+        # its FP8 cast beside it (Megatron-LM docs/discussions/deepseek-v3-gb200-
+        # optimization @1d9edcf, section 2.2.2: "These two tensors do not share memory").
+        per_token += fp8_activations.attention_output_copy(e, g, heads * dv, ex.fp8_16bit_copies)
     elif "core_attn" not in mods:
         per_token += (2 * e + (e + 1 if model.attention_dropout else 0)) * heads * ex.seq_len
     gated = model.activation == "swiglu"
@@ -59,6 +65,9 @@ def activation_bytes_per_layer(
         share = lay.etp / sp_div
         per_token += share * k * (g * h + e * f * (2 if gated else 1) + act_out)
         per_token += 4.0 * model.moe_experts / sp_div
+        # The router's gating GEMM runs outside FP8 and saves its 16-bit input (the norm
+        # output), beside the FP8 casts the expert GEMMs save.
+        per_token += fp8_activations.router_input_copy(e, g, h / sp_div, ex.fp8_16bit_copies)
         if model.moe_shared_experts:
             fs = model.moe_ffn_hidden * model.moe_shared_experts / t
             per_token += e * fs * (2 if gated else 1) + g * fs

@@ -17,7 +17,11 @@ from starfabric.astral.seer import offload
 from starfabric.astral.seer.comm import make_fabric, nvlink_domain
 from starfabric.astral.seer.cost import DP_OVERLAP_RESIDUAL, CostContext, make_context
 from starfabric.astral.seer.efficiency import efficiency_for
-from starfabric.astral.seer.memory import RESERVED_BYTES, activation_bytes_per_layer
+from starfabric.astral.seer.memory import (
+    MASTER_OPTIMIZER_BYTES,
+    RESERVED_BYTES,
+    activation_bytes_per_layer,
+)
 from starfabric.astral.seer.model import ModelSpec, attention_params, mlp_params
 from starfabric.astral.seer.ops import OpTable, embedding_ops, layer_ops, logits_ops, mtp_ops
 from starfabric.astral.seer.parallel import ExecutionSpec, Layout, SystemSpec
@@ -221,7 +225,7 @@ def evaluate(
     sharded = p_dense / dp_ranks + p_exp / edp
     weights = 2.0 * np.where(fsdp, sharded, params)
     grads = grad_b * np.where(zero >= 2, sharded, params)
-    states = 12.0 * local
+    states = MASTER_OPTIMIZER_BYTES * local  # fp32 moments (search's default)
     acts = inflight * lc[:, 5]
     resident = offload.RESIDENT_LAYERS * np.maximum(lc[:, 7], lc[:, 8])
     moved_acts = np.where(off_act, np.maximum(0.0, acts - resident), 0.0)

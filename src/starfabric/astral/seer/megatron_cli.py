@@ -54,6 +54,8 @@ _VALUED: dict[str, tuple[str, str, str]] = {
     "--recompute-num-layers": ("execution", "_recompute_layers", "int"),
     "--recompute-modules": ("execution", "_recompute_modules", "list"),
     "--fp8-format": ("execution", "_fp8", "str"),
+    "--exp-avg-dtype": ("execution", "_exp_avg_dtype", "str"),
+    "--exp-avg-sq-dtype": ("execution", "_exp_avg_sq_dtype", "str"),
     "--attention-backend": ("execution", "_attention_backend", "str"),
     "--data-parallel-sharding-strategy": ("execution", "_fsdp_strategy", "str"),
     "--nproc-per-node": ("system", "gpus_per_node", "int"),
@@ -81,6 +83,7 @@ _SWITCHES: dict[str, tuple[str, str, Any]] = {
     "--use-flash-attn": ("execution", "attention", "flash"),
     "--accumulate-allreduce-grads-in-fp32": ("execution", "grad_reduce_fp32", True),
     "--moe-grouped-gemm": ("execution", "_grouped_gemm", True),
+    "--use-precision-aware-optimizer": ("execution", "_precision_aware", True),
 }
 IGNORED_VALUED = frozenset({
     "--lr", "--min-lr", "--lr-decay-style", "--lr-warmup-iters", "--lr-warmup-fraction",
@@ -238,6 +241,12 @@ def _finish(out: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
             fix="add --recompute-granularity full or drop --recompute-method",
         )
     ex.pop("_grouped_gemm", None)
+    # Precision-aware optimizer with both Adam moments in BF16 (optimizer_state.py); the
+    # dtypes default to fp32 in Megatron-Core, so the flag alone changes nothing.
+    aware = ex.pop("_precision_aware", False)
+    moments = (ex.pop("_exp_avg_dtype", "fp32"), ex.pop("_exp_avg_sq_dtype", "fp32"))
+    if aware and moments == ("bf16", "bf16"):
+        ex["optimizer_moments"] = "bf16"
     nodes = sy.pop("_nodes", None)
     if nodes is not None:
         sy["gpus"] = nodes * int(sy.get("gpus_per_node", 8))

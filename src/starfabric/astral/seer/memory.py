@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from starfabric.astral.seer import offload
 from starfabric.astral.seer.activations import activation_bytes_per_layer
 from starfabric.astral.seer.model import ModelSpec
+from starfabric.astral.seer.optimizer_state import optimizer_bytes
 from starfabric.astral.seer.parallel import ExecutionSpec, Layout, zero_shard
 from starfabric.astral.seer.schedule import (
     StageParams,
@@ -29,8 +30,9 @@ RESERVED_BYTES = 3.0 * 2**30
 (assumption)."""
 WEIGHT_BYTES = 2.0
 """16-bit model weights."""
-MASTER_OPTIMIZER_BYTES = 12.0
-"""fp32 master weights + Adam first and second moments (Megatron mixed precision)."""
+MASTER_OPTIMIZER_BYTES = optimizer_bytes("fp32")
+"""fp32 master weights + Adam first and second moments (Megatron mixed precision); BF16
+moments (precision-aware optimizer) take optimizer_state.optimizer_bytes("bf16")."""
 
 
 @dataclass(frozen=True)
@@ -57,7 +59,7 @@ class MemoryReport:
 
 def memory_report(model: ModelSpec, ex: ExecutionSpec, lay: Layout, tl: Timeline) -> MemoryReport:
     """Peak memory per GPU over the PP stages (in-flight micro-batches from the schedule)."""
-    params = stage_params(model, lay)
+    params = stage_params(model, lay, ex.pipeline_schedule != "dualpipe")
     capacity = lay.gpu.hbm_gib * 2**30
     dp_shard = zero_shard(ex, lay) * lay.cp  # hybrid sharding: one shard group's ranks
     grad_b = grad_bytes(ex)
@@ -81,7 +83,7 @@ def memory_report(model: ModelSpec, ex: ExecutionSpec, lay: Layout, tl: Timeline
         # ZeRO-3 with pipelines keeps the stage's parameters gathered across micro-batches.
         weights = WEIGHT_BYTES * shard(sp_.dense, sp_.expert, ex.zero >= 3 and lay.pp == 1)
         grads = grad_b * shard(sp_.dense, sp_.expert, ex.zero >= 2)
-        opt = MASTER_OPTIMIZER_BYTES * shard(sp_.dense, sp_.expert, ex.zero >= 1)
+        opt = optimizer_bytes(ex.optimizer_moments) * shard(sp_.dense, sp_.expert, ex.zero >= 1)
         if dualpipe:
             opt /= 2.0
         acts = float(tl.peak_inflight_layers[s]) * per_layer

@@ -61,6 +61,19 @@ class ExecutionSpec(Spec):
         "core attention, norms, MLA up-projections, MoE activation, the whole MoE layer, the "
         "whole dense MLP",
     )
+    fp8_16bit_copies: bool = Field(
+        default=True,
+        description="under FP8, the attention output and the MoE router input stay saved in "
+        "16-bit beside the FP8 casts the GEMMs save (Transformer Engine / Megatron-Core; "
+        "seer/fp8_activations.py); False: one low-precision copy shared by both "
+        "(DeepSeek's own framework, DeepSeek-V3 section 3.3.2)",
+    )
+    optimizer_moments: Literal["fp32", "bf16"] = Field(
+        default="fp32",
+        description="storage of Adam's two moments: fp32 (Megatron default, 12 bytes of "
+        "optimizer state per parameter) or bf16 (Megatron-Core precision-aware optimizer, "
+        "--exp-avg-dtype/--exp-avg-sq-dtype bf16: 8 bytes; seer/optimizer_state.py)",
+    )
     fsdp_collectives: Literal["layer", "parameter"] = Field(
         default="layer",
         description="ZeRO-3/FSDP gathers: one flat buffer per layer (FSDP, Megatron) or one "

@@ -196,8 +196,11 @@ class StageParams:
     per_chunk: tuple[float, ...]  # dense+expert params of each virtual chunk
 
 
-def stage_params(model: ModelSpec, lay: Layout) -> list[StageParams]:
-    """Per-rank parameter counts of every stage (TP/EP shards, embedding on first/last)."""
+def stage_params(model: ModelSpec, lay: Layout, mtp_embedding: bool = True) -> list[StageParams]:
+    """Per-rank parameter counts of every stage (TP/EP shards, embedding on first/last).
+
+    `mtp_embedding`: the MTP stage holds its own copy of the input embedding (Megatron-Core);
+    False where the schedule puts it on the embedding's rank and shares it (DualPipe)."""
     norm_w = 2 if model.norm == "layernorm" else 1
     attn = attention_params(model) / lay.tp + 2 * norm_w * model.hidden
     dense_mlp = mlp_params(model, model.ffn_hidden) / lay.tp
@@ -235,8 +238,12 @@ def stage_params(model: ModelSpec, lay: Layout) -> list[StageParams]:
             if vs == last_vs and (not model.tied_embeddings or lay.pp > 1 or lay.vpp > 1):
                 d += (0 if model.tied_embeddings and vs == 0 else emb) + norm_w * model.hidden
             if vs == last_vs and model.mtp_layers:
-                # MTP modules sit with the output head (DeepSeek-V3 section 3.2.1).
-                d += mtp_d / lay.tp
+                # MTP modules sit with the output head (DeepSeek-V3 section 3.2.1). Megatron-
+                # Core builds a full input embedding on the MTP stage for the shifted tokens
+                # (gpt_model.py @007562f: `if self.pre_process or self.mtp_process:
+                # self.embedding = ...`), a second copy of the table when that stage is not
+                # also the first; DualPipe shares it physically (DeepSeek-V3 section 3.2.1).
+                d += mtp_d / lay.tp + (emb if vs != 0 and mtp_embedding else 0.0)
                 e += mtp_e / (lay.ep * lay.etp)
             dense_tot += d
             exp_tot += e
@@ -447,7 +454,7 @@ def build_timeline(model: ModelSpec, ex: ExecutionSpec, lay: Layout, ctx: CostCo
         inflight = inflight * (p + 1) / p  # PP + 1 micro-batches in flight (DeepSeek-V3 Table 2)
 
     # Gradient reduction, optimizer and parameter all-gather, per stage.
-    params = stage_params(model, lay)
+    params = stage_params(model, lay, ex.pipeline_schedule != "dualpipe")
     grad_b = grad_bytes(ex)
     dp_name = "dp_cp" if lay.cp > 1 else "dp"
     coll: Kind = "reduce_scatter" if ex.zero >= 1 else "all_reduce"

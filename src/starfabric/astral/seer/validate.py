@@ -19,7 +19,7 @@ from typing import Any
 
 from starfabric.astral import bounds
 from starfabric.astral.hardware import list_gpus
-from starfabric.astral.seer import cells, torchtitan_pp
+from starfabric.astral.seer import cells, optimizer_state, torchtitan_pp
 from starfabric.astral.seer.classes import classes_of, per_class
 from starfabric.astral.seer.degrees import DEGREES, degree_combos, unverified_degrees
 from starfabric.astral.seer.efa import efa_bus_fraction
@@ -397,7 +397,10 @@ def _framework(row: dict[str, str]) -> dict[str, Any]:
             "tp_comm_overlap": tp_overlap and not no_overlap,
             "overlap_p2p": dp_overlap,
             "ep_comm_overlap": ep_overlap,
-            "moe_fused_dispatch": fused_moe}  # fmt: skip
+            "moe_fused_dispatch": fused_moe,
+            # DeepSeek's own stack (DualPipe) stores one low-precision copy of the attention
+            # output for both backwards (DeepSeek-V3 section 3.3.2; fp8_activations.py).
+            "fp8_16bit_copies": not dualpipe}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -593,6 +596,9 @@ def _choices(
         if mods:
             out["recompute_modules"] = [mods]
     fw = (row.get("framework") or "").lower()
+    moments = _optimizer_moments(row, rec_raw, mb_raw, ex.get("pipeline_schedule") == "dualpipe")
+    if moments != ["fp32"]:
+        out["optimizer_moments"] = moments
     if model.is_moe:
         out["moe_dispatcher"] = _dispatchers(row, ex)
     if not ex["tp_comm_overlap"] and ("nemo" in fw or "megatron-core" in fw) and ex["sp"]:
@@ -600,6 +606,24 @@ def _choices(
         # performance recipes; a tuning user tries it when the source does not say.
         out["tp_comm_overlap"] = [False, True]
     return out
+
+
+def _optimizer_moments(row: dict[str, str], rec_raw: str, mb_raw: str, dualpipe: bool) -> list[str]:
+    """Adam moment storage the run may have used (optimizer_state.py): BF16 when the row
+    says so or it ran DeepSeek's own stack; both, fp32 first, when the source leaves recompute or the micro-batch open and
+    its framework release ships BF16 optimizer states (a tuning user turns them on before
+    recomputing more; the step time is the same, so fp32 is kept whenever it fits);
+    otherwise fp32, the framework default."""
+    text = " ".join((row.get(k) or "") for k in ("framework", "notes", "precision"))
+    if optimizer_state.stated_bf16_moments(text) or dualpipe:
+        # DeepSeek's own stack (DualPipe) keeps AdamW's moments in BF16 (DeepSeek-V3
+        # technical report section 3.3.2).
+        return ["bf16"]
+    if (_unverified(rec_raw) or _unverified(mb_raw)) and optimizer_state.offers_bf16_moments(
+        row.get("framework") or ""
+    ):
+        return ["fp32", "bf16"]
+    return ["fp32"]
 
 
 def _dispatchers(row: dict[str, str], ex: dict[str, Any]) -> list[str]:
@@ -635,6 +659,16 @@ def selective_module_sets(model: ModelSpec) -> list[tuple[str, tuple[str, ...]]]
     sets = [("selective", tuple(mods[:i])) for i in range(1, len(mods) + 1)]
     if model.is_moe:
         sets.insert(0, ("selective", ("moe_act",)))
+        # NVIDIA's MoE recipes go further before full recompute: the dense layers' MLP
+        # ("mlp": DeepSeek-V3's first three layers) and then the whole MoE layer ("moe"),
+        # keeping attention's saved tensors (Megatron-MoE-ModelZoo best_practice/DeepSeekV3/
+        # run.sh @c1ad0b5: "mla_up_proj mlp" at 4K, "mla_up_proj moe mlp layernorm" for long
+        # context; Megatron-LM deepseek-v3-gb200-optimization @1d9edcf: "mlp moe_act").
+        dense = ("mlp",) if model.moe_dense_layers else ()
+        if dense:
+            sets.append(("selective", (*mods, *dense)))
+        whole = tuple("moe" if m == "moe_act" else m for m in mods)
+        sets.append(("selective", (*whole, *dense)))
     return sets
 
 
