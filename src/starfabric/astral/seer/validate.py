@@ -19,7 +19,7 @@ from typing import Any
 
 from starfabric.astral import bounds
 from starfabric.astral.hardware import list_gpus
-from starfabric.astral.seer import cells, torchtitan_pp
+from starfabric.astral.seer import cells, host_ops, torchtitan_pp
 from starfabric.astral.seer.classes import classes_of, per_class
 from starfabric.astral.seer.degrees import DEGREES, degree_combos, unverified_degrees
 from starfabric.astral.seer.efa import efa_bus_fraction
@@ -390,6 +390,9 @@ def _framework(row: dict[str, str]) -> dict[str, Any]:
     # (sdpa_runs_cudnn); Megatron-Core/NeMo use TE's cuDNN kernels.
     native = any(k in fw for k in ("torchtitan", "sdpa", "pytorch fsdp", "huggingface"))
     native = native and not sdpa_runs_cudnn(fw)
+    # Megatron-Core stacks: their layers' host launches are counted (host_ops).
+    host = any(k in fw for k in host_ops.HOST_SYNC_FRAMEWORKS)
+    graphs = "cuda graph" in " ".join((row.get(k) or "") for k in ("framework", "notes")).lower()
     return {"attention": attention, "flash_kernel": "fa2" if native else "cudnn",
             "overlap_grad_reduce": dp_overlap,
             "pipeline_schedule": "dualpipe" if dualpipe else "1f1b",
@@ -397,7 +400,8 @@ def _framework(row: dict[str, str]) -> dict[str, Any]:
             "tp_comm_overlap": tp_overlap and not no_overlap,
             "overlap_p2p": dp_overlap,
             "ep_comm_overlap": ep_overlap,
-            "moe_fused_dispatch": fused_moe}  # fmt: skip
+            "moe_fused_dispatch": fused_moe,
+            "host_launches": host, "cuda_graphs": graphs}  # fmt: skip
 
 
 @dataclass(frozen=True)
