@@ -83,8 +83,8 @@ def launch_intervals(events: list[dict[str, Any]]) -> LaunchIntervals:
         elif e.get("name") in LAUNCH_CALLS:
             corr = e.get("args", {}).get("correlation")
             if corr in kernel_start:
-                queue = kernel_start[corr] - float(e["ts"] + e["dur"])
-                launches.setdefault(key, []).append((float(e["ts"]), queue, 1))
+                wait = kernel_start[corr] - float(e["ts"] + e["dur"])
+                launches.setdefault(key, []).append((float(e["ts"]), wait, 1))
     fwd: list[float] = []
     bwd: list[float] = []
     for key, rows in launches.items():
