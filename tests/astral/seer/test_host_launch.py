@@ -70,6 +70,10 @@ def test_op_count_table() -> None:
     assert deepep.fwd < eight.fwd  # no separate NCCL calls, no sort
     graphs = layer_launches(True, "alltoall", 8, cuda_graphs=True)
     assert graphs.fwd == eight.fwd - 12 - 28 + 1
+    qk = layer_launches(True, "alltoall", 8, qk_norm=True)
+    assert (qk.fwd - eight.fwd, qk.bwd - eight.bwd) == (2, 4)
+    mla = layer_launches(True, "alltoall", 8, mla=True, qk_norm=True)  # MLA has its own norms
+    assert mla.fwd - eight.fwd == LAUNCHES["mla_attention"].fwd - LAUNCHES["attention"].fwd
     f, b = host_seconds(eight)
     assert f == pytest.approx(95 * 31e-6) and b == pytest.approx(87 * 34e-6)
 

@@ -17,6 +17,8 @@ sequence parallelism, gradient-accumulation fusion, `moe_permute_fusion` on, rou
 | module | forward | backward | code (core_v0.17.1) |
 |---|---|---|---|
 | attention | 12 | 19 | TELayerNormColumnParallelLinear (SP all-gather, norm, GEMM), fused RoPE q/k, TE DotProductAttention (cuDNN kernel + 2 layout copies), TERowParallelLinear (GEMM, reduce-scatter), bias-dropout-add, pre-MLP norm; backward: 2 GEMMs per linear, their collectives, attention/RoPE/norm backward kernels |
+| qk_norm | 2 | 4 | TE RMSNorm of q and k (Qwen3's QK-norm); backward: norm + dgamma each |
+| mla_attention | 22 | 35 | `MLASelfAttention` in place of `attention`: SP all-gather, q down GEMM, q norm, q up GEMM, kv down GEMM + its TP gather, kv norm, kv up GEMM, RoPE of q and k parts, 3 cats, v pad and un-pad for cuDNN, attention kernel, proj GEMM + reduce-scatter, bias-dropout-add, pre-MLP norm |
 | dense_mlp | 6 | 10 | TE fc1 (all-gather, GEMM), SwiGLU, fc2 (GEMM, reduce-scatter), bias-dropout-add |
 | router | 28 | 13 | `TopKRouter.forward`: gating linear (2 casts + GEMM), forced-balance `RandomSTE` (clone, normal_), `topk_routing_with_score_function` (topk, softmax, cast, 2 zeros_like, int, 2 scatter, bool), aux loss (`compute_routing_scores_for_aux_loss` 6, token count sum + TP/CP all-reduce, `switch_load_balancing_loss_func` 4, tracker 2) |
 | dispatch_alltoall | 20 | 4 | `preprocess` (routing_map sum, long, split sum, tp_ep all-gather, slice copy, 3 sums), 4 D2H copies + stream wait + event record, fused `permute` with probs (3-kernel row-id map, permute), two `all_to_all` (tokens, probs); backward: 2 all-to-alls, fused unpermute of tokens and probs |
@@ -41,7 +43,8 @@ HOST_S_PER_LAUNCH_FWD = 31e-6
 of the Python thread in HolisticTraceAnalysis `tests/data/trace_diff/control/control.json.gz`
 (rank 3 of an 8-rank A100 job, PyTorch profiler; `host_trace.host_per_launch`). Includes
 Python, dispatcher, allocator, launch call and the profiler's own overhead. The other HTA
-traces give 45-86 us (smaller, sampled, or a CNN with DDP hooks)."""
+traces give 45-86 us (smaller, sampled, or a CNN with DDP hooks). Used for every host
+(assumption: no per-CPU scaling; the trace's host is a Meta A100 node, not a p5/p6 host)."""
 HOST_S_PER_LAUNCH_BWD = 34e-6
 """Host seconds per kernel launch in the autograd engine's backward: median host-bound launch
 interval of the backward launches of the same trace (`host_trace.host_per_launch`)."""
@@ -60,6 +63,8 @@ class Launches:
 
 LAUNCHES: dict[str, Launches] = {
     "attention": Launches(12, 19),
+    "qk_norm": Launches(2, 4),
+    "mla_attention": Launches(22, 35),
     "dense_mlp": Launches(6, 10),
     "router": Launches(28, 13),
     "dispatch_alltoall": Launches(20, 4),
@@ -71,8 +76,9 @@ LAUNCHES: dict[str, Launches] = {
     "experts_per_local": Launches(2, 4),
     "shared_expert": Launches(6, 10),
 }
-"""Megatron-Core core_v0.17.1 launches per module (table in the module docstring)."""
-CUDA_GRAPH_MODULES = ("attention", "router")
+"""Megatron-Core core_v0.17.1 launches per module (table in the module docstring; assumption:
+counted by reading the code path, not from a trace of it)."""
+CUDA_GRAPH_MODULES = ("attention", "qk_norm", "mla_attention", "router")
 """Modules Megatron-Core captures in CUDA graphs (`--cuda-graph-scope attn moe_router`): a row
 that states CUDA graphs pays one graph launch instead of their kernels' host time."""
 
@@ -83,9 +89,13 @@ def layer_launches(
     local_experts: int = 1,
     shared_experts: int = 0,
     cuda_graphs: bool = False,
+    mla: bool = False,
+    qk_norm: bool = False,
 ) -> Launches:
     """Launches of one transformer layer (attention + dense MLP or MoE block)."""
-    mods: list[tuple[str, int]] = [("attention", 1)]
+    mods: list[tuple[str, int]] = [("mla_attention" if mla else "attention", 1)]
+    if qk_norm and not mla:
+        mods.append(("qk_norm", 1))
     if not moe:
         mods.append(("dense_mlp", 1))
     else:

@@ -26,9 +26,10 @@ from starfabric.errors import DataError
 
 STARVED_QUEUE_S = 20e-6
 """A kernel that starts this soon after its launch call returns had nothing queued ahead of it
-(the GPU was idle, waiting for the host)."""
+(the GPU was idle, waiting for the host) — assumption: a few times the ~5 us launch latency."""
 IDLE_GAP_S = 200e-6
-"""Launch intervals longer than this are the host doing other work, not issuing the next op."""
+"""Launch intervals longer than this are the host doing other work, not issuing the next op
+(assumption: the slowest single eager op of the traces is below it)."""
 LAUNCH_CALLS = ("cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel")
 """CUDA runtime/driver calls that enqueue a kernel."""
 BACKWARD_PREFIX = "autograd::engine::evaluate_function"

@@ -162,6 +162,8 @@ def piece_host_s(model: ModelSpec, ex: ExecutionSpec, lay: Layout, moe: bool) ->
         model.moe_experts // lay.ep if moe else 1,
         model.moe_shared_experts if moe else 0,
         ex.cuda_graphs,
+        model.is_mla,
+        model.qk_norm,
     )
     hf, hb = host_ops.host_seconds(n)
     return (hf, hb, hf if ex.recompute == "full" else 0.0)
