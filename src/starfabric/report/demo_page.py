@@ -59,6 +59,7 @@ SEER_PARTS: dict[str, str] = {
     "bubble": "pipeline bubble",
     "optimizer": "optimizer step",
     "overhead": "host overhead per iteration",
+    "host": "host launch time the GPU waits for (Megatron-Core MoE dispatcher syncs)",
 }
 #: Seer's memory report per GPU (predict.Prediction.summary()["memory_gib"]) in words.
 MEMORY_PARTS: dict[str, str] = {

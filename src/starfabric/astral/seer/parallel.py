@@ -112,6 +112,17 @@ class ExecutionSpec(Spec):
         "hosts) or deepep (one copy per remote node, fanned out over NVLink; Megatron-Core "
         "flex dispatcher, DeepSeek-V3 section 3.2.2)",
     )
+    host_launches: bool = Field(
+        default=False,
+        description="count the host's kernel launches of Megatron-Core's layers (host_ops): "
+        "a dropless MoE layer with EP > 1 waits for the GPU every forward, so its passes last "
+        "max(host, GPU); the whole iteration is floored by the host's total",
+    )
+    cuda_graphs: bool = Field(
+        default=False,
+        description="attention and router captured in CUDA graphs (their launches cost one "
+        "graph launch)",
+    )
     moe_load_balance: Literal["dropless", "forced"] = Field(
         default="dropless",
         description="dropless: tokens go where the router sends them, the busiest expert "

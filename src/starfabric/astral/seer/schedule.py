@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from starfabric.astral.seer import _kernels, offload
+from starfabric.astral.seer import _kernels, host_ops, offload
 from starfabric.astral.seer.activations import activation_bytes_per_layer
 from starfabric.astral.seer.comm import Kind
 from starfabric.astral.seer.cost import (
@@ -58,6 +58,7 @@ COMPONENTS = (
     "bubble",
     "optimizer",
     "overhead",
+    "host",
 )
 """Breakdown components of the iteration time."""
 
@@ -141,6 +142,49 @@ def recompute_window(fc: OpCosts, recompute: str, ctx: CostContext) -> float:
     if recompute != "full" or ctx.fsdp_regather:
         return 0.0
     return float(fc.time[fc.kind != COMM].sum())
+
+
+def host_pass(pc: PassCost, host_s: float) -> PassCost:
+    """A pass that starts from an empty GPU queue: max(host, GPU) (`host_ops.segment_time`);
+    the host's excess is reported as its own component."""
+    extra = host_ops.segment_time(host_s, pc.total) - pc.total
+    return _add(pc, PassCost(0.0, {"host": extra}, 0.0)) if extra > 0 else pc
+
+
+def piece_host_s(model: ModelSpec, ex: ExecutionSpec, lay: Layout, moe: bool) -> tuple[float, ...]:
+    """(forward, backward, recompute) host seconds of one layer and micro-batch
+    (`host_ops.layer_launches`); zeros where the row's stack is not counted."""
+    if not ex.host_launches:
+        return (0.0, 0.0, 0.0)
+    n = host_ops.layer_launches(
+        moe,
+        ex.moe_dispatcher,
+        model.moe_experts // lay.ep if moe else 1,
+        model.moe_shared_experts if moe else 0,
+        ex.cuda_graphs,
+        model.is_mla,
+        model.qk_norm,
+    )
+    hf, hb = host_ops.host_seconds(n)
+    return (hf, hb, hf if ex.recompute == "full" else 0.0)
+
+
+def with_host(
+    pc: PieceCost, model: ModelSpec, ex: ExecutionSpec, lay: Layout, moe: bool
+) -> PieceCost:
+    """A piece whose forward waits for the GPU (`host_ops.host_synced`): every pass of it —
+    forward, full recompute's re-run forward, and the backward between two forward waits —
+    lasts max(host, GPU). Other pieces are returned unchanged (the host runs ahead; only the
+    iteration floor in `build_timeline` applies)."""
+    dropless = ex.moe_capacity_factor is None
+    if not host_ops.host_synced(ex.host_launches, moe, lay.ep, dropless):
+        return pc
+    hf, hb, hr = piece_host_s(model, ex, lay, moe)
+    rec = host_pass(pc.recompute, hr) if hr > 0 else pc.recompute
+    return PieceCost(
+        host_pass(pc.fwd, hf), host_pass(pc.bwd, hb), rec,
+        pc.fwd_table, pc.fwd_costs, pc.bwd_table, pc.bwd_costs,
+    )  # fmt: skip
 
 
 def piece_cost(t: OpTable, ctx: CostContext, recompute: str) -> PieceCost:
@@ -388,7 +432,10 @@ def build_timeline(model: ModelSpec, ex: ExecutionSpec, lay: Layout, ctx: CostCo
         "logits": piece_cost(logits_ops(model, ex, lay), ctx, "none"),
     }
     if model.is_moe:
-        pieces["moe"] = piece_cost(layer_ops(model, ex, lay, moe=True), ctx, ex.recompute)
+        pieces["moe"] = with_host(
+            piece_cost(layer_ops(model, ex, lay, moe=True), ctx, ex.recompute),
+            model, ex, lay, True,
+        )  # fmt: skip
     if model.mtp_layers:
         pieces["mtp"] = piece_cost(mtp_ops(model, ex, lay), ctx, ex.recompute)
     if ex.offload_activations or ex.offload_weights:
@@ -532,7 +579,20 @@ def build_timeline(model: ModelSpec, ex: ExecutionSpec, lay: Layout, ctx: CostCo
         rank = int(np.argmax([busy_all[a] + busy_all[b] for a, b in pairs]))
         crit = rank
         whose = [(pairs[rank][0], m / 2), (pairs[rank][1], m / 2)]
-    iteration = float(total.max() + opt.max() + ag_exposed.max() + ITERATION_OVERHEAD_S)
+    # The host issues every micro-batch's launches; where it runs ahead of the GPU it still
+    # cannot finish a stage's m micro-batches faster than it issues them (host_ops).
+    host_floor = 0.0
+    if ex.host_launches:
+        per_mb = np.zeros(p)
+        for s in range(p):
+            for c in range(v):
+                for key, cnt in chunk_pieces(model, lay, s, c).items():
+                    if cnt and key in ("dense", "moe"):
+                        per_mb[s] += cnt * sum(piece_host_s(model, ex, lay, key == "moe"))
+        host_floor = max(0.0, float((per_mb * m).max() - total.max()))
+    iteration = float(
+        total.max() + host_floor + opt.max() + ag_exposed.max() + ITERATION_OVERHEAD_S
+    )
 
     # Breakdown along the busiest stage.
     comp = rec = 0.0
@@ -560,6 +620,7 @@ def build_timeline(model: ModelSpec, ex: ExecutionSpec, lay: Layout, ctx: CostCo
         "bubble": bubble,
         "optimizer": float(opt.max()),
         "overhead": ITERATION_OVERHEAD_S,
+        "host": comm.get("host", 0.0) + host_floor,
     }
     # p2p hand-offs show up as waits in the list simulation: those on the fill and drain
     # path (2 * (pp - 1) hops) are reported as exposed PP communication, the rest as bubble.

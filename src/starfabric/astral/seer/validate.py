@@ -19,7 +19,7 @@ from typing import Any
 
 from starfabric.astral import bounds
 from starfabric.astral.hardware import list_gpus
-from starfabric.astral.seer import cells, optimizer_state, torchtitan_pp
+from starfabric.astral.seer import cells, host_ops, optimizer_state, torchtitan_pp
 from starfabric.astral.seer.classes import classes_of, per_class
 from starfabric.astral.seer.degrees import DEGREES, degree_combos, unverified_degrees
 from starfabric.astral.seer.efa import efa_bus_fraction
@@ -390,6 +390,9 @@ def _framework(row: dict[str, str]) -> dict[str, Any]:
     # (sdpa_runs_cudnn); Megatron-Core/NeMo use TE's cuDNN kernels.
     native = any(k in fw for k in ("torchtitan", "sdpa", "pytorch fsdp", "huggingface"))
     native = native and not sdpa_runs_cudnn(fw)
+    # Megatron-Core stacks: their layers' host launches are counted (host_ops).
+    host = any(k in fw for k in host_ops.HOST_SYNC_FRAMEWORKS)
+    graphs = "cuda graph" in " ".join((row.get(k) or "") for k in ("framework", "notes")).lower()
     return {"attention": attention, "flash_kernel": "fa2" if native else "cudnn",
             "overlap_grad_reduce": dp_overlap,
             "pipeline_schedule": "dualpipe" if dualpipe else "1f1b",
@@ -398,6 +401,7 @@ def _framework(row: dict[str, str]) -> dict[str, Any]:
             "overlap_p2p": dp_overlap,
             "ep_comm_overlap": ep_overlap,
             "moe_fused_dispatch": fused_moe,
+            "host_launches": host, "cuda_graphs": graphs,
             # DeepSeek's own stack (DualPipe) stores one low-precision copy of the attention
             # output for both backwards (DeepSeek-V3 section 3.3.2; fp8_activations.py).
             "fp8_16bit_copies": not dualpipe}  # fmt: skip

@@ -1,0 +1,151 @@
+"""Host (CPU) time of a Megatron-Core transformer layer, and where it is exposed.
+
+Eager PyTorch issues every kernel from the host: Python, the dispatcher, autograd and the
+launch call cost `HOST_S_PER_LAUNCH_*` per kernel (measured from a real Kineto trace by
+`host_trace`). The host normally runs ahead of the GPU, so this time is hidden unless the
+host as a whole is slower than the GPU. Megatron-Core's dropless MoE dispatchers stop that:
+every MoE layer's forward copies the token counts to the host and waits
+(`MoEAlltoAllTokenDispatcher._maybe_dtoh_and_synchronize` -> `d2h_event.synchronize()` at
+`before_ep_alltoall` when EP > 1; the flex/DeepEP path waits for the receive counts in
+`fused_a2a.py`), NVIDIA/Megatron-LM core_v0.17.1 (266f1c9). After the wait the GPU queue is
+empty, so a segment between two waits lasts max(host time, GPU time) (`segment_time`).
+
+`LAUNCHES` counts the GPU launches (kernels, copies, NCCL calls) per module of one layer and
+one micro-batch, forward and backward, read from the core_v0.17.1 code path (BF16, TE modules,
+sequence parallelism, gradient-accumulation fusion, `moe_permute_fusion` on, router unfused):
+
+| module | forward | backward | code (core_v0.17.1) |
+|---|---|---|---|
+| attention | 12 | 19 | TELayerNormColumnParallelLinear (SP all-gather, norm, GEMM), fused RoPE q/k, TE DotProductAttention (cuDNN kernel + 2 layout copies), TERowParallelLinear (GEMM, reduce-scatter), bias-dropout-add, pre-MLP norm; backward: 2 GEMMs per linear, their collectives, attention/RoPE/norm backward kernels |
+| qk_norm | 2 | 4 | TE RMSNorm of q and k (Qwen3's QK-norm); backward: norm + dgamma each |
+| mla_attention | 22 | 35 | `MLASelfAttention` in place of `attention`: SP all-gather, q down GEMM, q norm, q up GEMM, kv down GEMM + its TP gather, kv norm, kv up GEMM, RoPE of q and k parts, 3 cats, v pad and un-pad for cuDNN, attention kernel, proj GEMM + reduce-scatter, bias-dropout-add, pre-MLP norm |
+| dense_mlp | 6 | 10 | TE fc1 (all-gather, GEMM), SwiGLU, fc2 (GEMM, reduce-scatter), bias-dropout-add |
+| router | 28 | 13 | `TopKRouter.forward`: gating linear (2 casts + GEMM), forced-balance `RandomSTE` (clone, normal_), `topk_routing_with_score_function` (topk, softmax, cast, 2 zeros_like, int, 2 scatter, bool), aux loss (`compute_routing_scores_for_aux_loss` 6, token count sum + TP/CP all-reduce, `switch_load_balancing_loss_func` 4, tracker 2) |
+| dispatch_alltoall | 20 | 4 | `preprocess` (routing_map sum, long, split sum, tp_ep all-gather, slice copy, 3 sums), 4 D2H copies + stream wait + event record, fused `permute` with probs (3-kernel row-id map, permute), two `all_to_all` (tokens, probs); backward: 2 all-to-alls, fused unpermute of tokens and probs |
+| sort_alltoall | 5 | 4 | fused `sort_chunks_by_idxs` of tokens + probs, and the un-sort before combine (local experts > 1 only) |
+| combine_alltoall | 3 | 4 | `all_to_all` back, fused `unpermute` with probs, bias-dropout-add |
+| dispatch_deepep | 12 | 4 | `MoEFlexTokenDispatcher`: multihot routing map (3), DeepEP layout + notify + dispatch (3), D2H counts + event (2), fused permute by experts (4) |
+| combine_deepep | 4 | 4 | fused un-permute, DeepEP combine, bias-dropout-add |
+| experts_fixed | 11 | 11 | `TEGroupedMLP.forward`: two TE GroupedLinear (output alloc, side-stream event record/wait), weighted SwiGLU with probs (3) |
+| experts_per_local | 2 | 4 | one cuBLAS GEMM per local expert in fc1 and fc2 (`general_grouped_gemm`), dgrad + wgrad each in backward |
+| shared_expert | 6 | 10 | as dense_mlp (fc1, activation, fc2 with their collectives), per shared expert |
+
+The counts are a reading of the code, not a trace: a Kineto trace of one Megatron-Core MoE
+layer would replace them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+HOST_S_PER_LAUNCH_FWD = 31e-6
+"""Host seconds per kernel launch in an eager forward pass: median host-bound launch interval
+of the Python thread in HolisticTraceAnalysis `tests/data/trace_diff/control/control.json.gz`
+(rank 3 of an 8-rank A100 job, PyTorch profiler; `host_trace.host_per_launch`). Includes
+Python, dispatcher, allocator, launch call and the profiler's own overhead. The other HTA
+traces give 45-86 us (smaller, sampled, or a CNN with DDP hooks). Used for every host
+(assumption: no per-CPU scaling; the trace's host is a Meta A100 node, not a p5/p6 host)."""
+HOST_S_PER_LAUNCH_BWD = 34e-6
+"""Host seconds per kernel launch in the autograd engine's backward: median host-bound launch
+interval of the backward launches of the same trace (`host_trace.host_per_launch`)."""
+HOST_SYNC_FRAMEWORKS = ("megatron-core", "megatron-bridge", "nemo")
+"""Framework cells whose MoE layers run Megatron-Core's dispatchers (sync once per layer
+forward since core_r0.8's dropless all-to-all dispatcher) and whose layers `LAUNCHES` counts."""
+
+
+@dataclass(frozen=True)
+class Launches:
+    """GPU launches of one module for one micro-batch: forward, backward."""
+
+    fwd: int
+    bwd: int
+
+
+LAUNCHES: dict[str, Launches] = {
+    "attention": Launches(12, 19),
+    "qk_norm": Launches(2, 4),
+    "mla_attention": Launches(22, 35),
+    "dense_mlp": Launches(6, 10),
+    "router": Launches(28, 13),
+    "dispatch_alltoall": Launches(20, 4),
+    "sort_alltoall": Launches(5, 4),
+    "combine_alltoall": Launches(3, 4),
+    "dispatch_deepep": Launches(12, 4),
+    "combine_deepep": Launches(4, 4),
+    "experts_fixed": Launches(11, 11),
+    "experts_per_local": Launches(2, 4),
+    "shared_expert": Launches(6, 10),
+}
+"""Megatron-Core core_v0.17.1 launches per module (table in the module docstring; assumption:
+counted by reading the code path, not from a trace of it)."""
+CUDA_GRAPH_MODULES = ("attention", "qk_norm", "mla_attention", "router")
+"""Modules Megatron-Core captures in CUDA graphs (`--cuda-graph-scope attn moe_router`): a row
+that states CUDA graphs pays one graph launch instead of their kernels' host time."""
+
+
+def layer_launches(
+    moe: bool,
+    dispatcher: str = "alltoall",
+    local_experts: int = 1,
+    shared_experts: int = 0,
+    cuda_graphs: bool = False,
+    mla: bool = False,
+    qk_norm: bool = False,
+) -> Launches:
+    """Launches of one transformer layer (attention + dense MLP or MoE block)."""
+    mods: list[tuple[str, int]] = [("mla_attention" if mla else "attention", 1)]
+    if qk_norm and not mla:
+        mods.append(("qk_norm", 1))
+    if not moe:
+        mods.append(("dense_mlp", 1))
+    else:
+        mods.append(("router", 1))
+        if dispatcher == "deepep":
+            mods += [("dispatch_deepep", 1), ("combine_deepep", 1)]
+        else:
+            mods += [("dispatch_alltoall", 1), ("combine_alltoall", 1)]
+            if local_experts > 1:
+                mods.append(("sort_alltoall", 1))
+        mods += [("experts_fixed", 1), ("experts_per_local", local_experts)]
+        mods.append(("shared_expert", shared_experts))
+    f = b = 0
+    for name, n in mods:
+        if cuda_graphs and name in CUDA_GRAPH_MODULES:
+            n = 0
+        f += n * LAUNCHES[name].fwd
+        b += n * LAUNCHES[name].bwd
+    if cuda_graphs:
+        f += 1
+        b += 1
+    return Launches(f, b)
+
+
+def host_seconds(n: Launches) -> tuple[float, float]:
+    """(forward, backward) host seconds of `n` launches."""
+    return n.fwd * HOST_S_PER_LAUNCH_FWD, n.bwd * HOST_S_PER_LAUNCH_BWD
+
+
+def segment_time(host_s: float, gpu_s: float) -> float:
+    """A segment that starts from an empty GPU queue (after a host wait) ends when both the host
+    has issued it and the GPU has run it."""
+    return max(host_s, gpu_s)
+
+
+def host_synced(framework_host_model: bool, moe: bool, ep: int, dropless: bool) -> bool:
+    """Whether a layer's forward waits for the GPU: a Megatron-Core MoE layer with EP > 1 and a
+    dropless dispatcher (token counts are only known on the GPU)."""
+    return framework_host_model and moe and ep > 1 and dropless
+
+
+__all__ = [
+    "CUDA_GRAPH_MODULES",
+    "HOST_SYNC_FRAMEWORKS",
+    "HOST_S_PER_LAUNCH_BWD",
+    "HOST_S_PER_LAUNCH_FWD",
+    "LAUNCHES",
+    "Launches",
+    "host_seconds",
+    "host_synced",
+    "layer_launches",
+    "segment_time",
+]
