@@ -3,44 +3,25 @@ B200 shapes (OpenXLA's matmul table, the version with f8e4m3fn entries), not cop
 Hopper: the FP8 shape-model saturation over the BF16 one, times Blackwell's in-training BF16
 fraction (efficiency.yaml)."""
 
-import csv
-from dataclasses import replace
-from pathlib import Path
-
-import numpy as np
 import pytest
 
+from astral.seer.gemm_fit import GEMM_DATA, fit_saturation, table_rows
 from starfabric.astral.hardware import get_gpu
-from starfabric.astral.seer.efficiency import efficiency_for, gemm_time
+from starfabric.astral.seer.efficiency import efficiency_for
 
-TABLE = Path(__file__).parents[2] / "data" / "gemm" / "xla_matmul_fp8_sm100.csv"
+TABLE = GEMM_DATA / "xla_matmul_fp8_sm100.csv"
 
 
 def _rows(arch: str) -> list[dict[str, str]]:
-    with TABLE.open() as f:
-        rows = list(csv.DictReader(line for line in f if not line.startswith("#")))
-    return [r for r in rows if r["arch"] == arch]
+    return table_rows(TABLE, arch)
 
 
 def _fit(column: str, dtype: str) -> float:
-    """Saturation fraction of the B200 peak of `dtype` whose shape-model times best match the
-    measured ones (same grid and error as test_blackwell_gemm.py)."""
-    spec = get_gpu("B200")
-    base = efficiency_for(spec)
-    rows = _rows("sm_100")
-    b, m, n, k = (np.array([float(r[c]) for r in rows]) for c in "bmnk")
-    measured = 2 * b * m * n * k / np.array([float(r[column]) for r in rows])
-    peak = spec.tflops(dtype) * 1e12
-
-    def err(frac: float) -> float:
-        eff = replace(base, gemm_peak_fraction=frac)
-        pred = gemm_time(m, n, k, b, peak, spec.hbm_gbps * 1e9, eff, peak_fraction=frac)
-        return float(np.mean(np.abs(np.log(pred / measured))))
-
-    grid = np.linspace(0.3, 1.0, 141)
-    errs = [err(float(f)) for f in grid]
-    assert min(errs) < 0.12  # the shape model reproduces the measured rates within ~10%
-    return float(grid[int(np.argmin(errs))])
+    """Saturation fraction of the B200 peak of `dtype` (same grid and error as
+    test_blackwell_gemm.py)."""
+    frac, err = fit_saturation(_rows("sm_100"), "B200", column, dtype)
+    assert err < 0.12  # the shape model reproduces the measured rates within ~10%
+    return frac
 
 
 def test_b200_fp8_reaches_about_the_fraction_of_its_2x_peak_that_bf16_reaches() -> None:

@@ -3,43 +3,24 @@ OpenXLA's measured matmul table (H100 = sm_90, B200 = sm_100) fitted through See
 shape model gives each chip's isolated saturation; Blackwell's in-training fraction is
 Hopper's calibrated one scaled by their ratio (efficiency.yaml)."""
 
-import csv
-from dataclasses import replace
-from pathlib import Path
-
-import numpy as np
 import pytest
 
+from astral.seer.gemm_fit import GEMM_DATA, fit_saturation, table_rows
 from starfabric.astral.hardware import get_gpu
-from starfabric.astral.seer.efficiency import efficiency_for, gemm_time
+from starfabric.astral.seer.efficiency import efficiency_for
 
-TABLE = Path(__file__).parents[2] / "data" / "gemm" / "xla_matmul_perf_table.csv"
+TABLE = GEMM_DATA / "xla_matmul_perf_table.csv"
 
 
 def _rows(arch: str) -> list[dict[str, str]]:
-    with TABLE.open() as f:
-        rows = list(csv.DictReader(line for line in f if not line.startswith("#")))
-    return [r for r in rows if r["arch"] == arch]
+    return table_rows(TABLE, arch)
 
 
 def _fit(arch: str, gpu_name: str) -> float:
     """The saturation fraction whose shape-model times best match the measured ones."""
-    spec = get_gpu(gpu_name)
-    base = efficiency_for(spec)
-    rows = _rows(arch)
-    b, m, n, k = (np.array([float(r[c]) for r in rows]) for c in "bmnk")
-    measured = 2 * b * m * n * k / np.array([float(r["bf16_flops"]) for r in rows])
-    peak = spec.tflops("bf16") * 1e12
-
-    def err(frac: float) -> float:
-        eff = replace(base, gemm_peak_fraction=frac)
-        pred = gemm_time(m, n, k, b, peak, spec.hbm_gbps * 1e9, eff, peak_fraction=frac)
-        return float(np.mean(np.abs(np.log(pred / measured))))
-
-    grid = np.linspace(0.3, 1.0, 141)
-    errs = [err(float(f)) for f in grid]
-    assert min(errs) < 0.1  # the shape model reproduces the measured table within 10%
-    return float(grid[int(np.argmin(errs))])
+    frac, err = fit_saturation(_rows(arch), gpu_name, "bf16_flops", "bf16")
+    assert err < 0.1  # the shape model reproduces the measured table within 10%
+    return frac
 
 
 def test_measured_table_puts_blackwell_below_hopper_as_a_fraction_of_peak() -> None:
