@@ -187,7 +187,7 @@ class FormulaComm:
     k (token, expert) copies (`deepep_kernels.rank_copy_fraction`); 0: NCCL."""
     ep_nvlink_bytes_per_s: float = 0.0
     """With DeepEP, the rate its kernels move NVLink bytes (`deepep_kernels.
-    deepep_nvlink_bytes_per_s`: NVLink, or its SM budget where measured)."""
+    deepep_nvlink_bytes_per_s`: NVLink, or what its SM budget copies)."""
 
     def time(
         self, kind: Kind, nbytes: float, group: str, *, phase: Phase | None = None,
@@ -222,5 +222,6 @@ def formula_comm(
         frac = remote_copy_fraction(model.moe_experts, model.moe_topk, nodes,
                                     model.moe_max_nodes)  # fmt: skip
         rank_frac = rank_copy_fraction(model.moe_experts, model.moe_topk, lay.ep)
-        nvl = deepep_nvlink_bytes_per_s(fabric.tiers("all_to_all")[0], lay.gpu.name)
+        ranks = groups["ep"].per_node  # destination ranks of the NVLink copies
+        nvl = deepep_nvlink_bytes_per_s(fabric.tiers("all_to_all")[0], ranks)
     return FormulaComm(fabric, groups, frac, rank_frac, nvl)

@@ -12,10 +12,12 @@ miss, each from the library's published numbers (tests/data/deepep/):
   (docs/legacy.md @0297fc8: H800, EP 8, 153 / 158 GB/s) is that volume at the achievable
   NVLink rate (~160 GB/s on H800).
 - **The SM budget.** The kernels copy with a fixed number of SMs — 20 by default in DeepEP V1
-  (`Buffer.num_sms`) and Megatron-Core (`moe_deepep_num_sms`). Where NVLink is faster than
-  those SMs can copy, the SMs bound the rate: DeepEP issue #16 measures 337 GB/s intranode
-  on H20 (450 GB/s NVLink) at test_intranode.py's 24 SMs, and the maintainers answer "increase
-  the number of SMs" — 14.1 GB/s per SM.
+  (`Buffer.num_sms`), Megatron-Core (`moe_deepep_num_sms`) and TorchTitan (which keeps the
+  Buffer default) — and each channel splits its sender warps over the destination ranks.
+  Where NVLink is faster than those SMs copy, the SMs bound the rate: 337 GB/s intranode on
+  H20 (450 GB/s NVLink) at 24 SMs and 8 ranks (DeepEP issue #16: "increase the number of
+  SMs"), 169 GB/s on GB200 at 24 SMs and 4 ranks (issue #394) — the same 1.76 GB/s per SM
+  and destination rank on Hopper and Blackwell.
 - **The per-source forwarding pipeline.** The internode kernels receive each source node's
   tokens in an RDMA buffer and forward them over NVLink in chunks, one pipeline per source
   node (DeepEP `internode::dispatch`: RDMA senders, RDMA-to-NVLink forwarders, NVLink
@@ -23,7 +25,8 @@ miss, each from the library's published numbers (tests/data/deepep/):
   (bytes to every reached node, the own node included) where the NIC alone would allow ~88;
   the same kernel on H200 — 2.25x the NVLink bandwidth — gives 38-44 GB/s at 2 nodes (DeepEP
   issue #493), so NVLink does not set it: each source node's stream is held to ~21.5 GB/s per
-  receiving GPU. With 4 and 8 source nodes (EP 32 / 64: 58 / 51 GB/s) the NIC binds first.
+  receiving GPU at 24 SMs. With 4 and 8 source nodes (EP 32 / 64: 58 / 51 GB/s) the NIC binds
+  first.
 """
 
 from __future__ import annotations
@@ -42,21 +45,19 @@ DEEPEP_NUM_SMS = 20
 `TransformerConfig.moe_deepep_num_sms` = 20 (defaults; a run that sets another value is not
 read from its row)."""
 
-DEEPEP_SM_COPY_BYTES_PER_S = 337.35e9 / 24
-"""NVLink bytes one SM of DeepEP's normal kernels copies per second: 337.35 GB/s intranode on
-H20 at 24 SMs (DeepEP issue #16, test_intranode.py; NVLink 450 GB/s there, so the SMs bind)."""
+DEEPEP_SM_RANK_COPY_BYTES_PER_S = 337.35e9 / (24 * 8)
+"""NVLink bytes per second one SM of DeepEP V1's kernels copies per destination rank: each
+channel splits its sender warps over the destination ranks, so the rate grows with SMs x
+ranks until NVLink binds. 337.35 GB/s on H20 at 24 SMs and 8 ranks (DeepEP issue #16; NVLink
+450 GB/s there) gives 1.757 GB/s; GB200 at 24 SMs and 4 ranks measures 169 GB/s dispatch
+(DeepEP issue #394: 1.760 per SM and rank; its combine, 135 GB/s, is 20% lower)."""
 
-SM_RATE_MEASURED_GPUS = ("H100", "H800", "H200", "GH200", "H20")
-"""GPUs (catalog-name prefixes: Hopper, sm_90) on which DeepEP V1's per-SM copy rate is
-measured. Elsewhere (Blackwell) no V1 intranode figure is published — DeepEP V2's SM100 row
-(643 GB/s at 24 SMs, README @0297fc8) is a different kernel — so DeepEP moves NVLink bytes at
-the NVLink rate there (no SM cap; an open assumption)."""
-
-DEEPEP_SOURCE_NODE_BYTES_PER_S = 43.0e9 / 2
-"""Logical RDMA bytes per second one source node's forwarding pipeline delivers to a receiving
-GPU: DeepEP's EP 16 (2-node) row, 43 GB/s for dispatch and combine (docs/legacy.md @0297fc8,
-H800, CX7 400 Gb/s, 24 SMs), over its 2 source nodes; checked against H200 at 2 nodes, 38-44
-GB/s (DeepEP issue #493)."""
+DEEPEP_SOURCE_NODE_SM_BYTES_PER_S = 43.0e9 / 2 / 24
+"""Logical RDMA bytes per second one SM's share of a source node's forwarding pipeline
+delivers to a receiving GPU: DeepEP's EP 16 (2-node) row, 43 GB/s for dispatch and combine
+(docs/legacy.md @0297fc8, H800, CX7 400 Gb/s) over its 2 source nodes and 24 SMs; checked
+against H200 at 2 nodes, 38-44 GB/s (DeepEP issue #493). Scaling with the SM count (the
+pipeline runs per channel, two SMs each) is an assumption: no SM sweep of it is published."""
 
 
 def rank_copy_fraction(experts: int, topk: int, ranks: int) -> float:
@@ -68,14 +69,12 @@ def rank_copy_fraction(experts: int, topk: int, ranks: int) -> float:
     return min(1.0, distinct_nodes(experts, topk, ranks) / topk)
 
 
-def deepep_nvlink_bytes_per_s(nvlink_bytes_per_s: float, gpu_name: str,
+def deepep_nvlink_bytes_per_s(nvlink_bytes_per_s: float, ranks: int,
                               sms: int = DEEPEP_NUM_SMS) -> float:  # fmt: skip
-    """The rate DeepEP's kernels move NVLink bytes on `gpu_name`: the achievable NVLink rate,
-    or what their `sms` SMs copy where that rate is measured (`SM_RATE_MEASURED_GPUS`),
-    whichever is lower."""
-    if gpu_name.upper().startswith(SM_RATE_MEASURED_GPUS):
-        return min(nvlink_bytes_per_s, sms * DEEPEP_SM_COPY_BYTES_PER_S)
-    return nvlink_bytes_per_s
+    """The rate DeepEP's kernels move NVLink bytes to `ranks` destination ranks: the achievable
+    NVLink rate, or what their `sms` SMs copy (`DEEPEP_SM_RANK_COPY_BYTES_PER_S` per SM and
+    rank), whichever is lower."""
+    return min(nvlink_bytes_per_s, sms * max(1, ranks) * DEEPEP_SM_RANK_COPY_BYTES_PER_S)
 
 
 def _elem_factor(fp8_dispatch: bool) -> float:
@@ -103,6 +102,7 @@ def deepep_internode_time(
     node_fraction: float,
     rank_fraction: float,
     fp8_dispatch: bool,
+    sms: int = DEEPEP_NUM_SMS,
 ) -> float:
     """Seconds of one DeepEP internode dispatch or combine over `nbytes` (every (token, expert)
     copy of the rank's tokens in 16 bit) on an EP `group` spanning nodes. Three concurrent
@@ -111,7 +111,7 @@ def deepep_internode_time(
     deduplicated NVLink fan-out (`rank_fraction`) at DeepEP's NVLink rate `nvl_bytes_per_s`
     (`deepep_nvlink_bytes_per_s`), and the logical
     RDMA bytes (every reached node, the own one included) through one forwarding pipeline
-    per source node."""
+    per source node on `sms` SMs."""
     n, g = group.size, group.per_node
     if n <= 1 or nbytes <= 0:
         return 0.0
@@ -121,15 +121,14 @@ def deepep_internode_time(
     logical = size * node_fraction  # bytes to every node a token reaches
     inter = logical * (n - g) / n / nic_bw
     nvl = size * rank_fraction / nvl_bytes_per_s
-    fwd = logical / (nodes * DEEPEP_SOURCE_NODE_BYTES_PER_S)
+    fwd = logical / (nodes * sms * DEEPEP_SOURCE_NODE_SM_BYTES_PER_S)
     return COLLECTIVE_LAUNCH_S + 2 * NIC_STEP_LATENCY_S + max(inter, nvl, fwd)
 
 
 __all__ = [
     "DEEPEP_NUM_SMS",
-    "DEEPEP_SM_COPY_BYTES_PER_S",
-    "DEEPEP_SOURCE_NODE_BYTES_PER_S",
-    "SM_RATE_MEASURED_GPUS",
+    "DEEPEP_SM_RANK_COPY_BYTES_PER_S",
+    "DEEPEP_SOURCE_NODE_SM_BYTES_PER_S",
     "deepep_internode_time",
     "deepep_intranode_time",
     "deepep_nvlink_bytes_per_s",
