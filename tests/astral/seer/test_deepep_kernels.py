@@ -26,7 +26,7 @@ from starfabric.astral.seer.expert_comm import (
     distinct_nodes,
     remote_copy_fraction,
 )
-from starfabric.astral.seer.fabric import Group
+from starfabric.astral.seer.fabric import Fabric, Group
 
 TABLE = Path(__file__).parents[2] / "data" / "deepep" / "deepep_v1_normal_kernels.csv"
 README_BAND = 0.06
@@ -60,7 +60,7 @@ def _test_routing_distinct(experts: int, topk: int, nodes: int, groups: int, tok
     return float(n_nodes), float(n_ranks)
 
 
-def _fabric(gpu: str, nic_gbps: float = 400.0):  # noqa: ANN202
+def _fabric(gpu: str, nic_gbps: float = 400.0) -> Fabric:
     g = get_gpu(gpu)
     return make_fabric(g.nvlink_gbps * 1e9, nic_gbps * 1e9 / 8, efficiency_for(g))
 
