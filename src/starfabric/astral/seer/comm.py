@@ -18,8 +18,14 @@ from typing import Literal, Protocol
 import numpy as np
 
 from starfabric.astral.hardware import GPUSpec
+from starfabric.astral.seer.deepep_kernels import (
+    deepep_internode_time,
+    deepep_intranode_time,
+    deepep_nvlink_bytes_per_s,
+    rank_copy_fraction,
+)
 from starfabric.astral.seer.efficiency import Efficiency
-from starfabric.astral.seer.expert_comm import deepep_time, remote_copy_fraction
+from starfabric.astral.seer.expert_comm import remote_copy_fraction
 from starfabric.astral.seer.fabric import (
     COLLECTIVE_LAUNCH_S,
     NIC_STEP_LATENCY_S,
@@ -176,18 +182,30 @@ class FormulaComm:
     ep_copy_fraction: float = 0.0
     """With a node-deduplicating dispatcher (DeepEP), the inter-host bytes of an expert
     all-to-all as a fraction of NCCL's (`expert_comm.remote_copy_fraction`); 0: NCCL."""
+    ep_rank_fraction: float = 0.0
+    """With DeepEP, the bytes of its per-rank deduplicated NVLink copies as a fraction of the
+    k (token, expert) copies (`deepep_kernels.rank_copy_fraction`); 0: NCCL."""
+    ep_nvlink_bytes_per_s: float = 0.0
+    """With DeepEP, the rate its kernels move NVLink bytes (`deepep_kernels.
+    deepep_nvlink_bytes_per_s`: NVLink, or what its SM budget copies)."""
 
     def time(
         self, kind: Kind, nbytes: float, group: str, *, phase: Phase | None = None,
         fp8: bool = False,
     ) -> float:  # fmt: skip
         """Seconds of one collective on `group` (see `CommModel`); an expert all-to-all
-        (phase given) across nodes under DeepEP is deduplicated per node."""
+        (phase given) under DeepEP is deduplicated per node across nodes and per rank on
+        NVLink (`deepep_kernels`)."""
         grp = self.groups.get(group)
         if grp is None:
             raise InvariantError(f"no parallel group {group!r}", fix="report a bug")
         if self.ep_copy_fraction > 0 and phase is not None and grp.nodes > 1:
-            return deepep_time(nbytes, grp, self.fabric, self.ep_copy_fraction, fp8)
+            return deepep_internode_time(nbytes, grp, self.fabric, self.ep_nvlink_bytes_per_s,
+                                         self.ep_copy_fraction, self.ep_rank_fraction,
+                                         fp8)  # fmt: skip
+        if self.ep_rank_fraction > 0 and phase is not None and grp.size > 1:
+            return deepep_intranode_time(nbytes, grp, self.ep_nvlink_bytes_per_s,
+                                         self.ep_rank_fraction, fp8)  # fmt: skip
         return collective_time(kind, nbytes, grp, self.fabric)
 
 
@@ -198,9 +216,12 @@ def formula_comm(
     (and, for an MoE `model` under the DeepEP dispatcher, its per-node deduplication)."""
     fabric = make_fabric(lay.gpu.nvlink_gbps * 1e9, lay.nic_bytes_per_s, eff)
     groups = layout_groups(ex, lay)
-    frac = 0.0
+    frac = rank_frac = nvl = 0.0
     if model is not None and model.is_moe and ex.moe_dispatcher == "deepep" and lay.ep > 1:
         nodes = groups["ep"].nodes
         frac = remote_copy_fraction(model.moe_experts, model.moe_topk, nodes,
                                     model.moe_max_nodes)  # fmt: skip
-    return FormulaComm(fabric, groups, frac)
+        rank_frac = rank_copy_fraction(model.moe_experts, model.moe_topk, lay.ep)
+        ranks = groups["ep"].per_node  # destination ranks of the NVLink copies
+        nvl = deepep_nvlink_bytes_per_s(fabric.tiers("all_to_all")[0], ranks)
+    return FormulaComm(fabric, groups, frac, rank_frac, nvl)
