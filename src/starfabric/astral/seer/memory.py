@@ -9,7 +9,7 @@ gated MLPs, MoE and flash attention change them the way they change the tensors.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from starfabric.astral.seer import cpu_optimizer_offload, offload
 from starfabric.astral.seer.activations import activation_bytes_per_layer
@@ -78,6 +78,7 @@ def memory_report(model: ModelSpec, ex: ExecutionSpec, lay: Layout, tl: Timeline
     moe_frac = model.moe_layers / model.layers
     per_layer = (1 - moe_frac) * per_dense + moe_frac * per_moe
     dualpipe = ex.pipeline_schedule == "dualpipe"
+    host_peak = 0.0
     for s in range(lay.pp):
         sp_ = params[s]
         if dualpipe:
@@ -128,6 +129,8 @@ def memory_report(model: ModelSpec, ex: ExecutionSpec, lay: Layout, tl: Timeline
                            tier, host, host_cap)  # fmt: skip
         if best is None or rep.total > best.total:
             best = rep
+        host_peak = max(host_peak, rep.host)
     if best is None:
         raise InvariantError("memory report found no pipeline stage", fix="report this job")
-    return best
+    # Each stage's ranks pin their own offloaded optimizer in host memory: the fullest counts.
+    return replace(best, host=host_peak)
