@@ -10,6 +10,7 @@ import csv
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from starfabric.astral.hardware import get_gpu
@@ -18,7 +19,8 @@ from starfabric.astral.seer import load_model, make_job, predict
 from starfabric.astral.seer.megatron_cli import parse_megatron_command
 from starfabric.astral.seer.memory import MemoryReport
 from starfabric.astral.seer.optimizer_state import optimizer_bytes
-from starfabric.astral.seer.parallel import uneven_pipeline_layers
+from starfabric.astral.seer.parallel import SystemSpec, uneven_pipeline_layers
+from starfabric.astral.seer.search import search
 from starfabric.astral.seer.validate import validate_row
 from starfabric.errors import StarfabricError
 
@@ -173,3 +175,22 @@ def test_deepseek_v3_on_256_h100_offloads_instead_of_full_recompute() -> None:
     assert "optimizer_offload_fraction" not in old.choices
     assert str(old.choices["recompute"]).startswith("full")
     assert res.predicted_iter_s < old.predicted_iter_s
+
+
+def test_search_prices_the_offload_as_predict_does() -> None:
+    model = load_model("llama-3.1-8b")
+    res = search(model, SystemSpec(gpu="H100", gpus=8), 16, 4096)
+    c = res.configs
+    keys = ("tp", "cp", "pp", "vpp", "dp", "mb", "rec", "tpo", "dpo", "zero")
+    base = {tuple(int(c[k][i]) for k in keys): i for i in np.flatnonzero(c["off"] == 0)}
+    pairs = [(base[t], i) for i in np.flatnonzero(c["off"] == 4)
+             if (t := tuple(int(c[k][i]) for k in keys)) in base]  # fmt: skip
+    assert pairs
+    for a, b in pairs:  # the optimizer leaves HBM; the step only gets longer
+        assert res.memory_bytes[b] < res.memory_bytes[a]
+        assert res.iteration_s[b] > res.iteration_s[a]
+    for _, b in pairs[:: max(1, len(pairs) // 5)]:
+        ex = res.execution(int(b))
+        assert ex["optimizer_offload_fraction"] == 1.0
+        p = predict(make_job(model, ex, {"gpu": "H100", "gpus": 8}))
+        assert p.iteration_s == pytest.approx(float(res.iteration_s[b]), rel=0.01)
