@@ -55,7 +55,10 @@ HOST_BYTES_PER_PARAM = 16.0
 exp_avg_sq (torch AdamW keeps its moments in the parameter's dtype)."""
 DRAM_FRACTION = 0.80
 """Achievable fraction of the host's peak DRAM bandwidth for streaming kernels (assumption, as
-`offload.LINK_FRACTION`; STREAM-type kernels reach 70-90% of peak on server CPUs)."""
+`offload.LINK_FRACTION`; STREAM-type kernels reach 70-90% of peak on server CPUs). The one
+absolute CPU-Adam figure found, DeepSpeed's 2021 CPU-Adam (8.2 s for 11.6 B parameters on a
+whole Xeon node, deepspeedai/DeepSpeed#735), is about a quarter of this roofline (docs/astral.md
+gives the sensitivity)."""
 CORE_STREAM_GBPS = 10.0
 """Streaming bandwidth one CPU thread sustains (assumption from Little's law: 16 outstanding L1
 misses x 64 B at ~100 ns loaded DRAM latency); binds only when few threads serve a GPU."""
