@@ -194,3 +194,15 @@ def test_search_prices_the_offload_as_predict_does() -> None:
         assert ex["optimizer_offload_fraction"] == 1.0
         p = predict(make_job(model, ex, {"gpu": "H100", "gpus": 8}))
         assert p.iteration_s == pytest.approx(float(res.iteration_s[b]), rel=0.01)
+
+
+def test_stated_settings_that_leave_memory_short_fit_with_the_offload() -> None:
+    # Full recompute stated, VPP 4: the fp32 optimizer of 16 experts per layer at expert-DP 2
+    # does not fit 80 GB; Megatron Core 0.13 can move it to the host, 0.11 cannot.
+    row = _dsv3_row("H100", recompute="full", vpp="4")
+    res = validate_row(row)
+    assert res.choices["optimizer_offload_fraction"] > 0.0 and "note" not in res.choices
+    assert not res.prediction.memory.oom
+    old = validate_row(dict(row, framework="Megatron-Core 0.11 (flex dispatcher)"))
+    assert "optimizer_offload_fraction" not in old.choices
+    assert old.prediction.memory.oom and "note" in old.choices

@@ -599,7 +599,7 @@ def _choices(
     moments = _optimizer_moments(row, rec_raw, mb_raw, ex.get("pipeline_schedule") == "dualpipe")
     if moments != ["fp32"]:
         out["optimizer_moments"] = moments
-    fractions = _offload_fractions(row, rec_raw, mb_raw, gpu, ex)
+    fractions = _offload_fractions(row, gpu, ex)
     if fractions != [0.0]:
         out["optimizer_offload_fraction"] = fractions
     if model.is_moe:
@@ -629,15 +629,14 @@ def _optimizer_moments(row: dict[str, str], rec_raw: str, mb_raw: str, dualpipe:
     return ["fp32"]
 
 
-def _offload_fractions(
-    row: dict[str, str], rec_raw: str, mb_raw: str, gpu: str, ex: dict[str, Any]
-) -> list[float]:
+def _offload_fractions(row: dict[str, str], gpu: str, ex: dict[str, Any]) -> list[float]:
     """Optimizer CPU offload fractions the run may have used (cpu_optimizer_offload.py): the
     CLI default 1.0 when the row says it offloaded the optimizer; the candidates, 0 first,
-    when the source leaves recompute or the micro-batch open, its framework release ships
-    HybridDeviceOptimizer (Megatron Core >= 0.12) and the catalog knows the GPU's host (a
-    tuning user tries it before full recompute; it only adds step time, so it is kept only
-    where nothing faster fits); otherwise off."""
+    when its framework release ships HybridDeviceOptimizer (Megatron Core >= 0.12) and the
+    catalog knows the GPU's host — no row states that it did not offload, and a tuning user
+    tries it before full recompute (with recompute or the micro-batch open) or when the
+    stated settings leave memory short. It only adds step time, so it is kept only where
+    nothing faster fits; otherwise off."""
     if not gpu or ex.get("pipeline_schedule") == "dualpipe" or ex.get("offload_weights"):
         return [0.0]
     if not cpu_optimizer_offload.available(get_gpu(gpu)):
@@ -645,9 +644,7 @@ def _offload_fractions(
     text = " ".join((row.get(k) or "") for k in ("framework", "notes"))
     if cpu_optimizer_offload.stated(text):
         return [1.0]
-    if (_unverified(rec_raw) or _unverified(mb_raw)) and cpu_optimizer_offload.offered(
-        row.get("framework") or ""
-    ):
+    if cpu_optimizer_offload.offered(row.get("framework") or ""):
         return list(cpu_optimizer_offload.FRACTION_CANDIDATES)
     return [0.0]
 
