@@ -206,3 +206,23 @@ def test_stated_settings_that_leave_memory_short_fit_with_the_offload() -> None:
     old = validate_row(dict(row, framework="Megatron-Core 0.11 (flex dispatcher)"))
     assert "optimizer_offload_fraction" not in old.choices
     assert old.prediction.memory.oom and "note" in old.choices
+
+
+def test_cli_prints_the_host_share_and_refuses_a_lone_offload_flag(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from starfabric.cli import app
+
+    launch = "torchrun --nproc_per_node 8 --nnodes 2 " + CMD.replace(
+        "--global-batch-size 8", "--global-batch-size 64"
+    )
+    good = tmp_path / "train.sh"
+    good.write_text(launch + "--use-precision-aware-optimizer --optimizer-cpu-offload\n")
+    run = CliRunner().invoke(app, ["astral", "seer", "predict", str(good), "--gpu", "H100"])
+    assert run.exit_code == 0, run.output
+    assert "optimizer offloaded to host memory (CPU Adam)" in run.output
+    bad = tmp_path / "bad.sh"
+    bad.write_text(launch + "--optimizer-cpu-offload\n")
+    run = CliRunner().invoke(app, ["astral", "seer", "predict", str(bad), "--gpu", "H100"])
+    assert run.exit_code == 2 and "Traceback" not in run.output
+    assert "--use-precision-aware-optimizer" in run.output
