@@ -226,3 +226,15 @@ def test_cli_prints_the_host_share_and_refuses_a_lone_offload_flag(tmp_path: Pat
     run = CliRunner().invoke(app, ["astral", "seer", "predict", str(bad), "--gpu", "H100"])
     assert run.exit_code == 2 and "Traceback" not in run.output
     assert "--use-precision-aware-optimizer" in run.output
+
+
+def test_bf16_moments_do_not_apply_under_the_offload() -> None:
+    # The offload branch of Megatron's optimizer factory passes no moment dtypes.
+    with pytest.raises(StarfabricError, match="BF16 moments"):
+        predict(make_job(DSV3, {**EX, "optimizer_offload_fraction": 0.5,
+                                "optimizer_moments": "bf16"}, SYS))  # fmt: skip
+    ex = parse_megatron_command(
+        CMD + "--use-precision-aware-optimizer --exp-avg-dtype bf16 --exp-avg-sq-dtype bf16 "
+        "--optimizer-cpu-offload"
+    )["execution"]
+    assert "optimizer_moments" not in ex and ex["optimizer_offload_fraction"] == 1.0

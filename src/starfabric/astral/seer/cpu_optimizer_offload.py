@@ -20,6 +20,8 @@ hybrid_optimizer.py, megatron/core/optimizer/__init__.py; first released in Mega
   streams, so copy-in, CPU Adam and copy-out pipeline parameter by parameter; the H2D stream
   first waits for the GPU's current stream (the GPU optimizer's kernels). Without it: all
   D2H first, then the CPU step (beside the GPU step), then all H2D on the compute stream.
+- The offload path builds both Adams without `--exp-avg-dtype`/`--exp-avg-sq-dtype`: BF16
+  moments (optimizer_state.py) do not apply under it; Seer refuses the combination.
 - `--use-torch-optimizer-for-cpu-offload` changes nothing for Adam (the code sets Adam's
   classes after reading it), so Seer reads and ignores it.
 

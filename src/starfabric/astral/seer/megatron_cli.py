@@ -272,6 +272,9 @@ def _finish(out: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
             )
         ex["optimizer_offload_fraction"] = 1.0 if fraction is None else fraction
         ex["overlap_cpu_optimizer"] = overlap
+        # HybridDeviceOptimizer's Adams are built without --exp-avg-dtype/--exp-avg-sq-dtype
+        # (optimizer/__init__.py @d98e8a64): the moments stay fp32 on both devices.
+        ex.pop("optimizer_moments", None)
     nodes = sy.pop("_nodes", None)
     if nodes is not None:
         sy["gpus"] = nodes * int(sy.get("gpus_per_node", 8))

@@ -359,6 +359,13 @@ def resolve_layout(
                 "keeps the optimizer states in the second memory tier",
                 "use one of the two",
             )
+        if ex.optimizer_moments != "fp32":
+            raise _fail(
+                "optimizer_offload_fraction with BF16 moments: Megatron-Core's "
+                "HybridDeviceOptimizer builds its CPU and GPU Adams without the moment dtypes "
+                "(optimizer/__init__.py @d98e8a64), so both keep fp32 moments",
+                "set optimizer_moments fp32 with the offload",
+            )
     mp = ex.tp * ex.pp * ex.cp
     tp_candidates = [d for d in _divisors(model.heads) if d <= 64]
     if system.gpus % mp:
