@@ -238,3 +238,10 @@ def test_bf16_moments_do_not_apply_under_the_offload() -> None:
         "--optimizer-cpu-offload"
     )["execution"]
     assert "optimizer_moments" not in ex and ex["optimizer_offload_fraction"] == 1.0
+
+
+def test_a_row_that_states_the_offload_reads_fraction_one_with_fp32_moments() -> None:
+    row = _dsv3_row("H100", notes="--optimizer-cpu-offload; BF16 optimizer states")
+    res = validate_row(row)
+    assert res.choices["optimizer_offload_fraction"] == 1.0
+    assert res.prediction.job.execution.optimizer_moments == "fp32"

@@ -602,6 +602,8 @@ def _choices(
     fractions = _offload_fractions(row, gpu, ex)
     if fractions != [0.0]:
         out["optimizer_offload_fraction"] = fractions
+    if 0.0 not in fractions:
+        out.pop("optimizer_moments", None)  # the offload's Adams keep fp32 moments
     if model.is_moe:
         out["moe_dispatcher"] = _dispatchers(row, ex)
     if not ex["tp_comm_overlap"] and ("nemo" in fw or "megatron-core" in fw) and ex["sp"]:
