@@ -721,6 +721,11 @@ def recompute_modules(text: str) -> tuple[str, ...]:
         named_flags = [w for w in flag.group(1).split() if w in MEGATRON_RECOMPUTE_MODULES]
         if named_flags:
             return tuple(named_flags)
+    for group in re.findall(r"\(([^()]*)\)", low):
+        # a bracketed list of Megatron's own names: "selective (layernorm, moe, mla_up_proj, mlp)"
+        words = [w for w in re.split(r"[\s,+/;]+", group) if w]
+        if words and all(w in MEGATRON_RECOMPUTE_MODULES for w in words):
+            return tuple(dict.fromkeys(words))
     named = {
         "layernorm": ("norm",),
         "mla_up_proj": ("up-proj", "up proj", "mla"),
