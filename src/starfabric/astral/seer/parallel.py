@@ -136,6 +136,13 @@ class ExecutionSpec(Spec):
         "--moe-expert-capacity-factor): no expert or rank takes more than this times the "
         "mean tokens; None: dropless",
     )
+    moe_pad_to_capacity: bool = Field(
+        default=True,
+        description="with moe_capacity_factor: every expert's input padded to its capacity "
+        "(Megatron-Core --moe-pad-expert-input-to-capacity; GShard-style), so token counts are "
+        "static and the layer does not wait for the GPU; False: tokens dropped but not padded, "
+        "the counts are copied to the host and waited for (host_ops.host_synced)",
+    )
     pipeline_schedule: Literal["1f1b", "dualpipe"] = Field(
         default="1f1b",
         description="1f1b: Megatron's (interleaved when vpp > 1); dualpipe: DeepSeek-V3's "
