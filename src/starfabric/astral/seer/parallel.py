@@ -115,13 +115,16 @@ class ExecutionSpec(Spec):
     host_launches: bool = Field(
         default=False,
         description="count the host's kernel launches of Megatron-Core's layers (host_ops): "
-        "a dropless MoE layer with EP > 1 waits for the GPU every forward, so its passes last "
-        "max(host, GPU); the whole iteration is floored by the host's total",
+        "a MoE layer with EP > 1 whose token counts live on the GPU (dropless, or dropping "
+        "without padding) waits for the GPU every forward, so its passes last max(host, GPU); "
+        "the whole iteration is floored by the host's total (`seer predict` of a Megatron "
+        "launch command: on)",
     )
     cuda_graphs: bool = Field(
         default=False,
         description="attention and router captured in CUDA graphs (their launches cost one "
-        "graph launch)",
+        "graph launch; Megatron-Core --cuda-graph-impl transformer_engine --cuda-graph-scope "
+        "attn moe_router)",
     )
     moe_load_balance: Literal["dropless", "forced"] = Field(
         default="dropless",
