@@ -1,3 +1,4 @@
+import json
 from pathlib import Path
 
 import pytest
@@ -277,3 +278,19 @@ def test_flags_predict_like_the_same_row(cells: dict[str, str], flags: str) -> N
     assert job.model.model_dump(exclude={"name"}) == res.prediction.job.model.model_dump(
         exclude={"name"}
     )
+
+
+def test_a_job_file_sets_the_same_mechanisms(tmp_path: Path) -> None:
+    # `seer predict job.yaml` reaches host_launches, cuda_graphs and the MoE fields as
+    # execution keys (docs/formats.md), so a YAML job written from the flags predicts alike.
+    flags = ("--cuda-graph-impl transformer_engine --cuda-graph-scope attn moe_router "
+             "--moe-expert-capacity-factor 1.0")  # fmt: skip
+    spec = parse_megatron_command(MOE.replace("4096", "1024") + " " + flags)
+    assert spec["execution"]["host_launches"] and spec["execution"]["cuda_graphs"]
+    job = tmp_path / "job.yaml"
+    job.write_text(json.dumps(spec))
+    script = tmp_path / "train.sh"
+    script.write_text(MOE.replace("4096", "1024") + " " + flags + "\n")
+    sy = {"gpu": "H100"}
+    assert predict(load_job(job, sy)).iteration_s == predict(load_job(script, sy)).iteration_s
+    assert load_job(job, sy).execution.moe_pad_to_capacity is False
