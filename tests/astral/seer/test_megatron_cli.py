@@ -248,10 +248,12 @@ so the host mechanisms decide the time)."""
     ("cells", "flags"),
     [
         ({}, ""),
-        ({"notes": "CUDA graphs (attn, moe_router); capacity factor 1.0; forced load balancing"},
+        ({"notes": "CUDA graphs (attn, moe_router); capacity factor 1.0, padded to capacity; "
+                   "forced load balancing"},
          "--cuda-graph-impl transformer_engine --cuda-graph-scope attn moe_router "
          "--moe-expert-capacity-factor 1.0 --moe-pad-expert-input-to-capacity "
          "--moe-router-force-load-balancing"),
+        ({"notes": "token dropping, capacity factor 1.25"}, "--moe-expert-capacity-factor 1.25"),
         ({"framework": "Megatron-Core 0.17 (flex dispatcher, DeepEP)"},
          "--moe-token-dispatcher-type flex --moe-enable-deepep"),
         ({"notes": "--use-precision-aware-optimizer --exp-avg-dtype bf16 --exp-avg-sq-dtype bf16",

@@ -140,11 +140,11 @@ class ExecutionSpec(Spec):
         "mean tokens; None: dropless",
     )
     moe_pad_to_capacity: bool = Field(
-        default=True,
+        default=False,
         description="with moe_capacity_factor: every expert's input padded to its capacity "
-        "(Megatron-Core --moe-pad-expert-input-to-capacity; GShard-style), so token counts are "
-        "static and the layer does not wait for the GPU; False: tokens dropped but not padded, "
-        "the counts are copied to the host and waited for (host_ops.host_synced)",
+        "(Megatron-Core --moe-pad-expert-input-to-capacity), so token counts are static and "
+        "the layer does not wait for the GPU; False (Megatron's default): tokens dropped but "
+        "not padded, the counts are copied to the host and waited for (host_ops.host_synced)",
     )
     pipeline_schedule: Literal["1f1b", "dualpipe"] = Field(
         default="1f1b",
