@@ -131,6 +131,7 @@ def test_dense_model_graphs_attention_only() -> None:
          "moe_pad_to_capacity", True),
         ("--moe-router-force-load-balancing", "moe_load_balance", "forced"),
         ("--overlap-moe-expert-parallel-comm", "ep_comm_overlap", True),
+        ("--transformer-impl local", "attention", "unfused"),
         ("--fp8-format hybrid --fp8-recipe mxfp8", "precision", "fp8"),
         ("--fp4-format e2m1 --fp4-recipe nvfp4", "precision", "fp8"),
         ("--use-precision-aware-optimizer --exp-avg-dtype bf16 --exp-avg-sq-dtype bf16",
@@ -195,6 +196,7 @@ def test_unpadded_capacity_waits_for_the_host_padded_does_not() -> None:
         ("--use-precision-aware-optimizer --exp-avg-dtype fp64", "'fp64' is not one of"),
         ("--num-distributed-optimizer-instances 3", "does not divide"),
         ("--main-grads-dtype bf16", "unknown Megatron flags"),
+        ("--transformer-impl inference_optimized", "transformer_engine or local"),
     ],
 )  # fmt: skip
 def test_contradictory_or_unmodelled_flags_are_errors(flags: str, why: str) -> None:

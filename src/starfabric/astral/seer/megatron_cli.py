@@ -72,6 +72,7 @@ _VALUED: dict[str, tuple[str, str, str]] = {
     "--exp-avg-dtype": ("execution", "_exp_avg_dtype", "str"),
     "--exp-avg-sq-dtype": ("execution", "_exp_avg_sq_dtype", "str"),
     "--attention-backend": ("execution", "_attention_backend", "str"),
+    "--transformer-impl": ("execution", "_transformer_impl", "str"),
     "--data-parallel-sharding-strategy": ("execution", "_fsdp_strategy", "str"),
     "--nproc-per-node": ("system", "gpus_per_node", "int"),
     "--nproc_per_node": ("system", "gpus_per_node", "int"),
@@ -127,7 +128,7 @@ IGNORED_SWITCHES = frozenset({
     "--no-position-embedding", "--log-timers-to-tensorboard", "--log-memory-to-tensorboard",
     "--log-validation-ppl-to-tensorboard", "--mock-data", "--no-load-optim", "--no-load-rng",
     "--use-checkpoint-args", "--ckpt-format", "--manual-gc", "--moe-router-pre-softmax",
-    "--transformer-impl", "--untie-embeddings", "--standalone", "--no-gradient-accumulation-fusion",
+    "--untie-embeddings", "--standalone", "--no-gradient-accumulation-fusion",
 })  # fmt: skip
 """Switches that do not change one iteration's time or memory."""
 
@@ -244,7 +245,14 @@ def _finish(out: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     for key in ("overlap_grad_reduce", "overlap_param_gather", "overlap_p2p"):
         ex.setdefault(key, False)  # opt-in flags in Megatron
     backend = ex.pop("_attention_backend", "")
-    if backend in ("unfused", "local"):
+    impl = ex.pop("_transformer_impl", "transformer_engine")
+    if impl not in ("transformer_engine", "local"):
+        raise ConfigError(
+            f"--transformer-impl {impl}: Seer models training with transformer_engine or local",
+            fix="give --transformer-impl transformer_engine (or local)",
+        )
+    if backend in ("unfused", "local") or impl == "local":
+        # Megatron-Core's local DotProductAttention: unfused softmax between batched GEMMs
         ex["attention"] = "unfused"
     per_vstage = ex.pop("_layers_per_vstage", None)
     if per_vstage:
