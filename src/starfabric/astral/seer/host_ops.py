@@ -131,10 +131,12 @@ def segment_time(host_s: float, gpu_s: float) -> float:
     return max(host_s, gpu_s)
 
 
-def host_synced(framework_host_model: bool, moe: bool, ep: int, dropless: bool) -> bool:
-    """Whether a layer's forward waits for the GPU: a Megatron-Core MoE layer with EP > 1 and a
-    dropless dispatcher (token counts are only known on the GPU)."""
-    return framework_host_model and moe and ep > 1 and dropless
+def host_synced(framework_host_model: bool, moe: bool, ep: int, dynamic: bool) -> bool:
+    """Whether a layer's forward waits for the GPU: a Megatron-Core MoE layer with EP > 1 whose
+    token counts are only known on the GPU (`dynamic`): dropless, or dropping tokens without
+    padding to capacity (`MoEAlltoAllTokenDispatcher.preprocess` syncs unless `drop_and_pad`,
+    core_v0.17.1)."""
+    return framework_host_model and moe and ep > 1 and dynamic
 
 
 __all__ = [

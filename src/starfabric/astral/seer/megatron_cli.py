@@ -4,7 +4,13 @@ Seer's model + execution (+ GPU count from torchrun) — the job description use
 Flags that shape the iteration map onto `ModelSpec` / `ExecutionSpec` fields; flags that do not
 change one iteration's time or memory (paths, learning rate, logging, checkpointing) are known
 and ignored; any other flag is an error that names it, so a silently mis-read run cannot happen.
-Flag names follow megatron/training/arguments.py (Megatron-Core r0.8–0.12).
+Flag names follow megatron/training/arguments.py (Megatron-Core r0.8–0.12) and, for the MoE
+dispatcher, CUDA graph, FP8/FP4 and precision-aware-optimizer flags, megatron/training/arguments.py
+and megatron/core/transformer/transformer_config.py at core_v0.17.1 (266f1c9). Those flags set
+the same `ExecutionSpec` mechanisms `seer validate` sets from a published row (validate.py
+`_framework`): host launches, CUDA graphs, dispatcher, capacity and padding, Adam moment storage,
+hybrid optimizer sharding; a combination Megatron rejects, or one Seer cannot represent, is an
+error naming the flags.
 """
 
 from __future__ import annotations
@@ -55,9 +61,19 @@ _VALUED: dict[str, tuple[str, str, str]] = {
     "--recompute-modules": ("execution", "_recompute_modules", "list"),
     "--fp8-format": ("execution", "_fp8", "str"),
     "--optimizer-offload-fraction": ("execution", "_offload_fraction", "float"),
+    "--fp8-recipe": ("execution", "_fp8_recipe", "str"),
+    "--fp4-format": ("execution", "_fp4", "str"),
+    "--fp4-recipe": ("execution", "_fp4_recipe", "str"),
+    "--moe-token-dispatcher-type": ("execution", "_dispatcher", "str"),
+    "--moe-flex-dispatcher-backend": ("execution", "_flex_backend", "str"),
+    "--moe-expert-capacity-factor": ("execution", "_capacity", "float"),
+    "--cuda-graph-impl": ("execution", "_graph_impl", "str"),
+    "--cuda-graph-scope": ("execution", "_graph_scope", "list"),
+    "--num-distributed-optimizer-instances": ("execution", "_optimizer_instances", "int"),
     "--exp-avg-dtype": ("execution", "_exp_avg_dtype", "str"),
     "--exp-avg-sq-dtype": ("execution", "_exp_avg_sq_dtype", "str"),
     "--attention-backend": ("execution", "_attention_backend", "str"),
+    "--transformer-impl": ("execution", "_transformer_impl", "str"),
     "--data-parallel-sharding-strategy": ("execution", "_fsdp_strategy", "str"),
     "--nproc-per-node": ("system", "gpus_per_node", "int"),
     "--nproc_per_node": ("system", "gpus_per_node", "int"),
@@ -87,6 +103,12 @@ _SWITCHES: dict[str, tuple[str, str, Any]] = {
     "--use-precision-aware-optimizer": ("execution", "_precision_aware", True),
     "--optimizer-cpu-offload": ("execution", "_cpu_offload", True),
     "--overlap-cpu-optimizer-d2h-h2d": ("execution", "_overlap_cpu_opt", True),
+    "--moe-enable-deepep": ("execution", "_deepep", True),
+    "--moe-pad-expert-input-to-capacity": ("execution", "_pad", True),
+    "--moe-router-force-load-balancing": ("execution", "moe_load_balance", "forced"),
+    "--overlap-moe-expert-parallel-comm": ("execution", "ep_comm_overlap", True),
+    "--enable-cuda-graph": ("execution", "_enable_graph", True),
+    "--external-cuda-graph": ("execution", "_external_graph", True),
 }
 IGNORED_VALUED = frozenset({
     "--lr", "--min-lr", "--lr-decay-style", "--lr-warmup-iters", "--lr-warmup-fraction",
@@ -98,7 +120,7 @@ IGNORED_VALUED = frozenset({
     "--distributed-backend", "--master_addr", "--master-addr", "--master_port",
     "--master-port", "--node_rank", "--node-rank", "--rotary-base", "--norm-epsilon",
     "--make-vocab-size-divisible-by", "--moe-router-load-balancing-type", "--moe-aux-loss-coeff",
-    "--moe-token-dispatcher-type", "--distributed-timeout-minutes", "--log-throughput",
+    "--distributed-timeout-minutes", "--log-throughput",
     "--fp8-amax-history-len", "--fp8-amax-compute-algo", "--data-cache-path", "--rdzv-backend",
     "--rdzv-endpoint", "--rdzv_backend", "--rdzv_endpoint", "--num-workers", "--optimizer",
 })  # fmt: skip
@@ -109,7 +131,7 @@ IGNORED_SWITCHES = frozenset({
     "--no-position-embedding", "--log-timers-to-tensorboard", "--log-memory-to-tensorboard",
     "--log-validation-ppl-to-tensorboard", "--mock-data", "--no-load-optim", "--no-load-rng",
     "--use-checkpoint-args", "--ckpt-format", "--manual-gc", "--moe-router-pre-softmax",
-    "--transformer-impl", "--untie-embeddings", "--standalone", "--no-gradient-accumulation-fusion",
+    "--untie-embeddings", "--standalone", "--no-gradient-accumulation-fusion",
     # Adam's CPU/GPU classes are set after this flag is read (optimizer/__init__.py @d98e8a64),
     # and pinning is the default: neither changes an iteration.
     "--use-torch-optimizer-for-cpu-offload", "--no-pin-cpu-grads", "--no-pin-cpu-params",
@@ -213,9 +235,8 @@ def _finish(out: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
         m.setdefault("moe_ffn_hidden", m["ffn_hidden"])
         if shared:
             m["moe_shared_experts"] = max(1, shared // m["moe_ffn_hidden"])
-    if "_fp8" in ex:
-        ex["precision"] = "fp8"
-    ex.pop("_fp8", None)
+    fp8, fp4 = ex.pop("_fp8", None), ex.pop("_fp4", None)
+    _low_precision(ex, fp8, fp4, ex.pop("_fp8_recipe", None), ex.pop("_fp4_recipe", None))
     if "precision" not in ex:
         raise ConfigError(
             "the command trains in fp32 (no --bf16, --fp16 or --fp8-format); Seer models "
@@ -230,7 +251,14 @@ def _finish(out: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     for key in ("overlap_grad_reduce", "overlap_param_gather", "overlap_p2p"):
         ex.setdefault(key, False)  # opt-in flags in Megatron
     backend = ex.pop("_attention_backend", "")
-    if backend in ("unfused", "local"):
+    impl = ex.pop("_transformer_impl", "transformer_engine")
+    if impl not in ("transformer_engine", "local"):
+        raise ConfigError(
+            f"--transformer-impl {impl}: Seer models training with transformer_engine or local",
+            fix="give --transformer-impl transformer_engine (or local)",
+        )
+    if backend in ("unfused", "local") or impl == "local":
+        # Megatron-Core's local DotProductAttention: unfused softmax between batched GEMMs
         ex["attention"] = "unfused"
     per_vstage = ex.pop("_layers_per_vstage", None)
     if per_vstage:
@@ -247,12 +275,53 @@ def _finish(out: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
             fix="add --recompute-granularity full or drop --recompute-method",
         )
     ex.pop("_grouped_gemm", None)
-    # Precision-aware optimizer with both Adam moments in BF16 (optimizer_state.py); the
-    # dtypes default to fp32 in Megatron-Core, so the flag alone changes nothing.
-    aware = ex.pop("_precision_aware", False)
-    moments = (ex.pop("_exp_avg_dtype", "fp32"), ex.pop("_exp_avg_sq_dtype", "fp32"))
-    if aware and moments == ("bf16", "bf16"):
-        ex["optimizer_moments"] = "bf16"
+    aware = bool(ex.get("_precision_aware", False))
+    _optimizer_moments(ex)
+    _cpu_offload(ex, aware)
+    nodes = sy.pop("_nodes", None)
+    if nodes is not None:
+        sy["gpus"] = nodes * int(sy.get("gpus_per_node", 8))
+    _optimizer_instances(ex, sy)
+    # Megatron-Core's layers run in eager PyTorch: every kernel is launched from the host
+    # (host_ops), as validate counts them for a Megatron-Core/NeMo row.
+    ex["host_launches"] = True
+    ex["cuda_graphs"] = _cuda_graphs(ex, bool(m.get("moe_experts")))
+    _moe_dispatch(ex, bool(m.get("moe_experts")))
+    return out
+
+
+def _low_precision(
+    ex: dict[str, Any], fp8: str | None, fp4: str | None, fp8_recipe: str | None,
+    fp4_recipe: str | None,
+) -> None:  # fmt: skip
+    """--fp8-format / --fp4-format (TransformerConfig.fp8 / fp4 and their recipes, core_v0.17.1):
+    FP8 GEMMs; FP4 is timed at the FP8 rate as validate does (validate.FP4_AS_FP8)."""
+    for flag, val, ok in (("--fp8-format", fp8, FP8_FORMATS), ("--fp8-recipe", fp8_recipe,
+                          FP8_RECIPES), ("--fp4-format", fp4, FP4_FORMATS),
+                          ("--fp4-recipe", fp4_recipe, FP4_RECIPES)):  # fmt: skip
+        if val is not None and val not in ok:
+            raise ConfigError(
+                f"Megatron flag {flag} {val!r} is not one of {', '.join(ok)}",
+                fix=f"give {flag} one of {', '.join(ok)}",
+            )
+    if fp8 and fp4:
+        raise ConfigError(
+            "--fp8-format and --fp4-format together (Megatron rejects the pair)",
+            fix="keep one of them",
+        )
+    for flag, recipe, fmt, fmt_flag in (("--fp8-recipe", fp8_recipe, fp8, "--fp8-format"),
+                                        ("--fp4-recipe", fp4_recipe, fp4, "--fp4-format")):  # fmt: skip
+        if recipe is not None and fmt is None:
+            raise ConfigError(
+                f"{flag} {recipe} without {fmt_flag}: Megatron trains without it",
+                fix=f"add {fmt_flag} or drop {flag}",
+            )
+    if fp8 or fp4:
+        ex["precision"] = "fp8"
+
+
+def _cpu_offload(ex: dict[str, Any], aware: bool) -> None:
+    """--optimizer-cpu-offload and its fraction / overlap flags (cpu_optimizer_offload.py)."""
     # Optimizer CPU offload (cpu_optimizer_offload.py): --optimizer-offload-fraction defaults
     # to 1.0 on the command line and means nothing without --optimizer-cpu-offload, which
     # Megatron accepts only with --use-precision-aware-optimizer (arguments.py).
@@ -275,10 +344,203 @@ def _finish(out: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
         # HybridDeviceOptimizer's Adams are built without --exp-avg-dtype/--exp-avg-sq-dtype
         # (optimizer/__init__.py @d98e8a64): the moments stay fp32 on both devices.
         ex.pop("optimizer_moments", None)
-    nodes = sy.pop("_nodes", None)
-    if nodes is not None:
-        sy["gpus"] = nodes * int(sy.get("gpus_per_node", 8))
-    return out
+
+
+FP8_FORMATS = ("e4m3", "hybrid")
+"""`TransformerConfig.fp8` choices (core_v0.17.1)."""
+FP8_RECIPES = ("tensorwise", "delayed", "mxfp8", "blockwise", "custom")
+"""`TransformerConfig.fp8_recipe` choices (core_v0.17.1); Seer times every recipe at the FP8
+rate, as it does a row that states any FP8 recipe."""
+FP4_FORMATS = ("e2m1",)
+"""`TransformerConfig.fp4` choices (core_v0.17.1)."""
+FP4_RECIPES = ("nvfp4", "custom")
+"""`TransformerConfig.fp4_recipe` choices (core_v0.17.1)."""
+MOMENT_DTYPES = ("fp32", "fp16", "bf16", "fp8")
+"""--exp-avg-dtype / --exp-avg-sq-dtype choices (arguments.py, core_v0.17.1)."""
+
+
+def _optimizer_moments(ex: dict[str, Any]) -> None:
+    """Precision-aware optimizer (--use-precision-aware-optimizer) with both Adam moments in
+    BF16 (optimizer_state.py); the dtypes default to fp32 and apply only with the flag."""
+    aware = ex.pop("_precision_aware", False)
+    given = {k: ex.pop(k) for k in ("_exp_avg_dtype", "_exp_avg_sq_dtype") if k in ex}
+    for key, val in given.items():
+        flag = "--" + key.strip("_").replace("_", "-")
+        if val not in MOMENT_DTYPES:
+            raise ConfigError(
+                f"Megatron flag {flag} {val!r} is not one of {', '.join(MOMENT_DTYPES)}",
+                fix=f"give {flag} one of {', '.join(MOMENT_DTYPES)}",
+            )
+        if not aware and val != "fp32":
+            raise ConfigError(
+                f"{flag} {val} without --use-precision-aware-optimizer: Megatron keeps the "
+                "moments in fp32",
+                fix=f"add --use-precision-aware-optimizer or drop {flag}",
+            )
+    moments = (given.get("_exp_avg_dtype", "fp32"), given.get("_exp_avg_sq_dtype", "fp32"))
+    if moments == ("bf16", "bf16"):
+        ex["optimizer_moments"] = "bf16"
+    elif moments != ("fp32", "fp32"):
+        raise ConfigError(
+            f"Adam moments {moments[0]}/{moments[1]} (--exp-avg-dtype/--exp-avg-sq-dtype): "
+            "Seer models both in fp32 or both in bf16",
+            fix="give both flags fp32 or both bf16",
+        )
+
+
+def _optimizer_instances(ex: dict[str, Any], sy: dict[str, Any]) -> None:
+    """--num-distributed-optimizer-instances N: the distributed optimizer shards over DP / N
+    ranks and is replicated N times (arguments.py, core_v0.17.1) = `zero_shard_ranks`."""
+    n = ex.pop("_optimizer_instances", 1)
+    if n == 1:
+        return
+    if n < 1 or not ex.get("zero"):
+        raise ConfigError(
+            f"--num-distributed-optimizer-instances {n} needs --use-distributed-optimizer "
+            "and a count of at least 1",
+            fix="add --use-distributed-optimizer or drop the flag",
+        )
+    if "gpus" not in sy:
+        raise ConfigError(
+            "--num-distributed-optimizer-instances needs the GPU count to size the shard group",
+            fix="launch with torchrun --nnodes N --nproc-per-node G in the command",
+        )
+    dp = ex.get("dp") or sy["gpus"] // (ex.get("tp", 1) * ex.get("pp", 1) * ex.get("cp", 1))
+    if dp % n:
+        raise ConfigError(
+            f"--num-distributed-optimizer-instances {n} does not divide the {dp} DP ranks",
+            fix="give a divisor of the data-parallel size",
+        )
+    ex["zero_shard_ranks"] = dp // n
+
+
+CUDA_GRAPH_IMPLS = ("none", "local", "transformer_engine")
+"""--cuda-graph-impl choices (TransformerConfig.cuda_graph_impl, core_v0.17.1)."""
+CUDA_GRAPH_SCOPES = ("attn", "mlp", "moe", "moe_router", "moe_preprocess", "mamba",
+                     "full_iteration", "full_iteration_inference", "full")  # fmt: skip
+"""--cuda-graph-scope choices (`CudaGraphScope`, plus the legacy "full")."""
+
+
+def _cuda_graphs(ex: dict[str, Any], moe: bool) -> bool:
+    """Whether the run captures what `host_ops.CUDA_GRAPH_MODULES` models: attention (and, in
+    MoE layers, the router) in CUDA graphs. --enable-cuda-graph / --external-cuda-graph are
+    the deprecated spellings of --cuda-graph-impl local / transformer_engine (arguments.py);
+    the default scope (none given) captures the whole layer. Scopes Seer cannot represent (the
+    whole layer, the MLP or MoE block, a full iteration) are errors, not a silent guess."""
+    local, external = ex.pop("_enable_graph", False), ex.pop("_external_graph", False)
+    impl, scope = ex.pop("_graph_impl", None), ex.pop("_graph_scope", None)
+    if local and external:
+        raise ConfigError(
+            "--enable-cuda-graph and --external-cuda-graph together (Megatron rejects the pair)",
+            fix="keep one of them (or use --cuda-graph-impl)",
+        )
+    if (local or external) and impl is not None:
+        raise ConfigError(
+            "--enable-cuda-graph/--external-cuda-graph with --cuda-graph-impl (Megatron "
+            "rejects the pair)",
+            fix="use --cuda-graph-impl alone",
+        )
+    if impl is not None and impl not in CUDA_GRAPH_IMPLS:
+        raise ConfigError(
+            f"Megatron flag --cuda-graph-impl {impl!r} is not one of {', '.join(CUDA_GRAPH_IMPLS)}",
+            fix=f"give --cuda-graph-impl one of {', '.join(CUDA_GRAPH_IMPLS)}",
+        )
+    impl = "local" if local else "transformer_engine" if external else impl or "none"
+    bad = [s for s in scope or () if s not in CUDA_GRAPH_SCOPES]
+    if bad:
+        raise ConfigError(
+            f"Megatron flag --cuda-graph-scope {' '.join(bad)} is not one of "
+            f"{', '.join(CUDA_GRAPH_SCOPES)}",
+            fix="give --cuda-graph-scope names from that list",
+        )
+    if impl == "none":
+        if scope:
+            raise ConfigError(
+                f"--cuda-graph-scope {' '.join(scope)} without --cuda-graph-impl: Megatron "
+                "captures nothing",
+                fix="add --cuda-graph-impl transformer_engine or drop --cuda-graph-scope",
+            )
+        return False
+    want = {"attn", "moe_router"} if moe else {"attn"}
+    # moe_preprocess (with moe_router) also captures the dispatcher's preprocess kernels;
+    # Seer still counts their launches (an upper bound on the host's time).
+    given = set(scope or ()) - ({"moe_preprocess"} if moe else set())
+    if given != want:
+        named = " ".join(scope) if scope and scope != ["full"] else "(whole layer)"
+        raise ConfigError(
+            f"--cuda-graph-scope {named}: Seer models CUDA graphs of attention"
+            f"{' and the MoE router' if moe else ''} only",
+            fix=f"give --cuda-graph-scope {' '.join(sorted(want))}, or drop the CUDA graph flags",
+        )
+    return True
+
+
+MEGATRON_DISPATCHERS = ("allgather", "alltoall", "flex")
+"""--moe-token-dispatcher-type choices; Megatron's default is allgather (core_v0.17.1)."""
+FLEX_BACKENDS = ("deepep", "hybridep")
+"""--moe-flex-dispatcher-backend choices; default deepep (core_v0.17.1)."""
+
+
+def _moe_dispatch(ex: dict[str, Any], moe: bool) -> None:
+    """The expert dispatcher, capacity and padding of a MoE run, with the checks
+    `TransformerConfig.__post_init__` (core_v0.17.1) makes: DeepEP only with the flex
+    dispatcher, padding only with a capacity factor and not with DeepEP. alltoall -> Seer's
+    alltoall; flex (DeepEP or HybridEP backend: one copy per remote node) -> deepep, as
+    validate reads a row naming the flex dispatcher; allgather (the default) has no model in
+    Seer, so a MoE run with EP > 1 must name another."""
+    kind = ex.pop("_dispatcher", "allgather")
+    backend = ex.pop("_flex_backend", None)
+    deepep = ex.pop("_deepep", False)
+    cap = ex.pop("_capacity", None)
+    pad = ex.pop("_pad", False)
+    for flag, val, ok in (("--moe-token-dispatcher-type", kind, MEGATRON_DISPATCHERS),
+                          ("--moe-flex-dispatcher-backend", backend, FLEX_BACKENDS)):  # fmt: skip
+        if val is not None and val not in ok:
+            raise ConfigError(
+                f"Megatron flag {flag} {val!r} is not one of {', '.join(ok)}",
+                fix=f"give {flag} one of {', '.join(ok)}",
+            )
+    if deepep and kind != "flex":
+        raise ConfigError(
+            f"--moe-enable-deepep with --moe-token-dispatcher-type {kind} (Megatron: DeepEP "
+            "only with the flex dispatcher)",
+            fix="add --moe-token-dispatcher-type flex",
+        )
+    if deepep and backend == "hybridep":
+        raise ConfigError(
+            "--moe-enable-deepep with --moe-flex-dispatcher-backend hybridep (one backend only)",
+            fix="drop one of them",
+        )
+    if backend is not None and kind != "flex":
+        raise ConfigError(
+            f"--moe-flex-dispatcher-backend {backend} with --moe-token-dispatcher-type {kind}: "
+            "the backend applies to the flex dispatcher only",
+            fix="add --moe-token-dispatcher-type flex or drop the backend",
+        )
+    if cap is not None and cap < 0:
+        cap = None  # Megatron: a negative capacity factor means dropless
+    if pad and cap is None:
+        raise ConfigError(
+            "--moe-pad-expert-input-to-capacity without --moe-expert-capacity-factor (Megatron "
+            "rejects it)",
+            fix="add --moe-expert-capacity-factor F or drop the padding flag",
+        )
+    if pad and kind == "flex" and (backend or "deepep") == "deepep":
+        raise ConfigError(
+            "--moe-pad-expert-input-to-capacity with the flex/DeepEP dispatcher (Megatron "
+            "rejects it)",
+            fix="use --moe-token-dispatcher-type alltoall or drop the padding flag",
+        )
+    if kind == "allgather" and moe and ex.get("ep", 1) > 1:
+        raise ConfigError(
+            "MoE with EP > 1 on Megatron's allgather token dispatcher (the default when "
+            "--moe-token-dispatcher-type is not given): Seer models alltoall and flex only",
+            fix="add --moe-token-dispatcher-type alltoall (or flex)",
+        )
+    ex["moe_dispatcher"] = "deepep" if kind == "flex" else "alltoall"
+    if cap is not None:
+        ex["moe_capacity_factor"] = cap
+        ex["moe_pad_to_capacity"] = pad
 
 
 def read_megatron_file(path: str | Path) -> dict[str, dict[str, Any]]:

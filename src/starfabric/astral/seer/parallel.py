@@ -135,13 +135,16 @@ class ExecutionSpec(Spec):
     host_launches: bool = Field(
         default=False,
         description="count the host's kernel launches of Megatron-Core's layers (host_ops): "
-        "a dropless MoE layer with EP > 1 waits for the GPU every forward, so its passes last "
-        "max(host, GPU); the whole iteration is floored by the host's total",
+        "a MoE layer with EP > 1 whose token counts live on the GPU (dropless, or dropping "
+        "without padding) waits for the GPU every forward, so its passes last max(host, GPU); "
+        "the whole iteration is floored by the host's total (`seer predict` of a Megatron "
+        "launch command: on)",
     )
     cuda_graphs: bool = Field(
         default=False,
         description="attention and router captured in CUDA graphs (their launches cost one "
-        "graph launch)",
+        "graph launch; Megatron-Core --cuda-graph-impl transformer_engine --cuda-graph-scope "
+        "attn moe_router)",
     )
     moe_load_balance: Literal["dropless", "forced"] = Field(
         default="dropless",
@@ -155,6 +158,13 @@ class ExecutionSpec(Spec):
         description="token dropping at this expert capacity (Megatron-Core "
         "--moe-expert-capacity-factor): no expert or rank takes more than this times the "
         "mean tokens; None: dropless",
+    )
+    moe_pad_to_capacity: bool = Field(
+        default=False,
+        description="with moe_capacity_factor: every expert's input padded to its capacity "
+        "(Megatron-Core --moe-pad-expert-input-to-capacity), so token counts are static and "
+        "the layer does not wait for the GPU; False (Megatron's default): tokens dropped but "
+        "not padded, the counts are copied to the host and waited for (host_ops.host_synced)",
     )
     pipeline_schedule: Literal["1f1b", "dualpipe"] = Field(
         default="1f1b",

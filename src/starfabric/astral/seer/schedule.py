@@ -176,8 +176,9 @@ def with_host(
     forward, full recompute's re-run forward, and the backward between two forward waits —
     lasts max(host, GPU). Other pieces are returned unchanged (the host runs ahead; only the
     iteration floor in `build_timeline` applies)."""
-    dropless = ex.moe_capacity_factor is None
-    if not host_ops.host_synced(ex.host_launches, moe, lay.ep, dropless):
+    # Token counts are known only on the GPU unless the experts' inputs are padded to capacity.
+    dynamic = ex.moe_capacity_factor is None or not ex.moe_pad_to_capacity
+    if not host_ops.host_synced(ex.host_launches, moe, lay.ep, dynamic):
         return pc
     hf, hb, hr = piece_host_s(model, ex, lay, moe)
     rec = host_pass(pc.recompute, hr) if hr > 0 else pc.recompute

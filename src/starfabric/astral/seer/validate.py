@@ -740,6 +740,11 @@ FP4_AS_FP8 = "fp8 (the row trains in FP4; the catalog has no FP4 peak, so its GE
 bound on its GEMM time (assumption until FP4 peaks and efficiencies are catalogued)."""
 
 
+PADDED = re.compile(r"drop[- ]and[- ]pad|pad(?:s|ded|ding)?\b[^;.]{0,30}\bcapacity", re.I)
+"""A notes cell stating the experts' inputs were padded to capacity ('drop-and-pad', 'padded
+to capacity', '--moe-pad-expert-input-to-capacity')."""
+
+
 LOGITS_FP32 = re.compile(r"(?:lm[- ]head|logits|output layer)[^;]*?\bfp32\b", re.I)
 """A precision cell stating the output layer ran in FP32 ('LM head (logits) in FP32')."""
 
@@ -798,6 +803,8 @@ def row_setup(row: dict[str, str]) -> RowSetup:
                     + (row.get("notes") or ""), re.I)  # fmt: skip
     if cap and "dropless" not in (row.get("notes") or "").lower():
         ex["moe_capacity_factor"] = float(cap.group(1))  # token dropping
+        # padded to capacity (--moe-pad-expert-input-to-capacity): static counts, no host wait
+        ex["moe_pad_to_capacity"] = bool(PADDED.search(row.get("notes") or ""))
     shard = cells.zero_shard_ranks(row.get("zero_or_fsdp"), _int(row, "gpus_per_node", 8))
     if shard is not None and zero:
         ex["zero_shard_ranks"] = shard  # hybrid sharding (parallel.zero_shard)
