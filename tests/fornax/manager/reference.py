@@ -11,7 +11,8 @@ Connections are tracked as nf_conntrack does, with the one shared tracker
 (engine/conntrack.py, on a one-row array per connection): a first packet the kernel would
 create no entry for is forwarded as decided but remembered not; a SYN that reopens a closed
 connection starts a new one, decided as a first packet in its own direction; a connection
-whose only reply is a RST ends after it.
+whose only reply is a RST ends after it. Connections are keyed as the kernel's tuples are
+(an ICMP query by its class and id, other ICMP messages apart from every query).
 """
 
 from __future__ import annotations
@@ -25,15 +26,24 @@ from starfabric.fornax.engine import conntrack as CT
 from starfabric.fornax.engine.config import EngineConfig
 from starfabric.fornax.vpc import ReferencePolicy, VpcSpec
 
-ECHO = {1: (8, 0), 58: (128, 129)}
+#: ICMP(v6) query classes the kernel tracks, (request type, reply type), numbered from 1:
+#: echo, timestamp, information, address mask; ICMPv6 echo and node information.
+QUERIES = {1: ((8, 0), (13, 14), (15, 16), (17, 18)), 58: ((128, 129), (139, 140))}
 
 Packet = tuple[int, str, str, int, int, int, int]  # vni, src, dst, proto, sport, dport, flags
 
 
 def _ports(proto: int, sport: int, dport: int) -> tuple[int, int]:
-    if proto in ECHO:
-        if (dport >> 8) in ECHO[proto]:
-            return sport, sport
+    """As the kernel's ICMP tuple: a query of class k from its requester (id, id + k), the
+    reply (id + k, id), so one id's echo and timestamp are two connections and no other ICMP
+    message (an error, an unknown type: ports (0, 0)) ever lands in a query's connection."""
+    if proto in QUERIES:
+        t = dport >> 8
+        for k, (req, rep) in enumerate(QUERIES[proto], start=1):
+            if t == req:
+                return sport, (sport + k) & 0xFFFF
+            if t == rep:
+                return (sport + k) & 0xFFFF, sport
         return 0, 0
     return sport, dport
 
@@ -81,7 +91,7 @@ class ConntrackReference:
         key, direction = canonical(p)
         self.t += 1
         proto = p[3]
-        flags = p[5] >> 8 if proto in ECHO else p[6]  # the tracker's flags (conntrack.pkt_flags)
+        flags = p[5] >> 8 if proto in QUERIES else p[6]  # the tracker's flags (conntrack.pkt_flags)
         if key in self.conns:
             first, first_dir, row = self.conns[key]
             d = self._decide(first)

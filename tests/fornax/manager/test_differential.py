@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 
 from fornax.vpc.vpcgen import mutate, random_packets, random_spec_data
 from starfabric.fornax.manager import Final, Manager, ManagerConfig
-from starfabric.fornax.packets import PacketBatch, halves_to_ip
+from starfabric.fornax.packets import PacketBatch, halves_to_ip, ip_to_halves
 from starfabric.fornax.vpc import ActionKind, compile_policy
-from starfabric.fornax.vpc.load import parse_vpc_spec
+from starfabric.fornax.vpc.load import load_vpc_spec, parse_vpc_spec
 
 from .conftest import NO_AGING, make_engine
 from .reference import ConntrackReference
@@ -129,6 +129,10 @@ def run_differential(seed: int, kind: str, config: str) -> dict[str, int]:
 # a RST ends a software session re-decided from a stale hardware entry, and a reverse SYN in
 # the same batch reuses its slot: the old entry's pending modify must not refresh it
 @example(28964, "no_drop_sessions")
+# an echo request of id 0, then destination-unreachable messages (quoting nothing) between the
+# same two hosts both ways: the inbound one is no packet of the echo connection (the kernel's
+# ICMP tuple has the query class; an error names no entry), so it is decided on its own
+@example(132, "no_drop_sessions")
 def test_manager_matches_conntrack_reference_fast(seed: int, config: str) -> None:
     run_differential(seed, "fast", config)
 
@@ -149,3 +153,37 @@ def test_differential_exercises_both_datapaths_and_drops() -> None:
                 tot[k] += v
     assert tot["forwarded"] > 50 and tot["dropped"] > 50
     assert tot["software"] > 10
+
+
+def _icmp(src: str, dst: str, ident: int, icmp_type: int) -> dict[str, int]:
+    (sh, sl), (dh, dl) = ip_to_halves(src), ip_to_halves(dst)
+    return {"src_hi": sh, "src_lo": sl, "dst_hi": dh, "dst_lo": dl, "sport": ident,
+            "dport": icmp_type << 8}  # fmt: skip
+
+
+def test_icmp_messages_of_other_classes_are_not_the_echo_connection() -> None:
+    """Seed 132's mechanism by hand (examples/vpc.yaml: acme/prod app-1 reaches the internet
+    through SNAT; its security group admits no ICMP from outside). An echo of id 0 and a
+    timestamp of id 0 are two connections; a destination unreachable quoting nothing belongs
+    to none (the kernel: INVALID, no entry), so the inbound one is decided as a first packet
+    and dropped, while the echo reply still finds its request. Manager and reference agree."""
+    spec = load_vpc_spec("examples/vpc.yaml")
+    app, out = "10.0.2.10", "1.1.1.1"
+    pkts = [_icmp(app, out, 0, 8), _icmp(app, out, 0, 3), _icmp(out, app, 0, 3),
+            _icmp(app, out, 0, 13), _icmp(out, app, 0, 14), _icmp(out, app, 0, 0)]  # fmt: skip
+    batch = PacketBatch.from_columns(
+        **{k: [p[k] for p in pkts] for k in pkts[0]},
+        vni=1001, proto=1, time_ns=np.arange(len(pkts), dtype=np.int64) * 1000, length=100,
+    )  # fmt: skip
+    for kind in ("fast", "reference"):
+        m = Manager(make_engine(kind, capacity=256, **NO_AGING), compile_policy(spec),
+                    ManagerConfig(install_drop_sessions=False))  # fmt: skip
+        ref = ConntrackReference(spec, drop_sessions=False)
+        fate = m.process(batch)
+        got = []
+        for i in range(len(batch)):
+            fwd = fate.final[i] in (Final.HW_FORWARDED, Final.SW_FORWARDED)
+            act = m.policy.describe_action(int(fate.action[i])) if fwd else None
+            assert act == ref.packet(_desc(batch, i)), f"{kind} packet {i}"
+            got.append(None if act is None else act[0])
+        assert got == ["SNAT", "SNAT", None, "SNAT", "DNAT", "DNAT"], kind
