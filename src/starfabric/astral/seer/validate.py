@@ -87,11 +87,20 @@ def bundled_csv() -> Path:
         return Path(p)
 
 
+BINARY_COLUMNS = ("seq_len",)
+"""Columns whose K/M suffix is a power of two ("4K" = 4,096 tokens: cells.BINARY_SCALE)."""
+NODES_TIMES_GPUS = r"(\d+)\s*(?:nodes?|hosts?|servers?|systems?)\s*[x×*]\s*(\d+)"
+"""A GPU count written as nodes times GPUs per node ("128 nodes x 8 GPUs")."""
+
+
 def _int(row: dict[str, str], key: str, default: int | None = None) -> int:
     """An integer cell; approximate or hinted numbers ("~50K", "UNVERIFIED(1 in Table 5)")
     are read as numbers, a cell without one takes `default` or is a DataError."""
     raw = (row.get(key) or "").strip()
-    val = cells.number(raw)
+    val = cells.number(raw, binary=key in BINARY_COLUMNS)
+    nodes = re.search(NODES_TIMES_GPUS, raw, re.I) if key == "num_gpus" else None
+    if nodes:  # "128 nodes x 8 GPUs"
+        val = float(int(nodes.group(1)) * int(nodes.group(2)))
     if val is None:
         if default is not None:
             return default
@@ -108,6 +117,11 @@ def global_batch_seqs(row: dict[str, str]) -> int:
     if cells.number(row.get("global_batch_seqs")) is not None:
         return _int(row, "global_batch_seqs")
     tokens, seq = _int(row, "tokens_per_batch", 0), _int(row, "seq_len")
+    raw_tokens = row.get("tokens_per_batch")
+    if cells.has_suffix(raw_tokens) and tokens % seq:
+        # "4M tokens" at a power-of-two sequence length is 4 x 2^20 (Llama 2: "4M tokens" =
+        # 1,024 x 4,096); the decimal reading is kept when it is the one seq_len divides.
+        tokens = int(round(cells.number(raw_tokens, binary=True) or 0))
     if tokens <= 0:
         raise DataError(
             f"row {row.get('row_id', '?')}: {UNDEFINED}: no global batch "
@@ -162,6 +176,22 @@ def _model_text(row: dict[str, str]) -> str:
     ).lower()
 
 
+_MTP = r"(?:\bMTP\b|mtp[_-]num[_-]layers|multi[- ]token[- ]prediction)"
+
+
+def _mtp_layers(notes: str) -> int | None:
+    """Multi-token-prediction modules a model_notes cell states: "MTP depth 1", "MTP=1",
+    "mtp_num_layers 2", "multi-token prediction (1 module)", "1 MTP layer" → the number;
+    "no MTP", "MTP disabled/off/none" → 0; None when it states no depth."""
+    if re.search(rf"(?:\bno|without)\s+{_MTP}|{_MTP}\s*[:=(]?\s*(?:disabled|off|none)\b", notes,
+                 re.I):  # fmt: skip
+        return 0
+    m = re.search(rf"{_MTP}\D{{0,12}}?(\d+)", notes, re.I) or re.search(
+        rf"\b(\d+)\s*(?:-?\s*layer|-?\s*module|-?\s*depth)?\s*{_MTP}", notes, re.I
+    )
+    return int(m.group(1)) if m else None
+
+
 def row_model(row: dict[str, str]) -> ModelSpec:
     """The model of one CSV row (GPT rows: LayerNorm, biases, learned positions, tied heads);
     a row whose attention the columns cannot describe (kv_heads = "MLA") takes the bundled
@@ -212,9 +242,9 @@ def row_model(row: dict[str, str]) -> ModelSpec:
     )  # fmt: skip
     if swa:  # "sliding-window attention 4096": the window; a bare "SWA" states no size
         spec["sliding_window"] = int(swa.group(1))
-    mtp = re.search(r"\bMTP\b\D{0,12}(\d+)", notes)
-    if mtp:  # "MTP depth 1": multi-token-prediction modules (DeepSeek-V3 section 2.2)
-        spec["mtp_layers"] = int(mtp.group(1))
+    mtp = _mtp_layers(notes)
+    if mtp is not None:  # "MTP depth 1": multi-token-prediction modules (DeepSeek-V3 section 2.2)
+        spec["mtp_layers"] = mtp
     if arch == "moe" or (row.get("moe_experts") or "").strip():
         spec.update(
             moe_experts=_int(row, "moe_experts"),
@@ -469,7 +499,7 @@ def _measured(row: dict[str, str], key: str, raw: str, bound: bounds.Bound) -> f
     a DataError naming the row, the column and the value (the row is then not predicted)."""
     where = f"row {row.get('row_id', '?')}"
     try:
-        v = float(raw)
+        v = _figure(raw)
     except ValueError:
         raise DataError(
             f"{where}: column {key!r} = {raw!r} is not a number", fix="give the published figure"
@@ -479,6 +509,27 @@ def _measured(row: dict[str, str], key: str, raw: str, bound: bounds.Bound) -> f
             f"{where}: column {key!r} = {raw!r} is zero", fix="give the published figure"
         )
     return bound.check(v, where, key, "give the published figure (a corrupt cell?)")
+
+
+_FIGURE = re.compile(
+    r"~?\s*(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?\s*([KM](?![A-Za-z]))?\s*"
+    r"(?:[A-Za-z%/µ][A-Za-z%/µ.\s-]*)?(?:\([^()\d]*\))?\s*"
+)
+"""A published figure as sources print it: "3,890", "3890 tokens/s/GPU", "12.3 s", "~540 TFLOP/s",
+"3.9K tokens/s" — one number, an optional K/M and unit words; a range or a second number is
+not one figure."""
+
+
+def _figure(raw: str) -> float:
+    """The number of a published-figure cell (`_FIGURE`), else ValueError."""
+    try:
+        return float(raw)
+    except ValueError:
+        m = _FIGURE.fullmatch(raw.strip())
+        if m is None:
+            raise
+        scale = {"": 1.0, "K": 1e3, "M": 1e6}[(m.group(3) or "").upper()]
+        return float(m.group(1).replace(",", "") + (m.group(2) or "")) * scale
 
 
 def _tflops_bound() -> bounds.Bound:
@@ -498,6 +549,7 @@ by more than 2x the hardware's."""
 def published_iteration_s(row: dict[str, str], model: ModelSpec) -> float:
     """The row's iteration time: measured or derived column, tokens/s per GPU, or TFLOP/s per
     GPU converted back with the source's own FLOP formula."""
+    row = canonical_row(row)
     for key in ("iter_time_s", "derived_iter_time_s"):
         raw = (row.get(key) or "").strip()
         if raw:
@@ -549,8 +601,8 @@ def _choices(
     titan = torchtitan_pp.is_torchtitan(fw_cell)
     vpp_raw = row.get("vpp", "")
     per = -(-model.layers // pp)  # layers per stage (uneven: the end stages hold fewer)
-    if pp == 1 or ex.get("pipeline_schedule") == "dualpipe":
-        out["vpp"] = [1]  # DualPipe's two directions take the place of virtual stages
+    if pp == 1 or ex.get("pipeline_schedule") == "dualpipe" or cells.says_off(vpp_raw):
+        out["vpp"] = [1]  # "none", "no", "off": no interleaving  # DualPipe's two directions take the place of virtual stages
     elif cells.number(vpp_raw) is not None and not _unverified(vpp_raw):
         out["vpp"] = [_int(row, "vpp")]
     elif _legacy(row) and not _interleaving_stated(row):
@@ -582,7 +634,8 @@ def _choices(
     else:
         out["micro_batch"] = [_int(row, "micro_batch")]
     rec_raw = (row.get("recompute") or "").lower()
-    if _unverified(rec_raw):
+    kind = cells.recompute_kind(rec_raw, _legacy(row))
+    if kind is None:
         if _legacy(row):
             # Before 2023 Megatron-LM, Megatron-DeepSpeed and fairseq checkpointed whole
             # layers or nothing (--checkpoint-activations); selective recompute arrived with
@@ -590,10 +643,12 @@ def _choices(
             out["recompute"] = ["none", "full"]
         else:
             out["recompute"] = ["none", "selective", *selective_module_sets(model), "full"]
-    elif rec_raw.startswith("full"):
-        out["recompute"] = ["full"]
-    elif rec_raw.startswith("none"):
-        out["recompute"] = ["none"]
+    elif kind == cells.RECOMPUTE_ON:
+        # Recompute stated on, its granularity not: the recomputing settings a tuning user
+        # tries, fastest that fits.
+        out["recompute"] = ["selective", *selective_module_sets(model), "full"]
+    elif kind in ("full", "none"):
+        out["recompute"] = [kind]
     else:  # "selective", "partial", "RMSNorm + MLA up-projections recomputed"
         out["recompute"] = ["selective"]
         mods = recompute_modules(rec_raw)
@@ -709,16 +764,23 @@ LOGITS_FP32 = re.compile(r"(?:lm[- ]head|logits|output layer)[^;]*?\bfp32\b", re
 
 
 def _precision(row: dict[str, str]) -> str:
-    raw = (row.get("precision") or "").lower()
-    if "fp8" in raw or "fp4" in raw:
-        return "fp8"
-    if "bf16" in raw or _unverified(raw):
-        return "bf16"  # an unstated mixed precision on Ampere or later: BF16 (same peak)
-    return "fp16"
+    # An unstated mixed precision on Ampere or later: BF16 (same peak as FP16).
+    return cells.precision(row.get("precision"))
+
+
+def canonical_row(row: dict[str, str]) -> dict[str, str]:
+    """The row with its framework cell spelled one way (cells.framework: "Megatron Bridge",
+    "core_r0.12.0", "NeMo container 25.02"), so every reader below sees the same release."""
+    fw = row.get("framework")
+    if not fw:
+        return row
+    canon = cells.framework(fw)
+    return row if canon == fw else {**row, "framework": canon}
 
 
 def row_setup(row: dict[str, str]) -> RowSetup:
     """Model, fixed execution and system of a row, plus the settings still to choose."""
+    row = canonical_row(row)
     model = row_model(row)
     gpu, hbm = _gpu(row)
     read: dict[str, Any] = {}
@@ -741,7 +803,6 @@ def row_setup(row: dict[str, str]) -> RowSetup:
         zero = 0 if _legacy(row) else (2 if nemo1 else 1)
         read["zero"] = f"{zero} (unstated: the framework's default optimizer sharding)"
         zero_open = True  # a user shards more (ZeRO-1..3, DeepSpeed 2020) when it does not fit
-    sp_raw = (row.get("sp") or "").strip().lower()
     deg = {d: _degree(row, d) for d in DEGREES}
     gpus = _int(row, "num_gpus")
     ex: dict[str, Any] = {
@@ -749,7 +810,7 @@ def row_setup(row: dict[str, str]) -> RowSetup:
         "seq_len": _int(row, "seq_len"),
         "precision": _precision(row),
         **deg,
-        "sp": sp_raw.startswith("yes") or (not sp_raw.startswith("no") and not _legacy(row)),
+        "sp": _sp(row),
         "zero": zero,
         **_framework(row),
     }
@@ -820,14 +881,22 @@ def row_setup(row: dict[str, str]) -> RowSetup:
     return RowSetup(model, ex, system, options, read)
 
 
+def _sp(row: dict[str, str]) -> bool:
+    """Sequence parallelism: the sp cell's yes/no ("yes", "SP on", "true", "disabled"); when
+    it says neither, on for current stacks (Megatron-Core requires it with TP) and off before
+    2023."""
+    stated = cells.flag(row.get("sp"), r"sp|sequence[- ]parallel(?:ism)?")
+    return stated if stated is not None else not _legacy(row)
+
+
 def _degree(row: dict[str, str], key: str) -> int | None:
     """A parallel degree the row states (empty cp/ep: 1), or None when it is UNVERIFIED
     (with or without a hinted number): Seer then chooses it."""
     raw = (row.get(key) or "").strip()
     if _unverified(raw):
         return None
-    if not raw and key in ("cp", "ep"):
-        return 1
+    if (not raw and key in ("cp", "ep")) or cells.says_off(raw):
+        return 1  # "none", "no", "n/a", "-": the dimension is not split
     return _int(row, key)
 
 
@@ -865,6 +934,7 @@ def _candidates(
 def validate_row(row: dict[str, str]) -> RowResult:
     """Predict one row, choosing its UNVERIFIED settings as a tuning user of its framework
     would: the fastest candidate that fits in memory."""
+    row = canonical_row(row)
     missing = [c for c in REQUIRED if not (row.get(c) or "").strip()]
     if missing:
         raise DataError(f"row {row.get('row_id', '?')}: empty columns {missing}", fix="fill them")
@@ -918,7 +988,7 @@ def validate_row(row: dict[str, str]) -> RowResult:
     published = published_iteration_s(row_used, model)
     tf = (row.get("tflops_per_gpu") or "").strip()
     pub_tf = (
-        float(tf)
+        _figure(tf)
         if tf
         else _convention_flops(row_used, model, conv) / (published * _int(row, "num_gpus")) / 1e12
     )
@@ -1068,6 +1138,7 @@ __all__ = [
     "RowResult",
     "RowSetup",
     "bundled_csv",
+    "canonical_row",
     "excluded_reason",
     "per_source",
     "plot_validation",
