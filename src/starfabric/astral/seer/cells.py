@@ -70,7 +70,20 @@ def has_suffix(raw: str | None) -> bool:
     return bool(found) and found[0][1]
 
 
-OFF_WORDS = ("none", "no", "off", "false", "disabled", "n/a", "na", "not used", "unused", "-", "—")
+OFF_WORDS = (
+    "none",
+    "no",
+    "n",
+    "off",
+    "false",
+    "disabled",
+    "n/a",
+    "na",
+    "not used",
+    "unused",
+    "-",
+    "—",
+)
 """Cell phrasings of a feature that is not used (a parallel degree of 1, SP off...)."""
 ON_WORDS = ("yes", "y", "on", "true", "enabled", "used")
 
@@ -249,7 +262,9 @@ def recompute_kind(raw: str | None, legacy: bool) -> str | None:
         return None
     text = _lead(raw, r"recompute|(?:activation|gradient) (?:checkpointing|recompute)")
     word = _first_word(text) if text else "yes"  # the cell only names the feature
-    negated = re.search(r"^(?:no|without)\s+(?:activation\s+)?(?:recompute|checkpoint|re-?mat)", text)
+    negated = re.search(
+        r"^(?:no|without)\s+(?:activation\s+)?(?:recompute|checkpoint|re-?mat)", text
+    )
     if (word in OFF_WORDS and word not in ("n/a", "na")) or negated:
         return "none"
     if text.startswith("full"):

@@ -602,7 +602,9 @@ def _choices(
     vpp_raw = row.get("vpp", "")
     per = -(-model.layers // pp)  # layers per stage (uneven: the end stages hold fewer)
     if pp == 1 or ex.get("pipeline_schedule") == "dualpipe" or cells.says_off(vpp_raw):
-        out["vpp"] = [1]  # "none", "no", "off": no interleaving  # DualPipe's two directions take the place of virtual stages
+        out["vpp"] = [
+            1
+        ]  # "none", "no", "off": no interleaving  # DualPipe's two directions take the place of virtual stages
     elif cells.number(vpp_raw) is not None and not _unverified(vpp_raw):
         out["vpp"] = [_int(row, "vpp")]
     elif _legacy(row) and not _interleaving_stated(row):
