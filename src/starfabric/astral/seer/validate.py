@@ -269,7 +269,11 @@ def _gpu(row: dict[str, str]) -> tuple[str, float | None]:
     return gpu.name, hbm
 
 
-_SPEED = r"(\d+(?:\.\d+)?)\s*(G|T)(?:b/?s|bps|bit/s|b\b)"
+_SPEED = r"(\d+(?:\.\d+)?)\s*(G|T)(?:b/?s|bps|bit/s|b\b|\b(?!/))"
+"""A line rate in bits: "400 Gb/s", "400Gbps", "3.2 Tb/s", "400G" ("GB/s" is bytes: `_BYTES`)."""
+IB_GENERATION_GBPS = {"XDR": 800.0, "NDR": 400.0, "HDR": 200.0, "EDR": 100.0}
+"""InfiniBand port rates by generation name (IBTA: EDR 100, HDR 200, NDR 400, XDR 800 Gb/s at
+4x width), for a cell that names links by generation only ("8x NDR400", "8x HDR per node")."""
 
 
 def _nic(row: dict[str, str], gpu: str) -> str:
@@ -301,15 +305,25 @@ def _nic_gbps(text: str, per_node: int) -> float | None:
     def scale(unit: str) -> float:
         return 1000.0 if unit.upper() == "T" else 1.0
 
+    m = re.search(r"(\d+)\s*(?:NICs?|HCAs?|adapters?|ports?)\s*(?:per|for|/)\s*(\d+)\s*GPUs?",
+                  text, re.IGNORECASE)  # fmt: skip
+    rate = re.search(_SPEED, text)
+    if m and rate:  # "4 NICs per 8 GPUs, 100 Gb/s each"
+        per_gpu = int(m.group(1)) / int(m.group(2))
+        return per_gpu * float(rate.group(1)) * scale(rate.group(2))
+    text = _with_ib_rates(text)
     m = re.search(_SPEED + r"\s*(?:per|/)\s*(?:GPU|gpu)", text)  # b = bits, B = bytes
     if m:
         return float(m.group(1)) * scale(m.group(2))
     m = re.search(_BYTES + r"\s*(?:per|/)\s*GPU", text)
     if m:
         return 8 * float(m.group(1)) * scale(m.group(2))
-    m = re.search(r"(\d+)\s*[x×]\s*(?:[A-Za-z-]+\s+)*?" + _SPEED, text)
+    m = re.search(r"(\d+)\s*[x×]\s*(?:[A-Za-z][\w-]*\s+)*?" + _SPEED, text)
     if m:
         return int(m.group(1)) * float(m.group(2)) * scale(m.group(3)) / per_node
+    m = re.search(_SPEED + r"\s*[x×]\s*(\d+)\b", text)
+    if m:  # "100 Gbps x 4 per node", "ConnectX-7 400Gb/s x8"
+        return int(m.group(3)) * float(m.group(1)) * scale(m.group(2)) / per_node
     m = re.search(r"(\d+)\s*[x×]\s*" + _BYTES, text)
     if m:  # "8x50 GB/s per node": N links of a rate in bytes
         return 8 * int(m.group(1)) * float(m.group(2)) * scale(m.group(3)) / per_node
@@ -328,12 +342,24 @@ def _nic_gbps(text: str, per_node: int) -> float | None:
     return None
 
 
+def _with_ib_rates(text: str) -> str:
+    """An InfiniBand generation named without a rate ("8x NDR400", "8x HDR per node") gets its
+    port rate written out (`IB_GENERATION_GBPS`); a cell with a rate of its own is left alone."""
+    if re.search(_SPEED, re.sub(r"\b(?:XDR|NDR|HDR|EDR)\d{3}\b", "", text)):
+        return text
+    pat = r"\b(XDR|NDR|HDR|EDR)(?:\d{3})?\b"
+    return re.sub(pat, lambda m: f"{IB_GENERATION_GBPS[m.group(1)]:g} Gb/s", text)
+
+
 def _year(row: dict[str, str]) -> int | None:
-    """Year of the software a row ran: from the framework cell ("Megatron-LM (2021)"), else
-    from the arXiv identifier of its citation (arXiv:2104.04473 → 2021)."""
+    """Year of the software a row ran: from the framework cell ("Megatron-LM (2021)", a NeMo
+    container tag "NeMo 24.07" → 2024), else from the arXiv identifier of its citation (arXiv:2104.04473 → 2021)."""
     year = re.search(r"(20\d\d)", row.get("framework") or "")
     if year:
         return int(year.group(1))
+    nemo = re.search(r"nemo\s*(\d\d)\.(?:0[1-9]|1[0-2])\b", row.get("framework") or "", re.I)
+    if nemo and int(nemo.group(1)) >= 20:  # NeMo containers are tagged YY.MM ("NeMo 24.07")
+        return 2000 + int(nemo.group(1))
     arxiv = re.search(r"arXiv:\s*(\d\d)(\d\d)\.\d{4,5}", row.get("citation") or "", re.I)
     return 2000 + int(arxiv.group(1)) if arxiv else None
 
