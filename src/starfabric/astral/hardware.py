@@ -44,6 +44,21 @@ class GPUSpec(Spec):
     offload_gbps: float | None = Field(
         default=None, gt=0, description="GB/s per direction from the GPU to that tier"
     )
+    host_link_gbps: float | None = Field(
+        default=None,
+        gt=0,
+        description="GB/s per direction between the GPU and its host CPU's memory in the "
+        "reference node (PCIe x16 on HGX/DGX, NVLink-C2C on Grace superchips); None: unknown",
+    )
+    host_cores: int | None = Field(
+        default=None, gt=0, description="host CPU cores per GPU in the reference node"
+    )
+    host_mem_gbps: float | None = Field(
+        default=None, gt=0, description="host DRAM bandwidth per GPU (node peak / GPUs)"
+    )
+    host_mem_gib: float | None = Field(
+        default=None, gt=0, description="host DRAM per GPU in the reference node"
+    )
     hbm_variants: dict[float, float] = Field(
         default_factory=dict,
         description="other memory SKUs of the same chip: GiB -> HBM GB/s (A100 40GB: 1,555 "

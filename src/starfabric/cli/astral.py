@@ -106,6 +106,8 @@ def seer_predict(
     )
     if mem["offloaded"]:
         con.print(f"offloaded to the second memory tier: {mem['offloaded']:.1f} GiB")
+    if mem.get("host_optimizer"):
+        con.print(f"optimizer offloaded to host memory (CPU Adam): {mem['host_optimizer']:.1f} GiB")
     if str(out["efficiency_basis"]).startswith("estimate"):
         con.print(f"[yellow]{out['gpu']} kernel efficiency: {escape(out['efficiency_basis'])}[/]")
     if trace:

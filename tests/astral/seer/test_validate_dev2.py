@@ -477,3 +477,27 @@ def test_hybrid_zero_rows_of_internlm_follow_the_replica_all_reduce(dev2) -> Non
     assert s["per_source"]["INTERNLM_PERF23"]["mean_abs_error"] <= 0.08
     assert s["per_source"]["INTERNLM_PERF23"]["max_abs_error"] <= 0.14
     assert s["per_class"]["gpu_generation"]["Ampere"]["mean_abs_error"] <= 0.13
+
+
+@pytest.mark.parametrize(
+    ("cell", "modules"),
+    [
+        (
+            "selective (layernorm, moe, mla_up_proj, mlp)",
+            ("layernorm", "moe", "mla_up_proj", "mlp"),
+        ),
+        ("selective (core_attn)", ("core_attn",)),
+        (
+            "modules: layernorm + moe act (--recompute-modules layernorm moe_act)",
+            ("layernorm", "moe_act"),
+        ),
+        ("RMSNorm + MLA up-projections recomputed", ("layernorm", "mla_up_proj")),
+        ("selective (attention only)", ("core_attn",)),
+    ],
+)
+def test_recompute_modules_read_from_a_list_of_megatron_names_flag_or_prose(cell, modules) -> None:
+    """A bracketed list of Megatron's own module names is read as written (before, its 'moe' and
+    'mlp' were dropped and the word 'selective' added core_attn); prose still maps to names."""
+    from starfabric.astral.seer.validate import recompute_modules
+
+    assert recompute_modules(cell) == modules

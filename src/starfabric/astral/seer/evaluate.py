@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from starfabric.astral.hardware import get_gpu
-from starfabric.astral.seer import offload
+from starfabric.astral.seer import cpu_optimizer_offload, offload
 from starfabric.astral.seer.comm import make_fabric, nvlink_domain
 from starfabric.astral.seer.cost import DP_OVERLAP_RESIDUAL, CostContext, make_context
 from starfabric.astral.seer.efficiency import efficiency_for
@@ -139,6 +139,7 @@ def evaluate(
     ep, etp, mb = cfg["ep"], cfg["etp"], cfg["mb"]
     zero, dpo = cfg["zero"], cfg["dpo"] > 0
     off_act, off_w = (cfg["off"] & 1) > 0, (cfg["off"] & 2) > 0
+    off_cpu = (cfg["off"] & 4) > 0  # Megatron-Core's optimizer CPU offload, fraction 1
     grad_b = 2.0 if precision == "fp16" else 4.0
     # Parameters per rank of one dense / MoE layer (schedule.layer_params on arrays).
     norm_w = 2 if model.norm == "layernorm" else 1
@@ -180,7 +181,9 @@ def evaluate(
     # Parameters per rank on the heaviest stage and their DP gradient traffic.
     dense_layers = model.dense_layers / pp
     moe_layers = model.moe_layers / pp
-    emb = model.vocab * model.hidden
+    # One pipeline stage holds both the input embedding and an untied output head
+    # (schedule.stage_params); with pp > 1 the heaviest stage holds one of them.
+    emb = model.vocab * model.hidden * np.where((pp == 1) & (not model.tied_embeddings), 2, 1)
     p_dense = (
         layers_stage * attn + dense_layers * dense_mlp + moe_layers * shared + emb
     ) / tp + moe_layers * model.moe_experts * model.hidden
@@ -214,6 +217,8 @@ def evaluate(
     opt = local * OPTIMIZER_BYTES_PER_PARAM / (gpu.hbm_gbps * 1e9 * eff.mem_bw_fraction)
     if link > 0:
         opt = np.where(off_w, np.maximum(opt, offload.optimizer_s(local, link)), opt)
+    if off_cpu.any():  # as schedule.py: cpu_optimizer_offload.step_s, overlapped copies
+        opt = np.where(off_cpu, cpu_optimizer_offload.step_s(local, 1.0, opt, gpu, True), opt)
     iteration = pipeline + dp_exposed + ag_exposed + opt + ITERATION_OVERHEAD_S
     # Memory on stage 0: Megatron's warm-up keeps this many chunks in flight.
     inflight = np.where(
@@ -233,8 +238,13 @@ def evaluate(
     moved = moved_acts + np.where(off_w, weights + grads + states, 0.0)
     weights = np.where(off_w, 2.0 * keep, weights)
     grads = np.where(off_w, grad_b * keep, grads)
-    states = np.where(off_w, 0.0, states)
+    states = np.where(off_w | off_cpu, 0.0, states)
     mem = weights + grads + states + acts - moved_acts + RESERVED_BYTES
+    host = np.where(off_cpu, cpu_optimizer_offload.host_bytes(1.0, 1.0) * local, 0.0)
+    if gpu.offload_gib:  # on Grace the host memory is the second tier (memory.py)
+        moved = moved + host
+    else:  # pinned host memory short: the configuration does not fit
+        mem = np.where(host > (gpu.host_mem_gib or 0.0) * 2**30, np.inf, mem)
     return iteration, mem, moved
 
 

@@ -54,6 +54,7 @@ _VALUED: dict[str, tuple[str, str, str]] = {
     "--recompute-num-layers": ("execution", "_recompute_layers", "int"),
     "--recompute-modules": ("execution", "_recompute_modules", "list"),
     "--fp8-format": ("execution", "_fp8", "str"),
+    "--optimizer-offload-fraction": ("execution", "_offload_fraction", "float"),
     "--exp-avg-dtype": ("execution", "_exp_avg_dtype", "str"),
     "--exp-avg-sq-dtype": ("execution", "_exp_avg_sq_dtype", "str"),
     "--attention-backend": ("execution", "_attention_backend", "str"),
@@ -84,6 +85,8 @@ _SWITCHES: dict[str, tuple[str, str, Any]] = {
     "--accumulate-allreduce-grads-in-fp32": ("execution", "grad_reduce_fp32", True),
     "--moe-grouped-gemm": ("execution", "_grouped_gemm", True),
     "--use-precision-aware-optimizer": ("execution", "_precision_aware", True),
+    "--optimizer-cpu-offload": ("execution", "_cpu_offload", True),
+    "--overlap-cpu-optimizer-d2h-h2d": ("execution", "_overlap_cpu_opt", True),
 }
 IGNORED_VALUED = frozenset({
     "--lr", "--min-lr", "--lr-decay-style", "--lr-warmup-iters", "--lr-warmup-fraction",
@@ -107,6 +110,9 @@ IGNORED_SWITCHES = frozenset({
     "--log-validation-ppl-to-tensorboard", "--mock-data", "--no-load-optim", "--no-load-rng",
     "--use-checkpoint-args", "--ckpt-format", "--manual-gc", "--moe-router-pre-softmax",
     "--transformer-impl", "--untie-embeddings", "--standalone", "--no-gradient-accumulation-fusion",
+    # Adam's CPU/GPU classes are set after this flag is read (optimizer/__init__.py @d98e8a64),
+    # and pinning is the default: neither changes an iteration.
+    "--use-torch-optimizer-for-cpu-offload", "--no-pin-cpu-grads", "--no-pin-cpu-params",
 })  # fmt: skip
 """Switches that do not change one iteration's time or memory."""
 
@@ -247,6 +253,28 @@ def _finish(out: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     moments = (ex.pop("_exp_avg_dtype", "fp32"), ex.pop("_exp_avg_sq_dtype", "fp32"))
     if aware and moments == ("bf16", "bf16"):
         ex["optimizer_moments"] = "bf16"
+    # Optimizer CPU offload (cpu_optimizer_offload.py): --optimizer-offload-fraction defaults
+    # to 1.0 on the command line and means nothing without --optimizer-cpu-offload, which
+    # Megatron accepts only with --use-precision-aware-optimizer (arguments.py).
+    fraction = ex.pop("_offload_fraction", None)
+    overlap = ex.pop("_overlap_cpu_opt", False)
+    if ex.pop("_cpu_offload", False):
+        if not aware:
+            raise ConfigError(
+                "--optimizer-cpu-offload without --use-precision-aware-optimizer (Megatron "
+                "asserts the two go together)",
+                fix="add --use-precision-aware-optimizer",
+            )
+        if fraction is not None and not 0.0 <= fraction <= 1.0:
+            raise ConfigError(
+                f"--optimizer-offload-fraction {fraction} is not between 0 and 1",
+                fix="give a fraction in [0, 1]",
+            )
+        ex["optimizer_offload_fraction"] = 1.0 if fraction is None else fraction
+        ex["overlap_cpu_optimizer"] = overlap
+        # HybridDeviceOptimizer's Adams are built without --exp-avg-dtype/--exp-avg-sq-dtype
+        # (optimizer/__init__.py @d98e8a64): the moments stay fp32 on both devices.
+        ex.pop("optimizer_moments", None)
     nodes = sy.pop("_nodes", None)
     if nodes is not None:
         sy["gpus"] = nodes * int(sy.get("gpus_per_node", 8))

@@ -9,9 +9,9 @@ gated MLPs, MoE and flash attention change them the way they change the tensors.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from starfabric.astral.seer import offload
+from starfabric.astral.seer import cpu_optimizer_offload, offload
 from starfabric.astral.seer.activations import activation_bytes_per_layer
 from starfabric.astral.seer.model import ModelSpec
 from starfabric.astral.seer.optimizer_state import optimizer_bytes
@@ -50,11 +50,20 @@ class MemoryReport:
     offloaded: float = 0.0
     """Bytes kept in the second memory tier (offload), not counted in `total`."""
     offload_capacity: float = 0.0
+    host: float = 0.0
+    """Pinned host bytes of the CPU-offloaded optimizer (cpu_optimizer_offload.py) on an x86
+    host (on Grace superchips they count in `offloaded`)."""
+    host_capacity: float = 0.0
 
     @property
     def oom(self) -> bool:
-        """True when the job would not fit in GPU memory (or in its offload tier)."""
-        return self.total > self.capacity or self.offloaded > self.offload_capacity
+        """True when the job would not fit in GPU memory (or in its offload tier, or the
+        offloaded optimizer in host memory)."""
+        return (
+            self.total > self.capacity
+            or self.offloaded > self.offload_capacity
+            or self.host > self.host_capacity
+        )
 
 
 def memory_report(model: ModelSpec, ex: ExecutionSpec, lay: Layout, tl: Timeline) -> MemoryReport:
@@ -69,6 +78,7 @@ def memory_report(model: ModelSpec, ex: ExecutionSpec, lay: Layout, tl: Timeline
     moe_frac = model.moe_layers / model.layers
     per_layer = (1 - moe_frac) * per_dense + moe_frac * per_moe
     dualpipe = ex.pipeline_schedule == "dualpipe"
+    host_peak = 0.0
     for s in range(lay.pp):
         sp_ = params[s]
         if dualpipe:
@@ -83,9 +93,13 @@ def memory_report(model: ModelSpec, ex: ExecutionSpec, lay: Layout, tl: Timeline
         # ZeRO-3 with pipelines keeps the stage's parameters gathered across micro-batches.
         weights = WEIGHT_BYTES * shard(sp_.dense, sp_.expert, ex.zero >= 3 and lay.pp == 1)
         grads = grad_b * shard(sp_.dense, sp_.expert, ex.zero >= 2)
-        opt = optimizer_bytes(ex.optimizer_moments) * shard(sp_.dense, sp_.expert, ex.zero >= 1)
+        local = shard(sp_.dense, sp_.expert, ex.zero >= 1)
+        frac = ex.optimizer_offload_fraction
+        opt = cpu_optimizer_offload.hbm_kept(optimizer_bytes(ex.optimizer_moments), frac) * local
+        host = cpu_optimizer_offload.host_bytes(local, frac)
         if dualpipe:
             opt /= 2.0
+            host /= 2.0
         acts = float(tl.peak_inflight_layers[s]) * per_layer
         tok = ex.micro_batch * ex.seq_len / lay.cp
         if s == lay.pp - 1 or (dualpipe and s == 0):
@@ -106,10 +120,17 @@ def memory_report(model: ModelSpec, ex: ExecutionSpec, lay: Layout, tl: Timeline
             off += weights + grads + opt
             weights, grads, opt = WEIGHT_BYTES * keep, grad_b * keep, 0.0
         total = weights + grads + opt + acts + RESERVED_BYTES
+        tier = (lay.gpu.offload_gib or 0.0) * 2**30
+        host_cap = (lay.gpu.host_mem_gib or 0.0) * 2**30
+        if tier:  # on a Grace superchip the host memory is the second tier itself
+            off += host
+            host, host_cap = 0.0, 0.0
         rep = MemoryReport(weights, grads, opt, acts, RESERVED_BYTES, total, capacity, s, off,
-                           (lay.gpu.offload_gib or 0.0) * 2**30)  # fmt: skip
+                           tier, host, host_cap)  # fmt: skip
         if best is None or rep.total > best.total:
             best = rep
+        host_peak = max(host_peak, rep.host)
     if best is None:
         raise InvariantError("memory report found no pipeline stage", fix="report this job")
-    return best
+    # Each stage's ranks pin their own offloaded optimizer in host memory: the fullest counts.
+    return replace(best, host=host_peak)

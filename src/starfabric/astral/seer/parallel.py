@@ -15,6 +15,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator
 
 from starfabric.astral.hardware import GPUSpec, get_gpu
+from starfabric.astral.seer import cpu_optimizer_offload
 from starfabric.astral.seer.model import ModelSpec, bundled_models
 from starfabric.config import Spec
 from starfabric.errors import ConfigError, InfeasibleError
@@ -67,6 +68,25 @@ class ExecutionSpec(Spec):
         "16-bit beside the FP8 casts the GEMMs save (Transformer Engine / Megatron-Core; "
         "seer/fp8_activations.py); False: one low-precision copy shared by both "
         "(DeepSeek's own framework, DeepSeek-V3 section 3.3.2)",
+    )
+    optimizer_offload_fraction: float = Field(
+        default=0.0,
+        ge=0.0,
+        le=1.0,
+        description="Megatron-Core --optimizer-cpu-offload with --optimizer-offload-fraction: "
+        "this share of the rank's optimizer shard is updated by torch's CPU AdamW in host "
+        "memory (seer/cpu_optimizer_offload.py); 0: off",
+    )
+    overlap_cpu_optimizer: bool = Field(
+        default=True,
+        description="--overlap-cpu-optimizer-d2h-h2d: gradient copies, CPU Adam and parameter "
+        "copies pipelined per parameter (else one after the other)",
+    )
+    cpu_optimizer_threads: int | None = Field(
+        default=None,
+        gt=0,
+        description="CPU threads the offloaded optimizer uses per GPU (OMP_NUM_THREADS); "
+        "None: the host's cores per GPU (hardware catalog host_cores)",
     )
     optimizer_moments: Literal["fp32", "bf16"] = Field(
         default="fp32",
@@ -337,6 +357,26 @@ def resolve_layout(
             "offload_gib)",
             "set offload_activations/offload_weights false, or use GH200, GB200 or GB300",
         )
+    if ex.optimizer_offload_fraction > 0:
+        if not cpu_optimizer_offload.available(gpu):
+            raise _fail(
+                f"GPU {gpu.name} has no host side in the hardware catalog (host_link_gbps, "
+                "host_cores, host_mem_gbps) to offload the optimizer to",
+                "set optimizer_offload_fraction 0, or add the host figures to the catalog",
+            )
+        if ex.offload_weights:
+            raise _fail(
+                "optimizer_offload_fraction with offload_weights: the weights offload already "
+                "keeps the optimizer states in the second memory tier",
+                "use one of the two",
+            )
+        if ex.optimizer_moments != "fp32":
+            raise _fail(
+                "optimizer_offload_fraction with BF16 moments: Megatron-Core's "
+                "HybridDeviceOptimizer builds its CPU and GPU Adams without the moment dtypes "
+                "(optimizer/__init__.py @d98e8a64), so both keep fp32 moments",
+                "set optimizer_moments fp32 with the offload",
+            )
     mp = ex.tp * ex.pp * ex.cp
     tp_candidates = [d for d in _divisors(model.heads) if d <= 64]
     if system.gpus % mp:

@@ -180,6 +180,7 @@ class Prediction:
                 "total": self.memory.total / 2**30,
                 "capacity": self.memory.capacity / 2**30,
                 "offloaded": self.memory.offloaded / 2**30,
+                "host_optimizer": self.memory.host / 2**30,
                 "stage": self.memory.stage,
             },
             "oom": self.memory.oom,

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from starfabric.astral.seer import _kernels, host_ops, offload
+from starfabric.astral.seer import _kernels, cpu_optimizer_offload, host_ops, offload
 from starfabric.astral.seer.activations import activation_bytes_per_layer
 from starfabric.astral.seer.comm import Kind
 from starfabric.astral.seer.cost import (
@@ -556,6 +556,11 @@ def build_timeline(model: ModelSpec, ex: ExecutionSpec, lay: Layout, ctx: CostCo
         opt[s] = local * OPTIMIZER_BYTES_PER_PARAM / (ctx.hbm_bytes_per_s * ctx.eff.mem_bw_fraction)
         if ex.offload_weights:  # the states stream through the tier's link
             opt[s] = max(opt[s], offload.optimizer_s(local, offload.link_bytes_per_s(lay.gpu)))
+        if ex.optimizer_offload_fraction > 0:  # Megatron's HybridDeviceOptimizer
+            opt[s] = cpu_optimizer_offload.step_s(
+                local, ex.optimizer_offload_fraction, float(opt[s]), lay.gpu,
+                ex.overlap_cpu_optimizer, ex.cpu_optimizer_threads,
+            )  # fmt: skip
         if ex.zero in (1, 2) or (ex.zero == 3 and p > 1):
             ag = ctx.comm.time("all_gather", sp_.dense * 2.0, shard_grp)
             ag += ctx.comm.time("all_gather", sp_.expert * 2.0, "edp")

@@ -22,6 +22,7 @@ from typing import Any, Literal
 import numpy as np
 
 from starfabric.astral.hardware import get_gpu
+from starfabric.astral.seer import cpu_optimizer_offload
 from starfabric.astral.seer.distributed import evaluate_on_ray
 from starfabric.astral.seer.evaluate import (
     LAYER_KEYS,
@@ -49,8 +50,9 @@ RAY_MIN_CHUNK = 256
 cluster CPU otherwise; assumption: below this Ray's per-task overhead of milliseconds
 outweighs the work)."""
 
-OFFLOAD = ("none", "activations", "weights", "both")
-"""Offload settings (bit 0: activations, bit 1: weights + optimizer states)."""
+OFFLOAD = ("none", "activations", "weights", "both", "optimizer", "activations+optimizer")
+"""Offload settings (bit 0: activations, bit 1: weights + optimizer states to the second tier,
+bit 2: Megatron-Core's optimizer CPU offload, all of it, seer/cpu_optimizer_offload.py)."""
 ZERO_STAGES = (0, 1, 2, 3)
 """Optimizer sharding the search tries when DP > 1 (ZeRO-1 alone otherwise)."""
 
@@ -120,9 +122,13 @@ def enumerate_configs(
 def _expand(base: np.ndarray[Any, Any], model: ModelSpec, system: SystemSpec) -> Any:
     """Every base layout crossed with the switches that apply to it: TP overlap when tp > 1,
     DP overlap and ZeRO 0-3 when a DP group exists, offload when the GPU has a second memory
-    tier (hardware catalog `offload_gib`)."""
+    tier (hardware catalog `offload_gib`), the optimizer CPU offload when the catalog knows
+    the GPU's host (`host_link_gbps`, ...)."""
     col = {c: i for i, c in enumerate(COLUMNS)}
-    offs = range(len(OFFLOAD)) if get_gpu(system.gpu).offload_gib else range(1)
+    gpu = get_gpu(system.gpu)
+    offs = [0, 1, 2, 3] if gpu.offload_gib else [0]
+    if cpu_optimizer_offload.available(gpu):
+        offs += [4, 5] if gpu.offload_gib else [4]
     parts = []
     for tpo in (0, 1):
         for dpo in (1, 0):
@@ -189,6 +195,7 @@ class SearchResult:
             "overlap_grad_reduce": bool(c["dpo"]), "overlap_param_gather": bool(c["dpo"]),
             "zero": c["zero"], "offload_activations": off in ("activations", "both"),
             "offload_weights": off in ("weights", "both"),
+            "optimizer_offload_fraction": 1.0 if c["off"] & 4 else 0.0,
         }  # fmt: skip
         if self.model.is_moe:
             ex["etp"] = c["etp"]

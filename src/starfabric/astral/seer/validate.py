@@ -18,8 +18,14 @@ from pathlib import Path
 from typing import Any
 
 from starfabric.astral import bounds
-from starfabric.astral.hardware import list_gpus
-from starfabric.astral.seer import cells, host_ops, optimizer_state, torchtitan_pp
+from starfabric.astral.hardware import get_gpu, list_gpus
+from starfabric.astral.seer import (
+    cells,
+    cpu_optimizer_offload,
+    host_ops,
+    optimizer_state,
+    torchtitan_pp,
+)
 from starfabric.astral.seer.classes import classes_of, per_class
 from starfabric.astral.seer.degrees import DEGREES, degree_combos, unverified_degrees
 from starfabric.astral.seer.efa import efa_bus_fraction
@@ -617,7 +623,7 @@ def _interleaving_stated(row: dict[str, str]) -> bool:
 
 
 def _choices(
-    row: dict[str, str], model: ModelSpec, ex: dict[str, Any], gpus: int = 0
+    row: dict[str, str], model: ModelSpec, ex: dict[str, Any], gpus: int = 0, gpu: str = ""
 ) -> dict[str, list[Any]]:
     """Candidate values of the settings the source leaves open, as a tuning user of the
     framework tries them; the fastest that fits in memory is taken."""
@@ -686,6 +692,11 @@ def _choices(
     moments = _optimizer_moments(row, rec_raw, mb_raw, ex.get("pipeline_schedule") == "dualpipe")
     if moments != ["fp32"]:
         out["optimizer_moments"] = moments
+    fractions = _offload_fractions(row, gpu, ex)
+    if fractions != [0.0]:
+        out["optimizer_offload_fraction"] = fractions
+    if 0.0 not in fractions:
+        out.pop("optimizer_moments", None)  # the offload's Adams keep fp32 moments
     if model.is_moe:
         out["moe_dispatcher"] = _dispatchers(row, ex)
     if not ex["tp_comm_overlap"] and ("nemo" in fw or "megatron-core" in fw) and ex["sp"]:
@@ -711,6 +722,26 @@ def _optimizer_moments(row: dict[str, str], rec_raw: str, mb_raw: str, dualpipe:
     ):
         return ["fp32", "bf16"]
     return ["fp32"]
+
+
+def _offload_fractions(row: dict[str, str], gpu: str, ex: dict[str, Any]) -> list[float]:
+    """Optimizer CPU offload fractions the run may have used (cpu_optimizer_offload.py): the
+    CLI default 1.0 when the row says it offloaded the optimizer; the candidates, 0 first,
+    when its framework release ships HybridDeviceOptimizer (Megatron Core >= 0.12) and the
+    catalog knows the GPU's host — no row states that it did not offload, and a tuning user
+    tries it before full recompute (with recompute or the micro-batch open) or when the
+    stated settings leave memory short. It only adds step time, so it is kept only where
+    nothing faster fits; otherwise off."""
+    if not gpu or ex.get("pipeline_schedule") == "dualpipe" or ex.get("offload_weights"):
+        return [0.0]
+    if not cpu_optimizer_offload.available(get_gpu(gpu)):
+        return [0.0]
+    text = " ".join((row.get(k) or "") for k in ("framework", "notes"))
+    if cpu_optimizer_offload.stated(text):
+        return [1.0]
+    if cpu_optimizer_offload.offered(row.get("framework") or ""):
+        return list(cpu_optimizer_offload.FRACTION_CANDIDATES)
+    return [0.0]
 
 
 def _dispatchers(row: dict[str, str], ex: dict[str, Any]) -> list[str]:
@@ -773,6 +804,11 @@ def recompute_modules(text: str) -> tuple[str, ...]:
         named_flags = [w for w in flag.group(1).split() if w in MEGATRON_RECOMPUTE_MODULES]
         if named_flags:
             return tuple(named_flags)
+    for group in re.findall(r"\(([^()]*)\)", low):
+        # a bracketed list of Megatron's own names: "selective (layernorm, moe, mla_up_proj, mlp)"
+        words = [w for w in re.split(r"[\s,+/;]+", group) if w]
+        if words and all(w in MEGATRON_RECOMPUTE_MODULES for w in words):
+            return tuple(dict.fromkeys(words))
     named = {
         "layernorm": ("norm",),
         "mla_up_proj": ("up-proj", "up proj", "mla"),
@@ -892,7 +928,7 @@ def row_setup(row: dict[str, str]) -> RowSetup:
             f"(unverified: {open_ or 'none'})",
             fix="check num_gpus, tp, pp, cp, ep and the global batch",
         )
-    options = [(c, _choices(row, model, {**ex, **c}, gpus)) for c in combos]
+    options = [(c, _choices(row, model, {**ex, **c}, gpus, gpu)) for c in combos]
     mb_raw = row.get("micro_batch") or ""
     if torchtitan_pp.is_torchtitan(row.get("framework")) and _unverified(mb_raw):
         mbs = {m for _, o in options for m in o["micro_batch"]}
