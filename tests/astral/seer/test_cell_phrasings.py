@@ -220,6 +220,27 @@ def framework_phrasings(raw: str, row: dict[str, str]) -> list[str]:
     return out
 
 
+def interconnect_phrasings(raw: str, row: dict[str, str]) -> list[str]:
+    """The scale-out rate per GPU the cell states, written as others write it (not for AWS
+    EFA cells, whose text also selects the EFA bus fraction)."""
+    if re.search(r"EFA|unverified", raw, re.I):
+        return []
+    gpn = _plain_int(row.get("gpus_per_node") or "") or 8
+    m = re.search(r"(\d+) ?Gb/s per GPU", raw)
+    if m is None:
+        return []
+    g = int(m.group(1))
+    out = [f"{g} Gb/s per GPU", f"{g}G per GPU", f"{g} Gbps/GPU", f"{gpn}x {g} Gb/s per node",
+           f"{g} Gbps x {gpn} per node", f"{gpn} NICs per {gpn} GPUs, {g} Gb/s each",
+           f"{gpn} x ConnectX-7 {g}Gb/s"]  # fmt: skip
+    gen = {400: "NDR", 200: "HDR", 100: "EDR"}.get(g)
+    if gen:
+        out += [f"{gpn}x {gen} InfiniBand per node", f"{gpn}x {gen}{g} per node"]
+    if g % 2 == 0:
+        out.append(f"{gpn // 2} NICs per {gpn} GPUs ({2 * g} Gb/s each)")
+    return out
+
+
 def hinted(raw: str, row: dict[str, str]) -> list[str]:
     """An optional model cell marked unverified with its value as the hint."""
     n = _plain_int(raw)
@@ -251,6 +272,7 @@ REWRITERS: dict[str, Rewriter] = {
     "seq_len": seq_phrasings,
     "num_gpus": gpus_phrasings,
     "gpus_per_node": hinted,
+    "interconnect": interconnect_phrasings,
     "moe_experts": count_phrasings("experts"),
     "moe_topk": count_phrasings("(top-k)"),
     "moe_ffn_hidden": hinted,
@@ -427,3 +449,18 @@ def test_tokens_per_batch_reading_must_divide_seq_len() -> None:
     assert global_batch_seqs(row) == 1024
     with pytest.raises(DataError, match="not a multiple of seq_len"):
         global_batch_seqs({**row, "seq_len": "3000"})
+
+
+@pytest.mark.parametrize(
+    ("cell", "gbps"),
+    [("4 NICs per 8 GPUs, 100 Gb/s each", 50), ("4 NICs per 8 GPUs (200 Gb/s HDR each)", 100),
+     ("100 Gbps x 4 per node", 50), ("8x NDR400 per node", 400), ("8x HDR InfiniBand per node", 200),
+     ("InfiniBand NDR 400G per GPU", 400), ("8 x ConnectX-7 400Gb/s", 400),
+     ("ConnectX-7 400Gb/s x8", 400), ("InfiniBand 8x HDR 200G", 200),
+     ("4x 200 Gb/s HDR InfiniBand per 8-GPU node", 100), ("3.2 Tbps per node", 400)],
+)  # fmt: skip
+def test_interconnect_phrasings(cell: str, gbps: int) -> None:
+    """Scale-out rate per GPU on an A100 row (whose unstated default is 200 Gb/s, so a cell
+    read as nothing shows): NICs shared by GPUs, rate x count, InfiniBand generation names."""
+    row = {**_base(), "interconnect": cell, "gpus_per_node": "8"}
+    assert row_setup(row).system["nic_bandwidth"] == f"{gbps}G"
