@@ -181,7 +181,7 @@ def recompute_phrasings(raw: str, row: dict[str, str]) -> list[str]:
                 "--recompute-granularity full --recompute-method uniform"]  # fmt: skip
     if text == "none" or text.startswith("none ("):
         return ["no", "off", "disabled", "No activation checkpointing", "none (no recompute)",
-                "-", "no recompute", "recompute: none", "false"]  # fmt: skip
+                "no recompute", "recompute: none", "false"]  # fmt: skip
     if text == "selective":
         return ["selective (core_attn)", "Selective activation recompute",
                 "selective (core attention)", "--recompute-granularity selective"]  # fmt: skip
@@ -299,6 +299,37 @@ REWRITERS: dict[str, Rewriter] = {
 """Column → the equivalent phrasings of a cell's value another transcriber would write."""
 
 
+NO_VALUE = ("-", "—", "n/a", "N/A", "none", "not reported")
+"""How a transcriber fills a cell that has no value, where an empty cell means the same."""
+FIGURES = ("iter_time_s", "derived_iter_time_s", "tokens_per_sec_per_gpu", "tflops_per_gpu")
+MOE_COLUMNS = ("moe_experts", "moe_topk", "moe_shared_experts", "moe_ffn_hidden",
+               "moe_dense_layers")  # fmt: skip
+
+
+def no_value_phrasings(key: str, row: dict[str, str]) -> list[str]:
+    """Phrasings of an empty cell whose emptiness means 'not used / not reported': published
+    figures not given, MoE columns of a dense row, an unsplit cp/ep/etp, MHA kv_heads."""
+    if key in FIGURES:
+        return [c for c in NO_VALUE if c != "none"]
+    if key in MOE_COLUMNS and (row.get("arch") or "dense").strip().lower() == "dense":
+        return list(NO_VALUE)
+    if key in ("cp", "ep", "etp", "kv_heads"):
+        return ["-", "—", "n/a", "none"]
+    return []
+
+
+def phrasings(key: str, row: dict[str, str]) -> list[str]:
+    """Equivalent phrasings of one cell of a row (of its value, or of its emptiness)."""
+    raw = row.get(key) or ""
+    if not raw.strip():
+        return no_value_phrasings(key, row)
+    f = REWRITERS.get(key)
+    return f(raw, row) if f else []
+
+
+COLUMNS = (*REWRITERS, *(k for k in (*FIGURES, *MOE_COLUMNS) if k not in REWRITERS))
+
+
 def _all_rows() -> list[dict[str, str]]:
     rows: list[dict[str, str]] = []
     for name in SETS:
@@ -334,9 +365,7 @@ def _readable() -> tuple[tuple[dict[str, str], tuple[Any, ...]], ...]:
 def rewritten(draw: st.DrawFn) -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
     rows = _readable()
     row, _ = rows[draw(st.integers(0, len(rows) - 1))]
-    options = {
-        k: f(row.get(k) or "", row) for k, f in REWRITERS.items() if (row.get(k) or "").strip()
-    }
+    options = {k: phrasings(k, row) for k in COLUMNS}
     options = {k: v for k, v in options.items() if v}
     keys = draw(st.lists(st.sampled_from(sorted(options)), min_size=1, max_size=6, unique=True))
     changes = {k: draw(st.sampled_from(options[k])) for k in keys}
@@ -399,7 +428,7 @@ def test_sequence_lengths_are_binary(cell: str, value: int) -> None:
 @pytest.mark.parametrize(
     ("cell", "kind"),
     [("full, uniform, 1 layer", "full"), ("activation checkpointing (full)", "full"),
-     ("none", "none"), ("No activation checkpointing", "none"), ("-", "none"),
+     ("none", "none"), ("No activation checkpointing", "none"), ("-", None), ("n/a", None),
      ("selective (core_attn)", "selective"), ("RMSNorm + MLA up-projections recomputed",
      "selective"), ("yes", cells.RECOMPUTE_ON), ("activation checkpointing", cells.RECOMPUTE_ON),
      ("UNVERIFIED", None)],

@@ -265,7 +265,9 @@ def recompute_kind(raw: str | None, legacy: bool) -> str | None:
     negated = re.search(
         r"^(?:no|without)\s+(?:activation\s+)?(?:recompute|checkpoint|re-?mat)", text
     )
-    if (word in OFF_WORDS and word not in ("n/a", "na")) or negated:
+    if word in ("n/a", "na", "-", "—"):
+        return None  # a dash or n/a in a recompute column does not say which: chosen
+    if word in OFF_WORDS or negated:
         return "none"
     if text.startswith("full"):
         return "full"

@@ -202,7 +202,8 @@ def row_model(row: dict[str, str]) -> ModelSpec:
     """The model of one CSV row (GPT rows: LayerNorm, biases, learned positions, tied heads);
     a row whose attention the columns cannot describe (kv_heads = "MLA") takes the bundled
     Hugging Face config of the same name."""
-    mla = cells.number(row.get("kv_heads")) is None and (row.get("kv_heads") or "").strip()
+    kv_raw = row.get("kv_heads") or ""
+    mla = cells.number(kv_raw) is None and kv_raw.strip() and not cells.says_off(kv_raw)
     if mla:
         name = _bundled_name(row)
         if name is not None:
@@ -251,7 +252,8 @@ def row_model(row: dict[str, str]) -> ModelSpec:
     mtp = _mtp_layers(notes)
     if mtp is not None:  # "MTP depth 1": multi-token-prediction modules (DeepSeek-V3 section 2.2)
         spec["mtp_layers"] = mtp
-    if arch == "moe" or (row.get("moe_experts") or "").strip():
+    experts = row.get("moe_experts") or ""
+    if arch == "moe" or (experts.strip() and not cells.says_off(experts) and cells.number(experts)):
         spec.update(
             moe_experts=_int(row, "moe_experts"),
             moe_topk=_int(row, "moe_topk"),
@@ -507,9 +509,16 @@ def _convention(row: dict[str, str]) -> str:
     return conv
 
 
+def _figure_cell(row: dict[str, str], key: str) -> str:
+    """A published-figure cell, or "" when it holds no figure: no digit at all ("-", "n/a",
+    "not reported", "UNVERIFIED"), as an empty cell."""
+    raw = (row.get(key) or "").strip()
+    return raw if re.search(r"\d", raw) else ""
+
+
 def _has_time(row: dict[str, str]) -> bool:
     return any(
-        (row.get(k) or "").strip()
+        _figure_cell(row, k)
         for k in ("iter_time_s", "derived_iter_time_s", "tokens_per_sec_per_gpu")
     )
 
@@ -583,15 +592,15 @@ def published_iteration_s(row: dict[str, str], model: ModelSpec) -> float:
     GPU converted back with the source's own FLOP formula."""
     row = canonical_row(row)
     for key in ("iter_time_s", "derived_iter_time_s"):
-        raw = (row.get(key) or "").strip()
+        raw = _figure_cell(row, key)
         if raw:
             return _measured(row, key, raw, bounds.duration("s", 1.0))
     tokens = global_batch_seqs(row) * _int(row, "seq_len")
     gpus = _int(row, "num_gpus")
-    tps = (row.get("tokens_per_sec_per_gpu") or "").strip()
+    tps = _figure_cell(row, "tokens_per_sec_per_gpu")
     if tps:
         return tokens / (_measured(row, "tokens_per_sec_per_gpu", tps, bounds.counter()) * gpus)
-    tf = (row.get("tflops_per_gpu") or "").strip()
+    tf = _figure_cell(row, "tflops_per_gpu")
     if tf:
         tf = str(_measured(row, "tflops_per_gpu", tf, _tflops_bound()))
     if not tf:
@@ -897,7 +906,11 @@ def row_setup(row: dict[str, str]) -> RowSetup:
     tp, pp, cp = deg["tp"], deg["pp"], deg["cp"]
     if tp and pp and cp and deg["ep"] and not _unverified(row.get("dp", "")):
         ex["dp"] = _int(row, "dp", max(1, gpus // (tp * pp * cp)))
-    if (row.get("etp") or "").strip() and not _unverified(row["etp"]):
+    if (
+        (row.get("etp") or "").strip()
+        and not _unverified(row["etp"])
+        and not cells.says_off(row["etp"])
+    ):
         ex["etp"] = _int(row, "etp")
     system: dict[str, Any] = {
         "gpu": gpu,
@@ -1050,7 +1063,7 @@ def validate_row(row: dict[str, str]) -> RowResult:
     conv = _convention(row)
     row_used = dict(row, global_batch_seqs=str(full["global_batch"]))
     published = published_iteration_s(row_used, model)
-    tf = (row.get("tflops_per_gpu") or "").strip()
+    tf = _figure_cell(row, "tflops_per_gpu")
     pub_tf = (
         _figure(tf)
         if tf
