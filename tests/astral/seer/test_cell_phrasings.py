@@ -493,3 +493,16 @@ def test_interconnect_phrasings(cell: str, gbps: int) -> None:
     read as nothing shows): NICs shared by GPUs, rate x count, InfiniBand generation names."""
     row = {**_base(), "interconnect": cell, "gpus_per_node": "8"}
     assert row_setup(row).system["nic_bandwidth"] == f"{gbps}G"
+
+
+@pytest.mark.parametrize(
+    ("notes", "depth"),
+    [("MTP disabled (no MTP layer)", 0), ("no MTP", 0), ("without multi-token prediction", 0),
+     ("MTP depth 1", 1), ("mtp_num_layers 2", 2), ("MTP: none", 0), ("dims from the HF config", 1)],
+)  # fmt: skip
+def test_mtp_stated_on_a_bundled_model(notes: str, depth: int) -> None:
+    """A row naming a bundled config (DeepSeek-V3: num_nextn_predict_layers 1) keeps the MTP
+    depth its notes state; notes that state none keep the config's."""
+    row = next(r for r, _ in _readable() if r["row_id"] == "TTDSV3-03")
+    model = row_model({**row, "model_notes": f"MLA: q_lora 1536, kv_lora 512; {notes}"})
+    assert model.mtp_layers == depth

@@ -201,13 +201,19 @@ def _mtp_layers(notes: str) -> int | None:
 def row_model(row: dict[str, str]) -> ModelSpec:
     """The model of one CSV row (GPT rows: LayerNorm, biases, learned positions, tied heads);
     a row whose attention the columns cannot describe (kv_heads = "MLA") takes the bundled
-    Hugging Face config of the same name."""
+    Hugging Face config of the same name (with the MTP depth the row's notes state)."""
     kv_raw = row.get("kv_heads") or ""
     mla = cells.number(kv_raw) is None and kv_raw.strip() and not cells.says_off(kv_raw)
     if mla:
         name = _bundled_name(row)
         if name is not None:
-            return load_model(name)
+            bundled = load_model(name)
+            mtp = _mtp_layers(row.get("model_notes") or "")
+            if mtp is not None and mtp != bundled.mtp_layers:
+                # The run's own MTP depth ("MTP disabled"): the HF config's
+                # num_nextn_predict_layers is the released checkpoint's, not every run's.
+                return bundled.model_copy(update={"mtp_layers": mtp})
+            return bundled
         if "mla" not in (row.get("kv_heads") or "").lower():
             raise DataError(
                 f"row {row['row_id']}: kv_heads = {row['kv_heads']!r} and no bundled config "
