@@ -113,6 +113,27 @@ def tokens_phrasings(raw: str, row: dict[str, str]) -> list[str]:
     return out
 
 
+def batch_phrasings(raw: str, row: dict[str, str]) -> list[str]:
+    """The global batch in sequences, or as the token count a long-context table gives."""
+    n, seq = _plain_int(raw), _plain_int(row.get("seq_len") or "")
+    if n is None or seq is None:
+        return []
+    tokens = n * seq
+    out = [f"{n} sequences", f"{n:,}", f"{tokens:,} tokens"]
+    if tokens % 2**20 == 0:
+        out.append(f"{tokens >> 20}M tokens")
+    return out
+
+
+def model_phrasings(raw: str, row: dict[str, str]) -> list[str]:
+    """A bundled model named with its size or variant (only where the row takes the bundled
+    config: the name of a model built from the columns is the row's own)."""
+    if not raw.startswith("DeepSeek-V3") or cells.number(row.get("kv_heads")) is not None:
+        return []
+    return ["DeepSeek-V3 671B", "DeepSeek V3 (671B total / 37B active)", "DeepSeek-V3-Base",
+            "deepseek_v3 (671B)"]  # fmt: skip
+
+
 def gpus_phrasings(raw: str, row: dict[str, str]) -> list[str]:
     n = _plain_int(raw)
     if n is None:
@@ -157,7 +178,7 @@ def vpp_phrasings(raw: str, row: dict[str, str]) -> list[str]:
     if n is None:
         return []
     if n == 1:
-        return ["1 (1F1B)", "none", "no interleaving", "off", "VPP=1", "-"]
+        return ["1 (1F1B)", "none", "no interleaving", "off", "VPP=1", "-", "VPP=None", "vpp: none"]
     return [f"VPP={n}", f"virtual pipeline {n}", f"interleaved, {n} chunks",
             f"{n} (interleaved 1F1B)", f"vpp {n}", f"{n} virtual stages per rank"]  # fmt: skip
 
@@ -167,7 +188,7 @@ def sp_phrasings(raw: str, row: dict[str, str]) -> list[str]:
     if "overlap" in text:
         return []  # the cell also states TP overlap
     if re.fullmatch(r"yes(?: \(.*\))?", text):
-        return ["on", "true", "enabled", "SP on", "Yes", "Y", "sequence parallel: yes"]
+        return ["on", "true", "enabled", "SP on", "Yes", "Y", "sequence parallel: yes", "sp=true"]
     if re.fullmatch(r"no(?: \(.*\))?", text):
         return ["off", "false", "disabled", "SP off", "No", "N"]
     return []
@@ -285,7 +306,8 @@ REWRITERS: dict[str, Rewriter] = {
     "vpp": vpp_phrasings,
     "sp": sp_phrasings,
     "recompute": recompute_phrasings,
-    "global_batch_seqs": count_phrasings("sequences", hint=False),
+    "global_batch_seqs": batch_phrasings,
+    "model": model_phrasings,
     "micro_batch": count_phrasings("sequences", hint=False),
     "tokens_per_batch": tokens_phrasings,
     "precision": precision_phrasings,

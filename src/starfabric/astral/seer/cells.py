@@ -89,11 +89,12 @@ ON_WORDS = ("yes", "y", "on", "true", "enabled", "used")
 
 
 def _lead(raw: str | None, names: str = "") -> str:
-    """The cell's text lower-cased, without a leading feature name ("SP: on" → "on")."""
+    """The cell's text lower-cased, without a leading feature name ("SP on" → "on" for
+    `names`; any "key: value" or "key=value" → the value)."""
     text = (raw or "").strip().lower()
     if names:
         text = re.sub(rf"^(?:{names})\s*[:=]?\s*", "", text)
-    return text
+    return re.sub(r"^[a-z][\w -]{0,30}?\s*[:=]\s*", "", text)  # "VPP=None", "sp: on"
 
 
 def _first_word(text: str) -> str:

@@ -120,10 +120,14 @@ def _int(row: dict[str, str], key: str, default: int | None = None) -> int:
 def global_batch_seqs(row: dict[str, str]) -> int:
     """Sequences per iteration: the column (a hint such as "~1024 UNVERIFIED" counts), or
     tokens_per_batch / seq_len; a row with neither defines no run."""
-    if cells.number(row.get("global_batch_seqs")) is not None:
-        return _int(row, "global_batch_seqs")
-    tokens, seq = _int(row, "tokens_per_batch", 0), _int(row, "seq_len")
     raw_tokens = row.get("tokens_per_batch")
+    gbs = row.get("global_batch_seqs") or ""
+    if re.match(r"\s*~?\s*[\d.,]+\s*[KMB]?\s*tokens\b", gbs, re.I):
+        raw_tokens = gbs  # "4M tokens" written in the batch column is a token count
+    elif cells.number(gbs) is not None:
+        return _int(row, "global_batch_seqs")
+    seq = _int(row, "seq_len")
+    tokens = int(round(cells.number(raw_tokens) or 0))
     if cells.has_suffix(raw_tokens) and tokens % seq:
         # "4M tokens" at a power-of-two sequence length is 4 x 2^20 (Llama 2: "4M tokens" =
         # 1,024 x 4,096); the decimal reading is kept when it is the one seq_len divides.
@@ -150,8 +154,18 @@ def _unverified(val: str) -> bool:
 def _bundled_name(row: dict[str, str]) -> str | None:
     """The bundled HF config named like the row's model ("DeepSeek-V3 (671B ...)" →
     deepseek-v3), for rows whose shapes the columns cannot express (MLA attention)."""
-    key = row["model"].split("(")[0].strip().lower().replace(" ", "-")
-    return key if key in bundled_models() else None
+    key = re.sub(r"[\s_]+", "-", row["model"].split("(")[0].strip().lower())
+    names = bundled_models()
+    if key in names:
+        return key
+    # "DeepSeek-V3 671B", "DeepSeek-V3-Base": a bundled name followed by a size or variant,
+    # taken only when the row's own layer count and width (if stated) are the config's.
+    for name in sorted((n for n in names if key.startswith(n + "-")), key=len, reverse=True):
+        cfg = load_model(name)
+        stated = {"layers": cfg.layers, "hidden": cfg.hidden}
+        if all(cells.number(row.get(k)) in (None, v) for k, v in stated.items()):
+            return name
+    return None
 
 
 def _mla_fields(row: dict[str, str], heads: int) -> dict[str, Any]:
