@@ -528,3 +528,29 @@ def test_mtp_stated_on_a_bundled_model(notes: str, depth: int) -> None:
     row = next(r for r, _ in _readable() if r["row_id"] == "TTDSV3-03")
     model = row_model({**row, "model_notes": f"MLA: q_lora 1536, kv_lora 512; {notes}"})
     assert model.mtp_layers == depth
+
+
+@pytest.mark.parametrize(
+    ("row_id", "kv", "mla", "source"),
+    [("DSV3-01", 128, True, "bundled config"), ("TT24-T2-01", 8, False, "bundled config"),
+     ("N21-T2-01", 96, False, "multi-head attention assumed")],
+)  # fmt: skip
+def test_unstated_kv_heads_is_read_and_printed(
+    row_id: str, kv: int, mla: bool, source: str
+) -> None:
+    """kv_heads = UNVERIFIED (no number): the bundled config of the model's name (MLA stays
+    MLA, Llama-3.1-8B's 8 groups), else multi-head attention; the choice is printed."""
+    row = {**next(r for r, _ in _readable() if r["row_id"] == row_id), "kv_heads": "UNVERIFIED"}
+    model = row_model(row)
+    assert (model.kv_heads, model.is_mla) == (kv, mla)
+    assert source in row_setup(row).read["kv_heads"]
+
+
+@pytest.mark.parametrize("column", ["moe_experts", "moe_topk", "moe_ffn_hidden"])
+def test_unstated_moe_shape_is_refused(column: str) -> None:
+    """An MoE row that does not state its experts, top-k or expert width defines no model:
+    refused in one line naming the column (no default would be more than a guess)."""
+    row = {**next(r for r, _ in _readable() if r["row_id"] == "MPF-T3-01"), column: "UNVERIFIED"}
+    with pytest.raises(DataError) as err:
+        validate_row(row)
+    assert column in err.value.one_line() and "MPF-T3-01" in err.value.one_line()

@@ -212,12 +212,26 @@ def _mtp_layers(notes: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
+def _unstated_kv_heads(row: dict[str, str], heads: int) -> int:
+    """KV heads of a row whose cell is empty or UNVERIFIED without a number: the bundled config
+    of the same model name when there is one ("Llama-3.1-8B" → 8), else one per query head
+    (multi-head attention, what an empty cell has always meant)."""
+    if not (row.get("kv_heads") or "").strip():
+        return heads
+    name = _bundled_name(row)
+    return load_model(name).kv_heads if name is not None else heads
+
+
 def row_model(row: dict[str, str]) -> ModelSpec:
     """The model of one CSV row (GPT rows: LayerNorm, biases, learned positions, tied heads);
     a row whose attention the columns cannot describe (kv_heads = "MLA") takes the bundled
     Hugging Face config of the same name (with the MTP depth the row's notes state)."""
     kv_raw = row.get("kv_heads") or ""
+    kv_open = bool(kv_raw.strip()) and _unverified(kv_raw) and cells.number(kv_raw) is None
     mla = cells.number(kv_raw) is None and kv_raw.strip() and not cells.says_off(kv_raw)
+    if kv_open:  # unstated: MLA only when the bundled config of that name is MLA
+        name = _bundled_name(row)
+        mla = name is not None and load_model(name).is_mla
     if mla:
         name = _bundled_name(row)
         if name is not None:
@@ -247,7 +261,7 @@ def row_model(row: dict[str, str]) -> ModelSpec:
         "hidden": h,
         "ffn_hidden": _int(row, "ffn_hidden", 4 * h),
         "heads": heads,
-        "kv_heads": _int(row, "kv_heads", heads),
+        "kv_heads": _int(row, "kv_heads", _unstated_kv_heads(row, heads)),
         "head_dim": _int(row, "head_dim", h // heads),
         "vocab": _int(row, "vocab"),
         "max_seq_len": _int(row, "seq_len"),
@@ -885,6 +899,10 @@ def row_setup(row: dict[str, str]) -> RowSetup:
         r"sliding[- ]window|\bSWA\b", row.get("model_notes") or "", re.I
     ):
         read["sliding_window"] = "not applied (the source names it without a window size)"
+    kv_raw = row.get("kv_heads") or ""
+    if kv_raw.strip() and _unverified(kv_raw) and cells.number(kv_raw) is None:
+        src = "the bundled config" if _bundled_name(row) else "multi-head attention assumed"
+        read["kv_heads"] = f"{model.kv_heads} (unstated: {src})"
     if "fp4" in (row.get("precision") or "").lower():
         read["precision"] = FP4_AS_FP8
     zero = cells.zero_stage(row.get("zero_or_fsdp"), _legacy(row))
