@@ -53,15 +53,16 @@ def _thousands(raw: str) -> str:
 GPU_NAMES = {
     ("H100-SXM", None): ["H100 SXM5 80GB", "NVIDIA H100-SXM", "DGX H100",
                          "NVIDIA H100 80GB HBM3", "H100-SXM5-80GB (DGX H100)",
-                         "8x NVIDIA H100 SXM (80 GB)", "NVIDIA HGX H100 80GB"],
+                         "8x NVIDIA H100 SXM (80 GB)", "NVIDIA HGX H100 80GB", "HGX-H100-80GB", "NVIDIA-H100-SXM5-80GB"],
     ("A100-SXM-80GB", None): ["A100-SXM4-80GB", "A100 80GB", "NVIDIA A100 SXM4 80 GB",
                               "DGX A100 (A100-SXM4-80GB)", "NVIDIA A100-SXM4-80GB (Selene)"],
     ("A100-SXM-80GB", 40.0): ["A100-SXM4-40GB", "A100 40GB", "NVIDIA A100 SXM4 40 GB",
                               "DGX A100 (40 GB)"],
-    ("B200", None): ["B200 (DGX B200)", "NVIDIA B200 180GB", "DGX B200", "NVIDIA B200 SXM"],
+    ("B200", None): ["B200 (DGX B200)", "NVIDIA B200 180GB", "DGX B200", "NVIDIA B200 SXM",
+                     "DGX-B200"],
     ("B300", None): ["NVIDIA B300", "B300 SXM (HGX B300)", "HGX B300 288GB"],
     ("GB300", None): ["GB300 NVL72", "NVIDIA GB300 (NVL72 rack)", "GB300 NVL72 (288 GB)",
-                      "NVL72 GB300"],
+                      "NVL72 GB300", "DGX-GB300"],
     ("GB200", None): ["GB200 NVL72", "NVIDIA GB200 NVL72 (186 GB)", "NVL72 GB200"],
     ("H800", None): ["H800 SXM5 80GB", "NVIDIA H800"],
     ("H200", None): ["H200 SXM 141GB", "NVIDIA H200 (141 GB HBM3e)"],
@@ -476,6 +477,9 @@ def _base() -> dict[str, str]:
         ("tokens_per_sec_per_gpu", "3890 (3,950 at peak)", "not a number"),
         # A GPU the catalog does not hold cannot be timed.
         ("gpu", "AMD MI300X", "unknown gpu"),
+        # A PCIe card is another part (clocks, power) than the catalog's SXM one.
+        ("gpu", "H100 PCIe 80GB", "PCIe card"),
+        ("gpu", "A100-PCIe-40GB", "PCIe card"),
         # A sequence length without a number.
         ("seq_len", "long", "not a number"),
     ],

@@ -133,7 +133,8 @@ def match_gpu(raw: str) -> tuple[GPUSpec, float | None]:
     """Catalog GPU for a free-text GPU cell and an HBM override (GiB) when the text names a
     memory size the catalog entry lacks. Tried in order: a catalog name or alias inside the
     text ("A100-SXM4-80GB (Selene)", "A100-class"), then the architecture family ("NVIDIA
-    Ampere" → A100); among entries of the same chip the one whose memory the text names wins."""
+    Ampere" → A100); among entries of the same chip the one whose memory the text names wins.
+    A PCIe card is refused when the catalog holds only the SXM part (a different part)."""
     text = raw.strip()
     mem_m = re.search(r"(\d+)\s*Gi?B\b(?!/)", text, re.IGNORECASE)
     mem = float(mem_m.group(1)) if mem_m else None
@@ -141,12 +142,15 @@ def match_gpu(raw: str) -> tuple[GPUSpec, float | None]:
     found: GPUSpec | None = None
     for tok in tokens:
         parts = tok.split("-")
-        for n in range(len(parts), 0, -1):
-            try:
-                found = get_gpu("-".join(parts[:n]))
-            except ConfigError:
-                continue
-            break
+        for i in range(len(parts)):  # "DGX-B200", "NVIDIA-H100-SXM5-80GB": a prefix word
+            for n in range(len(parts), i, -1):
+                try:
+                    found = get_gpu("-".join(parts[i:n]))
+                except ConfigError:
+                    continue
+                break
+            if found is not None:
+                break
         if found is not None:
             break
     if found is None:
@@ -160,6 +164,12 @@ def match_gpu(raw: str) -> tuple[GPUSpec, float | None]:
         raise ConfigError(
             f"unknown gpu {raw!r}: no catalog GPU matches its name or family",
             fix=f"name one of: {names} (or an architecture family: {', '.join(FAMILY_GPU)})",
+        )
+    if re.search(r"\bPCI-?e\b", text, re.IGNORECASE) and "PCIE" not in found.name.upper():
+        raise ConfigError(
+            f"gpu {raw!r} is a PCIe card; the catalog holds only the {found.name} (SXM/board) "
+            "part, whose clocks and power differ",
+            fix="add the PCIe part to the GPU catalog, or name the SXM part if the run used it",
         )
     if mem is not None:
         chip = found.name.split("-")[0]
