@@ -13,8 +13,14 @@ import re
 from starfabric.astral.hardware import GPUSpec, get_gpu, list_gpus
 from starfabric.errors import ConfigError
 
-_NUM = re.compile(r"(\d+(?:\.\d+)?)\s*([KMB])?(?![A-Za-z])", re.IGNORECASE)
+_DIGITS = re.compile(r"(?<![\d.,])(\d{1,3}(?:,\d{3})+(?![\d,])|\d+)(\.\d+)?")
+"""A number as sources print it: plain ("4096", "0.5") or with thousands separators ("4,096",
+"1,048,576": groups of exactly three digits)."""
+_SUFFIX = re.compile(r"\s*([KMB])(?![A-Za-z])", re.IGNORECASE)
 _SCALE = {"": 1, "k": 1_000, "m": 1_000_000, "b": 1_000_000_000}
+BINARY_SCALE = {"": 1, "k": 1024, "m": 1024**2, "b": 1024**3}
+"""K/M as sequence lengths use them: powers of two ("4K context" = 4,096 tokens, "128K" =
+131,072, "1M" = 1,048,576: the lengths the models train at; Llama 3 section 3.4)."""
 
 FAMILY_GPU = {
     "ampere": "A100",
@@ -31,13 +37,90 @@ def unverified(raw: str | None) -> bool:
     return not text or "UNVERIFIED" in text
 
 
-def number(raw: str | None) -> float | None:
+def _numbers(raw: str | None, binary: bool = False) -> list[tuple[float, bool]]:
+    """Every number of a cell with its K/M/B suffix applied, and whether it had one. A number
+    glued to letters on its left ("TP8", "VPP=4" is not glued) takes no suffix, and one glued
+    to letters on its right that are no suffix is a name, not a value ("1F1B", "2x")."""
+    text = raw or ""
+    out: list[tuple[float, bool]] = []
+    for m in _DIGITS.finditer(text):
+        val = float(m.group(1).replace(",", "") + (m.group(2) or ""))
+        glued = m.start() > 0 and text[m.start() - 1].isalpha()
+        rest = text[m.end() :]
+        suf = None if glued else _SUFFIX.match(rest)
+        if suf:
+            scale = (BINARY_SCALE if binary else _SCALE)[suf.group(1).lower()]
+            out.append((val * scale, True))
+        elif not rest[:1].isalpha():
+            out.append((val, False))
+    return out
+
+
+def number(raw: str | None, binary: bool = False) -> float | None:
     """The first number in a cell with its K/M/B suffix ("~50K" → 50000, "128000 (paper)" →
-    128000, "UNVERIFIED(3 in Table 5)" → 3); None when the cell holds no number."""
-    m = _NUM.search(raw or "")
-    if not m:
+    128000, "4,096" → 4096, "TP8" → 8, "UNVERIFIED(3 in Table 5)" → 3; `binary`: K = 1024,
+    M = 1024², for sequence lengths); None when the cell holds no number."""
+    found = _numbers(raw, binary)
+    return found[0][0] if found else None
+
+
+def has_suffix(raw: str | None) -> bool:
+    """True when the cell's first number carries a K/M/B suffix ("4M tokens")."""
+    found = _numbers(raw)
+    return bool(found) and found[0][1]
+
+
+OFF_WORDS = (
+    "none",
+    "no",
+    "n",
+    "off",
+    "false",
+    "disabled",
+    "n/a",
+    "na",
+    "not used",
+    "unused",
+    "-",
+    "—",
+)
+"""Cell phrasings of a feature that is not used (a parallel degree of 1, SP off...)."""
+ON_WORDS = ("yes", "y", "on", "true", "enabled", "used")
+
+
+def _lead(raw: str | None, names: str = "") -> str:
+    """The cell's text lower-cased, without a leading feature name ("SP on" → "on" for
+    `names`; any "key: value" or "key=value" → the value)."""
+    text = (raw or "").strip().lower()
+    if names:
+        text = re.sub(rf"^(?:{names})\s*[:=]?\s*", "", text)
+    return re.sub(r"^[a-z][\w -]{0,30}?\s*[:=]\s*", "", text)  # "VPP=None", "sp: on"
+
+
+def _first_word(text: str) -> str:
+    m = re.match(r"(n/a|not used|[a-z]+|[-—](?![-\w]))", text)
+    return m.group(1) if m else ""
+
+
+def says_off(raw: str | None) -> bool:
+    """True when a cell holds no number and says the feature is not used ("none", "no",
+    "off", "n/a", "-", "disabled (no CP)")."""
+    if number(raw) is not None or unverified(raw):
+        return False
+    return _first_word(_lead(raw)) in OFF_WORDS
+
+
+def flag(raw: str | None, names: str = "") -> bool | None:
+    """A yes/no cell ("yes (required with TP)", "SP on", "true", "disabled"); None when it
+    says neither (empty, UNVERIFIED, "n/a")."""
+    if unverified(raw):
         return None
-    return float(m.group(1)) * _SCALE[(m.group(2) or "").lower()]
+    word = _first_word(_lead(raw, names))
+    if word in ON_WORDS:
+        return True
+    if word in OFF_WORDS and word not in ("n/a", "na", "-", "—"):
+        return False
+    return None
 
 
 def is_hint(raw: str | None) -> bool:
@@ -50,20 +133,24 @@ def match_gpu(raw: str) -> tuple[GPUSpec, float | None]:
     """Catalog GPU for a free-text GPU cell and an HBM override (GiB) when the text names a
     memory size the catalog entry lacks. Tried in order: a catalog name or alias inside the
     text ("A100-SXM4-80GB (Selene)", "A100-class"), then the architecture family ("NVIDIA
-    Ampere" → A100); among entries of the same chip the one whose memory the text names wins."""
+    Ampere" → A100); among entries of the same chip the one whose memory the text names wins.
+    A PCIe card is refused when the catalog holds only the SXM part (a different part)."""
     text = raw.strip()
-    mem_m = re.search(r"(\d+)\s*GB", text, re.IGNORECASE)
+    mem_m = re.search(r"(\d+)\s*Gi?B\b(?!/)", text, re.IGNORECASE)
     mem = float(mem_m.group(1)) if mem_m else None
     tokens = re.findall(r"[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*", text)
     found: GPUSpec | None = None
     for tok in tokens:
         parts = tok.split("-")
-        for n in range(len(parts), 0, -1):
-            try:
-                found = get_gpu("-".join(parts[:n]))
-            except ConfigError:
-                continue
-            break
+        for i in range(len(parts)):  # "DGX-B200", "NVIDIA-H100-SXM5-80GB": a prefix word
+            for n in range(len(parts), i, -1):
+                try:
+                    found = get_gpu("-".join(parts[i:n]))
+                except ConfigError:
+                    continue
+                break
+            if found is not None:
+                break
         if found is not None:
             break
     if found is None:
@@ -77,6 +164,12 @@ def match_gpu(raw: str) -> tuple[GPUSpec, float | None]:
         raise ConfigError(
             f"unknown gpu {raw!r}: no catalog GPU matches its name or family",
             fix=f"name one of: {names} (or an architecture family: {', '.join(FAMILY_GPU)})",
+        )
+    if re.search(r"\bPCI-?e\b", text, re.IGNORECASE) and "PCIE" not in found.name.upper():
+        raise ConfigError(
+            f"gpu {raw!r} is a PCIe card; the catalog holds only the {found.name} (SXM/board) "
+            "part, whose clocks and power differ",
+            fix="add the PCIe part to the GPU catalog, or name the SXM part if the run used it",
         )
     if mem is not None:
         chip = found.name.split("-")[0]
@@ -165,14 +258,98 @@ def zero_shard_ranks(raw: str | None, gpus_per_node: int) -> int | None:
     return None
 
 
+RECOMPUTE_ON = "on"
+"""What `recompute_kind` returns for a cell that says recompute was on without saying which
+(Seer then chooses among the recomputing settings)."""
+
+
+def recompute_kind(raw: str | None, legacy: bool) -> str | None:
+    """Recompute granularity a cell states: 'none' ("none", "no", "off", "disabled", "no
+    activation checkpointing"), 'full' ("full, uniform, 1 layer", "activation checkpointing
+    (full)", "--recompute-method uniform"), 'selective' ("selective (core_attn)", modules
+    named), `RECOMPUTE_ON` ("yes", "activation checkpointing" without a granularity: before
+    2023 (`legacy`) only full existed, so 'full'); None when UNVERIFIED or empty."""
+    if unverified(raw):
+        return None
+    text = _lead(raw, r"recompute|(?:activation|gradient) (?:checkpointing|recompute)")
+    word = _first_word(text) if text else "yes"  # the cell only names the feature
+    negated = re.search(
+        r"^(?:no|without)\s+(?:activation\s+)?(?:recompute|checkpoint|re-?mat)", text
+    )
+    if word in ("n/a", "na", "-", "—"):
+        return None  # a dash or n/a in a recompute column does not say which: chosen
+    if word in OFF_WORDS or negated:
+        return "none"
+    if text.startswith("full"):
+        return "full"
+    if re.search(r"selective|partial|modules?|recomputed|core_attn|op-level", text):
+        return "selective"
+    if re.search(r"\bfull\b|uniform|\bblock\b|every (?:decoder |transformer )?layer", text):
+        return "full"
+    if word in ON_WORDS:
+        return "full" if legacy else RECOMPUTE_ON
+    return "selective"
+
+
+PRECISIONS = (
+    ("fp8", r"fp8|fp4|float8|e4m3|e5m2"),
+    ("bf16", r"bf-?16|bfloat-?16|brain[- ]?float"),
+)
+"""Compute precision named by a precision cell, first match wins; anything else 16-bit is
+FP16 ("mixed 16-bit", "FP16 mixed", "half")."""
+
+
+def precision(raw: str | None) -> str:
+    """'fp8' (FP8/FP4 GEMMs: "FP8 hybrid", "fp8 (E4M3 fwd, E5M2 bwd)", "float8"), 'bf16'
+    ("BF16 mixed", "bfloat16"; also an unstated precision), else 'fp16'."""
+    text = (raw or "").lower()
+    for name, pat in PRECISIONS:
+        if re.search(pat, text):
+            return name
+    return "bf16" if unverified(raw) else "fp16"
+
+
+_FRAMEWORK_SPELLINGS = (
+    (r"megatron[\s_]+bridge|megatronbridge", "Megatron-Bridge"),
+    (r"megatron[\s_]+core|\bm-?core\b", "Megatron-Core"),
+    (r"megatron[\s_]+deepspeed", "Megatron-DeepSpeed"),
+    (r"megatron[\s_]+lm\b", "Megatron-LM"),
+    (r"torch[\s_]+titan", "TorchTitan"),
+    (r"deep[\s_]+speed", "DeepSpeed"),
+    (r"\bcore_[rv]?(?=\d)", "Megatron-Core "),
+    (r"(nemo)\b\s*(?:framework|container|image|docker)?\s*[:v]?\s*(?=\d\d\.\d\d)", r"\1 "),
+)
+"""Spellings of the same framework release ("Megatron Bridge", "MCore", "core_r0.12.0" = the
+Megatron-Core tag, "NeMo container 25.02" = "nemo:25.02" = NeMo 25.02) → one form."""
+
+
+def framework(raw: str | None) -> str:
+    """A framework cell with its framework names spelled one way (`_FRAMEWORK_SPELLINGS`)."""
+    text = raw or ""
+    for pat, rep in _FRAMEWORK_SPELLINGS:
+        text = re.sub(pat, rep, text, flags=re.IGNORECASE)
+    return text
+
+
 __all__ = [
+    "BINARY_SCALE",
     "FAMILY_GPU",
     "MEGATRON_CAUSAL_SINCE",
+    "OFF_WORDS",
+    "ON_WORDS",
+    "PRECISIONS",
+    "RECOMPUTE_ON",
+    "flag",
     "flop_convention",
+    "framework",
+    "has_suffix",
     "is_hint",
     "match_gpu",
     "megatron_formula_is_causal",
     "number",
+    "precision",
+    "recompute_kind",
+    "says_off",
     "unverified",
     "zero_shard_ranks",
     "zero_stage",

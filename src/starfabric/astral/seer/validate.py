@@ -93,11 +93,20 @@ def bundled_csv() -> Path:
         return Path(p)
 
 
+BINARY_COLUMNS = ("seq_len",)
+"""Columns whose K/M suffix is a power of two ("4K" = 4,096 tokens: cells.BINARY_SCALE)."""
+NODES_TIMES_GPUS = r"(\d+)\s*(?:nodes?|hosts?|servers?|systems?)\s*[x×*]\s*(\d+)"
+"""A GPU count written as nodes times GPUs per node ("128 nodes x 8 GPUs")."""
+
+
 def _int(row: dict[str, str], key: str, default: int | None = None) -> int:
     """An integer cell; approximate or hinted numbers ("~50K", "UNVERIFIED(1 in Table 5)")
     are read as numbers, a cell without one takes `default` or is a DataError."""
     raw = (row.get(key) or "").strip()
-    val = cells.number(raw)
+    val = cells.number(raw, binary=key in BINARY_COLUMNS)
+    nodes = re.search(NODES_TIMES_GPUS, raw, re.I) if key == "num_gpus" else None
+    if nodes:  # "128 nodes x 8 GPUs"
+        val = float(int(nodes.group(1)) * int(nodes.group(2)))
     if val is None:
         if default is not None:
             return default
@@ -111,9 +120,18 @@ def _int(row: dict[str, str], key: str, default: int | None = None) -> int:
 def global_batch_seqs(row: dict[str, str]) -> int:
     """Sequences per iteration: the column (a hint such as "~1024 UNVERIFIED" counts), or
     tokens_per_batch / seq_len; a row with neither defines no run."""
-    if cells.number(row.get("global_batch_seqs")) is not None:
+    raw_tokens = row.get("tokens_per_batch")
+    gbs = row.get("global_batch_seqs") or ""
+    if re.match(r"\s*~?\s*[\d.,]+\s*[KMB]?\s*tokens\b", gbs, re.I):
+        raw_tokens = gbs  # "4M tokens" written in the batch column is a token count
+    elif cells.number(gbs) is not None:
         return _int(row, "global_batch_seqs")
-    tokens, seq = _int(row, "tokens_per_batch", 0), _int(row, "seq_len")
+    seq = _int(row, "seq_len")
+    tokens = int(round(cells.number(raw_tokens) or 0))
+    if cells.has_suffix(raw_tokens) and tokens % seq:
+        # "4M tokens" at a power-of-two sequence length is 4 x 2^20 (Llama 2: "4M tokens" =
+        # 1,024 x 4,096); the decimal reading is kept when it is the one seq_len divides.
+        tokens = int(round(cells.number(raw_tokens, binary=True) or 0))
     if tokens <= 0:
         raise DataError(
             f"row {row.get('row_id', '?')}: {UNDEFINED}: no global batch "
@@ -136,8 +154,18 @@ def _unverified(val: str) -> bool:
 def _bundled_name(row: dict[str, str]) -> str | None:
     """The bundled HF config named like the row's model ("DeepSeek-V3 (671B ...)" →
     deepseek-v3), for rows whose shapes the columns cannot express (MLA attention)."""
-    key = row["model"].split("(")[0].strip().lower().replace(" ", "-")
-    return key if key in bundled_models() else None
+    key = re.sub(r"[\s_]+", "-", row["model"].split("(")[0].strip().lower())
+    names = bundled_models()
+    if key in names:
+        return key
+    # "DeepSeek-V3 671B", "DeepSeek-V3-Base": a bundled name followed by a size or variant,
+    # taken only when the row's own layer count and width (if stated) are the config's.
+    for name in sorted((n for n in names if key.startswith(n + "-")), key=len, reverse=True):
+        cfg = load_model(name)
+        stated = {"layers": cfg.layers, "hidden": cfg.hidden}
+        if all(cells.number(row.get(k)) in (None, v) for k, v in stated.items()):
+            return name
+    return None
 
 
 def _mla_fields(row: dict[str, str], heads: int) -> dict[str, Any]:
@@ -168,15 +196,52 @@ def _model_text(row: dict[str, str]) -> str:
     ).lower()
 
 
+_MTP = r"(?:\bMTP\b|mtp[_-]num[_-]layers|multi[- ]token[- ]prediction)"
+
+
+def _mtp_layers(notes: str) -> int | None:
+    """Multi-token-prediction modules a model_notes cell states: "MTP depth 1", "MTP=1",
+    "mtp_num_layers 2", "multi-token prediction (1 module)", "1 MTP layer" → the number;
+    "no MTP", "MTP disabled/off/none" → 0; None when it states no depth."""
+    if re.search(rf"(?:\bno|without)\s+{_MTP}|{_MTP}\s*[:=(]?\s*(?:disabled|off|none)\b", notes,
+                 re.I):  # fmt: skip
+        return 0
+    m = re.search(rf"{_MTP}\D{{0,12}}?(\d+)", notes, re.I) or re.search(
+        rf"\b(\d+)\s*(?:-?\s*layer|-?\s*module|-?\s*depth)?\s*{_MTP}", notes, re.I
+    )
+    return int(m.group(1)) if m else None
+
+
+def _unstated_kv_heads(row: dict[str, str], heads: int) -> int:
+    """KV heads of a row whose cell is empty or UNVERIFIED without a number: the bundled config
+    of the same model name when there is one ("Llama-3.1-8B" → 8), else one per query head
+    (multi-head attention, what an empty cell has always meant)."""
+    if not (row.get("kv_heads") or "").strip():
+        return heads
+    name = _bundled_name(row)
+    return load_model(name).kv_heads if name is not None else heads
+
+
 def row_model(row: dict[str, str]) -> ModelSpec:
     """The model of one CSV row (GPT rows: LayerNorm, biases, learned positions, tied heads);
     a row whose attention the columns cannot describe (kv_heads = "MLA") takes the bundled
-    Hugging Face config of the same name."""
-    mla = cells.number(row.get("kv_heads")) is None and (row.get("kv_heads") or "").strip()
+    Hugging Face config of the same name (with the MTP depth the row's notes state)."""
+    kv_raw = row.get("kv_heads") or ""
+    kv_open = bool(kv_raw.strip()) and _unverified(kv_raw) and cells.number(kv_raw) is None
+    mla = cells.number(kv_raw) is None and kv_raw.strip() and not cells.says_off(kv_raw)
+    if kv_open:  # unstated: MLA only when the bundled config of that name is MLA
+        name = _bundled_name(row)
+        mla = name is not None and load_model(name).is_mla
     if mla:
         name = _bundled_name(row)
         if name is not None:
-            return load_model(name)
+            bundled = load_model(name)
+            mtp = _mtp_layers(row.get("model_notes") or "")
+            if mtp is not None and mtp != bundled.mtp_layers:
+                # The run's own MTP depth ("MTP disabled"): the HF config's
+                # num_nextn_predict_layers is the released checkpoint's, not every run's.
+                return bundled.model_copy(update={"mtp_layers": mtp})
+            return bundled
         if "mla" not in (row.get("kv_heads") or "").lower():
             raise DataError(
                 f"row {row['row_id']}: kv_heads = {row['kv_heads']!r} and no bundled config "
@@ -196,7 +261,7 @@ def row_model(row: dict[str, str]) -> ModelSpec:
         "hidden": h,
         "ffn_hidden": _int(row, "ffn_hidden", 4 * h),
         "heads": heads,
-        "kv_heads": _int(row, "kv_heads", heads),
+        "kv_heads": _int(row, "kv_heads", _unstated_kv_heads(row, heads)),
         "head_dim": _int(row, "head_dim", h // heads),
         "vocab": _int(row, "vocab"),
         "max_seq_len": _int(row, "seq_len"),
@@ -218,10 +283,11 @@ def row_model(row: dict[str, str]) -> ModelSpec:
     )  # fmt: skip
     if swa:  # "sliding-window attention 4096": the window; a bare "SWA" states no size
         spec["sliding_window"] = int(swa.group(1))
-    mtp = re.search(r"\bMTP\b\D{0,12}(\d+)", notes)
-    if mtp:  # "MTP depth 1": multi-token-prediction modules (DeepSeek-V3 section 2.2)
-        spec["mtp_layers"] = int(mtp.group(1))
-    if arch == "moe" or (row.get("moe_experts") or "").strip():
+    mtp = _mtp_layers(notes)
+    if mtp is not None:  # "MTP depth 1": multi-token-prediction modules (DeepSeek-V3 section 2.2)
+        spec["mtp_layers"] = mtp
+    experts = row.get("moe_experts") or ""
+    if arch == "moe" or (experts.strip() and not cells.says_off(experts) and cells.number(experts)):
         spec.update(
             moe_experts=_int(row, "moe_experts"),
             moe_topk=_int(row, "moe_topk"),
@@ -245,7 +311,11 @@ def _gpu(row: dict[str, str]) -> tuple[str, float | None]:
     return gpu.name, hbm
 
 
-_SPEED = r"(\d+(?:\.\d+)?)\s*(G|T)(?:b/?s|bps|bit/s|b\b)"
+_SPEED = r"(\d+(?:\.\d+)?)\s*(G|T)(?:b/?s|bps|bit/s|b\b|\b(?!/))"
+"""A line rate in bits: "400 Gb/s", "400Gbps", "3.2 Tb/s", "400G" ("GB/s" is bytes: `_BYTES`)."""
+IB_GENERATION_GBPS = {"XDR": 800.0, "NDR": 400.0, "HDR": 200.0, "EDR": 100.0}
+"""InfiniBand port rates by generation name (IBTA: EDR 100, HDR 200, NDR 400, XDR 800 Gb/s at
+4x width), for a cell that names links by generation only ("8x NDR400", "8x HDR per node")."""
 
 
 def _nic(row: dict[str, str], gpu: str) -> str:
@@ -277,15 +347,25 @@ def _nic_gbps(text: str, per_node: int) -> float | None:
     def scale(unit: str) -> float:
         return 1000.0 if unit.upper() == "T" else 1.0
 
+    m = re.search(r"(\d+)\s*(?:NICs?|HCAs?|adapters?|ports?)\s*(?:per|for|/)\s*(\d+)\s*GPUs?",
+                  text, re.IGNORECASE)  # fmt: skip
+    rate = re.search(_SPEED, text)
+    if m and rate:  # "4 NICs per 8 GPUs, 100 Gb/s each"
+        per_gpu = int(m.group(1)) / int(m.group(2))
+        return per_gpu * float(rate.group(1)) * scale(rate.group(2))
+    text = _with_ib_rates(text)
     m = re.search(_SPEED + r"\s*(?:per|/)\s*(?:GPU|gpu)", text)  # b = bits, B = bytes
     if m:
         return float(m.group(1)) * scale(m.group(2))
     m = re.search(_BYTES + r"\s*(?:per|/)\s*GPU", text)
     if m:
         return 8 * float(m.group(1)) * scale(m.group(2))
-    m = re.search(r"(\d+)\s*[x×]\s*(?:[A-Za-z-]+\s+)*?" + _SPEED, text)
+    m = re.search(r"(\d+)\s*[x×]\s*(?:[A-Za-z][\w-]*\s+)*?" + _SPEED, text)
     if m:
         return int(m.group(1)) * float(m.group(2)) * scale(m.group(3)) / per_node
+    m = re.search(_SPEED + r"\s*[x×]\s*(\d+)\b", text)
+    if m:  # "100 Gbps x 4 per node", "ConnectX-7 400Gb/s x8"
+        return int(m.group(3)) * float(m.group(1)) * scale(m.group(2)) / per_node
     m = re.search(r"(\d+)\s*[x×]\s*" + _BYTES, text)
     if m:  # "8x50 GB/s per node": N links of a rate in bytes
         return 8 * int(m.group(1)) * float(m.group(2)) * scale(m.group(3)) / per_node
@@ -304,12 +384,24 @@ def _nic_gbps(text: str, per_node: int) -> float | None:
     return None
 
 
+def _with_ib_rates(text: str) -> str:
+    """An InfiniBand generation named without a rate ("8x NDR400", "8x HDR per node") gets its
+    port rate written out (`IB_GENERATION_GBPS`); a cell with a rate of its own is left alone."""
+    if re.search(_SPEED, re.sub(r"\b(?:XDR|NDR|HDR|EDR)\d{3}\b", "", text)):
+        return text
+    pat = r"\b(XDR|NDR|HDR|EDR)(?:\d{3})?\b"
+    return re.sub(pat, lambda m: f"{IB_GENERATION_GBPS[m.group(1)]:g} Gb/s", text)
+
+
 def _year(row: dict[str, str]) -> int | None:
-    """Year of the software a row ran: from the framework cell ("Megatron-LM (2021)"), else
-    from the arXiv identifier of its citation (arXiv:2104.04473 → 2021)."""
+    """Year of the software a row ran: from the framework cell ("Megatron-LM (2021)", a NeMo
+    container tag "NeMo 24.07" → 2024), else from the arXiv identifier of its citation (arXiv:2104.04473 → 2021)."""
     year = re.search(r"(20\d\d)", row.get("framework") or "")
     if year:
         return int(year.group(1))
+    nemo = re.search(r"nemo\s*(\d\d)\.(?:0[1-9]|1[0-2])\b", row.get("framework") or "", re.I)
+    if nemo and int(nemo.group(1)) >= 20:  # NeMo containers are tagged YY.MM ("NeMo 24.07")
+        return 2000 + int(nemo.group(1))
     arxiv = re.search(r"arXiv:\s*(\d\d)(\d\d)\.\d{4,5}", row.get("citation") or "", re.I)
     return 2000 + int(arxiv.group(1)) if arxiv else None
 
@@ -451,9 +543,16 @@ def _convention(row: dict[str, str]) -> str:
     return conv
 
 
+def _figure_cell(row: dict[str, str], key: str) -> str:
+    """A published-figure cell, or "" when it holds no figure: no digit at all ("-", "n/a",
+    "not reported", "UNVERIFIED"), as an empty cell."""
+    raw = (row.get(key) or "").strip()
+    return raw if re.search(r"\d", raw) else ""
+
+
 def _has_time(row: dict[str, str]) -> bool:
     return any(
-        (row.get(k) or "").strip()
+        _figure_cell(row, k)
         for k in ("iter_time_s", "derived_iter_time_s", "tokens_per_sec_per_gpu")
     )
 
@@ -475,7 +574,7 @@ def _measured(row: dict[str, str], key: str, raw: str, bound: bounds.Bound) -> f
     a DataError naming the row, the column and the value (the row is then not predicted)."""
     where = f"row {row.get('row_id', '?')}"
     try:
-        v = float(raw)
+        v = _figure(raw)
     except ValueError:
         raise DataError(
             f"{where}: column {key!r} = {raw!r} is not a number", fix="give the published figure"
@@ -485,6 +584,27 @@ def _measured(row: dict[str, str], key: str, raw: str, bound: bounds.Bound) -> f
             f"{where}: column {key!r} = {raw!r} is zero", fix="give the published figure"
         )
     return bound.check(v, where, key, "give the published figure (a corrupt cell?)")
+
+
+_FIGURE = re.compile(
+    r"~?\s*(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?\s*([KM](?![A-Za-z]))?\s*"
+    r"(?:[A-Za-z%/µ][A-Za-z%/µ.\s-]*)?(?:\([^()\d]*\))?\s*"
+)
+"""A published figure as sources print it: "3,890", "3890 tokens/s/GPU", "12.3 s", "~540 TFLOP/s",
+"3.9K tokens/s" — one number, an optional K/M and unit words; a range or a second number is
+not one figure."""
+
+
+def _figure(raw: str) -> float:
+    """The number of a published-figure cell (`_FIGURE`), else ValueError."""
+    try:
+        return float(raw)
+    except ValueError:
+        m = _FIGURE.fullmatch(raw.strip())
+        if m is None:
+            raise
+        scale = {"": 1.0, "K": 1e3, "M": 1e6}[(m.group(3) or "").upper()]
+        return float(m.group(1).replace(",", "") + (m.group(2) or "")) * scale
 
 
 def _tflops_bound() -> bounds.Bound:
@@ -504,16 +624,17 @@ by more than 2x the hardware's."""
 def published_iteration_s(row: dict[str, str], model: ModelSpec) -> float:
     """The row's iteration time: measured or derived column, tokens/s per GPU, or TFLOP/s per
     GPU converted back with the source's own FLOP formula."""
+    row = canonical_row(row)
     for key in ("iter_time_s", "derived_iter_time_s"):
-        raw = (row.get(key) or "").strip()
+        raw = _figure_cell(row, key)
         if raw:
             return _measured(row, key, raw, bounds.duration("s", 1.0))
     tokens = global_batch_seqs(row) * _int(row, "seq_len")
     gpus = _int(row, "num_gpus")
-    tps = (row.get("tokens_per_sec_per_gpu") or "").strip()
+    tps = _figure_cell(row, "tokens_per_sec_per_gpu")
     if tps:
         return tokens / (_measured(row, "tokens_per_sec_per_gpu", tps, bounds.counter()) * gpus)
-    tf = (row.get("tflops_per_gpu") or "").strip()
+    tf = _figure_cell(row, "tflops_per_gpu")
     if tf:
         tf = str(_measured(row, "tflops_per_gpu", tf, _tflops_bound()))
     if not tf:
@@ -555,8 +676,10 @@ def _choices(
     titan = torchtitan_pp.is_torchtitan(fw_cell)
     vpp_raw = row.get("vpp", "")
     per = -(-model.layers // pp)  # layers per stage (uneven: the end stages hold fewer)
-    if pp == 1 or ex.get("pipeline_schedule") == "dualpipe":
-        out["vpp"] = [1]  # DualPipe's two directions take the place of virtual stages
+    if pp == 1 or ex.get("pipeline_schedule") == "dualpipe" or cells.says_off(vpp_raw):
+        out["vpp"] = [
+            1
+        ]  # "none", "no", "off": no interleaving  # DualPipe's two directions take the place of virtual stages
     elif cells.number(vpp_raw) is not None and not _unverified(vpp_raw):
         out["vpp"] = [_int(row, "vpp")]
     elif _legacy(row) and not _interleaving_stated(row):
@@ -588,7 +711,8 @@ def _choices(
     else:
         out["micro_batch"] = [_int(row, "micro_batch")]
     rec_raw = (row.get("recompute") or "").lower()
-    if _unverified(rec_raw):
+    kind = cells.recompute_kind(rec_raw, _legacy(row))
+    if kind is None:
         if _legacy(row):
             # Before 2023 Megatron-LM, Megatron-DeepSpeed and fairseq checkpointed whole
             # layers or nothing (--checkpoint-activations); selective recompute arrived with
@@ -596,10 +720,12 @@ def _choices(
             out["recompute"] = ["none", "full"]
         else:
             out["recompute"] = ["none", "selective", *selective_module_sets(model), "full"]
-    elif rec_raw.startswith("full"):
-        out["recompute"] = ["full"]
-    elif rec_raw.startswith("none"):
-        out["recompute"] = ["none"]
+    elif kind == cells.RECOMPUTE_ON:
+        # Recompute stated on, its granularity not: the recomputing settings a tuning user
+        # tries, fastest that fits.
+        out["recompute"] = ["selective", *selective_module_sets(model), "full"]
+    elif kind in ("full", "none"):
+        out["recompute"] = [kind]
     else:  # "selective", "partial", "RMSNorm + MLA up-projections recomputed"
         out["recompute"] = ["selective"]
         mods = recompute_modules(rec_raw)
@@ -750,16 +876,23 @@ LOGITS_FP32 = re.compile(r"(?:lm[- ]head|logits|output layer)[^;]*?\bfp32\b", re
 
 
 def _precision(row: dict[str, str]) -> str:
-    raw = (row.get("precision") or "").lower()
-    if "fp8" in raw or "fp4" in raw:
-        return "fp8"
-    if "bf16" in raw or _unverified(raw):
-        return "bf16"  # an unstated mixed precision on Ampere or later: BF16 (same peak)
-    return "fp16"
+    # An unstated mixed precision on Ampere or later: BF16 (same peak as FP16).
+    return cells.precision(row.get("precision"))
+
+
+def canonical_row(row: dict[str, str]) -> dict[str, str]:
+    """The row with its framework cell spelled one way (cells.framework: "Megatron Bridge",
+    "core_r0.12.0", "NeMo container 25.02"), so every reader below sees the same release."""
+    fw = row.get("framework")
+    if not fw:
+        return row
+    canon = cells.framework(fw)
+    return row if canon == fw else {**row, "framework": canon}
 
 
 def row_setup(row: dict[str, str]) -> RowSetup:
     """Model, fixed execution and system of a row, plus the settings still to choose."""
+    row = canonical_row(row)
     model = row_model(row)
     gpu, hbm = _gpu(row)
     read: dict[str, Any] = {}
@@ -771,6 +904,10 @@ def row_setup(row: dict[str, str]) -> RowSetup:
         r"sliding[- ]window|\bSWA\b", row.get("model_notes") or "", re.I
     ):
         read["sliding_window"] = "not applied (the source names it without a window size)"
+    kv_raw = row.get("kv_heads") or ""
+    if kv_raw.strip() and _unverified(kv_raw) and cells.number(kv_raw) is None:
+        src = "the bundled config" if _bundled_name(row) else "multi-head attention assumed"
+        read["kv_heads"] = f"{model.kv_heads} (unstated: {src})"
     if "fp4" in (row.get("precision") or "").lower():
         read["precision"] = FP4_AS_FP8
     zero = cells.zero_stage(row.get("zero_or_fsdp"), _legacy(row))
@@ -782,7 +919,6 @@ def row_setup(row: dict[str, str]) -> RowSetup:
         zero = 0 if _legacy(row) else (2 if nemo1 else 1)
         read["zero"] = f"{zero} (unstated: the framework's default optimizer sharding)"
         zero_open = True  # a user shards more (ZeRO-1..3, DeepSpeed 2020) when it does not fit
-    sp_raw = (row.get("sp") or "").strip().lower()
     deg = {d: _degree(row, d) for d in DEGREES}
     gpus = _int(row, "num_gpus")
     ex: dict[str, Any] = {
@@ -790,7 +926,7 @@ def row_setup(row: dict[str, str]) -> RowSetup:
         "seq_len": _int(row, "seq_len"),
         "precision": _precision(row),
         **deg,
-        "sp": sp_raw.startswith("yes") or (not sp_raw.startswith("no") and not _legacy(row)),
+        "sp": _sp(row),
         "zero": zero,
         **_framework(row),
     }
@@ -815,7 +951,11 @@ def row_setup(row: dict[str, str]) -> RowSetup:
     tp, pp, cp = deg["tp"], deg["pp"], deg["cp"]
     if tp and pp and cp and deg["ep"] and not _unverified(row.get("dp", "")):
         ex["dp"] = _int(row, "dp", max(1, gpus // (tp * pp * cp)))
-    if (row.get("etp") or "").strip() and not _unverified(row["etp"]):
+    if (
+        (row.get("etp") or "").strip()
+        and not _unverified(row["etp"])
+        and not cells.says_off(row["etp"])
+    ):
         ex["etp"] = _int(row, "etp")
     system: dict[str, Any] = {
         "gpu": gpu,
@@ -863,14 +1003,22 @@ def row_setup(row: dict[str, str]) -> RowSetup:
     return RowSetup(model, ex, system, options, read)
 
 
+def _sp(row: dict[str, str]) -> bool:
+    """Sequence parallelism: the sp cell's yes/no ("yes", "SP on", "true", "disabled"); when
+    it says neither, on for current stacks (Megatron-Core requires it with TP) and off before
+    2023."""
+    stated = cells.flag(row.get("sp"), r"sp|sequence[- ]parallel(?:ism)?")
+    return stated if stated is not None else not _legacy(row)
+
+
 def _degree(row: dict[str, str], key: str) -> int | None:
     """A parallel degree the row states (empty cp/ep: 1), or None when it is UNVERIFIED
     (with or without a hinted number): Seer then chooses it."""
     raw = (row.get(key) or "").strip()
     if _unverified(raw):
         return None
-    if not raw and key in ("cp", "ep"):
-        return 1
+    if (not raw and key in ("cp", "ep")) or cells.says_off(raw):
+        return 1  # "none", "no", "n/a", "-": the dimension is not split
     return _int(row, key)
 
 
@@ -908,6 +1056,7 @@ def _candidates(
 def validate_row(row: dict[str, str]) -> RowResult:
     """Predict one row, choosing its UNVERIFIED settings as a tuning user of its framework
     would: the fastest candidate that fits in memory."""
+    row = canonical_row(row)
     missing = [c for c in REQUIRED if not (row.get(c) or "").strip()]
     if missing:
         raise DataError(f"row {row.get('row_id', '?')}: empty columns {missing}", fix="fill them")
@@ -959,9 +1108,9 @@ def validate_row(row: dict[str, str]) -> RowResult:
     conv = _convention(row)
     row_used = dict(row, global_batch_seqs=str(full["global_batch"]))
     published = published_iteration_s(row_used, model)
-    tf = (row.get("tflops_per_gpu") or "").strip()
+    tf = _figure_cell(row, "tflops_per_gpu")
     pub_tf = (
-        float(tf)
+        _figure(tf)
         if tf
         else _convention_flops(row_used, model, conv) / (published * _int(row, "num_gpus")) / 1e12
     )
@@ -1111,6 +1260,7 @@ __all__ = [
     "RowResult",
     "RowSetup",
     "bundled_csv",
+    "canonical_row",
     "excluded_reason",
     "per_source",
     "plot_validation",
