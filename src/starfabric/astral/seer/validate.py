@@ -24,6 +24,7 @@ from starfabric.astral.seer import (
     cpu_optimizer_offload,
     host_ops,
     optimizer_state,
+    releases,
     torchtitan_pp,
 )
 from starfabric.astral.seer.classes import classes_of, per_class
@@ -394,14 +395,24 @@ def _with_ib_rates(text: str) -> str:
 
 
 def _year(row: dict[str, str]) -> int | None:
-    """Year of the software a row ran: from the framework cell ("Megatron-LM (2021)", a NeMo
-    container tag "NeMo 24.07" → 2024), else from the arXiv identifier of its citation (arXiv:2104.04473 → 2021)."""
-    year = re.search(r"(20\d\d)", row.get("framework") or "")
+    """Year of the software a row ran: from the framework cell ("Megatron-LM (2021)", a date
+    "2025-10"), else the newest of a NeMo container tag ("NeMo 24.07" → 2024) and the releases it
+    names ("DeepSpeed v0.6 + Megatron-LM" → 2022, `releases.release_date`), else from the arXiv
+    identifier of its citation (arXiv:2104.04473 → 2021). Notes and verification cells are
+    transcription dates, not the run's, and are not read."""
+    fw = row.get("framework") or ""
+    year = re.search(r"(20\d\d)", fw)
     if year:
         return int(year.group(1))
-    nemo = re.search(r"nemo\s*(\d\d)\.(?:0[1-9]|1[0-2])\b", row.get("framework") or "", re.I)
+    years = []
+    nemo = re.search(r"nemo\s*(\d\d)\.(?:0[1-9]|1[0-2])\b", fw, re.I)
     if nemo and int(nemo.group(1)) >= 20:  # NeMo containers are tagged YY.MM ("NeMo 24.07")
-        return 2000 + int(nemo.group(1))
+        years.append(2000 + int(nemo.group(1)))
+    released = releases.release_date(fw)
+    if released is not None:
+        years.append(released[0])
+    if years:
+        return max(years)
     arxiv = re.search(r"arXiv:\s*(\d\d)(\d\d)\.\d{4,5}", row.get("citation") or "", re.I)
     return 2000 + int(arxiv.group(1)) if arxiv else None
 

@@ -1,0 +1,79 @@
+"""Release-date reading of framework cells (seer/releases.py) and its use in validate._year:
+dates are the projects' own tag dates (DeepSpeed v0.5.0 2021-08-17, v0.6.0 2022-03-07,
+Megatron-Core core_v0.4.0 2023-12-11, core_v0.12.0 2025-05-06, ...)."""
+
+from __future__ import annotations
+
+import pytest
+
+from starfabric.astral.seer import releases
+from starfabric.astral.seer.validate import _legacy, _year
+
+
+@pytest.mark.parametrize(
+    ("framework", "year"),
+    [
+        ("Megatron-DeepSpeed (DeepSpeed 0.5.x)", 2021),
+        ("DeepSpeed v0.6 + Megatron-LM", 2022),
+        ("deepspeed==0.8.0", 2023),
+        ("DeepSpeed version 0.7.3", 2022),
+        ("Megatron-LM core_r0.4", 2023),
+        ("Megatron-Core r0.8.0", 2024),
+        ("Megatron-Core v0.9", 2024),
+        ("mcore 0.10", 2025),
+        ("Megatron-LM v2.5", 2021),
+        ("NeMo 1.11 (Megatron-LM)", 2022),
+        ("NeMo framework 2.0", 2024),
+        ("TE 1.11", 2024),
+        ("Transformer Engine v0.8", 2023),
+        ("PyTorch 1.10 + Megatron-LM", 2021),
+        ("Megatron-Bridge 0.4.2", 2026),
+        ("Megatron-LM (run of 2021-11-03)", 2021),
+        ("custom stack, 2022-09", 2022),
+    ],
+)
+def test_each_form_reads_its_year(framework: str, year: int | None) -> None:
+    assert _year({"framework": framework}) == year
+
+
+def test_newest_component_dates_the_stack() -> None:
+    # PyTorch 1.10 (2021-10) with TE 0.8 (2023-04): at least as new as TE.
+    assert releases.release_date("PyTorch 1.10, TE 0.8") == (2023, 4)
+    assert _year({"framework": "NeMo 22.09 container, Megatron-Core 0.4"}) == 2023
+
+
+def test_deepspeed_0_5_is_legacy_and_megatron_core_0_12_is_not() -> None:
+    assert _legacy({"framework": "DeepSpeed 0.5"})
+    assert not _legacy({"framework": "Megatron-Core 0.12"})
+    # The release decides before the citation does.
+    cited = {"framework": "DeepSpeed 0.5", "citation": "arXiv:2401.00001"}
+    assert _legacy(cited)
+
+
+@pytest.mark.parametrize(
+    "framework",
+    ["DeepSpeed 0.99", "Megatron-Core 0.42", "PyTorch 24.09 container", "XTuner 0.1.x"],
+)
+def test_unknown_versions_fall_back_to_the_citation(framework: str) -> None:
+    assert releases.release_date(framework) is None
+    assert _year({"framework": framework}) is None
+    assert _year({"framework": framework, "citation": "arXiv:2104.04473"}) == 2021
+
+
+def test_explicit_year_wins_over_releases_and_notes_are_not_read() -> None:
+    assert _year({"framework": "DeepSpeed 0.5 (2023 fork)"}) == 2023
+    row = {"framework": "DeepSpeed 0.6", "notes": "transcribed 2026-01-05", "verification": "2026"}
+    assert _year(row) == 2022
+
+
+def test_tables_are_monotone_in_version() -> None:
+    for table in (
+        releases.DEEPSPEED,
+        releases.MEGATRON_CORE,
+        releases.NEMO,
+        releases.TRANSFORMER_ENGINE,
+        releases.MEGATRON_BRIDGE,
+        releases.PYTORCH,
+    ):
+        dates = [table[v] for v in sorted(table)]
+        assert dates == sorted(dates)
