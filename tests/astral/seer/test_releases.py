@@ -77,3 +77,26 @@ def test_tables_are_monotone_in_version() -> None:
     ):
         dates = [table[v] for v in sorted(table)]
         assert dates == sorted(dates)
+
+
+@pytest.mark.parametrize(
+    ("framework", "minimum", "expected"),
+    [
+        ("Megatron-Core 0.12", (0, 12), True),
+        ("Megatron-Core 0.12", (0, 13), False),
+        ("Megatron-Bridge 0.4.2 / Megatron-Core 0.17.1", (0, 13), True),
+        ("Megatron Bridge", (0, 14), True),
+        ("Megatron Bridge", (0, 15), False),
+        ("NeMo 25.07", (0, 13), True),
+        ("NeMo 25.02", (0, 12), False),
+        ("TorchTitan", (0, 1), False),
+    ],
+)
+def test_megatron_core_at_least_reads_core_bridge_and_nemo_containers(
+    framework, minimum, expected
+) -> None:
+    """The one release check the optimizer features share (BF16 moments from Core 0.13, CPU
+    offload from 0.12): a named Core release, Bridge as Core 0.14, NeMo 25.07 as Core 0.13."""
+    from starfabric.astral.seer.releases import megatron_core_at_least
+
+    assert megatron_core_at_least(framework, minimum) is expected

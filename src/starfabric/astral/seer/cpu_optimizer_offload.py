@@ -41,6 +41,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from starfabric.astral.hardware import GPUSpec
+from starfabric.astral.seer.releases import megatron_core_at_least
 
 D2H_BYTES_PER_PARAM = 4.0
 """Link bytes per offloaded parameter, device to host: the fp32 gradient (hybrid_optimizer.py
@@ -76,8 +77,6 @@ FRACTION_CANDIDATES = (0.0, 0.5, 1.0)
 
 X = TypeVar("X", float, np.ndarray[Any, Any])
 
-_MCORE_RELEASE = re.compile(r"megatron[- ]core\s*v?(?:core_r)?(\d+)\.(\d+)", re.I)
-_NEMO_CONTAINER = re.compile(r"nemo\s*(?:framework\s*)?(\d\d)\.(\d\d)", re.I)
 _STATED = re.compile(r"optimizer[- _]cpu[- _]offload|cpu[- ]offload(?:ed|ing)? (?:of )?(?:the )?"
                      r"optimizer|optimizer (?:states? )?offload(?:ed|ing)? to (?:the )?cpu",
                      re.I)  # fmt: skip
@@ -135,14 +134,7 @@ def offered(framework: str) -> bool:
     """True when the framework release a row names ships the optimizer CPU offload: Megatron
     Core >= 0.12 named by version, Megatron-Bridge (Core 0.14 and later), or a NeMo container
     of 25.07 or later (the first built on Core 0.13; earlier containers are not assumed)."""
-    fw = framework.lower()
-    m = _MCORE_RELEASE.search(fw)
-    if m:
-        return (int(m.group(1)), int(m.group(2))) >= MIN_MCORE
-    if "megatron-bridge" in fw or "megatron bridge" in fw:
-        return True
-    n = _NEMO_CONTAINER.search(fw)
-    return n is not None and (int(n.group(1)), int(n.group(2))) >= (25, 7)
+    return megatron_core_at_least(framework, MIN_MCORE)
 
 
 def stated(text: str) -> bool:

@@ -19,6 +19,8 @@ from __future__ import annotations
 import re
 from typing import Literal
 
+from starfabric.astral.seer.releases import megatron_core_at_least
+
 MASTER_BYTES = 4.0
 """fp32 master weight per parameter (Megatron keeps it with either moment precision)."""
 MOMENT_BYTES: dict[str, float] = {"fp32": 4.0, "bf16": 2.0}
@@ -34,8 +36,6 @@ _STATED_BF16 = re.compile(
     r"exp[-_]avg[-_](?:sq[-_])?dtype[ =]+bf16|optimizer states? in bf16",
     re.I,
 )
-_MCORE_RELEASE = re.compile(r"megatron[- ]core\s*v?(?:core_r)?(\d+)\.(\d+)", re.I)
-_NEMO_CONTAINER = re.compile(r"nemo\s*(?:framework\s*)?(\d\d)\.(\d\d)", re.I)
 
 
 def optimizer_bytes(moments: str) -> float:
@@ -53,11 +53,4 @@ def offers_bf16_moments(framework: str) -> bool:
     tuning user can turn them on before recomputing more: Megatron Core >= 0.13 named by
     version, any Megatron-Bridge (built on Core 0.14 and later), or a NeMo container of
     25.07 or later (the first built on Core 0.13)."""
-    fw = framework.lower()
-    m = _MCORE_RELEASE.search(fw)
-    if m:
-        return (int(m.group(1)), int(m.group(2))) >= PRECISION_AWARE_MIN_MCORE
-    if "megatron-bridge" in fw or "megatron bridge" in fw:
-        return True
-    n = _NEMO_CONTAINER.search(fw)
-    return n is not None and (int(n.group(1)), int(n.group(2))) >= (25, 7)
+    return megatron_core_at_least(framework, PRECISION_AWARE_MIN_MCORE)

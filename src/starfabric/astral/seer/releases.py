@@ -126,3 +126,26 @@ def release_date(framework: str) -> YearMonth | None:
     dates = [(int(m.group(1)), int(m.group(2))) for m in _DATE.finditer(framework)]
     dates += named_releases(framework)
     return max(dates) if dates else None
+
+
+_MCORE_NAMED = re.compile(r"megatron[- ]core\s*v?(?:core_r)?(\d+)\.(\d+)", re.I)
+_NEMO_CONTAINER = re.compile(r"nemo\s*(?:framework\s*)?(\d\d)\.(\d\d)", re.I)
+BRIDGE_MIN_MCORE = (0, 14)
+"""Megatron-Bridge's first releases are built on Megatron Core 0.14 (its pyproject pin)."""
+NEMO_CONTAINER_MCORE = ((25, 7), (0, 13))
+"""The first NeMo container (YY.MM) built on Megatron Core 0.13, and that release; earlier
+containers are not assumed to carry any later feature."""
+
+
+def megatron_core_at_least(framework: str, minimum: tuple[int, int]) -> bool:
+    """True when the stack a framework cell names runs Megatron Core >= `minimum`: the Core
+    release named by version, any Megatron-Bridge (BRIDGE_MIN_MCORE), or a NeMo container
+    from NEMO_CONTAINER_MCORE on; False when it names none of them."""
+    m = _MCORE_NAMED.search(framework)
+    if m:
+        return (int(m.group(1)), int(m.group(2))) >= minimum
+    if re.search(r"megatron[- ]bridge", framework, re.I):
+        return minimum <= BRIDGE_MIN_MCORE
+    n = _NEMO_CONTAINER.search(framework)
+    tag, core = NEMO_CONTAINER_MCORE
+    return n is not None and (int(n.group(1)), int(n.group(2))) >= tag and core >= minimum
