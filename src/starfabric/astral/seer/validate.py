@@ -554,11 +554,19 @@ def _convention(row: dict[str, str]) -> str:
     return conv
 
 
+NO_FIGURE = re.compile(
+    r"(?:[-—–]+|n/?a|none|not (?:reported|given|stated|published)|unverified\b.*|unknown|tbd)",
+    re.I,
+)
+"""Words a transcriber writes in a published-figure cell that holds no figure (read as an
+empty cell); any other text without a number stays and is refused as "not a number"."""
+
+
 def _figure_cell(row: dict[str, str], key: str) -> str:
-    """A published-figure cell, or "" when it holds no figure: no digit at all ("-", "n/a",
-    "not reported", "UNVERIFIED"), as an empty cell."""
+    """A published-figure cell, or "" when it holds no figure ("-", "n/a", "not reported",
+    "UNVERIFIED"), as an empty cell; other text ("abc") is kept, to be refused."""
     raw = (row.get(key) or "").strip()
-    return raw if re.search(r"\d", raw) else ""
+    return "" if NO_FIGURE.fullmatch(raw) else raw
 
 
 def _has_time(row: dict[str, str]) -> bool:
