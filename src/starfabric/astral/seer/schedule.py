@@ -589,12 +589,14 @@ def build_timeline(model: ModelSpec, ex: ExecutionSpec, lay: Layout, ctx: CostCo
     # cannot finish a stage's m micro-batches faster than it issues them (host_ops).
     host_floor = 0.0
     if ex.host_launches:
+        # host seconds of one layer and micro-batch, by piece (the same on every stage)
+        layer_host = {k: sum(piece_host_s(model, ex, lay, k == "moe")) for k in ("dense", "moe")}
         per_mb = np.zeros(p)
         for s in range(p):
             for c in range(v):
                 for key, cnt in chunk_pieces(model, lay, s, c).items():
-                    if cnt and key in ("dense", "moe"):
-                        per_mb[s] += cnt * sum(piece_host_s(model, ex, lay, key == "moe"))
+                    if cnt and key in layer_host:
+                        per_mb[s] += cnt * layer_host[key]
         host_floor = max(0.0, float((per_mb * m).max() - total.max()))
     iteration = float(
         total.max() + host_floor + opt.max() + ag_exposed.max() + ITERATION_OVERHEAD_S
