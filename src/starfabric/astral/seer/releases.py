@@ -119,11 +119,23 @@ def named_releases(framework: str) -> list[YearMonth]:
     return found
 
 
+_NEMO_CONTAINER_TAG = re.compile(r"nemo\s*(\d\d)\.(0[1-9]|1[0-2])\b", re.I)
+"""A NeMo container tag, YY.MM ("NeMo 24.07"); framework versions (1.x, 2.x) are `NEMO`."""
+
+
+def stated_month(framework: str | None) -> YearMonth | None:
+    """The first YYYY-MM(-DD) date a framework cell writes ("nightly 2024-12"), else None."""
+    m = _DATE.search(framework or "")
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
 def release_date(framework: str) -> YearMonth | None:
     """The newest (year, month) a framework cell dates its stack to: a YYYY-MM(-DD) date it
-    writes, or the newest release it names (a stack is at least as new as its newest
-    component); None when it names neither."""
+    writes, a NeMo container tag ("NeMo 24.07"), or the newest release it names (a stack is
+    at least as new as its newest component); None when it names none of them."""
     dates = [(int(m.group(1)), int(m.group(2))) for m in _DATE.finditer(framework)]
+    dates += [(2000 + int(m.group(1)), int(m.group(2)))
+              for m in _NEMO_CONTAINER_TAG.finditer(framework) if int(m.group(1)) >= 20]  # fmt: skip
     dates += named_releases(framework)
     return max(dates) if dates else None
 

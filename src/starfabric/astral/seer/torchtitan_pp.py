@@ -26,7 +26,7 @@ The release is read from the YYYY-MM date the row's framework cell names ("Torch
 
 from __future__ import annotations
 
-import re
+from starfabric.astral.seer import releases
 
 MICROBATCHES_EQUAL_TOTAL_STAGES_SINCE = (2025, 1)
 """torchtitan 90567fc (2025-01-07): the default micro-batch count became PP x stages per rank.
@@ -46,8 +46,7 @@ def is_torchtitan(framework: str | None) -> bool:
 def release_month(framework: str | None) -> tuple[int, int] | None:
     """The (year, month) a framework cell names ("nightly 2024-12"), else None; a span such
     as "2025-26" is not a month."""
-    m = re.search(r"\b(20\d\d)-(0[1-9]|1[0-2])\b", framework or "")
-    return (int(m.group(1)), int(m.group(2))) if m else None
+    return releases.stated_month(framework)
 
 
 def default_microbatches(

@@ -404,15 +404,9 @@ def _year(row: dict[str, str]) -> int | None:
     year = re.search(r"(20\d\d)", fw)
     if year:
         return int(year.group(1))
-    years = []
-    nemo = re.search(r"nemo\s*(\d\d)\.(?:0[1-9]|1[0-2])\b", fw, re.I)
-    if nemo and int(nemo.group(1)) >= 20:  # NeMo containers are tagged YY.MM ("NeMo 24.07")
-        years.append(2000 + int(nemo.group(1)))
     released = releases.release_date(fw)
     if released is not None:
-        years.append(released[0])
-    if years:
-        return max(years)
+        return released[0]
     arxiv = re.search(r"arXiv:\s*(\d\d)(\d\d)\.\d{4,5}", row.get("citation") or "", re.I)
     return 2000 + int(arxiv.group(1)) if arxiv else None
 
@@ -436,10 +430,8 @@ def sdpa_runs_cudnn(framework: str) -> bool:
     ver = re.search(r"pytorch\s*(\d+)\.(\d+)", fw)
     if ver:
         return (int(ver.group(1)), int(ver.group(2))) >= SDPA_CUDNN_DEFAULT_TORCH
-    date = re.search(r"\b(20\d\d)-(0[1-9]|1[0-2])\b", fw)  # "2025-26" is a span, not a month
-    if date is None:
-        return False
-    return (int(date.group(1)), int(date.group(2))) >= SDPA_CUDNN_DEFAULT_DATE
+    date = releases.stated_month(fw)  # "2025-26" is a span, not a month
+    return date is not None and date >= SDPA_CUDNN_DEFAULT_DATE
 
 
 def _legacy(row: dict[str, str]) -> bool:
@@ -696,9 +688,9 @@ def _choices(
     vpp_raw = row.get("vpp", "")
     per = -(-model.layers // pp)  # layers per stage (uneven: the end stages hold fewer)
     if pp == 1 or ex.get("pipeline_schedule") == "dualpipe" or cells.says_off(vpp_raw):
-        out["vpp"] = [
-            1
-        ]  # "none", "no", "off": no interleaving  # DualPipe's two directions take the place of virtual stages
+        # "none", "no", "off": no interleaving; DualPipe's two directions take the place of
+        # virtual stages.
+        out["vpp"] = [1]
     elif cells.number(vpp_raw) is not None and not _unverified(vpp_raw):
         out["vpp"] = [_int(row, "vpp")]
     elif _legacy(row) and not _interleaving_stated(row):
