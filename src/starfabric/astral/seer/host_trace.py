@@ -14,15 +14,13 @@ time per launch of eager PyTorch on that host (`host_ops.HOST_S_PER_LAUNCH_FWD` 
 
 from __future__ import annotations
 
-import gzip
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from starfabric.errors import DataError
+from starfabric.astral.kineto import read_kineto
 
 STARVED_QUEUE_S = 20e-6
 """A kernel that starts this soon after its launch call returns had nothing queued ahead of it
@@ -50,20 +48,9 @@ class LaunchIntervals:
 
 
 def load_events(path: Path) -> list[dict[str, Any]]:
-    """`traceEvents` of a Kineto Chrome-trace JSON file (gzip or plain)."""
-    opener = gzip.open if path.suffix == ".gz" else open
-    try:
-        with opener(path, "rt") as fh:
-            doc = json.load(fh)
-    except (OSError, ValueError) as exc:
-        raise DataError(
-            f"{path}: not a readable Kineto trace ({exc})",
-            fix="pass a PyTorch profiler JSON trace (.json or .json.gz)",
-        ) from exc
-    events = doc.get("traceEvents") if isinstance(doc, dict) else None
-    if not isinstance(events, list):
-        raise DataError(f"{path}: field traceEvents missing", fix="pass a Kineto trace")
-    return events
+    """`traceEvents` of a Kineto Chrome-trace JSON file (gzip or plain), read and checked by
+    the project's Kineto reader (size guards, finite times: `astral.kineto.read_kineto`)."""
+    return read_kineto(path, need_kernels=False).events
 
 
 def launch_intervals(events: list[dict[str, Any]]) -> LaunchIntervals:
