@@ -31,7 +31,7 @@ miss, each from the library's published numbers (tests/data/deepep/):
 
 from __future__ import annotations
 
-from starfabric.astral.seer.expert_comm import DEEPEP_FP8_BYTES_PER_ELEM, distinct_nodes
+from starfabric.astral.seer.expert_comm import DEEPEP_FP8_BYTES_PER_ELEM, remote_copy_fraction
 from starfabric.astral.seer.fabric import (
     COLLECTIVE_LAUNCH_S,
     NIC_STEP_LATENCY_S,
@@ -62,11 +62,9 @@ pipeline runs per channel, two SMs each) is an assumption: no SM sweep of it is 
 
 def rank_copy_fraction(experts: int, topk: int, ranks: int) -> float:
     """Bytes of a per-rank deduplicating dispatch as a fraction of the k (token, expert)
-    copies: expected distinct ranks a token's top-k experts live on (`expert_comm.
-    distinct_nodes` with a rank as the unit) over k."""
-    if ranks <= 1 or topk < 1:
-        return 1.0
-    return min(1.0, distinct_nodes(experts, topk, ranks) / topk)
+    copies: expected distinct ranks a token's top-k experts live on over k — the node
+    deduplication of `expert_comm.remote_copy_fraction` with a rank as the unit."""
+    return remote_copy_fraction(experts, topk, ranks)
 
 
 def deepep_nvlink_bytes_per_s(nvlink_bytes_per_s: float, ranks: int,
