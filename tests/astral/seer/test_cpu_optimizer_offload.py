@@ -15,7 +15,7 @@ import pytest
 
 from starfabric.astral.hardware import get_gpu
 from starfabric.astral.seer import cpu_optimizer_offload as cpo
-from starfabric.astral.seer import load_model, make_job, predict
+from starfabric.astral.seer import load_model, make_job, offload, predict
 from starfabric.astral.seer.megatron_cli import parse_megatron_command
 from starfabric.astral.seer.memory import MemoryReport
 from starfabric.astral.seer.optimizer_state import optimizer_bytes
@@ -65,7 +65,7 @@ def test_cpu_adam_rate_is_the_gpus_share_of_dgx_h100_dram() -> None:
 
 def test_step_time_overlapped_and_serial() -> None:
     n, gpu_s = 1e9, 0.01
-    link = 64e9 * cpo.LINK_FRACTION
+    link = 64e9 * offload.LINK_FRACTION
     d2h = h2d = n * 4.0 / link
     cpu = n / cpo.cpu_adam_params_per_s(H100)
     assert cpo.step_s(n, 1.0, gpu_s, H100, overlap=True) == pytest.approx(max(d2h, cpu, h2d))

@@ -41,6 +41,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from starfabric.astral.hardware import GPUSpec
+from starfabric.astral.seer import offload
 from starfabric.astral.seer.releases import megatron_core_at_least
 
 D2H_BYTES_PER_PARAM = 4.0
@@ -65,9 +66,6 @@ gives the sensitivity)."""
 CORE_STREAM_GBPS = 10.0
 """Streaming bandwidth one CPU thread sustains (assumption from Little's law: 16 outstanding L1
 misses x 64 B at ~100 ns loaded DRAM latency); binds only when few threads serve a GPU."""
-LINK_FRACTION = 0.80
-"""Achievable fraction of the GPU-host link's per-direction bandwidth for pinned copies
-(assumption, the same as `offload.LINK_FRACTION`)."""
 MIN_MCORE = (0, 12)
 """First Megatron Core release with HybridDeviceOptimizer (core_v0.12.0 contains commit
 60007c93; core_v0.11.0 does not)."""
@@ -89,7 +87,8 @@ def available(gpu: GPUSpec) -> bool:
 
 def link_bytes_per_s(gpu: GPUSpec) -> float:
     """Achievable bytes/s per direction between the GPU and host memory."""
-    return (gpu.host_link_gbps or 0.0) * 1e9 * LINK_FRACTION
+    # pinned copies reach the same fraction of a GPU-host link as the second tier's copies
+    return (gpu.host_link_gbps or 0.0) * 1e9 * offload.LINK_FRACTION
 
 
 def cpu_adam_params_per_s(gpu: GPUSpec, threads: int | None = None) -> float:
