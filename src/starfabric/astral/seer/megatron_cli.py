@@ -290,6 +290,16 @@ def _finish(out: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return out
 
 
+def _one_of(flag: str, val: str | None, choices: tuple[str, ...]) -> None:
+    """A valued Megatron flag's value must be one of Megatron's own `choices` (None: not
+    given); else the one-line error naming the flag, the value and the choices."""
+    if val is not None and val not in choices:
+        raise ConfigError(
+            f"Megatron flag {flag} {val!r} is not one of {', '.join(choices)}",
+            fix=f"give {flag} one of {', '.join(choices)}",
+        )
+
+
 def _low_precision(
     ex: dict[str, Any], fp8: str | None, fp4: str | None, fp8_recipe: str | None,
     fp4_recipe: str | None,
@@ -299,11 +309,7 @@ def _low_precision(
     for flag, val, ok in (("--fp8-format", fp8, FP8_FORMATS), ("--fp8-recipe", fp8_recipe,
                           FP8_RECIPES), ("--fp4-format", fp4, FP4_FORMATS),
                           ("--fp4-recipe", fp4_recipe, FP4_RECIPES)):  # fmt: skip
-        if val is not None and val not in ok:
-            raise ConfigError(
-                f"Megatron flag {flag} {val!r} is not one of {', '.join(ok)}",
-                fix=f"give {flag} one of {', '.join(ok)}",
-            )
+        _one_of(flag, val, ok)
     if fp8 and fp4:
         raise ConfigError(
             "--fp8-format and --fp4-format together (Megatron rejects the pair)",
@@ -366,11 +372,7 @@ def _optimizer_moments(ex: dict[str, Any]) -> None:
     given = {k: ex.pop(k) for k in ("_exp_avg_dtype", "_exp_avg_sq_dtype") if k in ex}
     for key, val in given.items():
         flag = "--" + key.strip("_").replace("_", "-")
-        if val not in MOMENT_DTYPES:
-            raise ConfigError(
-                f"Megatron flag {flag} {val!r} is not one of {', '.join(MOMENT_DTYPES)}",
-                fix=f"give {flag} one of {', '.join(MOMENT_DTYPES)}",
-            )
+        _one_of(flag, val, MOMENT_DTYPES)
         if not aware and val != "fp32":
             raise ConfigError(
                 f"{flag} {val} without --use-precision-aware-optimizer: Megatron keeps the "
@@ -440,11 +442,7 @@ def _cuda_graphs(ex: dict[str, Any], moe: bool) -> bool:
             "rejects the pair)",
             fix="use --cuda-graph-impl alone",
         )
-    if impl is not None and impl not in CUDA_GRAPH_IMPLS:
-        raise ConfigError(
-            f"Megatron flag --cuda-graph-impl {impl!r} is not one of {', '.join(CUDA_GRAPH_IMPLS)}",
-            fix=f"give --cuda-graph-impl one of {', '.join(CUDA_GRAPH_IMPLS)}",
-        )
+    _one_of("--cuda-graph-impl", impl, CUDA_GRAPH_IMPLS)
     impl = "local" if local else "transformer_engine" if external else impl or "none"
     bad = [s for s in scope or () if s not in CUDA_GRAPH_SCOPES]
     if bad:
@@ -495,11 +493,7 @@ def _moe_dispatch(ex: dict[str, Any], moe: bool) -> None:
     pad = ex.pop("_pad", False)
     for flag, val, ok in (("--moe-token-dispatcher-type", kind, MEGATRON_DISPATCHERS),
                           ("--moe-flex-dispatcher-backend", backend, FLEX_BACKENDS)):  # fmt: skip
-        if val is not None and val not in ok:
-            raise ConfigError(
-                f"Megatron flag {flag} {val!r} is not one of {', '.join(ok)}",
-                fix=f"give {flag} one of {', '.join(ok)}",
-            )
+        _one_of(flag, val, ok)
     if deepep and kind != "flex":
         raise ConfigError(
             f"--moe-enable-deepep with --moe-token-dispatcher-type {kind} (Megatron: DeepEP "
