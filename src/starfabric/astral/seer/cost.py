@@ -148,6 +148,11 @@ class OpCosts:
     kind: np.ndarray[Any, np.dtype[np.int64]]
 
 
+def _gemms_named(t: OpTable, kind: np.ndarray, prefix: str | tuple[str, ...]) -> np.ndarray:
+    """Mask of `t`'s GEMMs whose operator name starts with `prefix` (one or several)."""
+    return (kind == GEMM) & np.fromiter((n.startswith(prefix) for n in t.name), bool, len(t))
+
+
 def op_costs(
     t: OpTable, ctx: CostContext, backward: bool = False, fsdp_window_s: float = 0.0
 ) -> OpCosts:
@@ -180,9 +185,7 @@ def op_costs(
                                 ctx.hbm_bytes_per_s, eff)  # fmt: skip
     if ctx.logits_flops > 0:
         # An FP32 output layer (ExecutionSpec.logits_precision): its GEMMs at the FP32 rate.
-        lg = (kind == GEMM) & np.fromiter(
-            (n.startswith("head.logits") for n in t.name), bool, len(t)
-        )
+        lg = _gemms_named(t, kind, "head.logits")
         if lg.any():
             time[lg] = gemm_time(
                 a["m"][lg], a["n"][lg], a["k"][lg], a["batch"][lg], ctx.logits_flops,
@@ -240,9 +243,7 @@ def op_costs(
         # dispatch into the grouped expert GEMMs and out to the combine inside one kernel,
         # so the pass's all-to-all hides behind the same pass's expert GEMMs (not the whole
         # layer); the excess stays exposed and the GEMMs run on the SMs the transfers leave.
-        experts = (kind == GEMM) & np.fromiter(
-            (n.startswith(FUSED_EXPERT_GEMMS) for n in t.name), bool, len(t)
-        )
+        experts = _gemms_named(t, kind, FUSED_EXPERT_GEMMS)
         total = float(time[ep].sum())
         frac = _ep_exposed_fraction(total, float(time[experts].sum()), ctx)
         exposed[ep] = time[ep] * frac
