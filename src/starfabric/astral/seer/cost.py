@@ -219,7 +219,7 @@ def op_costs(
             partner = _adjacent_gemm(kind, int(i))
             hide = time[partner] if partner >= 0 else 0.0
             exposed[i] = max(0.0, dur - hide) + TP_OVERLAP_RESIDUAL * dur
-        elif t.group[i] == "cp" and ctx.cp > 1:
+        elif t.group[i] == "cp" and ctx.cp > 1 and coll == "p2p":
             # Megatron-Core's ring (AttnFuncWithCPAndKVP2P): while step j's block attention
             # runs, the KV block for step j+1 is in flight; the zig-zag split gives every
             # step the same work (1/cp of the rank's attention), so each of the cp-1

@@ -22,6 +22,7 @@ from starfabric.astral.seer.expert_sort import (
 )
 from starfabric.astral.seer.model import ModelSpec, attention_params, mlp_params, param_counts
 from starfabric.astral.seer.parallel import ExecutionSpec, Layout
+from starfabric.astral.seer.ulysses import out_bytes, qkv_bytes
 
 GEMM, FLASH, BMM, MEM, COMM = 0, 1, 2, 3, 4
 """Operator kinds."""
@@ -169,7 +170,12 @@ def _attention(t: OpTable, model: ModelSpec, ex: ExecutionSpec, lay: Layout, loc
         t.selective[-1] = "mla_up_proj" in mods
     else:
         t.gemm("attn.qkv", tok, (loc.heads + 2 * loc.kv_heads) * model.head_dim, h)
-    if lay.cp > 1:
+    ulysses = lay.cp > 1 and ex.cp_algorithm == "ulysses"
+    if ulysses:
+        # Ulysses: Q, K, V re-partitioned from local tokens to heads per rank (ulysses.py).
+        nbytes = qkv_bytes(tok, loc.heads, loc.kv_heads, dq, dv, e, ex.ulysses_repeat_kv)
+        t.comm("attn.ulysses_qkv_all_to_all", "all_to_all", "cp", nbytes)
+    elif lay.cp > 1:
         # Ring attention passes K and V around the CP ring once per step (cp-1 steps).
         kv_bytes = e * tok * loc.kv_heads * (dq + dv)
         t.comm("attn.cp_kv_ring", "p2p", "cp", kv_bytes * (lay.cp - 1))
@@ -182,7 +188,9 @@ def _attention(t: OpTable, model: ModelSpec, ex: ExecutionSpec, lay: Layout, loc
         flops = 2.0 * tok * keys * loc.heads * (dq + dv)
         # k: keys one query meets in one kernel call (with CP, one ring step covers 1/cp of
         # them), which sets how well the kernel amortizes its per-query-block work.
-        t.add("attn.core_flash", FLASH, flops=flops, k=keys / lay.cp, selective=core)
+        # Ulysses: one call per rank over the whole sequence (heads / cp of the heads).
+        k_call = keys if ulysses else keys / lay.cp
+        t.add("attn.core_flash", FLASH, flops=flops, k=k_call, selective=core)
     else:
         s_loc = tok / b
         bh = b * loc.heads
@@ -198,6 +206,8 @@ def _attention(t: OpTable, model: ModelSpec, ex: ExecutionSpec, lay: Layout, loc
             "attn.core_av", BMM, m=s_loc, n=dv, k=loc.seq, batch=bh,
             flops=2.0 * s_loc * loc.seq * dv * bh, selective=core,
         )  # fmt: skip
+    if ulysses:
+        t.comm("attn.ulysses_out_all_to_all", "all_to_all", "cp", out_bytes(tok, loc.heads, dv, e))
     t.gemm("attn.proj", tok, h, loc.heads * dv)
     if model.parallel_block:
         return  # the MLP reads the same normed input; one reduction closes both branches
@@ -394,7 +404,7 @@ def backward_of(fwd: OpTable) -> OpTable:
             else:
                 factor = ELEMENTWISE_BWD_BYTES_FACTOR
             t.mem(f"{name}.bwd", factor * a["nbytes"][i])
-        elif fwd.group[i] == "cp":
+        elif fwd.group[i] == "cp" and fwd.coll[i] == "p2p":
             # The ring's backward passes K and V again and returns their gradients (dK, dV)
             # to the owner: twice the forward bytes (Megatron-Core AttnFuncWithCPAndKVP2P).
             t.comm(f"{name}.bwd", "p2p", "cp", CP_BWD_BYTES_FACTOR * a["nbytes"][i])

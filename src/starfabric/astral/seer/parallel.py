@@ -45,6 +45,18 @@ class ExecutionSpec(Spec):
     )
     dp: int | None = Field(default=None, gt=0, description="default: gpus / (tp * pp * cp)")
     cp: int = Field(default=1, gt=0)
+    cp_algorithm: Literal["ring", "ulysses"] = Field(
+        default="ring",
+        description="how the cp ranks split attention: ring (Megatron-Core/TorchTitan context "
+        "parallelism: KV blocks passed around a ring, hidden behind the block attention) or "
+        "ulysses (DeepSpeed-Ulysses/XTuner sequence parallelism: all-to-alls of Q, K, V and "
+        "the output on the heads; seer/ulysses.py)",
+    )
+    ulysses_repeat_kv: bool = Field(
+        default=False,
+        description="Ulysses: K and V are repeated to the query head count before the "
+        "all-to-all (XTuner) rather than sent at their own count (DeepSpeed)",
+    )
     ep: int = Field(default=1, gt=0)
     etp: int | None = Field(default=None, gt=0, description="expert TP; default 1 with ep > 1")
     zero: Literal[0, 1, 2, 3] = Field(

@@ -38,6 +38,7 @@ from starfabric.astral.seer.ops import (
 )
 from starfabric.astral.seer.parallel import uneven_pipeline_layers
 from starfabric.astral.seer.predict import Prediction, make_job, predict
+from starfabric.astral.seer.ulysses import names_ulysses, repeats_kv
 from starfabric.config import parse_spec
 from starfabric.errors import ConfigError, DataError, StarfabricError
 
@@ -941,6 +942,10 @@ def row_setup(row: dict[str, str]) -> RowSetup:
         "zero": zero,
         **_framework(row),
     }
+    if names_ulysses(row.get("framework"), row.get("sp"), row.get("cp")):
+        # DeepSpeed-Ulysses / XTuner sequence parallelism: all-to-alls on heads (ulysses.py).
+        ex["cp_algorithm"] = "ulysses"
+        ex["ulysses_repeat_kv"] = repeats_kv(row.get("framework"))
     if LOGITS_FP32.search(row.get("precision") or ""):
         ex["logits_precision"] = "fp32"  # cost.LOGITS_FP32_RATE
     if re.search(r"force[d-]?\s*(?:load[- ])?balanc", _model_text(row) + " " + (row.get("notes") or ""),

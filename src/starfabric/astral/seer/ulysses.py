@@ -1,0 +1,61 @@
+"""Ulysses sequence parallelism: all-to-all on attention heads instead of a ring of KV blocks.
+
+DeepSpeed-Ulysses (Jacobs et al. 2023, arXiv:2309.14509, section 3.1) splits the sequence over
+`cp` ranks outside attention and, around the attention kernel, re-partitions Q, K and V from
+"local tokens, all heads" to "all tokens, heads / cp" with one all-to-all each, and the
+attention output back with a fourth; the backward runs the same four all-to-alls on the
+gradients. XTuner's sequence parallelism (xtuner/parallel/sequence/attention.py @7575f2c,
+`pre_process_for_sequence_parallel_attn` / `post_process_for_sequence_parallel_attn`) is the
+same scheme. Differences from ring context parallelism (ops.py's `attn.cp_kv_ring`):
+
+- the collectives are all-to-alls of Q, K, V and O, not point-to-point KV blocks, and they
+  run synchronously on the compute stream before and after the attention kernel (the
+  all_to_all autograd function of xtuner/parallel/sequence/comm.py @7575f2c calls
+  `dist.all_to_all` and waits), so nothing hides them: their whole time is on the critical
+  path (cost.py hides only the ring's p2p exchange behind attention);
+- the attention kernel of each rank sees the whole sequence for heads / cp of the heads, so
+  one call meets all the keys (ring CP: 1/cp of them per step);
+- XTuner repeats K and V to the query head count before the all-to-all (`repeat_kv` in
+  xtuner/model/modules/dispatch/llama.py @7575f2c, applied ahead of the sequence-parallel
+  flash-attention wrapper), so a GQA model moves as many K and V bytes as Q bytes
+  (`ExecutionSpec.ulysses_repeat_kv`); DeepSpeed's `DistributedAttention` sends them at
+  their own head count.
+"""
+
+from __future__ import annotations
+
+ULYSSES_WORDS = ("ulysses",)
+"""Words in a row's framework or sequence-parallel cell that name the Ulysses scheme."""
+REPEAT_KV_FRAMEWORKS = ("xtuner",)
+"""Frameworks whose Ulysses all-to-all carries K and V repeated to the query head count
+(XTuner @7575f2c: `repeat_kv` in its attention dispatch before the sequence-parallel wrapper)."""
+
+
+def names_ulysses(*cells: str | None) -> bool:
+    """Whether any of a row's cells (framework, sp, cp) names Ulysses-style sequence
+    parallelism."""
+    text = " ".join(c or "" for c in cells).lower()
+    return any(w in text for w in ULYSSES_WORDS)
+
+
+def repeats_kv(framework: str | None) -> bool:
+    """Whether the row's framework repeats K/V before the Ulysses all-to-all
+    (`REPEAT_KV_FRAMEWORKS`)."""
+    fw = (framework or "").lower()
+    return any(f in fw for f in REPEAT_KV_FRAMEWORKS)
+
+
+def qkv_bytes(
+    tokens: float, heads: float, kv_heads: float, qk_dim: int, vo_dim: int, elem: float,
+    repeat_kv: bool,
+) -> float:  # fmt: skip
+    """Send buffer of one rank's Q, K and V all-to-alls (counted as one buffer): its local
+    `tokens` times the Q heads and the K/V heads it sends (all Q heads when K/V are repeated
+    first, as XTuner does, else their own count)."""
+    kv = heads if repeat_kv else kv_heads
+    return elem * tokens * (heads * qk_dim + kv * (qk_dim + vo_dim))
+
+
+def out_bytes(tokens: float, heads: float, vo_dim: int, elem: float) -> float:
+    """Send buffer of the attention output's all-to-all (back to local tokens, all heads)."""
+    return elem * tokens * heads * vo_dim
