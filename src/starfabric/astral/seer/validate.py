@@ -30,6 +30,7 @@ from starfabric.astral.seer import (
 from starfabric.astral.seer.classes import classes_of, per_class
 from starfabric.astral.seer.degrees import DEGREES, degree_combos, unverified_degrees
 from starfabric.astral.seer.efa import efa_bus_fraction
+from starfabric.astral.seer.efa_alltoall import efa_alltoall_alpha
 from starfabric.astral.seer.model import ModelSpec, bundled_models, load_model
 from starfabric.astral.seer.ops import (
     flops_per_token_6nd,
@@ -987,6 +988,13 @@ def row_setup(row: dict[str, str]) -> RowSetup:
         # First-generation EFA (p4d): NCCL's bus bandwidth across nodes (efa.py).
         system["efficiency"] = {"nic_bus_fraction": efa}
         read["nic_bus_fraction"] = f"{efa:g} (EFA on A100 = p4d/p4de: nccl-tests, efa.py)"
+    a2a = None if _unverified(ic) else efa_alltoall_alpha(ic, gpu.split("-")[0])
+    if a2a is not None:
+        # p5/p6 EFA: a fixed time per cross-host NCCL all-to-all (efa_alltoall.py).
+        system["efficiency"] = {"collective_bus_fractions": {"all_to_all": {"nic_alpha_s": a2a}}}
+        read["all_to_all_fixed"] = (
+            f"{a2a * 1e3:g} ms per call (EFA p5/p6: nccl-tests, efa_alltoall.py)"
+        )
     cap = re.search(r"(\d{3,4})\s*W\b", row.get("gpu") or "")
     if cap and float(cap.group(1)) < cells.match_gpu(gpu)[0].tdp_w:
         system["power_limit_w"] = float(cap.group(1))
