@@ -22,6 +22,11 @@ from starfabric.astral.seer.expert_sort import (
 )
 from starfabric.astral.seer.model import ModelSpec, attention_params, mlp_params, param_counts
 from starfabric.astral.seer.parallel import ExecutionSpec, Layout
+from starfabric.astral.seer.torchtitan_eager import (
+    norm_extra_bytes,
+    rope_bytes,
+    swiglu_extra_bytes,
+)
 from starfabric.astral.seer.ulysses import out_bytes, qkv_bytes
 
 GEMM, FLASH, BMM, MEM, COMM = 0, 1, 2, 3, 4
@@ -313,9 +318,26 @@ def layer_ops(model: ModelSpec, ex: ExecutionSpec, lay: Layout, moe: bool) -> Op
         for i in range(first, len(t)):
             t.selective[i] = True
     t.mem("mlp.dropout_add", (3 * e + MASK_BYTES) * loc.tokens_sp * h)
+    if ex.eager_elementwise and not moe and not model.is_mla:
+        _eager_elementwise(t, model, ex, loc)
     if ex.zero == 3 and lay.dp * lay.cp > 1 and lay.pp == 1:
         _fsdp(t, model, lay, moe)
     return t
+
+
+def _eager_elementwise(t: OpTable, model: ModelSpec, ex: ExecutionSpec, loc: Local) -> None:
+    """What TorchTitan's eager Llama moves beyond the fused kernels above (torchtitan_eager):
+    two norms, RoPE on queries and keys, the unfused SwiGLU. Its op-level selective
+    checkpointing re-runs every elementwise operator, so they are recompute when it is on."""
+    h = model.hidden
+    rec = ex.recompute == "selective"
+    t.mem("attn.eager_norm", norm_extra_bytes(loc.tokens_sp, h), selective=rec)
+    qk = (loc.heads + loc.kv_heads) * model.head_dim
+    t.mem("attn.eager_rope", rope_bytes(loc.tokens, qk), selective=rec)
+    t.mem("mlp.eager_norm", norm_extra_bytes(loc.tokens_sp, h), selective=rec)
+    if model.activation == "swiglu":
+        t.mem("mlp.eager_swiglu", swiglu_extra_bytes(loc.tokens, model.ffn_hidden / loc.tp),
+              selective=rec)  # fmt: skip
 
 
 def _fsdp(t: OpTable, model: ModelSpec, lay: Layout, moe: bool) -> None:

@@ -138,6 +138,12 @@ class ExecutionSpec(Spec):
         "same micro-batch in one kernel (TorchTitan DistMoE: 'Routed-experts backend fusing "
         "dispatch, expert compute, and combine'): the all-to-all hides behind those GEMMs",
     )
+    eager_elementwise: bool = Field(
+        default=False,
+        description="the layer's norms, RoPE and SwiGLU run as unfused eager PyTorch kernels "
+        "(TorchTitan's 2024-12 Llama without torch.compile; seer/torchtitan_eager.py): their "
+        "extra HBM traffic is timed",
+    )
     moe_dispatcher: Literal["alltoall", "deepep"] = Field(
         default="alltoall",
         description="expert token dispatcher: alltoall (NCCL, every token-expert copy crosses "

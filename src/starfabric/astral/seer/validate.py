@@ -25,6 +25,7 @@ from starfabric.astral.seer import (
     host_ops,
     optimizer_state,
     releases,
+    torchtitan_eager,
     torchtitan_pp,
 )
 from starfabric.astral.seer.classes import classes_of, per_class
@@ -504,6 +505,8 @@ def _framework(row: dict[str, str]) -> dict[str, Any]:
             "overlap_p2p": dp_overlap,
             "ep_comm_overlap": ep_overlap,
             "moe_fused_dispatch": fused_moe,
+            # TorchTitan's 2024-12 Llama without torch.compile (torchtitan_eager).
+            "eager_elementwise": torchtitan_eager.runs_eager(row.get("framework")),
             "host_launches": host, "cuda_graphs": graphs,
             # DeepSeek's own stack (DualPipe) stores one low-precision copy of the attention
             # output for both backwards (DeepSeek-V3 section 3.3.2; fp8_activations.py).
