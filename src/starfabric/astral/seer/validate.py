@@ -444,6 +444,18 @@ def _legacy(row: dict[str, str]) -> bool:
     return year is not None and year < 2023
 
 
+FORCED_BALANCE = re.compile(r"force[d-]?\s*(?:load[- ])?balanc", re.I)
+"""Model or notes text naming forced load balancing (Megatron-Core
+--moe-router-force-load-balancing: every expert gets the same number of tokens)."""
+_NEGATED = re.compile(r"\b(?:no|not|without|never)\s+$", re.I)
+
+
+def states_forced_balance(text: str) -> bool:
+    """Whether `text` states forced load balancing: a mention that is negated ("no forced
+    balance stated", "without forced load balancing") does not count."""
+    return any(not _NEGATED.search(text[: m.start()]) for m in FORCED_BALANCE.finditer(text))
+
+
 SOFTMAX_KERNEL = re.compile(r"(?:scale[- ])?mask(?:ed)?[- ](?:causal[- ])?softmax")
 """A framework cell naming Megatron-LM's fused softmax kernels (FusedScaleMaskSoftmax,
 scaled_masked_softmax / scaled_upper_triang_masked_softmax): attention without FlashAttention."""
@@ -952,8 +964,7 @@ def row_setup(row: dict[str, str]) -> RowSetup:
         ex["ulysses_repeat_kv"] = repeats_kv(row.get("framework"))
     if LOGITS_FP32.search(row.get("precision") or ""):
         ex["logits_precision"] = "fp32"  # cost.LOGITS_FP32_RATE
-    if re.search(r"force[d-]?\s*(?:load[- ])?balanc", _model_text(row) + " " + (row.get("notes") or ""),
-                 re.I):  # fmt: skip
+    if states_forced_balance(_model_text(row) + " " + (row.get("notes") or "")):
         ex["moe_load_balance"] = "forced"  # Megatron-Core --moe-router-force-load-balancing
     cap = re.search(r"capacity[- ]factor\D{0,6}(\d+(?:\.\d+)?)", _model_text(row) + " "
                     + (row.get("notes") or ""), re.I)  # fmt: skip
