@@ -46,6 +46,9 @@ def test_a_named_release_wins_and_other_stacks_are_unknown() -> None:
     assert megatron_core_release("Megatron-Bridge 0.4.2 / Megatron-Core 0.17.1", None) == (0, 17)
     assert megatron_core_release("TorchTitan (2025-10)", PAPER) is None
     assert megatron_core_release("Megatron-Core (2025; DeepEP)", "github.com/x/y") is None
+    # a framework cell dated after the paper: a later run, not the one the paper reports
+    assert megatron_core_release("Megatron-Core (2025)", "arXiv:2412.19437 Table 1") is None
+    assert megatron_core_release("Megatron-Core (2024-12)", "arXiv:2412.19437") == (0, 9)
 
 
 def test_feature_releases() -> None:

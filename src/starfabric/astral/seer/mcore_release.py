@@ -57,7 +57,8 @@ def newest_release_by(month: releases.YearMonth) -> Release | None:
 def megatron_core_release(framework: str | None, citation: str | None) -> Release | None:
     """The newest Megatron-Core release a row's run can have used: the version its framework
     cell names, else the newest released by its paper's month (`published_month`); None when
-    the stack is not Megatron-Core or nothing dates it."""
+    the stack is not Megatron-Core, nothing dates it, or the framework cell dates the run
+    after the paper (a later run of the paper's model, not the one it reports)."""
     fw = framework or ""
     named = _MCORE_VERSION.search(fw)
     if named:
@@ -65,7 +66,13 @@ def megatron_core_release(framework: str | None, citation: str | None) -> Releas
     if not _MCORE_STACK.search(fw):
         return None
     month = published_month(citation)
-    return newest_release_by(month) if month else None
+    if month is None:
+        return None
+    stated = releases.stated_month(fw)
+    year = re.search(r"\b(20\d\d)\b", fw)
+    if (stated and stated > month) or (year and int(year.group(1)) > month[0]):
+        return None  # the cell dates the run after the paper: the paper does not report it
+    return newest_release_by(month)
 
 
 def offers_recompute_modules(release: Release | None) -> bool:
