@@ -61,3 +61,11 @@ def test_a_row_at_its_own_tuning_scale_is_unchanged(rows) -> None:
     row = rows["MPF-T3-05"]
     same = validate_row({**row, "notes": row["notes"] + "; as tuned at 128 GPUs, global batch 256"})
     assert same.predicted_iter_s == validate_row(row).predicted_iter_s
+
+
+def test_a_tuning_scale_the_layout_cannot_run_at_is_ignored(rows) -> None:
+    """TP 2 x PP 8 needs 16 GPUs per replica: at 8 GPUs there is no such run, so the row
+    chooses its settings at its own scale."""
+    row = rows["MPF-T4-15"]
+    odd = validate_row({**row, "notes": "as tuned at 8 GPUs, global batch 256"})
+    assert odd.predicted_iter_s == validate_row({**row, "notes": ""}).predicted_iter_s

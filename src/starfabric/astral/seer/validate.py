@@ -1095,8 +1095,10 @@ def validate_row(row: dict[str, str]) -> RowResult:
     scale = tuned_at.tuning_scale(row.get("notes"))
     if scale is not None and scale != (_int(row, "num_gpus"), global_batch_seqs(row)):
         # Settings tuned at another scale and held fixed (tuned_at): choose them there.
-        ref = row_setup(tuned_at.reference_row(row, *scale))
-        ref_best, _, _ = _search(ref, False)
+        try:
+            ref_best, _, _ = _search(row_setup(tuned_at.reference_row(row, *scale)), False)
+        except StarfabricError:
+            ref_best = None  # no run of this layout at that scale: choose at the row's own
         if ref_best is not None:
             held = {k: v for k, v in ref_best[2].items() if k not in DEGREES}
     best, fallback, reason = _search(st, approx_batch, held)
