@@ -64,6 +64,11 @@ def activation_bytes_per_layer(
         # gathers etp shards, so a rank holds k * tok_sp * etp token copies on average.
         share = lay.etp / sp_div
         per_token += share * k * (g * h + e * f * (2 if gated else 1) + act_out)
+        if ex.moe_unpermute_keeps_output:
+            # Megatron-Core < 0.13 (mcore_release): the combine's k expert outputs, back on the
+            # rank after the expert-TP reduce-scatter and the all-to-all, are multiplied by
+            # the router probabilities in `unpermute` and kept, 16-bit, for their gradient.
+            per_token += e * k * h / sp_div
         per_token += 4.0 * model.moe_experts / sp_div
         # The router's gating GEMM runs outside FP8 and saves its 16-bit input (the norm
         # output), beside the FP8 casts the expert GEMMs save.

@@ -184,6 +184,13 @@ class ExecutionSpec(Spec):
         "the layer does not wait for the GPU; False (Megatron's default): tokens dropped but "
         "not padded, the counts are copied to the host and waited for (host_ops.host_synced)",
     )
+    moe_unpermute_keeps_output: bool = Field(
+        default=False,
+        description="the MoE unpermutation multiplies the returned expert output by the router "
+        "probabilities and autograd keeps it (k 16-bit token copies per token) for their "
+        "gradient: Megatron-Core before core_v0.13 (seer/mcore_release.py); False: the "
+        "probabilities are applied inside the expert (core_v0.13 on)",
+    )
     pipeline_schedule: Literal["1f1b", "dualpipe"] = Field(
         default="1f1b",
         description="1f1b: Megatron's (interleaved when vpp > 1); dualpipe: DeepSeek-V3's "

@@ -23,10 +23,12 @@ from starfabric.astral.seer import (
     cells,
     cpu_optimizer_offload,
     host_ops,
+    mcore_release,
     optimizer_state,
     releases,
     torchtitan_eager,
     torchtitan_pp,
+    tuned_at,
 )
 from starfabric.astral.seer.classes import classes_of, per_class
 from starfabric.astral.seer.degrees import DEGREES, degree_combos, unverified_degrees
@@ -747,11 +749,11 @@ def _choices(
             # Korthikanti et al. 2022 and reached those stacks' releases in 2023.
             out["recompute"] = ["none", "full"]
         else:
-            out["recompute"] = ["none", "selective", *selective_module_sets(model), "full"]
+            out["recompute"] = ["none", "selective", *_module_sets(row, model), "full"]
     elif kind == cells.RECOMPUTE_ON:
         # Recompute stated on, its granularity not: the recomputing settings a tuning user
         # tries, fastest that fits.
-        out["recompute"] = ["selective", *selective_module_sets(model), "full"]
+        out["recompute"] = ["selective", *_module_sets(row, model), "full"]
     elif kind in ("full", "none"):
         out["recompute"] = [kind]
     else:  # "selective", "partial", "RMSNorm + MLA up-projections recomputed"
@@ -832,6 +834,17 @@ def _dispatchers(row: dict[str, str], ex: dict[str, Any]) -> list[str]:
     if "alltoall dispatcher" in text or _legacy(row) or (year is not None and year < 2025):
         return ["alltoall"]
     return ["alltoall", "deepep"]
+
+
+def _module_sets(row: dict[str, str], model: ModelSpec) -> list[tuple[str, tuple[str, ...]]]:
+    """The selective-recompute sets the row's Megatron-Core release offers: all of
+    `selective_module_sets` from core_v0.12 (or when the release is unknown); before it only
+    the whole MoE layer (`--moe-layer-recompute`) besides the attention core
+    (mcore_release.RECOMPUTE_MODULES_SINCE)."""
+    release = mcore_release.megatron_core_release(row.get("framework"), row.get("citation"))
+    if mcore_release.offers_recompute_modules(release):
+        return selective_module_sets(model)
+    return [("selective", ("moe",))] if model.is_moe else []
 
 
 def selective_module_sets(model: ModelSpec) -> list[tuple[str, tuple[str, ...]]]:
@@ -972,6 +985,9 @@ def row_setup(row: dict[str, str]) -> RowSetup:
         ex["moe_capacity_factor"] = float(cap.group(1))  # token dropping
         # padded to capacity (--moe-pad-expert-input-to-capacity): static counts, no host wait
         ex["moe_pad_to_capacity"] = bool(PADDED.search(row.get("notes") or ""))
+    release = mcore_release.megatron_core_release(row.get("framework"), row.get("citation"))
+    if model.is_moe and mcore_release.unpermute_keeps_output(release):
+        ex["moe_unpermute_keeps_output"] = True  # Megatron-Core < 0.13 (mcore_release)
     shard = cells.zero_shard_ranks(row.get("zero_or_fsdp"), _int(row, "gpus_per_node", 8))
     if shard is not None and zero:
         ex["zero_shard_ranks"] = shard  # hybrid sharding (parallel.zero_shard)
@@ -1099,28 +1115,23 @@ def validate_row(row: dict[str, str]) -> RowResult:
     if missing:
         raise DataError(f"row {row.get('row_id', '?')}: empty columns {missing}", fix="fill them")
     st = row_setup(row)
-    model, ex, system = st.model, st.execution, st.system
+    model, ex = st.model, st.execution
     approx_batch = cells.is_hint(row.get("global_batch_seqs"))
-    best: tuple[float, Prediction, dict[str, Any], dict[str, Any]] | None = None
-    fallback: tuple[float, Prediction, dict[str, Any], dict[str, Any]] | None = None
-    reason = ""
     open_degrees = unverified_degrees(ex)
-    for opts, full in _candidates(st, approx_batch):
-        chunks = full["pp"] * full.get("vpp", 1)
-        if model.layers % chunks and model.layers >= chunks - 2:
-            # Uneven pipelines: the first and last (virtual) stages, which also hold the
-            # embedding and the loss, take one layer fewer (Llama 3 section 3.3.2).
-            full["pipeline_layers"] = list(uneven_pipeline_layers(model.layers, chunks))
+    held: dict[str, Any] | None = None
+    scale = tuned_at.tuning_scale(row.get("notes"))
+    if scale is not None and scale != (_int(row, "num_gpus"), global_batch_seqs(row)):
+        # Settings tuned at another scale and held fixed (tuned_at): choose them there.
         try:
-            pred = predict(make_job(model, full, system))
-        except StarfabricError as exc:
-            reason = reason or exc.message
-            continue
-        cand = (pred.iteration_s, pred, opts, full)
-        if not pred.memory.oom and (best is None or cand[0] < best[0]):
-            best = cand
-        if fallback is None or pred.memory.total < fallback[1].memory.total:
-            fallback = cand
+            ref_best, _, _ = _search(row_setup(tuned_at.reference_row(row, *scale)), False)
+        except StarfabricError:
+            ref_best = None  # no run of this layout at that scale: choose at the row's own
+        if ref_best is not None:
+            held = {k: v for k, v in ref_best[2].items() if k not in DEGREES}
+    best, fallback, reason = _search(st, approx_batch, held)
+    if best is None and held is not None:
+        best, fallback, reason = _search(st, approx_batch)  # the held settings do not fit
+        held = None
     chosen = best or fallback
     if chosen is None:
         raise DataError(
@@ -1134,6 +1145,10 @@ def validate_row(row: dict[str, str]) -> RowResult:
     }
     for d in open_degrees:
         choices[d] = f"{opts[d]} (unverified: fastest layout that fits)"
+    if held is not None and scale is not None:
+        for k in ("vpp", "micro_batch", "recompute"):
+            if k in choices:
+                choices[k] = f"{choices[k]} (as tuned at {scale[0]} GPUs, global batch {scale[1]})"
     choices.update(st.read)
     if full["global_batch"] != ex["global_batch"]:
         choices["global_batch"] = f"{full['global_batch']} (approximate batch rounded to dp)"
@@ -1165,6 +1180,39 @@ def validate_row(row: dict[str, str]) -> RowResult:
         prediction=pred,
         source=row.get("source_id") or row["row_id"].rsplit("-", 1)[0],
     )
+
+
+Candidate = tuple[float, Prediction, dict[str, Any], dict[str, Any]]
+
+
+def _search(
+    st: RowSetup, approx_batch: bool, held: dict[str, Any] | None = None
+) -> tuple[Candidate | None, Candidate | None, str]:
+    """(fastest candidate that fits, least-memory candidate, first refusal) over the row's
+    open settings; `held`: only the candidates with these settings (tuned_at)."""
+    model, system = st.model, st.system
+    best: Candidate | None = None
+    fallback: Candidate | None = None
+    reason = ""
+    for opts, full in _candidates(st, approx_batch):
+        if held is not None and any(opts.get(k) != v for k, v in held.items()):
+            continue
+        chunks = full["pp"] * full.get("vpp", 1)
+        if model.layers % chunks and model.layers >= chunks - 2:
+            # Uneven pipelines: the first and last (virtual) stages, which also hold the
+            # embedding and the loss, take one layer fewer (Llama 3 section 3.3.2).
+            full["pipeline_layers"] = list(uneven_pipeline_layers(model.layers, chunks))
+        try:
+            pred = predict(make_job(model, full, system))
+        except StarfabricError as exc:
+            reason = reason or exc.message
+            continue
+        cand = (pred.iteration_s, pred, opts, full)
+        if not pred.memory.oom and (best is None or cand[0] < best[0]):
+            best = cand
+        if fallback is None or pred.memory.total < fallback[1].memory.total:
+            fallback = cand
+    return best, fallback, reason
 
 
 def _recompute_options(st: RowSetup) -> list[Any]:
