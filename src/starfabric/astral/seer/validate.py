@@ -1001,6 +1001,10 @@ def row_setup(row: dict[str, str]) -> RowSetup:
         )
     combos = degree_combos(model, ex, gpus, system["gpus_per_node"],
                            not cells.is_hint(row.get("global_batch_seqs")))  # fmt: skip
+    if ex.get("tp") is None and cells.flag(row.get("sp"), r"sp|sequence[- ]parallel(?:ism)?"):
+        # Sequence parallelism (Korthikanti et al. 2022, section 4.2.2) splits the sequence
+        # over the tensor-parallel group: a row that states it ran TP >= 2.
+        combos = [c for c in combos if c["tp"] > 1] or combos
     if not combos:
         open_ = ", ".join(unverified_degrees(ex))
         raise DataError(
