@@ -34,8 +34,8 @@ PRE_FA2_SPEEDUP: dict[str, tuple[float, float]] = {
 }
 """FlashAttention-2's speed over each older kernel, (forward, backward), on A100 (Dao 2023,
 arXiv:2307.08691, section 4.1): "around 2x" over FlashAttention 1.x and xformers' cutlass
-kernels in both passes; over the Triton FlashAttention "1.3-1.5x" forward (the midpoint 1.4 is
-taken) and "around 2x" backward."""
+kernels in both passes; over the Triton FlashAttention "1.3-1.5x" forward and "around 2x"
+backward (taking the midpoint 1.4 of the forward range is an assumption)."""
 
 KERNEL_NAMES = tuple(PRE_FA2_SPEEDUP)
 """The `ExecutionSpec.flash_kernel` values of this generation."""
