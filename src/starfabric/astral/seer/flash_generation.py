@@ -16,6 +16,9 @@ FlashAttention / xformers / Triton FlashAttention is the older kernel only when 
 before FA2's release — by a YYYY-MM in the framework cell or, as an upper bound, the arXiv month
 of the paper that reports it (a run published in 2023-05 cannot have used a July 2023 kernel). A
 bare year 2023 decides nothing and the row keeps FlashAttention-2.
+
+On Hopper and later an older kernel gets the same ratio on top of FA2's (`cost.FA2_ON_HOPPER`);
+the paper measured it on A100 only, and no development row runs FlashAttention 1.x on Hopper.
 """
 
 from __future__ import annotations
