@@ -16,6 +16,7 @@ import numpy as np
 
 from starfabric.astral.seer.comm import CommModel, Phase
 from starfabric.astral.seer.efficiency import Efficiency, flash_time, gemm_time, mem_time
+from starfabric.astral.seer.flash_generation import kernel_rates
 from starfabric.astral.seer.model import ModelSpec
 from starfabric.astral.seer.ops import BMM, COMM, FLASH, GEMM, MEM, OpTable
 from starfabric.astral.seer.parallel import ExecutionSpec, Layout, SystemSpec
@@ -86,7 +87,10 @@ class CostContext:
     """Per-parameter ZeRO-3 (DeepSpeed 2021) gathers again when full recompute re-runs a
     layer's forward; flat-buffer FSDP does not (`schedule.full_recompute_cost`)."""
     flash_rate: float = 1.0
-    """Fused-attention kernel rate relative to the GPU's calibrated one (FA2_ON_HOPPER)."""
+    """Fused-attention kernel rate relative to the GPU's calibrated one (FA2_ON_HOPPER; a
+    kernel older than FlashAttention-2: `flash_generation.kernel_rates`), forward pass."""
+    flash_rate_bwd: float = 1.0
+    """The same for the backward pass (the Triton FlashAttention trails FA2 more there)."""
     logits_flops: float = 0.0
     """Peak FLOP/s of the output-layer GEMMs when they run in FP32 (`LOGITS_FP32_RATE`); 0:
     they run at the job's precision like every other GEMM."""
@@ -116,7 +120,10 @@ def make_context(
     else:
         gemm_peak, gemm_frac = peak, eff.gemm_peak_fraction
     hopper_or_later = gpu.dense_tflops.get("fp8", 0.0) > 0
-    flash_rate = FA2_ON_HOPPER if ex.flash_kernel == "fa2" and hopper_or_later else 1.0
+    # Every kernel but cuDNN's is FlashAttention-2 or older: FA2_ON_HOPPER of cuDNN on Hopper
+    # and later; an older kernel runs at its measured fraction of FA2 (flash_generation).
+    flash_rate = FA2_ON_HOPPER if ex.flash_kernel != "cudnn" and hopper_or_later else 1.0
+    gen_fwd, gen_bwd = kernel_rates(ex.flash_kernel)
     return CostContext(
         peak_flops=peak,
         gemm_peak_flops=gemm_peak,
@@ -130,7 +137,8 @@ def make_context(
         dualpipe=ex.pipeline_schedule == "dualpipe",
         moe_fused_dispatch=ex.moe_fused_dispatch,
         cp=lay.cp,
-        flash_rate=flash_rate,
+        flash_rate=flash_rate * gen_fwd,
+        flash_rate_bwd=flash_rate * gen_bwd,
         fsdp_regather=ex.fsdp_collectives == "parameter",
         logits_flops=(
             gpu.tflops(LOGITS_FP32_RATE) * 1e12 * clock if ex.logits_precision == "fp32" else 0.0
@@ -198,7 +206,8 @@ def op_costs(
             ctx.hbm_bytes_per_s, eff, peak_fraction=eff.bmm_peak_fraction,
         )  # fmt: skip
     f = kind == FLASH
-    time[f] = flash_time(a["flops"][f], a["k"][f], ctx.peak_flops * ctx.flash_rate, eff, backward)
+    rate = ctx.flash_rate_bwd if backward else ctx.flash_rate
+    time[f] = flash_time(a["flops"][f], a["k"][f], ctx.peak_flops * rate, eff, backward)
     m = kind == MEM
     time[m] = mem_time(a["nbytes"][m], ctx.hbm_bytes_per_s, eff)
     exposed = time.copy()

@@ -112,11 +112,13 @@ class ExecutionSpec(Spec):
         "collective per parameter tensor (DeepSpeed ZeRO-3 as of 2021)",
     )
     attention: Literal["flash", "unfused"] = "flash"
-    flash_kernel: Literal["cudnn", "fa2"] = Field(
+    flash_kernel: Literal["cudnn", "fa2", "fa1", "xformers", "triton"] = Field(
         default="cudnn",
         description="fused-attention implementation: cudnn (Transformer Engine's fused "
         "attention, Megatron-Core/NeMo) or fa2 (FlashAttention-2, PyTorch SDPA's flash "
-        "backend: TorchTitan, HF); on Hopper and later FA2 reaches FA2_ON_HOPPER of cuDNN",
+        "backend: TorchTitan, HF); on Hopper and later FA2 reaches FA2_ON_HOPPER of cuDNN; "
+        "fa1 / xformers / triton: the kernels before FlashAttention-2 (2022 to mid-2023), at "
+        "FA2's rate divided by flash_generation.PRE_FA2_SPEEDUP",
     )
     logits_precision: Literal["auto", "fp32"] = Field(
         default="auto",

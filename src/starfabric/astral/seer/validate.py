@@ -22,6 +22,7 @@ from starfabric.astral.hardware import get_gpu, list_gpus
 from starfabric.astral.seer import (
     cells,
     cpu_optimizer_offload,
+    flash_generation,
     host_ops,
     mcore_release,
     optimizer_state,
@@ -465,12 +466,19 @@ scaled_masked_softmax / scaled_upper_triang_masked_softmax): attention without F
 
 def _framework(row: dict[str, str]) -> dict[str, Any]:
     fw = (row.get("framework") or "").lower()
+    # A fused-attention kernel older than FlashAttention-2 that the framework cell names
+    # (FlashAttention 1.x, xformers, Triton FlashAttention; flash_generation).
+    old_kernel = flash_generation.pre_fa2_kernel(
+        row.get("framework") or "", row.get("citation") or ""
+    )
     if _legacy(row):
         # Megatron-LM 2021: unfused softmax attention (pre-FlashAttention), DP all-reduce after
-        # the backward pass (no overlap), no distributed optimizer, blocking PP send/recv.
+        # the backward pass (no overlap), no distributed optimizer, blocking PP send/recv —
+        # unless the cell names the fused kernel the run used (LLaMA's xformers, 2022-23).
+        fused = {"attention": "flash", "flash_kernel": old_kernel} if old_kernel else {}
         return {"attention": "unfused", "overlap_grad_reduce": False,
                 "overlap_param_gather": False, "tp_comm_overlap": False,
-                "overlap_p2p": False}  # fmt: skip
+                "overlap_p2p": False} | fused  # fmt: skip
     # Current stacks (Megatron-Core, NeMo, TorchTitan, DeepSpeed) overlap DP communication by
     # default; TP overlap is opt-in and taken only when the row says so.
     no_overlap = "no overlap" in fw or "without overlap" in fw
@@ -511,7 +519,10 @@ def _framework(row: dict[str, str]) -> dict[str, Any]:
     # Megatron-Core stacks: their layers' host launches are counted (host_ops).
     host = any(k in fw for k in host_ops.HOST_SYNC_FRAMEWORKS)
     graphs = "cuda graph" in " ".join((row.get(k) or "") for k in ("framework", "notes")).lower()
-    return {"attention": attention, "flash_kernel": "fa2" if native else "cudnn",
+    if old_kernel:
+        attention = "flash"
+    kernel = old_kernel or ("fa2" if native else "cudnn")
+    return {"attention": attention, "flash_kernel": kernel,
             "overlap_grad_reduce": dp_overlap,
             "pipeline_schedule": "dualpipe" if dualpipe else "1f1b",
             "overlap_param_gather": dp_overlap,
@@ -1033,6 +1044,10 @@ def row_setup(row: dict[str, str]) -> RowSetup:
         )
     combos = degree_combos(model, ex, gpus, system["gpus_per_node"],
                            not cells.is_hint(row.get("global_batch_seqs")))  # fmt: skip
+    if ex.get("tp") is None and cells.flag(row.get("sp"), r"sp|sequence[- ]parallel(?:ism)?"):
+        # Sequence parallelism (Korthikanti et al. 2022, section 4.2.2) splits the sequence
+        # over the tensor-parallel group: a row that states it ran TP >= 2.
+        combos = [c for c in combos if c["tp"] > 1] or combos
     if not combos:
         open_ = ", ".join(unverified_degrees(ex))
         raise DataError(

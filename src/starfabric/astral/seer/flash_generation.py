@@ -1,0 +1,101 @@
+"""Fused-attention kernels of the generation before FlashAttention-2 (mid-2022 to mid-2023).
+
+A100 runs of 2022-23 that name a fused attention kernel ran FlashAttention 1.x, xformers'
+memory-efficient attention (its "cutlass" kernels) or the Triton FlashAttention — not
+FlashAttention-2, released as flash-attn 2.0.0 on 2023-07-17 (`FA2_RELEASE`). Seer's A100
+fused-attention fractions are FlashAttention-2's (they reproduce Table 1 of the FlashAttention-2
+paper, Dao 2023, within 3%: `tests/astral/seer/test_flash_generation.py`); the older kernels run
+at FA2's rate divided by `PRE_FA2_SPEEDUP`, the speedups that paper measured on A100 80GB SXM4
+(section 4.1): FlashAttention-2 is "around 2x faster than FlashAttention and FlashAttention in
+xformers (the 'cutlass' implementation)", and "around 1.3-1.5x faster than FlashAttention in
+Triton in the forward pass and around 2x faster in the backward pass".
+
+A row's kernel is read from its framework cell (`pre_fa2_kernel`): a version named with the
+kernel ("FlashAttention v1.0.5", "flash-attn 1.0") decides by itself; an unversioned
+FlashAttention / xformers / Triton FlashAttention is the older kernel only when the run is dated
+before FA2's release — by a YYYY-MM in the framework cell or, as an upper bound, the arXiv month
+of the paper that reports it (a run published in 2023-05 cannot have used a July 2023 kernel). A
+bare year 2023 decides nothing and the row keeps FlashAttention-2.
+
+On Hopper and later an older kernel gets the same ratio on top of FA2's (`cost.FA2_ON_HOPPER`);
+the paper measured it on A100 only, and no development row runs FlashAttention 1.x on Hopper.
+"""
+
+from __future__ import annotations
+
+import re
+
+from starfabric.astral.seer import releases
+
+FA2_RELEASE = (2023, 7)
+"""flash-attn 2.0.0 (github.com/Dao-AILab/flash-attention, tag v2.0.0, 2023-07-17)."""
+
+PRE_FA2_SPEEDUP: dict[str, tuple[float, float]] = {
+    "fa1": (2.0, 2.0),
+    "xformers": (2.0, 2.0),
+    "triton": (1.4, 2.0),
+}
+"""FlashAttention-2's speed over each older kernel, (forward, backward), on A100 (Dao 2023,
+arXiv:2307.08691, section 4.1): "around 2x" over FlashAttention 1.x and xformers' cutlass
+kernels in both passes; over the Triton FlashAttention "1.3-1.5x" forward and "around 2x"
+backward (taking the midpoint 1.4 of the forward range is an assumption)."""
+
+KERNEL_NAMES = tuple(PRE_FA2_SPEEDUP)
+"""The `ExecutionSpec.flash_kernel` values of this generation."""
+
+_FA2_NAMED = re.compile(
+    r"flash[- ]?(?:attn|attention)[- ]?(?:==\s*)?(?:v|version )?2(?![\d])|\bfa-?2\b"
+)
+_FA1_NAMED = re.compile(
+    r"flash[- ]?(?:attn|attention)[- ]?(?:==\s*)?(?:v|version )?(?:1\.\d|1\b|0\.\d)"
+)
+_FLASH = re.compile(r"flash[- ]?(?:attn|attention)")
+
+
+def kernel_rates(kernel: str) -> tuple[float, float]:
+    """(forward, backward) rate of `kernel` relative to FlashAttention-2's (1, 1 for FA2 and
+    cuDNN, whose rates the efficiency tables already hold)."""
+    fwd, bwd = PRE_FA2_SPEEDUP.get(kernel, (1.0, 1.0))
+    return 1.0 / fwd, 1.0 / bwd
+
+
+def run_month(framework: str, citation: str) -> tuple[int, int] | None:
+    """The month a run's software is known to predate: a YYYY-MM the framework cell states,
+    else the arXiv month of the citation (the report comes after the run)."""
+    stated = releases.stated_month(framework)
+    if stated is not None:
+        return stated
+    arxiv = re.search(r"arXiv:\s*(\d\d)(\d\d)\.\d{4,5}", citation, re.I)
+    if arxiv:
+        return 2000 + int(arxiv.group(1)), int(arxiv.group(2))
+    return None
+
+
+def pre_fa2_kernel(framework: str, citation: str = "") -> str | None:
+    """The pre-FlashAttention-2 kernel a row's framework cell names (`KERNEL_NAMES`), or None
+    (no fused kernel named, FlashAttention-2 named, or nothing dates the run before FA2)."""
+    fw = framework.lower()
+    if _FA2_NAMED.search(fw):
+        return None
+    if _FA1_NAMED.search(fw):
+        return "fa1"
+    if "xformers" in fw:
+        kernel = "xformers"
+    elif "triton" in fw and _FLASH.search(fw):
+        kernel = "triton"
+    elif _FLASH.search(fw):
+        kernel = "fa1"
+    else:
+        return None
+    month = run_month(framework, citation)
+    return kernel if month is not None and month < FA2_RELEASE else None
+
+
+__all__ = [
+    "FA2_RELEASE",
+    "KERNEL_NAMES",
+    "PRE_FA2_SPEEDUP",
+    "kernel_rates",
+    "pre_fa2_kernel",
+    "run_month",
+]
