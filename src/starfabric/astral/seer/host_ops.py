@@ -47,11 +47,12 @@ the sum of its launch intervals, so the mean, not the median of the GPU-starved 
 (31 us, `host_trace.host_per_launch`, Seer's figure before), is what a pass pays. Checked on
 DeepSeek's public H800 training trace (DeepSeek-V3 MoE layers): 47.0 us (`host_regions`
 docstring). Includes Python, dispatcher, allocator, launch call and the profiler's own
-overhead; no per-CPU scaling (the two hosts agree)."""
+overhead. Used for every host (assumption: no per-CPU scaling; the A100 and H800 hosts agree)."""
 HOST_S_PER_LAUNCH_BWD = 37.2e-6
 """Host seconds per kernel launch in the autograd engine's backward: the launch-weighted mean
 over the same trace's `## backward ##` regions (5,562 launches, nearly all on the autograd
-thread; `host_regions.region_per_launch`). DeepSeek's H800 trace: 43.4 us."""
+thread; `host_regions.region_per_launch`). DeepSeek's H800 trace: 43.4 us (assumption: one
+figure for every host, as forward)."""
 HOST_SYNC_FRAMEWORKS = ("megatron-core", "megatron-bridge", "nemo")
 """Framework cells whose MoE layers run Megatron-Core's dispatchers (sync once per layer
 forward since core_r0.8's dropless all-to-all dispatcher) and whose layers `LAUNCHES` counts."""
