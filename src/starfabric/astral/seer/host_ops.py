@@ -1,10 +1,10 @@
 """Host (CPU) time of a Megatron-Core transformer layer, and where it is exposed.
 
 Eager PyTorch issues every kernel from the host: Python, the dispatcher, autograd and the
-launch call cost `HOST_S_PER_LAUNCH_*` per kernel (measured from a real Kineto trace by
-`host_trace`). The host normally runs ahead of the GPU, so this time is hidden unless the
-host as a whole is slower than the GPU. Megatron-Core's dropless MoE dispatchers stop that:
-every MoE layer's forward copies the token counts to the host and waits
+launch call cost `HOST_S_PER_LAUNCH_*` per kernel (measured from a real Kineto trace over
+the annotated regions of a pass by `host_regions`). The host normally runs ahead of the GPU,
+so this time is hidden unless the host as a whole is slower than the GPU. Megatron-Core's
+dropless MoE dispatchers stop that: every MoE layer's forward copies the token counts to the host and waits
 (`MoEAlltoAllTokenDispatcher._maybe_dtoh_and_synchronize` -> `d2h_event.synchronize()` at
 `before_ep_alltoall` when EP > 1; the flex/DeepEP path waits for the receive counts in
 `fused_a2a.py`), NVIDIA/Megatron-LM core_v0.17.1 (266f1c9). After the wait the GPU queue is
@@ -28,7 +28,7 @@ sequence parallelism, gradient-accumulation fusion, `moe_permute_fusion` on, rou
 | combine_deepep | 4 | 4 | fused un-permute, DeepEP combine, bias-dropout-add |
 | experts_fixed | 11 | 11 | `TEGroupedMLP.forward`: two TE GroupedLinear (output alloc, side-stream event record/wait), weighted SwiGLU with probs (3) |
 | experts_per_local | 2 | 4 | one cuBLAS GEMM per local expert in fc1 and fc2 (`general_grouped_gemm`), dgrad + wgrad each in backward |
-| shared_expert | 6 | 10 | as dense_mlp (fc1, activation, fc2 with their collectives), per shared expert |
+| shared_expert | 6 | 10 | as dense_mlp (fc1, activation, fc2 with their collectives): one `SharedExpertMLP` of width `moe_shared_expert_intermediate_size`, however many shared experts the model card counts |
 
 The counts are a reading of the code, not a trace: a Kineto trace of one Megatron-Core MoE
 layer would replace them.
@@ -38,16 +38,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-HOST_S_PER_LAUNCH_FWD = 31e-6
-"""Host seconds per kernel launch in an eager forward pass: median host-bound launch interval
-of the Python thread in HolisticTraceAnalysis `tests/data/trace_diff/control/control.json.gz`
-(rank 3 of an 8-rank A100 job, PyTorch profiler; `host_trace.host_per_launch`). Includes
-Python, dispatcher, allocator, launch call and the profiler's own overhead. The other HTA
-traces give 45-86 us (smaller, sampled, or a CNN with DDP hooks). Used for every host
-(assumption: no per-CPU scaling; the trace's host is a Meta A100 node, not a p5/p6 host)."""
-HOST_S_PER_LAUNCH_BWD = 34e-6
-"""Host seconds per kernel launch in the autograd engine's backward: median host-bound launch
-interval of the backward launches of the same trace (`host_trace.host_per_launch`)."""
+HOST_S_PER_LAUNCH_FWD = 47.5e-6
+"""Host seconds per kernel launch in an eager forward pass: the launch-weighted mean over the
+`## forward ##` regions of HolisticTraceAnalysis `tests/data/trace_diff/control/control.json.gz`
+(rank 3 of an 8-rank A100 job, PyTorch profiler on; `host_regions.region_per_launch`): region
+wall time minus blocking calls, over the 2,532 kernels launched in it. A pass's host time is
+the sum of its launch intervals, so the mean, not the median of the GPU-starved intervals
+(31 us, `host_trace.host_per_launch`, Seer's figure before), is what a pass pays. Checked on
+DeepSeek's public H800 training trace (DeepSeek-V3 MoE layers): 47.0 us (`host_regions`
+docstring). Includes Python, dispatcher, allocator, launch call and the profiler's own
+overhead. Used for every host (assumption: no per-CPU scaling; the A100 and H800 hosts agree)."""
+HOST_S_PER_LAUNCH_BWD = 37.2e-6
+"""Host seconds per kernel launch in the autograd engine's backward: the launch-weighted mean
+over the same trace's `## backward ##` regions (5,562 launches, nearly all on the autograd
+thread; `host_regions.region_per_launch`). DeepSeek's H800 trace: 43.4 us (assumption: one
+figure for every host, as forward)."""
 HOST_SYNC_FRAMEWORKS = ("megatron-core", "megatron-bridge", "nemo")
 """Framework cells whose MoE layers run Megatron-Core's dispatchers (sync once per layer
 forward since core_r0.8's dropless all-to-all dispatcher) and whose layers `LAUNCHES` counts."""
@@ -107,7 +112,10 @@ def layer_launches(
             if local_experts > 1:
                 mods.append(("sort_alltoall", 1))
         mods += [("experts_fixed", 1), ("experts_per_local", local_experts)]
-        mods.append(("shared_expert", shared_experts))
+        # Megatron-Core builds one `SharedExpertMLP` per MoE layer, sized
+        # `moe_shared_expert_intermediate_size` (shared_experts.py, core_v0.17.1): a model card's
+        # count of shared experts only sets that width, not the number of modules launched.
+        mods.append(("shared_expert", min(shared_experts, 1)))
     f = b = 0
     for name, n in mods:
         if cuda_graphs and name in CUDA_GRAPH_MODULES:
