@@ -100,3 +100,22 @@ def test_megatron_core_at_least_reads_core_bridge_and_nemo_containers(
     from starfabric.astral.seer.releases import megatron_core_at_least
 
     assert megatron_core_at_least(framework, minimum) is expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Megatron-Core v0.9", (0, 9)),
+        ("Megatron-Bridge 0.4.2 / Megatron-Core 0.17.1 (NeMo 26.04.01 image)", (0, 17)),
+        ("megatron core r0.12", (0, 12)),
+        ("MCore 0.13", (0, 13)),
+        ("core_v0.11.0", (0, 11)),
+        ("Megatron-LM (NeMo 25.02)", None),
+        ("score_v1.2", None),
+        (None, None),
+    ],
+)
+def test_named_megatron_core_reads_the_release_a_cell_names(text, expected) -> None:
+    """The one reader of a named Megatron-Core version that the FLOP-formula and the MoE-release
+    checks share: the release's (major, minor), never a word that merely ends in 'core_'."""
+    assert releases.named_megatron_core(text) == expected

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 from starfabric.astral.hardware import GPUSpec, get_gpu, list_gpus
+from starfabric.astral.seer import releases
 from starfabric.errors import ConfigError
 
 _DIGITS = re.compile(r"(?<![\d.,])(\d{1,3}(?:,\d{3})+(?![\d,])|\d+)(\.\d+)?")
@@ -212,9 +213,9 @@ def megatron_formula_is_causal(framework: str | None) -> bool | None:
     TFLOP/s (`MEGATRON_CAUSAL_SINCE`); None when the cell names no such release."""
     text = (framework or "").lower()
     found: list[bool] = []
-    core = re.search(r"(?:megatron[- ]core|mcore|core_)\s*[rv]?(\d+)\.(\d+)", text)
+    core = releases.named_megatron_core(text)
     if core:
-        found.append((int(core[1]), int(core[2])) >= MEGATRON_CAUSAL_SINCE["megatron-core"])
+        found.append(core >= MEGATRON_CAUSAL_SINCE["megatron-core"])
     nemo = re.search(r"nemo\s*v?(\d+)\.(\d+)", text)
     if nemo:
         ver = (int(nemo[1]), int(nemo[2]))

@@ -37,7 +37,6 @@ UNPERMUTE_KEEPS_OUTPUT_BEFORE: Release = (0, 13)
 probability gradient (commit 2659630721, core_v0.13.0)."""
 
 _MCORE_STACK = re.compile(r"megatron[- ]?core|\bmcore\b", re.I)
-_MCORE_VERSION = re.compile(r"(?:megatron[- ]?core|\bmcore|\bcore_)\s*[rv]?(\d+)\.(\d+)", re.I)
 _ARXIV = re.compile(r"arxiv[:\s]*(\d\d)(0[1-9]|1[0-2])\.\d{4,5}", re.I)
 
 
@@ -60,9 +59,9 @@ def megatron_core_release(framework: str | None, citation: str | None) -> Releas
     the stack is not Megatron-Core, nothing dates it, or the framework cell dates the run
     after the paper (a later run of the paper's model, not the one it reports)."""
     fw = framework or ""
-    named = _MCORE_VERSION.search(fw)
+    named = releases.named_megatron_core(fw)
     if named:
-        return int(named.group(1)), int(named.group(2))
+        return named
     if not _MCORE_STACK.search(fw):
         return None
     month = published_month(citation)

@@ -140,6 +140,16 @@ def release_date(framework: str) -> YearMonth | None:
     return max(dates) if dates else None
 
 
+_MCORE_VERSION = re.compile(r"(?:megatron[- ]?core|\bmcore|\bcore_)\s*[rv]?(\d+)\.(\d+)", re.I)
+
+
+def named_megatron_core(text: str | None) -> tuple[int, int] | None:
+    """The Megatron-Core release a cell names by version ("Megatron-Core v0.9", "mcore 0.12",
+    "core_r0.13"), as (major, minor); None when it names none."""
+    m = _MCORE_VERSION.search(text or "")
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
 _MCORE_NAMED = re.compile(r"megatron[- ]core\s*v?(?:core_r)?(\d+)\.(\d+)", re.I)
 _NEMO_CONTAINER = re.compile(r"nemo\s*(?:framework\s*)?(\d\d)\.(\d\d)", re.I)
 BRIDGE_MIN_MCORE = (0, 14)
