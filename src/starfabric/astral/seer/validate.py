@@ -32,6 +32,7 @@ from starfabric.astral.seer import (
 )
 from starfabric.astral.seer.classes import classes_of, per_class
 from starfabric.astral.seer.degrees import DEGREES, degree_combos, unverified_degrees
+from starfabric.astral.seer.deepep_sm_budget import stated_num_sms
 from starfabric.astral.seer.efa import efa_bus_fraction
 from starfabric.astral.seer.efa_alltoall import efa_alltoall_alpha
 from starfabric.astral.seer.model import ModelSpec, bundled_models, load_model
@@ -977,6 +978,10 @@ def row_setup(row: dict[str, str]) -> RowSetup:
         ex["ulysses_repeat_kv"] = repeats_kv(row.get("framework"))
     if LOGITS_FP32.search(row.get("precision") or ""):
         ex["logits_precision"] = "fp32"  # cost.LOGITS_FP32_RATE
+    sms = stated_num_sms(row.get("framework"))
+    if sms is not None:
+        ex["deepep_num_sms"] = sms  # the DeepEP SM budget the run set (deepep_sm_budget)
+        read["deepep_num_sms"] = f"{sms} (stated: DeepEP SM budget)"
     if states_forced_balance(_model_text(row) + " " + (row.get("notes") or "")):
         ex["moe_load_balance"] = "forced"  # Megatron-Core --moe-router-force-load-balancing
     cap = re.search(r"capacity[- ]factor\D{0,6}(\d+(?:\.\d+)?)", _model_text(row) + " "
