@@ -25,7 +25,9 @@ from starfabric.astral.seer.validate import states_forced_balance
         (None, 61, 16, None),
     ],
 )
-def test_layer_split(text: str | None, layers: int, stages: int, split: tuple[int, ...] | None) -> None:
+def test_layer_split(
+    text: str | None, layers: int, stages: int, split: tuple[int, ...] | None
+) -> None:
     assert cells.layer_split(text, layers, stages) == split
 
 

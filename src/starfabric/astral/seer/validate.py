@@ -31,8 +31,8 @@ from starfabric.astral.seer import (
     tuned_at,
 )
 from starfabric.astral.seer.classes import classes_of, per_class
-from starfabric.astral.seer.degrees import DEGREES, degree_combos, unverified_degrees
 from starfabric.astral.seer.deepep_sm_budget import stated_num_sms
+from starfabric.astral.seer.degrees import DEGREES, degree_combos, unverified_degrees
 from starfabric.astral.seer.efa import efa_bus_fraction
 from starfabric.astral.seer.efa_alltoall import efa_alltoall_alpha
 from starfabric.astral.seer.model import ModelSpec, bundled_models, load_model
