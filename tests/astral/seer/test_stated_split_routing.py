@@ -56,3 +56,27 @@ def test_mtp_module_experts_are_fused_gemms() -> None:
     kind = np.full(len(t), GEMM)
     mask = _gemms_named(t, kind, FUSED_EXPERT_GEMMS)
     assert mask.tolist() == [True, True, True, False, False]
+
+
+def test_fused_dispatch_has_no_permute_kernels() -> None:
+    """TorchTitan's DistMoE hands unpermuted tokens and top-k IDs to one fused call
+    (torchtitan models/common/dist_moe.py @2e4b4a4): no permute/sort/unpermute of its own;
+    every other dispatcher keeps them."""
+    from starfabric.astral.seer.model import load_model
+    from starfabric.astral.seer.ops import layer_ops
+    from starfabric.astral.seer.parallel import ExecutionSpec, SystemSpec, resolve_layout
+
+    model = load_model("deepseek-v3")
+    names = {}
+    for fused in (False, True):
+        ex = ExecutionSpec(
+            seq_len=4096, global_batch=256, ep=64, moe_dispatcher="deepep",
+            moe_fused_dispatch=fused, precision="fp8",
+        )  # fmt: skip
+        lay = resolve_layout(model, ex, SystemSpec(gpu="GB300", gpus=256, gpus_per_node=4))
+        names[fused] = set(layer_ops(model, ex, lay, moe=True).name)
+    permutes = {"moe.permute", "moe.unpermute"}
+    assert permutes <= names[False]
+    assert not (permutes & names[True])
+    assert {n for n in names[True] if "sort" in n} == set()
+    assert names[False] - names[True] - {n for n in names[False] if "sort" in n} == permutes
