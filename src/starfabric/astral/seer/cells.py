@@ -355,3 +355,26 @@ __all__ = [
     "zero_shard_ranks",
     "zero_stage",
 ]
+
+
+_SPLIT = re.compile(r"(?<![\d/.])(\d+(?:/\d+)+)(?:/(?:\.\.\.|…)/(\d+(?:/\d+)*))?(?![\d/])")
+
+
+def layer_split(text: str | None, layers: int, stages: int) -> tuple[int, ...] | None:
+    """Per-(virtual-)stage layer counts a cell states as a split, first stage first:
+    "4/4/.../4/1" (the element before the ellipsis repeats; TorchTitan's DeepSeek-V3 report
+    writes its asymmetric split so) or a full list "7/8/8/7". Only a split naming `layers`
+    layers over `stages` stages counts; anything else is None."""
+    for m in _SPLIT.finditer(text or ""):
+        head = [int(x) for x in m.group(1).split("/")]
+        tail = [int(x) for x in m.group(2).split("/")] if m.group(2) else []
+        if m.group(2):
+            fill = stages - len(head) - len(tail)
+            if fill < 0:
+                continue
+            out = head + [head[-1]] * fill + tail
+        else:
+            out = head
+        if len(out) == stages and sum(out) == layers and min(out) >= 0:
+            return tuple(out)
+    return None

@@ -19,11 +19,13 @@ import numpy as np
 
 from starfabric.astral.hardware import GPUSpec
 from starfabric.astral.seer.deepep_kernels import (
+    DEEPEP_NUM_SMS,
     deepep_internode_time,
     deepep_intranode_time,
     deepep_nvlink_bytes_per_s,
     rank_copy_fraction,
 )
+from starfabric.astral.seer.deepep_sm_budget import nvlink_ceiling
 from starfabric.astral.seer.efficiency import Efficiency
 from starfabric.astral.seer.expert_comm import remote_copy_fraction
 from starfabric.astral.seer.fabric import (
@@ -188,6 +190,8 @@ class FormulaComm:
     ep_nvlink_bytes_per_s: float = 0.0
     """With DeepEP, the rate its kernels move NVLink bytes (`deepep_kernels.
     deepep_nvlink_bytes_per_s`: NVLink, or what its SM budget copies)."""
+    ep_sms: int = DEEPEP_NUM_SMS
+    """SMs DeepEP's kernels run on (`ExecutionSpec.deepep_num_sms`)."""
 
     def time(
         self, kind: Kind, nbytes: float, group: str, *, phase: Phase | None = None,
@@ -202,7 +206,7 @@ class FormulaComm:
         if self.ep_copy_fraction > 0 and phase is not None and grp.nodes > 1:
             return deepep_internode_time(nbytes, grp, self.fabric, self.ep_nvlink_bytes_per_s,
                                          self.ep_copy_fraction, self.ep_rank_fraction,
-                                         fp8)  # fmt: skip
+                                         fp8, self.ep_sms)  # fmt: skip
         if self.ep_rank_fraction > 0 and phase is not None and grp.size > 1:
             return deepep_intranode_time(nbytes, grp, self.ep_nvlink_bytes_per_s,
                                          self.ep_rank_fraction, fp8)  # fmt: skip
@@ -223,5 +227,11 @@ def formula_comm(
                                     model.moe_max_nodes)  # fmt: skip
         rank_frac = rank_copy_fraction(model.moe_experts, model.moe_topk, lay.ep)
         ranks = groups["ep"].per_node  # destination ranks of the NVLink copies
-        nvl = deepep_nvlink_bytes_per_s(fabric.tiers("all_to_all")[0], ranks)
-    return FormulaComm(fabric, groups, frac, rank_frac, nvl)
+        link = fabric.tiers("all_to_all")[0]
+        # DeepEP V1's own kernels on NVLink 5 (deepep_sm_budget); a fused dispatch-compute-
+        # combine backend (DistMoE) is another kernel and keeps the link's rate.
+        ceiling = nvlink_ceiling(lay.gpu.nvlink_gbps)
+        if ceiling is not None and not ex.moe_fused_dispatch:
+            link = min(link, ceiling)
+        nvl = deepep_nvlink_bytes_per_s(link, ranks, ex.deepep_num_sms)
+    return FormulaComm(fabric, groups, frac, rank_frac, nvl, ex.deepep_num_sms)

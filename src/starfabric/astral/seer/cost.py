@@ -9,6 +9,7 @@ behind attention.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -156,9 +157,14 @@ class OpCosts:
     kind: np.ndarray[Any, np.dtype[np.int64]]
 
 
+_MTP_PREFIX = re.compile(r"^mtp\d+\.")
+
+
 def _gemms_named(t: OpTable, kind: np.ndarray, prefix: str | tuple[str, ...]) -> np.ndarray:
-    """Mask of `t`'s GEMMs whose operator name starts with `prefix` (one or several)."""
-    return (kind == GEMM) & np.fromiter((n.startswith(prefix) for n in t.name), bool, len(t))
+    """Mask of `t`'s GEMMs whose operator name starts with `prefix` (one or several), also
+    inside a multi-token-prediction module (`ops.mtp_ops` names its block "mtp<i>.")."""
+    names = (_MTP_PREFIX.sub("", n) for n in t.name)
+    return (kind == GEMM) & np.fromiter((n.startswith(prefix) for n in names), bool, len(t))
 
 
 def op_costs(

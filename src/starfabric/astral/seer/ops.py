@@ -236,21 +236,34 @@ def _moe_mlp(
     act_rec: bool,
     imb: float,
     dispatcher: str = "alltoall",
+    fused_dispatch: bool = False,
 ) -> None:
     h, e = model.hidden, loc.elem
+    # A fused dispatch-compute-combine backend (TorchTitan DistMoE: `DistMoeRoutedExperts.
+    # forward` hands the unpermuted local tokens and the top-k expert IDs to one
+    # `dist_moe.routed_experts` call that "owns dispatch, SwiGLU, expert GEMMs, and combine",
+    # torchtitan models/common/dist_moe.py @2e4b4a4) reads each token where it lies and
+    # writes the combined output in token order: no permute / local sort / unpermute
+    # kernels of their own (their traffic is the dispatch's and the combine's).
+    permutes = not fused_dispatch
     tok = loc.tokens_sp  # the token dispatcher works on the local sequence shard
     k, experts = model.moe_topk, model.moe_experts
     # `imb`: the busiest rank receives imb x the mean tokens and everyone waits for it at the
     # combine (moe_imbalance).
     t.gemm("moe.router", tok, experts, h)
     t.mem("moe.topk", ROUTER_BYTES_PER_SCORE * tok * experts)
-    t.mem("moe.permute", 2 * e * tok * k * h)
+    if permutes:
+        t.mem("moe.permute", 2 * e * tok * k * h)
     t.comm("moe.ep_dispatch", "all_to_all", "ep", e * tok * k * h * imb)
     if lay.etp > 1:
         t.comm("moe.etp_all_gather", "all_gather", "etp", e * tok * k * h * lay.etp)
     local_experts = experts / lay.ep
     per_expert = tok * k * lay.ep * lay.etp / experts * imb
-    sort = local_sort_bytes(dispatcher, local_experts, per_expert * local_experts, h, e)
+    sort = (
+        local_sort_bytes(dispatcher, local_experts, per_expert * local_experts, h, e)
+        if permutes
+        else 0.0
+    )
     if sort:
         t.mem(f"moe.{SORT_SUFFIX}", sort)
     gated = model.activation == "swiglu"
@@ -264,7 +277,8 @@ def _moe_mlp(
     if lay.etp > 1:
         t.comm("moe.etp_reduce_scatter", "reduce_scatter", "etp", e * tok * k * h * lay.etp)
     t.comm("moe.ep_combine", "all_to_all", "ep", e * tok * k * h * imb)
-    t.mem("moe.unpermute", 2 * e * tok * k * h)
+    if permutes:
+        t.mem("moe.unpermute", 2 * e * tok * k * h)
     if model.moe_shared_experts:
         _tp_enter(t, loc, h, "moe.shared")
         _dense_mlp(t, model, loc, model.moe_ffn_hidden * model.moe_shared_experts, "moe.shared")
@@ -307,6 +321,7 @@ def layer_ops(model: ModelSpec, ex: ExecutionSpec, lay: Layout, moe: bool) -> Op
             "moe_act" in ex.recompute_modules,
             moe_imbalance(ex),
             ex.moe_dispatcher,
+            ex.moe_fused_dispatch,
         )
     else:
         _tp_enter(t, loc, h, "mlp")

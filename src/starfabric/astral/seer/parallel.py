@@ -152,6 +152,14 @@ class ExecutionSpec(Spec):
         "hosts) or deepep (one copy per remote node, fanned out over NVLink; Megatron-Core "
         "flex dispatcher, DeepSeek-V3 section 3.2.2)",
     )
+    deepep_num_sms: int = Field(
+        default=20,
+        ge=1,
+        le=256,
+        description="SMs DeepEP's normal kernels run on (DeepEP's Buffer default 20; a run that "
+        "sets another budget, e.g. TorchTitan's 2025-11 DeepEP branch on B200 at 128: "
+        "seer/deepep_sm_budget.py)",
+    )
     host_launches: bool = Field(
         default=False,
         description="count the host's kernel launches of Megatron-Core's layers (host_ops): "

@@ -32,6 +32,7 @@ from starfabric.astral.seer import (
     tuned_at,
 )
 from starfabric.astral.seer.classes import classes_of, per_class
+from starfabric.astral.seer.deepep_sm_budget import stated_num_sms
 from starfabric.astral.seer.degrees import DEGREES, degree_combos, unverified_degrees
 from starfabric.astral.seer.efa import efa_bus_fraction
 from starfabric.astral.seer.efa_alltoall import efa_alltoall_alpha
@@ -453,10 +454,21 @@ FORCED_BALANCE = re.compile(r"force[d-]?\s*(?:load[- ])?balanc", re.I)
 _NEGATED = re.compile(r"\b(?:no|not|without|never)\s+$", re.I)
 
 
+ROUND_ROBIN = re.compile(r"round[- ]robin\s+(?:expert\s+)?rout", re.I)
+"""Routing that assigns tokens to experts in turn ("deterministic round-robin routing",
+TorchTitan's DeepSeek-V3 report @9739e6e): every expert gets the same number of tokens, as
+under forced balancing."""
+
+
 def states_forced_balance(text: str) -> bool:
-    """Whether `text` states forced load balancing: a mention that is negated ("no forced
-    balance stated", "without forced load balancing") does not count."""
-    return any(not _NEGATED.search(text[: m.start()]) for m in FORCED_BALANCE.finditer(text))
+    """Whether `text` states forced load balancing (or round-robin routing, which balances
+    the same way): a mention that is negated ("no forced balance stated", "without forced
+    load balancing") does not count."""
+    return any(
+        not _NEGATED.search(text[: m.start()])
+        for pat in (FORCED_BALANCE, ROUND_ROBIN)
+        for m in pat.finditer(text)
+    )
 
 
 SOFTMAX_KERNEL = re.compile(r"(?:scale[- ])?mask(?:ed)?[- ](?:causal[- ])?softmax")
@@ -988,6 +1000,19 @@ def row_setup(row: dict[str, str]) -> RowSetup:
         ex["ulysses_repeat_kv"] = repeats_kv(row.get("framework"))
     if LOGITS_FP32.search(row.get("precision") or ""):
         ex["logits_precision"] = "fp32"  # cost.LOGITS_FP32_RATE
+    vpp_n = cells.number(row.get("vpp")) if not _unverified(row.get("vpp") or "") else None
+    if deg["pp"] and deg["pp"] > 1:
+        stages = deg["pp"] * int(vpp_n or 1)
+        split = cells.layer_split(row.get("notes"), model.layers, stages)
+        if split is not None:
+            # A layer split the source states (e.g. TorchTitan's "4/4/.../4/1") replaces
+            # the uneven default of _search.
+            ex["pipeline_layers"] = list(split)
+            read["pipeline_layers"] = f"{list(split)} (stated split)"
+    sms = stated_num_sms(row.get("framework"))
+    if sms is not None:
+        ex["deepep_num_sms"] = sms  # the DeepEP SM budget the run set (deepep_sm_budget)
+        read["deepep_num_sms"] = f"{sms} (stated: DeepEP SM budget)"
     if states_forced_balance(_model_text(row) + " " + (row.get("notes") or "")):
         ex["moe_load_balance"] = "forced"  # Megatron-Core --moe-router-force-load-balancing
     cap = re.search(r"capacity[- ]factor\D{0,6}(\d+(?:\.\d+)?)", _model_text(row) + " "
@@ -1213,7 +1238,11 @@ def _search(
         if held is not None and any(opts.get(k) != v for k, v in held.items()):
             continue
         chunks = full["pp"] * full.get("vpp", 1)
-        if model.layers % chunks and model.layers >= chunks - 2:
+        if len(full.get("pipeline_layers") or ()) not in (0, chunks):
+            full.pop("pipeline_layers")  # a stated split (row_setup) of another layout
+        if "pipeline_layers" in full:
+            pass  # the split the row states (row_setup)
+        elif model.layers % chunks and model.layers >= chunks - 2:
             # Uneven pipelines: the first and last (virtual) stages, which also hold the
             # embedding and the loss, take one layer fewer (Llama 3 section 3.3.2).
             full["pipeline_layers"] = list(uneven_pipeline_layers(model.layers, chunks))
