@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from starfabric.astral.seer.ep_overlap import pair_exposed_fraction, runs_megatron_overlap
 from starfabric.astral.seer.comm import CommModel, Phase
 from starfabric.astral.seer.efficiency import Efficiency, flash_time, gemm_time, mem_time
+from starfabric.astral.seer.ep_overlap import pair_exposed_fraction, runs_megatron_overlap
 from starfabric.astral.seer.model import ModelSpec
 from starfabric.astral.seer.ops import BMM, COMM, FLASH, GEMM, MEM, OpTable
 from starfabric.astral.seer.parallel import ExecutionSpec, Layout, SystemSpec

@@ -222,9 +222,7 @@ def piece_cost(t: OpTable, ctx: CostContext, recompute: str) -> PieceCost:
     return PieceCost(fwd, pass_cost(bt, bc), rec, t, fc, bt, bc, solo[0], solo[1])
 
 
-def schedule_order(
-    p: int, v: int, m: int, extra_warm: int = 0
-) -> tuple[np.ndarray[Any, Any], ...]:
+def schedule_order(p: int, v: int, m: int, extra_warm: int = 0) -> tuple[np.ndarray[Any, Any], ...]:
     """Megatron's per-stage op order: arrays (is_fwd, micro-batch, chunk), each (p, 2*m*v).
     `extra_warm`: more warm-up forwards under interleaving (Megatron schedules one more with
     the EP overlap on, schedules.py get_pp_rank_microbatches)."""
@@ -515,9 +513,7 @@ def build_timeline(model: ModelSpec, ex: ExecutionSpec, lay: Layout, ctx: CostCo
     paired = ctx.megatron_ep_overlap and model.is_moe
     is_fwd, mbs, chs = schedule_order(p, v, m, 1 if paired and v > 1 else 0)
     solo = solo_ops(is_fwd, p) if paired else np.zeros(is_fwd.shape, np.int8)
-    start, end, ok = _kernels.pipeline_times(
-        is_fwd, mbs, chs, fwd, bwd, hop, m, solo, fsolo, bsolo
-    )
+    start, end, ok = _kernels.pipeline_times(is_fwd, mbs, chs, fwd, bwd, hop, m, solo, fsolo, bsolo)
     if not ok:
         raise InvariantError(
             f"pipeline schedule deadlocked (pp={p}, vpp={v}, micro-batches={m})",
