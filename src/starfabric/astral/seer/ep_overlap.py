@@ -35,10 +35,12 @@ from starfabric.astral.seer.ops import OpTable
 
 DISPATCH = "moe.ep_dispatch"
 COMBINE = "moe.ep_combine"
-SHARED = "moe.shared"
+SHARED = ("moe.shared", ".head.")
 """Megatron computes the shared experts in the "attn" node, after the router
 (transformer_config.py: with the overlap on, 'the shared experts execute after the router,
-before the routed experts')."""
+before the routed experts'). An MTP module's output head and loss (`mtp_post_process`) also
+run on the compute stream; they are counted with that node (an approximation: Megatron runs
+them after the combine)."""
 
 
 def runs_megatron_overlap(pp: int, vpp: int) -> bool:
@@ -68,7 +70,7 @@ def _run_start(ep: np.ndarray[Any, Any], i: int) -> int:
 
 
 def _index(t: OpTable, prefix: str) -> int:
-    return next(i for i, n in enumerate(t.name) if n.startswith(prefix))
+    return next(i for i, n in enumerate(t.name) if prefix in n)
 
 
 def _segments_fwd(t: OpTable, ep: np.ndarray[Any, Any], dur: np.ndarray[Any, Any]) -> list[float]:
@@ -80,7 +82,7 @@ def _segments_fwd(t: OpTable, ep: np.ndarray[Any, Any], dur: np.ndarray[Any, Any
     c0 = _run_start(ep, _index(t, COMBINE))
     seg = [0.0, 0.0, 0.0, 0.0]
     for i, n in enumerate(t.name):
-        j = 0 if (n.startswith(SHARED) or i < d) else 1 if i < d_end else 2 if i < c0 else 3
+        j = 0 if (any(k in n for k in SHARED) or i < d) else 1 if i < d_end else 2 if i < c0 else 3
         seg[j] += dur[i]
     return seg
 
@@ -93,7 +95,7 @@ def _segments_bwd(t: OpTable, ep: np.ndarray[Any, Any], dur: np.ndarray[Any, Any
     d0 = _run_start(ep, d)
     seg = [0.0, 0.0, 0.0, 0.0, 0.0]
     for i, n in enumerate(t.name):
-        if n.startswith(SHARED) or i > d:
+        if any(k in n for k in SHARED) or i > d:
             j = 4
         elif i < c_end:
             j = 0
@@ -174,8 +176,14 @@ def solo_ops(is_fwd: np.ndarray[Any, Any], pp: int) -> np.ndarray[Any, Any]:
     solo = np.zeros((p, n), np.int8)
     for s in range(p):
         f = is_fwd[s]
-        warm = int(np.argmax(f == 0))
-        cool = int(np.argmax(f[::-1] == 1))
+        first_b = int(np.argmax(f == 0))
+        last_f = n - 1 - int(np.argmax(f[::-1] == 1))
+        if first_b > last_f:  # every forward is a warm-up one: nothing is paired
+            solo[s] = 1
+            continue
+        # the steady phase lists each pair as (forward, backward): the forward just before the
+        # first backward and the backward just after the last forward are a pair
+        warm, cool = first_b - 1, n - 2 - last_f
         if pp == 1:
             warm, cool = max(warm, 1), max(cool, 1)
         solo[s, :warm] = 1
