@@ -103,7 +103,13 @@ def test_zero3_shards_memory_and_exposes_gathers_on_a_slow_network() -> None:
 
 
 def test_expert_comm_overlap_hides_all_to_all() -> None:
-    base = _moe(64)
+    # Megatron-Core runs its combined 1F1B schedule only with interleaving when PP > 1, and
+    # refuses full recompute with it (transformer_config.py, core_v0.14-0.17): VPP 2, none.
+    job = _moe(64)
+    ex = job.execution.model_copy(
+        update={"vpp": 2, "recompute": "none", "pipeline_layers": [1] + [2] * 30 + [0]}
+    )
+    base = make_job(job.model, ex, job.system)
     plain = predict(base)
     overlapped = predict(
         make_job(
