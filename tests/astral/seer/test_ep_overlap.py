@@ -28,30 +28,37 @@ def _proxy() -> object:
 
 
 def test_without_transfers_the_step_is_the_compute_in_stream_order() -> None:
-    fwd, bwd = [1.0, 0.0, 2.0, 0.0], [0.0, 1.5, 1.0, 0.0, 3.0]
-    step, beside = ep_overlap.pair_step(fwd, bwd, delay_wgrad=False)
+    fwd, bwd = [1.0, 0.0, 2.0, 0.0, 0.0], [0.0, 0.0, 1.5, 1.0, 0.0, 3.0]
+    step, beside, shared = ep_overlap.pair_step(fwd, bwd, delay_wgrad=False)
     assert step == pytest.approx(8.5)
-    assert beside == 0.0
+    assert beside == shared == 0.0
 
 
 def test_without_compute_the_transfers_run_one_after_another_on_their_stream() -> None:
-    fwd, bwd = [0.0, 1.0, 0.0, 2.0], [0.5, 0.0, 0.0, 1.5, 0.0]
-    step, _ = ep_overlap.pair_step(fwd, bwd, delay_wgrad=False)
+    fwd, bwd = [0.0, 1.0, 0.0, 2.0, 0.0], [0.0, 0.5, 0.0, 0.0, 1.5, 0.0]
+    step, _, _ = ep_overlap.pair_step(fwd, bwd, delay_wgrad=False)
     assert step == pytest.approx(5.0)
 
 
 def test_each_transfer_hides_behind_its_named_partner_only() -> None:
     # combine_bwd (2) is longer than attn_fwd (1): the mlp backward waits for it, so 1 s of
     # it is exposed although the step has plenty of compute elsewhere.
-    fwd, bwd = [1.0, 0.0, 1.0, 0.0], [2.0, 1.0, 1.0, 0.0, 4.0]
-    step, _ = ep_overlap.pair_step(fwd, bwd, delay_wgrad=False)
+    fwd, bwd = [1.0, 0.0, 1.0, 0.0, 0.0], [0.0, 2.0, 1.0, 1.0, 0.0, 4.0]
+    step, _, _ = ep_overlap.pair_step(fwd, bwd, delay_wgrad=False)
     assert step == pytest.approx(2.0 + 1.0 + 1.0 + 1.0 + 4.0)
 
 
+def test_the_combine_nodes_own_compute_gains_nothing_beside_other_compute() -> None:
+    # unpermute (0.5) on the communication stream beside the attention backward (3)
+    fwd, bwd = [1.0, 0.0, 1.0, 0.0, 0.5], [0.0, 0.0, 1.0, 0.0, 0.0, 3.0]
+    step, beside, shared = ep_overlap.pair_step(fwd, bwd, delay_wgrad=False)
+    assert step == pytest.approx(6.0) and shared == pytest.approx(0.5) and beside == 0.0
+
+
 def test_delayed_wgrad_lets_the_dispatch_backward_start_after_the_dgrad() -> None:
-    fwd, bwd = [1.0, 2.0, 1.0, 0.0], [0.0, 1.0, 3.0, 2.0, 1.0]
-    plain, _ = ep_overlap.pair_step(fwd, bwd, delay_wgrad=False)
-    delayed, _ = ep_overlap.pair_step(fwd, bwd, delay_wgrad=True)
+    fwd, bwd = [1.0, 2.0, 1.0, 0.0, 0.0], [0.0, 0.0, 1.0, 3.0, 2.0, 1.0]
+    plain, _, _ = ep_overlap.pair_step(fwd, bwd, delay_wgrad=False)
+    delayed, _, _ = ep_overlap.pair_step(fwd, bwd, delay_wgrad=True)
     assert delayed < plain
 
 

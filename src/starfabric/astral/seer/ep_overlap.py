@@ -16,7 +16,9 @@ for the expert forward. So each all-to-all hides behind one named piece of the o
 micro-batch's compute, not behind the layer as a whole: `pair_exposed_fraction` replays this
 order with the operators' times and returns the share of the pair's all-to-all time that stays
 on the critical path. The compute that runs beside a transfer runs on the SMs the
-communication kernels leave (`cost.EP_COMM_SMS`).
+communication kernels leave (`cost.EP_COMM_SMS`); the combine nodes' own unpermute and residual
+add, on the communication stream, share the SMs with the compute beside them and gain nothing
+by running beside it.
 
 Which passes have a partner (schedules.py / combined_1f1b.py): only the steady 1F1B phase
 pairs a forward with a backward. The warm-up forwards (Megatron schedules one more of them
@@ -74,35 +76,40 @@ def _index(t: OpTable, prefix: str) -> int:
 
 
 def _segments_fwd(t: OpTable, ep: np.ndarray[Any, Any], dur: np.ndarray[Any, Any]) -> list[float]:
-    """[attn, dispatch, mlp, combine] seconds of a forward MoE layer. The dispatch node is the
-    dispatch and the ETP gather right after it; the combine node the ETP reduce-scatter, the
-    combine, the unpermute and the residual add, on the communication stream."""
+    """[attn, dispatch, mlp, combine transfer, combine compute] seconds of a forward MoE layer.
+    The dispatch node is the dispatch and the ETP gather right after it; the combine node the
+    ETP reduce-scatter and the combine, then the unpermute and the residual add, all on the
+    communication stream."""
     d = _index(t, DISPATCH)
     d_end = _run_end(ep, d)
     c0 = _run_start(ep, _index(t, COMBINE))
-    seg = [0.0, 0.0, 0.0, 0.0]
+    seg = [0.0, 0.0, 0.0, 0.0, 0.0]
     for i, n in enumerate(t.name):
-        j = 0 if (any(k in n for k in SHARED) or i < d) else 1 if i < d_end else 2 if i < c0 else 3
+        if any(k in n for k in SHARED) or i < d:
+            j = 0
+        else:
+            j = 1 if i < d_end else 2 if i < c0 else 3 if ep[i] else 4
         seg[j] += dur[i]
     return seg
 
 
 def _segments_bwd(t: OpTable, ep: np.ndarray[Any, Any], dur: np.ndarray[Any, Any]) -> list[float]:
-    """[combine_bwd, mlp dgrad, mlp wgrad, dispatch_bwd, attn_bwd] seconds of a backward MoE
-    layer (the attention's wgrad runs right after its dgrad on the same stream)."""
+    """[combine compute, combine transfer, mlp dgrad, mlp wgrad, dispatch, attn] seconds of a
+    backward MoE layer (the attention's wgrad runs right after its dgrad on the same
+    stream)."""
     c_end = _run_end(ep, _index(t, COMBINE))
     d = _index(t, DISPATCH)
     d0 = _run_start(ep, d)
-    seg = [0.0, 0.0, 0.0, 0.0, 0.0]
+    seg = [0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
     for i, n in enumerate(t.name):
         if any(k in n for k in SHARED) or i > d:
-            j = 4
+            j = 5
         elif i < c_end:
-            j = 0
+            j = 1 if ep[i] else 0
         elif i >= d0:
-            j = 3
+            j = 4
         else:
-            j = 2 if n.endswith(".wgrad") else 1
+            j = 3 if n.endswith(".wgrad") else 2
         seg[j] += dur[i]
     return seg
 
@@ -111,28 +118,30 @@ def _overlap(a: list[tuple[float, float]], b: list[tuple[float, float]]) -> floa
     return sum(max(0.0, min(a1, b1) - max(a0, b0)) for a0, a1 in a for b0, b1 in b)
 
 
-def pair_step(fwd: list[float], bwd: list[float], delay_wgrad: bool) -> tuple[float, float]:
-    """(seconds, seconds of compute beside a transfer) of one layer's combined step:
-    `fwd` = [attn, dispatch, mlp, combine], `bwd` = [combine, mlp dgrad, mlp wgrad, dispatch,
-    attn], in Megatron's stream order and dependencies (module docstring)."""
-    a_f, d_f, m_f, c_f = fwd
-    c_b, m_bd, m_bw, d_b, a_b = bwd
-    cb_end, af_end = c_b, a_f
+def pair_step(fwd: list[float], bwd: list[float], delay_wgrad: bool) -> tuple[float, float, float]:
+    """One layer's combined step in Megatron's stream order and dependencies (module
+    docstring): (seconds, seconds of compute-stream work beside a transfer, seconds of it
+    beside the combine nodes' own compute). `fwd` = [attn, dispatch, mlp, combine transfer,
+    combine compute], `bwd` = [combine compute, combine transfer, mlp dgrad, mlp wgrad,
+    dispatch, attn]."""
+    a_f, d_f, m_f, cf_x, cf_c = fwd
+    cb_c, cb_x, m_bd, m_bw, d_b, a_b = bwd
+    cb_end, af_end = cb_c + cb_x, a_f
     mb0 = max(af_end, cb_end)
     mb_end = mb0 + m_bd
     mbw_end = mb_end + m_bw
-    df0 = max(cb_end, af_end)
-    df_end = df0 + d_f
+    df_end = mb0 + d_f
     db0 = max(df_end, mb_end if delay_wgrad else mbw_end)
     db_end = db0 + d_b
     mf0 = max(mbw_end, df_end)
     mf_end = mf0 + m_f
     cf0 = max(db_end, mf_end)
     ab0 = max(mf_end, db_end)
-    step = max(ab0 + a_b, cf0 + c_f)
-    comm = [(0.0, cb_end), (df0, df_end), (db0, db_end), (cf0, cf0 + c_f)]
+    step = max(ab0 + a_b, cf0 + cf_x + cf_c)
     comp = [(0.0, af_end), (mb0, mbw_end), (mf0, mf_end), (ab0, ab0 + a_b)]
-    return step, _overlap(comm, comp)
+    transfers = [(cb_c, cb_end), (mb0, df_end), (db0, db_end), (cf0, cf0 + cf_x)]
+    own = [(0.0, cb_c), (cf0 + cf_x, cf0 + cf_x + cf_c)]
+    return step, _overlap(transfers, comp), _overlap(own, comp)
 
 
 def pair_exposed_fraction(
@@ -159,11 +168,13 @@ def pair_exposed_fraction(
         return 0.0
     f_dur = np.where(f_ep, f_time, f_busy)
     b_dur = np.where(b_ep, b_time, b_busy)
-    step, beside = pair_step(
+    step, beside, shared = pair_step(
         _segments_fwd(ft, f_ep, f_dur), _segments_bwd(bt, b_ep, b_dur), delay_wgrad
     )
     rest = float(f_busy[~f_ep].sum() + b_busy[~b_ep].sum())
-    slowdown = beside * sm_share / (1.0 - sm_share)
+    # two compute kernels side by side share the SMs: no time is gained by running them
+    # together (`shared` is added back)
+    slowdown = beside * sm_share / (1.0 - sm_share) + shared
     return float(min(1.0, max(0.0, (step + slowdown - rest) / total)))
 
 

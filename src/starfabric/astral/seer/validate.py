@@ -494,10 +494,7 @@ def _framework(row: dict[str, str]) -> dict[str, Any]:
     ep_overlap = (
         "dualpipe" in fw
         or "dualpipe" in (row.get("vpp") or "").lower()
-        or (
-            "overlap" in fw
-            and ("a2a" in fw or "ep" in fw.split("/"))
-        )
+        or ("overlap" in fw and ("a2a" in fw or "ep" in fw.split("/")))
     )
     notes = (row.get("notes") or "").lower()
     delay_wgrad = bool(DELAY_WGRAD.search(fw + " " + notes)) and not DELAY_WGRAD_OFF.search(
