@@ -105,6 +105,7 @@ def test_overlap_hides_part_of_the_all_to_all_and_the_replay_keeps_its_own() -> 
 @pytest.mark.parametrize(
     ("framework", "on"),
     [
+        ("Megatron-Core (2025; DeepEP; A2A_OVERLAP=0)", False),
         ("Megatron-Core (2025; DeepEP; A2A_OVERLAP=1)", True),
         ("Megatron-Core moe_dev (2025; DeepEP; EP a2a overlap with 1F1B)", True),
     ],

@@ -77,6 +77,8 @@ EXCLUDED_PREFIX = "excluded: "
 """How an excluded row's reason starts in the (row_id, reason) list of rows not predicted."""
 
 
+EP_OVERLAP_OFF = re.compile(r"a2a_overlap\s*=\s*0|overlap\s*=\s*off")
+"""A framework cell that names the EP overlap switch as off."""
 DELAY_WGRAD = re.compile(r"delay[-_ ]wgrad")
 DELAY_WGRAD_OFF = re.compile(r"delay[-_ ]wgrad(?:_compute)?\s*(?:=\s*)?(?:off|false|0)\b")
 """`--delay-wgrad-compute` stated (and not stated off) in the framework or notes cell."""
@@ -491,10 +493,15 @@ def _framework(row: dict[str, str]) -> dict[str, Any]:
     tp_overlap = (
         "tp-comm-overlap" in sp_text or ("overlap" in fw and "tp" in fw) or "megascale" in fw
     )
+    # "A2A_OVERLAP=0" (the Model Zoo's switch, off) states the overlap was not used.
     ep_overlap = (
         "dualpipe" in fw
         or "dualpipe" in (row.get("vpp") or "").lower()
-        or ("overlap" in fw and ("a2a" in fw or "ep" in fw.split("/")))
+        or (
+            "overlap" in fw
+            and ("a2a" in fw or "ep" in fw.split("/"))
+            and not EP_OVERLAP_OFF.search(fw)
+        )
     )
     notes = (row.get("notes") or "").lower()
     delay_wgrad = bool(DELAY_WGRAD.search(fw + " " + notes)) and not DELAY_WGRAD_OFF.search(
