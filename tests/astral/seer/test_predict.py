@@ -103,12 +103,21 @@ def test_zero3_shards_memory_and_exposes_gathers_on_a_slow_network() -> None:
 
 
 def test_expert_comm_overlap_hides_all_to_all() -> None:
-    base = _moe(64)
+    # Megatron-Core runs its combined 1F1B schedule only with interleaving when PP > 1, and
+    # refuses full recompute with it (transformer_config.py, core_v0.14-0.17): VPP 2, none;
+    # and 64 micro-batches, since with 16 on PP 16 every pass is a warm-up or cool-down one.
+    job = _moe(64)
+    ex = job.execution.model_copy(
+        update={"vpp": 2, "recompute": "none", "pipeline_layers": [1] + [2] * 30 + [0],
+                "global_batch": 4096}
+    )  # fmt: skip
+    base = make_job(job.model, ex, job.system)
     plain = predict(base)
     overlapped = predict(
         make_job(
             base.model, base.execution.model_copy(update={"ep_comm_overlap": True}), base.system
         )
     )
-    assert overlapped.breakdown["ep"] < 0.5 * plain.breakdown["ep"]
+    # the warm-up and cool-down passes (47 + 47 of 128 on stage 0) keep their all-to-all
+    assert 0.3 * plain.breakdown["ep"] < overlapped.breakdown["ep"] < 0.7 * plain.breakdown["ep"]
     assert overlapped.iteration_s < plain.iteration_s

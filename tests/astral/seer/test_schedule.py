@@ -10,7 +10,8 @@ from starfabric.astral.seer.schedule import COMPONENTS, schedule_order
 
 def _run(p: int, v: int, m: int, fdur: np.ndarray, bdur: np.ndarray, p2p: float):
     order = schedule_order(p, v, m)
-    start, end, ok = _kernels.pipeline_times(*order, fdur, bdur, p2p, m)
+    solo = np.zeros(order[0].shape, np.int8)
+    start, end, ok = _kernels.pipeline_times(*order, fdur, bdur, p2p, m, solo, fdur, bdur)
     return order, start, end, ok
 
 

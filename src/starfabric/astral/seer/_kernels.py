@@ -16,6 +16,9 @@ def pipeline_times(
     bdur: np.ndarray,  # (p, v) backward seconds (incl. recompute)
     p2p: float,  # seconds to hand an activation/gradient to the next stage
     m: int,
+    solo: np.ndarray,  # (p, n) int8: 1 where the op takes fsolo/bsolo (no overlap partner)
+    fsolo: np.ndarray,  # (p, v) forward seconds of such an op
+    bsolo: np.ndarray,  # (p, v) backward seconds of such an op
 ) -> tuple[np.ndarray, np.ndarray, int]:
     """Start/end of every operation of every stage's ordered list, honouring cross-stage
     dependencies (virtual stage vs = chunk*p + stage). Returns (start, end, ok)."""
@@ -46,7 +49,7 @@ def pipeline_times(
                         if d < 0.0:
                             break
                         dep = d + hop
-                    dur = fdur[s, c]
+                    dur = fsolo[s, c] if solo[s, i] else fdur[s, c]
                 else:
                     if vs == nv - 1:
                         d = fdone[vs, b]
@@ -58,7 +61,7 @@ def pipeline_times(
                         if d < 0.0:
                             break
                         dep = d + hop
-                    dur = bdur[s, c]
+                    dur = bsolo[s, c] if solo[s, i] else bdur[s, c]
                 t0 = max(free[s], dep)
                 start[s, i] = t0
                 end[s, i] = t0 + dur

@@ -17,6 +17,7 @@ import numpy as np
 
 from starfabric.astral.seer.comm import CommModel, Phase
 from starfabric.astral.seer.efficiency import Efficiency, flash_time, gemm_time, mem_time
+from starfabric.astral.seer.ep_overlap import pair_exposed_fraction, runs_megatron_overlap
 from starfabric.astral.seer.flash_generation import kernel_rates
 from starfabric.astral.seer.model import ModelSpec
 from starfabric.astral.seer.ops import BMM, COMM, FLASH, GEMM, MEM, OpTable
@@ -100,6 +101,11 @@ class CostContext:
     chunk's compute and vice versa (`pair_ep_overlap`), not within one pass."""
     moe_fused_dispatch: bool = False
     """Dispatch/combine fused with the expert GEMMs (`ExecutionSpec.moe_fused_dispatch`)."""
+    megatron_ep_overlap: bool = False
+    """Megatron-Core's combined 1F1B EP overlap runs (`ep_overlap`): a forward and a backward
+    layer of two micro-batches hide each other's all-to-all (`schedule.piece_cost`)."""
+    ep_delay_wgrad: bool = False
+    """`--delay-wgrad-compute` with that overlap (`ep_overlap.pair_step`)."""
 
 
 def make_context(
@@ -137,6 +143,12 @@ def make_context(
         ep_comm_overlap=ex.ep_comm_overlap,
         dualpipe=ex.pipeline_schedule == "dualpipe",
         moe_fused_dispatch=ex.moe_fused_dispatch,
+        megatron_ep_overlap=(
+            ex.ep_comm_overlap
+            and ex.pipeline_schedule != "dualpipe"
+            and runs_megatron_overlap(lay.pp, lay.vpp)
+        ),
+        ep_delay_wgrad=ex.ep_delay_wgrad,
         cp=lay.cp,
         flash_rate=flash_rate * gen_fwd,
         flash_rate_bwd=flash_rate * gen_bwd,
@@ -245,15 +257,9 @@ def op_costs(
             exposed[i] += CP_OVERLAP_RESIDUAL * dur
     grp_names = np.asarray(t.group)
     ep = (kind == COMM) & ((grp_names == "ep") | (grp_names == "etp"))
-    if ctx.ep_comm_overlap and not ctx.dualpipe and ep.any():
-        # Two micro-batches interleaved (DualPipe / A2A overlap): one's dispatch/combine runs
-        # under the other's attention and expert GEMMs; the excess stays exposed, and the
-        # compute it hides behind runs on the SMs the communication kernels leave free.
-        total = float(time[ep].sum())
-        compute = float(time[kind != COMM].sum())
-        frac = _ep_exposed_fraction(total, compute, ctx)
-        exposed[ep] = time[ep] * frac
-    elif ctx.moe_fused_dispatch and ep.any():
+    # Megatron's EP overlap pairs a forward with a backward layer (`pair_megatron_overlap`,
+    # called per piece), DualPipe its chunks (`pair_ep_overlap`): a pass alone hides nothing.
+    if ctx.moe_fused_dispatch and ep.any():
         # Fused dispatch-compute-combine (TorchTitan DistMoE): tokens stream from the
         # dispatch into the grouped expert GEMMs and out to the combine inside one kernel,
         # so the pass's all-to-all hides behind the same pass's expert GEMMs (not the whole
@@ -285,6 +291,28 @@ def pair_ep_overlap(
     total = float(fc.time[masks[0]].sum() + bc.time[masks[1]].sum())
     compute = float(fc.time[fc.kind != COMM].sum() + bc.time[bc.kind != COMM].sum())
     frac = _ep_exposed_fraction(total, compute, ctx)
+    out = []
+    for c, mask in zip((fc, bc), masks, strict=True):
+        exposed = c.exposed.copy()
+        exposed[mask] = c.time[mask] * frac
+        out.append(OpCosts(time=c.time, exposed=exposed, kind=c.kind))
+    return out[0], out[1]
+
+
+def pair_megatron_overlap(
+    fwd: OpTable, fc: OpCosts, bwd: OpTable, bc: OpCosts, ctx: CostContext
+) -> tuple[OpCosts, OpCosts]:
+    """Megatron-Core's combined 1F1B step (`ep_overlap`): a MoE layer's forward and another
+    micro-batch's backward of it on two streams; the all-to-all time the step leaves on the
+    critical path is shared pro rata by both passes' all-to-alls."""
+    masks = [_ep_mask(t, c) for t, c in ((fwd, fc), (bwd, bc))]
+    if not (masks[0].any() and masks[1].any()):
+        return fc, bc
+    sm = min(0.5, EP_COMM_SMS / ctx.eff.sms)
+    frac = pair_exposed_fraction(
+        fwd, fc.time, fc.exposed, fc.kind, bwd, bc.time, bc.exposed, bc.kind, COMM, sm,
+        ctx.ep_delay_wgrad,
+    )  # fmt: skip
     out = []
     for c, mask in zip((fc, bc), masks, strict=True):
         exposed = c.exposed.copy()

@@ -107,6 +107,7 @@ _SWITCHES: dict[str, tuple[str, str, Any]] = {
     "--moe-pad-expert-input-to-capacity": ("execution", "_pad", True),
     "--moe-router-force-load-balancing": ("execution", "moe_load_balance", "forced"),
     "--overlap-moe-expert-parallel-comm": ("execution", "ep_comm_overlap", True),
+    "--delay-wgrad-compute": ("execution", "ep_delay_wgrad", True),
     "--enable-cuda-graph": ("execution", "_enable_graph", True),
     "--external-cuda-graph": ("execution", "_external_graph", True),
 }

@@ -134,6 +134,12 @@ class ExecutionSpec(Spec):
         description="expert all-to-all hidden behind another micro-batch's compute "
         "(DeepSeek DualPipe, Megatron 1F1B A2A overlap)",
     )
+    ep_delay_wgrad: bool = Field(
+        default=False,
+        description="Megatron --delay-wgrad-compute with the EP overlap: the expert wgrad runs "
+        "after the dispatch's backward is issued, so that all-to-all waits for the dgrad only "
+        "(ep_overlap.pair_step)",
+    )
     moe_fused_dispatch: bool = Field(
         default=False,
         description="expert dispatch and combine fused with the grouped expert GEMMs of the "

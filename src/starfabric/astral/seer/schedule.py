@@ -24,7 +24,9 @@ from starfabric.astral.seer.cost import (
     OpCosts,
     op_costs,
     pair_ep_overlap,
+    pair_megatron_overlap,
 )
+from starfabric.astral.seer.ep_overlap import solo_ops
 from starfabric.astral.seer.model import ModelSpec, attention_params, mlp_params, mtp_params
 from starfabric.astral.seer.ops import (
     COMM,
@@ -116,6 +118,11 @@ class PieceCost:
     fwd_costs: OpCosts
     bwd_table: OpTable
     bwd_costs: OpCosts
+    fwd_solo: PassCost | None = None
+    """Forward of a micro-batch with no partner under Megatron's EP overlap (warm-up):
+    its all-to-all unhidden; None where it is `fwd`."""
+    bwd_solo: PassCost | None = None
+    """Backward with no partner (cool-down), likewise."""
 
 
 def full_recompute_cost(t: OpTable, fc: OpCosts, regather: bool = False) -> PassCost:
@@ -185,6 +192,8 @@ def with_host(
     return PieceCost(
         host_pass(pc.fwd, hf), host_pass(pc.bwd, hb), rec,
         pc.fwd_table, pc.fwd_costs, pc.bwd_table, pc.bwd_costs,
+        None if pc.fwd_solo is None else host_pass(pc.fwd_solo, hf),
+        None if pc.bwd_solo is None else host_pass(pc.bwd_solo, hb),
     )  # fmt: skip
 
 
@@ -193,20 +202,30 @@ def piece_cost(t: OpTable, ctx: CostContext, recompute: str) -> PieceCost:
     fc = op_costs(t, ctx)
     bt = backward_of(t)
     bc = op_costs(bt, ctx, backward=True, fsdp_window_s=recompute_window(fc, recompute, ctx))
+    solo: tuple[PassCost, PassCost] | None = None
+    fc_alone = fc  # a re-run forward (full recompute) has no partner: its all-to-all stays
     if ctx.dualpipe and ctx.ep_comm_overlap:
         fc, bc = pair_ep_overlap(t, fc, bt, bc, ctx)
+        fc_alone = fc
+    elif ctx.megatron_ep_overlap:
+        solo = (pass_cost(t, fc), pass_cost(bt, bc))
+        fc, bc = pair_megatron_overlap(t, fc, bt, bc, ctx)
     fwd = pass_cost(t, fc)
     if recompute == "full":
-        rec = full_recompute_cost(t, fc, ctx.fsdp_regather)
+        rec = full_recompute_cost(t, fc_alone, ctx.fsdp_regather)
     elif recompute == "selective":
         rec = pass_cost(t, fc, np.asarray(t.selective, dtype=bool))
     else:
         rec = _ZERO
-    return PieceCost(fwd, pass_cost(bt, bc), rec, t, fc, bt, bc)
+    if solo is None:
+        return PieceCost(fwd, pass_cost(bt, bc), rec, t, fc, bt, bc)
+    return PieceCost(fwd, pass_cost(bt, bc), rec, t, fc, bt, bc, solo[0], solo[1])
 
 
-def schedule_order(p: int, v: int, m: int) -> tuple[np.ndarray[Any, Any], ...]:
-    """Megatron's per-stage op order: arrays (is_fwd, micro-batch, chunk), each (p, 2*m*v)."""
+def schedule_order(p: int, v: int, m: int, extra_warm: int = 0) -> tuple[np.ndarray[Any, Any], ...]:
+    """Megatron's per-stage op order: arrays (is_fwd, micro-batch, chunk), each (p, 2*m*v).
+    `extra_warm`: more warm-up forwards under interleaving (Megatron schedules one more with
+    the EP overlap on, schedules.py get_pp_rank_microbatches)."""
     n = 2 * m * v
     is_fwd = np.zeros((p, n), np.int8)
     mbs = np.zeros((p, n), np.int64)
@@ -216,7 +235,7 @@ def schedule_order(p: int, v: int, m: int) -> tuple[np.ndarray[Any, Any], ...]:
         if v == 1:
             warm = min(p - s - 1, m)
         else:
-            warm = total if m == p else min((p - s - 1) * 2 + (v - 1) * p, total)
+            warm = total if m == p else min((p - s - 1) * 2 + (v - 1) * p + extra_warm, total)
         seq: list[tuple[int, int]] = [(1, k) for k in range(warm)]
         for k in range(total - warm):
             seq.append((1, warm + k))
@@ -369,10 +388,11 @@ def _with_offload(pc: PieceCost, key: str, model: ModelSpec, ex: ExecutionSpec,
     bw = offload.link_bytes_per_s(lay.gpu)
     f_x = offload.exposed(f_b, pc.fwd.total, bw)
     b_x = offload.exposed(b_b, pc.bwd.total + pc.recompute.total, bw)
-    fwd = _add(pc.fwd, PassCost(0.0, {"offload": f_x}, 0.0))
-    bwd = _add(pc.bwd, PassCost(0.0, {"offload": b_x}, 0.0))
-    return PieceCost(fwd, bwd, pc.recompute, pc.fwd_table, pc.fwd_costs, pc.bwd_table,
-                     pc.bwd_costs)  # fmt: skip
+    fo, bo = PassCost(0.0, {"offload": f_x}, 0.0), PassCost(0.0, {"offload": b_x}, 0.0)
+    return PieceCost(_add(pc.fwd, fo), _add(pc.bwd, bo), pc.recompute, pc.fwd_table,
+                     pc.fwd_costs, pc.bwd_table, pc.bwd_costs,
+                     None if pc.fwd_solo is None else _add(pc.fwd_solo, fo),
+                     None if pc.bwd_solo is None else _add(pc.bwd_solo, bo))  # fmt: skip
 
 
 def weight_grad_s(pc: PieceCost) -> float:
@@ -453,6 +473,8 @@ def build_timeline(model: ModelSpec, ex: ExecutionSpec, lay: Layout, ctx: CostCo
     blocking = p > 1 and not ex.overlap_p2p
     fwd = np.zeros((p, v))
     bwd = np.zeros((p, v))
+    fsolo = np.zeros((p, v))
+    bsolo = np.zeros((p, v))
     layers = np.zeros((p, v))
     chunk_parts: list[list[dict[str, PassCost]]] = []
     last_vs = p * v - 1
@@ -460,28 +482,38 @@ def build_timeline(model: ModelSpec, ex: ExecutionSpec, lay: Layout, ctx: CostCo
         row: list[dict[str, PassCost]] = []
         for c in range(v):
             counts = chunk_pieces(model, lay, s, c)
-            f, b, r = _ZERO, _ZERO, _ZERO
+            f, b, r, fs, bs = _ZERO, _ZERO, _ZERO, _ZERO, _ZERO
             for key, cnt in counts.items():
                 if cnt:
                     pc = pieces[key]
                     f = _add(f, _scale(pc.fwd, cnt))
                     b = _add(b, _scale(pc.bwd, cnt))
                     r = _add(r, _scale(pc.recompute, cnt))
+                    fs = _add(fs, _scale(pc.fwd_solo or pc.fwd, cnt))
+                    bs = _add(bs, _scale(pc.bwd_solo or pc.bwd, cnt))
             vs = c * p + s
             if blocking:
                 # Blocking send/recv: the sender waits for its hand-off after every pass.
                 if vs != last_vs:
                     f = _add(f, PassCost(0.0, {"pp": p2p}, 0.0))
+                    fs = _add(fs, PassCost(0.0, {"pp": p2p}, 0.0))
                 if vs != 0:
                     b = _add(b, PassCost(0.0, {"pp": p2p}, 0.0))
+                    bs = _add(bs, PassCost(0.0, {"pp": p2p}, 0.0))
             fwd[s, c] = f.total
             bwd[s, c] = b.total + r.total
+            fsolo[s, c] = fs.total
+            bsolo[s, c] = bs.total + r.total
             layers[s, c] = lay.stage_layers[s][c]
-            row.append({"fwd": f, "bwd": b, "rec": r})
+            row.append({"fwd": f, "bwd": b, "rec": r, "fwd_solo": fs, "bwd_solo": bs})
         chunk_parts.append(row)
     hop = 0.0 if blocking else p2p
-    is_fwd, mbs, chs = schedule_order(p, v, m)
-    start, end, ok = _kernels.pipeline_times(is_fwd, mbs, chs, fwd, bwd, hop, m)
+    # Megatron's EP overlap: one more warm-up forward under interleaving, and the passes
+    # with no partner (warm-up, cool-down) keep their all-to-all (`ep_overlap`).
+    paired = ctx.megatron_ep_overlap and model.is_moe
+    is_fwd, mbs, chs = schedule_order(p, v, m, 1 if paired and v > 1 else 0)
+    solo = solo_ops(is_fwd, p) if paired else np.zeros(is_fwd.shape, np.int8)
+    start, end, ok = _kernels.pipeline_times(is_fwd, mbs, chs, fwd, bwd, hop, m, solo, fsolo, bsolo)
     if not ok:
         raise InvariantError(
             f"pipeline schedule deadlocked (pp={p}, vpp={v}, micro-batches={m})",
@@ -610,11 +642,21 @@ def build_timeline(model: ModelSpec, ex: ExecutionSpec, lay: Layout, ctx: CostCo
         busy += float(fwd[st].sum() + bwd[st].sum()) * n_mb
         for c in range(v):
             parts = chunk_parts[st][c]
-            comp += n_mb * (parts["fwd"].compute + parts["bwd"].compute)
+            # passes without an overlap partner (`solo`) count at their own cost
+            ns = {
+                "fwd": float(((is_fwd[st] == 1) & (chs[st] == c) & (solo[st] == 1)).sum()),
+                "bwd": float(((is_fwd[st] == 0) & (chs[st] == c) & (solo[st] == 1)).sum()),
+            }
+            busy += ns["fwd"] * (fsolo[st, c] - fwd[st, c])
+            busy += ns["bwd"] * (bsolo[st, c] - bwd[st, c])
             rec += n_mb * parts["rec"].total
             for key in ("fwd", "bwd"):
+                k_mb = n_mb - ns[key]
+                comp += k_mb * parts[key].compute + ns[key] * parts[key + "_solo"].compute
                 for g, val in parts[key].comm.items():
-                    comm[g] = comm.get(g, 0.0) + n_mb * val
+                    comm[g] = comm.get(g, 0.0) + k_mb * val
+                for g, val in parts[key + "_solo"].comm.items():
+                    comm[g] = comm.get(g, 0.0) + ns[key] * val
     bubble = max(0.0, float(total.max() - dp_exposed[crit]) - busy)
     breakdown = {
         "compute": comp,

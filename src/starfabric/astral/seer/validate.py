@@ -79,6 +79,13 @@ EXCLUDED_PREFIX = "excluded: "
 """How an excluded row's reason starts in the (row_id, reason) list of rows not predicted."""
 
 
+EP_OVERLAP_OFF = re.compile(r"a2a_overlap\s*=\s*0|overlap\s*=\s*off")
+"""A framework cell that names the EP overlap switch as off."""
+DELAY_WGRAD = re.compile(r"delay[-_ ]wgrad")
+DELAY_WGRAD_OFF = re.compile(r"delay[-_ ]wgrad(?:_compute)?\s*(?:=\s*)?(?:off|false|0)\b")
+"""`--delay-wgrad-compute` stated (and not stated off) in the framework or notes cell."""
+
+
 def excluded_reason(row: dict[str, str]) -> str | None:
     """The reason a row is EXCLUDED from comparison (verification cell), else None."""
     cell = (row.get("verification") or "").strip()
@@ -506,10 +513,19 @@ def _framework(row: dict[str, str]) -> dict[str, Any]:
     tp_overlap = (
         "tp-comm-overlap" in sp_text or ("overlap" in fw and "tp" in fw) or "megascale" in fw
     )
+    # "A2A_OVERLAP=0" (the Model Zoo's switch, off) states the overlap was not used.
     ep_overlap = (
         "dualpipe" in fw
         or "dualpipe" in (row.get("vpp") or "").lower()
-        or ("overlap" in fw and ("a2a" in fw or "ep" in fw.split("/")))
+        or (
+            "overlap" in fw
+            and ("a2a" in fw or "ep" in fw.split("/"))
+            and not EP_OVERLAP_OFF.search(fw)
+        )
+    )
+    notes = (row.get("notes") or "").lower()
+    delay_wgrad = bool(DELAY_WGRAD.search(fw + " " + notes)) and not DELAY_WGRAD_OFF.search(
+        fw + " " + notes
     )
     dualpipe = "dualpipe" in fw or "dualpipe" in (row.get("vpp") or "").lower()
     # TorchTitan's DistMoE backend fuses dispatch, expert compute and combine in one kernel
@@ -541,6 +557,7 @@ def _framework(row: dict[str, str]) -> dict[str, Any]:
             "tp_comm_overlap": tp_overlap and not no_overlap,
             "overlap_p2p": dp_overlap,
             "ep_comm_overlap": ep_overlap,
+            "ep_delay_wgrad": ep_overlap and delay_wgrad,
             "moe_fused_dispatch": fused_moe,
             # TorchTitan's 2024-12 Llama without torch.compile (torchtitan_eager).
             "eager_elementwise": torchtitan_eager.runs_eager(row.get("framework")),
