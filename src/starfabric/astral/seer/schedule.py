@@ -178,15 +178,16 @@ def piece_host_s(model: ModelSpec, ex: ExecutionSpec, lay: Layout, moe: bool) ->
 def with_host(
     pc: PieceCost, model: ModelSpec, ex: ExecutionSpec, lay: Layout, moe: bool
 ) -> PieceCost:
-    """A piece whose forward waits for the GPU (`host_ops.host_synced`): every pass of it —
-    forward, full recompute's re-run forward, and the backward between two forward waits —
-    lasts max(host, GPU). Other pieces are returned unchanged (the host runs ahead; only the
+    """A piece whose forward waits for the GPU (`host_ops.host_synced`): its forward and full
+    recompute's re-run forward last the flow shop of the modules between two waits
+    (`host_segments`, at least max(host, GPU)); the backward, which never waits, max(host, GPU).
+    Other pieces are returned unchanged (the host runs ahead; only the
     iteration floor in `build_timeline` applies)."""
     # Token counts are known only on the GPU unless the experts' inputs are padded to capacity.
     dynamic = ex.moe_capacity_factor is None or not ex.moe_pad_to_capacity
     if not host_ops.host_synced(ex.host_launches, moe, lay.ep, dynamic):
         return pc
-    hf, hb, hr = piece_host_s(model, ex, lay, moe)
+    _, hb, hr = piece_host_s(model, ex, lay, moe)
     # The forward (and full recompute's re-run of it) waits once per layer, before the EP
     # dispatch: a segment is a flow shop of the modules between two waits (host_segments).
     nl = host_segments.launches_by_module(
