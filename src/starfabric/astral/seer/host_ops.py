@@ -8,7 +8,9 @@ dropless MoE dispatchers stop that: every MoE layer's forward copies the token c
 (`MoEAlltoAllTokenDispatcher._maybe_dtoh_and_synchronize` -> `d2h_event.synchronize()` at
 `before_ep_alltoall` when EP > 1; the flex/DeepEP path waits for the receive counts in
 `fused_a2a.py`), NVIDIA/Megatron-LM core_v0.17.1 (266f1c9). After the wait the GPU queue is
-empty, so a segment between two waits lasts max(host time, GPU time) (`segment_time`).
+(nearly) empty, so a segment between two waits lasts at least max(host time, GPU time)
+(`segment_time`; the backward, which never waits); the forward's segment is timed module by
+module in `host_segments`.
 
 `LAUNCHES` counts the GPU launches (kernels, copies, NCCL calls) per module of one layer and
 one micro-batch, forward and backward, read from the core_v0.17.1 code path (BF16, TE modules,

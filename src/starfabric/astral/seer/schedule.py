@@ -15,7 +15,13 @@ from typing import Any
 
 import numpy as np
 
-from starfabric.astral.seer import _kernels, cpu_optimizer_offload, host_ops, offload
+from starfabric.astral.seer import (
+    _kernels,
+    cpu_optimizer_offload,
+    host_ops,
+    host_segments,
+    offload,
+)
 from starfabric.astral.seer.activations import activation_bytes_per_layer
 from starfabric.astral.seer.comm import Kind
 from starfabric.astral.seer.cost import (
@@ -179,22 +185,49 @@ def piece_host_s(model: ModelSpec, ex: ExecutionSpec, lay: Layout, moe: bool) ->
 def with_host(
     pc: PieceCost, model: ModelSpec, ex: ExecutionSpec, lay: Layout, moe: bool
 ) -> PieceCost:
-    """A piece whose forward waits for the GPU (`host_ops.host_synced`): every pass of it —
-    forward, full recompute's re-run forward, and the backward between two forward waits —
-    lasts max(host, GPU). Other pieces are returned unchanged (the host runs ahead; only the
+    """A piece whose forward waits for the GPU (`host_ops.host_synced`): its forward and full
+    recompute's re-run forward last the flow shop of the modules between two waits
+    (`host_segments`, at least max(host, GPU)); the backward, which never waits, max(host, GPU).
+    Other pieces are returned unchanged (the host runs ahead; only the
     iteration floor in `build_timeline` applies)."""
     # Token counts are known only on the GPU unless the experts' inputs are padded to capacity.
     dynamic = ex.moe_capacity_factor is None or not ex.moe_pad_to_capacity
     if not host_ops.host_synced(ex.host_launches, moe, lay.ep, dynamic):
         return pc
-    hf, hb, hr = piece_host_s(model, ex, lay, moe)
-    rec = host_pass(pc.recompute, hr) if hr > 0 else pc.recompute
+    _, hb, hr = piece_host_s(model, ex, lay, moe)
+    # The forward (and full recompute's re-run of it) waits once per layer, before the EP
+    # dispatch: a segment is a flow shop of the modules between two waits (host_segments).
+    nl = host_segments.launches_by_module(
+        ex.moe_dispatcher,
+        model.moe_experts // lay.ep,
+        model.moe_shared_experts,
+        ex.cuda_graphs,
+        model.is_mla,
+        model.qk_norm,
+    )
+    host = {n: c * host_ops.HOST_S_PER_LAUNCH_FWD for n, c in nl.items()}
+    gpu = host_segments.gpu_by_module(pc.fwd_table.name, pc.fwd_costs.exposed)
+    # per-operator times cover the pass's critical path; scale to the pass's total
+    k = pc.fwd.total / max(sum(gpu.values()), 1e-30)
+    seg = host_segments.segment_seconds(host, {n: v * k for n, v in gpu.items()}, nl)
+    fwd = _host_excess(pc.fwd, seg)
+    rec = pc.recompute
+    if hr > 0:
+        kr = pc.recompute.total / max(pc.fwd.total, 1e-30)
+        rec = _host_excess(pc.recompute, host_segments.segment_seconds(
+            host, {n: v * k * kr for n, v in gpu.items()}, nl))  # fmt: skip
     return PieceCost(
-        host_pass(pc.fwd, hf), host_pass(pc.bwd, hb), rec,
+        fwd, host_pass(pc.bwd, hb), rec,
         pc.fwd_table, pc.fwd_costs, pc.bwd_table, pc.bwd_costs,
         None if pc.fwd_solo is None else host_pass(pc.fwd_solo, hf),
         None if pc.bwd_solo is None else host_pass(pc.bwd_solo, hb),
     )  # fmt: skip
+
+
+def _host_excess(pc: PassCost, seconds: float) -> PassCost:
+    """`pc` lasting `seconds` where that is longer: the excess is the `host` component."""
+    extra = seconds - pc.total
+    return _add(pc, PassCost(0.0, {"host": extra}, 0.0)) if extra > 0 else pc
 
 
 def piece_cost(t: OpTable, ctx: CostContext, recompute: str) -> PieceCost:
