@@ -194,7 +194,7 @@ def with_host(
     dynamic = ex.moe_capacity_factor is None or not ex.moe_pad_to_capacity
     if not host_ops.host_synced(ex.host_launches, moe, lay.ep, dynamic):
         return pc
-    _, hb, hr = piece_host_s(model, ex, lay, moe)
+    hf, hb, hr = piece_host_s(model, ex, lay, moe)
     # The forward (and full recompute's re-run of it) waits once per layer, before the EP
     # dispatch: a segment is a flow shop of the modules between two waits (host_segments).
     nl = host_segments.launches_by_module(
@@ -216,6 +216,7 @@ def with_host(
         kr = pc.recompute.total / max(pc.fwd.total, 1e-30)
         rec = _host_excess(pc.recompute, host_segments.segment_seconds(
             host, {n: v * k * kr for n, v in gpu.items()}, nl))  # fmt: skip
+    # The EP overlap's unpaired warm-up forward (ep_overlap) keeps max(host, GPU).
     return PieceCost(
         fwd, host_pass(pc.bwd, hb), rec,
         pc.fwd_table, pc.fwd_costs, pc.bwd_table, pc.bwd_costs,
