@@ -26,6 +26,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from starfabric.astral.seer.validate import stated_iteration_times
+
 KEY_FIELDS = (
     "model", "gpu", "num_gpus", "tp", "pp", "vpp", "dp", "cp", "ep", "etp",
     "global_batch_seqs", "seq_len", "recompute", "framework", "interconnect",
@@ -95,19 +97,6 @@ def pairs(rows: Iterable[Mapping[str, str]], times: Mapping[str, float]) -> list
     return sorted(out, key=lambda s: s.row_lo)
 
 
-def published_times(rows: Iterable[Mapping[str, str]]) -> dict[str, float]:
-    """Row id -> published (or derived) iteration seconds, where the row states one."""
-    out = {}
-    for r in rows:
-        for f in ("iter_time_s", "derived_iter_time_s"):
-            try:
-                out[r["row_id"]] = float(r[f])
-                break
-            except (KeyError, ValueError):
-                continue
-    return out
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--csv", type=Path, required=True, help="published-runs CSV")
@@ -115,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     with a.csv.open(newline="") as fh:
         rows = list(csv.DictReader(fh))
-    pub = pairs(rows, published_times(rows))
+    pub = pairs(rows, stated_iteration_times(rows))
     pred: dict[tuple[str, str], Split] = {}
     if a.json is not None:
         doc = json.loads(a.json.read_text())

@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from starfabric.astral.seer.validate import states_forced_balance
+from starfabric.astral.seer.validate import stated_iteration_times, states_forced_balance
 
 KEY_FIELDS = (
     "model", "gpu", "num_gpus", "tp", "pp", "vpp", "dp", "cp", "ep", "etp", "micro_batch",
@@ -83,19 +83,6 @@ def pairs(rows: Iterable[Mapping[str, str]], times: Mapping[str, float]) -> list
     return sorted(out, key=lambda p: (p.tokens, p.row_forced))
 
 
-def published_times(rows: Iterable[Mapping[str, str]]) -> dict[str, float]:
-    """Row id -> published (or derived) iteration seconds, where the row states one."""
-    out = {}
-    for r in rows:
-        for f in ("iter_time_s", "derived_iter_time_s"):
-            try:
-                out[r["row_id"]] = float(r[f])
-                break
-            except (KeyError, ValueError):
-                continue
-    return out
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--csv", type=Path, required=True, help="published-runs CSV")
@@ -103,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     with a.csv.open(newline="") as fh:
         rows = list(csv.DictReader(fh))
-    pub_times = published_times(rows)
+    pub_times = stated_iteration_times(rows)
     pred: dict[tuple[str, str], RoutingPair] = {}
     if a.json is not None:
         doc = json.loads(a.json.read_text())

@@ -2,29 +2,20 @@
 into a part fixed per layer and a part per sequence (the finding on the AWS Megatron-Bridge EFA
 rows of development set 2, docs/astral.md)."""
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from astral.seer.load_script import load_script
+from starfabric.astral.seer.validate import stated_iteration_times
+
 ROOT = Path(__file__).parents[3]
 DEV2 = ROOT / "tests" / "data" / "published_runs" / "development_runs_2.csv"
 
 
-def _load():
-    name = "seer_microbatch_split"
-    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
-ms = _load()
+ms = load_script("seer_microbatch_split")
 
 
 @given(
@@ -59,7 +50,7 @@ def test_aws_efa_pairs_carry_a_fixed_cost_per_layer(capsys) -> None:
 
     with DEV2.open(newline="") as fh:
         rows = list(csv.DictReader(fh))
-    got = {s.row_lo: s for s in ms.pairs(rows, ms.published_times(rows))}
+    got = {s.row_lo: s for s in ms.pairs(rows, stated_iteration_times(rows))}
     assert set(got) == {
         "AWSDSV3-MB1", "AWSQ235-EP16-MB1", "AWSQ235-EP32-MB1", "AWSQ30-EP16-MB1",
         "AWSQ30-EP32-MB1",

@@ -1,31 +1,20 @@
 """scripts/seer_routing_pairs.py: what dropless routing costs per token, from rows that differ only
 in forced versus learned routing (the Model Zoo Qwen3-235B long-context pairs, docs/astral.md)."""
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from starfabric.astral.seer.validate import read_rows, row_setup
+from astral.seer.load_script import load_script
+from starfabric.astral.seer.validate import read_rows, row_setup, stated_iteration_times
 
 ROOT = Path(__file__).parents[3]
 DEV2 = ROOT / "tests" / "data" / "published_runs" / "development_runs_2.csv"
 
 
-def _load():
-    name = "seer_routing_pairs"
-    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
-rp = _load()
+rp = load_script("seer_routing_pairs")
 
 _BASE = {
     "model": "M", "arch": "moe", "gpu": "H100", "num_gpus": "256", "tp": "4", "pp": "8",
@@ -91,7 +80,7 @@ def test_the_model_zoo_long_context_table_gives_four_pairs() -> None:
     the times `seer validate` converts them to, the script pairs all four (the CSV states no
     time for them, so without --json none)."""
     rows = read_rows(DEV2)
-    assert [p for p in rp.pairs(rows, rp.published_times(rows)) if "MZQ3" in p.row_forced] == []
+    assert [p for p in rp.pairs(rows, stated_iteration_times(rows)) if "MZQ3" in p.row_forced] == []
     lc = [r for r in rows if r["row_id"].startswith("MZQ3-LC")]
     times = {r["row_id"]: float(i + 1) for i, r in enumerate(lc)}
     got = rp.pairs(rows, times)

@@ -291,12 +291,7 @@ def pair_ep_overlap(
     total = float(fc.time[masks[0]].sum() + bc.time[masks[1]].sum())
     compute = float(fc.time[fc.kind != COMM].sum() + bc.time[bc.kind != COMM].sum())
     frac = _ep_exposed_fraction(total, compute, ctx)
-    out = []
-    for c, mask in zip((fc, bc), masks, strict=True):
-        exposed = c.exposed.copy()
-        exposed[mask] = c.time[mask] * frac
-        out.append(OpCosts(time=c.time, exposed=exposed, kind=c.kind))
-    return out[0], out[1]
+    return _ep_exposed(fc, masks[0], frac), _ep_exposed(bc, masks[1], frac)
 
 
 def pair_megatron_overlap(
@@ -313,12 +308,14 @@ def pair_megatron_overlap(
         fwd, fc.time, fc.exposed, fc.kind, bwd, bc.time, bc.exposed, bc.kind, COMM, sm,
         ctx.ep_delay_wgrad,
     )  # fmt: skip
-    out = []
-    for c, mask in zip((fc, bc), masks, strict=True):
-        exposed = c.exposed.copy()
-        exposed[mask] = c.time[mask] * frac
-        out.append(OpCosts(time=c.time, exposed=exposed, kind=c.kind))
-    return out[0], out[1]
+    return _ep_exposed(fc, masks[0], frac), _ep_exposed(bc, masks[1], frac)
+
+
+def _ep_exposed(c: OpCosts, mask: np.ndarray, frac: float) -> OpCosts:
+    """`c` with the all-to-all operators under `mask` exposed for `frac` of their time."""
+    exposed = c.exposed.copy()
+    exposed[mask] = c.time[mask] * frac
+    return OpCosts(time=c.time, exposed=exposed, kind=c.kind)
 
 
 def _ep_exposed_fraction(total: float, compute: float, ctx: CostContext) -> float:

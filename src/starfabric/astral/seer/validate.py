@@ -11,7 +11,7 @@ from __future__ import annotations
 import csv
 import itertools
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -689,6 +689,21 @@ FLOP_CONVENTION_HEADROOM = 2.0
 """Assumption: a published TFLOP/s per GPU may exceed the GPU's dense peak by this factor at
 most: sources count FLOPs by their own convention (recompute, 6ND on total MoE parameters), never
 by more than 2x the hardware's."""
+
+
+def stated_iteration_times(rows: Iterable[Mapping[str, str]]) -> dict[str, float]:
+    """Row id -> the iteration seconds a row states (`iter_time_s`, else
+    `derived_iter_time_s`); rows that state only a rate are left out (the pair scripts'
+    published side, read without a model)."""
+    out = {}
+    for r in rows:
+        for key in ("iter_time_s", "derived_iter_time_s"):
+            try:
+                out[r["row_id"]] = float(r[key])
+                break
+            except (KeyError, ValueError):
+                continue
+    return out
 
 
 def published_iteration_s(row: dict[str, str], model: ModelSpec) -> float:
