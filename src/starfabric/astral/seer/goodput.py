@@ -176,3 +176,28 @@ def states_production_average(row: dict[str, str]) -> bool:
 def training_days(tokens: float, tokens_per_s: float, ettr: float) -> float:
     """Wall-clock days to train on `tokens` at a steady `tokens_per_s` (whole job) and ETTR."""
     return tokens / (tokens_per_s * ettr) / 86400.0
+
+
+def production_summary(
+    iteration_s: float,
+    tokens_per_s: float,
+    gpus: int,
+    gpu_name: str,
+    gpus_per_node: int = 8,
+    train_tokens: float | None = None,
+) -> dict[str, float]:
+    """What `seer predict --production` prints: the run's ETTR, MTTF, lost hours per
+    interruption, the whole-run average iteration time and, given the tokens of the whole
+    pre-training, its wall-clock days."""
+    gp = goodput(gpus, gpu_name, gpus_per_node)
+    out = {
+        "ettr": gp.ettr,
+        "mttf_h": gp.mttf_h,
+        "failures_per_node_day": gp.rate_per_node_day,
+        "lost_h_per_interruption": gp.lost_h_per_interruption,
+        "iteration_s": gp.wall_clock_s(iteration_s),
+    }
+    if train_tokens is not None:
+        out["train_tokens"] = train_tokens
+        out["training_days"] = training_days(train_tokens, tokens_per_s, gp.ettr)
+    return out
