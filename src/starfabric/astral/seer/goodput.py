@@ -49,8 +49,8 @@ LLAMA3_GPUS = 16384
 """H100 GPUs of that run, 8 per server (same source, section 3.3.1)."""
 
 LLAMA3_ETTR = 0.90
-"""'higher than 90% effective training time' over that snapshot (same source, section 3.3.4);
-taken as 0.90, so the lost hours per interruption below are an upper bound."""
+"""'higher than 90% effective training time' over that snapshot (same source, section 3.3.4).
+Assumption: taken as 0.90, so the lost hours per interruption below are an upper bound."""
 
 GPUS_PER_NODE_DEFAULT = 8
 
@@ -71,12 +71,13 @@ FAILURES_PER_NODE_DAY: dict[str, float] = {
     "Hopper": llama3_failures_per_node_day(),
 }
 """Interruptions per node-day by GPU generation (`classes.generation`): A100 fleets from
-Kokolis et al. (RSC-1), H100 from Llama 3's run. A later generation (Blackwell) has no published
-figure and takes Hopper's; an earlier one takes Ampere's (`failures_per_node_day`)."""
+Kokolis et al. (RSC-1), H100 from Llama 3's run. Assumption: a later generation (Blackwell) has
+no published figure and takes Hopper's; an earlier one takes Ampere's (`failures_per_node_day`)."""
 
 LOST_HOURS_PER_INTERRUPTION = llama3_lost_hours_per_interruption()
 """Hours lost per interruption (Llama 3, see `llama3_lost_hours_per_interruption`); the one
-published figure that gives it at production scale. A100-era runs with slower restarts lose
+published figure that gives it at production scale. Assumption: it holds for every generation;
+A100-era runs with slower restarts lose
 more, so the ETTR of an older run is, if anything, overstated (less correction)."""
 
 _LATER = ("Blackwell", "Hopper")
@@ -112,7 +113,7 @@ class Goodput:
 
 
 MIN_ETTR = 0.05
-"""Floor of the first-order model: where interruptions would eat all the time, the linear
+"""Assumption: floor of the first-order model: where interruptions would eat all the time, the linear
 formula goes negative; a run that slow is not a run (and the model no longer holds)."""
 
 
