@@ -53,6 +53,18 @@ def seer_predict(
         callback=output_file("--trace"),
     ),
     profile: str = typer.Option("", "--profile", help="Calibrated profile from 'seer calibrate'."),
+    production: bool = typer.Option(
+        False,
+        "--production",
+        help="Also print the run's expected goodput (ETTR: restarts after failures, lost work) "
+        "and the whole-run average iteration time (seer.goodput).",
+    ),
+    train_tokens: float | None = typer.Option(
+        None,
+        "--train-tokens",
+        help="Tokens of the whole pre-training: print its wall-clock days (implies --production).",
+        callback=at_least("--train-tokens", 1),
+    ),
 ) -> None:
     """Predict one iteration: time, breakdown, TFLOP/s, MFU, memory and OOM verdict."""
     import json
@@ -61,6 +73,7 @@ def seer_predict(
 
     from starfabric.astral.seer import load_job, predict, write_trace
     from starfabric.astral.seer.calibrate import apply_profile
+    from starfabric.astral.seer.goodput import production_summary
     from starfabric.astral.seer.hf_config import check_seq_len
 
     overrides: dict[str, object] = {}
@@ -77,6 +90,11 @@ def seer_predict(
     if trace:
         write_trace(pred, trace)
         out["trace"] = trace
+    if production or train_tokens is not None:
+        out["production"] = production_summary(
+            pred.iteration_s, out["tokens_per_s"], the_job.system.gpus, str(out["gpu"]),
+            the_job.system.gpus_per_node, train_tokens,
+        )  # fmt: skip
     if as_json:
         typer.echo(json.dumps(out, indent=2))
         return
@@ -108,6 +126,17 @@ def seer_predict(
         con.print(f"offloaded to the second memory tier: {mem['offloaded']:.1f} GiB")
     if mem.get("host_optimizer"):
         con.print(f"optimizer offloaded to host memory (CPU Adam): {mem['host_optimizer']:.1f} GiB")
+    if "production" in out:
+        prod = out["production"]
+        days = (
+            f"; {prod['train_tokens']:.3g} tokens in {prod['training_days']:.1f} days"
+            if "training_days" in prod else ""
+        )  # fmt: skip
+        con.print(
+            f"production: ETTR {prod['ettr']:.1%} (MTTF {prod['mttf_h']:.1f} h, "
+            f"{prod['lost_h_per_interruption']:.2f} h lost per interruption); whole-run "
+            f"average iteration {prod['iteration_s']:.4f} s{days}"
+        )
     if str(out["efficiency_basis"]).startswith("estimate"):
         con.print(f"[yellow]{out['gpu']} kernel efficiency: {escape(out['efficiency_basis'])}[/]")
     if trace:

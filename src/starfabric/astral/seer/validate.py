@@ -23,6 +23,7 @@ from starfabric.astral.seer import (
     cells,
     cpu_optimizer_offload,
     flash_generation,
+    goodput,
     host_ops,
     mcore_release,
     optimizer_state,
@@ -1231,6 +1232,16 @@ def validate_row(row: dict[str, str]) -> RowResult:
     elif len(_recompute_options(st)) > 1 and opts["recompute"] != "none":
         choices["recompute"] = f"{opts['recompute']} (no faster setting fits in memory)"
     conv = _convention(row)
+    predicted_s, predicted_tf = pred.iteration_s, pred.tflops_per_gpu(conv)
+    if goodput.states_production_average(row):
+        # A whole-run average (GPU-hours / iterations): steady state over the run's ETTR.
+        gp = goodput.goodput(_int(row, "num_gpus"), st.system["gpu"],
+                             _int(row, "gpus_per_node", 8))  # fmt: skip
+        predicted_s, predicted_tf = gp.wall_clock_s(predicted_s), predicted_tf * gp.ettr
+        choices["goodput"] = (
+            f"ETTR {gp.ettr:.3f} (production average; MTTF {gp.mttf_h:.1f} h, "
+            f"{gp.lost_h_per_interruption:.2f} h lost per interruption; seer.goodput)"
+        )
     row_used = dict(row, global_batch_seqs=str(full["global_batch"]))
     published = published_iteration_s(row_used, model)
     tf = _figure_cell(row, "tflops_per_gpu")
@@ -1244,9 +1255,9 @@ def validate_row(row: dict[str, str]) -> RowResult:
         model=row["model"],
         gpus=_int(row, "num_gpus"),
         published_iter_s=published,
-        predicted_iter_s=pred.iteration_s,
+        predicted_iter_s=predicted_s,
         published_tflops=pub_tf,
-        predicted_tflops=pred.tflops_per_gpu(conv),
+        predicted_tflops=predicted_tf,
         convention=conv,
         choices=choices,
         prediction=pred,
