@@ -15,6 +15,7 @@ from starfabric.astral.seer.fsdp_side_window import (
     split_exposure,
     states_megatron_fsdp,
 )
+from starfabric.astral.seer.megatron_cli import parse_megatron_command
 from starfabric.astral.seer.ops import COMM, backward_of, layer_ops
 from starfabric.astral.seer.parallel import resolve_layout
 from starfabric.astral.seer.schedule import full_recompute_cost
@@ -138,3 +139,18 @@ def test_cells_naming_megatron_fsdp() -> None:
     assert states_megatron_fsdp(None, "Megatron-LM (--use-custom-fsdp)")
     assert not states_megatron_fsdp("FSDP2 (ZeRO-3 full shard)", "TorchTitan")
     assert not states_megatron_fsdp("ZeRO-3 (DeepSpeed)", "DeepSpeed ZeRO-3")
+
+
+@pytest.mark.parametrize("flag", ["--use-custom-fsdp", "--use-megatron-fsdp"])
+def test_megatron_command_line_names_megatron_fsdp(flag: str) -> None:
+    cmd = (
+        "torchrun --nproc_per_node 8 --nnodes 2 pretrain_gpt.py --tensor-model-parallel-size 2 "
+        "--num-layers 4 --hidden-size 1024 --num-attention-heads 16 --seq-length 2048 "
+        "--micro-batch-size 1 --global-batch-size 64 --bf16 --vocab-size 32000 "
+        f"{flag} --use-distributed-optimizer --data-parallel-sharding-strategy optim_grads_params"
+    )
+    ex = parse_megatron_command(cmd)["execution"]
+    assert ex["zero"] == 3 and ex["megatron_fsdp"] is True
+    plain = parse_megatron_command(cmd.replace(flag, "").replace(
+        "--data-parallel-sharding-strategy optim_grads_params", ""))["execution"]  # fmt: skip
+    assert plain["zero"] == 1 and "megatron_fsdp" not in plain
