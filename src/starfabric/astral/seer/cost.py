@@ -19,6 +19,7 @@ from starfabric.astral.seer.comm import CommModel, Phase
 from starfabric.astral.seer.efficiency import Efficiency, flash_time, gemm_time, mem_time
 from starfabric.astral.seer.ep_overlap import pair_exposed_fraction, runs_megatron_overlap
 from starfabric.astral.seer.flash_generation import kernel_rates
+from starfabric.astral.seer.fsdp_side_window import side_groups, side_window_s, split_exposure
 from starfabric.astral.seer.model import ModelSpec
 from starfabric.astral.seer.ops import BMM, COMM, FLASH, GEMM, MEM, OpTable
 from starfabric.astral.seer.parallel import ExecutionSpec, Layout, SystemSpec
@@ -106,6 +107,9 @@ class CostContext:
     layer of two micro-batches hide each other's all-to-all (`schedule.piece_cost`)."""
     ep_delay_wgrad: bool = False
     """`--delay-wgrad-compute` with that overlap (`ep_overlap.pair_step`)."""
+    fsdp_side_groups: tuple[str, ...] = ()
+    """Intra-host groups whose exposed collectives Megatron-FSDP's cross-host transfers
+    overlap (`fsdp_side_window`); empty for other FSDP/ZeRO implementations."""
 
 
 def make_context(
@@ -149,6 +153,7 @@ def make_context(
             and runs_megatron_overlap(lay.pp, lay.vpp)
         ),
         ep_delay_wgrad=ex.ep_delay_wgrad,
+        fsdp_side_groups=side_groups(ex, lay),
         cp=lay.cp,
         flash_rate=flash_rate * gen_fwd,
         flash_rate_bwd=flash_rate * gen_bwd,
@@ -272,10 +277,12 @@ def op_costs(
     if fsdp.any():
         # ZeRO-3 gathers/reductions are prefetched on their own stream: together they hide
         # behind the layer's compute; only the excess stays on the critical path.
+        # Megatron-FSDP's also run while the layer waits on intra-host collectives
+        # (`fsdp_side_window`: their exposed time, computed above, is free link time).
         total = float(time[fsdp].sum())
         compute = float(time[kind != COMM].sum()) + fsdp_window_s
-        hidden = min(total, compute)
-        excess = total - hidden + DP_OVERLAP_RESIDUAL * hidden
+        side = side_window_s(grp_names, kind == COMM, exposed, ctx.fsdp_side_groups)
+        excess = split_exposure(total, compute, side, DP_OVERLAP_RESIDUAL)
         exposed[fsdp] = time[fsdp] * (excess / total if total > 0 else 0.0)
     return OpCosts(time=time, exposed=exposed, kind=kind)
 

@@ -91,7 +91,8 @@ _SWITCHES: dict[str, tuple[str, str, Any]] = {
     "--fp16": ("execution", "precision", "fp16"),
     "--use-distributed-optimizer": ("execution", "zero", 1),
     "--use-torch-fsdp2": ("execution", "zero", 3),
-    "--use-custom-fsdp": ("execution", "zero", 3),
+    "--use-custom-fsdp": ("execution", "_megatron_fsdp", True),
+    "--use-megatron-fsdp": ("execution", "_megatron_fsdp", True),
     "--recompute-activations": ("execution", "recompute", "selective"),
     "--overlap-grad-reduce": ("execution", "overlap_grad_reduce", True),
     "--overlap-param-gather": ("execution", "overlap_param_gather", True),
@@ -246,6 +247,9 @@ def _finish(out: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
         )
     if "zero" not in ex:
         ex["zero"] = 0  # Megatron's default DDP: all-reduced gradients, unsharded optimizer
+    if ex.pop("_megatron_fsdp", False):
+        ex["zero"] = 3  # Megatron-Core's own FSDP (fsdp_side_window), whatever the flag order
+        ex["megatron_fsdp"] = True
     if ex.pop("_fsdp_strategy", "") in ("optim_grads_params",):
         ex["zero"] = 3
     ex.setdefault("sp", False)

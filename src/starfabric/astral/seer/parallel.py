@@ -111,6 +111,12 @@ class ExecutionSpec(Spec):
         description="ZeRO-3/FSDP gathers: one flat buffer per layer (FSDP, Megatron) or one "
         "collective per parameter tensor (DeepSpeed ZeRO-3 as of 2021)",
     )
+    megatron_fsdp: bool = Field(
+        default=False,
+        description="ZeRO-3 is Megatron-Core's own FSDP (--use-megatron-fsdp / "
+        "--use-custom-fsdp): its gathers and reduce-scatters also progress while the layer "
+        "waits on intra-host collectives (seer/fsdp_side_window.py)",
+    )
     attention: Literal["flash", "unfused"] = "flash"
     flash_kernel: Literal["cudnn", "fa2", "fa1", "xformers", "triton"] = Field(
         default="cudnn",

@@ -37,6 +37,7 @@ from starfabric.astral.seer.deepep_sm_budget import stated_num_sms
 from starfabric.astral.seer.degrees import DEGREES, degree_combos, unverified_degrees
 from starfabric.astral.seer.efa import efa_bus_fraction
 from starfabric.astral.seer.efa_alltoall import efa_alltoall_alpha
+from starfabric.astral.seer.fsdp_side_window import states_megatron_fsdp
 from starfabric.astral.seer.model import ModelSpec, bundled_models, load_model
 from starfabric.astral.seer.ops import (
     flops_per_token_6nd,
@@ -1064,6 +1065,8 @@ def row_setup(row: dict[str, str]) -> RowSetup:
         # DeepSpeed ZeRO-3 before 2023 gathered every rank's slice of every parameter tensor
         # over all DP ranks (no flat, rail-aligned buffers): cost.PER_PARAMETER_RAILS.
         ex["fsdp_collectives"] = "parameter"
+    if zero == 3 and states_megatron_fsdp(row.get("zero_or_fsdp"), row.get("framework")):
+        ex["megatron_fsdp"] = True  # Megatron-Core's own FSDP (fsdp_side_window)
     tp, pp, cp = deg["tp"], deg["pp"], deg["cp"]
     if tp and pp and cp and deg["ep"] and not _unverified(row.get("dp", "")):
         ex["dp"] = _int(row, "dp", max(1, gpus // (tp * pp * cp)))
