@@ -45,6 +45,7 @@ from starfabric.astral.seer.ops import (
 )
 from starfabric.astral.seer.parallel import uneven_pipeline_layers
 from starfabric.astral.seer.predict import Prediction, make_job, predict
+from starfabric.astral.seer.statements import stated
 from starfabric.astral.seer.ulysses import names_ulysses, repeats_kv
 from starfabric.config import parse_spec
 from starfabric.errors import ConfigError, DataError, StarfabricError
@@ -80,11 +81,29 @@ EXCLUDED_PREFIX = "excluded: "
 """How an excluded row's reason starts in the (row_id, reason) list of rows not predicted."""
 
 
-EP_OVERLAP_OFF = re.compile(r"a2a_overlap\s*=\s*0|overlap\s*=\s*off")
-"""A framework cell that names the EP overlap switch as off."""
-DELAY_WGRAD = re.compile(r"delay[-_ ]wgrad")
-DELAY_WGRAD_OFF = re.compile(r"delay[-_ ]wgrad(?:_compute)?\s*(?:=\s*)?(?:off|false|0)\b")
-"""`--delay-wgrad-compute` stated (and not stated off) in the framework or notes cell."""
+EP_OVERLAP = re.compile(
+    r"overlap[-_ ]moe[-_ ]expert[-_ ]parallel[-_ ]comm"
+    r"|\b(?:ep|moe|expert[- ]parallel(?:ism)?)(?:/\w+)*[-_ ](?:(?:a2a|all[- ]to[- ]all)[-_ ])?"
+    r"(?:comm(?:unication)?[-_ ])?overlap"
+    r"|\ba2a[-_ ]overlap"
+    r"|\b(?:ep|moe)[-_ ](?:a2a|all[- ]to[- ]all)\s+(?:(?:not|never)\s+)?(?:overlapped|hidden)",
+    re.I,
+)
+"""A framework or notes cell naming Megatron-Core's EP all-to-all overlap
+(`--overlap-moe-expert-parallel-comm`, "EP a2a overlap", "moe_a2a_overlap", "A2A_OVERLAP",
+"EP all-to-all overlapped with 1F1B"); negated mentions ("A2A_OVERLAP=0", "EP all-to-all not
+overlapped", "no EP overlap") are read by statements.stated."""
+DELAY_WGRAD = re.compile(r"delay(?:ed)?[-_ ]wgrad(?:[-_]compute)?", re.I)
+"""`--delay-wgrad-compute` stated (and not negated: "delay_wgrad off", "no delay-wgrad") in the
+framework or notes cell."""
+TP_OVERLAP = re.compile(
+    r"tp[-_ ]comm[-_ ]overlap|\btp(?:/\w+)*[-_ ](?:comm(?:unication)?[-_ ])?overlap"
+    r"|\basync[-_ ]?tp\b"
+    r"|overlap(?:ped|ping)?\s+(?:of\s+)?tp\b",
+    re.I,
+)
+"""A framework or sp cell naming TP communication overlap (`--tp-comm-overlap`, "TP overlap",
+"AsyncTP"); "tp" inside another word ("MTP") is not TP."""
 
 
 def excluded_reason(row: dict[str, str]) -> str | None:
@@ -511,23 +530,15 @@ def _framework(row: dict[str, str]) -> dict[str, Any]:
     dp_overlap = not no_overlap and not plain_megatron
     sp_text = (row.get("sp") or "").lower()
     # MegaScale overlaps TP/SP collectives with the adjacent GEMMs (MegaScale section 3.2).
-    tp_overlap = (
-        "tp-comm-overlap" in sp_text or ("overlap" in fw and "tp" in fw) or "megascale" in fw
-    )
-    # "A2A_OVERLAP=0" (the Model Zoo's switch, off) states the overlap was not used.
+    tp_overlap = bool(stated(TP_OVERLAP, fw, sp_text)) or "megascale" in fw
+    # EP all-to-all overlap, stated in the framework or notes cell (the AWS rows write it in
+    # their notes: "overlap_moe_expert_parallel_comm on"; "A2A_OVERLAP=0" states it off).
+    notes = row.get("notes") or ""
+    ep_stated = stated(EP_OVERLAP, fw, notes)
     ep_overlap = (
-        "dualpipe" in fw
-        or "dualpipe" in (row.get("vpp") or "").lower()
-        or (
-            "overlap" in fw
-            and ("a2a" in fw or "ep" in fw.split("/"))
-            and not EP_OVERLAP_OFF.search(fw)
-        )
+        "dualpipe" in fw or "dualpipe" in (row.get("vpp") or "").lower() or bool(ep_stated)
     )
-    notes = (row.get("notes") or "").lower()
-    delay_wgrad = bool(DELAY_WGRAD.search(fw + " " + notes)) and not DELAY_WGRAD_OFF.search(
-        fw + " " + notes
-    )
+    delay_wgrad = bool(stated(DELAY_WGRAD, fw, notes))
     dualpipe = "dualpipe" in fw or "dualpipe" in (row.get("vpp") or "").lower()
     # TorchTitan's DistMoE backend fuses dispatch, expert compute and combine in one kernel
     # (torchtitan models/common/dist_moe.py, DistMoeRoutedExperts).
@@ -561,7 +572,7 @@ def _framework(row: dict[str, str]) -> dict[str, Any]:
             "ep_delay_wgrad": ep_overlap and delay_wgrad,
             "moe_fused_dispatch": fused_moe,
             # TorchTitan's 2024-12 Llama without torch.compile (torchtitan_eager).
-            "eager_elementwise": torchtitan_eager.runs_eager(row.get("framework")),
+            "eager_elementwise": torchtitan_eager.runs_eager(row.get("framework"), row.get("notes")),
             "host_launches": host, "cuda_graphs": graphs,
             # DeepSeek's own stack (DualPipe) stores one low-precision copy of the attention
             # output for both backwards (DeepSeek-V3 section 3.3.2; fp8_activations.py).

@@ -1,0 +1,60 @@
+"""Whether a free-text cell states a setting or states it off (negation-aware mention reader).
+
+The readers of a row's framework and notes cells look for the name of a setting ("forced load
+balancing", "Ulysses", "EP a2a overlap", "delay-wgrad", "torch.compile"). A transcriber also
+writes that a setting was NOT used, with the same words: "no forced balance stated", "without
+forced load balancing", "EP all-to-all not overlapped", "A2A_OVERLAP=0",
+"moe_a2a_overlap: false", "delay_wgrad off", "torch.compile disabled". `stated` reads each
+mention with the words around it:
+
+- before it, within two words: no / not / without / never / w/o / disable(d) ("without any
+  forced load balancing", "not using Ulysses");
+- inside it: not / no / never / without (for patterns that span "all-to-all not overlapped");
+- right after it: off / false / disabled / 0 (also after ':' or '='), "(off)", or a bare
+  ": no" / "= none" that ends the phrase ("forced balancing: no"; "eager: no torch.compile"
+  is not a negation of "eager").
+
+A cell that names a setting once affirmed and once negated reads as affirmed (the run is
+described by what it did; the negated mention is usually a comparison).
+"""
+
+from __future__ import annotations
+
+import re
+
+NEGATION_BEFORE = re.compile(
+    r"\b(?:no|not|without|never|w/o|disable[ds]?)\s+(?:[\w./'\"-]+\s+){0,2}$", re.I
+)
+"""A negating word up to two words before a mention."""
+NEGATION_INSIDE = re.compile(r"\b(?:no|not|never|without)\b", re.I)
+NEGATION_AFTER = re.compile(
+    r"^(?:\s*[:=]\s*|\s+|\s*\(\s*|[-_])"
+    r"(?:off|false|disabled|0(?![.\d]))\b"
+    r"|^\s*[:=]\s*(?:no|none)\b(?!\s*[\w.])",
+    re.I,
+)
+"""Words right after a mention that switch it off."""
+
+
+def _negated(text: str, start: int, end: int) -> bool:
+    return bool(
+        NEGATION_BEFORE.search(text[:start])
+        or NEGATION_INSIDE.search(text[start:end])
+        or NEGATION_AFTER.search(text[end:])
+    )
+
+
+def stated(pattern: re.Pattern[str], *cells: str | None) -> bool | None:
+    """True when some cell mentions `pattern` without negating it, False when every mention
+    is negated, None when no cell mentions it."""
+    seen = False
+    for cell in cells:
+        text = cell or ""
+        for m in pattern.finditer(text):
+            if not _negated(text, m.start(), m.end()):
+                return True
+            seen = True
+    return False if seen else None
+
+
+__all__ = ["NEGATION_AFTER", "NEGATION_BEFORE", "NEGATION_INSIDE", "stated"]
