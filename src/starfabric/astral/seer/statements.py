@@ -57,4 +57,14 @@ def stated(pattern: re.Pattern[str], *cells: str | None) -> bool | None:
     return False if seen else None
 
 
-__all__ = ["NEGATION_AFTER", "NEGATION_BEFORE", "NEGATION_INSIDE", "stated"]
+EFA = re.compile(r"\bEFA(?:\s*v?\d)?\b|elastic fabric adapter", re.I)
+"""An interconnect cell naming AWS Elastic Fabric Adapter ("EFA", "EFAv2", "3,200 Gbps EFA v3",
+"Elastic Fabric Adapter")."""
+
+
+def names_efa(interconnect: str | None) -> bool:
+    """Whether an interconnect cell names AWS EFA, not negated ("InfiniBand, not EFA")."""
+    return bool(stated(EFA, interconnect))
+
+
+__all__ = ["EFA", "NEGATION_AFTER", "NEGATION_BEFORE", "NEGATION_INSIDE", "names_efa", "stated"]

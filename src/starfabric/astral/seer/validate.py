@@ -475,27 +475,27 @@ def _legacy(row: dict[str, str]) -> bool:
     return year is not None and year < 2023
 
 
-FORCED_BALANCE = re.compile(r"force[d-]?\s*(?:load[- ])?balanc", re.I)
+FORCED_BALANCE = re.compile(r"force[d]?[-_\s]*(?:load[-_ ])?balanc", re.I)
 """Model or notes text naming forced load balancing (Megatron-Core
---moe-router-force-load-balancing: every expert gets the same number of tokens)."""
-_NEGATED = re.compile(r"\b(?:no|not|without|never)\s+$", re.I)
+--moe-router-force-load-balancing / moe_router_force_load_balancing: every expert gets the
+same number of tokens)."""
 
 
-ROUND_ROBIN = re.compile(r"round[- ]robin\s+(?:expert\s+)?rout", re.I)
+ROUND_ROBIN = re.compile(
+    r"round[-_ ]?robin[-_\s]+(?:expert[-_\s]+)?(?:rout|assign|dispatch)"
+    r"|rout(?:ing|er)\s*(?:[:=(]|is|was)?\s*(?:deterministic\s+)?round[-_ ]?robin",
+    re.I,
+)
 """Routing that assigns tokens to experts in turn ("deterministic round-robin routing",
-TorchTitan's DeepSeek-V3 report @9739e6e): every expert gets the same number of tokens, as
-under forced balancing."""
+"routing: round robin"; TorchTitan's DeepSeek-V3 report @9739e6e): every expert gets the same
+number of tokens, as under forced balancing."""
 
 
 def states_forced_balance(text: str) -> bool:
     """Whether `text` states forced load balancing (or round-robin routing, which balances
-    the same way): a mention that is negated ("no forced balance stated", "without forced
-    load balancing") does not count."""
-    return any(
-        not _NEGATED.search(text[: m.start()])
-        for pat in (FORCED_BALANCE, ROUND_ROBIN)
-        for m in pat.finditer(text)
-    )
+    the same way): a negated mention ("no forced balance stated", "without any forced load
+    balancing", "force_load_balancing: false") does not count (statements.stated)."""
+    return bool(stated(FORCED_BALANCE, text) or stated(ROUND_ROBIN, text))
 
 
 SOFTMAX_KERNEL = re.compile(r"(?:scale[- ])?mask(?:ed)?[- ](?:causal[- ])?softmax")
@@ -535,9 +535,7 @@ def _framework(row: dict[str, str]) -> dict[str, Any]:
     # their notes: "overlap_moe_expert_parallel_comm on"; "A2A_OVERLAP=0" states it off).
     notes = row.get("notes") or ""
     ep_stated = stated(EP_OVERLAP, fw, notes)
-    ep_overlap = (
-        "dualpipe" in fw or "dualpipe" in (row.get("vpp") or "").lower() or bool(ep_stated)
-    )
+    ep_overlap = "dualpipe" in fw or "dualpipe" in (row.get("vpp") or "").lower() or bool(ep_stated)
     delay_wgrad = bool(stated(DELAY_WGRAD, fw, notes))
     dualpipe = "dualpipe" in fw or "dualpipe" in (row.get("vpp") or "").lower()
     # TorchTitan's DistMoE backend fuses dispatch, expert compute and combine in one kernel
@@ -545,8 +543,9 @@ def _framework(row: dict[str, str]) -> dict[str, Any]:
     fused_moe = "distmoe" in fw.replace("-", "").replace("_", "").replace(" ", "")
     # Plain Megatron-LM (not Core) also ships FlashAttention as opt-in (--use-flash-attn,
     # 2023; the default path is the fused scale-mask-softmax kernel with batched GEMMs).
-    attention = "unfused" if plain_megatron and "flash" not in fw else "flash"
-    if SOFTMAX_KERNEL.search(fw) and "flash" not in fw:
+    flash = flash_generation.names_flash(fw)
+    attention = "unfused" if plain_megatron and not flash else "flash"
+    if SOFTMAX_KERNEL.search(fw) and not flash:
         # A stack that names Megatron's fused (scale-)mask-softmax kernel as its attention
         # runs the unfused path: QK^T and PV as batched GEMMs around that softmax kernel
         # (BloombergGPT section 3.4: SMP's "masked-causal-softmax fused kernel").
@@ -1038,7 +1037,7 @@ def row_setup(row: dict[str, str]) -> RowSetup:
         "zero": zero,
         **_framework(row),
     }
-    if names_ulysses(row.get("framework"), row.get("sp"), row.get("cp")):
+    if names_ulysses(row.get("framework"), row.get("sp"), row.get("cp"), row.get("notes")):
         # DeepSpeed-Ulysses / XTuner sequence parallelism: all-to-alls on heads (ulysses.py).
         ex["cp_algorithm"] = "ulysses"
         ex["ulysses_repeat_kv"] = repeats_kv(row.get("framework"))
@@ -1047,13 +1046,15 @@ def row_setup(row: dict[str, str]) -> RowSetup:
     vpp_n = cells.number(row.get("vpp")) if not _unverified(row.get("vpp") or "") else None
     if deg["pp"] and deg["pp"] > 1:
         stages = deg["pp"] * int(vpp_n or 1)
-        split = cells.layer_split(row.get("notes"), model.layers, stages)
+        # Stated in the notes, or beside the degree ("16 (layout 4/4/.../4/1)").
+        split_text = " ; ".join(row.get(k) or "" for k in ("notes", "pp", "vpp"))
+        split = cells.layer_split(split_text, model.layers, stages)
         if split is not None:
             # A layer split the source states (e.g. TorchTitan's "4/4/.../4/1") replaces
             # the uneven default of _search.
             ex["pipeline_layers"] = list(split)
             read["pipeline_layers"] = f"{list(split)} (stated split)"
-    sms = stated_num_sms(row.get("framework"))
+    sms = stated_num_sms(row.get("framework"), row.get("notes"))
     if sms is not None:
         ex["deepep_num_sms"] = sms  # the DeepEP SM budget the run set (deepep_sm_budget)
         read["deepep_num_sms"] = f"{sms} (stated: DeepEP SM budget)"
