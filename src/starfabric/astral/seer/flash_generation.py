@@ -14,8 +14,9 @@ A row's kernel is read from its framework cell (`pre_fa2_kernel`): a version nam
 kernel ("FlashAttention v1.0.5", "flash-attn 1.0") decides by itself; an unversioned
 FlashAttention / xformers / Triton FlashAttention is the older kernel only when the run is dated
 before FA2's release — by a YYYY-MM in the framework cell or, as an upper bound, the arXiv month
-of the paper that reports it (a run published in 2023-05 cannot have used a July 2023 kernel). A
-bare year 2023 decides nothing and the row keeps FlashAttention-2.
+of the paper that reports it (a run published in 2023-05 cannot have used a July 2023 kernel), or
+a bare year before 2023 ("2022"). A bare year 2023 decides nothing and the row keeps
+FlashAttention-2.
 
 On Hopper and later an older kernel gets the same ratio on top of FA2's (`cost.FA2_ON_HOPPER`);
 the paper measured it on A100 only, and no development row runs FlashAttention 1.x on Hopper.
@@ -73,6 +74,9 @@ def run_month(framework: str, citation: str) -> tuple[int, int] | None:
     arxiv = re.search(r"arXiv:\s*(\d\d)(\d\d)\.\d{4,5}", citation, re.I)
     if arxiv:
         return 2000 + int(arxiv.group(1)), int(arxiv.group(2))
+    year = re.search(r"\b(20\d\d)\b", framework)
+    if year and int(year.group(1)) < FA2_RELEASE[0]:
+        return int(year.group(1)), 12  # a bare year before FA2's: its last month bounds it
     return None
 
 

@@ -10,7 +10,8 @@ mention with the words around it:
 - before it, within two words: no / not / without / never / w/o / disable(d) ("without any
   forced load balancing", "not using Ulysses");
 - inside it: not / no / never / without (for patterns that span "all-to-all not overlapped");
-- right after it: off / false / disabled / 0 (also after ':' or '='), "(off)", or a bare
+- right after it, or after one more word ("Ulysses SP off"): off / false / disabled / 0
+  (also after ':' or '='), "(off)", or a bare
   ": no" / "= none" that ends the phrase ("forced balancing: no"; "eager: no torch.compile"
   is not a negation of "eager").
 
@@ -28,7 +29,7 @@ NEGATION_BEFORE = re.compile(
 """A negating word up to two words before a mention."""
 NEGATION_INSIDE = re.compile(r"\b(?:no|not|never|without)\b", re.I)
 NEGATION_AFTER = re.compile(
-    r"^(?:\s*[:=]\s*|\s+|\s*\(\s*|[-_])"
+    r"^(?:\s+[A-Za-z][\w-]*)?(?:\s*[:=]\s*|\s+|\s*\(\s*|[-_])"
     r"(?:off|false|disabled|0(?![.\d]))\b"
     r"|^\s*[:=]\s*(?:no|none)\b(?!\s*[\w.])",
     re.I,
@@ -36,7 +37,17 @@ NEGATION_AFTER = re.compile(
 """Words right after a mention that switch it off."""
 
 
+_TOKEN_HEAD = re.compile(r"[^\s(\[;,]*$")
+_TOKEN_TAIL = re.compile(r"[^\s)\];,:=]*")
+
+
 def _negated(text: str, start: int, end: int) -> bool:
+    # A mention inside a longer token ("--moe-router-force-load-balancing") is read from the
+    # token's start: "no --moe-router-force-..." negates it.
+    head = _TOKEN_HEAD.search(text[:start])
+    start = head.start() if head else start
+    tail = _TOKEN_TAIL.match(text, end)
+    end = tail.end() if tail else end
     return bool(
         NEGATION_BEFORE.search(text[:start])
         or NEGATION_INSIDE.search(text[start:end])
