@@ -86,10 +86,11 @@ def names_flash(framework: str | None) -> bool:
     return bool(stated(_FLASH_ANY, framework))
 
 
-def pre_fa2_kernel(framework: str, citation: str = "") -> str | None:
-    """The pre-FlashAttention-2 kernel a row's framework cell names (`KERNEL_NAMES`), or None
-    (no fused kernel named, FlashAttention-2 named, or nothing dates the run before FA2)."""
-    fw = framework
+def pre_fa2_kernel(framework: str, citation: str = "", notes: str = "") -> str | None:
+    """The pre-FlashAttention-2 kernel a row's framework (or notes) cell names
+    (`KERNEL_NAMES`), or None (no fused kernel named, FlashAttention-2 named, or nothing dates
+    the run before FA2: the date is read from the framework cell and the citation only)."""
+    fw = framework + " ; " + notes
     if stated(_FA2_NAMED, fw):
         return None
     if stated(_FA1_NAMED, fw):

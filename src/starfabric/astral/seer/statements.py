@@ -68,14 +68,20 @@ def stated(pattern: re.Pattern[str], *cells: str | None) -> bool | None:
     return False if seen else None
 
 
-EFA = re.compile(r"\bEFA(?:\s*v?\d)?\b|elastic fabric adapter", re.I)
-"""An interconnect cell naming AWS Elastic Fabric Adapter ("EFA", "EFAv2", "3,200 Gbps EFA v3",
-"Elastic Fabric Adapter")."""
+EFA = re.compile(
+    r"\bEFA(?:\s*v?\d)?\b|elastic fabric adapter"
+    r"|\bp[456](?:de|d|e|en)?\.\d*xlarge\b|\bp6[ee]?-b[23]00\b|\bp6e-gb[23]00\b",
+    re.I,
+)
+"""A cell naming AWS Elastic Fabric Adapter ("EFA", "EFAv2", "3,200 Gbps EFA v3", "Elastic
+Fabric Adapter") or an AWS GPU instance, whose only inter-node network is EFA
+("p5.48xlarge", "p4de.24xlarge", "p6-b200")."""
 
 
-def names_efa(interconnect: str | None) -> bool:
-    """Whether an interconnect cell names AWS EFA, not negated ("InfiniBand, not EFA")."""
-    return bool(stated(EFA, interconnect))
+def names_efa(*cells: str | None) -> bool:
+    """Whether a row's interconnect (or GPU) cell names AWS EFA or an AWS GPU instance, not
+    negated ("InfiniBand, not EFA")."""
+    return bool(stated(EFA, *cells))
 
 
 __all__ = ["EFA", "NEGATION_AFTER", "NEGATION_BEFORE", "NEGATION_INSIDE", "names_efa", "stated"]

@@ -508,7 +508,7 @@ def _framework(row: dict[str, str]) -> dict[str, Any]:
     # A fused-attention kernel older than FlashAttention-2 that the framework cell names
     # (FlashAttention 1.x, xformers, Triton FlashAttention; flash_generation).
     old_kernel = flash_generation.pre_fa2_kernel(
-        row.get("framework") or "", row.get("citation") or ""
+        row.get("framework") or "", row.get("citation") or "", row.get("notes") or ""
     )
     if _legacy(row):
         # Megatron-LM 2021: unfused softmax attention (pre-FlashAttention), DP all-reduce after
@@ -530,10 +530,10 @@ def _framework(row: dict[str, str]) -> dict[str, Any]:
     dp_overlap = not no_overlap and not plain_megatron
     sp_text = (row.get("sp") or "").lower()
     # MegaScale overlaps TP/SP collectives with the adjacent GEMMs (MegaScale section 3.2).
-    tp_overlap = bool(stated(TP_OVERLAP, fw, sp_text)) or "megascale" in fw
+    notes = row.get("notes") or ""
+    tp_overlap = bool(stated(TP_OVERLAP, fw, sp_text, notes)) or "megascale" in fw
     # EP all-to-all overlap, stated in the framework or notes cell (the AWS rows write it in
     # their notes: "overlap_moe_expert_parallel_comm on"; "A2A_OVERLAP=0" states it off).
-    notes = row.get("notes") or ""
     ep_stated = stated(EP_OVERLAP, fw, notes)
     ep_overlap = "dualpipe" in fw or "dualpipe" in (row.get("vpp") or "").lower() or bool(ep_stated)
     delay_wgrad = bool(stated(DELAY_WGRAD, fw, notes))
@@ -543,7 +543,7 @@ def _framework(row: dict[str, str]) -> dict[str, Any]:
     fused_moe = "distmoe" in fw.replace("-", "").replace("_", "").replace(" ", "")
     # Plain Megatron-LM (not Core) also ships FlashAttention as opt-in (--use-flash-attn,
     # 2023; the default path is the fused scale-mask-softmax kernel with batched GEMMs).
-    flash = flash_generation.names_flash(fw)
+    flash = flash_generation.names_flash(fw + " ; " + notes)
     attention = "unfused" if plain_megatron and not flash else "flash"
     if SOFTMAX_KERNEL.search(fw) and not flash:
         # A stack that names Megatron's fused (scale-)mask-softmax kernel as its attention
@@ -1094,12 +1094,15 @@ def row_setup(row: dict[str, str]) -> RowSetup:
     if hbm is not None:
         system["hbm_gib"] = hbm
     ic = row.get("interconnect") or ""
-    efa = None if _unverified(ic) else efa_bus_fraction(ic, gpu.split("-")[0])
+    # EFA is read from the interconnect cell, the GPU cell ("p5.48xlarge") and the notes
+    # ("EP 16 spans 2 hosts over EFA"); an UNVERIFIED interconnect is not read.
+    efa_text = " ; ".join((ic, row.get("gpu") or "", row.get("notes") or ""))
+    efa = None if _unverified(ic) else efa_bus_fraction(efa_text, gpu.split("-")[0])
     if efa is not None:
         # First-generation EFA (p4d): NCCL's bus bandwidth across nodes (efa.py).
         system["efficiency"] = {"nic_bus_fraction": efa}
         read["nic_bus_fraction"] = f"{efa:g} (EFA on A100 = p4d/p4de: nccl-tests, efa.py)"
-    a2a = None if _unverified(ic) else efa_alltoall_alpha(ic, gpu.split("-")[0])
+    a2a = None if _unverified(ic) else efa_alltoall_alpha(efa_text, gpu.split("-")[0])
     if a2a is not None:
         # p5/p6 EFA: a fixed time per cross-host NCCL all-to-all (efa_alltoall.py).
         system["efficiency"] = {"collective_bus_fractions": {"all_to_all": {"nic_alpha_s": a2a}}}
