@@ -322,3 +322,19 @@ def test_negated_forced_balance_in_a_real_row() -> None:
     ):
         ex = row_setup(dict(row, notes=notes)).execution
         assert ex.get("moe_load_balance") != "forced", notes
+
+
+@pytest.mark.parametrize(
+    ("framework", "dp", "ep"),
+    [
+        ("Megatron-Core (no overlap)", False, False),
+        ("Megatron-Core 0.9, without overlap", False, False),
+        ("Megatron-Core (EP a2a: no overlap)", True, False),  # only the EP overlap is off
+        ("Megatron-Core (2025; TP no overlap; EP a2a overlap)", True, True),
+    ],
+)
+def test_no_overlap_names_its_kind(framework: str, dp: bool, ep: bool) -> None:
+    row = _row("MZQ3-LC1F")
+    ex = row_setup(dict(row, framework=framework, notes="")).execution
+    assert ex["overlap_grad_reduce"] is dp
+    assert ex["ep_comm_overlap"] is ep

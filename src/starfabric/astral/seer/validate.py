@@ -96,6 +96,11 @@ overlapped", "no EP overlap") are read by statements.stated."""
 DELAY_WGRAD = re.compile(r"delay(?:ed)?[-_ ]wgrad(?:[-_]compute)?", re.I)
 """`--delay-wgrad-compute` stated (and not negated: "delay_wgrad off", "no delay-wgrad") in the
 framework or notes cell."""
+NO_OVERLAP = re.compile(r"\b(?:no|without)\s+(?:comm(?:unication)?\s+)?overlap\b", re.I)
+"""A framework cell stating that communication is not overlapped."""
+OVERLAP_KIND = re.compile(r"\b(?:ep|a2a|moe|all-to-all|tp|expert)\b", re.I)
+"""A kind of communication named just before "no overlap" in the same clause (then only that
+kind is off)."""
 TP_OVERLAP = re.compile(
     r"tp[-_ ]comm[-_ ]overlap|\btp(?:/\w+)*[-_ ](?:comm(?:unication)?[-_ ])?overlap"
     r"|\basync[-_ ]?tp\b"
@@ -520,7 +525,11 @@ def _framework(row: dict[str, str]) -> dict[str, Any]:
                 "overlap_p2p": False} | fused  # fmt: skip
     # Current stacks (Megatron-Core, NeMo, TorchTitan, DeepSpeed) overlap DP communication by
     # default; TP overlap is opt-in and taken only when the row says so.
-    no_overlap = "no overlap" in fw or "without overlap" in fw
+    # "no overlap" of the whole stack; "EP a2a: no overlap" / "TP no overlap" name one kind.
+    no_overlap = any(
+        not OVERLAP_KIND.search(fw[: m.start()].rsplit(";", 1)[-1].rsplit(",", 1)[-1])
+        for m in NO_OVERLAP.finditer(fw)
+    )
     # Plain Megatron-LM (not Core/NeMo) ships DP and PP overlap as opt-in flags
     # (--overlap-grad-reduce, --overlap-param-gather, --overlap-p2p-communication): a row that
     # does not state them ran without (the baseline MegaScale section 3.2 improves on).
