@@ -9,10 +9,11 @@ and check that the row is read as the same run (or, negated, as the opposite one
 from __future__ import annotations
 
 import csv
+from functools import cache
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from starfabric.astral.seer import (
@@ -36,6 +37,7 @@ from starfabric.astral.seer.validate import (
     row_setup,
     states_forced_balance,
 )
+from starfabric.errors import StarfabricError
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "published_runs"
 
@@ -338,3 +340,53 @@ def test_no_overlap_names_its_kind(framework: str, dp: bool, ep: bool) -> None:
     ex = row_setup(dict(row, framework=framework, notes="")).execution
     assert ex["overlap_grad_reduce"] is dp
     assert ex["ep_comm_overlap"] is ep
+
+
+# A negated statement of a setting, and the execution key it would turn on if misread.
+NEGATED_NOTES = (
+    ("no forced load balancing", "moe_load_balance"),
+    ("moe_router_force_load_balancing: false", "moe_load_balance"),
+    ("routing not round-robin", "moe_load_balance"),
+    ("EP all-to-all not overlapped", "ep_comm_overlap"),
+    ("A2A_OVERLAP=0", "ep_comm_overlap"),
+    ("without --overlap-moe-expert-parallel-comm", "ep_comm_overlap"),
+    ("delay_wgrad_compute: false", "ep_delay_wgrad"),
+    ("ring attention, not Ulysses", "cp_algorithm"),
+    ("no TP comm overlap", "tp_comm_overlap"),
+)
+
+
+def _off(ex: dict[str, object], key: str) -> bool:
+    return ex.get(key) in (None, False, "ring", "none", "dropless", "top_k", "aux_loss")
+
+
+@cache
+def _real_rows() -> tuple[tuple[dict[str, str], object], ...]:
+    out = []
+    for name in ("development_runs.csv", "development_runs_2.csv"):
+        with (DATA / name).open(newline="") as fh:
+            for row in csv.DictReader(fh):
+                try:
+                    out.append((row, row_setup(row)))
+                except StarfabricError:
+                    continue  # refused as written
+    return tuple(out)
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_negated_statements_leave_a_real_row_unchanged(data: st.DataObject) -> None:
+    """Any development row, with negated statements of settings it does not use added to its
+    framework or notes cell, is read as the same run."""
+    rows = _real_rows()
+    row, setup = rows[data.draw(st.integers(0, len(rows) - 1))]
+    ex = setup.execution  # type: ignore[attr-defined]
+    usable = [n for n, key in NEGATED_NOTES if _off(ex, key)]
+    if not usable:
+        return
+    added = data.draw(st.lists(st.sampled_from(usable), min_size=1, max_size=3, unique=True))
+    cell = data.draw(st.sampled_from(("notes", "framework")))
+    new = dict(row, **{cell: (row.get(cell) or "") + "; " + "; ".join(added)})
+    got = row_setup(new)
+    assert got.execution == ex, f"{row['row_id']}: {cell} + {added}"
+    assert got.options == setup.options, f"{row['row_id']}: {cell} + {added}"  # type: ignore[attr-defined]

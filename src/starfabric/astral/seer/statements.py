@@ -41,7 +41,8 @@ _TOKEN_HEAD = re.compile(r"[^\s(\[;,]*$")
 _TOKEN_TAIL = re.compile(r"[^\s)\];,:=]*")
 
 
-def _negated(text: str, start: int, end: int) -> bool:
+def negated_at(text: str, start: int, end: int) -> bool:
+    """Whether the mention text[start:end] is negated by the words around it."""
     # A mention inside a longer token ("--moe-router-force-load-balancing") is read from the
     # token's start: "no --moe-router-force-..." negates it.
     head = _TOKEN_HEAD.search(text[:start])
@@ -62,7 +63,7 @@ def stated(pattern: re.Pattern[str], *cells: str | None) -> bool | None:
     for cell in cells:
         text = cell or ""
         for m in pattern.finditer(text):
-            if not _negated(text, m.start(), m.end()):
+            if not negated_at(text, m.start(), m.end()):
                 return True
             seen = True
     return False if seen else None
@@ -84,4 +85,12 @@ def names_efa(*cells: str | None) -> bool:
     return bool(stated(EFA, *cells))
 
 
-__all__ = ["EFA", "NEGATION_AFTER", "NEGATION_BEFORE", "NEGATION_INSIDE", "names_efa", "stated"]
+__all__ = [
+    "EFA",
+    "NEGATION_AFTER",
+    "NEGATION_BEFORE",
+    "NEGATION_INSIDE",
+    "names_efa",
+    "negated_at",
+    "stated",
+]

@@ -45,7 +45,7 @@ from starfabric.astral.seer.ops import (
 )
 from starfabric.astral.seer.parallel import uneven_pipeline_layers
 from starfabric.astral.seer.predict import Prediction, make_job, predict
-from starfabric.astral.seer.statements import stated
+from starfabric.astral.seer.statements import negated_at, stated
 from starfabric.astral.seer.ulysses import names_ulysses, repeats_kv
 from starfabric.config import parse_spec
 from starfabric.errors import ConfigError, DataError, StarfabricError
@@ -101,6 +101,22 @@ NO_OVERLAP = re.compile(r"\b(?:no|without)\s+(?:comm(?:unication)?\s+)?overlap\b
 OVERLAP_KIND = re.compile(r"\b(?:ep|a2a|moe|all-to-all|tp|expert)\b", re.I)
 """A kind of communication named just before "no overlap" in the same clause (then only that
 kind is off)."""
+ANY_OVERLAP = re.compile(r"\boverlap\w*", re.I)
+
+
+def _states_dp_overlap(fw: str) -> bool:
+    """Whether a framework cell states communication overlap that is not of one other kind
+    (EP, a2a, TP): "--overlap-grad-reduce", "DP/TP/PP comm overlap on", "with overlap"; a
+    negated mention ("EP all-to-all not overlapped", "no overlap") is not one."""
+    for m in ANY_OVERLAP.finditer(fw):
+        clause = re.split(r"[;,(]", fw[: m.start()])[-1]
+        if OVERLAP_KIND.search(clause) and not re.search(r"\b(?:dp|pp)\b", clause, re.I):
+            continue
+        if not negated_at(fw, m.start(), m.end()):
+            return True
+    return False
+
+
 TP_OVERLAP = re.compile(
     r"tp[-_ ]comm[-_ ]overlap|\btp(?:/\w+)*[-_ ](?:comm(?:unication)?[-_ ])?overlap"
     r"|\basync[-_ ]?tp\b"
@@ -534,7 +550,7 @@ def _framework(row: dict[str, str]) -> dict[str, Any]:
     # (--overlap-grad-reduce, --overlap-param-gather, --overlap-p2p-communication): a row that
     # does not state them ran without (the baseline MegaScale section 3.2 improves on).
     plain_megatron = (
-        fw.strip().startswith("megatron-lm") and "overlap" not in fw and "core" not in fw
+        fw.strip().startswith("megatron-lm") and not _states_dp_overlap(fw) and "core" not in fw
     )
     dp_overlap = not no_overlap and not plain_megatron
     sp_text = (row.get("sp") or "").lower()
