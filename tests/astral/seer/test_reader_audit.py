@@ -390,3 +390,24 @@ def test_negated_statements_leave_a_real_row_unchanged(data: st.DataObject) -> N
     got = row_setup(new)
     assert got.execution == ex, f"{row['row_id']}: {cell} + {added}"
     assert got.options == setup.options, f"{row['row_id']}: {cell} + {added}"  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    "citation",
+    ["arXiv:2504.14960", "arXiv 2504.14960", "https://arxiv.org/abs/2504.14960v2",
+     "Liu et al., arxiv.org/pdf/2504.14960"],
+)  # fmt: skip
+def test_arxiv_month_spellings(citation: str) -> None:
+    assert mcore_release.published_month(citation) == (2025, 4)
+    assert flash_generation.run_month("Megatron-LM", citation) == (2025, 4)
+
+
+def test_forced_balance_is_read_from_the_framework_cell_too() -> None:
+    row = _row("MZQ3-LC1F")
+    new = dict(
+        row,
+        notes="dispatcher DeepEP",
+        framework=row["framework"] + "; --moe-router-force-load-balancing",
+    )
+    assert row_setup(new).execution.get("moe_load_balance") == "forced"
+    assert row_setup(dict(row, notes="dispatcher DeepEP")).execution.get("moe_load_balance") is None

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import re
 
-from starfabric.astral.seer import releases
+from starfabric.astral.seer import mcore_release, releases
 from starfabric.astral.seer.statements import stated
 
 FA2_RELEASE = (2023, 7)
@@ -71,9 +71,9 @@ def run_month(framework: str, citation: str) -> tuple[int, int] | None:
     stated = releases.stated_month(framework)
     if stated is not None:
         return stated
-    arxiv = re.search(r"arXiv:\s*(\d\d)(\d\d)\.\d{4,5}", citation, re.I)
-    if arxiv:
-        return 2000 + int(arxiv.group(1)), int(arxiv.group(2))
+    arxiv = mcore_release.published_month(citation)
+    if arxiv is not None:
+        return arxiv
     year = re.search(r"\b(20\d\d)\b", framework)
     if year and int(year.group(1)) < FA2_RELEASE[0]:
         return int(year.group(1)), 12  # a bare year before FA2's: its last month bounds it

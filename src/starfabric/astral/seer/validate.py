@@ -1083,7 +1083,10 @@ def row_setup(row: dict[str, str]) -> RowSetup:
     if sms is not None:
         ex["deepep_num_sms"] = sms  # the DeepEP SM budget the run set (deepep_sm_budget)
         read["deepep_num_sms"] = f"{sms} (stated: DeepEP SM budget)"
-    if states_forced_balance(_model_text(row) + " " + (row.get("notes") or "")):
+    balance_text = " ; ".join(
+        (_model_text(row), row.get("framework") or "", row.get("notes") or "")
+    )
+    if states_forced_balance(balance_text):
         ex["moe_load_balance"] = "forced"  # Megatron-Core --moe-router-force-load-balancing
     cap = re.search(r"capacity[- ]factor\D{0,6}(\d+(?:\.\d+)?)", _model_text(row) + " "
                     + (row.get("notes") or ""), re.I)  # fmt: skip
