@@ -197,6 +197,8 @@ def test_negated_flash_keeps_unfused_attention() -> None:
         ("DeepEP with 24 SMs", "", 24),
         ("Megatron-Core (DeepEP)", "DeepEP num_sms: 24", 24),
         ("Megatron-Core (DeepEP)", "20 of 132 SMs for communication", None),
+        ("Megatron-Core (DeepEP)", "H800 has 132 SMs; DeepEP default budget", None),
+        ("TorchTitan DeepEP branch (128 SMs)", "", 128),
         ("Megatron-Core (alltoall)", "num_sms 24", None),
     ],
 )
@@ -239,10 +241,11 @@ def test_layer_split_is_not_a_thousands_number() -> None:
         ("tuned at 1,024 GPUs (GBS 512)", (1024, 512)),
         ("settings tuned at 64 GPUs with global batch size 128", (64, 128)),
         ("not as tuned at 128 GPUs, global batch 256", None),
+        ("parallel mapping as tuned at 128 GPUs (Table 3)", (128, 1024)),  # the row's batch
     ],
 )
 def test_tuned_at_phrasings(notes: str, scale: tuple[int, int] | None) -> None:
-    assert tuned_at.tuning_scale(notes) == scale
+    assert tuned_at.tuning_scale(notes, own_batch=1024) == scale
 
 
 @pytest.mark.parametrize(

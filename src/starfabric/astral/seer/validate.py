@@ -1235,7 +1235,7 @@ def validate_row(row: dict[str, str]) -> RowResult:
     approx_batch = cells.is_hint(row.get("global_batch_seqs"))
     open_degrees = unverified_degrees(ex)
     held: dict[str, Any] | None = None
-    scale = tuned_at.tuning_scale(row.get("notes"))
+    scale = tuned_at.tuning_scale(row.get("notes"), global_batch_seqs(row))
     if scale is not None and scale != (_int(row, "num_gpus"), global_batch_seqs(row)):
         # Settings tuned at another scale and held fixed (tuned_at): choose them there.
         try:
