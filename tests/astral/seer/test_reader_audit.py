@@ -74,6 +74,7 @@ FORCED = (
     "--moe-router-force-load-balancing",
     "moe_router_force_load_balancing",
     "force load balance",
+    "load balancing: forced",
 )
 ROUND_ROBIN = ("round-robin routing", "round robin routing", "deterministic round-robin routing",
                "round-robin expert routing", "routing: round-robin")  # fmt: skip
@@ -86,6 +87,8 @@ EP_OVERLAPS = (
     "A2A_OVERLAP",
     "EP all-to-all overlap",
     "expert-parallel comm overlap",
+    "overlapped EP all-to-all",
+    "overlap of EP communication",
 )
 ULYSSES = ("Ulysses", "DeepSpeed-Ulysses", "Ulysses SP", "Ulysses-SP")
 DELAYS = ("--delay-wgrad-compute", "delay_wgrad_compute", "delay-wgrad", "delayed wgrad")

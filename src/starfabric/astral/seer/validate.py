@@ -86,7 +86,8 @@ EP_OVERLAP = re.compile(
     r"|\b(?:ep|moe|expert[- ]parallel(?:ism)?)(?:/\w+)*[-_ ](?:(?:a2a|all[- ]to[- ]all)[-_ ])?"
     r"(?:comm(?:unication)?[-_ ])?overlap"
     r"|\ba2a[-_ ]overlap"
-    r"|\b(?:ep|moe)[-_ ](?:a2a|all[- ]to[- ]all)\s+(?:(?:not|never)\s+)?(?:overlapped|hidden)",
+    r"|\b(?:ep|moe)[-_ ](?:a2a|all[- ]to[- ]all)\s+(?:(?:not|never)\s+)?(?:overlapped|hidden)"
+    r"|overlap(?:s|ped|ping)?\s+(?:of\s+)?(?:the\s+)?(?:ep|moe|expert[- ]parallel)\b",
     re.I,
 )
 """A framework or notes cell naming Megatron-Core's EP all-to-all overlap
@@ -496,7 +497,9 @@ def _legacy(row: dict[str, str]) -> bool:
     return year is not None and year < 2023
 
 
-FORCED_BALANCE = re.compile(r"force[d]?[-_\s]*(?:load[-_ ])?balanc", re.I)
+FORCED_BALANCE = re.compile(
+    r"force[d]?[-_\s]*(?:load[-_ ])?balanc|balanc\w*\s*[:=(]\s*forced", re.I
+)
 """Model or notes text naming forced load balancing (Megatron-Core
 --moe-router-force-load-balancing / moe_router_force_load_balancing: every expert gets the
 same number of tokens)."""
