@@ -360,12 +360,26 @@ __all__ = [
 _SPLIT = re.compile(r"(?<![\d/.])(\d+(?:/\d+)+)(?:/(?:\.\.\.|…)/(\d+(?:/\d+)*))?(?![\d/])")
 
 
+_COMMA_LIST = re.compile(r"(?<![\d.,])\d+(?:\s*[,;]\s*(?:\d+|\.\.\.|…))+(?![\d,])")
+"""A comma-separated list of layer counts ("4,4,4,...,1", "[4, 4, ..., 4, 1]")."""
+_THOUSANDS = re.compile(r"\d{1,3}(?:,\d{3})+")
+
+
+def _as_slashes(m: re.Match[str]) -> str:
+    """A comma list written as a slash split; a number with thousands separators ("1,024")
+    is left alone."""
+    if _THOUSANDS.fullmatch(m.group(0)):
+        return m.group(0)
+    return "/".join(p.strip() for p in re.split(r"[,;]", m.group(0)))
+
+
 def layer_split(text: str | None, layers: int, stages: int) -> tuple[int, ...] | None:
     """Per-(virtual-)stage layer counts a cell states as a split, first stage first:
     "4/4/.../4/1" (the element before the ellipsis repeats; TorchTitan's DeepSeek-V3 report
-    writes its asymmetric split so) or a full list "7/8/8/7". Only a split naming `layers`
+    writes its asymmetric split so) or a full list "7/8/8/7", also with commas ("4,4,...,4,1",
+    "[7, 8, 8, 7]"). Only a split naming `layers`
     layers over `stages` stages counts; anything else is None."""
-    for m in _SPLIT.finditer(text or ""):
+    for m in _SPLIT.finditer(_COMMA_LIST.sub(_as_slashes, text or "")):
         head = [int(x) for x in m.group(1).split("/")]
         tail = [int(x) for x in m.group(2).split("/")] if m.group(2) else []
         if m.group(2):

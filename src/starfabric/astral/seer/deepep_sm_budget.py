@@ -32,19 +32,30 @@ NVLINK5_GBPS = 900.0
 """Per-direction NVLink bandwidth of NVLink 5 (B200/GB200/B300/GB300, the catalog's
 `nvlink_gbps`); GPUs at or above it take the ceiling."""
 
-_NUM_SMS = re.compile(r"num[_ ]sms\s*(?:=|:)?\s*(\d{1,3})|(\d{1,3})\s*SMs\b", re.I)
+_NUM_SMS_FLAG = re.compile(r"num[-_ ]?sms\s*(?:=|:)?\s*(\d{1,3})\b", re.I)
+"""DeepEP's own parameter ("num_sms 128", "num-sms=24", "--num-sms 24", "num_sms: 24")."""
+_N_SMS = re.compile(r"(?<!of )\b(\d{1,3})\s*SMs?\b(?!\s*(?:per|/|of)\b)", re.I)
+"""A count of SMs ("24 SMs"), read only in a clause that names DeepEP ("DeepEP with 24 SMs");
+"20 of 132 SMs" or a GPU's SM count in another clause is not a budget."""
+_DEEPEP = re.compile(r"deep[-_ ]?ep", re.I)
 
 
-def stated_num_sms(framework: str | None) -> int | None:
-    """SMs a framework cell says DeepEP ran on ("num_sms 128", "num_sms=24", "128 SMs"), or
+def stated_num_sms(framework: str | None, notes: str | None = None) -> int | None:
+    """SMs a row says DeepEP ran on ("num_sms 128", "num-sms=24", "--num-sms 24", "DeepEP with
+    24 SMs"), read from the framework or notes cell of a row that names DeepEP in either, or
     None when it says nothing (DeepEP's default then applies)."""
-    text = framework or ""
-    if "deepep" not in text.lower():
+    if not any(_DEEPEP.search(c or "") for c in (framework, notes)):
         return None
-    m = _NUM_SMS.search(text)
-    if m is None:
-        return None
-    return int(m.group(1) or m.group(2))
+    for cell in (framework, notes):
+        m = _NUM_SMS_FLAG.search(cell or "")
+        if m is not None:
+            return int(m.group(1))
+    for cell in (framework, notes):
+        for clause in (cell or "").split(";"):
+            m = _N_SMS.search(clause) if _DEEPEP.search(clause) else None
+            if m is not None:
+                return int(m.group(1))
+    return None
 
 
 def nvlink_ceiling(nvlink_gbps: float) -> float | None:

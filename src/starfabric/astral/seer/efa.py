@@ -16,7 +16,7 @@ newer EFA generations with many more NICs per node and are not covered by this m
 
 from __future__ import annotations
 
-import re
+from starfabric.astral.seer.statements import names_efa
 
 EFA_P4D_ALLREDUCE_BUSBW_GBS = (31.77, 29.61)
 """nccl-tests all_reduce_perf busbw at 1 GiB on 3 and 4 p4d nodes (NVIDIA/nccl#527)."""
@@ -32,7 +32,7 @@ EFA_P4D_BUS_FRACTION = round(
 def efa_bus_fraction(interconnect: str | None, gpu_family: str) -> float | None:
     """`EFA_P4D_BUS_FRACTION` when an interconnect cell names AWS EFA on an A100 (p4d/p4de),
     else None (the GPU's calibrated default stands)."""
-    if gpu_family != "A100" or not re.search(r"\bEFA\b", interconnect or ""):
+    if gpu_family != "A100" or not names_efa(interconnect):
         return None
     return EFA_P4D_BUS_FRACTION
 

@@ -37,8 +37,9 @@ collective_bus_fractions.all_to_all.nic_alpha_s`); all-to-alls inside a host do 
 
 from __future__ import annotations
 
-import re
 import statistics
+
+from starfabric.astral.seer.statements import names_efa
 
 MIB = 1 << 20
 
@@ -96,7 +97,7 @@ EFA_ALLTOALL_FIXED_S = round(statistics.median(pair_fixed_times_s()), 5)
 def efa_alltoall_alpha(interconnect: str | None, gpu_family: str) -> float | None:
     """`EFA_ALLTOALL_FIXED_S` when an interconnect cell names AWS EFA on a GPU other than an
     A100 (p5/p5e/p5en/p6), else None (the step-latency model stands)."""
-    if gpu_family == "A100" or not re.search(r"\bEFA\b", interconnect or ""):
+    if gpu_family == "A100" or not names_efa(interconnect):
         return None
     return EFA_ALLTOALL_FIXED_S
 

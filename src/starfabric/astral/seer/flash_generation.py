@@ -14,8 +14,9 @@ A row's kernel is read from its framework cell (`pre_fa2_kernel`): a version nam
 kernel ("FlashAttention v1.0.5", "flash-attn 1.0") decides by itself; an unversioned
 FlashAttention / xformers / Triton FlashAttention is the older kernel only when the run is dated
 before FA2's release — by a YYYY-MM in the framework cell or, as an upper bound, the arXiv month
-of the paper that reports it (a run published in 2023-05 cannot have used a July 2023 kernel). A
-bare year 2023 decides nothing and the row keeps FlashAttention-2.
+of the paper that reports it (a run published in 2023-05 cannot have used a July 2023 kernel), or
+a bare year before 2023 ("2022"). A bare year 2023 decides nothing and the row keeps
+FlashAttention-2.
 
 On Hopper and later an older kernel gets the same ratio on top of FA2's (`cost.FA2_ON_HOPPER`);
 the paper measured it on A100 only, and no development row runs FlashAttention 1.x on Hopper.
@@ -25,7 +26,8 @@ from __future__ import annotations
 
 import re
 
-from starfabric.astral.seer import releases
+from starfabric.astral.seer import mcore_release, releases
+from starfabric.astral.seer.statements import stated
 
 FA2_RELEASE = (2023, 7)
 """flash-attn 2.0.0 (github.com/Dao-AILab/flash-attention, tag v2.0.0, 2023-07-17)."""
@@ -43,13 +45,17 @@ backward (taking the midpoint 1.4 of the forward range is an assumption)."""
 KERNEL_NAMES = tuple(PRE_FA2_SPEEDUP)
 """The `ExecutionSpec.flash_kernel` values of this generation."""
 
+_FLASH_WORD = r"flash[-_ ]?(?:attn|attention)"
 _FA2_NAMED = re.compile(
-    r"flash[- ]?(?:attn|attention)[- ]?(?:==\s*)?(?:v|version )?2(?![\d])|\bfa-?2\b"
+    _FLASH_WORD + r"[-_ ]?(?:==\s*)?\(?(?:v|version )?2(?![\d])|\bfa-?v?2\b", re.I
 )
 _FA1_NAMED = re.compile(
-    r"flash[- ]?(?:attn|attention)[- ]?(?:==\s*)?(?:v|version )?(?:1\.\d|1\b|0\.\d)"
+    _FLASH_WORD + r"[-_ ]?(?:==\s*)?\(?(?:v|version )?(?:1\.\d|1\b|0\.\d)|\bfa-?v?1\b", re.I
 )
-_FLASH = re.compile(r"flash[- ]?(?:attn|attention)")
+_FLASH = re.compile(_FLASH_WORD + r"|\bfa-?v?[123]\b", re.I)
+_FLASH_ANY = re.compile(_FLASH.pattern + r"|\bflash\b", re.I)
+_XFORMERS = re.compile(r"x-?formers|memory[- ]efficient attention \(cutlass\)", re.I)
+_TRITON_FLASH = re.compile(r"triton", re.I)
 
 
 def kernel_rates(kernel: str) -> tuple[float, float]:
@@ -65,28 +71,39 @@ def run_month(framework: str, citation: str) -> tuple[int, int] | None:
     stated = releases.stated_month(framework)
     if stated is not None:
         return stated
-    arxiv = re.search(r"arXiv:\s*(\d\d)(\d\d)\.\d{4,5}", citation, re.I)
-    if arxiv:
-        return 2000 + int(arxiv.group(1)), int(arxiv.group(2))
+    arxiv = mcore_release.published_month(citation)
+    if arxiv is not None:
+        return arxiv
+    year = re.search(r"\b(20\d\d)\b", framework)
+    if year and int(year.group(1)) < FA2_RELEASE[0]:
+        return int(year.group(1)), 12  # a bare year before FA2's: its last month bounds it
     return None
 
 
-def pre_fa2_kernel(framework: str, citation: str = "") -> str | None:
-    """The pre-FlashAttention-2 kernel a row's framework cell names (`KERNEL_NAMES`), or None
-    (no fused kernel named, FlashAttention-2 named, or nothing dates the run before FA2)."""
-    fw = framework.lower()
-    if _FA2_NAMED.search(fw):
+def names_flash(framework: str | None) -> bool:
+    """Whether a framework cell names a FlashAttention kernel, not negated ("FlashAttention",
+    "flash_attn", "FA2"; "without FlashAttention" is not)."""
+    return bool(stated(_FLASH_ANY, framework))
+
+
+def pre_fa2_kernel(framework: str, citation: str = "", notes: str = "") -> str | None:
+    """The pre-FlashAttention-2 kernel a row's framework (or notes) cell names
+    (`KERNEL_NAMES`), or None (no fused kernel named, FlashAttention-2 named, or nothing dates
+    the run before FA2: the date is read from the framework cell and the citation only)."""
+    fw = framework + " ; " + notes
+    if stated(_FA2_NAMED, fw):
         return None
-    if _FA1_NAMED.search(fw):
+    if stated(_FA1_NAMED, fw):
         return "fa1"
-    if "xformers" in fw:
+    flash = stated(_FLASH, fw)
+    if stated(_XFORMERS, fw):
         kernel = "xformers"
-    elif "triton" in fw and _FLASH.search(fw):
+    elif stated(_TRITON_FLASH, fw) and flash:
         kernel = "triton"
-    elif _FLASH.search(fw):
+    elif flash:
         kernel = "fa1"
     else:
-        return None
+        return None  # none named, or named only negated ("without FlashAttention")
     month = run_month(framework, citation)
     return kernel if month is not None and month < FA2_RELEASE else None
 
@@ -96,6 +113,7 @@ __all__ = [
     "KERNEL_NAMES",
     "PRE_FA2_SPEEDUP",
     "kernel_rates",
+    "names_flash",
     "pre_fa2_kernel",
     "run_month",
 ]

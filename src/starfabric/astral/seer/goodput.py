@@ -28,6 +28,7 @@ import re
 from dataclasses import dataclass
 
 from starfabric.astral.seer.classes import generation
+from starfabric.astral.seer.statements import stated
 
 KOKOLIS_RSC1_FAILURES_PER_1000_NODE_DAYS = 6.50
 """Job-interrupting failures per 1,000 node-days on Meta's RSC-1 (16K A100, 8 per node,
@@ -147,7 +148,7 @@ def young_daly_ettr(
     return max(MIN_ETTR, 1.0 - waste)
 
 
-PRODUCTION_METRIC = re.compile(r"gpu[- ]?h(?:ours?)?\b|\bdays\b|wall[- ]?clock", re.I)
+PRODUCTION_METRIC = re.compile(r"(?:gpu|node)[- ·]?h(?:ours?|rs?)?\b|\bdays\b|wall[- ]?clock", re.I)
 """A metric_primary cell whose figure is a total of GPU-hours or days (a whole-run figure)."""
 
 PRODUCTION_TEXT = re.compile(
@@ -171,7 +172,8 @@ def states_production_average(row: dict[str, str]) -> bool:
     text = " ".join(row.get(k) or "" for k in ("metric_primary", "derivation_note", "notes"))
     if NOT_PRODUCTION.search(text):
         return False
-    return bool(PRODUCTION_METRIC.search(metric) or PRODUCTION_TEXT.search(text))
+    # A mention negated in its own words ("no production average", "not whole-run") is not one.
+    return bool(stated(PRODUCTION_METRIC, metric) or stated(PRODUCTION_TEXT, text))
 
 
 def training_days(tokens: float, tokens_per_s: float, ettr: float) -> float:

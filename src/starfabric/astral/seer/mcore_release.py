@@ -37,7 +37,9 @@ UNPERMUTE_KEEPS_OUTPUT_BEFORE: Release = (0, 13)
 probability gradient (commit 2659630721, core_v0.13.0)."""
 
 _MCORE_STACK = re.compile(r"megatron[- ]?core|\bmcore\b", re.I)
-_ARXIV = re.compile(r"arxiv[:\s]*(\d\d)(0[1-9]|1[0-2])\.\d{4,5}", re.I)
+_ARXIV = re.compile(r"arxiv(?:\.org/(?:abs|pdf)/|[:\s]*)(\d\d)(0[1-9]|1[0-2])\.\d{4,5}", re.I)
+"""An arXiv identifier as a citation writes it: "arXiv:2504.14960", "arXiv 2504.14960",
+"arxiv.org/abs/2504.14960"."""
 
 
 def published_month(citation: str | None) -> releases.YearMonth | None:

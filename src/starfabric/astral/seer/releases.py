@@ -140,7 +140,12 @@ def release_date(framework: str) -> YearMonth | None:
     return max(dates) if dates else None
 
 
-_MCORE_VERSION = re.compile(r"(?:megatron[- ]?core|\bmcore|\bcore_)\s*[rv]?(\d+)\.(\d+)", re.I)
+_MCORE_SEP = r"\s*(?:==\s*|\(\s*|release\s+|version\s+|[-_]\s*)?"
+"""Between a Megatron-Core name and its version: "megatron-core==0.13.0", "MCore (v0.12)",
+"Megatron-Core release 0.9", "mcore-0.12"."""
+_MCORE_VERSION = re.compile(
+    r"(?:megatron[-_ ]?core|\bmcore|\bcore_)" + _MCORE_SEP + r"[rv]?(\d+)\.(\d+)", re.I
+)
 
 
 def named_megatron_core(text: str | None) -> tuple[int, int] | None:
@@ -150,7 +155,7 @@ def named_megatron_core(text: str | None) -> tuple[int, int] | None:
     return (int(m.group(1)), int(m.group(2))) if m else None
 
 
-_MCORE_NAMED = re.compile(r"megatron[- ]core\s*v?(?:core_r)?(\d+)\.(\d+)", re.I)
+_MCORE_NAMED = re.compile(r"megatron[-_ ]core" + _MCORE_SEP + r"v?(?:core_r)?(\d+)\.(\d+)", re.I)
 _NEMO_CONTAINER = re.compile(r"nemo\s*(?:framework\s*)?(\d\d)\.(\d\d)", re.I)
 BRIDGE_MIN_MCORE = (0, 14)
 """Megatron-Bridge's first releases are built on Megatron Core 0.14 (its pyproject pin)."""

@@ -42,6 +42,7 @@ from __future__ import annotations
 import re
 
 from starfabric.astral.seer import releases, torchtitan_pp
+from starfabric.astral.seer.statements import stated
 
 EAGER_NORM_BYTES = 36.0
 """HBM bytes per element of TorchTitan's eager `RMSNorm.forward` (module docstring)."""
@@ -57,13 +58,23 @@ EAGER_COUNTED_UNTIL = (2025, 3)
 """torchtitan 3b39d7a (2025-03-19) replaced the counted `RMSNorm` by `nn.RMSNorm`: runs dated
 from that month on are not given these bytes."""
 
-_EAGER = re.compile(r"\beager\b|\bno\s+torch\.?compile|\bwithout\s+torch\.?compile")
+_EAGER = re.compile(r"\beager(?:[- ]mode)?\b", re.I)
+"""A cell naming eager execution ("eager", "eager mode")."""
+_COMPILE = re.compile(r"torch[._]?compile|\bcompile\b", re.I)
+"""A cell naming `torch.compile` (or TorchTitan's `compile = false` switch; a negated mention
+such as "no torch.compile" or "torch.compile off" is read by statements.stated)."""
 
 
-def runs_eager(framework: str | None) -> bool:
-    """Whether a row's framework cell states a TorchTitan run without `torch.compile` of a
-    release whose eager Llama code is counted here (dated before `EAGER_COUNTED_UNTIL`)."""
-    if not torchtitan_pp.is_torchtitan(framework) or not _EAGER.search((framework or "").lower()):
+def runs_eager(framework: str | None, notes: str | None = None) -> bool:
+    """Whether a row's framework or notes cell states a TorchTitan run without `torch.compile`
+    ("eager", "no torch.compile", "torch.compile off", "compile = false") of a release whose
+    eager Llama code is counted here (dated before `EAGER_COUNTED_UNTIL`, by the framework
+    cell). A cell that states compile on ("torch.compile") is not eager."""
+    if not torchtitan_pp.is_torchtitan(framework):
+        return False
+    compiled = stated(_COMPILE, framework, notes)
+    eager = stated(_EAGER, framework, notes) or compiled is False
+    if not eager or compiled:
         return False
     month = releases.stated_month(framework)
     return month is not None and month < EAGER_COUNTED_UNTIL

@@ -19,14 +19,30 @@ from __future__ import annotations
 
 import re
 
-TUNED_AT = re.compile(r"as tuned at (\d+) GPUs,? (?:and )?global batch (\d+)", re.I)
-"""The notes phrase naming the scale a row's open settings were tuned at."""
+from starfabric.astral.seer.statements import NEGATION_BEFORE
+
+_COUNT = r"(\d{1,3}(?:,\d{3})+|\d+)"
+TUNED_AT = re.compile(
+    r"(?:as )?tuned (?:once )?at " + _COUNT + r" GPUs?\b(?:[,;]?\s*\(?(?:and |with |at )?"
+    r"(?:a )?(?:global[- ]batch(?:[- ]size)?|GBS)\s*(?:=|:|of)?\s*" + _COUNT + ")?",
+    re.I,
+)
+"""The notes phrase naming the scale a row's open settings were tuned at ("as tuned at 128
+GPUs, global batch 256", "tuned at 1,024 GPUs (GBS 512)", "tuned at 64 GPUs with global batch
+size 128"); without a batch ("as tuned at 128 GPUs") the row's own batch was kept."""
 
 
-def tuning_scale(notes: str | None) -> tuple[int, int] | None:
-    """(GPUs, global batch in sequences) the notes say the open settings were tuned at."""
-    m = TUNED_AT.search(notes or "")
-    return (int(m.group(1)), int(m.group(2))) if m else None
+def tuning_scale(notes: str | None, own_batch: int | None = None) -> tuple[int, int] | None:
+    """(GPUs, global batch in sequences) the notes say the open settings were tuned at (the
+    row's `own_batch` when they name no batch); a negated phrase ("not as tuned at ...") is not
+    one."""
+    for m in TUNED_AT.finditer(notes or ""):
+        if NEGATION_BEFORE.search((notes or "")[: m.start()]):
+            continue
+        batch = int(m.group(2).replace(",", "")) if m.group(2) else own_batch
+        if batch is not None:
+            return int(m.group(1).replace(",", "")), batch
+    return None
 
 
 def reference_row(row: dict[str, str], gpus: int, global_batch: int) -> dict[str, str]:

@@ -24,6 +24,10 @@ same scheme. Differences from ring context parallelism (ops.py's `attn.cp_kv_rin
 
 from __future__ import annotations
 
+import re
+
+from starfabric.astral.seer.statements import stated
+
 ULYSSES_WORDS = ("ulysses",)
 """Words in a row's framework or sequence-parallel cell that name the Ulysses scheme."""
 REPEAT_KV_FRAMEWORKS = ("xtuner",)
@@ -33,9 +37,11 @@ REPEAT_KV_FRAMEWORKS = ("xtuner",)
 
 def names_ulysses(*cells: str | None) -> bool:
     """Whether any of a row's cells (framework, sp, cp) names Ulysses-style sequence
-    parallelism."""
-    text = " ".join(c or "" for c in cells).lower()
-    return any(w in text for w in ULYSSES_WORDS)
+    parallelism, not negated ("ring attention, not Ulysses" is not; statements.stated)."""
+    return bool(stated(_ULYSSES, *cells))
+
+
+_ULYSSES = re.compile("|".join(ULYSSES_WORDS), re.I)
 
 
 def repeats_kv(framework: str | None) -> bool:

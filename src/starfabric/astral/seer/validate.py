@@ -46,6 +46,7 @@ from starfabric.astral.seer.ops import (
 )
 from starfabric.astral.seer.parallel import uneven_pipeline_layers
 from starfabric.astral.seer.predict import Prediction, make_job, predict
+from starfabric.astral.seer.statements import negated_at, stated
 from starfabric.astral.seer.ulysses import names_ulysses, repeats_kv
 from starfabric.config import parse_spec
 from starfabric.errors import ConfigError, DataError, StarfabricError
@@ -81,11 +82,51 @@ EXCLUDED_PREFIX = "excluded: "
 """How an excluded row's reason starts in the (row_id, reason) list of rows not predicted."""
 
 
-EP_OVERLAP_OFF = re.compile(r"a2a_overlap\s*=\s*0|overlap\s*=\s*off")
-"""A framework cell that names the EP overlap switch as off."""
-DELAY_WGRAD = re.compile(r"delay[-_ ]wgrad")
-DELAY_WGRAD_OFF = re.compile(r"delay[-_ ]wgrad(?:_compute)?\s*(?:=\s*)?(?:off|false|0)\b")
-"""`--delay-wgrad-compute` stated (and not stated off) in the framework or notes cell."""
+EP_OVERLAP = re.compile(
+    r"overlap[-_ ]moe[-_ ]expert[-_ ]parallel[-_ ]comm"
+    r"|\b(?:ep|moe|expert[- ]parallel(?:ism)?)(?:/\w+)*[-_ ](?:(?:a2a|all[- ]to[- ]all)[-_ ])?"
+    r"(?:comm(?:unication)?[-_ ])?overlap"
+    r"|\ba2a[-_ ]overlap"
+    r"|\b(?:ep|moe)[-_ ](?:a2a|all[- ]to[- ]all)\s+(?:(?:not|never)\s+)?(?:overlapped|hidden)"
+    r"|overlap(?:s|ped|ping)?\s+(?:of\s+)?(?:the\s+)?(?:ep|moe|expert[- ]parallel)\b",
+    re.I,
+)
+"""A framework or notes cell naming Megatron-Core's EP all-to-all overlap
+(`--overlap-moe-expert-parallel-comm`, "EP a2a overlap", "moe_a2a_overlap", "A2A_OVERLAP",
+"EP all-to-all overlapped with 1F1B"); negated mentions ("A2A_OVERLAP=0", "EP all-to-all not
+overlapped", "no EP overlap") are read by statements.stated."""
+DELAY_WGRAD = re.compile(r"delay(?:ed)?[-_ ]wgrad(?:[-_]compute)?", re.I)
+"""`--delay-wgrad-compute` stated (and not negated: "delay_wgrad off", "no delay-wgrad") in the
+framework or notes cell."""
+NO_OVERLAP = re.compile(r"\b(?:no|without)\s+(?:comm(?:unication)?\s+)?overlap\b", re.I)
+"""A framework cell stating that communication is not overlapped."""
+OVERLAP_KIND = re.compile(r"\b(?:ep|a2a|moe|all-to-all|tp|expert)\b", re.I)
+"""A kind of communication named just before "no overlap" in the same clause (then only that
+kind is off)."""
+ANY_OVERLAP = re.compile(r"\boverlap\w*", re.I)
+
+
+def _states_dp_overlap(fw: str) -> bool:
+    """Whether a framework cell states communication overlap that is not of one other kind
+    (EP, a2a, TP): "--overlap-grad-reduce", "DP/TP/PP comm overlap on", "with overlap"; a
+    negated mention ("EP all-to-all not overlapped", "no overlap") is not one."""
+    for m in ANY_OVERLAP.finditer(fw):
+        clause = re.split(r"[;,(]", fw[: m.start()])[-1]
+        if OVERLAP_KIND.search(clause) and not re.search(r"\b(?:dp|pp)\b", clause, re.I):
+            continue
+        if not negated_at(fw, m.start(), m.end()):
+            return True
+    return False
+
+
+TP_OVERLAP = re.compile(
+    r"tp[-_ ]comm[-_ ]overlap|\btp(?:/\w+)*[-_ ](?:comm(?:unication)?[-_ ])?overlap"
+    r"|\basync[-_ ]?tp\b"
+    r"|overlap(?:ped|ping)?\s+(?:of\s+)?tp\b",
+    re.I,
+)
+"""A framework or sp cell naming TP communication overlap (`--tp-comm-overlap`, "TP overlap",
+"AsyncTP"); "tp" inside another word ("MTP") is not TP."""
 
 
 def excluded_reason(row: dict[str, str]) -> str | None:
@@ -457,27 +498,29 @@ def _legacy(row: dict[str, str]) -> bool:
     return year is not None and year < 2023
 
 
-FORCED_BALANCE = re.compile(r"force[d-]?\s*(?:load[- ])?balanc", re.I)
+FORCED_BALANCE = re.compile(
+    r"force[d]?[-_\s]*(?:load[-_ ])?balanc|balanc\w*\s*[:=(]\s*forced", re.I
+)
 """Model or notes text naming forced load balancing (Megatron-Core
---moe-router-force-load-balancing: every expert gets the same number of tokens)."""
-_NEGATED = re.compile(r"\b(?:no|not|without|never)\s+$", re.I)
+--moe-router-force-load-balancing / moe_router_force_load_balancing: every expert gets the
+same number of tokens)."""
 
 
-ROUND_ROBIN = re.compile(r"round[- ]robin\s+(?:expert\s+)?rout", re.I)
+ROUND_ROBIN = re.compile(
+    r"round[-_ ]?robin[-_\s]+(?:expert[-_\s]+)?(?:rout|assign|dispatch)"
+    r"|rout(?:ing|er)\s*(?:[:=(]|is|was)?\s*(?:deterministic\s+)?round[-_ ]?robin",
+    re.I,
+)
 """Routing that assigns tokens to experts in turn ("deterministic round-robin routing",
-TorchTitan's DeepSeek-V3 report @9739e6e): every expert gets the same number of tokens, as
-under forced balancing."""
+"routing: round robin"; TorchTitan's DeepSeek-V3 report @9739e6e): every expert gets the same
+number of tokens, as under forced balancing."""
 
 
 def states_forced_balance(text: str) -> bool:
     """Whether `text` states forced load balancing (or round-robin routing, which balances
-    the same way): a mention that is negated ("no forced balance stated", "without forced
-    load balancing") does not count."""
-    return any(
-        not _NEGATED.search(text[: m.start()])
-        for pat in (FORCED_BALANCE, ROUND_ROBIN)
-        for m in pat.finditer(text)
-    )
+    the same way): a negated mention ("no forced balance stated", "without any forced load
+    balancing", "force_load_balancing: false") does not count (statements.stated)."""
+    return bool(stated(FORCED_BALANCE, text) or stated(ROUND_ROBIN, text))
 
 
 SOFTMAX_KERNEL = re.compile(r"(?:scale[- ])?mask(?:ed)?[- ](?:causal[- ])?softmax")
@@ -490,7 +533,7 @@ def _framework(row: dict[str, str]) -> dict[str, Any]:
     # A fused-attention kernel older than FlashAttention-2 that the framework cell names
     # (FlashAttention 1.x, xformers, Triton FlashAttention; flash_generation).
     old_kernel = flash_generation.pre_fa2_kernel(
-        row.get("framework") or "", row.get("citation") or ""
+        row.get("framework") or "", row.get("citation") or "", row.get("notes") or ""
     )
     if _legacy(row):
         # Megatron-LM 2021: unfused softmax attention (pre-FlashAttention), DP all-reduce after
@@ -502,41 +545,36 @@ def _framework(row: dict[str, str]) -> dict[str, Any]:
                 "overlap_p2p": False} | fused  # fmt: skip
     # Current stacks (Megatron-Core, NeMo, TorchTitan, DeepSpeed) overlap DP communication by
     # default; TP overlap is opt-in and taken only when the row says so.
-    no_overlap = "no overlap" in fw or "without overlap" in fw
+    # "no overlap" of the whole stack; "EP a2a: no overlap" / "TP no overlap" name one kind.
+    no_overlap = any(
+        not OVERLAP_KIND.search(fw[: m.start()].rsplit(";", 1)[-1].rsplit(",", 1)[-1])
+        for m in NO_OVERLAP.finditer(fw)
+    )
     # Plain Megatron-LM (not Core/NeMo) ships DP and PP overlap as opt-in flags
     # (--overlap-grad-reduce, --overlap-param-gather, --overlap-p2p-communication): a row that
     # does not state them ran without (the baseline MegaScale section 3.2 improves on).
     plain_megatron = (
-        fw.strip().startswith("megatron-lm") and "overlap" not in fw and "core" not in fw
+        fw.strip().startswith("megatron-lm") and not _states_dp_overlap(fw) and "core" not in fw
     )
     dp_overlap = not no_overlap and not plain_megatron
     sp_text = (row.get("sp") or "").lower()
     # MegaScale overlaps TP/SP collectives with the adjacent GEMMs (MegaScale section 3.2).
-    tp_overlap = (
-        "tp-comm-overlap" in sp_text or ("overlap" in fw and "tp" in fw) or "megascale" in fw
-    )
-    # "A2A_OVERLAP=0" (the Model Zoo's switch, off) states the overlap was not used.
-    ep_overlap = (
-        "dualpipe" in fw
-        or "dualpipe" in (row.get("vpp") or "").lower()
-        or (
-            "overlap" in fw
-            and ("a2a" in fw or "ep" in fw.split("/"))
-            and not EP_OVERLAP_OFF.search(fw)
-        )
-    )
-    notes = (row.get("notes") or "").lower()
-    delay_wgrad = bool(DELAY_WGRAD.search(fw + " " + notes)) and not DELAY_WGRAD_OFF.search(
-        fw + " " + notes
-    )
+    notes = row.get("notes") or ""
+    tp_overlap = bool(stated(TP_OVERLAP, fw, sp_text, notes)) or "megascale" in fw
+    # EP all-to-all overlap, stated in the framework or notes cell (the AWS rows write it in
+    # their notes: "overlap_moe_expert_parallel_comm on"; "A2A_OVERLAP=0" states it off).
+    ep_stated = stated(EP_OVERLAP, fw, notes)
+    ep_overlap = "dualpipe" in fw or "dualpipe" in (row.get("vpp") or "").lower() or bool(ep_stated)
+    delay_wgrad = bool(stated(DELAY_WGRAD, fw, notes))
     dualpipe = "dualpipe" in fw or "dualpipe" in (row.get("vpp") or "").lower()
     # TorchTitan's DistMoE backend fuses dispatch, expert compute and combine in one kernel
     # (torchtitan models/common/dist_moe.py, DistMoeRoutedExperts).
     fused_moe = "distmoe" in fw.replace("-", "").replace("_", "").replace(" ", "")
     # Plain Megatron-LM (not Core) also ships FlashAttention as opt-in (--use-flash-attn,
     # 2023; the default path is the fused scale-mask-softmax kernel with batched GEMMs).
-    attention = "unfused" if plain_megatron and "flash" not in fw else "flash"
-    if SOFTMAX_KERNEL.search(fw) and "flash" not in fw:
+    flash = flash_generation.names_flash(fw + " ; " + notes)
+    attention = "unfused" if plain_megatron and not flash else "flash"
+    if SOFTMAX_KERNEL.search(fw) and not flash:
         # A stack that names Megatron's fused (scale-)mask-softmax kernel as its attention
         # runs the unfused path: QK^T and PV as batched GEMMs around that softmax kernel
         # (BloombergGPT section 3.4: SMP's "masked-causal-softmax fused kernel").
@@ -562,7 +600,7 @@ def _framework(row: dict[str, str]) -> dict[str, Any]:
             "ep_delay_wgrad": ep_overlap and delay_wgrad,
             "moe_fused_dispatch": fused_moe,
             # TorchTitan's 2024-12 Llama without torch.compile (torchtitan_eager).
-            "eager_elementwise": torchtitan_eager.runs_eager(row.get("framework")),
+            "eager_elementwise": torchtitan_eager.runs_eager(row.get("framework"), row.get("notes")),
             "host_launches": host, "cuda_graphs": graphs,
             # DeepSeek's own stack (DualPipe) stores one low-precision copy of the attention
             # output for both backwards (DeepSeek-V3 section 3.3.2; fp8_activations.py).
@@ -1028,7 +1066,7 @@ def row_setup(row: dict[str, str]) -> RowSetup:
         "zero": zero,
         **_framework(row),
     }
-    if names_ulysses(row.get("framework"), row.get("sp"), row.get("cp")):
+    if names_ulysses(row.get("framework"), row.get("sp"), row.get("cp"), row.get("notes")):
         # DeepSpeed-Ulysses / XTuner sequence parallelism: all-to-alls on heads (ulysses.py).
         ex["cp_algorithm"] = "ulysses"
         ex["ulysses_repeat_kv"] = repeats_kv(row.get("framework"))
@@ -1037,17 +1075,22 @@ def row_setup(row: dict[str, str]) -> RowSetup:
     vpp_n = cells.number(row.get("vpp")) if not _unverified(row.get("vpp") or "") else None
     if deg["pp"] and deg["pp"] > 1:
         stages = deg["pp"] * int(vpp_n or 1)
-        split = cells.layer_split(row.get("notes"), model.layers, stages)
+        # Stated in the notes, or beside the degree ("16 (layout 4/4/.../4/1)").
+        split_text = " ; ".join(row.get(k) or "" for k in ("notes", "pp", "vpp"))
+        split = cells.layer_split(split_text, model.layers, stages)
         if split is not None:
             # A layer split the source states (e.g. TorchTitan's "4/4/.../4/1") replaces
             # the uneven default of _search.
             ex["pipeline_layers"] = list(split)
             read["pipeline_layers"] = f"{list(split)} (stated split)"
-    sms = stated_num_sms(row.get("framework"))
+    sms = stated_num_sms(row.get("framework"), row.get("notes"))
     if sms is not None:
         ex["deepep_num_sms"] = sms  # the DeepEP SM budget the run set (deepep_sm_budget)
         read["deepep_num_sms"] = f"{sms} (stated: DeepEP SM budget)"
-    if states_forced_balance(_model_text(row) + " " + (row.get("notes") or "")):
+    balance_text = " ; ".join(
+        (_model_text(row), row.get("framework") or "", row.get("notes") or "")
+    )
+    if states_forced_balance(balance_text):
         ex["moe_load_balance"] = "forced"  # Megatron-Core --moe-router-force-load-balancing
     cap = re.search(r"capacity[- ]factor\D{0,6}(\d+(?:\.\d+)?)", _model_text(row) + " "
                     + (row.get("notes") or ""), re.I)  # fmt: skip
@@ -1085,12 +1128,15 @@ def row_setup(row: dict[str, str]) -> RowSetup:
     if hbm is not None:
         system["hbm_gib"] = hbm
     ic = row.get("interconnect") or ""
-    efa = None if _unverified(ic) else efa_bus_fraction(ic, gpu.split("-")[0])
+    # EFA is read from the interconnect cell, the GPU cell ("p5.48xlarge") and the notes
+    # ("EP 16 spans 2 hosts over EFA"); an UNVERIFIED interconnect is not read.
+    efa_text = " ; ".join((ic, row.get("gpu") or "", row.get("notes") or ""))
+    efa = None if _unverified(ic) else efa_bus_fraction(efa_text, gpu.split("-")[0])
     if efa is not None:
         # First-generation EFA (p4d): NCCL's bus bandwidth across nodes (efa.py).
         system["efficiency"] = {"nic_bus_fraction": efa}
         read["nic_bus_fraction"] = f"{efa:g} (EFA on A100 = p4d/p4de: nccl-tests, efa.py)"
-    a2a = None if _unverified(ic) else efa_alltoall_alpha(ic, gpu.split("-")[0])
+    a2a = None if _unverified(ic) else efa_alltoall_alpha(efa_text, gpu.split("-")[0])
     if a2a is not None:
         # p5/p6 EFA: a fixed time per cross-host NCCL all-to-all (efa_alltoall.py).
         system["efficiency"] = {"collective_bus_fractions": {"all_to_all": {"nic_alpha_s": a2a}}}
@@ -1195,7 +1241,7 @@ def validate_row(row: dict[str, str]) -> RowResult:
     approx_batch = cells.is_hint(row.get("global_batch_seqs"))
     open_degrees = unverified_degrees(ex)
     held: dict[str, Any] | None = None
-    scale = tuned_at.tuning_scale(row.get("notes"))
+    scale = tuned_at.tuning_scale(row.get("notes"), global_batch_seqs(row))
     if scale is not None and scale != (_int(row, "num_gpus"), global_batch_seqs(row)):
         # Settings tuned at another scale and held fixed (tuned_at): choose them there.
         try:

@@ -1,0 +1,96 @@
+"""Whether a free-text cell states a setting or states it off (negation-aware mention reader).
+
+The readers of a row's framework and notes cells look for the name of a setting ("forced load
+balancing", "Ulysses", "EP a2a overlap", "delay-wgrad", "torch.compile"). A transcriber also
+writes that a setting was NOT used, with the same words: "no forced balance stated", "without
+forced load balancing", "EP all-to-all not overlapped", "A2A_OVERLAP=0",
+"moe_a2a_overlap: false", "delay_wgrad off", "torch.compile disabled". `stated` reads each
+mention with the words around it:
+
+- before it, within two words: no / not / without / never / w/o / disable(d) ("without any
+  forced load balancing", "not using Ulysses");
+- inside it: not / no / never / without (for patterns that span "all-to-all not overlapped");
+- right after it, or after one more word ("Ulysses SP off"): off / false / disabled / 0
+  (also after ':' or '='), "(off)", or a bare
+  ": no" / "= none" that ends the phrase ("forced balancing: no"; "eager: no torch.compile"
+  is not a negation of "eager").
+
+A cell that names a setting once affirmed and once negated reads as affirmed (the run is
+described by what it did; the negated mention is usually a comparison).
+"""
+
+from __future__ import annotations
+
+import re
+
+NEGATION_BEFORE = re.compile(
+    r"\b(?:no|not|without|never|w/o|disable[ds]?)\s+(?:[\w./'\"-]+\s+){0,2}$", re.I
+)
+"""A negating word up to two words before a mention."""
+NEGATION_INSIDE = re.compile(r"\b(?:no|not|never|without)\b", re.I)
+NEGATION_AFTER = re.compile(
+    r"^(?:\s+[A-Za-z][\w-]*)?(?:\s*[:=]\s*|\s+|\s*\(\s*|[-_])"
+    r"(?:off|false|disabled|0(?![.\d]))\b"
+    r"|^\s*[:=]\s*(?:no|none)\b(?!\s*[\w.])",
+    re.I,
+)
+"""Words right after a mention that switch it off."""
+
+
+_TOKEN_HEAD = re.compile(r"[^\s(\[;,]*$")
+_TOKEN_TAIL = re.compile(r"[^\s)\];,:=]*")
+
+
+def negated_at(text: str, start: int, end: int) -> bool:
+    """Whether the mention text[start:end] is negated by the words around it."""
+    # A mention inside a longer token ("--moe-router-force-load-balancing") is read from the
+    # token's start: "no --moe-router-force-..." negates it.
+    head = _TOKEN_HEAD.search(text[:start])
+    start = head.start() if head else start
+    tail = _TOKEN_TAIL.match(text, end)
+    end = tail.end() if tail else end
+    return bool(
+        NEGATION_BEFORE.search(text[:start])
+        or NEGATION_INSIDE.search(text[start:end])
+        or NEGATION_AFTER.search(text[end:])
+    )
+
+
+def stated(pattern: re.Pattern[str], *cells: str | None) -> bool | None:
+    """True when some cell mentions `pattern` without negating it, False when every mention
+    is negated, None when no cell mentions it."""
+    seen = False
+    for cell in cells:
+        text = cell or ""
+        for m in pattern.finditer(text):
+            if not negated_at(text, m.start(), m.end()):
+                return True
+            seen = True
+    return False if seen else None
+
+
+EFA = re.compile(
+    r"\bEFA(?:\s*v?\d)?\b|elastic fabric adapter"
+    r"|\bp[456](?:de|d|e|en)?\.\d*xlarge\b|\bp6[ee]?-b[23]00\b|\bp6e-gb[23]00\b",
+    re.I,
+)
+"""A cell naming AWS Elastic Fabric Adapter ("EFA", "EFAv2", "3,200 Gbps EFA v3", "Elastic
+Fabric Adapter") or an AWS GPU instance, whose only inter-node network is EFA
+("p5.48xlarge", "p4de.24xlarge", "p6-b200")."""
+
+
+def names_efa(*cells: str | None) -> bool:
+    """Whether a row's interconnect (or GPU) cell names AWS EFA or an AWS GPU instance, not
+    negated ("InfiniBand, not EFA")."""
+    return bool(stated(EFA, *cells))
+
+
+__all__ = [
+    "EFA",
+    "NEGATION_AFTER",
+    "NEGATION_BEFORE",
+    "NEGATION_INSIDE",
+    "names_efa",
+    "negated_at",
+    "stated",
+]
