@@ -285,6 +285,19 @@ def op_costs(
         total = float(time[ep].sum())
         frac = _ep_exposed_fraction(total, float(time[experts].sum()), ctx)
         exposed[ep] = time[ep] * frac
+    _fsdp_exposed(grp_names, time, exposed, kind, ctx, fsdp_window_s)
+    return OpCosts(time=time, exposed=exposed, kind=kind)
+
+
+def _fsdp_exposed(
+    grp_names: np.ndarray[Any, Any],
+    time: np.ndarray[Any, Any],
+    exposed: np.ndarray[Any, Any],
+    kind: np.ndarray[Any, Any],
+    ctx: CostContext,
+    fsdp_window_s: float,
+) -> None:
+    """Set `exposed` of the ZeRO-3/FSDP collectives in place from the other operators'."""
     fsdp = (kind == COMM) & ((grp_names == "fsdp_dp") | (grp_names == "fsdp_edp"))
     if fsdp.any():
         # ZeRO-3 gathers/reductions are prefetched on their own stream: together they hide
@@ -296,7 +309,19 @@ def op_costs(
         side = side_window_s(grp_names, kind == COMM, exposed, ctx.fsdp_side_groups)
         excess = split_exposure(total, compute, side, DP_OVERLAP_RESIDUAL)
         exposed[fsdp] = time[fsdp] * (excess / total if total > 0 else 0.0)
-    return OpCosts(time=time, exposed=exposed, kind=kind)
+
+
+def refit_fsdp_side(
+    t: OpTable, c: OpCosts, ctx: CostContext, fsdp_window_s: float = 0.0
+) -> OpCosts:
+    """`c` after an EP overlap changed its all-to-all exposure (`pair_megatron_overlap`,
+    `pair_ep_overlap`): a Megatron-FSDP transfer's side window is the intra-host wait that
+    is left, so its exposure is split again; unchanged without side groups."""
+    if not ctx.fsdp_side_groups:
+        return c
+    exposed = c.exposed.copy()
+    _fsdp_exposed(np.asarray(t.group), c.time, exposed, c.kind, ctx, fsdp_window_s)
+    return OpCosts(time=c.time, exposed=exposed, kind=c.kind)
 
 
 def pair_ep_overlap(
