@@ -122,3 +122,39 @@ def test_delay_wgrad_is_read_only_with_the_overlap_and_not_when_stated_off() -> 
         "ep_delay_wgrad"
     ]
     _ = np
+
+
+def _megatron_pair_ep_exposed(ex: dict[str, object], costs_ex: dict[str, object]) -> float:
+    """EP all-to-all seconds one forward+backward MoE pair leaves exposed under the overlap:
+    operator times from `costs_ex`, the SM share of the communication kernels from `ex`."""
+    from starfabric.astral.seer import cost, ops
+    from starfabric.astral.seer.efficiency import efficiency_for
+    from starfabric.astral.seer.parallel import resolve_layout
+
+    def ctx_of(e: dict[str, object]) -> tuple[object, object, cost.CostContext]:
+        job = make_job(_proxy(), e, SYSTEM)
+        lay = resolve_layout(job.model, job.execution, job.system)
+        ctx = cost.make_context(job.execution, lay, efficiency_for(lay.gpu), job.system, job.model)
+        return job, lay, ctx
+
+    job, lay, base = ctx_of(costs_ex)
+    _, _, ctx = ctx_of(ex)
+    ft = ops.layer_ops(job.model, job.execution, lay, True)
+    bt = ops.backward_of(ft)
+    fc, bc = cost.op_costs(ft, base), cost.op_costs(bt, base, backward=True)
+    fo, bo = cost.pair_megatron_overlap(ft, fc, bt, bc, ctx)
+    return sum(float(c.exposed[np.asarray(t.group) == "ep"].sum()) for t, c in ((ft, fo), (bt, bo)))
+
+
+def test_overlap_charges_the_deepep_sm_budget_the_run_sets() -> None:
+    """With DeepEP the communication kernels beside the overlapped compute are DeepEP's, on
+    `deepep_num_sms` SMs (deepep_sm_budget), not the fixed cost.EP_COMM_SMS; NCCL's
+    all-to-all dispatcher is not DeepEP and keeps EP_COMM_SMS whatever the budget says."""
+    deepep = {**PR6311, "ep_comm_overlap": True, "moe_dispatcher": "deepep"}
+    default = _megatron_pair_ep_exposed(deepep, deepep)
+    wide = _megatron_pair_ep_exposed({**deepep, "deepep_num_sms": 48}, deepep)
+    assert wide > default > 0
+    nccl = {**PR6311, "ep_comm_overlap": True}
+    assert _megatron_pair_ep_exposed({**nccl, "deepep_num_sms": 48}, nccl) == pytest.approx(
+        _megatron_pair_ep_exposed(nccl, nccl)
+    )

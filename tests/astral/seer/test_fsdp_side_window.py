@@ -12,6 +12,7 @@ from starfabric.astral.seer.cost import DP_OVERLAP_RESIDUAL, make_context, op_co
 from starfabric.astral.seer.efficiency import efficiency_for
 from starfabric.astral.seer.fsdp_side_window import (
     side_groups,
+    side_window_s,
     split_exposure,
     states_megatron_fsdp,
 )
@@ -154,3 +155,22 @@ def test_megatron_command_line_names_megatron_fsdp(flag: str) -> None:
     plain = parse_megatron_command(cmd.replace(flag, "").replace(
         "--data-parallel-sharding-strategy optim_grads_params", ""))["execution"]  # fmt: skip
     assert plain["zero"] == 1 and "megatron_fsdp" not in plain
+
+
+def test_side_window_is_the_ep_wait_left_after_the_ep_overlap() -> None:
+    """With Megatron's EP overlap on, the intra-host all-to-all a Megatron-FSDP transfer runs
+    beside is what the overlap leaves exposed (`cost.pair_megatron_overlap`), not the whole
+    all-to-all: the FSDP exposure is the split of the paired pass's own windows."""
+    from starfabric.astral.seer.schedule import piece_cost
+
+    _, _, ctx, t = _setup(megatron_fsdp=True, ep_comm_overlap=True)
+    assert ctx.megatron_ep_overlap and "ep" in ctx.fsdp_side_groups
+    pc = piece_cost(t, ctx, "none")
+    for table, c in ((pc.fwd_table, pc.fwd_costs), (pc.bwd_table, pc.bwd_costs)):
+        grp = np.asarray(table.group).astype(str)
+        comm = np.asarray(table.kind) == COMM
+        fsdp = comm & np.isin(grp, ("fsdp_dp", "fsdp_edp"))
+        total = float(c.time[fsdp].sum())
+        side = side_window_s(grp, comm, c.exposed, ctx.fsdp_side_groups)
+        want = split_exposure(total, float(c.time[~comm].sum()), side, DP_OVERLAP_RESIDUAL)
+        assert float(c.exposed[fsdp].sum()) == pytest.approx(want, rel=1e-9)

@@ -131,6 +131,7 @@ def test_dense_model_graphs_attention_only() -> None:
          "moe_pad_to_capacity", True),
         ("--moe-router-force-load-balancing", "moe_load_balance", "forced"),
         ("--overlap-moe-expert-parallel-comm", "ep_comm_overlap", True),
+        ("--moe-token-dispatcher-type flex --moe-deepep-num-sms 28", "deepep_num_sms", 28),
         ("--transformer-impl local", "attention", "unfused"),
         ("--fp8-format hybrid --fp8-recipe mxfp8", "precision", "fp8"),
         ("--fp4-format e2m1 --fp4-recipe nvfp4", "precision", "fp8"),

@@ -84,6 +84,9 @@ def test_tables_are_monotone_in_version() -> None:
     [
         ("Megatron-Core 0.12", (0, 12), True),
         ("Megatron-Core 0.12", (0, 13), False),
+        ("MCore 0.13", (0, 13), True),
+        ("Megatron-Core core_v0.14.0", (0, 13), True),
+        ("megatron-core==0.13.0", (0, 13), True),
         ("Megatron-Bridge 0.4.2 / Megatron-Core 0.17.1", (0, 13), True),
         ("Megatron Bridge", (0, 14), True),
         ("Megatron Bridge", (0, 15), False),

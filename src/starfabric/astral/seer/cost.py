@@ -54,7 +54,9 @@ to compute-bound kernels only, HBM runs on its own clock)."""
 EP_COMM_SMS = 20
 """SMs the expert dispatch/combine kernels occupy while they overlap compute: DeepSeek-V3
 (section 3.2.2) dedicates 20 of the H800's 132 SMs to them and that saturates IB and NVLink
-(DeepEP's normal kernels default to a similar 24); the overlapped compute runs on the rest."""
+(DeepEP's `Buffer.num_sms` defaults to the same 20, its README example sets 24); the overlapped
+compute runs on the rest. With the DeepEP dispatcher the run's own DeepEP budget replaces it
+(`CostContext.ep_comm_sms`)."""
 FUSED_EXPERT_GEMMS = ("moe.expert_fc1", "moe.expert_fc2")
 """The routed-expert GEMMs (forward, dgrad, wgrad) a fused dispatch-compute-combine kernel
 runs; its all-to-all overlaps these and nothing else of the layer."""
@@ -102,6 +104,10 @@ class CostContext:
     chunk's compute and vice versa (`pair_ep_overlap`), not within one pass."""
     moe_fused_dispatch: bool = False
     """Dispatch/combine fused with the expert GEMMs (`ExecutionSpec.moe_fused_dispatch`)."""
+    ep_comm_sms: int = EP_COMM_SMS
+    """SMs the expert all-to-all kernels occupy while they overlap compute: DeepEP's budget
+    (`ExecutionSpec.deepep_num_sms`, `deepep_sm_budget`) with the DeepEP dispatcher, else
+    EP_COMM_SMS."""
     megatron_ep_overlap: bool = False
     """Megatron-Core's combined 1F1B EP overlap runs (`ep_overlap`): a forward and a backward
     layer of two micro-batches hide each other's all-to-all (`schedule.piece_cost`)."""
@@ -147,6 +153,12 @@ def make_context(
         ep_comm_overlap=ex.ep_comm_overlap,
         dualpipe=ex.pipeline_schedule == "dualpipe",
         moe_fused_dispatch=ex.moe_fused_dispatch,
+        # A fused dispatch-compute-combine backend is another kernel than DeepEP's (as comm.py).
+        ep_comm_sms=(
+            ex.deepep_num_sms
+            if ex.moe_dispatcher == "deepep" and not ex.moe_fused_dispatch
+            else EP_COMM_SMS
+        ),
         megatron_ep_overlap=(
             ex.ep_comm_overlap
             and ex.pipeline_schedule != "dualpipe"
@@ -273,6 +285,19 @@ def op_costs(
         total = float(time[ep].sum())
         frac = _ep_exposed_fraction(total, float(time[experts].sum()), ctx)
         exposed[ep] = time[ep] * frac
+    _fsdp_exposed(grp_names, time, exposed, kind, ctx, fsdp_window_s)
+    return OpCosts(time=time, exposed=exposed, kind=kind)
+
+
+def _fsdp_exposed(
+    grp_names: np.ndarray[Any, Any],
+    time: np.ndarray[Any, Any],
+    exposed: np.ndarray[Any, Any],
+    kind: np.ndarray[Any, Any],
+    ctx: CostContext,
+    fsdp_window_s: float,
+) -> None:
+    """Set `exposed` of the ZeRO-3/FSDP collectives in place from the other operators'."""
     fsdp = (kind == COMM) & ((grp_names == "fsdp_dp") | (grp_names == "fsdp_edp"))
     if fsdp.any():
         # ZeRO-3 gathers/reductions are prefetched on their own stream: together they hide
@@ -284,7 +309,19 @@ def op_costs(
         side = side_window_s(grp_names, kind == COMM, exposed, ctx.fsdp_side_groups)
         excess = split_exposure(total, compute, side, DP_OVERLAP_RESIDUAL)
         exposed[fsdp] = time[fsdp] * (excess / total if total > 0 else 0.0)
-    return OpCosts(time=time, exposed=exposed, kind=kind)
+
+
+def refit_fsdp_side(
+    t: OpTable, c: OpCosts, ctx: CostContext, fsdp_window_s: float = 0.0
+) -> OpCosts:
+    """`c` after an EP overlap changed its all-to-all exposure (`pair_megatron_overlap`,
+    `pair_ep_overlap`): a Megatron-FSDP transfer's side window is the intra-host wait that
+    is left, so its exposure is split again; unchanged without side groups."""
+    if not ctx.fsdp_side_groups:
+        return c
+    exposed = c.exposed.copy()
+    _fsdp_exposed(np.asarray(t.group), c.time, exposed, c.kind, ctx, fsdp_window_s)
+    return OpCosts(time=c.time, exposed=exposed, kind=c.kind)
 
 
 def pair_ep_overlap(
@@ -310,7 +347,7 @@ def pair_megatron_overlap(
     masks = [_ep_mask(t, c) for t, c in ((fwd, fc), (bwd, bc))]
     if not (masks[0].any() and masks[1].any()):
         return fc, bc
-    sm = min(0.5, EP_COMM_SMS / ctx.eff.sms)
+    sm = min(0.5, ctx.ep_comm_sms / ctx.eff.sms)
     frac = pair_exposed_fraction(
         fwd, fc.time, fc.exposed, fc.kind, bwd, bc.time, bc.exposed, bc.kind, COMM, sm,
         ctx.ep_delay_wgrad,
@@ -328,12 +365,12 @@ def _ep_exposed(c: OpCosts, mask: np.ndarray, frac: float) -> OpCosts:
 def _ep_exposed_fraction(total: float, compute: float, ctx: CostContext) -> float:
     """Share of the expert all-to-all time that lands on the critical path when it overlaps
     `compute` of another micro-batch: the excess over the compute, plus the compute slowed
-    by the SMs the communication kernels occupy while they run (EP_COMM_SMS of the GPU's;
+    by the SMs the communication kernels occupy while they run (`CostContext.ep_comm_sms`;
     charged to the all-to-all so the breakdown shows it)."""
     if total <= 0:
         return 0.0
     hidden = min(total, compute)
-    sm = min(0.5, EP_COMM_SMS / ctx.eff.sms)
+    sm = min(0.5, ctx.ep_comm_sms / ctx.eff.sms)
     slowdown = hidden * sm / (1.0 - sm)
     return (max(0.0, total - compute) + slowdown) / total
 

@@ -16,9 +16,9 @@ for the expert forward. So each all-to-all hides behind one named piece of the o
 micro-batch's compute, not behind the layer as a whole: `pair_exposed_fraction` replays this
 order with the operators' times and returns the share of the pair's all-to-all time that stays
 on the critical path. The compute that runs beside a transfer runs on the SMs the
-communication kernels leave (`cost.EP_COMM_SMS`); the combine nodes' own unpermute and residual
-add, on the communication stream, share the SMs with the compute beside them and gain nothing
-by running beside it.
+communication kernels leave (`cost.CostContext.ep_comm_sms`); the combine nodes' own unpermute
+and residual add, on the communication stream, share the SMs with the compute beside them
+and gain nothing by running beside it.
 
 Which passes have a partner (schedules.py / combined_1f1b.py): only the steady 1F1B phase
 pairs a forward with a backward. The warm-up forwards (Megatron schedules one more of them

@@ -66,6 +66,7 @@ _VALUED: dict[str, tuple[str, str, str]] = {
     "--fp4-recipe": ("execution", "_fp4_recipe", "str"),
     "--moe-token-dispatcher-type": ("execution", "_dispatcher", "str"),
     "--moe-flex-dispatcher-backend": ("execution", "_flex_backend", "str"),
+    "--moe-deepep-num-sms": ("execution", "deepep_num_sms", "int"),
     "--moe-expert-capacity-factor": ("execution", "_capacity", "float"),
     "--cuda-graph-impl": ("execution", "_graph_impl", "str"),
     "--cuda-graph-scope": ("execution", "_graph_scope", "list"),

@@ -155,7 +155,6 @@ def named_megatron_core(text: str | None) -> tuple[int, int] | None:
     return (int(m.group(1)), int(m.group(2))) if m else None
 
 
-_MCORE_NAMED = re.compile(r"megatron[-_ ]core" + _MCORE_SEP + r"v?(?:core_r)?(\d+)\.(\d+)", re.I)
 _NEMO_CONTAINER = re.compile(r"nemo\s*(?:framework\s*)?(\d\d)\.(\d\d)", re.I)
 BRIDGE_MIN_MCORE = (0, 14)
 """Megatron-Bridge's first releases are built on Megatron Core 0.14 (its pyproject pin)."""
@@ -168,9 +167,9 @@ def megatron_core_at_least(framework: str, minimum: tuple[int, int]) -> bool:
     """True when the stack a framework cell names runs Megatron Core >= `minimum`: the Core
     release named by version, any Megatron-Bridge (BRIDGE_MIN_MCORE), or a NeMo container
     from NEMO_CONTAINER_MCORE on; False when it names none of them."""
-    m = _MCORE_NAMED.search(framework)
-    if m:
-        return (int(m.group(1)), int(m.group(2))) >= minimum
+    named = named_megatron_core(framework)
+    if named is not None:
+        return named >= minimum
     if re.search(r"megatron[- ]bridge", framework, re.I):
         return minimum <= BRIDGE_MIN_MCORE
     n = _NEMO_CONTAINER.search(framework)

@@ -31,6 +31,7 @@ from starfabric.astral.seer.cost import (
     op_costs,
     pair_ep_overlap,
     pair_megatron_overlap,
+    refit_fsdp_side,
 )
 from starfabric.astral.seer.ep_overlap import solo_ops
 from starfabric.astral.seer.model import ModelSpec, attention_params, mlp_params, mtp_params
@@ -235,15 +236,19 @@ def piece_cost(t: OpTable, ctx: CostContext, recompute: str) -> PieceCost:
     """Costs of a forward table, its backward, and what the recompute policy re-runs."""
     fc = op_costs(t, ctx)
     bt = backward_of(t)
-    bc = op_costs(bt, ctx, backward=True, fsdp_window_s=recompute_window(fc, recompute, ctx))
+    window = recompute_window(fc, recompute, ctx)
+    bc = op_costs(bt, ctx, backward=True, fsdp_window_s=window)
     solo: tuple[PassCost, PassCost] | None = None
     fc_alone = fc  # a re-run forward (full recompute) has no partner: its all-to-all stays
     if ctx.dualpipe and ctx.ep_comm_overlap:
         fc, bc = pair_ep_overlap(t, fc, bt, bc, ctx)
+        fc, bc = refit_fsdp_side(t, fc, ctx), refit_fsdp_side(bt, bc, ctx, window)
         fc_alone = fc
     elif ctx.megatron_ep_overlap:
         solo = (pass_cost(t, fc), pass_cost(bt, bc))
         fc, bc = pair_megatron_overlap(t, fc, bt, bc, ctx)
+        # Megatron-FSDP's side window is the all-to-all wait the overlap leaves.
+        fc, bc = refit_fsdp_side(t, fc, ctx), refit_fsdp_side(bt, bc, ctx, window)
     fwd = pass_cost(t, fc)
     if recompute == "full":
         rec = full_recompute_cost(t, fc_alone, ctx.fsdp_regather)
