@@ -75,6 +75,20 @@ def test_bad_csv_is_a_data_error(tmp_path: Path) -> None:
         validate(tmp_path / "none.csv")
 
 
+@pytest.mark.parametrize("cell", ["0", "0 per node"])
+def test_gpus_per_node_below_one_is_a_data_error(tmp_path: Path, cell: str) -> None:
+    """A host with no GPUs is a transcription error, named with its column (it was a
+    ZeroDivisionError traceback in the NIC reader)."""
+    rows = list(csv.DictReader(CSV.open()))
+    p = tmp_path / "bad.csv"
+    with p.open("w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerow(dict(rows[0], gpus_per_node=cell))
+    with pytest.raises(DataError, match="gpus_per_node"):
+        validate(p)
+
+
 def test_any_file_with_the_same_columns_validates(tmp_path: Path) -> None:
     rows = list(csv.DictReader(CSV.open()))
     p = tmp_path / "two.csv"

@@ -175,6 +175,18 @@ def _int(row: dict[str, str], key: str, default: int | None = None) -> int:
     return int(round(val))
 
 
+def _gpus_per_node(row: dict[str, str]) -> int:
+    """GPUs per host (8 when the cell is empty); zero or negative is a DataError."""
+    n = _int(row, "gpus_per_node", 8)
+    if n < 1:
+        raise DataError(
+            f"row {row.get('row_id', '?')}: column 'gpus_per_node' = {row.get('gpus_per_node')!r}"
+            " is not a positive number of GPUs",
+            fix="give the GPUs per host (e.g. 8) or leave the cell empty",
+        )
+    return n
+
+
 def global_batch_seqs(row: dict[str, str]) -> int:
     """Sequences per iteration: the column (a hint such as "~1024 UNVERIFIED" counts), or
     tokens_per_batch / seq_len; a row with neither defines no run."""
@@ -380,7 +392,7 @@ def _nic(row: dict[str, str], gpu: str) -> str:
     """Scale-out bandwidth per GPU from the interconnect text ('8x HDR 200Gb/s', '3.2 Tbps per
     node', '400 Gb/s per GPU'), else the reference-design default for the GPU."""
     text = row.get("interconnect") or ""
-    per_node = _int(row, "gpus_per_node", 8)
+    per_node = _gpus_per_node(row)
     if not _unverified(text):
         gbps = _nic_gbps(text, per_node)
         if gbps is not None:
@@ -1101,7 +1113,7 @@ def row_setup(row: dict[str, str]) -> RowSetup:
     release = mcore_release.megatron_core_release(row.get("framework"), row.get("citation"))
     if model.is_moe and mcore_release.unpermute_keeps_output(release):
         ex["moe_unpermute_keeps_output"] = True  # Megatron-Core < 0.13 (mcore_release)
-    shard = cells.zero_shard_ranks(row.get("zero_or_fsdp"), _int(row, "gpus_per_node", 8))
+    shard = cells.zero_shard_ranks(row.get("zero_or_fsdp"), _gpus_per_node(row))
     if shard is not None and zero:
         ex["zero_shard_ranks"] = shard  # hybrid sharding (parallel.zero_shard)
     if zero == 3 and "deepspeed" in (row.get("framework") or "").lower() and _legacy(row):
@@ -1122,7 +1134,7 @@ def row_setup(row: dict[str, str]) -> RowSetup:
     system: dict[str, Any] = {
         "gpu": gpu,
         "gpus": gpus,
-        "gpus_per_node": _int(row, "gpus_per_node", 8),
+        "gpus_per_node": _gpus_per_node(row),
         "nic_bandwidth": _nic(row, gpu),
     }
     if hbm is not None:
@@ -1285,7 +1297,7 @@ def validate_row(row: dict[str, str]) -> RowResult:
     if goodput.states_production_average(row):
         # A whole-run average (GPU-hours / iterations): steady state over the run's ETTR.
         gp = goodput.goodput(_int(row, "num_gpus"), st.system["gpu"],
-                             _int(row, "gpus_per_node", 8))  # fmt: skip
+                             _gpus_per_node(row))  # fmt: skip
         predicted_s, predicted_tf = gp.wall_clock_s(predicted_s), predicted_tf * gp.ettr
         choices["goodput"] = (
             f"ETTR {gp.ettr:.3f} (production average; MTTF {gp.mttf_h:.1f} h, "
