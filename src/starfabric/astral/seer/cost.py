@@ -15,12 +15,13 @@ from typing import Any
 
 import numpy as np
 
-from starfabric.astral.seer.comm import CommModel, Phase
+from starfabric.astral.seer.comm import CommModel, Phase, layout_groups
 from starfabric.astral.seer.efficiency import Efficiency, flash_time, gemm_time, mem_time
 from starfabric.astral.seer.ep_overlap import pair_exposed_fraction, runs_megatron_overlap
 from starfabric.astral.seer.flash_generation import kernel_rates
 from starfabric.astral.seer.fsdp_side_window import side_groups, side_window_s, split_exposure
 from starfabric.astral.seer.model import ModelSpec
+from starfabric.astral.seer.nccl_a2a_ctas import nccl_alltoall_ctas
 from starfabric.astral.seer.ops import BMM, COMM, FLASH, GEMM, MEM, OpTable
 from starfabric.astral.seer.parallel import ExecutionSpec, Layout, SystemSpec
 from starfabric.astral.seer.simcomm import comm_model
@@ -106,8 +107,8 @@ class CostContext:
     """Dispatch/combine fused with the expert GEMMs (`ExecutionSpec.moe_fused_dispatch`)."""
     ep_comm_sms: int = EP_COMM_SMS
     """SMs the expert all-to-all kernels occupy while they overlap compute: DeepEP's budget
-    (`ExecutionSpec.deepep_num_sms`, `deepep_sm_budget`) with the DeepEP dispatcher, else
-    EP_COMM_SMS."""
+    (`ExecutionSpec.deepep_num_sms`, `deepep_sm_budget`) with the DeepEP dispatcher, NCCL's
+    blocks (`nccl_a2a_ctas`) with the alltoall dispatcher across nodes, else EP_COMM_SMS."""
     megatron_ep_overlap: bool = False
     """Megatron-Core's combined 1F1B EP overlap runs (`ep_overlap`): a forward and a backward
     layer of two micro-batches hide each other's all-to-all (`schedule.piece_cost`)."""
@@ -116,6 +117,20 @@ class CostContext:
     fsdp_side_groups: tuple[str, ...] = ()
     """Intra-host groups whose exposed collectives Megatron-FSDP's cross-host transfers
     overlap (`fsdp_side_window`); empty for other FSDP/ZeRO implementations."""
+
+
+def _ep_comm_sms(ex: ExecutionSpec, lay: Layout) -> int:
+    """SMs the expert all-to-all occupies beside the compute it overlaps: the run's DeepEP
+    budget with DeepEP; NCCL's blocks (`nccl_a2a_ctas`) for the alltoall dispatcher across
+    nodes; else EP_COMM_SMS (a fused dispatch-compute-combine backend is another kernel)."""
+    if ex.moe_fused_dispatch:
+        return EP_COMM_SMS
+    if ex.moe_dispatcher == "deepep":
+        return ex.deepep_num_sms
+    ep = layout_groups(ex, lay)["ep"]
+    if ep.nodes > 1:
+        return nccl_alltoall_ctas(ep.nodes, ep.per_node)
+    return EP_COMM_SMS
 
 
 def make_context(
@@ -154,11 +169,7 @@ def make_context(
         dualpipe=ex.pipeline_schedule == "dualpipe",
         moe_fused_dispatch=ex.moe_fused_dispatch,
         # A fused dispatch-compute-combine backend is another kernel than DeepEP's (as comm.py).
-        ep_comm_sms=(
-            ex.deepep_num_sms
-            if ex.moe_dispatcher == "deepep" and not ex.moe_fused_dispatch
-            else EP_COMM_SMS
-        ),
+        ep_comm_sms=_ep_comm_sms(ex, lay),
         megatron_ep_overlap=(
             ex.ep_comm_overlap
             and ex.pipeline_schedule != "dualpipe"
