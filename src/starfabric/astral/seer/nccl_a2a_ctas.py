@@ -32,7 +32,8 @@ from __future__ import annotations
 
 NCCL_PARTS_PER_NET_PEER = 2
 """Parts (channels) per network peer: `NCCL_NCHANNELS_PER_NET_PEER` unset → 2, reduced only
-when 2 x ranks > 4 x p2p channels (`src/graph/paths.cc` v2.27.3 l.806-815)."""
+when 2 x ranks > 4 x p2p channels (`src/graph/paths.cc` v2.27.3 l.806-815). Assumption: each
+per-peer transfer exceeds one step (512 KiB), so both parts run (`enqueue.cc` l.895-905)."""
 NCCL_P2P_PER_BATCH = 8
 """Peers of one node batched on one channel (`NCCL_MAX_DEV_WORK_P2P_PER_BATCH`,
 `src/include/device.h` v2.27.3 l.369)."""
@@ -40,7 +41,8 @@ NCCL_P2P_CHANNELS = 16
 """p2p channels of an H100 node's communicator spanning nodes: NVLS' 16 (`NVLS_NCHANNELS_SM90`)
 as the floor of the coll channels, rounded to a power of two (`paths.cc` l.851-852); AWS's
 two-node p5.48xlarge log reads "16 coll channels, 16 nvls channels, 16 p2p channels, 2 p2p
-channels per peer". Only the part-1 offset (half of it) depends on it."""
+channels per peer". Assumption: the runs' nodes are NVLS H100 nodes like p5 (coll channels
+<= 16); only the part-1 offset (half of it) depends on it."""
 
 
 def _reverse_bits(x: int, bits: int) -> int:
