@@ -1143,18 +1143,22 @@ def row_setup(row: dict[str, str]) -> RowSetup:
     # EFA is read from the interconnect cell, the GPU cell ("p5.48xlarge") and the notes
     # ("EP 16 spans 2 hosts over EFA"); an UNVERIFIED interconnect is not read.
     efa_text = " ; ".join((ic, row.get("gpu") or "", row.get("notes") or ""))
-    efa = None if _unverified(ic) else efa_bus_fraction(efa_text, gpu.split("-")[0])
+    family = gpu.split("-")[0]
+    efa = None if _unverified(ic) else efa_bus_fraction(efa_text, family)
+    a2a = None if _unverified(ic) else efa_alltoall_alpha(efa_text, family)
+    overrides: dict[str, Any] = {}  # efficiency overrides of the EFA generation the row names
     if efa is not None:
         # First-generation EFA (p4d): NCCL's bus bandwidth across nodes (efa.py).
-        system["efficiency"] = {"nic_bus_fraction": efa}
+        overrides["nic_bus_fraction"] = efa
         read["nic_bus_fraction"] = f"{efa:g} (EFA on A100 = p4d/p4de: nccl-tests, efa.py)"
-    a2a = None if _unverified(ic) else efa_alltoall_alpha(efa_text, gpu.split("-")[0])
     if a2a is not None:
         # p5/p6 EFA: a fixed time per cross-host NCCL all-to-all (efa_alltoall.py).
-        system["efficiency"] = {"collective_bus_fractions": {"all_to_all": {"nic_alpha_s": a2a}}}
+        overrides["collective_bus_fractions"] = {"all_to_all": {"nic_alpha_s": a2a}}
         read["all_to_all_fixed"] = (
             f"{a2a * 1e3:g} ms per call (EFA p5/p6: nccl-tests, efa_alltoall.py)"
         )
+    if overrides:
+        system["efficiency"] = overrides
     cap = re.search(r"(\d{3,4})\s*W\b", row.get("gpu") or "")
     if cap and float(cap.group(1)) < cells.match_gpu(gpu)[0].tdp_w:
         system["power_limit_w"] = float(cap.group(1))
