@@ -122,3 +122,20 @@ def test_named_megatron_core_reads_the_release_a_cell_names(text, expected) -> N
     """The one reader of a named Megatron-Core version that the FLOP-formula and the MoE-release
     checks share: the release's (major, minor), never a word that merely ends in 'core_'."""
     assert releases.named_megatron_core(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Megatron-LM (2022)", 2022),
+        ("DeepSpeed 0.5, 2021 and 2022", 2021),
+        ("nightly 2024-12", 2024),
+        ("run 120250 steps", None),
+        ("Megatron-LM", None),
+        (None, None),
+    ],
+)
+def test_stated_year_reads_the_first_whole_word_year(text, expected) -> None:
+    """The bare year the attention-generation and Megatron-Core-release bounds both read: a
+    whole word only, never digits inside a longer number."""
+    assert releases.stated_year(text) == expected

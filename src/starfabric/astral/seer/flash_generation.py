@@ -74,9 +74,9 @@ def run_month(framework: str, citation: str) -> tuple[int, int] | None:
     arxiv = mcore_release.published_month(citation)
     if arxiv is not None:
         return arxiv
-    year = re.search(r"\b(20\d\d)\b", framework)
-    if year and int(year.group(1)) < FA2_RELEASE[0]:
-        return int(year.group(1)), 12  # a bare year before FA2's: its last month bounds it
+    year = releases.stated_year(framework)
+    if year is not None and year < FA2_RELEASE[0]:
+        return year, 12  # a bare year before FA2's: its last month bounds it
     return None
 
 

@@ -70,8 +70,8 @@ def megatron_core_release(framework: str | None, citation: str | None) -> Releas
     if month is None:
         return None
     stated = releases.stated_month(fw)
-    year = re.search(r"\b(20\d\d)\b", fw)
-    if (stated and stated > month) or (year and int(year.group(1)) > month[0]):
+    year = releases.stated_year(fw)
+    if (stated and stated > month) or (year is not None and year > month[0]):
         return None  # the cell dates the run after the paper: the paper does not report it
     return newest_release_by(month)
 

@@ -129,6 +129,15 @@ def stated_month(framework: str | None) -> YearMonth | None:
     return (int(m.group(1)), int(m.group(2))) if m else None
 
 
+_YEAR = re.compile(r"\b(20\d\d)\b")
+
+
+def stated_year(text: str | None) -> int | None:
+    """The first bare year (20YY, a whole word) a cell writes ("Megatron-LM (2022)"), else None."""
+    m = _YEAR.search(text or "")
+    return int(m.group(1)) if m else None
+
+
 def release_date(framework: str) -> YearMonth | None:
     """The newest (year, month) a framework cell dates its stack to: a YYYY-MM(-DD) date it
     writes, a NeMo container tag ("NeMo 24.07"), or the newest release it names (a stack is
