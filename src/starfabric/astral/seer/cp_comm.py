@@ -105,7 +105,7 @@ _TYPE = re.compile(
     r"cp[-_ ]comm[-_ ]type\s*[:=]?\s*[\"'\[]?\s*(p2p|all_?gather|a2a\+p2p|a2a)"
     r"|\b(hierarchical)\s+(?:context[- ]parallel|cp)\b"
     r"|\b(all[-_ ]?gather)\s+(?:context[- ]parallel|cp|kv)\b"
-    r"|\bcp\s+(?:via|with|by)\s+(?:an?\s+)?(all[-_ ]?gather|all[-_ ]to[-_ ]all|a2a|p2p ring|p2p)",
+    r"|\bcp(?:\s*=?\s*\d+)?\s+(?:via|with|by)\s+(?:an?\s+)?(all[-_ ]?gather|all[-_ ]to[-_ ]all|a2a|p2p ring|p2p)",
     re.I,
 )
 
