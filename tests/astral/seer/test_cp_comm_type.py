@@ -79,6 +79,17 @@ def test_cp_comm_type_errors_name_the_flag(flags: str, why: str) -> None:
         parse_megatron_command(CMD + " " + flags)
 
 
+@pytest.mark.parametrize(("kind", "ok"), [("p2p", True), ("a2a", False), ("all_gather", False)])
+def test_mla_runs_cp_only_on_the_ring(kind: str, ok: bool) -> None:
+    """TE v2.8 L3748-3751: "Context parallelism does not support MLA" with a2a / all_gather."""
+    cmd = CMD + f" --q-lora-rank 1536 --kv-lora-rank 512 --cp-comm-type {kind}"
+    if ok:
+        assert parse_megatron_command(cmd)["execution"]["cp_algorithm"] == "ring"
+    else:
+        with pytest.raises(ConfigError, match="multi-latent attention"):
+            parse_megatron_command(cmd)
+
+
 def test_a_launch_line_with_each_type_predicts() -> None:
     """A user's launch line is never refused for naming a CP implementation, and each one is
     timed as what it moves. CP 8 on TP 2 spans two hosts: the ring's boundary pairs send each

@@ -39,6 +39,8 @@ require; the same structure at v2.7):
   `create_hierarchical_groups`), then the p2p ring over the b ranks of the second level on
   heads / a; TE falls back to plain p2p when a = 1 and to a2a when b = 1 (L3702-3717).
 
+TE also refuses MLA with a2a or all_gather (L3748-3751); `megatron_cli` checks it.
+
 `cp_algorithm` values: ring (p2p), all_gather, ulysses (a2a), hierarchical (a2a+p2p, with
 `cp_a2a_size` = a).
 """

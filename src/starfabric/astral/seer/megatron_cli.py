@@ -292,7 +292,7 @@ def _finish(out: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     if nodes is not None:
         sy["gpus"] = nodes * int(sy.get("gpus_per_node", 8))
     _optimizer_instances(ex, sy)
-    _cp_comm(ex)
+    _cp_comm(ex, bool(m.get("kv_lora_rank")))
     # Megatron-Core's layers run in eager PyTorch: every kernel is launched from the host
     # (host_ops), as validate counts them for a Megatron-Core/NeMo row.
     ex["host_launches"] = True
@@ -427,7 +427,7 @@ def _optimizer_instances(ex: dict[str, Any], sy: dict[str, Any]) -> None:
     ex["zero_shard_ranks"] = dp // n
 
 
-def _cp_comm(ex: dict[str, Any]) -> None:
+def _cp_comm(ex: dict[str, Any], mla: bool) -> None:
     """--cp-comm-type (default ["p2p"]; one value for every layer, or one per layer) and
     --hierarchical-context-parallel-sizes (arguments.py, core_v0.17.1) as `cp_algorithm` /
     `cp_a2a_size` (cp_comm.py): TransformerEngine's p2p ring, all_gather, a2a (Ulysses) or
@@ -466,6 +466,12 @@ def _cp_comm(ex: dict[str, Any]) -> None:
                 fix="give two sizes, A (all-to-all) and B (ring)",
             )
         ex["cp_a2a_size"] = sizes[0]
+    if mla and int(ex.get("cp", 1)) > 1 and kind in ("a2a", "all_gather"):
+        raise ConfigError(
+            f"--cp-comm-type {kind} with multi-latent attention: TransformerEngine supports "
+            "MLA under context parallelism with p2p or a2a+p2p only",
+            fix="give --cp-comm-type p2p (or a2a+p2p)",
+        )
     ex["cp_algorithm"] = ALGORITHM[kind]
 
 
