@@ -1,7 +1,7 @@
 """Seer's one communication contract, `CommModel`, and its formula implementation.
 
 `CommModel.time(kind, nbytes, group)` is the seconds of one collective on a parallel group of
-the job's layout ("tp", "cp", "dp", "dp_cp", "pp", "etp", "ep", "edp", "fsdp_dp", "fsdp_edp",
+the job's layout ("tp", "cp", "cp_a2a", "cp_p2p", "dp", "dp_cp", "pp", "etp", "ep", "edp", "fsdp_dp", "fsdp_edp",
 and under hybrid sharding "dp_shard" / "dp_replica").
 `FormulaComm` prices it with hierarchical alpha-beta and NCCL bus-bandwidth factors: a group
 inside one node runs at NVLink bus bandwidth; a group that spans nodes is limited by the NICs
@@ -18,6 +18,7 @@ from typing import Literal, Protocol
 import numpy as np
 
 from starfabric.astral.hardware import GPUSpec
+from starfabric.astral.seer.cp_comm import cp_levels
 from starfabric.astral.seer.deepep_kernels import (
     DEEPEP_NUM_SMS,
     deepep_internode_time,
@@ -153,6 +154,12 @@ def layout_groups(ex: ExecutionSpec, lay: Layout) -> dict[str, Group]:
         "ep": place_group(lay.ep, lay.etp, gpn),
         "edp": place_group(lay.edp, lay.etp * lay.ep, gpn),
     }
+    # Hierarchical CP (TE a2a+p2p, cp_comm.py): the all-to-all level is the first a2a
+    # adjacent CP ranks, the ring level the CP ranks a2a apart (Megatron's
+    # `create_hierarchical_groups`).
+    a2a, ring = cp_levels(ex.cp_algorithm, lay.cp, ex.cp_a2a_size)
+    groups["cp_a2a"] = place_group(a2a, lay.tp, gpn)
+    groups["cp_p2p"] = place_group(ring, lay.tp * a2a, gpn)
     # Gradients of a CP run reduce over DP x CP: every rank with the same TP index, i.e.
     # gpn / tp of them per node (only the CP ranks of a node when tp * cp >= gpn).
     groups["dp_cp"] = place_group(lay.dp * lay.cp, lay.tp, gpn)

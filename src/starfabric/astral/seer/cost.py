@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from starfabric.astral.seer.comm import CommModel, Phase, layout_groups
+from starfabric.astral.seer.cp_comm import cp_levels, ring_exposed
 from starfabric.astral.seer.efficiency import Efficiency, flash_time, gemm_time, mem_time
 from starfabric.astral.seer.ep_overlap import pair_exposed_fraction, runs_megatron_overlap
 from starfabric.astral.seer.flash_generation import kernel_rates
@@ -88,7 +89,8 @@ class CostContext:
     fp8: bool = False
     ep_comm_overlap: bool = False
     cp: int = 1
-    """Context-parallel size (ring steps per attention)."""
+    """Ranks of the CP ring (steps per attention; `cp_comm.cp_levels`): cp for TE's p2p,
+    cp / a2a ranks for a2a+p2p, 1 without a ring."""
     fsdp_regather: bool = False
     """Per-parameter ZeRO-3 (DeepSpeed 2021) gathers again when full recompute re-runs a
     layer's forward; flat-buffer FSDP does not (`schedule.full_recompute_cost`)."""
@@ -177,7 +179,7 @@ def make_context(
         ),
         ep_delay_wgrad=ex.ep_delay_wgrad,
         fsdp_side_groups=side_groups(ex, lay),
-        cp=lay.cp,
+        cp=cp_levels(ex.cp_algorithm, lay.cp, ex.cp_a2a_size)[1],
         flash_rate=flash_rate * gen_fwd,
         flash_rate_bwd=flash_rate * gen_bwd,
         fsdp_regather=ex.fsdp_collectives == "parameter",
@@ -274,14 +276,14 @@ def op_costs(
             partner = _adjacent_gemm(kind, int(i))
             hide = time[partner] if partner >= 0 else 0.0
             exposed[i] = max(0.0, dur - hide) + TP_OVERLAP_RESIDUAL * dur
-        elif t.group[i] == "cp" and ctx.cp > 1 and coll == "p2p":
-            # Megatron-Core's ring (AttnFuncWithCPAndKVP2P): while step j's block attention
-            # runs, the KV block for step j+1 is in flight; the zig-zag split gives every
-            # step the same work (1/cp of the rank's attention), so each of the cp-1
-            # exchanges is exposed by what it exceeds one step's attention.
+        elif t.group[i] in ("cp", "cp_p2p") and ctx.cp > 1 and coll == "p2p":
+            # TransformerEngine's ring (AttnFuncWithCPAndKVP2P, cp_comm.py): while step j's
+            # block attention runs, the KV block for step j+1 is in flight (backward: the
+            # KV and dKV blocks of step j); the load-balanced split gives every step the
+            # same work (1/ring of the rank's attention), so each exchange is exposed by
+            # what it exceeds one step's attention.
             step_attn = _attn_time(t, time) / ctx.cp
-            step_comm = dur / (ctx.cp - 1)
-            exposed[i] = (ctx.cp - 1) * max(0.0, step_comm - step_attn)
+            exposed[i] = ring_exposed(dur, step_attn, ctx.cp, backward)
             exposed[i] += CP_OVERLAP_RESIDUAL * dur
     grp_names = np.asarray(t.group)
     ep = (kind == COMM) & ((grp_names == "ep") | (grp_names == "etp"))

@@ -15,10 +15,12 @@ error naming the flags.
 
 from __future__ import annotations
 
+import math
 import shlex
 from pathlib import Path
 from typing import Any
 
+from starfabric.astral.seer.cp_comm import ALGORITHM, CP_COMM_TYPES
 from starfabric.errors import ConfigError
 
 # flag -> (section, field, kind): kind "int", "float", "str" or a constant set when present.
@@ -53,6 +55,8 @@ _VALUED: dict[str, tuple[str, str, str]] = {
     "--virtual-pipeline-model-parallel-size": ("execution", "vpp", "int"),
     "--num-layers-per-virtual-pipeline-stage": ("execution", "_layers_per_vstage", "int"),
     "--context-parallel-size": ("execution", "cp", "int"),
+    "--cp-comm-type": ("execution", "_cp_comm_type", "list"),
+    "--hierarchical-context-parallel-sizes": ("execution", "_hcp_sizes", "list"),
     "--expert-model-parallel-size": ("execution", "ep", "int"),
     "--expert-tensor-parallel-size": ("execution", "etp", "int"),
     "--recompute-granularity": ("execution", "recompute", "str"),
@@ -288,6 +292,7 @@ def _finish(out: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     if nodes is not None:
         sy["gpus"] = nodes * int(sy.get("gpus_per_node", 8))
     _optimizer_instances(ex, sy)
+    _cp_comm(ex, bool(m.get("kv_lora_rank")))
     # Megatron-Core's layers run in eager PyTorch: every kernel is launched from the host
     # (host_ops), as validate counts them for a Megatron-Core/NeMo row.
     ex["host_launches"] = True
@@ -420,6 +425,54 @@ def _optimizer_instances(ex: dict[str, Any], sy: dict[str, Any]) -> None:
             fix="give a divisor of the data-parallel size",
         )
     ex["zero_shard_ranks"] = dp // n
+
+
+def _cp_comm(ex: dict[str, Any], mla: bool) -> None:
+    """--cp-comm-type (default ["p2p"]; one value for every layer, or one per layer) and
+    --hierarchical-context-parallel-sizes (arguments.py, core_v0.17.1) as `cp_algorithm` /
+    `cp_a2a_size` (cp_comm.py): TransformerEngine's p2p ring, all_gather, a2a (Ulysses) or
+    a2a+p2p (an all-to-all over the first level's ranks, the ring over the second)."""
+    types = ex.pop("_cp_comm_type", None) or ["p2p"]
+    sizes_raw = ex.pop("_hcp_sizes", None)
+    for t in types:
+        # Megatron's help text says "allgather"; TransformerEngine accepts only "all_gather"
+        # (attn_forward_func_with_cp raises on anything else).
+        _one_of("--cp-comm-type", t, CP_COMM_TYPES)
+    if len(set(types)) > 1:
+        raise ConfigError(
+            f"--cp-comm-type {' '.join(types)}: Seer models one CP implementation for every layer",
+            fix="give one --cp-comm-type value",
+        )
+    kind = types[0]
+    sizes = [_convert("--hierarchical-context-parallel-sizes", v, "int") for v in sizes_raw or []]
+    cp = int(ex.get("cp", 1))
+    if sizes and math.prod(sizes) != cp:
+        raise ConfigError(
+            f"--hierarchical-context-parallel-sizes {' '.join(map(str, sizes))}: their product "
+            f"is not --context-parallel-size {cp} (Megatron asserts it)",
+            fix="give sizes whose product is the CP size",
+        )
+    if kind == "a2a+p2p":
+        if not sizes:
+            raise ConfigError(
+                "--cp-comm-type a2a+p2p without --hierarchical-context-parallel-sizes "
+                "(Megatron asserts they go together)",
+                fix="add --hierarchical-context-parallel-sizes A B (A * B = CP size)",
+            )
+        if len(sizes) != 2:
+            raise ConfigError(
+                f"--hierarchical-context-parallel-sizes {' '.join(map(str, sizes))}: "
+                "TransformerEngine's a2a+p2p takes two levels (an a2a and a p2p group)",
+                fix="give two sizes, A (all-to-all) and B (ring)",
+            )
+        ex["cp_a2a_size"] = sizes[0]
+    if mla and int(ex.get("cp", 1)) > 1 and kind in ("a2a", "all_gather"):
+        raise ConfigError(
+            f"--cp-comm-type {kind} with multi-latent attention: TransformerEngine supports "
+            "MLA under context parallelism with p2p or a2a+p2p only",
+            fix="give --cp-comm-type p2p (or a2a+p2p)",
+        )
+    ex["cp_algorithm"] = ALGORITHM[kind]
 
 
 CUDA_GRAPH_IMPLS = ("none", "local", "transformer_engine")

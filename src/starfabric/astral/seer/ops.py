@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from starfabric.astral.seer.cp_comm import cp_levels
 from starfabric.astral.seer.expert_sort import (
     PERMUTATION_BWD_BYTES_FACTOR,
     SORT_SUFFIX,
@@ -175,15 +176,23 @@ def _attention(t: OpTable, model: ModelSpec, ex: ExecutionSpec, lay: Layout, loc
         t.selective[-1] = "mla_up_proj" in mods
     else:
         t.gemm("attn.qkv", tok, (loc.heads + 2 * loc.kv_heads) * model.head_dim, h)
-    ulysses = lay.cp > 1 and ex.cp_algorithm == "ulysses"
-    if ulysses:
-        # Ulysses: Q, K, V re-partitioned from local tokens to heads per rank (ulysses.py).
+    # TransformerEngine's CP implementations (cp_comm.py): heads split over `a2a` ranks by
+    # all-to-alls (Ulysses / TE a2a; the first level of a2a+p2p), KV blocks around a ring of
+    # `ring` ranks (TE p2p; the second level), or K and V all-gathered (TE all_gather).
+    a2a, ring = cp_levels(ex.cp_algorithm, lay.cp, ex.cp_a2a_size)
+    a2a_grp = "cp" if ring == 1 else "cp_a2a"
+    if a2a > 1:
+        # Q, K, V re-partitioned from local tokens to heads per rank (ulysses.py).
         nbytes = qkv_bytes(tok, loc.heads, loc.kv_heads, dq, dv, e, ex.ulysses_repeat_kv)
-        t.comm("attn.ulysses_qkv_all_to_all", "all_to_all", "cp", nbytes)
-    elif lay.cp > 1:
-        # Ring attention passes K and V around the CP ring once per step (cp-1 steps).
-        kv_bytes = e * tok * loc.kv_heads * (dq + dv)
-        t.comm("attn.cp_kv_ring", "p2p", "cp", kv_bytes * (lay.cp - 1))
+        t.comm("attn.ulysses_qkv_all_to_all", "all_to_all", a2a_grp, nbytes)
+    # After the all-to-all a rank holds a2a x its tokens on heads / a2a: the same KV bytes.
+    kv_bytes = e * tok * loc.kv_heads * (dq + dv)
+    if ring > 1:
+        # Ring attention passes K and V around the CP ring once per step (ring-1 steps).
+        t.comm("attn.cp_kv_ring", "p2p", "cp" if a2a == 1 else "cp_p2p", kv_bytes * (ring - 1))
+    elif lay.cp > 1 and ex.cp_algorithm == "all_gather":
+        # TE all_gather: every rank's K and V gathered before the kernels (output buffer).
+        t.comm("attn.cp_kv_all_gather", "all_gather", "cp", kv_bytes * lay.cp)
     b = ex.micro_batch
     core = "core_attn" in mods
     if ex.attention == "flash":
@@ -191,10 +200,11 @@ def _attention(t: OpTable, model: ModelSpec, ex: ExecutionSpec, lay: Layout, loc
         # kernels skip the masked-out key blocks; the unfused path below computes them all).
         keys = model.attended_keys(int(loc.seq))
         flops = 2.0 * tok * keys * loc.heads * (dq + dv)
-        # k: keys one query meets in one kernel call (with CP, one ring step covers 1/cp of
+        # k: keys one query meets in one kernel call (with CP, one ring step covers 1/ring of
         # them), which sets how well the kernel amortizes its per-query-block work.
-        # Ulysses: one call per rank over the whole sequence (heads / cp of the heads).
-        k_call = keys if ulysses else keys / lay.cp
+        # Ulysses / all_gather: calls over the whole sequence (heads / cp of the heads; or
+        # the two local query chunks against every earlier key: s/2 keys on average).
+        k_call = keys / ring
         t.add("attn.core_flash", FLASH, flops=flops, k=k_call, selective=core)
     else:
         s_loc = tok / b
@@ -211,8 +221,9 @@ def _attention(t: OpTable, model: ModelSpec, ex: ExecutionSpec, lay: Layout, loc
             "attn.core_av", BMM, m=s_loc, n=dv, k=loc.seq, batch=bh,
             flops=2.0 * s_loc * loc.seq * dv * bh, selective=core,
         )  # fmt: skip
-    if ulysses:
-        t.comm("attn.ulysses_out_all_to_all", "all_to_all", "cp", out_bytes(tok, loc.heads, dv, e))
+    if a2a > 1:
+        t.comm("attn.ulysses_out_all_to_all", "all_to_all", a2a_grp,
+               out_bytes(tok, loc.heads, dv, e))  # fmt: skip
     t.gemm("attn.proj", tok, h, loc.heads * dv)
     if model.parallel_block:
         return  # the MLP reads the same normed input; one reduction closes both branches
@@ -441,10 +452,15 @@ def backward_of(fwd: OpTable) -> OpTable:
             else:
                 factor = ELEMENTWISE_BWD_BYTES_FACTOR
             t.mem(f"{name}.bwd", factor * a["nbytes"][i])
-        elif fwd.group[i] == "cp" and fwd.coll[i] == "p2p":
+        elif fwd.group[i] in ("cp", "cp_p2p") and fwd.coll[i] == "p2p":
             # The ring's backward passes K and V again and returns their gradients (dK, dV)
             # to the owner: twice the forward bytes (Megatron-Core AttnFuncWithCPAndKVP2P).
-            t.comm(f"{name}.bwd", "p2p", "cp", CP_BWD_BYTES_FACTOR * a["nbytes"][i])
+            t.comm(f"{name}.bwd", "p2p", fwd.group[i], CP_BWD_BYTES_FACTOR * a["nbytes"][i])
+        elif fwd.group[i] == "cp" and fwd.coll[i] == "all_gather":
+            # TE all_gather's backward gathers K and V again and reduce-scatters dK, dV
+            # (BF16, the same buffer size: cp_comm.py).
+            t.comm(f"{name}.bwd", "all_gather", "cp", a["nbytes"][i])
+            t.comm(f"{name}.dkv_reduce_scatter", "reduce_scatter", "cp", a["nbytes"][i])
         elif name.startswith("fsdp."):
             t.comm(f"{name}.bwd", "all_gather", fwd.group[i], a["nbytes"][i])
             t.comm(f"{name}.grad_reduce_scatter", "reduce_scatter", fwd.group[i], a["nbytes"][i])

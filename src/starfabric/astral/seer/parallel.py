@@ -16,6 +16,7 @@ from pydantic import Field, field_validator
 
 from starfabric.astral.hardware import GPUSpec, get_gpu
 from starfabric.astral.seer import cpu_optimizer_offload
+from starfabric.astral.seer.cp_comm import a2a_heads_error, cp_levels
 from starfabric.astral.seer.model import ModelSpec, bundled_models
 from starfabric.config import Spec
 from starfabric.errors import ConfigError, InfeasibleError
@@ -45,12 +46,21 @@ class ExecutionSpec(Spec):
     )
     dp: int | None = Field(default=None, gt=0, description="default: gpus / (tp * pp * cp)")
     cp: int = Field(default=1, gt=0)
-    cp_algorithm: Literal["ring", "ulysses"] = Field(
+    cp_algorithm: Literal["ring", "ulysses", "all_gather", "hierarchical"] = Field(
         default="ring",
         description="how the cp ranks split attention: ring (Megatron-Core/TorchTitan context "
-        "parallelism: KV blocks passed around a ring, hidden behind the block attention) or "
-        "ulysses (DeepSpeed-Ulysses/XTuner sequence parallelism: all-to-alls of Q, K, V and "
-        "the output on the heads; seer/ulysses.py)",
+        "parallelism, TransformerEngine cp_comm_type p2p: KV blocks passed around a ring, "
+        "hidden behind the block attention), ulysses (DeepSpeed-Ulysses/XTuner sequence "
+        "parallelism, TE a2a: all-to-alls of Q, K, V and the output on the heads; "
+        "seer/ulysses.py), all_gather (TE all_gather: K and V all-gathered, exposed) or "
+        "hierarchical (TE a2a+p2p: a2a over cp_a2a_size adjacent ranks, ring over the rest; "
+        "seer/cp_comm.py)",
+    )
+    cp_a2a_size: int = Field(
+        default=1,
+        gt=0,
+        description="hierarchical CP: ranks of the all-to-all level (Megatron "
+        "--hierarchical-context-parallel-sizes A B: A); must divide cp",
     )
     ulysses_repeat_kv: bool = Field(
         default=False,
@@ -362,6 +372,26 @@ def _fail(msg: str, fix: str) -> InfeasibleError:
     return InfeasibleError(msg, fix=fix)
 
 
+def _check_cp_comm(model: ModelSpec, ex: ExecutionSpec) -> None:
+    """TransformerEngine's checks on the CP implementation (cp_comm.py): a hierarchical CP's
+    all-to-all level divides cp, and an all-to-all over heads divides the heads (and, unless
+    K/V are repeated first, the K/V heads) of a TP rank."""
+    if ex.cp <= 1:
+        return
+    if ex.cp_algorithm == "hierarchical" and (ex.cp % ex.cp_a2a_size or ex.cp_a2a_size < 1):
+        raise _fail(
+            f"hierarchical CP: cp_a2a_size = {ex.cp_a2a_size} does not divide cp = {ex.cp}",
+            "give cp_a2a_size (the first of --hierarchical-context-parallel-sizes) a divisor of cp",
+        )
+    a2a, _ = cp_levels(ex.cp_algorithm, ex.cp, ex.cp_a2a_size)
+    heads = model.heads / ex.tp
+    kv = max(1.0, model.kv_heads / ex.tp)
+    why = a2a_heads_error(heads, kv, a2a, ex.ulysses_repeat_kv)
+    if why:
+        raise _fail(f"cp = {ex.cp} ({ex.cp_algorithm}): {why}",
+                    "use the p2p ring (cp_algorithm: ring) or a smaller cp or tp")  # fmt: skip
+
+
 def _divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
@@ -534,6 +564,7 @@ def resolve_layout(
             f"seq_len = {ex.seq_len} not divisible by 2*cp = {2 * ex.cp} (load-balanced causal CP)",
             _use("cp", _divisors(min(system.gpus, 64)), model, ex, system, suggest),
         )
+    _check_cp_comm(model, ex)
     if ex.seq_len % ex.tp and ex.sp and ex.tp > 1:
         raise _fail(
             f"sequence parallelism splits seq_len = {ex.seq_len} over tp = {ex.tp} unevenly",

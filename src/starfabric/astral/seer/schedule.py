@@ -86,15 +86,18 @@ class PassCost:
         return self.compute + sum(self.comm.values())
 
 
+_BREAKDOWN_GROUP = {"etp": "ep", "edp": "dp", "fsdp_dp": "dp", "fsdp_edp": "dp",
+                    "cp_a2a": "cp", "cp_p2p": "cp"}  # fmt: skip
+"""Breakdown component of a parallel group's collectives (others: the group's own name)."""
+
+
 def pass_cost(t: OpTable, c: OpCosts, mask: np.ndarray[Any, Any] | None = None) -> PassCost:
     """Critical-path cost of the operators of `t` selected by `mask` (all by default)."""
     sel = np.ones(len(t), dtype=bool) if mask is None else mask
     comp = float(c.exposed[sel & (c.kind != COMM)].sum())
     comm: dict[str, float] = {}
     for i in np.flatnonzero(sel & (c.kind == COMM)):
-        g = {"etp": "ep", "edp": "dp", "fsdp_dp": "dp", "fsdp_edp": "dp"}.get(
-            t.group[i], t.group[i]
-        )
+        g = _BREAKDOWN_GROUP.get(t.group[i], t.group[i])
         comm[g] = comm.get(g, 0.0) + float(c.exposed[i])
     flops = float(np.asarray(t.flops)[sel].sum())
     return PassCost(comp, comm, flops)

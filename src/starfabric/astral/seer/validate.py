@@ -33,6 +33,8 @@ from starfabric.astral.seer import (
     tuned_at,
 )
 from starfabric.astral.seer.classes import classes_of, per_class
+from starfabric.astral.seer.cp_comm import ALGORITHM as CP_ALGORITHM
+from starfabric.astral.seer.cp_comm import host_a2a_size, stated_a2a_size, stated_cp_comm_type
 from starfabric.astral.seer.deepep_sm_budget import stated_num_sms
 from starfabric.astral.seer.degrees import DEGREES, degree_combos, unverified_degrees
 from starfabric.astral.seer.efa import efa_bus_fraction
@@ -538,6 +540,23 @@ def states_forced_balance(text: str) -> bool:
 SOFTMAX_KERNEL = re.compile(r"(?:scale[- ])?mask(?:ed)?[- ](?:causal[- ])?softmax")
 """A framework cell naming Megatron-LM's fused softmax kernels (FusedScaleMaskSoftmax,
 scaled_masked_softmax / scaled_upper_triang_masked_softmax): attention without FlashAttention."""
+
+
+def _cp_comm_type(row: dict[str, str], ex: dict[str, Any], read: dict[str, Any]) -> None:
+    """The TransformerEngine CP implementation a row's cells state (cp_comm.py); unstated, a
+    Megatron-Core run keeps its default p2p ring (`cp_algorithm` ring)."""
+    cells_ = (row.get("framework"), row.get("cp"), row.get("notes"))
+    kind = stated_cp_comm_type(*cells_)
+    if kind is None or not ex.get("cp") or int(ex["cp"]) <= 1:
+        return
+    ex["cp_algorithm"] = CP_ALGORITHM[kind]
+    read["cp_comm_type"] = f"{kind} (stated)"
+    if kind == "a2a+p2p":
+        a2a = stated_a2a_size(*cells_)
+        if a2a is None:
+            a2a = host_a2a_size(int(ex["cp"]), int(ex.get("tp") or 1), _gpus_per_node(row))
+            read["cp_a2a_size"] = f"{a2a} (unstated: the CP ranks that share a host)"
+        ex["cp_a2a_size"] = a2a
 
 
 def _framework(row: dict[str, str]) -> dict[str, Any]:
@@ -1082,6 +1101,8 @@ def row_setup(row: dict[str, str]) -> RowSetup:
         # DeepSpeed-Ulysses / XTuner sequence parallelism: all-to-alls on heads (ulysses.py).
         ex["cp_algorithm"] = "ulysses"
         ex["ulysses_repeat_kv"] = repeats_kv(row.get("framework"))
+    else:
+        _cp_comm_type(row, ex, read)
     if LOGITS_FP32.search(row.get("precision") or ""):
         ex["logits_precision"] = "fp32"  # cost.LOGITS_FP32_RATE
     vpp_n = cells.number(row.get("vpp")) if not _unverified(row.get("vpp") or "") else None
