@@ -39,6 +39,7 @@ from starfabric.astral.seer.efa import efa_bus_fraction
 from starfabric.astral.seer.efa_alltoall import efa_alltoall_alpha
 from starfabric.astral.seer.fsdp_side_window import states_megatron_fsdp
 from starfabric.astral.seer.model import ModelSpec, bundled_models, load_model
+from starfabric.astral.seer.moe_probs_a2a import sends_probs_all_to_all
 from starfabric.astral.seer.ops import (
     flops_per_token_6nd,
     megatron_model_flops,
@@ -1113,6 +1114,8 @@ def row_setup(row: dict[str, str]) -> RowSetup:
     release = mcore_release.megatron_core_release(row.get("framework"), row.get("citation"))
     if model.is_moe and mcore_release.unpermute_keeps_output(release):
         ex["moe_unpermute_keeps_output"] = True  # Megatron-Core < 0.13 (mcore_release)
+    if model.is_moe and sends_probs_all_to_all(release):
+        ex["moe_probs_all_to_all"] = True  # Megatron-Core >= 0.13 (moe_probs_a2a)
     shard = cells.zero_shard_ranks(row.get("zero_or_fsdp"), _gpus_per_node(row))
     if shard is not None and zero:
         ex["zero_shard_ranks"] = shard  # hybrid sharding (parallel.zero_shard)
