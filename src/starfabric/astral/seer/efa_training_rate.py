@@ -57,7 +57,8 @@ uses the micro-batch-4, overlap-off cells: at micro-batch 1 DeepEP's per-dispatc
 
 EFA_A2A_TRAINING_FRACTION = 0.37
 """Fraction of each GPU's EFA line rate an all-to-all moves inside a training step on p5/p6
-(fit to `KIMI_K2_AB`; nccl-tests alone give 0.88, `efficiency.nic_bus_fraction`)."""
+(fit to `KIMI_K2_AB` on p6-b300; nccl-tests alone give 0.88, `efficiency.nic_bus_fraction`).
+On p5 it is an assumption: no p5 A/B bounds it (DeepEP is the slower arm there)."""
 
 
 def efa_a2a_training_fraction(interconnect: str | None, gpu_family: str) -> float | None:
