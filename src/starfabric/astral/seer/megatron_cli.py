@@ -298,6 +298,10 @@ def _finish(out: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     ex["host_launches"] = True
     ex["cuda_graphs"] = _cuda_graphs(ex, bool(m.get("moe_experts")))
     _moe_dispatch(ex, bool(m.get("moe_experts")))
+    # The flags are core_v0.17.1's, whose alltoall dispatcher sends the router probabilities
+    # in an all-to-all of their own (moe_probs_a2a), as validate reads for a release >= 0.13.
+    if m.get("moe_experts"):
+        ex["moe_probs_all_to_all"] = True
     return out
 
 

@@ -22,6 +22,7 @@ from starfabric.astral.seer.expert_sort import (
     local_sort_bytes,
 )
 from starfabric.astral.seer.model import ModelSpec, attention_params, mlp_params, param_counts
+from starfabric.astral.seer.moe_probs_a2a import PROB_BYTES
 from starfabric.astral.seer.parallel import ExecutionSpec, Layout
 from starfabric.astral.seer.torchtitan_eager import (
     norm_extra_bytes,
@@ -248,6 +249,7 @@ def _moe_mlp(
     imb: float,
     dispatcher: str = "alltoall",
     fused_dispatch: bool = False,
+    probs_all_to_all: bool = False,
 ) -> None:
     h, e = model.hidden, loc.elem
     # A fused dispatch-compute-combine backend (TorchTitan DistMoE: `DistMoeRoutedExperts.
@@ -257,6 +259,7 @@ def _moe_mlp(
     # writes the combined output in token order: no permute / local sort / unpermute
     # kernels of their own (their traffic is the dispatch's and the combine's).
     permutes = not fused_dispatch
+    probs_a2a = probs_all_to_all and dispatcher == "alltoall" and permutes and lay.ep > 1
     tok = loc.tokens_sp  # the token dispatcher works on the local sequence shard
     k, experts = model.moe_topk, model.moe_experts
     # `imb`: the busiest rank receives imb x the mean tokens and everyone waits for it at the
@@ -266,8 +269,13 @@ def _moe_mlp(
     if permutes:
         t.mem("moe.permute", 2 * e * tok * k * h)
     t.comm("moe.ep_dispatch", "all_to_all", "ep", e * tok * k * h * imb)
+    if probs_a2a:
+        # Megatron-Core >= 0.13: the probabilities' own all-to-all (moe_probs_a2a).
+        t.comm("moe.ep_dispatch_probs", "all_to_all", "ep", PROB_BYTES * tok * k * imb)
     if lay.etp > 1:
         t.comm("moe.etp_all_gather", "all_gather", "etp", e * tok * k * h * lay.etp)
+        if probs_a2a:
+            t.comm("moe.etp_all_gather_probs", "all_gather", "etp", PROB_BYTES * tok * k * lay.etp)
     local_experts = experts / lay.ep
     per_expert = tok * k * lay.ep * lay.etp / experts * imb
     sort = (
@@ -333,6 +341,7 @@ def layer_ops(model: ModelSpec, ex: ExecutionSpec, lay: Layout, moe: bool) -> Op
             moe_imbalance(ex),
             ex.moe_dispatcher,
             ex.moe_fused_dispatch,
+            ex.moe_probs_all_to_all,
         )
     else:
         _tp_enter(t, loc, h, "mlp")

@@ -223,6 +223,13 @@ class ExecutionSpec(Spec):
         "gradient: Megatron-Core before core_v0.13 (seer/mcore_release.py); False: the "
         "probabilities are applied inside the expert (core_v0.13 on)",
     )
+    moe_probs_all_to_all: bool = Field(
+        default=False,
+        description="the alltoall token dispatcher sends the permuted router probabilities to "
+        "the experts in an all-to-all of their own after the tokens' (and their gradient back "
+        "in the backward): Megatron-Core core_v0.13 on (seer/moe_probs_a2a.py); False: earlier "
+        "releases and other stacks apply the probabilities at the source rank",
+    )
     pipeline_schedule: Literal["1f1b", "dualpipe"] = Field(
         default="1f1b",
         description="1f1b: Megatron's (interleaved when vpp > 1); dualpipe: DeepSeek-V3's "

@@ -39,8 +39,10 @@ from starfabric.astral.seer.deepep_sm_budget import stated_num_sms
 from starfabric.astral.seer.degrees import DEGREES, degree_combos, unverified_degrees
 from starfabric.astral.seer.efa import efa_bus_fraction
 from starfabric.astral.seer.efa_alltoall import efa_alltoall_alpha
+from starfabric.astral.seer.efa_training_rate import efa_a2a_training_fraction
 from starfabric.astral.seer.fsdp_side_window import states_megatron_fsdp
 from starfabric.astral.seer.model import ModelSpec, bundled_models, load_model
+from starfabric.astral.seer.moe_probs_a2a import sends_probs_all_to_all
 from starfabric.astral.seer.ops import (
     flops_per_token_6nd,
     megatron_model_flops,
@@ -1134,6 +1136,8 @@ def row_setup(row: dict[str, str]) -> RowSetup:
     release = mcore_release.megatron_core_release(row.get("framework"), row.get("citation"))
     if model.is_moe and mcore_release.unpermute_keeps_output(release):
         ex["moe_unpermute_keeps_output"] = True  # Megatron-Core < 0.13 (mcore_release)
+    if model.is_moe and sends_probs_all_to_all(release):
+        ex["moe_probs_all_to_all"] = True  # Megatron-Core >= 0.13 (moe_probs_a2a)
     shard = cells.zero_shard_ranks(row.get("zero_or_fsdp"), _gpus_per_node(row))
     if shard is not None and zero:
         ex["zero_shard_ranks"] = shard  # hybrid sharding (parallel.zero_shard)
@@ -1178,6 +1182,13 @@ def row_setup(row: dict[str, str]) -> RowSetup:
         read["all_to_all_fixed"] = (
             f"{a2a * 1e3:g} ms per call (EFA p5/p6: nccl-tests, efa_alltoall.py)"
         )
+        frac = efa_a2a_training_fraction(efa_text, family)
+        if frac is not None:
+            # p5/p6 EFA inside a training step (AWS's Kimi-K2 A/B, efa_training_rate.py).
+            overrides["collective_bus_fractions"]["all_to_all"]["nic"] = frac
+            read["all_to_all_nic_fraction"] = (
+                f"{frac:g} of line rate in training (EFA p5/p6: Kimi-K2 A/B, efa_training_rate.py)"
+            )
     if overrides:
         system["efficiency"] = overrides
     cap = re.search(r"(\d{3,4})\s*W\b", row.get("gpu") or "")
