@@ -20,6 +20,7 @@ from typing import Any
 from starfabric.astral import bounds
 from starfabric.astral.hardware import get_gpu, list_gpus
 from starfabric.astral.seer import (
+    bridge_recipe,
     cells,
     cpu_optimizer_offload,
     flash_generation,
@@ -599,6 +600,9 @@ def _framework(row: dict[str, str]) -> dict[str, Any]:
     # Megatron-Core stacks: their layers' host launches are counted (host_ops).
     host = any(k in fw for k in host_ops.HOST_SYNC_FRAMEWORKS)
     graphs = "cuda graph" in " ".join((row.get(k) or "") for k in ("framework", "notes")).lower()
+    rope_fused, swiglu_fused = bridge_recipe.recipe_fusions(
+        row.get("framework"), (row.get(k) for k in ("model_notes", "notes"))
+    )
     if old_kernel:
         attention = "flash"
     kernel = old_kernel or ("fa2" if native else "cudnn")
@@ -614,6 +618,8 @@ def _framework(row: dict[str, str]) -> dict[str, Any]:
             # TorchTitan's 2024-12 Llama without torch.compile (torchtitan_eager).
             "eager_elementwise": torchtitan_eager.runs_eager(row.get("framework"), row.get("notes")),
             "host_launches": host, "cuda_graphs": graphs,
+            # A Megatron-Bridge recipe run keeps Megatron-Core's fusion defaults (bridge_recipe).
+            "rope_fusion": rope_fused, "swiglu_fusion": swiglu_fused,
             # DeepSeek's own stack (DualPipe) stores one low-precision copy of the attention
             # output for both backwards (DeepSeek-V3 section 3.3.2; fp8_activations.py).
             "fp8_16bit_copies": not dualpipe}  # fmt: skip
