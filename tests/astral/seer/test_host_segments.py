@@ -135,11 +135,13 @@ def test_synced_forward_is_the_segment_flow_shop(micro_batch: int) -> None:
     ctx = make_context(ex, lay, efficiency_for(lay.gpu, {}), job.system, model)
     pc = piece_cost(layer_ops(model, ex, lay, moe=True), ctx, ex.recompute)
     out = with_host(pc, model, ex, lay, True)
-    host = layer_launches(True, "alltoall", 8, 0, False, False, True).fwd * HOST_S_PER_LAUNCH_FWD
+    # 4 KV heads under TP 8: the num_query_groups < TP QKV gather is launched (host_ops)
+    host = layer_launches(True, "alltoall", 8, 0, False, False, True, qkv_gather=True).fwd
+    host *= HOST_S_PER_LAUNCH_FWD
     gpu = pc.fwd.total
     # at least max(host, GPU) (the rule before), at most their sum
     assert max(host, gpu) - 1e-12 <= out.fwd.total <= host + gpu + 1e-12
-    nl = launches_by_module("alltoall", 8, 0, False, False, True)
+    nl = launches_by_module("alltoall", 8, 0, False, False, True, qkv_gather=True)
     g = gpu_by_module(pc.fwd_table.name, pc.fwd_costs.exposed)
     k = gpu / sum(g.values())
     expect = segment_seconds({n: c * HOST_S_PER_LAUNCH_FWD for n, c in nl.items()},

@@ -40,7 +40,9 @@ def recipe_name(texts: Iterable[str | None]) -> str | None:
     for t in texts:
         for m in _RECIPE.finditer(t or ""):
             name = (m.group(1) or m.group(2) or "").lower()
-            if name not in ("bridge", "megatron_bridge", "shipped", "the", "a"):
+            # a recipe is an identifier (qwen3_30b_a3b, deepseek_v3), not a word such as
+            # "Bridge recipe", "no recipe", "shipped recipe"
+            if re.search(r"[_\d]", name):
                 return name
     return None
 
