@@ -114,6 +114,8 @@ def test_recipe_name_reads_both_spellings() -> None:
     )  # fmt: skip
     assert recipe_name(["the deepseek_v3 recipe"]) == "deepseek_v3"
     assert recipe_name(["ZeRO stage (recipe default)", None]) is None
+    # the performance scripts' configs (`<recipe>_pretrain_config_<gpu>`) are not recipes
+    assert recipe_name(["qwen3_30b_a3b_pretrain_config_h100"]) is None
 
 
 def _rows(path: Path) -> list[dict[str, str]]:
