@@ -36,8 +36,8 @@ sequence parallelism, gradient-accumulation fusion, `moe_permute_fusion` on, rou
 | grad_adds_mla | 0 | 2 | the same add for MLA's q and kv down-projection norms |
 | grad_adds_router | 0 | 1 | the same add for the router's weight (`RouterGatingLinearFunction`, not a TE module) |
 | qkv_gather | 2 | 6 | `num_query_groups` < TP (`attention.py` 1407-1421, 1476-1486): all-gather of the fused QKV output over TP + the last-dim `torch.cat` (`mappings._gather_along_last_dim`); backward: split + cat + reduce-scatter (`_reduce_scatter_along_last_dim`), and the two slices' `slice_backward` (zeros + copy each) |
-| rope_unfused | 22 | 16 | `apply_rope_fusion` off (`rope_utils._apply_rotary_pos_emb_bshd`): per q and k, cos, sin, their `* mscale` and casts (6), `t * cos`, `_rotate_half` (neg, cat), `* sin`, add, cat with the pass-through part: 12 launches in place of TE's fused kernel (+11 each); backward per tensor: 2 muls, neg, chunk-cat, grad add, `slice_backward` of both parts (zeros + copy, zeros), add: 9 in place of 1 (+8 each) |
-| mla_rope_unfused | 24 | 26 | the same for MLA's q and k position parts (`multi_latent_attention.py` 789-848), each also de-interleaved (`t[..., 0::2]`, `t[..., 1::2]`, cat: +1; backward two strided `slice_backward` and an add: +5) |
+| rope_unfused | 22 | 12 | `apply_rope_fusion` off (`rope_utils._apply_rotary_pos_emb_bshd`): per q and k, cos, sin, their `* mscale` and casts (6), `t * cos`, `_rotate_half` (neg, cat), `* sin`, add, cat with the pass-through part: 12 launches in place of TE's fused kernel (+11 each); backward per tensor: `* sin`, neg, the chunk's cat, `* cos`, the two grads' add, the empty pass-through slice's `slice_backward` (zeros) and its add: 7 in place of 1 (+6 each; the full-width `t[..., :rot_dim]` is the tensor itself, PyTorch's `applySlice` short cut, no slice node) |
+| mla_rope_unfused | 24 | 22 | the same for MLA's q and k position parts (`multi_latent_attention.py` 789-848), each also de-interleaved (`t[..., 0::2]`, `t[..., 1::2]`, cat: +1; backward two strided `slice_backward`, zeros + copy each, and their add: +5) |
 | swiglu_unfused | 3 | 5 | `bias_activation_fusion` off in `TEGroupedMLP.bias_act_func` (`experts.py` 308-324): silu, `x_linear + glu_linear_offset`, mul, `* permuted_probs` (4) in place of `weighted_bias_swiglu_impl` (1); backward: the probs mul's two products and the sum to the probs' shape, the glu mul's two, `silu_backward`, the chunk's cat (7) in place of `weighted_swiglu_back` (2) |
 | mlp_swiglu_unfused | 2 | 3 | the same in `MLP.forward` (`mlp.py` 310-321; dense MLP and shared expert): silu, add, mul (3) in place of `bias_swiglu_impl` (1); backward 4 in place of 1 |
 
@@ -99,8 +99,8 @@ LAUNCHES: dict[str, Launches] = {
     "grad_adds_mla": Launches(0, 2),
     "grad_adds_router": Launches(0, 1),
     "qkv_gather": Launches(2, 6),
-    "rope_unfused": Launches(22, 16),
-    "mla_rope_unfused": Launches(24, 26),
+    "rope_unfused": Launches(22, 12),
+    "mla_rope_unfused": Launches(24, 22),
     "swiglu_unfused": Launches(3, 5),
     "mlp_swiglu_unfused": Launches(2, 3),
 }
