@@ -61,7 +61,7 @@ def test_aws_qwen3_layer_by_hand() -> None:
     before = layer_launches(True, "alltoall", 8, 0, False, False, True)
     after = layer_launches(True, "alltoall", 8, 0, False, False, True, False, False, True)
     assert (after.fwd - before.fwd, after.bwd - before.bwd) == (22 + 3 + 2, 12 + 5 + 6)
-    assert (after.fwd, after.bwd) == (124, 119)
+    assert (after.fwd, after.bwd) == (126, 119)
 
 
 _AXES = (("alltoall", "deepep"), (1, 8), (0, 1), *([(False, True)] * 6))
@@ -142,6 +142,21 @@ def test_only_the_bridge_recipe_rows_read_unfused() -> None:
     assert ex["rope_fusion"] is False and ex["swiglu_fusion"] is False
     ex = row_setup(aws["AWSDSV3-MB1"]).execution
     assert ex["rope_fusion"] is False and ex["swiglu_fusion"] is True
+
+
+def test_qwen3_rows_carry_their_qk_norm() -> None:
+    """Qwen3's attention normalizes q and k (HF model_type qwen3_moe, as hf_config reads the
+    bundled config): rows naming Qwen3 are read with it, Qwen2.5 / Qwen3.5 rows are not."""
+    from starfabric.astral.seer.model import load_model
+    from starfabric.astral.seer.validate import QK_NORM_FAMILY
+
+    assert load_model("qwen3-235b-a22b").qk_norm
+    rows = {r["row_id"]: r for r in _rows(DATA / "development_runs_2.csv")}
+    assert row_setup(rows["AWSQ30-EP16-MB1"]).model.qk_norm
+    assert row_setup(rows["MZQ3-05"]).model.qk_norm
+    assert [bool(QK_NORM_FAMILY.match(n)) for n in ("Qwen3-30B-A3B", "Qwen2.5-32B", "Qwen3.5-27B")] == [
+        True, False, False
+    ]  # fmt: skip
 
 
 MOE_CMD = """torchrun --nproc_per_node 8 --nnodes 8 pretrain_gpt.py \\

@@ -19,7 +19,7 @@ sequence parallelism, gradient-accumulation fusion, `moe_permute_fusion` on, rou
 | module | forward | backward | code (core_v0.17.1) |
 |---|---|---|---|
 | attention | 12 | 19 | TELayerNormColumnParallelLinear (SP all-gather, norm, GEMM), fused RoPE q/k, TE DotProductAttention (cuDNN kernel + 2 layout copies), TERowParallelLinear (GEMM, reduce-scatter), bias-dropout-add, pre-MLP norm; backward: 2 GEMMs per linear, their collectives, attention/RoPE/norm backward kernels |
-| qk_norm | 2 | 4 | TE RMSNorm of q and k (Qwen3's QK-norm); backward: norm + dgamma each |
+| qk_norm | 4 | 4 | TE RMSNorm of q and k (Qwen3's QK-norm), each on a slice of the fused QKV output, which TE copies contiguous first (TransformerEngine v2.14.1 `ops/basic/rmsnorm.py` 182: `input_.contiguous()`); backward: norm + dgamma each |
 | mla_attention | 22 | 35 | `MLASelfAttention` in place of `attention`: SP all-gather, q down GEMM, q norm, q up GEMM, kv down GEMM + its TP gather, kv norm, kv up GEMM, RoPE of q and k parts, 3 cats, v pad and un-pad for cuDNN, attention kernel, proj GEMM + reduce-scatter, bias-dropout-add, pre-MLP norm |
 | dense_mlp | 6 | 10 | TE fc1 (all-gather, GEMM), SwiGLU, fc2 (GEMM, reduce-scatter), bias-dropout-add |
 | router | 28 | 13 | `TopKRouter.forward`: gating linear (2 casts + GEMM), forced-balance `RandomSTE` (clone, normal_), `topk_routing_with_score_function` (topk, softmax, cast, 2 zeros_like, int, 2 scatter, bool), aux loss (`compute_routing_scores_for_aux_loss` 6, token count sum + TP/CP all-reduce, `switch_load_balancing_loss_func` 4, tracker 2) |
@@ -82,7 +82,7 @@ class Launches:
 
 LAUNCHES: dict[str, Launches] = {
     "attention": Launches(12, 19),
-    "qk_norm": Launches(2, 4),
+    "qk_norm": Launches(4, 4),
     "mla_attention": Launches(22, 35),
     "dense_mlp": Launches(6, 10),
     "router": Launches(28, 13),

@@ -293,6 +293,10 @@ def _unstated_kv_heads(row: dict[str, str], heads: int) -> int:
     return load_model(name).kv_heads if name is not None else heads
 
 
+QK_NORM_FAMILY = re.compile(r"\s*qwen[- ]?3(?![.\d])", re.I)
+"""Model names of a family whose attention has QK-norm (Qwen3; not Qwen2.5 / Qwen3.5...)."""
+
+
 def row_model(row: dict[str, str]) -> ModelSpec:
     """The model of one CSV row (GPT rows: LayerNorm, biases, learned positions, tied heads);
     a row whose attention the columns cannot describe (kv_heads = "MLA") takes the bundled
@@ -347,6 +351,11 @@ def row_model(row: dict[str, str]) -> ModelSpec:
     }
     if mla:
         spec.update(_mla_fields(row, heads))
+    if QK_NORM_FAMILY.match(row["model"]):
+        # Qwen3's attention normalizes q and k per head (HF model_type qwen3 / qwen3_moe, which
+        # hf_config reads as qk_norm; Megatron-Bridge qwen3_moe_bridge.py: qk_layernorm = True;
+        # Model Zoo Qwen3 configs: --qk-layernorm); the columns have no cell for it.
+        spec["qk_norm"] = True
     notes = row.get("model_notes") or ""
     swa = re.search(
         r"(?:sliding[- ]window(?: attention)?|\bSWA\b)\s*(?:window|size)?\s*[=:(]?\s*(\d{3,})",
