@@ -87,24 +87,24 @@ def test_module_launches_sum_to_the_layer(
 
 def test_layer_segment_by_hand() -> None:
     # Qwen3-style alltoall layer, 8 local experts, no shared expert, QK-norm:
-    # dispatch 2, experts 11 + 16 + sort 5 = 32, combine 3, attention 12 + 2 = 14, router 28,
+    # dispatch 2, experts 11 + 16 + sort 5 = 32, combine 3, attention 12 + 4 = 16, router 28,
     # pre-wait 18 launches.
     nl = launches_by_module("alltoall", 8, 0, False, False, True)
     assert nl == {"dispatch": 2, "experts": 32, "combine": 3, "shared_expert": 0,
-                  "attention": 14, "router": 28, "pre_wait": 18}  # fmt: skip
+                  "attention": 16, "router": 28, "pre_wait": 18}  # fmt: skip
     h = {k: v * HOST_S_PER_LAUNCH_FWD for k, v in nl.items()}
-    # host-bound: 97 launches x 47.5 us = 4.6075 ms; GPU 1 ms, all in the experts. The last
+    # host-bound: 99 launches x 47.5 us = 4.7025 ms; GPU 1 ms, all in the experts. The last
     # expert step ends at host 36 launches + its 1/32 of 1 ms, then the GPU drains the other
     # steps only if that is later: max over j of h(<= j) + g(>= j) = h(<= first expert step)
-    # + 1 ms = 3 x 47.5 us + 1 ms, against the whole host time 4.6075 ms: host-bound, T = H.
+    # + 1 ms = 3 x 47.5 us + 1 ms, against the whole host time 4.7025 ms: host-bound, T = H.
     g = {"experts": 1e-3}
-    assert segment_seconds(h, g, nl) == pytest.approx(97 * HOST_S_PER_LAUNCH_FWD)
+    assert segment_seconds(h, g, nl) == pytest.approx(99 * HOST_S_PER_LAUNCH_FWD)
     # GPU-bound: 10 ms in the attention module, issued after 37 launches (dispatch, experts,
-    # combine) and spread over its 14 launches: T = 38 launches of host + 10 ms.
+    # combine) and spread over its 16 launches: T = 38 launches of host + 10 ms.
     g = {"attention": 10e-3}
     assert segment_seconds(h, g, nl) == pytest.approx(38 * HOST_S_PER_LAUNCH_FWD + 10e-3)
-    # one step per module (upper bound): the whole 14 attention launches before its GPU work
-    assert segment_seconds(h, g) == pytest.approx(51 * HOST_S_PER_LAUNCH_FWD + 10e-3)
+    # one step per module (upper bound): the whole 16 attention launches before its GPU work
+    assert segment_seconds(h, g) == pytest.approx(53 * HOST_S_PER_LAUNCH_FWD + 10e-3)
 
 
 def test_gpu_modules_cover_every_operator_of_a_moe_layer() -> None:
@@ -135,11 +135,13 @@ def test_synced_forward_is_the_segment_flow_shop(micro_batch: int) -> None:
     ctx = make_context(ex, lay, efficiency_for(lay.gpu, {}), job.system, model)
     pc = piece_cost(layer_ops(model, ex, lay, moe=True), ctx, ex.recompute)
     out = with_host(pc, model, ex, lay, True)
-    host = layer_launches(True, "alltoall", 8, 0, False, False, True).fwd * HOST_S_PER_LAUNCH_FWD
+    # 4 KV heads under TP 8: the num_query_groups < TP QKV gather is launched (host_ops)
+    host = layer_launches(True, "alltoall", 8, 0, False, False, True, qkv_gather=True).fwd
+    host *= HOST_S_PER_LAUNCH_FWD
     gpu = pc.fwd.total
     # at least max(host, GPU) (the rule before), at most their sum
     assert max(host, gpu) - 1e-12 <= out.fwd.total <= host + gpu + 1e-12
-    nl = launches_by_module("alltoall", 8, 0, False, False, True)
+    nl = launches_by_module("alltoall", 8, 0, False, False, True, qkv_gather=True)
     g = gpu_by_module(pc.fwd_table.name, pc.fwd_costs.exposed)
     k = gpu / sum(g.values())
     expect = segment_seconds({n: c * HOST_S_PER_LAUNCH_FWD for n, c in nl.items()},

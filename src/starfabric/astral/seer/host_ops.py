@@ -19,7 +19,7 @@ sequence parallelism, gradient-accumulation fusion, `moe_permute_fusion` on, rou
 | module | forward | backward | code (core_v0.17.1) |
 |---|---|---|---|
 | attention | 12 | 19 | TELayerNormColumnParallelLinear (SP all-gather, norm, GEMM), fused RoPE q/k, TE DotProductAttention (cuDNN kernel + 2 layout copies), TERowParallelLinear (GEMM, reduce-scatter), bias-dropout-add, pre-MLP norm; backward: 2 GEMMs per linear, their collectives, attention/RoPE/norm backward kernels |
-| qk_norm | 2 | 4 | TE RMSNorm of q and k (Qwen3's QK-norm); backward: norm + dgamma each |
+| qk_norm | 4 | 4 | TE RMSNorm of q and k (Qwen3's QK-norm), each on a slice of the fused QKV output, which TE copies contiguous first (TransformerEngine v2.14.1 `ops/basic/rmsnorm.py` 182: `input_.contiguous()`); backward: norm + dgamma each |
 | mla_attention | 22 | 35 | `MLASelfAttention` in place of `attention`: SP all-gather, q down GEMM, q norm, q up GEMM, kv down GEMM + its TP gather, kv norm, kv up GEMM, RoPE of q and k parts, 3 cats, v pad and un-pad for cuDNN, attention kernel, proj GEMM + reduce-scatter, bias-dropout-add, pre-MLP norm |
 | dense_mlp | 6 | 10 | TE fc1 (all-gather, GEMM), SwiGLU, fc2 (GEMM, reduce-scatter), bias-dropout-add |
 | router | 28 | 13 | `TopKRouter.forward`: gating linear (2 casts + GEMM), forced-balance `RandomSTE` (clone, normal_), `topk_routing_with_score_function` (topk, softmax, cast, 2 zeros_like, int, 2 scatter, bool), aux loss (`compute_routing_scores_for_aux_loss` 6, token count sum + TP/CP all-reduce, `switch_load_balancing_loss_func` 4, tracker 2) |
@@ -31,9 +31,21 @@ sequence parallelism, gradient-accumulation fusion, `moe_permute_fusion` on, rou
 | experts_fixed | 11 | 11 | `TEGroupedMLP.forward`: two TE GroupedLinear (output alloc, side-stream event record/wait), weighted SwiGLU with probs (3) |
 | experts_per_local | 2 | 4 | one cuBLAS GEMM per local expert in fc1 and fc2 (`general_grouped_gemm`), dgrad + wgrad each in backward |
 | shared_expert | 6 | 10 | as dense_mlp (fc1, activation, fc2 with their collectives): one `SharedExpertMLP` of width `moe_shared_expert_intermediate_size`, however many shared experts the model card counts |
+| grad_adds_attention | 0 | 2 | `DistributedDataParallel._make_backward_post_hook` (`distributed_data_parallel.py` 432-446): `param.main_grad.add_(param.grad)` for every parameter whose gradient TE does not accumulate itself — the input norm's weight (TE LayerNormLinear returns `dgamma`, `layernorm_linear.py` 979) and the pre-MLP norm's |
+| grad_adds_qk_norm | 0 | 2 | the same add for the q and k norms' weights |
+| grad_adds_mla | 0 | 2 | the same add for MLA's q and kv down-projection norms |
+| grad_adds_router | 0 | 1 | the same add for the router's weight (`RouterGatingLinearFunction`, not a TE module) |
+| qkv_gather | 2 | 6 | `num_query_groups` < TP (`attention.py` 1407-1421, 1476-1486): all-gather of the fused QKV output over TP + the last-dim `torch.cat` (`mappings._gather_along_last_dim`); backward: split + cat + reduce-scatter (`_reduce_scatter_along_last_dim`), and the two slices' `slice_backward` (zeros + copy each) |
+| rope_unfused | 22 | 12 | `apply_rope_fusion` off (`rope_utils._apply_rotary_pos_emb_bshd`): per q and k, cos, sin, their `* mscale` and casts (6), `t * cos`, `_rotate_half` (neg, cat), `* sin`, add, cat with the pass-through part: 12 launches in place of TE's fused kernel (+11 each); backward per tensor: `* sin`, neg, the chunk's cat, `* cos`, the two grads' add, the empty pass-through slice's `slice_backward` (zeros) and its add: 7 in place of 1 (+6 each; the full-width `t[..., :rot_dim]` is the tensor itself, PyTorch's `applySlice` short cut, no slice node) |
+| mla_rope_unfused | 24 | 22 | the same for MLA's q and k position parts (`multi_latent_attention.py` 789-848), each also de-interleaved (`t[..., 0::2]`, `t[..., 1::2]`, cat: +1; backward two strided `slice_backward`, zeros + copy each, and their add: +5) |
+| swiglu_unfused | 3 | 5 | `bias_activation_fusion` off in `TEGroupedMLP.bias_act_func` (`experts.py` 308-324): silu, `x_linear + glu_linear_offset`, mul, `* permuted_probs` (4) in place of `weighted_bias_swiglu_impl` (1); backward: the probs mul's two products and the sum to the probs' shape, the glu mul's two, `silu_backward`, the chunk's cat (7) in place of `weighted_swiglu_back` (2) |
+| mlp_swiglu_unfused | 2 | 3 | the same in `MLP.forward` (`mlp.py` 310-321; dense MLP and shared expert): silu, add, mul (3) in place of `bias_swiglu_impl` (1); backward 4 in place of 1 |
 
 The counts are a reading of the code, not a trace: a Kineto trace of one Megatron-Core MoE
-layer would replace them.
+layer would replace them. The last nine rows are conditional: the parameter-gradient adds on every
+layer, the QKV gather where the model has fewer KV heads than TP ranks, the unfused RoPE and SwiGLU
+where the run leaves Megatron-Core's `apply_rope_fusion` / `bias_activation_fusion` off (a
+Megatron-Bridge recipe run, `bridge_recipe`; Megatron-LM's launcher turns both on).
 """
 
 from __future__ import annotations
@@ -70,7 +82,7 @@ class Launches:
 
 LAUNCHES: dict[str, Launches] = {
     "attention": Launches(12, 19),
-    "qk_norm": Launches(2, 4),
+    "qk_norm": Launches(4, 4),
     "mla_attention": Launches(22, 35),
     "dense_mlp": Launches(6, 10),
     "router": Launches(28, 13),
@@ -82,12 +94,68 @@ LAUNCHES: dict[str, Launches] = {
     "experts_fixed": Launches(11, 11),
     "experts_per_local": Launches(2, 4),
     "shared_expert": Launches(6, 10),
+    "grad_adds_attention": Launches(0, 2),
+    "grad_adds_qk_norm": Launches(0, 2),
+    "grad_adds_mla": Launches(0, 2),
+    "grad_adds_router": Launches(0, 1),
+    "qkv_gather": Launches(2, 6),
+    "rope_unfused": Launches(22, 12),
+    "mla_rope_unfused": Launches(24, 22),
+    "swiglu_unfused": Launches(3, 5),
+    "mlp_swiglu_unfused": Launches(2, 3),
 }
 """Megatron-Core core_v0.17.1 launches per module (table in the module docstring; assumption:
 counted by reading the code path, not from a trace of it)."""
-CUDA_GRAPH_MODULES = ("attention", "qk_norm", "mla_attention", "router")
+CUDA_GRAPH_MODULES = (
+    "attention", "qk_norm", "mla_attention", "router", "qkv_gather", "rope_unfused",
+    "mla_rope_unfused",
+)  # fmt: skip
 """Modules Megatron-Core captures in CUDA graphs (`--cuda-graph-scope attn moe_router`): a row
 that states CUDA graphs pays one graph launch instead of their kernels' host time."""
+
+
+def layer_modules(
+    moe: bool,
+    dispatcher: str = "alltoall",
+    local_experts: int = 1,
+    shared_experts: int = 0,
+    mla: bool = False,
+    qk_norm: bool = False,
+    rope_fused: bool = True,
+    swiglu_fused: bool = True,
+    qkv_gather: bool = False,
+) -> list[tuple[str, int]]:
+    """(module, how many) of one transformer layer, `LAUNCHES`' keys."""
+    mods: list[tuple[str, int]] = [("mla_attention" if mla else "attention", 1)]
+    mods.append(("grad_adds_mla" if mla else "grad_adds_attention", 1))
+    if qk_norm and not mla:
+        mods += [("qk_norm", 1), ("grad_adds_qk_norm", 1)]
+    if qkv_gather and not mla:
+        mods.append(("qkv_gather", 1))
+    if not rope_fused:
+        mods.append(("mla_rope_unfused" if mla else "rope_unfused", 1))
+    if not moe:
+        mods.append(("dense_mlp", 1))
+        if not swiglu_fused:
+            mods.append(("mlp_swiglu_unfused", 1))
+        return mods
+    mods += [("router", 1), ("grad_adds_router", 1)]
+    if dispatcher == "deepep":
+        mods += [("dispatch_deepep", 1), ("combine_deepep", 1)]
+    else:
+        mods += [("dispatch_alltoall", 1), ("combine_alltoall", 1)]
+        if local_experts > 1:
+            mods.append(("sort_alltoall", 1))
+    mods += [("experts_fixed", 1), ("experts_per_local", local_experts)]
+    if not swiglu_fused:
+        mods.append(("swiglu_unfused", 1))
+    # Megatron-Core builds one `SharedExpertMLP` per MoE layer, sized
+    # `moe_shared_expert_intermediate_size` (shared_experts.py, core_v0.17.1): a model card's
+    # count of shared experts only sets that width, not the number of modules launched.
+    mods.append(("shared_expert", min(shared_experts, 1)))
+    if shared_experts and not swiglu_fused:
+        mods.append(("mlp_swiglu_unfused", 1))
+    return mods
 
 
 def layer_launches(
@@ -98,26 +166,15 @@ def layer_launches(
     cuda_graphs: bool = False,
     mla: bool = False,
     qk_norm: bool = False,
+    rope_fused: bool = True,
+    swiglu_fused: bool = True,
+    qkv_gather: bool = False,
 ) -> Launches:
     """Launches of one transformer layer (attention + dense MLP or MoE block)."""
-    mods: list[tuple[str, int]] = [("mla_attention" if mla else "attention", 1)]
-    if qk_norm and not mla:
-        mods.append(("qk_norm", 1))
-    if not moe:
-        mods.append(("dense_mlp", 1))
-    else:
-        mods.append(("router", 1))
-        if dispatcher == "deepep":
-            mods += [("dispatch_deepep", 1), ("combine_deepep", 1)]
-        else:
-            mods += [("dispatch_alltoall", 1), ("combine_alltoall", 1)]
-            if local_experts > 1:
-                mods.append(("sort_alltoall", 1))
-        mods += [("experts_fixed", 1), ("experts_per_local", local_experts)]
-        # Megatron-Core builds one `SharedExpertMLP` per MoE layer, sized
-        # `moe_shared_expert_intermediate_size` (shared_experts.py, core_v0.17.1): a model card's
-        # count of shared experts only sets that width, not the number of modules launched.
-        mods.append(("shared_expert", min(shared_experts, 1)))
+    mods = layer_modules(
+        moe, dispatcher, local_experts, shared_experts, mla, qk_norm, rope_fused, swiglu_fused,
+        qkv_gather,
+    )  # fmt: skip
     f = b = 0
     for name, n in mods:
         if cuda_graphs and name in CUDA_GRAPH_MODULES:
@@ -159,5 +216,6 @@ __all__ = [
     "host_seconds",
     "host_synced",
     "layer_launches",
+    "layer_modules",
     "segment_time",
 ]

@@ -73,6 +73,19 @@ SEGMENT_ORDER = ("dispatch", "experts", "combine", "shared_expert", "attention",
 """Modules of one layer's cyclic forward segment, in issue order from one wait to the next."""
 
 
+_SEGMENT_OF = {
+    "attention": "attention", "mla_attention": "attention", "qk_norm": "attention",
+    "qkv_gather": "attention", "rope_unfused": "attention", "mla_rope_unfused": "attention",
+    "grad_adds_attention": "attention", "grad_adds_mla": "attention",
+    "grad_adds_qk_norm": "attention", "router": "router", "grad_adds_router": "router",
+    "dispatch_alltoall": "dispatch", "dispatch_deepep": "dispatch", "sort_alltoall": "experts",
+    "experts_fixed": "experts", "experts_per_local": "experts", "swiglu_unfused": "experts",
+    "combine_alltoall": "combine", "combine_deepep": "combine",
+    "shared_expert": "shared_expert", "mlp_swiglu_unfused": "shared_expert",
+}  # fmt: skip
+"""Segment module of each `host_ops.LAUNCHES` module of a MoE layer."""
+
+
 def launches_by_module(
     dispatcher: str,
     local_experts: int,
@@ -80,30 +93,32 @@ def launches_by_module(
     cuda_graphs: bool,
     mla: bool,
     qk_norm: bool,
+    rope_fused: bool = True,
+    swiglu_fused: bool = True,
+    qkv_gather: bool = False,
 ) -> dict[str, int]:
-    """Forward launches of each segment module (`host_ops.LAUNCHES`); their sum is
-    `host_ops.layer_launches(...).fwd` (host seconds: x `HOST_S_PER_LAUNCH_FWD`)."""
+    """Forward launches of each segment module (`host_ops.LAUNCHES` over
+    `host_ops.layer_modules`); their sum is `host_ops.layer_launches(...).fwd` (host seconds:
+    x `HOST_S_PER_LAUNCH_FWD`)."""
     lc = host_ops.LAUNCHES
     graphed = host_ops.CUDA_GRAPH_MODULES if cuda_graphs else ()
-
-    def n(mod: str, k: int = 1) -> int:
-        return 0 if mod in graphed else k * lc[mod].fwd
-
-    attn = n("mla_attention") if mla else n("attention") + (n("qk_norm") if qk_norm else 0)
-    disp = "dispatch_deepep" if dispatcher == "deepep" else "dispatch_alltoall"
-    comb = "combine_deepep" if dispatcher == "deepep" else "combine_alltoall"
-    pre = PRE_WAIT_LAUNCHES[disp]
-    sort = n("sort_alltoall") if dispatcher != "deepep" and local_experts > 1 else 0
-    launches = {
-        "dispatch": lc[disp].fwd - pre,
-        "experts": n("experts_fixed") + n("experts_per_local", local_experts) + sort,
-        "combine": n(comb),
-        "shared_expert": n("shared_expert") if shared_experts else 0,
-        "attention": attn + (1 if cuda_graphs else 0),
-        "router": n("router"),
-        "pre_wait": pre,
-    }
-    return launches
+    out = dict.fromkeys(SEGMENT_ORDER, 0)
+    mods = host_ops.layer_modules(
+        True, dispatcher, local_experts, shared_experts, mla, qk_norm, rope_fused, swiglu_fused,
+        qkv_gather,
+    )  # fmt: skip
+    for mod, k in mods:
+        if mod in graphed:
+            continue
+        n = k * lc[mod].fwd
+        seg = _SEGMENT_OF[mod]
+        if seg == "dispatch":
+            pre = PRE_WAIT_LAUNCHES[mod]
+            out["pre_wait"] += pre
+            n -= pre
+        out[seg] += n
+    out["attention"] += 1 if cuda_graphs else 0
+    return out
 
 
 def gpu_by_module(names: list[str], seconds: np.ndarray[Any, Any]) -> dict[str, float]:

@@ -114,6 +114,9 @@ _SWITCHES: dict[str, tuple[str, str, Any]] = {
     "--moe-router-force-load-balancing": ("execution", "moe_load_balance", "forced"),
     "--overlap-moe-expert-parallel-comm": ("execution", "ep_comm_overlap", True),
     "--delay-wgrad-compute": ("execution", "ep_delay_wgrad", True),
+    # Megatron-Core's unfused RoPE / SwiGLU paths launch more kernels (host_ops, bridge_recipe).
+    "--no-rope-fusion": ("execution", "rope_fusion", False),
+    "--no-bias-swiglu-fusion": ("execution", "swiglu_fusion", False),
     "--enable-cuda-graph": ("execution", "_enable_graph", True),
     "--external-cuda-graph": ("execution", "_external_graph", True),
 }
@@ -134,7 +137,7 @@ IGNORED_VALUED = frozenset({
 """Flags with a value that do not change one iteration's time or memory."""
 IGNORED_SWITCHES = frozenset({
     "--use-mcore-models", "--no-masked-softmax-fusion", "--no-bias-gelu-fusion",
-    "--no-bias-dropout-fusion", "--no-rope-fusion", "--use-rotary-position-embeddings",
+    "--no-bias-dropout-fusion", "--use-rotary-position-embeddings",
     "--no-position-embedding", "--log-timers-to-tensorboard", "--log-memory-to-tensorboard",
     "--log-validation-ppl-to-tensorboard", "--mock-data", "--no-load-optim", "--no-load-rng",
     "--use-checkpoint-args", "--ckpt-format", "--manual-gc", "--moe-router-pre-softmax",

@@ -196,6 +196,19 @@ class ExecutionSpec(Spec):
         "graph launch; Megatron-Core --cuda-graph-impl transformer_engine --cuda-graph-scope "
         "attn moe_router)",
     )
+    rope_fusion: bool = Field(
+        default=True,
+        description="RoPE applied by TE's fused kernel (Megatron-Core apply_rope_fusion; "
+        "Megatron-LM's launcher default, --no-rope-fusion turns it off); False: the unfused "
+        "PyTorch path, whose launches host_ops counts (a Megatron-Bridge recipe run, "
+        "seer/bridge_recipe.py)",
+    )
+    swiglu_fusion: bool = Field(
+        default=True,
+        description="SwiGLU (and the experts' probability weighting) in one fused kernel "
+        "(Megatron-Core bias_activation_fusion; Megatron-LM's launcher default, "
+        "--no-bias-swiglu-fusion turns it off); False: the unfused path, counted by host_ops",
+    )
     moe_load_balance: Literal["dropless", "forced"] = Field(
         default="dropless",
         description="dropless: tokens go where the router sends them, the busiest expert "

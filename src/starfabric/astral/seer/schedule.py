@@ -181,6 +181,9 @@ def piece_host_s(model: ModelSpec, ex: ExecutionSpec, lay: Layout, moe: bool) ->
         ex.cuda_graphs,
         model.is_mla,
         model.qk_norm,
+        ex.rope_fusion,
+        ex.swiglu_fusion,
+        model.kv_heads < lay.tp,
     )
     hf, hb = host_ops.host_seconds(n)
     return (hf, hb, hf if ex.recompute == "full" else 0.0)
@@ -208,6 +211,9 @@ def with_host(
         ex.cuda_graphs,
         model.is_mla,
         model.qk_norm,
+        ex.rope_fusion,
+        ex.swiglu_fusion,
+        model.kv_heads < lay.tp,
     )
     host = {n: c * host_ops.HOST_S_PER_LAUNCH_FWD for n, c in nl.items()}
     gpu = host_segments.gpu_by_module(pc.fwd_table.name, pc.fwd_costs.exposed)

@@ -20,6 +20,7 @@ from typing import Any
 from starfabric.astral import bounds
 from starfabric.astral.hardware import get_gpu, list_gpus
 from starfabric.astral.seer import (
+    bridge_recipe,
     cells,
     cpu_optimizer_offload,
     flash_generation,
@@ -296,6 +297,10 @@ def _unstated_kv_heads(row: dict[str, str], heads: int) -> int:
     return load_model(name).kv_heads if name is not None else heads
 
 
+QK_NORM_FAMILY = re.compile(r"\s*qwen[- ]?3(?![.\d])", re.I)
+"""Model names of a family whose attention has QK-norm (Qwen3; not Qwen2.5 / Qwen3.5...)."""
+
+
 def row_model(row: dict[str, str]) -> ModelSpec:
     """The model of one CSV row (GPT rows: LayerNorm, biases, learned positions, tied heads);
     a row whose attention the columns cannot describe (kv_heads = "MLA") takes the bundled
@@ -350,6 +355,11 @@ def row_model(row: dict[str, str]) -> ModelSpec:
     }
     if mla:
         spec.update(_mla_fields(row, heads))
+    if QK_NORM_FAMILY.match(row["model"]):
+        # Qwen3's attention normalizes q and k per head (HF model_type qwen3 / qwen3_moe, which
+        # hf_config reads as qk_norm; Megatron-Bridge qwen3_moe_bridge.py: qk_layernorm = True;
+        # Model Zoo Qwen3 configs: --qk-layernorm); the columns have no cell for it.
+        spec["qk_norm"] = True
     notes = row.get("model_notes") or ""
     swa = re.search(
         r"(?:sliding[- ]window(?: attention)?|\bSWA\b)\s*(?:window|size)?\s*[=:(]?\s*(\d{3,})",
@@ -620,6 +630,9 @@ def _framework(row: dict[str, str]) -> dict[str, Any]:
     # Megatron-Core stacks: their layers' host launches are counted (host_ops).
     host = any(k in fw for k in host_ops.HOST_SYNC_FRAMEWORKS)
     graphs = "cuda graph" in " ".join((row.get(k) or "") for k in ("framework", "notes")).lower()
+    rope_fused, swiglu_fused = bridge_recipe.recipe_fusions(
+        row.get("framework"), (row.get(k) for k in ("model_notes", "notes"))
+    )
     if old_kernel:
         attention = "flash"
     kernel = old_kernel or ("fa2" if native else "cudnn")
@@ -635,6 +648,8 @@ def _framework(row: dict[str, str]) -> dict[str, Any]:
             # TorchTitan's 2024-12 Llama without torch.compile (torchtitan_eager).
             "eager_elementwise": torchtitan_eager.runs_eager(row.get("framework"), row.get("notes")),
             "host_launches": host, "cuda_graphs": graphs,
+            # A Megatron-Bridge recipe run keeps Megatron-Core's fusion defaults (bridge_recipe).
+            "rope_fusion": rope_fused, "swiglu_fusion": swiglu_fused,
             # DeepSeek's own stack (DualPipe) stores one low-precision copy of the attention
             # output for both backwards (DeepSeek-V3 section 3.3.2; fp8_activations.py).
             "fp8_16bit_copies": not dualpipe}  # fmt: skip
