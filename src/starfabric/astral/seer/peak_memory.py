@@ -47,6 +47,7 @@ class PeakRow:
     runs_csv: str
     row_id: str
     config: dict[str, str] = field(default_factory=dict)
+    notes: str = ""
 
 
 def _float(row: dict[str, str], key: str, path: Path) -> float | None:
@@ -98,6 +99,7 @@ def read_peaks(path: str | Path) -> list[PeakRow]:
                 runs_csv=(r.get("runs_csv") or "").strip(),
                 row_id=(r.get("row_id") or "").strip(),
                 config=config,
+                notes=r.get("notes") or "",
             )
         )
     return out
