@@ -25,6 +25,7 @@ from starfabric.astral.seer.parallel import uneven_pipeline_layers
 from starfabric.astral.seer.schedule import schedule_order
 from starfabric.astral.seer.stage_activations import (
     chunk_activation_bytes,
+    dualpipe_rank_bytes,
     loss_chunk_inflight,
     stage_peak_bytes,
 )
@@ -120,3 +121,14 @@ def test_expert_weights_grads_optimizer_match_megatrons_estimator() -> None:
     assert (lay.dp, lay.edp) == (32, 8)
     want = _megatron_weights_and_optimizer(mix, 2, 8, lay.dp, lay.edp)
     assert m.weights + m.grads + m.optimizer == pytest.approx(want, rel=0.01)
+
+
+@pytest.mark.parametrize("p", [2, 4, 8, 16])
+def test_dualpipe_holds_pp_plus_one_micro_batches_on_every_rank(p: int) -> None:
+    """DeepSeek-V3 technical report Table 2: DualPipe's activation memory is PP + 1 (1F1B's
+    first stage: PP); each rank holds PP - s of its own stage and s + 1 of the mirrored one."""
+    per_stage = np.arange(1.0, p + 1.0).reshape(p, 1)
+    ranks = dualpipe_rank_bytes(np.ones((p, 1)))
+    assert ranks.tolist() == [p + 1.0] * p
+    mixed = dualpipe_rank_bytes(per_stage)
+    assert mixed[0] == pytest.approx(p * 1.0 + 1 * p)  # stage 0 x PP, stage PP-1 x 1

@@ -78,7 +78,10 @@ def memory_report(model: ModelSpec, ex: ExecutionSpec, lay: Layout, tl: Timeline
     dualpipe = ex.pipeline_schedule == "dualpipe"
     # Each chunk's own layers, walked through the simulated schedule (stage_activations).
     chunk_bytes = stage_activations.chunk_activation_bytes(model, lay, per_dense, per_moe)
-    stage_acts = stage_activations.stage_peak_bytes(tl.is_fwd, tl.chunk, chunk_bytes, dualpipe)
+    if dualpipe:  # two opposite 1F1B pipelines per rank: PP + 1 micro-batches on every rank
+        stage_acts = stage_activations.dualpipe_rank_bytes(chunk_bytes)
+    else:
+        stage_acts = stage_activations.stage_peak_bytes(tl.is_fwd, tl.chunk, chunk_bytes)
     # Micro-batches holding the loss chunk's logits and MTP tensors at once (1F1B: one; the
     # EP overlap's extra interleaved warm-up: two). DualPipe's two directions: one each.
     loss_mbs = 1 if dualpipe else stage_activations.loss_chunk_inflight(tl.is_fwd, tl.chunk)

@@ -53,21 +53,24 @@ def chunk_activation_bytes(
     return out
 
 
+def dualpipe_rank_bytes(chunk_bytes: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """Peak activation bytes of each DualPipe rank. Rank s holds stage s of one direction and
+    stage PP-1-s of the other (DeepSeek-V3 technical report, section 3.2.1: two copies of the
+    parameters) and runs each direction as a 1F1B pipeline fed from its own end, so it holds
+    PP - s micro-batches of stage s and s + 1 of stage PP-1-s: PP + 1 in all on every rank,
+    the report's Table 2 figure. `chunk_bytes`: (PP, 1) bytes per micro-batch per stage."""
+    per_stage = chunk_bytes[:, 0]
+    p = per_stage.shape[0]
+    s = np.arange(p)
+    return (p - s) * per_stage + (s + 1) * per_stage[::-1]
+
+
 def stage_peak_bytes(
-    is_fwd: np.ndarray[Any, Any],
-    chunk: np.ndarray[Any, Any],
-    chunk_bytes: np.ndarray[Any, Any],
-    dualpipe: bool = False,
+    is_fwd: np.ndarray[Any, Any], chunk: np.ndarray[Any, Any], chunk_bytes: np.ndarray[Any, Any]
 ) -> np.ndarray[Any, Any]:
-    """Per stage, the most activation bytes held at once over the schedule (+ a chunk's bytes
-    at its forward, - at its backward). DualPipe keeps PP + 1 micro-batches in flight where
-    1F1B keeps PP (DeepSeek-V3 technical report, Table 2), as `schedule.build_timeline`
-    scales its layer count."""
-    peak = np.asarray(_kernels.peak_inflight(is_fwd, chunk, chunk_bytes), dtype=float)
-    if dualpipe:
-        p = is_fwd.shape[0]
-        peak = peak * (p + 1) / p
-    return peak
+    """Per stage, the most activation bytes held at once over the (interleaved) 1F1B schedule:
+    + a chunk's bytes at its forward, - at its backward."""
+    return np.asarray(_kernels.peak_inflight(is_fwd, chunk, chunk_bytes), dtype=float)
 
 
 def loss_chunk_inflight(is_fwd: np.ndarray[Any, Any], chunk: np.ndarray[Any, Any]) -> int:
@@ -84,4 +87,9 @@ def loss_chunk_inflight(is_fwd: np.ndarray[Any, Any], chunk: np.ndarray[Any, Any
     return max(1, peak)
 
 
-__all__ = ["chunk_activation_bytes", "loss_chunk_inflight", "stage_peak_bytes"]
+__all__ = [
+    "chunk_activation_bytes",
+    "dualpipe_rank_bytes",
+    "loss_chunk_inflight",
+    "stage_peak_bytes",
+]
