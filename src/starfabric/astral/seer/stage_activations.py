@@ -20,7 +20,12 @@ constants are read from the same walk:
   rank then runs two last-chunk forwards before the first backward, holding two. The count is
   read from the walk rather than assumed to be one.
 
-No new constant: both follow from the schedule Seer already simulates.
+- **DualPipe ranks.** A DualPipe rank holds stage s of one direction and stage PP-1-s of the
+  other and runs each as a 1F1B pipeline from its own end: PP - s micro-batches of the first,
+  s + 1 of the second, PP + 1 on every rank (DeepSeek-V3 technical report, Table 2), each
+  charged its own stage's layers (`dualpipe_rank_bytes`).
+
+No new constant: all three follow from the schedules Seer already simulates.
 """
 
 from __future__ import annotations
