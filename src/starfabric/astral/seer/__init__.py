@@ -18,6 +18,7 @@ from starfabric.astral.seer.model import (
     param_counts,
 )
 from starfabric.astral.seer.parallel import ExecutionSpec, Layout, SystemSpec, resolve_layout
+from starfabric.astral.seer.peak_memory import PeakRow, read_peaks, seer_memory
 from starfabric.astral.seer.predict import Job, JobSpec, Prediction, load_job, make_job, predict
 from starfabric.astral.seer.search import SearchResult, search
 from starfabric.astral.seer.simcomm import GroupShape, SimulatedComm, comm_model, megatron_shapes
@@ -34,6 +35,7 @@ __all__ = [
     "Layout",
     "ModelSpec",
     "ParamCounts",
+    "PeakRow",
     "Prediction",
     "SearchResult",
     "SimulatedComm",
@@ -53,8 +55,10 @@ __all__ = [
     "param_counts",
     "per_class",
     "predict",
+    "read_peaks",
     "resolve_layout",
     "search",
+    "seer_memory",
     "validate",
     "validate_all",
     "write_trace",

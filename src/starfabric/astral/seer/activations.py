@@ -3,7 +3,7 @@ MLSys 2023, per saved tensor), shared by the memory report, the offload model an
 
 from __future__ import annotations
 
-from starfabric.astral.seer import fp8_activations
+from starfabric.astral.seer import fp8_activations, mla_activations
 from starfabric.astral.seer.model import ModelSpec
 from starfabric.astral.seer.parallel import ExecutionSpec, Layout
 
@@ -39,7 +39,9 @@ def activation_bytes_per_layer(
         # attention backward are rebuilt from them.
         qkv = g * (model.q_lora_rank + model.kv_lora_rank + model.qk_rope_head_dim)
     else:
-        qkv = e * (heads * dq + kvh * (dq + dv))
+        qkv = e * (heads * dq + kvh * (dq + dv)) + mla_activations.up_gemm_input_bytes(model, g, t)
+    # The latent norms' inputs stay saved either way (mla_activations).
+    qkv += mla_activations.norm_input_bytes(model, e, t)
     proj_in = g * heads * dv
     per_token = outside + qkv + proj_in
     if ex.attention == "flash":

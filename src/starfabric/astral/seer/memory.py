@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from starfabric.astral.seer import cpu_optimizer_offload, offload
+from starfabric.astral.seer import cpu_optimizer_offload, offload, stage_activations
 from starfabric.astral.seer.activations import activation_bytes_per_layer
 from starfabric.astral.seer.model import ModelSpec
 from starfabric.astral.seer.optimizer_state import optimizer_bytes
@@ -75,9 +75,16 @@ def memory_report(model: ModelSpec, ex: ExecutionSpec, lay: Layout, tl: Timeline
     best: MemoryReport | None = None
     per_dense = activation_bytes_per_layer(model, ex, lay, moe=False)
     per_moe = activation_bytes_per_layer(model, ex, lay, moe=True) if model.is_moe else per_dense
-    moe_frac = model.moe_layers / model.layers
-    per_layer = (1 - moe_frac) * per_dense + moe_frac * per_moe
     dualpipe = ex.pipeline_schedule == "dualpipe"
+    # Each chunk's own layers, walked through the simulated schedule (stage_activations).
+    chunk_bytes = stage_activations.chunk_activation_bytes(model, lay, per_dense, per_moe)
+    if dualpipe:  # two opposite 1F1B pipelines per rank: PP + 1 micro-batches on every rank
+        stage_acts = stage_activations.dualpipe_rank_bytes(chunk_bytes)
+    else:
+        stage_acts = stage_activations.stage_peak_bytes(tl.is_fwd, tl.chunk, chunk_bytes)
+    # Micro-batches holding the loss chunk's logits and MTP tensors at once (1F1B: one; the
+    # EP overlap's extra interleaved warm-up: two). DualPipe's two directions: one each.
+    loss_mbs = 1 if dualpipe else stage_activations.loss_chunk_inflight(tl.is_fwd, tl.chunk)
     host_peak = 0.0
     for s in range(lay.pp):
         sp_ = params[s]
@@ -100,18 +107,19 @@ def memory_report(model: ModelSpec, ex: ExecutionSpec, lay: Layout, tl: Timeline
         if dualpipe:
             opt /= 2.0
             host /= 2.0
-        acts = float(tl.peak_inflight_layers[s]) * per_layer
+        layer_acts = float(stage_acts[s])
+        acts = layer_acts
         tok = ex.micro_batch * ex.seq_len / lay.cp
         if s == lay.pp - 1 or (dualpipe and s == 0):
             heads = 1 + model.mtp_layers  # the output head, and each MTP module's
-            acts += heads * 4.0 * tok * model.vocab / lay.tp  # fp32 logits for the loss backward
-            # Each MTP module keeps one more block's activations for its one micro-batch.
-            acts += model.mtp_layers * (per_moe if model.is_moe else per_dense)
+            # fp32 logits for the loss backward, per micro-batch holding the loss chunk.
+            acts += loss_mbs * heads * 4.0 * tok * model.vocab / lay.tp
+            # Each MTP module keeps one more block's activations per such micro-batch.
+            acts += loss_mbs * model.mtp_layers * (per_moe if model.is_moe else per_dense)
         off = 0.0
         if ex.offload_activations:
             # Two layers' tensors stay in HBM (offload.RESIDENT_LAYERS); the rest is out.
             resident = offload.RESIDENT_LAYERS * max(per_dense, per_moe)
-            layer_acts = float(tl.peak_inflight_layers[s]) * per_layer
             off += max(0.0, layer_acts - resident)
             acts -= max(0.0, layer_acts - resident)
         if ex.offload_weights:

@@ -1,0 +1,113 @@
+"""Seer's memory against published peak memory of real runs (tests/data/published_memory).
+
+What a published figure bounds (peak_memory.py):
+- `max_reserved` (the PyTorch allocator's reserved peak, TorchTitan's logged "memory") is at
+  least the live tensors at the peak, at most them times (1 + FRAGMENTATION_MAX), and leaves
+  out the CUDA context and NCCL's buffers. Seer's comparable figure is its total less
+  `memory.RESERVED_BYTES` (CONTEXT_OUTSIDE_ALLOCATOR), its own lump for context, NCCL,
+  workspaces and fragmentation.
+- `runs`: the configuration ran, so Seer must not find it out of memory; that is the error
+  which makes `seer validate` pick full recompute or a slower layout for an UNVERIFIED row.
+- `oom`: the publisher's run failed for memory, so Seer should find it short.
+
+FRAGMENTATION_MAX = 0.25: the largest reserved/allocated ratio in XTuner's published training
+log (InternLM/xtuner docs/en/get_started/installation.md: "max_memory: 7.06 GB
+reserved_memory: 8.79 GB", 1.245; other steps 1.05-1.19).
+
+Measured (this file's rows, Seer after stage_activations.py / mla_activations.py): every
+`runs` row fits; no `max_reserved` row outside TorchTitan's per-op SAC is over-estimated; the
+TorchTitan rows are under-estimated (Seer's tensors 0.24-0.74 of the published peak: its loss
+keeps 4 bytes per logit where TorchTitan's fp32 log-softmax keeps about three such tensors
+at the backward peak, and FSDP2's buffers are not modelled), and its per-op SAC rows are
+over-estimated by 9-15% (Seer charges Megatron's core_attn recompute for them). Those two
+known gaps are strict xfails: they fail loudly once modelled.
+"""
+
+from pathlib import Path
+
+import pytest
+
+from starfabric.astral.seer.memory import RESERVED_BYTES, MemoryReport
+from starfabric.astral.seer.peak_memory import PeakRow, read_peaks, seer_memory
+from starfabric.errors import DataError
+
+DATA = Path(__file__).parents[2] / "data"
+CSV = DATA / "published_memory" / "peak_memory.csv"
+RUNS = DATA / "published_runs"
+GIB = 2**30
+CONTEXT_OUTSIDE_ALLOCATOR = RESERVED_BYTES
+FRAGMENTATION_MAX = 0.25
+ROWS = read_peaks(CSV)
+_CACHE: dict[str, MemoryReport] = {}
+
+
+def _mem(r: PeakRow) -> MemoryReport:
+    if r.memory_id not in _CACHE:
+        _CACHE[r.memory_id] = seer_memory(r, RUNS)
+    return _CACHE[r.memory_id]
+
+
+def _tensors_gib(r: PeakRow) -> float:
+    return (_mem(r).total - CONTEXT_OUTSIDE_ALLOCATOR) / GIB
+
+
+RESERVED = [r for r in ROWS if r.kind == "max_reserved"]
+OP_SAC = {r.memory_id for r in RESERVED if "per-op SAC" in r.notes}
+"""Rows whose notes state TorchTitan's per-op selective AC (Seer prices it as core_attn)."""
+
+
+def test_the_file_has_every_kind_and_all_sources() -> None:
+    assert {r.kind for r in ROWS} == {"max_reserved", "runs", "oom"}
+    assert len(RESERVED) >= 20 and sum(r.kind == "runs" for r in ROWS) >= 8
+    assert {r.source_id for r in ROWS} >= {
+        "TORCHTITAN_2412", "TORCHTITAN_DEEPEP_B200", "TORCHTITAN_DSV3_GB300", "MOEZOO_QWEN3",
+        "MOEZOO_DSV3", "MCORE_DSV3_GB200",
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize("row", [r for r in ROWS if r.kind == "runs"], ids=lambda r: r.memory_id)
+def test_configurations_that_ran_fit(row: PeakRow) -> None:
+    m = _mem(row)
+    assert not m.oom, f"{row.memory_id}: Seer {m.total / GIB:.1f} GiB of {m.capacity / GIB:.0f}"
+
+
+@pytest.mark.parametrize(
+    "row", [r for r in RESERVED if r.memory_id not in OP_SAC], ids=lambda r: r.memory_id
+)
+def test_no_reserved_peak_is_over_estimated(row: PeakRow) -> None:
+    assert row.published_gib is not None
+    assert _tensors_gib(row) <= row.published_gib
+
+
+@pytest.mark.xfail(strict=True, reason="TorchTitan per-op SAC priced as core_attn recompute")
+def test_torchtitan_per_op_sac_rows_are_not_over_estimated() -> None:
+    rows = [r for r in RESERVED if r.memory_id in OP_SAC]
+    assert rows and all(r.published_gib and _tensors_gib(r) <= r.published_gib for r in rows)
+
+
+@pytest.mark.xfail(strict=True, reason="TorchTitan's fp32 loss and FSDP2 buffers not modelled")
+def test_reserved_peaks_are_explained_up_to_fragmentation() -> None:
+    assert all(
+        r.published_gib and r.published_gib <= _tensors_gib(r) * (1 + FRAGMENTATION_MAX)
+        for r in RESERVED
+    )
+
+
+@pytest.mark.xfail(strict=True, reason="the same TorchTitan under-estimate (local batch 16)")
+def test_published_oom_is_found_short() -> None:
+    assert all(_mem(r).oom for r in ROWS if r.kind == "oom")
+
+
+def test_the_oom_row_is_read_with_its_own_local_batch() -> None:
+    """The OOM row overrides the named run's micro-batch (16 instead of 10): Seer's memory
+    grows with it, so the row is not silently the same run."""
+    oom = next(r for r in ROWS if r.kind == "oom")
+    same_run = next(r for r in RESERVED if r.row_id == oom.row_id)
+    assert _mem(oom).activations > _mem(same_run).activations * 1.4
+
+
+def test_bad_kind_is_a_data_error(tmp_path: Path) -> None:
+    bad = tmp_path / "m.csv"
+    bad.write_text(CSV.read_text().splitlines()[0] + "\nX-1,S,c,peak,1.0,,,,llama-3.1-8b\n")
+    with pytest.raises(DataError, match="kind"):
+        read_peaks(bad)
