@@ -99,6 +99,12 @@ AWS_FW = (
         (AWS_FW, ["MLA: q_lora 1536; Megatron-Bridge deepseek_v3 recipe (L=61)"], (False, True)),
         (AWS_FW, ["qwen3_30b_a3b_pretrain_config_h100 via scripts/performance"], (True, True)),
         (AWS_FW, ["no recipe named here"], (True, True)),
+        (
+            "Megatron-Bridge 25.09",
+            ["deepseek_v3 recipe", "docs: Megatron-Bridge performance summary, H100 table"],
+            (True, True),
+        ),
+        ("Megatron-Bridge", ["qwen3_235b_a22b recipe; performance-summary.html"], (True, True)),
         ("Megatron-Core 0.14 (Megatron-LM)", ["qwen3_30b_a3b_pretrain_config"], (True, True)),
         ("NeMo 2.0", [None, ""], (True, True)),
     ],

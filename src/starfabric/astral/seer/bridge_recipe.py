@@ -13,7 +13,9 @@ unless its model bridge sets them: `models/deepseek/deepseek_v3_bridge.py` (and 
 GPT-OSS) set `bias_activation_fusion = True` and `apply_rope_fusion = False`. The repository's
 `scripts/performance` configs are a different path: `utils/overrides.py` sets
 `apply_rope_fusion = True` and `configs/qwen/qwen3_llm_pretrain.py` `bias_activation_fusion = True`,
-so a row that names those scripts is not read as a recipe run.
+so a row that names those scripts is not read as a recipe run — nor one that cites a Megatron-Bridge
+(or NeMo) performance summary: those published tables are what `scripts/performance` prints
+(assumption: a summary's runs used the performance configs, not a plain recipe).
 
 What the unfused paths launch is counted in `host_ops.LAUNCHES` ("rope_unfused",
 "mla_rope_unfused", "swiglu_unfused", "mlp_swiglu_unfused").
@@ -31,7 +33,11 @@ FUSED_SWIGLU_RECIPES = ("deepseek", "glm", "gpt_oss")
 
 _BRIDGE = re.compile(r"megatron[-_ ]bridge", re.I)
 _RECIPE = re.compile(r"\b([a-z][a-z0-9_]*?)_pretrain_config\b|\b([a-z][a-z0-9_]*) recipe\b", re.I)
-_PERF_SCRIPTS = re.compile(r"scripts/performance|performance (?:script|config|recipe)s?\b", re.I)
+_PERF_SCRIPTS = re.compile(
+    r"scripts/performance|performance[ -](?:script|config|recipe|summar(?:y|ies))s?\b"
+    r"|perf(?:ormance)?[ -_]summary",
+    re.I,
+)
 
 
 def recipe_name(texts: Iterable[str | None]) -> str | None:
