@@ -58,10 +58,10 @@ dispatchers, any network); that it transfers beyond the fitted job is an assumpt
 the Model Zoo and AWS rows, not fitted to them."""
 
 
-def realized_exposed_fraction(
-    replay_exposed: float, hidden: float = EP_OVERLAP_HIDDEN_FRACTION
-) -> float:
+def realized_exposed_fraction(replay_exposed: float, hidden: float | None = None) -> float:
     """Share of a pair's all-to-all time left on the critical path: what the stream replay
-    leaves exposed plus the part of what it hides that the run does not hide."""
+    leaves exposed plus the part of what it hides that the runs do not hide (`hidden`, default
+    `EP_OVERLAP_HIDDEN_FRACTION`)."""
+    eta = EP_OVERLAP_HIDDEN_FRACTION if hidden is None else hidden
     frac = min(1.0, max(0.0, replay_exposed))
-    return 1.0 - hidden * (1.0 - frac)
+    return 1.0 - eta * (1.0 - frac)
