@@ -50,8 +50,8 @@ def _fit(target: float, mp: pytest.MonkeyPatch) -> float:
 
 def test_the_pr_table_gives_plus_7_8_percent_at_32_connections() -> None:
     assert [a[:2] for a in PR6311_AB] == [("no overlap", 1), ("overlap", 1), ("overlap", 32)]
-    assert PR6311_GAIN == pytest.approx(0.0776, abs=5e-4)
-    assert PR6429_GAIN == pytest.approx(0.0772, abs=5e-4)
+    assert abs(PR6311_GAIN - 0.0776) < 5e-4
+    assert abs(PR6429_GAIN - 0.0772) < 5e-4
 
 
 def test_the_stream_replay_alone_hides_more_than_measured(monkeypatch: pytest.MonkeyPatch) -> None:
