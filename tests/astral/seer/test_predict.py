@@ -118,6 +118,7 @@ def test_expert_comm_overlap_hides_all_to_all() -> None:
             base.model, base.execution.model_copy(update={"ep_comm_overlap": True}), base.system
         )
     )
-    # the warm-up and cool-down passes (47 + 47 of 128 on stage 0) keep their all-to-all
-    assert 0.3 * plain.breakdown["ep"] < overlapped.breakdown["ep"] < 0.7 * plain.breakdown["ep"]
+    # the warm-up and cool-down passes (47 + 47 of 128 on stage 0) keep their all-to-all, and
+    # the paired ones hide 0.6 of what the stream replay hides (`ep_overlap_hidden`, PR #6311)
+    assert 0.3 * plain.breakdown["ep"] < overlapped.breakdown["ep"] < 0.8 * plain.breakdown["ep"]
     assert overlapped.iteration_s < plain.iteration_s

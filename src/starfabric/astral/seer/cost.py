@@ -19,6 +19,7 @@ from starfabric.astral.seer.comm import CommModel, Phase, layout_groups
 from starfabric.astral.seer.cp_comm import cp_levels, ring_exposed
 from starfabric.astral.seer.efficiency import Efficiency, flash_time, gemm_time, mem_time
 from starfabric.astral.seer.ep_overlap import pair_exposed_fraction, runs_megatron_overlap
+from starfabric.astral.seer.ep_overlap_hidden import realized_exposed_fraction
 from starfabric.astral.seer.flash_generation import kernel_rates
 from starfabric.astral.seer.fsdp_side_window import side_groups, side_window_s, split_exposure
 from starfabric.astral.seer.model import ModelSpec
@@ -365,6 +366,8 @@ def pair_megatron_overlap(
         fwd, fc.time, fc.exposed, fc.kind, bwd, bc.time, bc.exposed, bc.kind, COMM, sm,
         ctx.ep_delay_wgrad,
     )  # fmt: skip
+    # the runs hide only part of what the stream replay hides (`ep_overlap_hidden`, PR #6311)
+    frac = realized_exposed_fraction(frac)
     return _ep_exposed(fc, masks[0], frac), _ep_exposed(bc, masks[1], frac)
 
 
