@@ -385,6 +385,10 @@ class Timeline:
     pieces: dict[str, PieceCost]
     chunk_fwd: np.ndarray[Any, Any]
     chunk_bwd: np.ndarray[Any, Any]
+    boundary_s: float = 0.0
+    """Work only the last micro-batch of the step runs (accumulation boundary): the optimizer,
+    the exposed end-of-step gradient reduction and the ZeRO-1/2 parameter all-gather, on the
+    critical stage (xtuner_throughput reads per-micro-step figures with it)."""
 
 
 def chunk_pieces(model: ModelSpec, lay: Layout, s: int, c: int) -> dict[str, int]:
@@ -757,4 +761,5 @@ def build_timeline(model: ModelSpec, ex: ExecutionSpec, lay: Layout, ctx: CostCo
         pieces=pieces,
         chunk_fwd=fwd,
         chunk_bwd=bwd,
+        boundary_s=float(dp_exposed[crit] + ag_exposed.max() + opt.max()),
     )

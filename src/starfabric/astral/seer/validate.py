@@ -32,6 +32,7 @@ from starfabric.astral.seer import (
     torchtitan_eager,
     torchtitan_pp,
     tuned_at,
+    xtuner_throughput,
 )
 from starfabric.astral.seer.classes import classes_of, per_class
 from starfabric.astral.seer.cp_comm import ALGORITHM as CP_ALGORITHM
@@ -1353,6 +1354,20 @@ def validate_row(row: dict[str, str]) -> RowResult:
         choices["goodput"] = (
             f"ETTR {gp.ettr:.3f} (production average; MTTF {gp.mttf_h:.1f} h, "
             f"{gp.lost_h_per_interruption:.2f} h lost per interruption; seer.goodput)"
+        )
+    accumulation = pred.layout.micro_batches
+    if accumulation > 1 and xtuner_throughput.reads_hook_figure(
+        row.get("framework"), row.get("metric_primary"), row.get("tflops_flop_convention")
+    ):
+        # XTuner's ThroughputHook prints one micro-step's time (xtuner_throughput.py).
+        step_s = predicted_s
+        predicted_s = xtuner_throughput.comparable_step_s(
+            step_s, pred.timeline.boundary_s, accumulation
+        )
+        predicted_tf *= step_s / predicted_s
+        choices["published_figure"] = (
+            f"XTuner ThroughputHook: one micro-step of {accumulation} (without the "
+            f"{pred.timeline.boundary_s:.2f} s accumulation-boundary work; xtuner_throughput)"
         )
     row_used = dict(row, global_batch_seqs=str(full["global_batch"]))
     published = published_iteration_s(row_used, model)
