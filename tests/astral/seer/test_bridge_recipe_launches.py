@@ -99,6 +99,10 @@ AWS_FW = (
         (AWS_FW, ["MLA: q_lora 1536; Megatron-Bridge deepseek_v3 recipe (L=61)"], (False, True)),
         (AWS_FW, ["qwen3_30b_a3b_pretrain_config_h100 via scripts/performance"], (True, True)),
         (AWS_FW, ["no recipe named here"], (True, True)),
+        # a numeric-format recipe is not a model recipe
+        (AWS_FW, ["Llama3 8B with the MXFP8 recipe"], (True, True)),
+        (AWS_FW, ["fp8 recipe: blockwise; nvfp4 recipe in the second arm"], (True, True)),
+        (AWS_FW, ["qwen3_30b_a3b_pretrain_config, FP8 recipe tensorwise"], (False, False)),
         (
             "Megatron-Bridge 25.09",
             ["deepseek_v3 recipe", "docs: Megatron-Bridge performance summary, H100 table"],

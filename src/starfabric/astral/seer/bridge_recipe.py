@@ -38,6 +38,9 @@ _PERF_SCRIPTS = re.compile(
     r"|perf(?:ormance)?[ -_]summary",
     re.I,
 )
+_PRECISION_RECIPE = re.compile(r"(?:mx|nv)?(?:fp|bf|int)\d", re.I)
+"""A numeric-format recipe ("FP8 recipe", "MXFP8 recipe", Megatron's `--fp8-recipe`, Megatron-Bridge's
+`bf16_with_fp8_..._mixed`): how the GEMMs scale, not a model recipe."""
 
 
 def recipe_name(texts: Iterable[str | None]) -> str | None:
@@ -47,8 +50,8 @@ def recipe_name(texts: Iterable[str | None]) -> str | None:
         for m in _RECIPE.finditer(t or ""):
             name = (m.group(1) or m.group(2) or "").lower()
             # a recipe is an identifier (qwen3_30b_a3b, deepseek_v3), not a word such as
-            # "Bridge recipe", "no recipe", "shipped recipe"
-            if re.search(r"[_\d]", name):
+            # "Bridge recipe", "no recipe", "shipped recipe", nor a precision recipe ("FP8 recipe")
+            if re.search(r"[_\d]", name) and not _PRECISION_RECIPE.match(name):
                 return name
     return None
 
