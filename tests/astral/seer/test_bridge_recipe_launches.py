@@ -103,6 +103,12 @@ AWS_FW = (
         (AWS_FW, ["Llama3 8B with the MXFP8 recipe"], (True, True)),
         (AWS_FW, ["fp8 recipe: blockwise; nvfp4 recipe in the second arm"], (True, True)),
         (AWS_FW, ["qwen3_30b_a3b_pretrain_config, FP8 recipe tensorwise"], (False, False)),
+        # negated mentions (statements.negated_at)
+        (AWS_FW, ["qwen3_30b_a3b_pretrain_config, not the scripts/performance configs"],
+         (False, False)),  # fmt: skip
+        (AWS_FW, ["qwen3_30b_a3b recipe; without performance scripts"], (False, False)),
+        ("NeMo 2.0 (not Megatron-Bridge)", ["qwen3_30b_a3b_pretrain_config"], (True, True)),
+        (AWS_FW, ["own config, not the deepseek_v3 recipe"], (True, True)),
         (
             "Megatron-Bridge 25.09",
             ["deepseek_v3 recipe", "docs: Megatron-Bridge performance summary, H100 table"],

@@ -26,6 +26,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from starfabric.astral.seer.statements import negated_at, stated
+
 FUSED_SWIGLU_RECIPES = ("deepseek", "glm", "gpt_oss")
 """Recipe families whose Megatron-Bridge model bridge sets `bias_activation_fusion = True`
 (v0.4.2: `deepseek_v2_bridge.py` 66, `deepseek_v3_bridge.py` 73, `glm45_bridge.py` 88,
@@ -39,15 +41,18 @@ _PERF_SCRIPTS = re.compile(
     re.I,
 )
 _PRECISION_RECIPE = re.compile(r"(?:mx|nv)?(?:fp|bf|int)\d", re.I)
-"""A numeric-format recipe ("FP8 recipe", "MXFP8 recipe", Megatron's `--fp8-recipe`, Megatron-Bridge's
-`bf16_with_fp8_..._mixed`): how the GEMMs scale, not a model recipe."""
+"""A numeric-format recipe ("FP8 recipe", "MXFP8 recipe", Megatron's `--fp8-recipe`,
+Megatron-Bridge's `bf16_with_fp8_..._mixed`): how the GEMMs scale, not a model recipe."""
 
 
 def recipe_name(texts: Iterable[str | None]) -> str | None:
     """The Megatron-Bridge recipe a row's cells name (`qwen3_30b_a3b_pretrain_config` ->
-    "qwen3_30b_a3b", "deepseek_v3 recipe" -> "deepseek_v3"), or None."""
+    "qwen3_30b_a3b", "deepseek_v3 recipe" -> "deepseek_v3"), or None; a negated mention ("not
+    the qwen3_30b_a3b recipe") does not count."""
     for t in texts:
         for m in _RECIPE.finditer(t or ""):
+            if negated_at(t or "", m.start(), m.end()):
+                continue
             name = (m.group(1) or m.group(2) or "").lower()
             # a recipe is an identifier (qwen3_30b_a3b, deepseek_v3), not a word such as
             # "Bridge recipe", "no recipe", "shipped recipe", nor a precision recipe ("FP8 recipe")
@@ -60,9 +65,10 @@ def recipe_fusions(framework: str | None, texts: Iterable[str | None]) -> tuple[
     """(rope fused, SwiGLU fused) of a run: False where the row states a Megatron-Bridge recipe
     run (framework names Megatron-Bridge, a cell names the recipe, none names the performance
     scripts) and the recipe's model bridge leaves the fusion at Megatron-Core's default; True
-    otherwise (Megatron-LM's launcher defaults)."""
+    otherwise (Megatron-LM's launcher defaults). Negated mentions ("not Megatron-Bridge", "not
+    the scripts/performance configs") do not count (statements.stated)."""
     cells = [framework, *texts]
-    if not _BRIDGE.search(framework or "") or any(_PERF_SCRIPTS.search(t or "") for t in cells):
+    if not stated(_BRIDGE, framework) or stated(_PERF_SCRIPTS, *cells):
         return True, True
     name = recipe_name(cells)
     if name is None:
