@@ -104,8 +104,11 @@ AWS_FW = (
         (AWS_FW, ["fp8 recipe: blockwise; nvfp4 recipe in the second arm"], (True, True)),
         (AWS_FW, ["qwen3_30b_a3b_pretrain_config, FP8 recipe tensorwise"], (False, False)),
         # negated mentions (statements.negated_at)
-        (AWS_FW, ["qwen3_30b_a3b_pretrain_config, not the scripts/performance configs"],
-         (False, False)),  # fmt: skip
+        (
+            AWS_FW,
+            ["qwen3_30b_a3b_pretrain_config, not the scripts/performance configs"],
+            (False, False),
+        ),
         (AWS_FW, ["qwen3_30b_a3b recipe; without performance scripts"], (False, False)),
         ("NeMo 2.0 (not Megatron-Bridge)", ["qwen3_30b_a3b_pretrain_config"], (True, True)),
         (AWS_FW, ["own config, not the deepseek_v3 recipe"], (True, True)),
