@@ -128,6 +128,16 @@ def test_which_runs_keep_the_fusions_off(
     assert recipe_fusions(framework, texts) == expect
 
 
+def test_a_row_citing_a_performance_summary_keeps_the_fusions_on() -> None:
+    """validate reads the citation cell too: a row whose notes name its recipe but whose source
+    is a Megatron-Bridge performance summary ran the performance scripts (bridge_recipe)."""
+    rows = {r["row_id"]: r for r in _rows(DATA / "development_runs_2.csv")}
+    row = dict(rows["AWSDSV3-MB1"])
+    assert row_setup(row).execution["rope_fusion"] is False
+    row["citation"] = "Megatron-Bridge performance summary (docs, H100 table, DeepSeek-V3 row)"
+    assert row_setup(row).execution["rope_fusion"] is True
+
+
 def test_recipe_name_reads_both_spellings() -> None:
     assert recipe_name(["Megatron-Bridge recipe qwen3_235b_a22b_pretrain_config"]) == (
         "qwen3_235b_a22b"
@@ -143,6 +153,9 @@ def _rows(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(f))
 
 
+TEXTS = ("model_notes", "notes", "citation")  # the cells validate hands bridge_recipe
+
+
 def test_only_the_bridge_recipe_rows_read_unfused() -> None:
     """Of the three sets, the 15 AWS Megatron-Bridge rows (which name their recipe) are the
     only ones read with the fusions off; every other row keeps Megatron-LM's defaults."""
@@ -151,9 +164,7 @@ def test_only_the_bridge_recipe_rows_read_unfused() -> None:
         for row in _rows(path):
             if row.get("row_id", "").startswith("#"):
                 continue
-            if not recipe_fusions(row.get("framework"), (row.get("model_notes"), row.get("notes")))[
-                0
-            ]:
+            if not recipe_fusions(row.get("framework"), (row.get(k) for k in TEXTS))[0]:
                 off.append(row["row_id"])
     assert len(off) == 15 and all(r.startswith("AWS") for r in off)
     aws = {r["row_id"]: r for r in _rows(DATA / "development_runs_2.csv") if r["row_id"] in off}
