@@ -23,6 +23,8 @@ over-estimated by 9-15% (Seer charges Megatron's core_attn recompute for them). 
 known gaps are strict xfails: they fail loudly once modelled.
 """
 
+import csv
+import io
 from pathlib import Path
 
 import pytest
@@ -111,3 +113,42 @@ def test_bad_kind_is_a_data_error(tmp_path: Path) -> None:
     bad.write_text(CSV.read_text().splitlines()[0] + "\nX-1,S,c,peak,1.0,,,,llama-3.1-8b\n")
     with pytest.raises(DataError, match="kind"):
         read_peaks(bad)
+
+
+def _stated_row(**cells: str) -> str:
+    cols = CSV.read_text().splitlines()[0].split(",")
+    row = dict.fromkeys(cols, "") | {"memory_id": "X-1", "source_id": "S", "kind": "runs"}
+    row |= {"model": "llama-3.1-8b", "gpu": "H100", "num_gpus": "8", "micro_batch": "1",
+            "global_batch": "64", "seq_len": "8192"} | cells  # fmt: skip
+    out = io.StringIO()
+    w = csv.DictWriter(out, fieldnames=cols)
+    w.writeheader()
+    w.writerow(row)
+    return out.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("cells", "match"),
+    [
+        ({"micro_batch": "two"}, "micro_batch = 'two'"),
+        ({"tp": "2.5"}, "tp = '2.5'"),
+        ({"pipeline_layers": "[16,x]"}, "pipeline_layers = 'x'"),
+        ({"gpu": ""}, "no row_id and no gpu"),
+    ],
+)
+def test_a_bad_stated_configuration_is_a_data_error(
+    tmp_path: Path, cells: dict[str, str], match: str
+) -> None:
+    """A row stating its own configuration is checked when read: a malformed or missing cell
+    is a DataError naming the row and column, not a ValueError/KeyError in `seer_memory`."""
+    bad = tmp_path / "m.csv"
+    bad.write_text(_stated_row(**cells))
+    with pytest.raises(DataError, match=match):
+        read_peaks(bad)
+
+
+def test_a_good_stated_configuration_reads(tmp_path: Path) -> None:
+    good = tmp_path / "m.csv"
+    good.write_text(_stated_row(tp="2"))
+    (row,) = read_peaks(good)
+    assert row.config["tp"] == "2" and not row.row_id

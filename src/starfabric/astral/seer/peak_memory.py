@@ -63,6 +63,32 @@ def _float(row: dict[str, str], key: str, path: Path) -> float | None:
         ) from None
 
 
+STATED_REQUIRED = ("model", "gpu", "num_gpus", "micro_batch", "global_batch", "seq_len")
+"""Columns a row that states its own configuration (no `row_id`) must give."""
+_STATED_INTS = ("mtp_layers", "num_gpus", "gpus_per_node", "tp", "pp", "vpp", "ep", "cp",
+                "micro_batch", "global_batch", "seq_len")  # fmt: skip
+
+
+def _check_stated(cfg: dict[str, str], memory_id: str | None, path: Path) -> None:
+    """A stated configuration's cells: the required ones present, the counts whole numbers."""
+    lacking = [k for k in STATED_REQUIRED if k not in cfg]
+    if lacking:
+        raise DataError(
+            f"{path}: row {memory_id}: no row_id and no {', '.join(lacking)}",
+            fix="name the performance row (runs_csv, row_id) or state the whole configuration",
+        )
+    ints = [(k, cfg[k]) for k in _STATED_INTS if k in cfg]
+    if "pipeline_layers" in cfg:
+        ints += [("pipeline_layers", x) for x in cfg["pipeline_layers"].strip("[]").split(",")]
+    for key, raw in ints:
+        if not raw.strip().isdigit():
+            raise DataError(
+                f"{path}: row {memory_id}: {key} = {raw!r} is not a whole number",
+                fix=f"write {key} as a count, e.g. 8"
+                + (" (pipeline_layers: [a,b,...])" if key == "pipeline_layers" else ""),
+            )
+
+
 def read_peaks(path: str | Path) -> list[PeakRow]:
     """The rows of a published-peak-memory CSV; a bad cell is a DataError naming it."""
     p = Path(path)
@@ -89,6 +115,8 @@ def read_peaks(path: str | Path) -> list[PeakRow]:
             )
         cfg_keys = [k for k in r if k not in ("memory_id", "source_id", "citation", "notes")]
         config = {k: r[k].strip() for k in cfg_keys if (r.get(k) or "").strip()}
+        if not (r.get("row_id") or "").strip():
+            _check_stated(config, r.get("memory_id"), p)
         out.append(
             PeakRow(
                 memory_id=r["memory_id"],
@@ -160,4 +188,4 @@ def seer_memory(row: PeakRow, runs_dir: str | Path) -> MemoryReport:
     return validate.validate_row(run).prediction.memory
 
 
-__all__ = ["KINDS", "PeakRow", "read_peaks", "seer_memory"]
+__all__ = ["KINDS", "STATED_REQUIRED", "PeakRow", "read_peaks", "seer_memory"]
