@@ -285,3 +285,20 @@ def test_hierarchical_sizes_from_cells_or_the_host() -> None:
     assert cp_levels("ring", 16) == (1, 16)
     assert cp_levels("ulysses", 16) == (16, 1)
     assert cp_levels("all_gather", 16) == (1, 1)
+
+
+def test_hierarchical_without_a_size_takes_the_host_as_validate_does() -> None:
+    """A job (YAML, make_job) naming hierarchical CP without cp_a2a_size runs the all-to-all
+    over the CP ranks that share a host, as validate reads a row stating a2a+p2p without
+    sizes (host_a2a_size: 4 at TP 2 on 8-GPU hosts), not the flat p2p ring."""
+    unset = predict(_job(cp_algorithm="hierarchical")).iteration_s
+    host = predict(_job(cp_algorithm="hierarchical", cp_a2a_size=4)).iteration_s
+    assert unset == pytest.approx(host, rel=1e-12)
+    assert unset != pytest.approx(predict(_job()).iteration_s, rel=1e-6)
+
+
+@pytest.mark.parametrize("algorithm", ["ring", "ulysses", "all_gather"])
+def test_a2a_size_without_hierarchical_cp_is_refused(algorithm: str) -> None:
+    """cp_a2a_size is read by hierarchical CP only: elsewhere it was silently ignored."""
+    with pytest.raises(ConfigError, match="cp_a2a_size = 4 applies to hierarchical CP only"):
+        _job(cp_algorithm=algorithm, cp_a2a_size=4)
