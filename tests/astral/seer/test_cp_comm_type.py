@@ -262,6 +262,9 @@ def test_inside_a_host_all_gather_is_never_faster_than_the_ring(seq: int, cp: in
         ("hierarchical CP over NVLink and IB", "a2a+p2p"),
         ("all-gather CP (Llama 3 style)", "all_gather"),
         ("cp-comm-type p2p", "p2p"),
+        ("hierarchical context parallelism (a2a in the host)", "a2a+p2p"),
+        ("all-gather context parallelism", "all_gather"),
+        ("no hierarchical context parallelism", None),
         # not statements of a TE CP type:
         ("cp rotation method (allgather vs alltoall) not stated", None),
         ("CP communication type (p2p ring assumed)", None),

@@ -105,8 +105,8 @@ def a2a_heads_error(heads: float, kv_heads: float, a2a: int, repeat_kv: bool) ->
 
 _TYPE = re.compile(
     r"cp[-_ ]comm[-_ ]type\s*[:=]?\s*[\"'\[]?\s*(p2p|all_?gather|a2a\+p2p|a2a)"
-    r"|\b(hierarchical)\s+(?:context[- ]parallel|cp)\b"
-    r"|\b(all[-_ ]?gather)\s+(?:context[- ]parallel|cp|kv)\b"
+    r"|\b(hierarchical)\s+(?:context[- ]parallel(?:ism)?|cp)\b"
+    r"|\b(all[-_ ]?gather)\s+(?:context[- ]parallel(?:ism)?|cp|kv)\b"
     r"|\bcp(?:\s*=?\s*\d+)?\s+(?:via|with|by)\s+(?:an?\s+)?(all[-_ ]?gather|all[-_ ]to[-_ ]all|a2a|p2p ring|p2p)",
     re.I,
 )
