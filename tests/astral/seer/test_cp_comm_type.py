@@ -281,6 +281,8 @@ def test_hierarchical_sizes_from_cells_or_the_host() -> None:
     assert stated_a2a_size("--hierarchical-context-parallel-sizes 2 4") == 2
     assert stated_a2a_size("hierarchical_context_parallel_sizes=[4, 8]") == 4
     assert stated_a2a_size("CP 8") is None
+    assert stated_a2a_size("not --hierarchical-context-parallel-sizes 2 4") is None
+    assert stated_a2a_size("without hierarchical_context_parallel_sizes=[2, 4]; sizes 4 2") is None
     # unstated: the CP ranks of one NVLink host run the all-to-all
     assert host_a2a_size(cp=16, tp=2, gpus_per_node=8) == 4
     assert host_a2a_size(cp=8, tp=8, gpus_per_node=8) == 1
