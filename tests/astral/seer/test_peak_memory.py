@@ -29,6 +29,7 @@ from pathlib import Path
 
 import pytest
 
+from starfabric.astral.seer import peak_memory
 from starfabric.astral.seer.memory import RESERVED_BYTES, MemoryReport
 from starfabric.astral.seer.peak_memory import PeakRow, read_peaks, seer_memory
 from starfabric.errors import DataError
@@ -134,6 +135,7 @@ def _stated_row(**cells: str) -> str:
         ({"tp": "2.5"}, "tp = '2.5'"),
         ({"pipeline_layers": "[16,x]"}, "pipeline_layers = 'x'"),
         ({"gpu": ""}, "no row_id and no gpu"),
+        ({"ep_comm_overlap": "ture"}, "ep_comm_overlap = 'ture'"),
     ],
 )
 def test_a_bad_stated_configuration_is_a_data_error(
@@ -152,3 +154,23 @@ def test_a_good_stated_configuration_reads(tmp_path: Path) -> None:
     good.write_text(_stated_row(tp="2"))
     (row,) = read_peaks(good)
     assert row.config["tp"] == "2" and not row.row_id
+
+
+def test_a_stated_overlap_cell_reads_as_the_performance_rows_do(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ep_comm_overlap is read with cells.flag, as validate reads a yes/no cell: "enabled"
+    is on (a private true/yes/on/1 list read it as off)."""
+    seen: list[dict] = []
+    real = peak_memory.make_job
+
+    def spy(model, ex, system):  # type: ignore[no-untyped-def]
+        seen.append(dict(ex))
+        return real(model, ex, system)
+
+    monkeypatch.setattr(peak_memory, "make_job", spy)
+    f = tmp_path / "m.csv"
+    for raw in ("enabled", "false"):
+        f.write_text(_stated_row(model="mixtral-8x7b-v0.1", ep="8", ep_comm_overlap=raw))
+        seer_memory(read_peaks(f)[0], DATA)
+    assert [ex["ep_comm_overlap"] for ex in seen] == [True, False]

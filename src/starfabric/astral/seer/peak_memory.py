@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from starfabric.astral.seer import cells
 from starfabric.astral.seer.memory import MemoryReport
 from starfabric.astral.seer.model import load_model
 from starfabric.astral.seer.predict import make_job, predict
@@ -80,6 +81,12 @@ def _check_stated(cfg: dict[str, str], memory_id: str | None, path: Path) -> Non
     ints = [(k, cfg[k]) for k in _STATED_INTS if k in cfg]
     if "pipeline_layers" in cfg:
         ints += [("pipeline_layers", x) for x in cfg["pipeline_layers"].strip("[]").split(",")]
+    raw_overlap = cfg.get("ep_comm_overlap")
+    if raw_overlap is not None and cells.flag(raw_overlap) is None:
+        raise DataError(
+            f"{path}: row {memory_id}: ep_comm_overlap = {raw_overlap!r} says neither on nor off",
+            fix="write true or false",
+        )
     for key, raw in ints:
         if not raw.strip().isdigit():
             raise DataError(
@@ -133,10 +140,6 @@ def read_peaks(path: str | Path) -> list[PeakRow]:
     return out
 
 
-def _bool(raw: str) -> bool:
-    return raw.lower() in ("1", "true", "yes", "on")
-
-
 def _stated_job(cfg: dict[str, str]) -> MemoryReport:
     """Seer's memory report for a configuration stated in the row's own columns."""
     model = load_model(cfg["model"])
@@ -160,7 +163,7 @@ def _stated_job(cfg: dict[str, str]) -> MemoryReport:
     }
     if model.is_moe:
         ex["moe_dispatcher"] = cfg.get("moe_dispatcher", "alltoall")
-        ex["ep_comm_overlap"] = _bool(cfg.get("ep_comm_overlap", "false"))
+        ex["ep_comm_overlap"] = bool(cells.flag(cfg.get("ep_comm_overlap")))
     if "pipeline_layers" in cfg:
         ex["pipeline_layers"] = [int(x) for x in cfg["pipeline_layers"].strip("[]").split(",")]
     system = {
