@@ -99,6 +99,11 @@ AWS_FW = (
         (AWS_FW, ["MLA: q_lora 1536; Megatron-Bridge deepseek_v3 recipe (L=61)"], (False, True)),
         (AWS_FW, ["qwen3_30b_a3b_pretrain_config_h100 via scripts/performance"], (True, True)),
         (AWS_FW, ["no recipe named here"], (True, True)),
+        # Megatron-Bridge v0.4.2's llama_bridge.py sets both fusions; kimi_bridge.py SwiGLU's
+        (AWS_FW, ["llama3_70b_pretrain_config"], (True, True)),
+        (AWS_FW, ["Megatron-Bridge llama31_405b recipe"], (True, True)),
+        (AWS_FW, ["kimi_k2_pretrain_config"], (False, True)),
+        (AWS_FW, ["moonlight_16b recipe"], (False, True)),
         # a numeric-format recipe is not a model recipe
         (AWS_FW, ["Llama3 8B with the MXFP8 recipe"], (True, True)),
         (AWS_FW, ["fp8 recipe: blockwise; nvfp4 recipe in the second arm"], (True, True)),
