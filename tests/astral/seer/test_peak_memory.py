@@ -174,3 +174,18 @@ def test_a_stated_overlap_cell_reads_as_the_performance_rows_do(
         f.write_text(_stated_row(model="mixtral-8x7b-v0.1", ep="8", ep_comm_overlap=raw))
         seer_memory(read_peaks(f)[0], DATA)
     assert [ex["ep_comm_overlap"] for ex in seen] == [True, False]
+
+
+def test_a_named_row_refuses_cells_it_would_ignore(tmp_path: Path) -> None:
+    """Beside a row_id only micro_batch and global_batch override the performance row; any
+    other configuration cell (here tp) was silently ignored."""
+    rows = list(csv.DictReader(CSV.open(newline="")))
+    named = next(r for r in rows if r["row_id"]) | {"tp": "4"}
+    out = io.StringIO()
+    w = csv.DictWriter(out, fieldnames=list(rows[0]))
+    w.writeheader()
+    w.writerow(named)
+    bad = tmp_path / "m.csv"
+    bad.write_text(out.getvalue())
+    with pytest.raises(DataError, match="tp given for the named performance row"):
+        read_peaks(bad)

@@ -11,7 +11,8 @@
 - `oom`: a configuration its publisher reports as out of memory.
 
 A row either names a performance row (`runs_csv`, `row_id`) whose configuration `seer validate`
-reads, with any configuration cell of this file overriding that row's cell, or states the
+reads, with this file's micro_batch / global_batch cells overriding that row's (any other
+configuration cell beside a row_id is refused), or states the
 configuration in its own columns (model, GPU, degrees, micro-batch, recompute ...).
 """
 
@@ -34,6 +35,8 @@ KINDS = ("max_reserved", "runs", "oom")
 
 _OVERRIDES = {"micro_batch": "micro_batch", "global_batch": "global_batch_seqs"}
 """Configuration columns of this file that replace a named performance row's cells."""
+_ROW_KEYS = {"kind", "published_gib", "capacity_gib_stated", "runs_csv", "row_id"}
+"""Columns of a row that names a performance row which are not configuration."""
 
 
 @dataclass(frozen=True)
@@ -124,6 +127,15 @@ def read_peaks(path: str | Path) -> list[PeakRow]:
         config = {k: r[k].strip() for k in cfg_keys if (r.get(k) or "").strip()}
         if not (r.get("row_id") or "").strip():
             _check_stated(config, r.get("memory_id"), p)
+        else:
+            ignored = sorted(set(config) - set(_OVERRIDES) - _ROW_KEYS)
+            if ignored:
+                raise DataError(
+                    f"{p}: row {r.get('memory_id')}: {', '.join(ignored)} given for the named "
+                    f"performance row {r['row_id'].strip()}, which only "
+                    f"{' and '.join(_OVERRIDES)} override",
+                    fix="drop those cells, or state the whole configuration without row_id",
+                )
         out.append(
             PeakRow(
                 memory_id=r["memory_id"],
