@@ -217,3 +217,32 @@ def test_launcher_flags_turn_the_fusions_off_and_cost_host_time() -> None:
     t0 = predict(make_job(fused["model"], fused["execution"], sy)).iteration_s
     t1 = predict(make_job(unfused["model"], unfused["execution"], sy)).iteration_s
     assert t1 > t0  # micro-batch 1 at TP 8: the MoE layers wait for a host-bound forward
+
+
+GPT_CMD = """torchrun --nproc_per_node 8 --nnodes 1 pretrain_gpt.py \\
+  --tensor-model-parallel-size 8 --num-layers 24 --hidden-size 2048 \\
+  --num-attention-heads 16 --seq-length 2048 --max-position-embeddings 2048 \\
+  --micro-batch-size 1 --global-batch-size 8 --bf16 --vocab-size 50304
+"""
+
+
+def test_no_rope_fusion_costs_nothing_without_rope() -> None:
+    """GPT-3 launch lines pass --no-rope-fusion with learned absolute positions
+    (--position-embedding-type learned_absolute, Megatron's default): no RoPE runs, so the
+    unfused RoPE launches are not counted."""
+    from starfabric.astral.seer.parallel import resolve_layout
+    from starfabric.astral.seer.schedule import piece_host_s
+
+    hosts = []
+    for extra in ("", " --no-rope-fusion"):
+        cmd = parse_megatron_command(GPT_CMD + extra)
+        job = make_job(cmd["model"], cmd["execution"], {"gpu": "H100", "gpus": 8})
+        assert job.model.learned_pos_emb
+        lay = resolve_layout(job.model, job.execution, job.system)
+        hosts.append(piece_host_s(job.model, job.execution, lay, False))
+    assert hosts[0] == hosts[1]
+    # with RoPE the same flag does cost launches
+    rope = parse_megatron_command(GPT_CMD + " --position-embedding-type rope --no-rope-fusion")
+    job = make_job(rope["model"], rope["execution"], {"gpu": "H100", "gpus": 8})
+    lay = resolve_layout(job.model, job.execution, job.system)
+    assert piece_host_s(job.model, job.execution, lay, False)[0] > hosts[0][0]

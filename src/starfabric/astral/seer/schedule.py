@@ -181,7 +181,7 @@ def piece_host_s(model: ModelSpec, ex: ExecutionSpec, lay: Layout, moe: bool) ->
         ex.cuda_graphs,
         model.is_mla,
         model.qk_norm,
-        ex.rope_fusion,
+        ex.rope_fusion or model.learned_pos_emb,  # no RoPE: nothing unfused
         ex.swiglu_fusion,
         model.kv_heads < lay.tp,
     )
@@ -211,7 +211,7 @@ def with_host(
         ex.cuda_graphs,
         model.is_mla,
         model.qk_norm,
-        ex.rope_fusion,
+        ex.rope_fusion or model.learned_pos_emb,  # no RoPE: nothing unfused
         ex.swiglu_fusion,
         model.kv_heads < lay.tp,
     )
