@@ -246,3 +246,20 @@ def test_no_rope_fusion_costs_nothing_without_rope() -> None:
     job = make_job(rope["model"], rope["execution"], {"gpu": "H100", "gpus": 8})
     lay = resolve_layout(job.model, job.execution, job.system)
     assert piece_host_s(job.model, job.execution, lay, False)[0] > hosts[0][0]
+
+
+def test_no_bias_swiglu_fusion_costs_nothing_on_a_gelu_mlp() -> None:
+    """Megatron-LM's arguments.py sets bias_activation_fusion from --no-bias-swiglu-fusion only
+    with --swiglu (from --no-bias-gelu-fusion otherwise): on a GELU model the flag changes no
+    launch."""
+    from starfabric.astral.seer.parallel import resolve_layout
+    from starfabric.astral.seer.schedule import piece_host_s
+
+    hosts = []
+    for extra in ("", " --no-bias-swiglu-fusion"):
+        cmd = parse_megatron_command(GPT_CMD + extra)
+        job = make_job(cmd["model"], cmd["execution"], {"gpu": "H100", "gpus": 8})
+        assert job.model.activation == "gelu"
+        lay = resolve_layout(job.model, job.execution, job.system)
+        hosts.append(piece_host_s(job.model, job.execution, lay, False))
+    assert hosts[0] == hosts[1]

@@ -203,13 +203,14 @@ class ExecutionSpec(Spec):
         description="RoPE applied by TE's fused kernel (Megatron-Core apply_rope_fusion; "
         "Megatron-LM's launcher default, --no-rope-fusion turns it off); False: the unfused "
         "PyTorch path, whose launches host_ops counts (a Megatron-Bridge recipe run, "
-        "seer/bridge_recipe.py)",
+        "seer/bridge_recipe.py); nothing for a model with learned absolute positions",
     )
     swiglu_fusion: bool = Field(
         default=True,
         description="SwiGLU (and the experts' probability weighting) in one fused kernel "
         "(Megatron-Core bias_activation_fusion; Megatron-LM's launcher default, "
-        "--no-bias-swiglu-fusion turns it off); False: the unfused path, counted by host_ops",
+        "--no-bias-swiglu-fusion turns it off); False: the unfused path, counted by host_ops "
+        "(a SwiGLU model only, as Megatron-LM reads the flag only with --swiglu)",
     )
     moe_load_balance: Literal["dropless", "forced"] = Field(
         default="dropless",
