@@ -99,6 +99,24 @@ AWS_FW = (
         (AWS_FW, ["MLA: q_lora 1536; Megatron-Bridge deepseek_v3 recipe (L=61)"], (False, True)),
         (AWS_FW, ["qwen3_30b_a3b_pretrain_config_h100 via scripts/performance"], (True, True)),
         (AWS_FW, ["no recipe named here"], (True, True)),
+        # Megatron-Bridge v0.4.2's llama_bridge.py sets both fusions; kimi_bridge.py SwiGLU's
+        (AWS_FW, ["llama3_70b_pretrain_config"], (True, True)),
+        (AWS_FW, ["Megatron-Bridge llama31_405b recipe"], (True, True)),
+        (AWS_FW, ["kimi_k2_pretrain_config"], (False, True)),
+        (AWS_FW, ["moonlight_16b recipe"], (False, True)),
+        # a numeric-format recipe is not a model recipe
+        (AWS_FW, ["Llama3 8B with the MXFP8 recipe"], (True, True)),
+        (AWS_FW, ["fp8 recipe: blockwise; nvfp4 recipe in the second arm"], (True, True)),
+        (AWS_FW, ["qwen3_30b_a3b_pretrain_config, FP8 recipe tensorwise"], (False, False)),
+        # negated mentions (statements.negated_at)
+        (
+            AWS_FW,
+            ["qwen3_30b_a3b_pretrain_config, not the scripts/performance configs"],
+            (False, False),
+        ),
+        (AWS_FW, ["qwen3_30b_a3b recipe; without performance scripts"], (False, False)),
+        ("NeMo 2.0 (not Megatron-Bridge)", ["qwen3_30b_a3b_pretrain_config"], (True, True)),
+        (AWS_FW, ["own config, not the deepseek_v3 recipe"], (True, True)),
         (
             "Megatron-Bridge 25.09",
             ["deepseek_v3 recipe", "docs: Megatron-Bridge performance summary, H100 table"],
@@ -113,6 +131,16 @@ def test_which_runs_keep_the_fusions_off(
     framework: str, texts: list[str | None], expect: tuple[bool, bool]
 ) -> None:
     assert recipe_fusions(framework, texts) == expect
+
+
+def test_a_row_citing_a_performance_summary_keeps_the_fusions_on() -> None:
+    """validate reads the citation cell too: a row whose notes name its recipe but whose source
+    is a Megatron-Bridge performance summary ran the performance scripts (bridge_recipe)."""
+    rows = {r["row_id"]: r for r in _rows(DATA / "development_runs_2.csv")}
+    row = dict(rows["AWSDSV3-MB1"])
+    assert row_setup(row).execution["rope_fusion"] is False
+    row["citation"] = "Megatron-Bridge performance summary (docs, H100 table, DeepSeek-V3 row)"
+    assert row_setup(row).execution["rope_fusion"] is True
 
 
 def test_recipe_name_reads_both_spellings() -> None:
@@ -130,6 +158,9 @@ def _rows(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(f))
 
 
+TEXTS = ("model_notes", "notes", "citation")  # the cells validate hands bridge_recipe
+
+
 def test_only_the_bridge_recipe_rows_read_unfused() -> None:
     """Of the three sets, the 15 AWS Megatron-Bridge rows (which name their recipe) are the
     only ones read with the fusions off; every other row keeps Megatron-LM's defaults."""
@@ -138,9 +169,7 @@ def test_only_the_bridge_recipe_rows_read_unfused() -> None:
         for row in _rows(path):
             if row.get("row_id", "").startswith("#"):
                 continue
-            if not recipe_fusions(row.get("framework"), (row.get("model_notes"), row.get("notes")))[
-                0
-            ]:
+            if not recipe_fusions(row.get("framework"), (row.get(k) for k in TEXTS))[0]:
                 off.append(row["row_id"])
     assert len(off) == 15 and all(r.startswith("AWS") for r in off)
     aws = {r["row_id"]: r for r in _rows(DATA / "development_runs_2.csv") if r["row_id"] in off}
@@ -188,3 +217,49 @@ def test_launcher_flags_turn_the_fusions_off_and_cost_host_time() -> None:
     t0 = predict(make_job(fused["model"], fused["execution"], sy)).iteration_s
     t1 = predict(make_job(unfused["model"], unfused["execution"], sy)).iteration_s
     assert t1 > t0  # micro-batch 1 at TP 8: the MoE layers wait for a host-bound forward
+
+
+GPT_CMD = """torchrun --nproc_per_node 8 --nnodes 1 pretrain_gpt.py \\
+  --tensor-model-parallel-size 8 --num-layers 24 --hidden-size 2048 \\
+  --num-attention-heads 16 --seq-length 2048 --max-position-embeddings 2048 \\
+  --micro-batch-size 1 --global-batch-size 8 --bf16 --vocab-size 50304
+"""
+
+
+def test_no_rope_fusion_costs_nothing_without_rope() -> None:
+    """GPT-3 launch lines pass --no-rope-fusion with learned absolute positions
+    (--position-embedding-type learned_absolute, Megatron's default): no RoPE runs, so the
+    unfused RoPE launches are not counted."""
+    from starfabric.astral.seer.parallel import resolve_layout
+    from starfabric.astral.seer.schedule import piece_host_s
+
+    hosts = []
+    for extra in ("", " --no-rope-fusion"):
+        cmd = parse_megatron_command(GPT_CMD + extra)
+        job = make_job(cmd["model"], cmd["execution"], {"gpu": "H100", "gpus": 8})
+        assert job.model.learned_pos_emb
+        lay = resolve_layout(job.model, job.execution, job.system)
+        hosts.append(piece_host_s(job.model, job.execution, lay, False))
+    assert hosts[0] == hosts[1]
+    # with RoPE the same flag does cost launches
+    rope = parse_megatron_command(GPT_CMD + " --position-embedding-type rope --no-rope-fusion")
+    job = make_job(rope["model"], rope["execution"], {"gpu": "H100", "gpus": 8})
+    lay = resolve_layout(job.model, job.execution, job.system)
+    assert piece_host_s(job.model, job.execution, lay, False)[0] > hosts[0][0]
+
+
+def test_no_bias_swiglu_fusion_costs_nothing_on_a_gelu_mlp() -> None:
+    """Megatron-LM's arguments.py sets bias_activation_fusion from --no-bias-swiglu-fusion only
+    with --swiglu (from --no-bias-gelu-fusion otherwise): on a GELU model the flag changes no
+    launch."""
+    from starfabric.astral.seer.parallel import resolve_layout
+    from starfabric.astral.seer.schedule import piece_host_s
+
+    hosts = []
+    for extra in ("", " --no-bias-swiglu-fusion"):
+        cmd = parse_megatron_command(GPT_CMD + extra)
+        job = make_job(cmd["model"], cmd["execution"], {"gpu": "H100", "gpus": 8})
+        assert job.model.activation == "gelu"
+        lay = resolve_layout(job.model, job.execution, job.system)
+        hosts.append(piece_host_s(job.model, job.execution, lay, False))
+    assert hosts[0] == hosts[1]

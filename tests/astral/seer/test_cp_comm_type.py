@@ -262,6 +262,9 @@ def test_inside_a_host_all_gather_is_never_faster_than_the_ring(seq: int, cp: in
         ("hierarchical CP over NVLink and IB", "a2a+p2p"),
         ("all-gather CP (Llama 3 style)", "all_gather"),
         ("cp-comm-type p2p", "p2p"),
+        ("hierarchical context parallelism (a2a in the host)", "a2a+p2p"),
+        ("all-gather context parallelism", "all_gather"),
+        ("no hierarchical context parallelism", None),
         # not statements of a TE CP type:
         ("cp rotation method (allgather vs alltoall) not stated", None),
         ("CP communication type (p2p ring assumed)", None),
@@ -278,6 +281,8 @@ def test_hierarchical_sizes_from_cells_or_the_host() -> None:
     assert stated_a2a_size("--hierarchical-context-parallel-sizes 2 4") == 2
     assert stated_a2a_size("hierarchical_context_parallel_sizes=[4, 8]") == 4
     assert stated_a2a_size("CP 8") is None
+    assert stated_a2a_size("not --hierarchical-context-parallel-sizes 2 4") is None
+    assert stated_a2a_size("without hierarchical_context_parallel_sizes=[2, 4]; sizes 4 2") is None
     # unstated: the CP ranks of one NVLink host run the all-to-all
     assert host_a2a_size(cp=16, tp=2, gpus_per_node=8) == 4
     assert host_a2a_size(cp=8, tp=8, gpus_per_node=8) == 1
@@ -285,3 +290,20 @@ def test_hierarchical_sizes_from_cells_or_the_host() -> None:
     assert cp_levels("ring", 16) == (1, 16)
     assert cp_levels("ulysses", 16) == (16, 1)
     assert cp_levels("all_gather", 16) == (1, 1)
+
+
+def test_hierarchical_without_a_size_takes_the_host_as_validate_does() -> None:
+    """A job (YAML, make_job) naming hierarchical CP without cp_a2a_size runs the all-to-all
+    over the CP ranks that share a host, as validate reads a row stating a2a+p2p without
+    sizes (host_a2a_size: 4 at TP 2 on 8-GPU hosts), not the flat p2p ring."""
+    unset = predict(_job(cp_algorithm="hierarchical")).iteration_s
+    host = predict(_job(cp_algorithm="hierarchical", cp_a2a_size=4)).iteration_s
+    assert unset == pytest.approx(host, rel=1e-12)
+    assert unset != pytest.approx(predict(_job()).iteration_s, rel=1e-6)
+
+
+@pytest.mark.parametrize("algorithm", ["ring", "ulysses", "all_gather"])
+def test_a2a_size_without_hierarchical_cp_is_refused(algorithm: str) -> None:
+    """cp_a2a_size is read by hierarchical CP only: elsewhere it was silently ignored."""
+    with pytest.raises(ConfigError, match="cp_a2a_size = 4 applies to hierarchical CP only"):
+        _job(cp_algorithm=algorithm, cp_a2a_size=4)

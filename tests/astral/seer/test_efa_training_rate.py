@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from starfabric.astral.seer import efa_training_rate
+from starfabric.astral.seer.efa_alltoall import efa_alltoall_alpha
 from starfabric.astral.seer.efa_training_rate import (
     EFA_A2A_TRAINING_FRACTION,
     KIMI_K2_AB,
@@ -139,3 +140,16 @@ def test_no_span_in_nccl_tests_comes_near_the_training_fraction() -> None:
         assert rate > 1.9 * EFA_A2A_TRAINING_FRACTION, (platform, nodes)
         if nodes <= 8:
             assert rate > 0.8, (platform, nodes)
+
+
+@pytest.mark.parametrize(
+    "cell",
+    ["16x 400G EFA per node", "p5.48xlarge", "InfiniBand, not EFA", "8x 400 Gb/s InfiniBand NDR",
+     "EFA v3", None],
+)  # fmt: skip
+@pytest.mark.parametrize("family", ["A100", "H100", "B300"])
+def test_the_fraction_goes_with_the_fixed_call_time(cell: str | None, family: str) -> None:
+    """The in-training fraction and efa_alltoall's per-call time apply to the same rows."""
+    assert (efa_a2a_training_fraction(cell, family) is None) == (
+        efa_alltoall_alpha(cell, family) is None
+    )

@@ -23,10 +23,13 @@ over-estimated by 9-15% (Seer charges Megatron's core_attn recompute for them). 
 known gaps are strict xfails: they fail loudly once modelled.
 """
 
+import csv
+import io
 from pathlib import Path
 
 import pytest
 
+from starfabric.astral.seer import peak_memory
 from starfabric.astral.seer.memory import RESERVED_BYTES, MemoryReport
 from starfabric.astral.seer.peak_memory import PeakRow, read_peaks, seer_memory
 from starfabric.errors import DataError
@@ -110,4 +113,79 @@ def test_bad_kind_is_a_data_error(tmp_path: Path) -> None:
     bad = tmp_path / "m.csv"
     bad.write_text(CSV.read_text().splitlines()[0] + "\nX-1,S,c,peak,1.0,,,,llama-3.1-8b\n")
     with pytest.raises(DataError, match="kind"):
+        read_peaks(bad)
+
+
+def _stated_row(**cells: str) -> str:
+    cols = CSV.read_text().splitlines()[0].split(",")
+    row = dict.fromkeys(cols, "") | {"memory_id": "X-1", "source_id": "S", "kind": "runs"}
+    row |= {"model": "llama-3.1-8b", "gpu": "H100", "num_gpus": "8", "micro_batch": "1",
+            "global_batch": "64", "seq_len": "8192"} | cells  # fmt: skip
+    out = io.StringIO()
+    w = csv.DictWriter(out, fieldnames=cols)
+    w.writeheader()
+    w.writerow(row)
+    return out.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("cells", "match"),
+    [
+        ({"micro_batch": "two"}, "micro_batch = 'two'"),
+        ({"tp": "2.5"}, "tp = '2.5'"),
+        ({"pipeline_layers": "[16,x]"}, "pipeline_layers = 'x'"),
+        ({"gpu": ""}, "no row_id and no gpu"),
+        ({"ep_comm_overlap": "ture"}, "ep_comm_overlap = 'ture'"),
+    ],
+)
+def test_a_bad_stated_configuration_is_a_data_error(
+    tmp_path: Path, cells: dict[str, str], match: str
+) -> None:
+    """A row stating its own configuration is checked when read: a malformed or missing cell
+    is a DataError naming the row and column, not a ValueError/KeyError in `seer_memory`."""
+    bad = tmp_path / "m.csv"
+    bad.write_text(_stated_row(**cells))
+    with pytest.raises(DataError, match=match):
+        read_peaks(bad)
+
+
+def test_a_good_stated_configuration_reads(tmp_path: Path) -> None:
+    good = tmp_path / "m.csv"
+    good.write_text(_stated_row(tp="2"))
+    (row,) = read_peaks(good)
+    assert row.config["tp"] == "2" and not row.row_id
+
+
+def test_a_stated_overlap_cell_reads_as_the_performance_rows_do(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ep_comm_overlap is read with cells.flag, as validate reads a yes/no cell: "enabled"
+    is on (a private true/yes/on/1 list read it as off)."""
+    seen: list[dict] = []
+    real = peak_memory.make_job
+
+    def spy(model, ex, system):  # type: ignore[no-untyped-def]
+        seen.append(dict(ex))
+        return real(model, ex, system)
+
+    monkeypatch.setattr(peak_memory, "make_job", spy)
+    f = tmp_path / "m.csv"
+    for raw in ("enabled", "false"):
+        f.write_text(_stated_row(model="mixtral-8x7b-v0.1", ep="8", ep_comm_overlap=raw))
+        seer_memory(read_peaks(f)[0], DATA)
+    assert [ex["ep_comm_overlap"] for ex in seen] == [True, False]
+
+
+def test_a_named_row_refuses_cells_it_would_ignore(tmp_path: Path) -> None:
+    """Beside a row_id only micro_batch and global_batch override the performance row; any
+    other configuration cell (here tp) was silently ignored."""
+    rows = list(csv.DictReader(CSV.open(newline="")))
+    named = next(r for r in rows if r["row_id"]) | {"tp": "4"}
+    out = io.StringIO()
+    w = csv.DictWriter(out, fieldnames=list(rows[0]))
+    w.writeheader()
+    w.writerow(named)
+    bad = tmp_path / "m.csv"
+    bad.write_text(out.getvalue())
+    with pytest.raises(DataError, match="tp given for the named performance row"):
         read_peaks(bad)

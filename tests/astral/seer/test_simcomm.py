@@ -127,3 +127,20 @@ def test_comm_model_is_chosen_by_the_topology() -> None:
     msim = comm_model(moe.execution, mlay, eff, moe.system, moe.model)
     assert isinstance(msim, SimulatedComm) and msim.moe is not None
     assert msim.moe.topk == moe.model.moe_topk and msim.shapes["ep"].size == mlay.ep
+
+
+def test_hierarchical_cp_levels_are_placed_on_the_cluster() -> None:
+    """Hierarchical CP's all-to-all and ring groups (cp_a2a, cp_p2p) run on the simulated
+    cluster as the flat CP group does, placed as comm.layout_groups places them, not on the
+    fallback formulas."""
+    assert megatron_shapes(2, 8, 2, 1, 1, 1, 2, cp_a2a=4)["cp_a2a"] == GroupShape(4, 2)
+    assert megatron_shapes(2, 8, 2, 1, 1, 1, 2, cp_a2a=4)["cp_p2p"] == GroupShape(2, 8)
+    ex = {"global_batch": 4, "seq_len": 65536, "tp": 2, "cp": 8, "micro_batch": 1,
+          "cp_algorithm": "hierarchical", "cp_a2a_size": 4}  # fmt: skip
+    job = make_job("llama-3.1-8b", ex, {"gpu": "H100", "gpus": 32, "topology": FT_RAIL})
+    lay = resolve_layout(job.model, job.execution, job.system)
+    comm = comm_model(job.execution, lay, efficiency_for(lay.gpu, {}), job.system, job.model)
+    assert isinstance(comm, SimulatedComm)
+    assert comm.shapes["cp_a2a"] == GroupShape(4, 2) and comm.shapes["cp_p2p"] == GroupShape(2, 8)
+    t = comm.time("p2p", 64e6, "cp_p2p")
+    assert t == comm.placed("ring_p2p", 64e6, GroupShape(2, 8))

@@ -132,3 +132,24 @@ def test_dualpipe_holds_pp_plus_one_micro_batches_on_every_rank(p: int) -> None:
     assert ranks.tolist() == [p + 1.0] * p
     mixed = dualpipe_rank_bytes(per_stage)
     assert mixed[0] == pytest.approx(p * 1.0 + 1 * p)  # stage 0 x PP, stage PP-1 x 1
+
+
+def _loss_inflight_by_hand(is_fwd: np.ndarray, chunk: np.ndarray) -> int:
+    """The walk spelled out: +1 at each last-chunk forward of the last stage, -1 at its
+    backward, the peak (at least one)."""
+    last = int(chunk[-1].max())
+    cur = peak = 0
+    for f, c in zip(is_fwd[-1], chunk[-1], strict=True):
+        if int(c) == last:
+            cur += 1 if int(f) == 1 else -1
+            peak = max(peak, cur)
+    return max(1, peak)
+
+
+@pytest.mark.parametrize("extra", [0, 1])
+@pytest.mark.parametrize(("p", "v", "m"), [(1, 1, 4), (4, 1, 8), (4, 2, 8), (8, 4, 32)])
+def test_loss_chunk_inflight_is_the_walk(p: int, v: int, m: int, extra: int) -> None:
+    """Differential: the numba walk (`_kernels.peak_inflight`) equals the op-by-op count on
+    Megatron's schedules, with and without the EP overlap's extra warm-up forward."""
+    is_fwd, _mbs, chs = schedule_order(p, v, m, extra if v > 1 else 0)
+    assert loss_chunk_inflight(is_fwd, chs) == _loss_inflight_by_hand(is_fwd, chs)

@@ -18,7 +18,6 @@ from typing import Literal, Protocol
 import numpy as np
 
 from starfabric.astral.hardware import GPUSpec
-from starfabric.astral.seer.cp_comm import cp_levels
 from starfabric.astral.seer.deepep_kernels import (
     DEEPEP_NUM_SMS,
     deepep_internode_time,
@@ -37,7 +36,7 @@ from starfabric.astral.seer.fabric import (
     Group,
 )
 from starfabric.astral.seer.model import ModelSpec
-from starfabric.astral.seer.parallel import ExecutionSpec, Layout, zero_shard
+from starfabric.astral.seer.parallel import ExecutionSpec, Layout, cp_split, zero_shard
 from starfabric.errors import ConfigError, InvariantError
 
 Kind = Literal["all_reduce", "all_gather", "reduce_scatter", "all_to_all", "p2p"]
@@ -157,7 +156,7 @@ def layout_groups(ex: ExecutionSpec, lay: Layout) -> dict[str, Group]:
     # Hierarchical CP (TE a2a+p2p, cp_comm.py): the all-to-all level is the first a2a
     # adjacent CP ranks, the ring level the CP ranks a2a apart (Megatron's
     # `create_hierarchical_groups`).
-    a2a, ring = cp_levels(ex.cp_algorithm, lay.cp, ex.cp_a2a_size)
+    a2a, ring = cp_split(ex, lay)
     groups["cp_a2a"] = place_group(a2a, lay.tp, gpn)
     groups["cp_p2p"] = place_group(ring, lay.tp * a2a, gpn)
     # Gradients of a CP run reduce over DP x CP: every rank with the same TP index, i.e.

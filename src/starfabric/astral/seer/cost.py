@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from starfabric.astral.seer.comm import CommModel, Phase, layout_groups
-from starfabric.astral.seer.cp_comm import cp_levels, ring_exposed
+from starfabric.astral.seer.cp_comm import ring_exposed
 from starfabric.astral.seer.efficiency import Efficiency, flash_time, gemm_time, mem_time
 from starfabric.astral.seer.ep_overlap import pair_exposed_fraction, runs_megatron_overlap
 from starfabric.astral.seer.ep_overlap_hidden import realized_exposed_fraction
@@ -25,7 +25,7 @@ from starfabric.astral.seer.fsdp_side_window import side_groups, side_window_s, 
 from starfabric.astral.seer.model import ModelSpec
 from starfabric.astral.seer.nccl_a2a_ctas import nccl_alltoall_ctas
 from starfabric.astral.seer.ops import BMM, COMM, FLASH, GEMM, MEM, OpTable
-from starfabric.astral.seer.parallel import ExecutionSpec, Layout, SystemSpec
+from starfabric.astral.seer.parallel import ExecutionSpec, Layout, SystemSpec, cp_split
 from starfabric.astral.seer.simcomm import comm_model
 
 TP_OVERLAP_RESIDUAL = 0.15
@@ -180,7 +180,7 @@ def make_context(
         ),
         ep_delay_wgrad=ex.ep_delay_wgrad,
         fsdp_side_groups=side_groups(ex, lay),
-        cp=cp_levels(ex.cp_algorithm, lay.cp, ex.cp_a2a_size)[1],
+        cp=cp_split(ex, lay)[1],
         flash_rate=flash_rate * gen_fwd,
         flash_rate_bwd=flash_rate * gen_bwd,
         fsdp_regather=ex.fsdp_collectives == "parameter",

@@ -105,8 +105,8 @@ def a2a_heads_error(heads: float, kv_heads: float, a2a: int, repeat_kv: bool) ->
 
 _TYPE = re.compile(
     r"cp[-_ ]comm[-_ ]type\s*[:=]?\s*[\"'\[]?\s*(p2p|all_?gather|a2a\+p2p|a2a)"
-    r"|\b(hierarchical)\s+(?:context[- ]parallel|cp)\b"
-    r"|\b(all[-_ ]?gather)\s+(?:context[- ]parallel|cp|kv)\b"
+    r"|\b(hierarchical)\s+(?:context[- ]parallel(?:ism)?|cp)\b"
+    r"|\b(all[-_ ]?gather)\s+(?:context[- ]parallel(?:ism)?|cp|kv)\b"
     r"|\bcp(?:\s*=?\s*\d+)?\s+(?:via|with|by)\s+(?:an?\s+)?(all[-_ ]?gather|all[-_ ]to[-_ ]all|a2a|p2p ring|p2p)",
     re.I,
 )
@@ -140,11 +140,13 @@ _SIZES = re.compile(r"hierarchical[-_ ]context[-_ ]parallel[-_ ]sizes\s*[:=]?\s*
 
 def stated_a2a_size(*cells: str | None) -> int | None:
     """The all-to-all level a row's cells state for hierarchical CP
-    ("--hierarchical-context-parallel-sizes 2 4": 2), None when none does."""
+    ("--hierarchical-context-parallel-sizes 2 4": 2), None when none does; a negated mention
+    ("not --hierarchical-context-parallel-sizes 2 4") does not count."""
     for cell in cells:
-        m = _SIZES.search(cell or "")
-        if m:
-            return int(m.group(1))
+        text = cell or ""
+        for m in _SIZES.finditer(text):
+            if not negated_at(text, m.start(), m.start() + len("hierarchical")):
+                return int(m.group(1))
     return None
 
 

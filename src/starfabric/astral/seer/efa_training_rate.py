@@ -40,7 +40,7 @@ no p5 A/B bounds it: DeepEP is slower than NCCL there).
 
 from __future__ import annotations
 
-from starfabric.astral.seer.statements import names_efa
+from starfabric.astral.seer.efa_alltoall import efa_alltoall_alpha
 
 KIMI_K2_AB: tuple[tuple[int, int, int, bool, float, float], ...] = (
     # (hosts, pp, micro-batch, EP overlap on, NCCL alltoall s/iter, DeepEP+UCCL s/iter)
@@ -63,8 +63,9 @@ On p5 it is an assumption: no p5 A/B bounds it (DeepEP is the slower arm there).
 
 def efa_a2a_training_fraction(interconnect: str | None, gpu_family: str) -> float | None:
     """`EFA_A2A_TRAINING_FRACTION` for a row whose interconnect names EFA on a GPU other than an
-    A100 (p5/p5e/p5en/p6, as `efa_alltoall.efa_alltoall_alpha`), else None."""
-    if gpu_family == "A100" or not names_efa(interconnect):
+    A100 (p5/p5e/p5en/p6): exactly the rows `efa_alltoall.efa_alltoall_alpha` gives a fixed
+    per-call time, else None."""
+    if efa_alltoall_alpha(interconnect, gpu_family) is None:
         return None
     return EFA_A2A_TRAINING_FRACTION
 

@@ -15,7 +15,6 @@ from typing import Any
 
 import numpy as np
 
-from starfabric.astral.seer.cp_comm import cp_levels
 from starfabric.astral.seer.expert_sort import (
     PERMUTATION_BWD_BYTES_FACTOR,
     SORT_SUFFIX,
@@ -23,7 +22,7 @@ from starfabric.astral.seer.expert_sort import (
 )
 from starfabric.astral.seer.model import ModelSpec, attention_params, mlp_params, param_counts
 from starfabric.astral.seer.moe_probs_a2a import PROB_BYTES
-from starfabric.astral.seer.parallel import ExecutionSpec, Layout
+from starfabric.astral.seer.parallel import ExecutionSpec, Layout, cp_split
 from starfabric.astral.seer.torchtitan_eager import (
     norm_extra_bytes,
     rope_bytes,
@@ -180,7 +179,7 @@ def _attention(t: OpTable, model: ModelSpec, ex: ExecutionSpec, lay: Layout, loc
     # TransformerEngine's CP implementations (cp_comm.py): heads split over `a2a` ranks by
     # all-to-alls (Ulysses / TE a2a; the first level of a2a+p2p), KV blocks around a ring of
     # `ring` ranks (TE p2p; the second level), or K and V all-gathered (TE all_gather).
-    a2a, ring = cp_levels(ex.cp_algorithm, lay.cp, ex.cp_a2a_size)
+    a2a, ring = cp_split(ex, lay)
     a2a_grp = "cp" if ring == 1 else "cp_a2a"
     if a2a > 1:
         # Q, K, V re-partitioned from local tokens to heads per rank (ulysses.py).

@@ -12,11 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from starfabric.astral.hardware import GPUSpec, get_gpu
 from starfabric.astral.seer import cpu_optimizer_offload
-from starfabric.astral.seer.cp_comm import a2a_heads_error, cp_levels
+from starfabric.astral.seer.cp_comm import a2a_heads_error, cp_levels, host_a2a_size
 from starfabric.astral.seer.model import ModelSpec, bundled_models
 from starfabric.config import Spec
 from starfabric.errors import ConfigError, InfeasibleError
@@ -56,11 +56,13 @@ class ExecutionSpec(Spec):
         "hierarchical (TE a2a+p2p: a2a over cp_a2a_size adjacent ranks, ring over the rest; "
         "seer/cp_comm.py)",
     )
-    cp_a2a_size: int = Field(
-        default=1,
+    cp_a2a_size: int | None = Field(
+        default=None,
         gt=0,
-        description="hierarchical CP: ranks of the all-to-all level (Megatron "
-        "--hierarchical-context-parallel-sizes A B: A); must divide cp",
+        description="hierarchical CP only: ranks of the all-to-all level (Megatron "
+        "--hierarchical-context-parallel-sizes A B: A); must divide cp. Default: the CP ranks "
+        "that share a host (the largest divisor A of cp with tp x A <= gpus_per_node; "
+        "cp_comm.host_a2a_size), as validate reads a row that states a2a+p2p without sizes",
     )
     ulysses_repeat_kv: bool = Field(
         default=False,
@@ -201,13 +203,14 @@ class ExecutionSpec(Spec):
         description="RoPE applied by TE's fused kernel (Megatron-Core apply_rope_fusion; "
         "Megatron-LM's launcher default, --no-rope-fusion turns it off); False: the unfused "
         "PyTorch path, whose launches host_ops counts (a Megatron-Bridge recipe run, "
-        "seer/bridge_recipe.py)",
+        "seer/bridge_recipe.py); nothing for a model with learned absolute positions",
     )
     swiglu_fusion: bool = Field(
         default=True,
         description="SwiGLU (and the experts' probability weighting) in one fused kernel "
         "(Megatron-Core bias_activation_fusion; Megatron-LM's launcher default, "
-        "--no-bias-swiglu-fusion turns it off); False: the unfused path, counted by host_ops",
+        "--no-bias-swiglu-fusion turns it off); False: the unfused path, counted by host_ops "
+        "(a SwiGLU model only, as Megatron-LM reads the flag only with --swiglu)",
     )
     moe_load_balance: Literal["dropless", "forced"] = Field(
         default="dropless",
@@ -274,6 +277,16 @@ class ExecutionSpec(Spec):
         "gradients are reduce-scattered inside the group and each shard all-reduced across "
         "the replicas (see zero_shard); None: ZeRO shards over the whole DP group",
     )
+
+    @model_validator(mode="after")
+    def _a2a_size_is_hierarchical(self) -> ExecutionSpec:
+        if self.cp_a2a_size is not None and self.cp_algorithm != "hierarchical":
+            raise ValueError(
+                f"cp_a2a_size = {self.cp_a2a_size} applies to hierarchical CP only, not "
+                f"cp_algorithm = {self.cp_algorithm!r}: give cp_algorithm: hierarchical (TE "
+                "a2a+p2p) or drop cp_a2a_size"
+            )
+        return self
 
 
 MAX_GPUS = 1 << 24
@@ -392,18 +405,32 @@ def _fail(msg: str, fix: str) -> InfeasibleError:
     return InfeasibleError(msg, fix=fix)
 
 
-def _check_cp_comm(model: ModelSpec, ex: ExecutionSpec) -> None:
+def cp_a2a_ranks(ex: ExecutionSpec, tp: int, gpus_per_node: int) -> int:
+    """Hierarchical CP's all-to-all level: `ex.cp_a2a_size`, or when unset the CP ranks that
+    share a host (`cp_comm.host_a2a_size`)."""
+    if ex.cp_a2a_size is not None:
+        return ex.cp_a2a_size
+    return host_a2a_size(ex.cp, tp, gpus_per_node)
+
+
+def cp_split(ex: ExecutionSpec, lay: Layout) -> tuple[int, int]:
+    """(all-to-all ranks, ring ranks) of the job's CP group (`cp_comm.cp_levels`)."""
+    return cp_levels(ex.cp_algorithm, lay.cp, cp_a2a_ranks(ex, lay.tp, lay.gpus_per_node))
+
+
+def _check_cp_comm(model: ModelSpec, ex: ExecutionSpec, gpus_per_node: int) -> None:
     """TransformerEngine's checks on the CP implementation (cp_comm.py): a hierarchical CP's
     all-to-all level divides cp, and an all-to-all over heads divides the heads (and, unless
     K/V are repeated first, the K/V heads) of a TP rank."""
     if ex.cp <= 1:
         return
-    if ex.cp_algorithm == "hierarchical" and (ex.cp % ex.cp_a2a_size or ex.cp_a2a_size < 1):
+    a2a_size = cp_a2a_ranks(ex, ex.tp, gpus_per_node)
+    if ex.cp_algorithm == "hierarchical" and ex.cp % a2a_size:
         raise _fail(
-            f"hierarchical CP: cp_a2a_size = {ex.cp_a2a_size} does not divide cp = {ex.cp}",
+            f"hierarchical CP: cp_a2a_size = {a2a_size} does not divide cp = {ex.cp}",
             "give cp_a2a_size (the first of --hierarchical-context-parallel-sizes) a divisor of cp",
         )
-    a2a, _ = cp_levels(ex.cp_algorithm, ex.cp, ex.cp_a2a_size)
+    a2a, _ = cp_levels(ex.cp_algorithm, ex.cp, a2a_size)
     heads = model.heads / ex.tp
     kv = max(1.0, model.kv_heads / ex.tp)
     why = a2a_heads_error(heads, kv, a2a, ex.ulysses_repeat_kv)
@@ -584,7 +611,7 @@ def resolve_layout(
             f"seq_len = {ex.seq_len} not divisible by 2*cp = {2 * ex.cp} (load-balanced causal CP)",
             _use("cp", _divisors(min(system.gpus, 64)), model, ex, system, suggest),
         )
-    _check_cp_comm(model, ex)
+    _check_cp_comm(model, ex, system.gpus_per_node)
     if ex.seq_len % ex.tp and ex.sp and ex.tp > 1:
         raise _fail(
             f"sequence parallelism splits seq_len = {ex.seq_len} over tp = {ex.tp} unevenly",

@@ -11,7 +11,8 @@
 - `oom`: a configuration its publisher reports as out of memory.
 
 A row either names a performance row (`runs_csv`, `row_id`) whose configuration `seer validate`
-reads, with any configuration cell of this file overriding that row's cell, or states the
+reads, with this file's micro_batch / global_batch cells overriding that row's (any other
+configuration cell beside a row_id is refused), or states the
 configuration in its own columns (model, GPU, degrees, micro-batch, recompute ...).
 """
 
@@ -23,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from starfabric.astral.seer import cells
 from starfabric.astral.seer.memory import MemoryReport
 from starfabric.astral.seer.model import load_model
 from starfabric.astral.seer.predict import make_job, predict
@@ -33,6 +35,8 @@ KINDS = ("max_reserved", "runs", "oom")
 
 _OVERRIDES = {"micro_batch": "micro_batch", "global_batch": "global_batch_seqs"}
 """Configuration columns of this file that replace a named performance row's cells."""
+_ROW_KEYS = {"kind", "published_gib", "capacity_gib_stated", "runs_csv", "row_id"}
+"""Columns of a row that names a performance row which are not configuration."""
 
 
 @dataclass(frozen=True)
@@ -63,6 +67,38 @@ def _float(row: dict[str, str], key: str, path: Path) -> float | None:
         ) from None
 
 
+STATED_REQUIRED = ("model", "gpu", "num_gpus", "micro_batch", "global_batch", "seq_len")
+"""Columns a row that states its own configuration (no `row_id`) must give."""
+_STATED_INTS = ("mtp_layers", "num_gpus", "gpus_per_node", "tp", "pp", "vpp", "ep", "cp",
+                "micro_batch", "global_batch", "seq_len")  # fmt: skip
+
+
+def _check_stated(cfg: dict[str, str], memory_id: str | None, path: Path) -> None:
+    """A stated configuration's cells: the required ones present, the counts whole numbers."""
+    lacking = [k for k in STATED_REQUIRED if k not in cfg]
+    if lacking:
+        raise DataError(
+            f"{path}: row {memory_id}: no row_id and no {', '.join(lacking)}",
+            fix="name the performance row (runs_csv, row_id) or state the whole configuration",
+        )
+    ints = [(k, cfg[k]) for k in _STATED_INTS if k in cfg]
+    if "pipeline_layers" in cfg:
+        ints += [("pipeline_layers", x) for x in cfg["pipeline_layers"].strip("[]").split(",")]
+    raw_overlap = cfg.get("ep_comm_overlap")
+    if raw_overlap is not None and cells.flag(raw_overlap) is None:
+        raise DataError(
+            f"{path}: row {memory_id}: ep_comm_overlap = {raw_overlap!r} says neither on nor off",
+            fix="write true or false",
+        )
+    for key, raw in ints:
+        if not raw.strip().isdigit():
+            raise DataError(
+                f"{path}: row {memory_id}: {key} = {raw!r} is not a whole number",
+                fix=f"write {key} as a count, e.g. 8"
+                + (" (pipeline_layers: [a,b,...])" if key == "pipeline_layers" else ""),
+            )
+
+
 def read_peaks(path: str | Path) -> list[PeakRow]:
     """The rows of a published-peak-memory CSV; a bad cell is a DataError naming it."""
     p = Path(path)
@@ -89,6 +125,17 @@ def read_peaks(path: str | Path) -> list[PeakRow]:
             )
         cfg_keys = [k for k in r if k not in ("memory_id", "source_id", "citation", "notes")]
         config = {k: r[k].strip() for k in cfg_keys if (r.get(k) or "").strip()}
+        if not (r.get("row_id") or "").strip():
+            _check_stated(config, r.get("memory_id"), p)
+        else:
+            ignored = sorted(set(config) - set(_OVERRIDES) - _ROW_KEYS)
+            if ignored:
+                raise DataError(
+                    f"{p}: row {r.get('memory_id')}: {', '.join(ignored)} given for the named "
+                    f"performance row {r['row_id'].strip()}, which only "
+                    f"{' and '.join(_OVERRIDES)} override",
+                    fix="drop those cells, or state the whole configuration without row_id",
+                )
         out.append(
             PeakRow(
                 memory_id=r["memory_id"],
@@ -103,10 +150,6 @@ def read_peaks(path: str | Path) -> list[PeakRow]:
             )
         )
     return out
-
-
-def _bool(raw: str) -> bool:
-    return raw.lower() in ("1", "true", "yes", "on")
 
 
 def _stated_job(cfg: dict[str, str]) -> MemoryReport:
@@ -132,7 +175,7 @@ def _stated_job(cfg: dict[str, str]) -> MemoryReport:
     }
     if model.is_moe:
         ex["moe_dispatcher"] = cfg.get("moe_dispatcher", "alltoall")
-        ex["ep_comm_overlap"] = _bool(cfg.get("ep_comm_overlap", "false"))
+        ex["ep_comm_overlap"] = bool(cells.flag(cfg.get("ep_comm_overlap")))
     if "pipeline_layers" in cfg:
         ex["pipeline_layers"] = [int(x) for x in cfg["pipeline_layers"].strip("[]").split(",")]
     system = {
@@ -160,4 +203,4 @@ def seer_memory(row: PeakRow, runs_dir: str | Path) -> MemoryReport:
     return validate.validate_row(run).prediction.memory
 
 
-__all__ = ["KINDS", "PeakRow", "read_peaks", "seer_memory"]
+__all__ = ["KINDS", "STATED_REQUIRED", "PeakRow", "read_peaks", "seer_memory"]

@@ -181,8 +181,8 @@ def piece_host_s(model: ModelSpec, ex: ExecutionSpec, lay: Layout, moe: bool) ->
         ex.cuda_graphs,
         model.is_mla,
         model.qk_norm,
-        ex.rope_fusion,
-        ex.swiglu_fusion,
+        ex.rope_fusion or model.learned_pos_emb,  # no RoPE: nothing unfused
+        ex.swiglu_fusion or model.activation != "swiglu",  # the flag is SwiGLU's only
         model.kv_heads < lay.tp,
     )
     hf, hb = host_ops.host_seconds(n)
@@ -211,8 +211,8 @@ def with_host(
         ex.cuda_graphs,
         model.is_mla,
         model.qk_norm,
-        ex.rope_fusion,
-        ex.swiglu_fusion,
+        ex.rope_fusion or model.learned_pos_emb,  # no RoPE: nothing unfused
+        ex.swiglu_fusion or model.activation != "swiglu",  # the flag is SwiGLU's only
         model.kv_heads < lay.tp,
     )
     host = {n: c * host_ops.HOST_S_PER_LAUNCH_FWD for n, c in nl.items()}

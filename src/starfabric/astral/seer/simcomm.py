@@ -31,7 +31,7 @@ from starfabric.astral.routing import route_flows
 from starfabric.astral.seer.comm import CommModel, FormulaComm, Kind, Phase, formula_comm
 from starfabric.astral.seer.efficiency import Efficiency
 from starfabric.astral.seer.model import ModelSpec
-from starfabric.astral.seer.parallel import ExecutionSpec, Layout, SystemSpec
+from starfabric.astral.seer.parallel import ExecutionSpec, Layout, SystemSpec, cp_split
 from starfabric.astral.topology import ClusterSpec, Topology, build
 from starfabric.config import parse_spec, read_mapping
 from starfabric.errors import ConfigError, InfeasibleError
@@ -76,14 +76,18 @@ class MoEDims:
 
 
 def megatron_shapes(
-    tp: int, cp: int, dp: int, pp: int, ep: int, etp: int, edp: int
+    tp: int, cp: int, dp: int, pp: int, ep: int, etp: int, edp: int, cp_a2a: int = 1
 ) -> dict[str, GroupShape]:
     """Representative group per parallel dimension under Megatron's rank order
     (rank = tp_rank + tp * (cp_rank + cp * (dp_rank + dp * pp_rank)); expert groups split
-    the tp*cp*dp ranks of a stage as etp fastest, then ep, then edp)."""
+    the tp*cp*dp ranks of a stage as etp fastest, then ep, then edp). Hierarchical CP's two
+    levels (`cp_comm`, as `comm.layout_groups` places them): the all-to-all over `cp_a2a`
+    adjacent CP ranks, the ring over the CP ranks `cp_a2a` apart."""
     return {
         "tp": GroupShape(tp, 1),
         "cp": GroupShape(cp, tp),
+        "cp_a2a": GroupShape(cp_a2a, tp),
+        "cp_p2p": GroupShape(cp // cp_a2a, tp * cp_a2a),
         "dp": GroupShape(dp, tp * cp),
         "dp_cp": GroupShape(dp * cp, tp),
         "pp": GroupShape(pp, tp * cp * dp),
@@ -285,7 +289,9 @@ def comm_model(
     return SimulatedComm(
         spec,
         system.network_backend,
-        shapes=megatron_shapes(lay.tp, lay.cp, lay.dp, lay.pp, lay.ep, lay.etp, lay.edp),
+        shapes=megatron_shapes(
+            lay.tp, lay.cp, lay.dp, lay.pp, lay.ep, lay.etp, lay.edp, cp_split(ex, lay)[0]
+        ),
         fallback=formula,
         moe=moe,
     )

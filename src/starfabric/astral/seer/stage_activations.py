@@ -80,16 +80,13 @@ def stage_peak_bytes(
 
 def loss_chunk_inflight(is_fwd: np.ndarray[Any, Any], chunk: np.ndarray[Any, Any]) -> int:
     """Micro-batches whose last-virtual-chunk tensors (logits, MTP) the last stage holds at
-    once: the peak of (+1 at that chunk's forward, -1 at its backward) on the last stage."""
-    s = is_fwd.shape[0] - 1
-    last = int(chunk[s].max()) if chunk.shape[1] else 0
-    cur = peak = 0
-    for f, c in zip(is_fwd[s], chunk[s], strict=True):
-        if int(c) != last:
-            continue
-        cur += 1 if int(f) == 1 else -1
-        peak = max(peak, cur)
-    return max(1, peak)
+    once: the peak of (+1 at that chunk's forward, -1 at its backward) on the last stage
+    (`_kernels.peak_inflight` with one unit on that chunk)."""
+    last = is_fwd[-1:]
+    ch = chunk[-1:]
+    unit = np.zeros((1, int(ch.max()) + 1 if ch.size else 1))
+    unit[0, -1] = 1.0
+    return max(1, int(_kernels.peak_inflight(last, ch, unit)[0]))
 
 
 __all__ = [

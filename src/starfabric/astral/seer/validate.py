@@ -631,8 +631,9 @@ def _framework(row: dict[str, str]) -> dict[str, Any]:
     # Megatron-Core stacks: their layers' host launches are counted (host_ops).
     host = any(k in fw for k in host_ops.HOST_SYNC_FRAMEWORKS)
     graphs = "cuda graph" in " ".join((row.get(k) or "") for k in ("framework", "notes")).lower()
+    # The citation too: a row citing a performance summary ran the performance scripts.
     rope_fused, swiglu_fused = bridge_recipe.recipe_fusions(
-        row.get("framework"), (row.get(k) for k in ("model_notes", "notes"))
+        row.get("framework"), (row.get(k) for k in ("model_notes", "notes", "citation"))
     )
     if old_kernel:
         attention = "flash"
