@@ -13,9 +13,12 @@ does not model: a base that sets one is refused rather than priced as something 
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+from starfabric.astral.seer.megatron_cli import looks_like_megatron, read_megatron_file
 from starfabric.astral.seer.parallel import ExecutionSpec
+from starfabric.config import parse_spec, read_mapping
 from starfabric.errors import ConfigError
 
 LAYOUT_FIELDS = frozenset({
@@ -71,6 +74,25 @@ def search_base(
     return stack
 
 
+def load_stack(path: str | Path, global_batch: int, seq_len: int, precision: str) -> ExecutionSpec:
+    """The execution section of a job YAML/JSON (or the execution of a Megatron-LM launch
+    command, as `seer predict` reads it) as a search's stack: the search's job fields fill
+    what the file leaves out; an unknown field or a job field that disagrees is a ConfigError."""
+    if looks_like_megatron(path):
+        ex = read_megatron_file(path)["execution"]
+    else:
+        data = read_mapping(path)
+        ex = data.get("execution")
+        if not isinstance(ex, dict):
+            raise ConfigError(
+                f"{path}: no execution mapping to take the software stack from",
+                fix="give a job file with an execution section (as seer predict reads)",
+            )
+    job = {"global_batch": global_batch, "seq_len": seq_len, "precision": precision}
+    spec = parse_spec(ExecutionSpec, {**job, **ex}, source=f"{path}: execution")
+    return search_base(spec, global_batch, seq_len, precision)
+
+
 def stack_settings(base: ExecutionSpec) -> dict[str, Any]:
     """The stack fields of `base` that differ from ExecutionSpec's defaults, JSON-ready."""
     dumped = base.model_dump(mode="json")
@@ -83,6 +105,7 @@ __all__ = [
     "LAYOUT_FIELDS",
     "STACK_FIELDS",
     "UNMODELLED",
+    "load_stack",
     "search_base",
     "stack_settings",
 ]
