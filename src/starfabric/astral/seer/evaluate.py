@@ -100,9 +100,9 @@ def layer_costs(
     if model.is_moe:
         tables.append((2, layer_ops(model, ex, lay, moe=True)))
     for col, table in tables:
-        base = piece_cost(table, ctx, "none")
+        plain = piece_cost(table, ctx, "none")
         for r, rec in enumerate(RECOMPUTE):
-            pc = _with_recompute(base, table, rec)
+            pc = _with_recompute(plain, table, rec)
             out[r, col] = pc.fwd.total
             out[r, col + 1] = pc.bwd.total + pc.recompute.total
     if model.mtp_layers:

@@ -78,16 +78,16 @@ def load_stack(path: str | Path, global_batch: int, seq_len: int, precision: str
     """The execution section of a job YAML/JSON (or the execution of a Megatron-LM launch
     command, as `seer predict` reads it) as a search's stack: the search's job fields fill
     what the file leaves out; an unknown field or a job field that disagrees is a ConfigError."""
-    if looks_like_megatron(path):
-        ex = read_megatron_file(path)["execution"]
-    else:
-        data = read_mapping(path)
-        ex = data.get("execution")
-        if not isinstance(ex, dict):
-            raise ConfigError(
-                f"{path}: no execution mapping to take the software stack from",
-                fix="give a job file with an execution section (as seer predict reads)",
-            )
+    ex: Any = (
+        read_megatron_file(path)["execution"]
+        if looks_like_megatron(path)
+        else read_mapping(path).get("execution")
+    )
+    if not isinstance(ex, dict):
+        raise ConfigError(
+            f"{path}: no execution mapping to take the software stack from",
+            fix="give a job file with an execution section (as seer predict reads)",
+        )
     job = {"global_batch": global_batch, "seq_len": seq_len, "precision": precision}
     spec = parse_spec(ExecutionSpec, {**job, **ex}, source=f"{path}: execution")
     return search_base(spec, global_batch, seq_len, precision)
