@@ -437,7 +437,7 @@ def seer_search(
     stack: str = typer.Option(
         "",
         "--stack",
-        help="Job YAML/JSON or Megatron-LM launch script: every layout is priced with its "
+        help="Job YAML/JSON: every layout is priced with its "
         "execution's software stack (dispatcher, attention kernel, CP algorithm, fusions, ...); "
         "its layout fields are what the search varies.",
     ),

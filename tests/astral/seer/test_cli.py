@@ -136,6 +136,21 @@ def test_search_bad_stack_is_one_line_exit_2(tmp_path: Path, execution: str, err
     assert res.output.count("\n") == 1
 
 
+def test_search_refuses_a_megatron_script_as_stack(tmp_path: Path) -> None:
+    script = tmp_path / "run.sh"
+    script.write_text(
+        "torchrun --nproc_per_node 8 pretrain_gpt.py --tensor-model-parallel-size 2 "
+        "--num-layers 2 --hidden-size 256 --num-attention-heads 8 --seq-length 2048 "
+        "--max-position-embeddings 2048 --micro-batch-size 1 --global-batch-size 64\n"
+    )
+    res = runner.invoke(
+        app, ["astral", "seer", "search", "llama-3.1-8b", "--gpus", "8", "--global-batch", "64",
+              "--seq-len", "2048", "--stack", str(script)],
+    )  # fmt: skip
+    assert res.exit_code == 2, res.output
+    assert "host launches" in res.output and res.output.count("\n") == 1, res.output
+
+
 def test_validate_prints_error_per_source_and_reports_undefined_runs(tmp_path: Path) -> None:
     import csv
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from starfabric.astral.seer.megatron_cli import looks_like_megatron, read_megatron_file
+from starfabric.astral.seer.megatron_cli import looks_like_megatron
 from starfabric.astral.seer.parallel import ExecutionSpec
 from starfabric.config import parse_spec, read_mapping
 from starfabric.errors import ConfigError
@@ -75,14 +75,18 @@ def search_base(
 
 
 def load_stack(path: str | Path, global_batch: int, seq_len: int, precision: str) -> ExecutionSpec:
-    """The execution section of a job YAML/JSON (or the execution of a Megatron-LM launch
-    command, as `seer predict` reads it) as a search's stack: the search's job fields fill
-    what the file leaves out; an unknown field or a job field that disagrees is a ConfigError."""
-    ex: Any = (
-        read_megatron_file(path)["execution"]
-        if looks_like_megatron(path)
-        else read_mapping(path).get("execution")
-    )
+    """The execution section of a job YAML/JSON as a search's stack: the search's job fields
+    fill what the file leaves out; an unknown field or a job field that disagrees is a
+    ConfigError. A Megatron-LM launch command is refused: `seer predict` prices it with the
+    host's launches (host_launches), which the search does not model."""
+    if looks_like_megatron(path):
+        raise ConfigError(
+            f"{path}: a Megatron-LM launch command is priced with its host launches "
+            "(host_launches), which search does not model",
+            fix="use seer predict for this job, or give --stack a job YAML with an execution "
+            "section",
+        )
+    ex: Any = read_mapping(path).get("execution")
     if not isinstance(ex, dict):
         raise ConfigError(
             f"{path}: no execution mapping to take the software stack from",
