@@ -211,3 +211,18 @@ def test_stack_the_search_cannot_price_is_refused(extra: dict, match: str) -> No
     with pytest.raises(ConfigError, match=match) as err:
         search(model, SYS, 256, 4096, limit=10, stack=stack)
     assert "\n" not in str(err.value)
+
+
+def test_schedule_level_stack_fields_are_priced() -> None:
+    """The closed form reads the stack's CPU-optimizer overlap/threads and gradient dtype:
+    the optimizer-offload layouts cost more without the overlap, and agree with predict."""
+    model = load_model("llama-3.1-8b")
+    slow = {"overlap_cpu_optimizer": False, "cpu_optimizer_threads": 2, "grad_reduce_fp32": False}
+    plain = search(model, SYS, 256, 8192)
+    res = search(model, SYS, 256, 8192, stack=ExecutionSpec(global_batch=256, seq_len=8192, **slow))
+    off = (res.configs["off"] & 4) > 0
+    assert (res.iteration_s[off] > plain.iteration_s[off]).all()
+    rank = res.ranked()
+    for i in [*rank[off[rank]][:3], *rank[:3]]:
+        it = predict(make_job(model, res.execution(int(i)), SYS)).iteration_s
+        assert it == pytest.approx(res.iteration_s[i], rel=0.01), res.row(int(i))
