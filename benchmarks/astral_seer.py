@@ -7,7 +7,9 @@ scalar_configs_per_s (the same analytical
 model evaluated one configuration at a time), timeline_405b_16k_s (predict() of Llama-3.1-405B,
 TP8 PP16 (126 layers split 7/8x14/7) DP128, 2,048 x 8K sequences, warm), search_top20_agree
 (fraction of search's 20 fastest layouts whose predict() iteration time is within 1% of the
-search's), and, printed last, search_speedup =
+search's), search_top20_agree_stack (the same for Mixtral-8x7B on 64 H100s searched with a
+non-default software stack: DeepEP, Ulysses CP, FlashAttention-2, BF16 moments;
+stack_configs_per_s its search rate), and, printed last, search_speedup =
 configs_per_s / scalar_configs_per_s (same run, same machine). Targets: configs_per_s >= 10,000,
 timeline_405b_16k_s < 10. The search space has Calculon's axes (TP/DP overlap, ZeRO 0-3,
 offload where the GPU has a second memory tier: none on H100). --quick times fewer scalar
@@ -30,13 +32,20 @@ from pathlib import Path
 from rich.progress import Progress
 
 from starfabric.astral.seer import ModelSpec, load_model, make_job, predict
-from starfabric.astral.seer.parallel import SystemSpec
+from starfabric.astral.seer.parallel import ExecutionSpec, SystemSpec
 from starfabric.astral.seer.search import SearchResult, search
 
 JOB_405B = {
     "global_batch": 2048, "seq_len": 8192, "tp": 8, "pp": 16, "micro_batch": 1,
     "pipeline_layers": [7] + [8] * 14 + [7], "recompute": "none", "tp_comm_overlap": True,
 }  # fmt: skip
+
+
+STACK = {
+    "moe_dispatcher": "deepep", "cp_algorithm": "ulysses", "flash_kernel": "fa2",
+    "moe_probs_all_to_all": True, "optimizer_moments": "bf16",
+}  # fmt: skip
+"""The non-default software stack of search_top20_agree_stack."""
 
 
 def top_agreement(res: SearchResult, model: ModelSpec, system: SystemSpec, n: int = 20,
@@ -83,6 +92,14 @@ def main(argv: list[str] | None = None) -> int:
         out["scalar_configs_per_s"] = len(sub) / (time.perf_counter() - t0)
         prog.advance(task)
         out["search_top20_agree"] = top_agreement(res, model, system)
+        # The same check with a user's stack (search_stack.py): Mixtral under DeepEP, Ulysses
+        # CP, FlashAttention-2 and BF16 moments on 64 H100s.
+        moe, sys64 = load_model("mixtral-8x7b-v0.1"), SystemSpec(gpu="H100", gpus=64)
+        stack = ExecutionSpec(global_batch=256, seq_len=8192, **STACK)
+        t0 = time.perf_counter()
+        res_s = search(moe, sys64, 256, 8192, stack=stack)
+        out["stack_configs_per_s"] = len(res_s) / (time.perf_counter() - t0)
+        out["search_top20_agree_stack"] = top_agreement(res_s, moe, sys64)
         prog.advance(task)
         big = make_job("llama-3.1-405b", JOB_405B, {"gpu": "H100", "gpus": 16384})
         predict(big)

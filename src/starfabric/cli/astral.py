@@ -434,6 +434,13 @@ def seer_search(
     ray: str = typer.Option(
         "", "--ray", help="Spread the sweep over Ray: 'local' or a cluster ADDRESS (host:port)."
     ),
+    stack: str = typer.Option(
+        "",
+        "--stack",
+        help="Job YAML/JSON: every layout is priced with its "
+        "execution's software stack (dispatcher, attention kernel, CP algorithm, fusions, ...); "
+        "its layout fields are what the search varies.",
+    ),
 ) -> None:
     """Rank every valid parallel layout by predicted throughput (memory-feasible only)."""
     import time
@@ -444,6 +451,7 @@ def seer_search(
     from starfabric.astral.seer.hf_config import check_seq_len
     from starfabric.astral.seer.parallel import MAX_GLOBAL_BATCH, SystemSpec
     from starfabric.astral.seer.search import search
+    from starfabric.astral.seer.search_stack import load_stack, stack_settings
     from starfabric.config import parse_spec
     from starfabric.errors import ConfigError
 
@@ -455,10 +463,11 @@ def seer_search(
     system = parse_spec(SystemSpec, {"gpu": gpu, "gpus": gpus, "nic_bandwidth": nic}, "options")
     the_model = load_model(model)
     check_seq_len(the_model, seq_len, "--seq-len")
+    base = load_stack(stack, global_batch, seq_len, precision) if stack else None
     t0 = time.perf_counter()
     res = search(
         the_model, system, global_batch, seq_len, precision,  # type: ignore[arg-type]
-        ray=ray or None,
+        ray=ray or None, stack=base,
     )  # fmt: skip
     dt = time.perf_counter() - t0
     rows = res.top(top)
@@ -477,9 +486,12 @@ def seer_search(
             r["offload"], f"{r['iteration_s']:.3f}", f"{r['tokens_per_s']:,.0f}",
             f"{r['memory_gib']:.1f}",
         )  # fmt: skip
+    settings = stack_settings(res.base) if res.base is not None else {}
+    if settings:
+        con.print("stack: " + ", ".join(f"{k}={v}" for k, v in settings.items()), markup=False)
     con.print(tab)
     if json_path:
-        write_json(json_path, {"layouts": len(res), "top": rows})
+        write_json(json_path, {"layouts": len(res), "stack": settings, "top": rows})
 
 
 @seer_app.command("calibrate")

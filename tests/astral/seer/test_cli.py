@@ -1,6 +1,7 @@
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from starfabric.cli import app
@@ -89,6 +90,65 @@ def test_search_bad_ray_address_is_one_line_exit_2() -> None:
     assert res.exit_code == 2
     assert res.output.startswith("error: --ray 'nowhere' is not a Ray address")
     assert res.output.count("\n") == 1
+
+
+def _stack_job(tmp_path: Path, execution: str) -> str:
+    job = tmp_path / "job.yaml"
+    job.write_text(
+        "model: mixtral-8x7b-v0.1\nexecution:\n  global_batch: 64\n  seq_len: 2048\n"
+        "  tp: 4\n  pp: 2\n" + execution + "system: {gpu: H100, gpus: 16}\n"
+    )
+    return str(job)
+
+
+def test_search_takes_the_stack_from_a_job_file(tmp_path: Path) -> None:
+    """--stack: the job's execution stack prices every layout; its layout fields (tp, pp)
+    are what the search varies; the JSON names the stack."""
+    out = tmp_path / "s.json"
+    job = _stack_job(tmp_path, "  moe_dispatcher: deepep\n  flash_kernel: fa2\n")
+    args = ["astral", "seer", "search", "mixtral-8x7b-v0.1", "--gpus", "16", "--global-batch",
+            "64", "--seq-len", "2048", "--top", "3"]  # fmt: skip
+    res = runner.invoke(app, [*args, "--stack", job, "--json", str(out)])
+    assert res.exit_code == 0, res.output
+    assert "stack: flash_kernel=fa2, moe_dispatcher=deepep" in res.output
+    data = json.loads(out.read_text())
+    assert data["stack"] == {"flash_kernel": "fa2", "moe_dispatcher": "deepep"}
+    plain = runner.invoke(app, [*args, "--json", str(out)])
+    assert plain.exit_code == 0, plain.output
+    assert json.loads(out.read_text())["top"] != data["top"]
+
+
+@pytest.mark.parametrize(
+    ("execution", "error"),
+    [("  moe_dispatcher: nccl\n", "execution: field 'moe_dispatcher' = 'nccl'"),
+     ("  no_such_field: 1\n", "no_such_field"),
+     ("  ep_comm_overlap: true\n", "search does not model it"),
+     ("  precision: fp8\n", "execution.precision = 'fp8' but the search runs precision")],
+)  # fmt: skip
+def test_search_bad_stack_is_one_line_exit_2(tmp_path: Path, execution: str, error: str) -> None:
+    job = _stack_job(tmp_path, execution)
+    res = runner.invoke(
+        app, ["astral", "seer", "search", "mixtral-8x7b-v0.1", "--gpus", "16", "--global-batch",
+              "64", "--seq-len", "2048", "--stack", job],
+    )  # fmt: skip
+    assert res.exit_code == 2, res.output
+    assert res.output.startswith("error: ") and error in res.output, res.output
+    assert res.output.count("\n") == 1
+
+
+def test_search_refuses_a_megatron_script_as_stack(tmp_path: Path) -> None:
+    script = tmp_path / "run.sh"
+    script.write_text(
+        "torchrun --nproc_per_node 8 pretrain_gpt.py --tensor-model-parallel-size 2 "
+        "--num-layers 2 --hidden-size 256 --num-attention-heads 8 --seq-length 2048 "
+        "--max-position-embeddings 2048 --micro-batch-size 1 --global-batch-size 64\n"
+    )
+    res = runner.invoke(
+        app, ["astral", "seer", "search", "llama-3.1-8b", "--gpus", "8", "--global-batch", "64",
+              "--seq-len", "2048", "--stack", str(script)],
+    )  # fmt: skip
+    assert res.exit_code == 2, res.output
+    assert "host launches" in res.output and res.output.count("\n") == 1, res.output
 
 
 def test_validate_prints_error_per_source_and_reports_undefined_runs(tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ ray = pytest.importorskip("ray")
 
 from starfabric.astral.seer import load_model  # noqa: E402
 from starfabric.astral.seer.distributed import check_address  # noqa: E402
-from starfabric.astral.seer.parallel import SystemSpec  # noqa: E402
+from starfabric.astral.seer.parallel import ExecutionSpec, SystemSpec  # noqa: E402
 from starfabric.astral.seer.search import search  # noqa: E402
 from starfabric.errors import ConfigError  # noqa: E402
 
@@ -36,6 +36,20 @@ def test_ray_sweep_equals_local(local_ray: None) -> None:
     assert dist.top(5) == local.top(5)
     auto = search(model, system, 256, 4096, limit=600, ray="local")  # one chunk per CPU
     np.testing.assert_array_equal(auto.iteration_s, local.iteration_s)
+
+
+def test_ray_sweep_carries_the_stack(local_ray: None) -> None:
+    """The Ray tasks price the layouts with the search's stack, as the local sweep does."""
+    model = load_model("mixtral-8x7b-v0.1")
+    system = SystemSpec(gpu="H100", gpus=64)
+    stack = ExecutionSpec(
+        global_batch=256, seq_len=4096, moe_dispatcher="deepep", flash_kernel="fa2"
+    )
+    local = search(model, system, 256, 4096, limit=300, stack=stack)
+    dist = search(model, system, 256, 4096, limit=300, stack=stack, ray="local", ray_chunk=128)
+    np.testing.assert_array_equal(dist.iteration_s, local.iteration_s)
+    plain = search(model, system, 256, 4096, limit=300)
+    assert (plain.iteration_s != dist.iteration_s).any()
 
 
 def test_bad_addresses_are_config_errors() -> None:

@@ -135,3 +135,94 @@ def test_offload_trades_hbm_for_the_second_tier() -> None:
         make_job(model, dict(ex, offload_activations=False), {"gpu": "GH200", "gpus": 64})
     )
     assert full.memory.activations < kept.memory.activations and full.memory.offloaded > 0
+
+
+STACK = {
+    "moe_dispatcher": "deepep", "cp_algorithm": "ulysses", "flash_kernel": "fa2",
+    "moe_probs_all_to_all": True, "optimizer_moments": "bf16", "eager_elementwise": True,
+    "moe_load_balance": "forced", "fp8_16bit_copies": False,
+}  # fmt: skip
+"""A non-default software stack: DeepEP, Ulysses CP, FlashAttention-2, ..."""
+
+
+def _stack(gb: int, seq: int, **extra: object) -> ExecutionSpec:
+    # tp/pp are layout fields: the search replaces them
+    return ExecutionSpec(global_batch=gb, seq_len=seq, tp=4, pp=2, **{**STACK, **extra})
+
+
+def test_search_top20_agree_with_predict_under_a_stack() -> None:
+    """search(stack=...) prices every layout with the user's stack, and execution(i) hands
+    predict that same job: the 20 fastest agree within 1%, CP layouts (Ulysses) included."""
+    model = load_model("mixtral-8x7b-v0.1")
+    system = SystemSpec(gpu="H100", gpus=64)
+    res = search(model, system, 256, 8192, stack=_stack(256, 8192))
+    top = res.ranked()[:20]
+    assert (res.configs["cp"][top] > 1).any() and (res.configs["ep"][top] > 1).any()
+    for i in top:
+        ex = res.execution(int(i))
+        assert {k: ex[k] for k in STACK} == STACK
+        it = predict(make_job(model, ex, system)).iteration_s
+        assert it == pytest.approx(res.iteration_s[i], rel=0.01), res.row(int(i))
+
+
+def test_stack_changes_the_prices_and_the_valid_layouts() -> None:
+    """Differential: the same EP layouts cost another time under DeepEP; Ulysses drops the
+    layouts whose TP rank has fewer K/V heads than the CP all-to-all splits; every layout
+    enumerated under the stack resolves with it."""
+    model = load_model("mixtral-8x7b-v0.1")  # 8 K/V heads: tp 8 leaves 1 per rank
+    plain = enumerate_configs(model, SYS, 256, 8192)
+    base = _stack(256, 8192)
+    uly = enumerate_configs(model, SYS, 256, 8192, base)
+    assert ((plain["tp"] == 8) & (plain["cp"] > 1)).any()
+    assert not ((uly["tp"] == 8) & (uly["cp"] > 1)).any()
+    assert not (uly["off"] & 4).any()  # the CPU optimizer keeps fp32 moments (resolve_layout)
+    for i in range(0, len(uly["tp"]), 97):
+        row = {c: int(uly[c][i]) for c in COLUMNS}
+        ex = _ex(row, 256, 8192, model.layers).model_copy(update=STACK)
+        resolve_layout(model, ex, SYS)
+    a = search(model, SYS, 256, 8192, limit=300)
+    b = search(model, SYS, 256, 8192, limit=300, stack=ExecutionSpec(
+        global_batch=256, seq_len=8192, moe_dispatcher="deepep"))  # fmt: skip
+    assert (a.configs["ep"] == b.configs["ep"]).all()
+    assert (a.iteration_s != b.iteration_s)[a.configs["ep"] > 1].any()
+
+
+def test_stack_vectorized_equals_scalar_loop() -> None:
+    model = load_model("mixtral-8x7b-v0.1")
+    base = _stack(256, 4096)
+    vec = search(model, SYS, 256, 4096, limit=30, stack=base)
+    sca = search(model, SYS, 256, 4096, mode="scalar", limit=30, stack=base)
+    np.testing.assert_allclose(vec.iteration_s, sca.iteration_s, rtol=1e-12)
+    np.testing.assert_allclose(vec.memory_bytes, sca.memory_bytes, rtol=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("extra", "match"),
+    [({"ep_comm_overlap": True}, "execution.ep_comm_overlap = True: search does not model"),
+     ({"pipeline_schedule": "dualpipe"}, "pipeline_schedule = 'dualpipe': search does not"),
+     ({"host_launches": True}, "host_launches = True: search does not model"),
+     ({"zero_shard_ranks": 8}, "zero_shard_ranks = 8: search does not model"),
+     ({"seq_len": 2048}, "execution.seq_len = 2048 but the search runs seq_len = 4096"),
+     ({"precision": "fp8"}, "execution.precision = 'fp8' but the search runs precision")],
+)  # fmt: skip
+def test_stack_the_search_cannot_price_is_refused(extra: dict, match: str) -> None:
+    model = load_model("mixtral-8x7b-v0.1")
+    stack = _stack(256, 4096).model_copy(update=extra)
+    with pytest.raises(ConfigError, match=match) as err:
+        search(model, SYS, 256, 4096, limit=10, stack=stack)
+    assert "\n" not in str(err.value)
+
+
+def test_schedule_level_stack_fields_are_priced() -> None:
+    """The closed form reads the stack's CPU-optimizer overlap/threads and gradient dtype:
+    the optimizer-offload layouts cost more without the overlap, and agree with predict."""
+    model = load_model("llama-3.1-8b")
+    slow = {"overlap_cpu_optimizer": False, "cpu_optimizer_threads": 2, "grad_reduce_fp32": False}
+    plain = search(model, SYS, 256, 8192)
+    res = search(model, SYS, 256, 8192, stack=ExecutionSpec(global_batch=256, seq_len=8192, **slow))
+    off = (res.configs["off"] & 4) > 0
+    assert (res.iteration_s[off] > plain.iteration_s[off]).all()
+    rank = res.ranked()
+    for i in [*rank[off[rank]][:3], *rank[:3]]:
+        it = predict(make_job(model, res.execution(int(i)), SYS)).iteration_s
+        assert it == pytest.approx(res.iteration_s[i], rel=0.01), res.row(int(i))

@@ -17,7 +17,7 @@ import numpy as np
 
 from starfabric.astral.seer.evaluate import evaluate_vectorized
 from starfabric.astral.seer.model import ModelSpec
-from starfabric.astral.seer.parallel import SystemSpec
+from starfabric.astral.seer.parallel import ExecutionSpec, SystemSpec
 from starfabric.errors import ConfigError
 
 CONNECT_TIMEOUT_S = 3.0
@@ -55,9 +55,10 @@ def _chunk(
     global_batch: int,
     seq_len: int,
     precision: str,
+    base: ExecutionSpec | None = None,
 ) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]]:
     """One Ray task: the vectorized evaluator on a slice of the layouts."""
-    return evaluate_vectorized(model, system, cfg, global_batch, seq_len, precision)
+    return evaluate_vectorized(model, system, cfg, global_batch, seq_len, precision, base)
 
 
 def evaluate_on_ray(
@@ -70,11 +71,12 @@ def evaluate_on_ray(
     precision: str,
     chunk: int | None,
     min_chunk: int = 1,
+    base: ExecutionSpec | None = None,
 ) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]]:
     """Iteration seconds, memory bytes and offloaded bytes of every layout in `cfg`, computed
     by Ray tasks of
     `chunk` layouts each (None: one task per cluster CPU, at least `min_chunk` layouts) and
-    gathered in order."""
+    gathered in order; `base`: the stack every layout runs with (search_stack.py)."""
     if chunk is not None and chunk < 1:
         raise ConfigError(f"ray_chunk = {chunk} must be >= 1", fix="give a positive count")
     check_address(address)
@@ -109,6 +111,7 @@ def evaluate_on_ray(
                 global_batch,
                 seq_len,
                 precision,
+                base,
             )
             for lo in range(0, n, chunk)
         ]

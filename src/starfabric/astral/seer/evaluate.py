@@ -18,12 +18,12 @@ from starfabric.astral.seer.comm import make_fabric, nvlink_domain
 from starfabric.astral.seer.cost import DP_OVERLAP_RESIDUAL, CostContext, make_context
 from starfabric.astral.seer.efficiency import efficiency_for
 from starfabric.astral.seer.memory import (
-    MASTER_OPTIMIZER_BYTES,
     RESERVED_BYTES,
     activation_bytes_per_layer,
 )
 from starfabric.astral.seer.model import ModelSpec, attention_params, mlp_params
 from starfabric.astral.seer.ops import OpTable, embedding_ops, layer_ops, logits_ops, mtp_ops
+from starfabric.astral.seer.optimizer_state import optimizer_bytes
 from starfabric.astral.seer.parallel import ExecutionSpec, Layout, SystemSpec
 from starfabric.astral.seer.schedule import (
     DP_BUCKET_PARAMS,
@@ -31,6 +31,7 @@ from starfabric.astral.seer.schedule import (
     OPTIMIZER_BYTES_PER_PARAM,
     PieceCost,
     full_recompute_cost,
+    grad_bytes,
     pass_cost,
     piece_cost,
 )
@@ -66,18 +67,30 @@ def _layout(system: SystemSpec, key: LayerKey, nic: float) -> Layout:
 
 
 def layer_costs(
-    model: ModelSpec, system: SystemSpec, key: LayerKey, seq_len: int, precision: str, nic: float
+    model: ModelSpec,
+    system: SystemSpec,
+    key: LayerKey,
+    seq_len: int,
+    precision: str,
+    nic: float,
+    base: ExecutionSpec | None = None,
 ) -> np.ndarray[Any, Any]:
     """Per recompute policy (rows, RECOMPUTE order): [dense fwd, dense bwd+rec, moe fwd,
     moe bwd+rec, embedding+logits(+MTP) fwd+bwd, activation bytes per layer, p2p bytes,
-    dense activation bytes, MoE activation bytes]."""
+    dense activation bytes, MoE activation bytes]. `base`: the stack (search_stack.py) the
+    layer runs with; its layout fields are replaced by the key's, None: the defaults."""
     lay = _layout(system, key, nic)
-    ex = ExecutionSpec(
-        global_batch=key.mb, micro_batch=key.mb, seq_len=seq_len, precision=precision,
-        tp=key.tp, cp=key.cp, ep=key.ep, etp=key.etp, recompute="none",
-        tp_comm_overlap=bool(key.tpo), zero=3 if key.fsdp_dp else 1,
-    )  # fmt: skip
-    ctx: CostContext = make_context(ex, lay, efficiency_for(lay.gpu, system.efficiency))
+    layout = {
+        "global_batch": key.mb, "micro_batch": key.mb, "seq_len": seq_len,
+        "precision": precision, "tp": key.tp, "cp": key.cp, "ep": key.ep, "etp": key.etp,
+        "recompute": "none", "tp_comm_overlap": bool(key.tpo), "zero": 3 if key.fsdp_dp else 1,
+    }  # fmt: skip
+    if base is None:
+        ex = ExecutionSpec(**layout)
+    else:  # every other layout field back to its default (one stage, no offload)
+        ex = base.model_copy(update={**_ONE_STAGE, **layout})
+    eff = efficiency_for(lay.gpu, system.efficiency)
+    ctx: CostContext = make_context(ex, lay, eff, model=model)  # model: DeepEP dedup (comm.py)
     out = np.zeros((len(RECOMPUTE), 9))
     emb = piece_cost(embedding_ops(model, ex, lay), ctx, "none")
     head = piece_cost(logits_ops(model, ex, lay), ctx, "none")
@@ -87,9 +100,9 @@ def layer_costs(
     if model.is_moe:
         tables.append((2, layer_ops(model, ex, lay, moe=True)))
     for col, table in tables:
-        base = piece_cost(table, ctx, "none")
+        plain = piece_cost(table, ctx, "none")
         for r, rec in enumerate(RECOMPUTE):
-            pc = _with_recompute(base, table, rec)
+            pc = _with_recompute(plain, table, rec)
             out[r, col] = pc.fwd.total
             out[r, col + 1] = pc.bwd.total + pc.recompute.total
     if model.mtp_layers:
@@ -108,6 +121,14 @@ def layer_costs(
         out[r, 5] = (1 - frac) * dense_act + frac * moe_act
         out[r, 7], out[r, 8] = dense_act, moe_act
     return out
+
+
+_ONE_STAGE = {
+    k: ExecutionSpec.model_fields[k].default
+    for k in ("pp", "vpp", "dp", "pipeline_layers", "overlap_grad_reduce", "overlap_param_gather",
+              "offload_activations", "offload_weights", "optimizer_offload_fraction")
+}  # fmt: skip
+"""The layout fields a layer's cost does not depend on, at ExecutionSpec's defaults."""
 
 
 def _with_recompute(pc: PieceCost, table: OpTable, rec: str) -> PieceCost:
@@ -129,9 +150,11 @@ def evaluate(
     global_batch: int,
     seq_len: int,
     precision: str,
+    base: ExecutionSpec | None = None,
 ) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]]:
     """Iteration seconds, peak HBM bytes and offloaded bytes for configuration columns `cfg`
-    whose layer costs are the rows of `lc` (vectorized over configurations)."""
+    whose layer costs are the rows of `lc` (vectorized over configurations); `base`'s stack
+    sets the gradient dtype, the optimizer moments and the CPU optimizer's overlap/threads."""
     gpu = get_gpu(system.gpu)
     eff = efficiency_for(gpu, system.efficiency)
     nic = parse_bandwidth(system.nic_bandwidth, "system.nic_bandwidth") / 8.0
@@ -140,7 +163,9 @@ def evaluate(
     zero, dpo = cfg["zero"], cfg["dpo"] > 0
     off_act, off_w = (cfg["off"] & 1) > 0, (cfg["off"] & 2) > 0
     off_cpu = (cfg["off"] & 4) > 0  # Megatron-Core's optimizer CPU offload, fraction 1
-    grad_b = 2.0 if precision == "fp16" else 4.0
+    if base is None:
+        base = ExecutionSpec(global_batch=global_batch, seq_len=seq_len, precision=precision)
+    grad_b = grad_bytes(base)
     # Parameters per rank of one dense / MoE layer (schedule.layer_params on arrays).
     norm_w = 2 if model.norm == "layernorm" else 1
     attn = attention_params(model) + 2 * norm_w * model.hidden
@@ -218,7 +243,13 @@ def evaluate(
     if link > 0:
         opt = np.where(off_w, np.maximum(opt, offload.optimizer_s(local, link)), opt)
     if off_cpu.any():  # as schedule.py: cpu_optimizer_offload.step_s, overlapped copies
-        opt = np.where(off_cpu, cpu_optimizer_offload.step_s(local, 1.0, opt, gpu, True), opt)
+        opt = np.where(
+            off_cpu,
+            cpu_optimizer_offload.step_s(
+                local, 1.0, opt, gpu, base.overlap_cpu_optimizer, base.cpu_optimizer_threads
+            ),
+            opt,
+        )
     iteration = pipeline + dp_exposed + ag_exposed + opt + ITERATION_OVERHEAD_S
     # Memory on stage 0: Megatron's warm-up keeps this many chunks in flight.
     inflight = np.where(
@@ -230,7 +261,7 @@ def evaluate(
     sharded = p_dense / dp_ranks + p_exp / edp
     weights = 2.0 * np.where(fsdp, sharded, params)
     grads = grad_b * np.where(zero >= 2, sharded, params)
-    states = MASTER_OPTIMIZER_BYTES * local  # fp32 moments (search's default)
+    states = optimizer_bytes(base.optimizer_moments) * local
     acts = inflight * lc[:, 5]
     resident = offload.RESIDENT_LAYERS * np.maximum(lc[:, 7], lc[:, 8])
     moved_acts = np.where(off_act, np.maximum(0.0, acts - resident), 0.0)
@@ -276,17 +307,22 @@ def evaluate_vectorized(
     global_batch: int,
     seq_len: int,
     precision: str,
+    base: ExecutionSpec | None = None,
 ) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]]:
     """Price each distinct layer shape of `cfg` once, then evaluate every layout as vectors
-    (the search's analytical mode; also what each Ray task runs on its chunk)."""
+    (the search's analytical mode; also what each Ray task runs on its chunk) with `base`'s
+    stack (search_stack.py; None: the defaults)."""
     nic = parse_bandwidth(system.nic_bandwidth, "system.nic_bandwidth") / 8.0
     stacked = np.stack([key_columns(cfg)[k] for k in LAYER_KEYS], axis=1)
     uniq, inverse = np.unique(stacked, axis=0, return_inverse=True)
     table = np.stack(
-        [layer_costs(model, system, LayerKey(*map(int, u)), seq_len, precision, nic) for u in uniq]
+        [
+            layer_costs(model, system, LayerKey(*map(int, u)), seq_len, precision, nic, base)
+            for u in uniq
+        ]
     )
     lc = table[inverse.reshape(-1), cfg["rec"]]
-    return evaluate(model, system, cfg, lc, global_batch, seq_len, precision)
+    return evaluate(model, system, cfg, lc, global_batch, seq_len, precision, base)
 
 
 LAYER_KEYS = ("tp", "cp", "mb", "ep", "etp", "tpo", "fsdp_dp")

@@ -418,7 +418,7 @@ def cp_split(ex: ExecutionSpec, lay: Layout) -> tuple[int, int]:
     return cp_levels(ex.cp_algorithm, lay.cp, cp_a2a_ranks(ex, lay.tp, lay.gpus_per_node))
 
 
-def _check_cp_comm(model: ModelSpec, ex: ExecutionSpec, gpus_per_node: int) -> None:
+def check_cp_comm(model: ModelSpec, ex: ExecutionSpec, gpus_per_node: int) -> None:
     """TransformerEngine's checks on the CP implementation (cp_comm.py): a hierarchical CP's
     all-to-all level divides cp, and an all-to-all over heads divides the heads (and, unless
     K/V are repeated first, the K/V heads) of a TP rank."""
@@ -611,7 +611,7 @@ def resolve_layout(
             f"seq_len = {ex.seq_len} not divisible by 2*cp = {2 * ex.cp} (load-balanced causal CP)",
             _use("cp", _divisors(min(system.gpus, 64)), model, ex, system, suggest),
         )
-    _check_cp_comm(model, ex, system.gpus_per_node)
+    check_cp_comm(model, ex, system.gpus_per_node)
     if ex.seq_len % ex.tp and ex.sp and ex.tp > 1:
         raise _fail(
             f"sequence parallelism splits seq_len = {ex.seq_len} over tp = {ex.tp} unevenly",

@@ -34,7 +34,13 @@ from starfabric.astral.seer.evaluate import (
     layer_costs,
 )
 from starfabric.astral.seer.model import ModelSpec
-from starfabric.astral.seer.parallel import SystemSpec, uneven_pipeline_layers
+from starfabric.astral.seer.parallel import (
+    ExecutionSpec,
+    SystemSpec,
+    check_cp_comm,
+    uneven_pipeline_layers,
+)
+from starfabric.astral.seer.search_stack import search_base, stack_settings
 from starfabric.errors import ConfigError, InfeasibleError
 from starfabric.units import parse_bandwidth
 
@@ -66,9 +72,14 @@ def _divisors(n: int) -> list[int]:
 
 
 def enumerate_configs(
-    model: ModelSpec, system: SystemSpec, global_batch: int, seq_len: int
+    model: ModelSpec,
+    system: SystemSpec,
+    global_batch: int,
+    seq_len: int,
+    base: ExecutionSpec | None = None,
 ) -> dict[str, np.ndarray[Any, Any]]:
-    """Every layout `resolve_layout` accepts, as integer column arrays (zero = 1)."""
+    """Every layout `resolve_layout` accepts with `base`'s stack (its CP algorithm and
+    optimizer moments decide some), as integer column arrays (zero = 1)."""
     gpus, gpn = system.gpus, system.gpus_per_node
     rows: Any = []
     tps = [
@@ -83,6 +94,8 @@ def enumerate_configs(
     eps = [e for e in _divisors(model.moe_experts) if e <= gpus] if model.is_moe else [1]
     for tp in tps:
         for cp in cps:
+            if base is not None and not _cp_ok(model, base, tp, cp, gpn):
+                continue
             # Any pp up to the layer count: uneven splits (first/last stages lighter) run
             # without virtual stages.
             for pp in (
@@ -108,7 +121,7 @@ def enumerate_configs(
                             for rec in range(len(RECOMPUTE)):
                                 rows.append((tp, cp, pp, vpp, dp, ep, etp, mb, rec, 0, 1, 1, 0))
     if rows:
-        rows = _expand(np.asarray(rows, dtype=np.int64), model, system)
+        rows = _expand(np.asarray(rows, dtype=np.int64), model, system, base)
     if not len(rows):
         raise InfeasibleError(
             f"no valid parallel layout of {model.name} on {gpus} GPUs with global_batch "
@@ -119,15 +132,28 @@ def enumerate_configs(
     return {c: arr[:, i] for i, c in enumerate(COLUMNS)}
 
 
-def _expand(base: np.ndarray[Any, Any], model: ModelSpec, system: SystemSpec) -> Any:
+def _cp_ok(model: ModelSpec, stack: ExecutionSpec, tp: int, cp: int, gpus_per_node: int) -> bool:
+    """Whether the stack's CP algorithm splits this tp x cp (TransformerEngine's checks)."""
+    try:
+        check_cp_comm(model, stack.model_copy(update={"tp": tp, "cp": cp}), gpus_per_node)
+    except InfeasibleError:
+        return False
+    return True
+
+
+def _expand(
+    rows: np.ndarray[Any, Any], model: ModelSpec, system: SystemSpec, stack: ExecutionSpec | None
+) -> Any:
     """Every base layout crossed with the switches that apply to it: TP overlap when tp > 1,
     DP overlap and ZeRO 0-3 when a DP group exists, offload when the GPU has a second memory
     tier (hardware catalog `offload_gib`), the optimizer CPU offload when the catalog knows
-    the GPU's host (`host_link_gbps`, ...)."""
+    the GPU's host (`host_link_gbps`, ...) and the stack keeps fp32 moments (resolve_layout)."""
+    base = rows
     col = {c: i for i, c in enumerate(COLUMNS)}
     gpu = get_gpu(system.gpu)
     offs = [0, 1, 2, 3] if gpu.offload_gib else [0]
-    if cpu_optimizer_offload.available(gpu):
+    fp32_moments = stack is None or stack.optimizer_moments == "fp32"
+    if cpu_optimizer_offload.available(gpu) and fp32_moments:
         offs += [4, 5] if gpu.offload_gib else [4]
     parts = []
     for tpo in (0, 1):
@@ -159,6 +185,8 @@ class SearchResult:
     global_batch: int = 0
     seq_len: int = 0
     precision: str = "bf16"
+    base: ExecutionSpec | None = None
+    """The stack every layout was priced with (search_stack.py); None: the defaults."""
 
     def __len__(self) -> int:
         return len(self.iteration_s)
@@ -183,11 +211,12 @@ class SearchResult:
         return out
 
     def execution(self, i: int) -> dict[str, Any]:
-        """Configuration i as `predict`'s execution settings (the same job the search priced;
-        uneven pipelines get `uneven_pipeline_layers`)."""
+        """Configuration i as `predict`'s execution settings: the base stack and the layout, the
+        same job the search priced (uneven pipelines get `uneven_pipeline_layers`)."""
         c = {k: int(v[i]) for k, v in self.configs.items()}
         off = OFFLOAD[c["off"]]
-        ex: dict[str, Any] = {
+        ex: dict[str, Any] = stack_settings(self.base) if self.base is not None else {}
+        ex |= {
             "global_batch": self.global_batch, "seq_len": self.seq_len,
             "precision": self.precision, "tp": c["tp"], "pp": c["pp"], "vpp": c["vpp"],
             "dp": c["dp"], "cp": c["cp"], "ep": c["ep"], "micro_batch": c["mb"],
@@ -219,18 +248,21 @@ def search(
     limit: int | None = None,
     ray: str | None = None,
     ray_chunk: int | None = None,
+    stack: ExecutionSpec | None = None,
 ) -> SearchResult:
     """Rank every valid layout of `model` on `system` by predicted throughput (`limit`: an
-        evenly spread subset of that many layouts; `ray`: "local" or a cluster address to spread
-        the vectorized sweep over Ray tasks of `ray_chunk` layouts each, by default one per cluster
-    CPU — same results)."""
+    evenly spread subset of that many layouts; `ray`: "local" or a cluster address to spread
+    the vectorized sweep over Ray tasks of `ray_chunk` layouts each, by default one per cluster
+    CPU — same results; `stack`: the user's execution, whose stack fields every layout is
+    priced with and whose layout fields the search replaces — search_stack.py)."""
     if mode not in ("vectorized", "scalar"):
         raise ConfigError(f"unknown search mode {mode!r}", fix="use vectorized or scalar")
     if ray is not None and mode != "vectorized":
         raise ConfigError(
             f"mode = {mode!r} cannot run on Ray", fix="use mode vectorized with ray, or no ray"
         )
-    cfg = enumerate_configs(model, system, global_batch, seq_len)
+    base = search_base(stack, global_batch, seq_len, precision)
+    cfg = enumerate_configs(model, system, global_batch, seq_len, base)
     if limit is not None and limit < len(cfg["tp"]):
         if limit < 1:
             raise ConfigError(f"limit = {limit} must be >= 1", fix="give a positive count")
@@ -240,19 +272,30 @@ def search(
     n = len(cfg["tp"])
     if ray is not None:
         it, mem, moved = evaluate_on_ray(
-            ray, model, system, cfg, global_batch, seq_len, precision, ray_chunk, RAY_MIN_CHUNK
+            ray,
+            model,
+            system,
+            cfg,
+            global_batch,
+            seq_len,
+            precision,
+            ray_chunk,
+            RAY_MIN_CHUNK,
+            base,
         )
     elif mode == "vectorized":
-        it, mem, moved = evaluate_vectorized(model, system, cfg, global_batch, seq_len, precision)
+        it, mem, moved = evaluate_vectorized(
+            model, system, cfg, global_batch, seq_len, precision, base
+        )
     else:
         it, mem, moved = np.zeros(n), np.zeros(n), np.zeros(n)
         keys = key_columns(cfg)
         for i in range(n):
             one = {c: cfg[c][i : i + 1] for c in COLUMNS}
             key = LayerKey(*(int(keys[k][i]) for k in LAYER_KEYS))
-            costs = layer_costs(model, system, key, seq_len, precision, nic)
+            costs = layer_costs(model, system, key, seq_len, precision, nic, base)
             lc1 = costs[int(cfg["rec"][i])][None, :]
-            a, bm, mv = evaluate(model, system, one, lc1, global_batch, seq_len, precision)
+            a, bm, mv = evaluate(model, system, one, lc1, global_batch, seq_len, precision, base)
             it[i], mem[i], moved[i] = a[0], bm[0], mv[0]
     gpu = get_gpu(system.gpu)
     capacity = gpu.hbm_gib * 2**30
@@ -262,5 +305,5 @@ def search(
         model=model, configs=cfg, iteration_s=it, tokens_per_s=tokens / it,
         memory_bytes=mem, feasible=(mem <= capacity) & (moved <= off_capacity),
         capacity_bytes=capacity, offloaded_bytes=moved, global_batch=global_batch,
-        seq_len=seq_len, precision=precision,
+        seq_len=seq_len, precision=precision, base=base,
     )  # fmt: skip
