@@ -17,6 +17,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from starfabric.astral.seer import load_model, make_job, predict
 from starfabric.astral.seer.activations import activation_bytes_per_layer
@@ -153,3 +155,17 @@ def test_loss_chunk_inflight_is_the_walk(p: int, v: int, m: int, extra: int) -> 
     Megatron's schedules, with and without the EP overlap's extra warm-up forward."""
     is_fwd, _mbs, chs = schedule_order(p, v, m, extra if v > 1 else 0)
     assert loss_chunk_inflight(is_fwd, chs) == _loss_inflight_by_hand(is_fwd, chs)
+
+
+@given(dense=st.integers(0, 8), first=st.integers(0, 40), nl=st.integers(0, 12), moe=st.booleans())
+def test_chunk_moe_layers_counts_the_layers_past_the_dense_prefix(
+    dense: int, first: int, nl: int, moe: bool
+) -> None:
+    from types import SimpleNamespace
+
+    from starfabric.astral.seer.parallel import chunk_moe_layers
+
+    model = SimpleNamespace(is_moe=moe, moe_dense_layers=dense)
+    lay = SimpleNamespace(chunk_first_layer=((first,),), stage_layers=((nl,),))
+    expect = sum(1 for i in range(first, first + nl) if i >= dense) if moe else 0
+    assert chunk_moe_layers(model, lay, 0, 0) == expect  # type: ignore[arg-type]

@@ -364,6 +364,15 @@ class Layout:
     gpu: GPUSpec
 
 
+def chunk_moe_layers(model: ModelSpec, lay: Layout, s: int, c: int) -> int:
+    """MoE layers in virtual chunk c of PP stage s (the model's first `moe_dense_layers` are
+    dense)."""
+    if not model.is_moe:
+        return 0
+    first, nl = lay.chunk_first_layer[s][c], lay.stage_layers[s][c]
+    return max(0, first + nl - max(first, model.moe_dense_layers))
+
+
 def zero_shard(ex: ExecutionSpec, lay: Layout) -> int:
     """DP ranks one ZeRO shard group spans: `ex.zero_shard_ranks` when ZeRO is on, the
     layout has no CP and the count divides the DP degree (whole replicas), else the whole

@@ -44,7 +44,7 @@ from starfabric.astral.seer.ops import (
     logits_ops,
     mtp_ops,
 )
-from starfabric.astral.seer.parallel import ExecutionSpec, Layout, zero_shard
+from starfabric.astral.seer.parallel import ExecutionSpec, Layout, chunk_moe_layers, zero_shard
 from starfabric.errors import InvariantError
 
 DP_BUCKET_PARAMS = 40_000_000
@@ -336,12 +336,7 @@ def stage_params(model: ModelSpec, lay: Layout, mtp_embedding: bool = True) -> l
         dense_tot, exp_tot = 0.0, 0.0
         chunks: list[float] = []
         for c, nl in enumerate(lay.stage_layers[s]):
-            first = lay.chunk_first_layer[s][c]
-            n_moe = (
-                sum(1 for i in range(first, first + nl) if i >= model.moe_dense_layers)
-                if model.is_moe
-                else 0
-            )
+            n_moe = chunk_moe_layers(model, lay, s, c)
             d = nl * attn + (nl - n_moe) * dense_mlp + n_moe * (shared + router)
             e = n_moe * expert
             vs = c * lay.pp + s
@@ -394,12 +389,7 @@ class Timeline:
 def chunk_pieces(model: ModelSpec, lay: Layout, s: int, c: int) -> dict[str, int]:
     """How many of each piece (dense/moe layers, embedding, logits) chunk c of stage s runs."""
     nl = lay.stage_layers[s][c]
-    first = lay.chunk_first_layer[s][c]
-    n_moe = (
-        sum(1 for i in range(first, first + nl) if i >= model.moe_dense_layers)
-        if model.is_moe
-        else 0
-    )
+    n_moe = chunk_moe_layers(model, lay, s, c)
     vs = c * lay.pp + s
     return {
         "dense": nl - n_moe,

@@ -36,7 +36,7 @@ import numpy as np
 
 from starfabric.astral.seer import _kernels
 from starfabric.astral.seer.model import ModelSpec
-from starfabric.astral.seer.parallel import Layout
+from starfabric.astral.seer.parallel import Layout, chunk_moe_layers
 
 
 def chunk_activation_bytes(
@@ -48,12 +48,7 @@ def chunk_activation_bytes(
     out = np.zeros((lay.pp, lay.vpp))
     for s in range(lay.pp):
         for c, nl in enumerate(lay.stage_layers[s]):
-            first = lay.chunk_first_layer[s][c]
-            n_moe = (
-                sum(1 for i in range(first, first + nl) if i >= model.moe_dense_layers)
-                if model.is_moe
-                else 0
-            )
+            n_moe = chunk_moe_layers(model, lay, s, c)
             out[s, c] = (nl - n_moe) * per_dense + n_moe * per_moe
     return out
 
