@@ -25,6 +25,7 @@ from starfabric.astral.seer.efficiency import efficiency_for
 from starfabric.astral.seer.parallel import resolve_layout
 from starfabric.astral.seer.predict import Job, predict
 from starfabric.astral.seer.validate import validate_all
+from starfabric.errors import StarfabricError
 
 FLASH_FIELDS = ("flash_fwd_fraction", "flash_bwd_fraction")
 BISECTION_STEPS = 30
@@ -112,8 +113,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--min-share", type=float, default=0.15,
                     help="skip rows whose attention is under this share of Seer's step")  # fmt: skip
     args = ap.parse_args(argv)
+    if not 0.0 <= args.min_share < 1.0:
+        print(f"error: --min-share {args.min_share}: a share of the step must be in [0, 1) "
+              "(fix: e.g. --min-share 0.15)", file=sys.stderr)  # fmt: skip
+        return 2
+    try:
+        found = rows_implied(args.csv, args.min_share)
+    except StarfabricError as exc:  # a missing or malformed CSV: one line, as the CLI says it
+        print(f"error: {exc.one_line()}", file=sys.stderr)
+        return 2
     print("row              kernel     seq   cp  published s  Seer s  attn share  multiplier")
-    for r in rows_implied(args.csv, args.min_share):
+    for r in found:
         print(f"{r.row_id:16s} {r.kernel:6s} {r.seq_len:8d} {r.cp:4d} {r.published_s:11.2f} "
               f"{r.predicted_s:7.2f} {r.attention_share:10.2f}  {r.bound}{r.multiplier:.3f}")  # fmt: skip
     return 0

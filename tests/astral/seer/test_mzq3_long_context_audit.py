@@ -98,3 +98,20 @@ def test_a_step_beyond_the_fractions_range_is_reported_as_a_bound() -> None:
     m, bound, _, _ = implied.implied(job, 1e-3)
     assert bound == ">"
     assert m == pytest.approx(implied.max_multiplier(job))
+
+
+def test_bad_input_is_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A missing or malformed CSV and an impossible share answer with one line and exit 2
+    (errors.py), not a traceback."""
+    bad = tmp_path / "runs.csv"
+    bad.write_text("a,b\n1,2\n")
+    for argv in (
+        ["--csv", str(tmp_path / "absent.csv")],
+        ["--csv", str(bad)],
+        ["--csv", str(DEV2), "--min-share", "1.5"],
+    ):
+        assert implied.main(argv) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("error: ") and "\n" not in err
