@@ -111,3 +111,17 @@ def test_validate_compares_a_micro_step_reading_when_accumulating() -> None:
     ga1 = validate_row(rows["XTSP-10"])  # SP 1, DP 32, accumulative_counts 1
     assert ga1.predicted_iter_s == ga1.prediction.iteration_s
     assert "published_figure" not in ga1.choices
+
+
+def test_zero2_gradient_reduction_is_not_boundary_only() -> None:
+    """DeepSpeed `allreduce_gradients`: ZeRO stage >= 2 (`zero_optimization_partition_gradients`)
+    reduces in every backward, so under ZeRO-2 the boundary is the optimizer and the parameter
+    all-gather, not the end-of-step reduction that ZeRO-1 (boundary only) adds."""
+    ex = {"global_batch": 32, "seq_len": 4096, "tp": 1, "pp": 1, "zero": 1, "recompute": "full"}
+    sys_ = {"gpu": "A100", "gpus": 16, "gpus_per_node": 8}
+    one = predict(make_job(SMALL, ex, sys_)).timeline
+    two = predict(make_job(SMALL, {**ex, "zero": 2}, sys_)).timeline
+    tail = float(one.tail_s[one.critical_stage])
+    assert tail > 0  # two nodes: the reduction's tail is exposed
+    assert two.iteration_s == pytest.approx(one.iteration_s)  # same step, same costs
+    assert two.boundary_s == pytest.approx(one.boundary_s - tail)

@@ -25,9 +25,9 @@ the work done only at the accumulation boundary, and one line carries all of it;
 every line is a whole optimizer step. A row's iteration time derived as tokens per step /
 (TGS x GPUs) is G x (one non-boundary micro-step). Seer predicts a whole optimizer step, so the
 comparable figure is that step less the boundary-only work (`boundary_s` of the schedule: the
-optimizer, the exposed end-of-step gradient reduction and the ZeRO-1/2 parameter all-gather;
-ZeRO-3 reduce-scatters in every backward, DeepSpeed engine.py `allreduce_gradients`,
-lines 1885-1887, so under it only the optimizer is boundary-only).
+optimizer, the ZeRO-1/2 parameter all-gather and, under ZeRO-1 only, the exposed end-of-step
+gradient reduction: ZeRO >= 2 reduce-scatters in every backward, DeepSpeed engine.py
+`allreduce_gradients`, lines 1885-1887, so under ZeRO-3 only the optimizer is boundary-only).
 
 Which printed line the benchmark's authors copied is not stated; the reader takes the common
 line (a non-boundary micro-step), the one G - 1 of G lines show.
