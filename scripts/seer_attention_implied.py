@@ -17,14 +17,15 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from starfabric.astral.hardware import GPUSpec
 from starfabric.astral.seer.efficiency import efficiency_for
 from starfabric.astral.seer.parallel import resolve_layout
-from starfabric.astral.seer.predict import Job, predict
-from starfabric.astral.seer.validate import validate_all
+from starfabric.astral.seer.predict import Job, Prediction, predict
+from starfabric.astral.seer.validate import as_published, canonical_row, read_rows, validate_all
 from starfabric.errors import StarfabricError
 
 FLASH_FIELDS = ("flash_fwd_fraction", "flash_bwd_fraction")
@@ -67,22 +68,37 @@ def max_multiplier(job: Job) -> float:
     return min(1.0 / getattr(eff, f) for f in FLASH_FIELDS)
 
 
-def implied(job: Job, published_s: float) -> tuple[float, str, float, float]:
-    """(m, bound, Seer's step at m = 1, attention share of it) for `job` against `published_s`."""
-    t1 = predict(job).iteration_s
+Reading = Callable[[Prediction], float]
+"""Seer's prediction as the row's published figure reads it (`validate.as_published`)."""
+
+
+def _step(p: Prediction) -> float:
+    return p.iteration_s
+
+
+def implied(
+    job: Job, published_s: float, reading: Reading = _step
+) -> tuple[float, str, float, float]:
+    """(m, bound, Seer's step at m = 1, attention share of it) for `job` against `published_s`,
+    Seer's step read as the published figure reads it (`reading`; default: the whole step)."""
+
+    def at(m: float) -> float:
+        return reading(predict(job if m == 1.0 else scaled(job, m)))
+
+    t1 = at(1.0)
     hi = max_multiplier(job)
-    t_hi = predict(scaled(job, hi)).iteration_s
+    t_hi = at(hi)
     # Attention share: what the step loses if attention ran infinitely fast, estimated from the
     # step at the fastest allowed rate (time ~ a + b/m): b = (t1 - t_hi) / (1 - 1/hi).
     share = (t1 - t_hi) / (1.0 - 1.0 / hi) / t1 if hi > 1 else 0.0
     lo = MIN_MULTIPLIER
     if published_s <= t_hi:
         return hi, ">", t1, share
-    if published_s >= predict(scaled(job, lo)).iteration_s:
+    if published_s >= at(lo):
         return lo, "<", t1, share
     for _ in range(BISECTION_STEPS):
         mid = 0.5 * (lo + hi)
-        if predict(scaled(job, mid)).iteration_s > published_s:
+        if at(mid) > published_s:
             lo = mid
         else:
             hi = mid
@@ -90,12 +106,18 @@ def implied(job: Job, published_s: float) -> tuple[float, str, float, float]:
 
 
 def rows_implied(csv: Path, min_share: float) -> list[ImpliedRate]:
-    """Every predicted row of `csv` whose attention is at least `min_share` of Seer's step."""
+    """Every predicted row of `csv` whose attention is at least `min_share` of Seer's step,
+    Seer's step read as `seer validate` reads it against the row (`as_published`: production
+    averages, XTuner's per-micro-step figure)."""
     out: list[ImpliedRate] = []
+    rows = {r["row_id"]: canonical_row(r) for r in read_rows(csv)}
     results, _failed = validate_all(csv)  # rows validate cannot predict are skipped, as there
     for res in results:
         job = res.prediction.job
-        m, bound, t1, share = implied(job, res.published_iter_s)
+        row = rows[res.row_id]
+        m, bound, t1, share = implied(
+            job, res.published_iter_s, lambda p, row=row: as_published(row, p)[0]
+        )
         if share < min_share:
             continue
         ex = job.execution
