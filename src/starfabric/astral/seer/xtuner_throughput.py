@@ -41,8 +41,15 @@ from starfabric.astral.seer.statements import stated
 
 FRAMEWORK_WORDS = ("xtuner",)
 """Words in a row's framework cell naming XTuner (whose benchmark figures come from its hook)."""
-HOOK_WORDS = (r"\bTGS\b", r"ThroughputHook")
-"""Words in a row's metric or FLOP-convention cell naming the hook's figure."""
+HOOK_WORDS = (
+    r"\bTGS\b",
+    r"throughput[\s_-]?hook",
+    r"\btok(?:en)?s?\s*(?:/|per)\s*(?:s|sec|second)\s*(?:/|per)\s*GPU\b",
+    r"\btok(?:en)?s?\s*(?:/|per)\s*GPU\s*(?:/|per)\s*(?:s|sec|second)\b",
+)
+"""Words in a row's metric or FLOP-convention cell naming the hook's figure: TGS, the hook
+(`ThroughputHook`, its file throughput_hook.py), or TGS spelled out ("tokens/s/GPU",
+"tokens per GPU per second"), the hook's only throughput per GPU."""
 LOG_INTERVAL = 1
 """Iterations per printed line in XTuner's speed-benchmark configs (`log_interval = 1`,
 `window_size=log_interval`: no averaging across iterations)."""
