@@ -105,6 +105,15 @@ def implied(
     return 0.5 * (lo + hi), "", t1, share
 
 
+def _reading_of(row: dict[str, str]) -> Reading:
+    """Seer's prediction read as `row`'s published figure (`validate.as_published`)."""
+
+    def read(p: Prediction) -> float:
+        return as_published(row, p)[0]
+
+    return read
+
+
 def rows_implied(csv: Path, min_share: float) -> list[ImpliedRate]:
     """Every predicted row of `csv` whose attention is at least `min_share` of Seer's step,
     Seer's step read as `seer validate` reads it against the row (`as_published`: production
@@ -115,9 +124,7 @@ def rows_implied(csv: Path, min_share: float) -> list[ImpliedRate]:
     for res in results:
         job = res.prediction.job
         row = rows[res.row_id]
-        m, bound, t1, share = implied(
-            job, res.published_iter_s, lambda p, row=row: as_published(row, p)[0]
-        )
+        m, bound, t1, share = implied(job, res.published_iter_s, _reading_of(row))
         if share < min_share:
             continue
         ex = job.execution
