@@ -35,6 +35,7 @@ line (a non-boundary micro-step), the one G - 1 of G lines show.
 
 from __future__ import annotations
 
+import math
 import re
 
 from starfabric.astral.seer.statements import stated
@@ -84,7 +85,7 @@ def boundary_line_share(accumulation: int, log_interval: int = LOG_INTERVAL) -> 
         raise ValueError("accumulation and log_interval must be >= 1")
     # Over lcm(accumulation, log_interval) iterations, lcm / log_interval lines are printed
     # and exactly one of them (the lcm-th iteration) is a boundary.
-    lcm = accumulation * log_interval // _gcd(accumulation, log_interval)
+    lcm = math.lcm(accumulation, log_interval)
     return log_interval / lcm
 
 
@@ -92,9 +93,3 @@ def comparable_step_s(step_s: float, boundary_s: float, accumulation: int) -> fl
     """Seer's step time as the published figure reads it: accumulation x the logged time of a
     non-boundary micro-step (the whole step when accumulation is 1)."""
     return accumulation * logged_iteration_s(step_s, boundary_s, accumulation, at_boundary=False)
-
-
-def _gcd(a: int, b: int) -> int:
-    while b:
-        a, b = b, a % b
-    return a
