@@ -111,3 +111,21 @@ def test_only_megatrons_combined_schedule_takes_it(monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(ep_overlap_hidden, "EP_OVERLAP_HIDDEN_FRACTION", 0.2)
     assert [predict(j).iteration_s for j in jobs] == pytest.approx(before)
     assert _gain() < PR6311_GAIN  # while the combined schedule does move
+
+
+def test_a_fused_dispatch_keeps_its_own_rule(monkeypatch: pytest.MonkeyPatch) -> None:
+    """TorchTitan's DistMoE kernel (`moe_fused_dispatch`) hides its all-to-all behind its own
+    expert GEMMs (`cost.op_costs`); a row that also states an EP overlap does not run
+    Megatron's combined 1F1B: neither the replay nor the fraction replaces that rule."""
+    m = load_model("mixtral-8x7b-v0.1")
+    ex = {"global_batch": 64, "seq_len": 4096, "tp": 1, "pp": 1, "ep": 8,
+          "moe_fused_dispatch": True}  # fmt: skip
+    sys_ = {"gpu": "H100", "gpus": 16, "gpus_per_node": 8}
+    fused = predict(make_job(m, ex, sys_))
+    both = predict(make_job(m, {**ex, "ep_comm_overlap": True}, sys_))
+    assert both.breakdown["ep"] == pytest.approx(fused.breakdown["ep"])
+    assert both.iteration_s == pytest.approx(fused.iteration_s)
+    monkeypatch.setattr(ep_overlap_hidden, "EP_OVERLAP_HIDDEN_FRACTION", 0.2)
+    assert predict(make_job(m, {**ex, "ep_comm_overlap": True}, sys_)).iteration_s == (
+        pytest.approx(both.iteration_s)
+    )

@@ -98,3 +98,37 @@ def test_a_step_beyond_the_fractions_range_is_reported_as_a_bound() -> None:
     m, bound, _, _ = implied.implied(job, 1e-3)
     assert bound == ">"
     assert m == pytest.approx(implied.max_multiplier(job))
+
+
+def test_bad_input_is_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A missing or malformed CSV and an impossible share answer with one line and exit 2
+    (errors.py), not a traceback."""
+    bad = tmp_path / "runs.csv"
+    bad.write_text("a,b\n1,2\n")
+    for argv in (
+        ["--csv", str(tmp_path / "absent.csv")],
+        ["--csv", str(bad)],
+        ["--csv", str(DEV2), "--min-share", "1.5"],
+    ):
+        assert implied.main(argv) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("error: ") and "\n" not in err
+
+
+def test_the_solver_reads_seers_step_as_validate_does(tmp_path: Path) -> None:
+    """A production-average row (goodput's ETTR) and an XTuner row with accumulation 4 (one
+    micro-step per printed line): the step the script solves against is the one `seer validate`
+    compares (`validate.as_published`), not the bare optimizer step."""
+    ids = ("FALCON180B-01", "XTSP-11")
+    lines = DEV2.read_text().splitlines(keepends=True)
+    picked = [ln for ln in lines[1:] if ln.split(",", 1)[0] in ids]
+    assert len(picked) == len(ids)
+    one = tmp_path / "two_rows.csv"
+    one.write_text(lines[0] + "".join(picked))
+    got = {r.row_id: r for r in implied.rows_implied(one, 0.0)}
+    for rid in ids:
+        res = validate_row(next(r for r in read_rows(DEV2) if r["row_id"] == rid))
+        assert res.predicted_iter_s != res.prediction.iteration_s  # a reading applies
+        assert got[rid].predicted_s == pytest.approx(res.predicted_iter_s, rel=1e-9)

@@ -111,3 +111,41 @@ def test_validate_compares_a_micro_step_reading_when_accumulating() -> None:
     ga1 = validate_row(rows["XTSP-10"])  # SP 1, DP 32, accumulative_counts 1
     assert ga1.predicted_iter_s == ga1.prediction.iteration_s
     assert "published_figure" not in ga1.choices
+
+
+def test_zero2_gradient_reduction_is_not_boundary_only() -> None:
+    """DeepSpeed `allreduce_gradients`: ZeRO stage >= 2 (`zero_optimization_partition_gradients`)
+    reduces in every backward, so under ZeRO-2 the boundary is the optimizer and the parameter
+    all-gather, not the end-of-step reduction that ZeRO-1 (boundary only) adds."""
+    ex = {"global_batch": 32, "seq_len": 4096, "tp": 1, "pp": 1, "zero": 1, "recompute": "full"}
+    sys_ = {"gpu": "A100", "gpus": 16, "gpus_per_node": 8}
+    one = predict(make_job(SMALL, ex, sys_)).timeline
+    two = predict(make_job(SMALL, {**ex, "zero": 2}, sys_)).timeline
+    tail = float(one.tail_s[one.critical_stage])
+    assert tail > 0  # two nodes: the reduction's tail is exposed
+    assert two.iteration_s == pytest.approx(one.iteration_s)  # same step, same costs
+    assert two.boundary_s == pytest.approx(one.boundary_s - tail)
+
+
+HOOK_SPELLINGS = ("TGS", "tokens/GPU/s", "tokens/s/GPU", "tokens per GPU per second",
+                  "tok/s/GPU", "token/s per GPU", "ThroughputHook", "throughput_hook.py",
+                  "throughput hook")  # fmt: skip
+NOT_HOOK = ("TFLOP/s per GPU", "iteration time (s)", "MFU", "tokens/s (cluster)", "samples/s")
+
+
+@given(
+    pre=st.sampled_from(("", "XTuner speed benchmark: ", "per-iteration ")),
+    word=st.sampled_from(HOOK_SPELLINGS),
+    neg=st.sampled_from(("", "not ", "without ")),
+    other=st.sampled_from(NOT_HOOK),
+)
+def test_reader_takes_every_spelling_of_the_hooks_figure(
+    pre: str, word: str, neg: str, other: str
+) -> None:
+    """How another transcriber writes the metric cell: TGS spelled out, the hook's class or
+    file name; negated ("not TGS") or another figure, it is not the hook's."""
+    fw = "XTuner v0.1.23 (DeepSpeed ZeRO-3)"
+    assert reads_hook_figure(fw, pre + neg + word, "") is (neg == "")
+    assert reads_hook_figure(fw, other, pre + neg + word) is (neg == "")
+    assert not reads_hook_figure(fw, other, "")
+    assert not reads_hook_figure("Megatron-LM", pre + word, "")

@@ -173,9 +173,12 @@ def make_context(
         moe_fused_dispatch=ex.moe_fused_dispatch,
         # A fused dispatch-compute-combine backend is another kernel than DeepEP's (as comm.py).
         ep_comm_sms=_ep_comm_sms(ex, lay),
+        # Megatron's combined 1F1B pairs separate dispatch/combine kernels; a fused
+        # dispatch-compute-combine kernel (TorchTitan DistMoE) keeps its own rule (op_costs).
         megatron_ep_overlap=(
             ex.ep_comm_overlap
             and ex.pipeline_schedule != "dualpipe"
+            and not ex.moe_fused_dispatch
             and runs_megatron_overlap(lay.pp, lay.vpp)
         ),
         ep_delay_wgrad=ex.ep_delay_wgrad,

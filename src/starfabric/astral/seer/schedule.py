@@ -382,8 +382,11 @@ class Timeline:
     chunk_bwd: np.ndarray[Any, Any]
     boundary_s: float = 0.0
     """Work only the last micro-batch of the step runs (accumulation boundary): the optimizer,
-    the exposed end-of-step gradient reduction and the ZeRO-1/2 parameter all-gather, on the
-    critical stage (xtuner_throughput reads per-micro-step figures with it)."""
+    the ZeRO-1/2 parameter all-gather and, below ZeRO-2, the exposed end-of-step gradient
+    reduction, on the critical stage (xtuner_throughput reads per-micro-step figures with it).
+    ZeRO >= 2 partitions the gradients and reduces them in every backward (DeepSpeed
+    engine.py v0.12.3 `allreduce_gradients`: `zero_optimization_partition_gradients()`
+    communicates off the boundary too), so its reduction is not boundary-only."""
 
 
 def chunk_pieces(model: ModelSpec, lay: Layout, s: int, c: int) -> dict[str, int]:
@@ -751,5 +754,5 @@ def build_timeline(model: ModelSpec, ex: ExecutionSpec, lay: Layout, ctx: CostCo
         pieces=pieces,
         chunk_fwd=fwd,
         chunk_bwd=bwd,
-        boundary_s=float(dp_exposed[crit] + ag_exposed.max() + opt.max()),
+        boundary_s=float((dp_exposed[crit] if ex.zero < 2 else 0.0) + ag_exposed.max() + opt.max()),
     )

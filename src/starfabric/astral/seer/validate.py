@@ -1294,6 +1294,40 @@ def _candidates(
             yield opts, _fit_batch(ex, st.system["gpus"], approx_batch)
 
 
+def as_published(row: dict[str, str], pred: Prediction) -> tuple[float, float, dict[str, str]]:
+    """Seer's step time and TFLOP/s per GPU as the row's published figure reads them, with a
+    note per reading applied: a whole-run production average (`goodput`) and XTuner's
+    per-micro-step ThroughputHook figure (`xtuner_throughput`); otherwise Seer's step as is.
+    `validate_row` compares these; scripts that solve for a published step use them too."""
+    conv = _convention(row)
+    read: dict[str, str] = {}
+    predicted_s, predicted_tf = pred.iteration_s, pred.tflops_per_gpu(conv)
+    if goodput.states_production_average(row):
+        # A whole-run average (GPU-hours / iterations): steady state over the run's ETTR.
+        gp = goodput.goodput(_int(row, "num_gpus"), pred.job.system.gpu,
+                             _gpus_per_node(row))  # fmt: skip
+        predicted_s, predicted_tf = gp.wall_clock_s(predicted_s), predicted_tf * gp.ettr
+        read["goodput"] = (
+            f"ETTR {gp.ettr:.3f} (production average; MTTF {gp.mttf_h:.1f} h, "
+            f"{gp.lost_h_per_interruption:.2f} h lost per interruption; seer.goodput)"
+        )
+    accumulation = pred.layout.micro_batches
+    if accumulation > 1 and xtuner_throughput.reads_hook_figure(
+        row.get("framework"), row.get("metric_primary"), row.get("tflops_flop_convention")
+    ):
+        # XTuner's ThroughputHook prints one micro-step's time (xtuner_throughput.py).
+        step_s = predicted_s
+        predicted_s = xtuner_throughput.comparable_step_s(
+            step_s, pred.timeline.boundary_s, accumulation
+        )
+        predicted_tf *= step_s / predicted_s
+        read["published_figure"] = (
+            f"XTuner ThroughputHook: one micro-step of {accumulation} (without the "
+            f"{pred.timeline.boundary_s:.2f} s accumulation-boundary work; xtuner_throughput)"
+        )
+    return predicted_s, predicted_tf, read
+
+
 def validate_row(row: dict[str, str]) -> RowResult:
     """Predict one row, choosing its UNVERIFIED settings as a tuning user of its framework
     would: the fastest candidate that fits in memory."""
@@ -1346,30 +1380,8 @@ def validate_row(row: dict[str, str]) -> RowResult:
     elif len(_recompute_options(st)) > 1 and opts["recompute"] != "none":
         choices["recompute"] = f"{opts['recompute']} (no faster setting fits in memory)"
     conv = _convention(row)
-    predicted_s, predicted_tf = pred.iteration_s, pred.tflops_per_gpu(conv)
-    if goodput.states_production_average(row):
-        # A whole-run average (GPU-hours / iterations): steady state over the run's ETTR.
-        gp = goodput.goodput(_int(row, "num_gpus"), st.system["gpu"],
-                             _gpus_per_node(row))  # fmt: skip
-        predicted_s, predicted_tf = gp.wall_clock_s(predicted_s), predicted_tf * gp.ettr
-        choices["goodput"] = (
-            f"ETTR {gp.ettr:.3f} (production average; MTTF {gp.mttf_h:.1f} h, "
-            f"{gp.lost_h_per_interruption:.2f} h lost per interruption; seer.goodput)"
-        )
-    accumulation = pred.layout.micro_batches
-    if accumulation > 1 and xtuner_throughput.reads_hook_figure(
-        row.get("framework"), row.get("metric_primary"), row.get("tflops_flop_convention")
-    ):
-        # XTuner's ThroughputHook prints one micro-step's time (xtuner_throughput.py).
-        step_s = predicted_s
-        predicted_s = xtuner_throughput.comparable_step_s(
-            step_s, pred.timeline.boundary_s, accumulation
-        )
-        predicted_tf *= step_s / predicted_s
-        choices["published_figure"] = (
-            f"XTuner ThroughputHook: one micro-step of {accumulation} (without the "
-            f"{pred.timeline.boundary_s:.2f} s accumulation-boundary work; xtuner_throughput)"
-        )
+    predicted_s, predicted_tf, read = as_published(row, pred)
+    choices.update(read)
     row_used = dict(row, global_batch_seqs=str(full["global_batch"]))
     published = published_iteration_s(row_used, model)
     tf = _figure_cell(row, "tflops_per_gpu")
@@ -1560,6 +1572,7 @@ __all__ = [
     "UNDEFINED",
     "RowResult",
     "RowSetup",
+    "as_published",
     "bundled_csv",
     "canonical_row",
     "excluded_reason",

@@ -25,9 +25,9 @@ the work done only at the accumulation boundary, and one line carries all of it;
 every line is a whole optimizer step. A row's iteration time derived as tokens per step /
 (TGS x GPUs) is G x (one non-boundary micro-step). Seer predicts a whole optimizer step, so the
 comparable figure is that step less the boundary-only work (`boundary_s` of the schedule: the
-optimizer, the exposed end-of-step gradient reduction and the ZeRO-1/2 parameter all-gather;
-ZeRO-3 reduce-scatters in every backward, DeepSpeed engine.py `allreduce_gradients`,
-lines 1885-1887, so under it only the optimizer is boundary-only).
+optimizer, the ZeRO-1/2 parameter all-gather and, under ZeRO-1 only, the exposed end-of-step
+gradient reduction: ZeRO >= 2 reduce-scatters in every backward, DeepSpeed engine.py
+`allreduce_gradients`, lines 1885-1887, so under ZeRO-3 only the optimizer is boundary-only).
 
 Which printed line the benchmark's authors copied is not stated; the reader takes the common
 line (a non-boundary micro-step), the one G - 1 of G lines show.
@@ -35,14 +35,22 @@ line (a non-boundary micro-step), the one G - 1 of G lines show.
 
 from __future__ import annotations
 
+import math
 import re
 
 from starfabric.astral.seer.statements import stated
 
 FRAMEWORK_WORDS = ("xtuner",)
 """Words in a row's framework cell naming XTuner (whose benchmark figures come from its hook)."""
-HOOK_WORDS = (r"\bTGS\b", r"ThroughputHook")
-"""Words in a row's metric or FLOP-convention cell naming the hook's figure."""
+HOOK_WORDS = (
+    r"\bTGS\b",
+    r"throughput[\s_-]?hook",
+    r"\btok(?:en)?s?\s*(?:/|per)\s*(?:s|sec|second)\s*(?:/|per)\s*GPU\b",
+    r"\btok(?:en)?s?\s*(?:/|per)\s*GPU\s*(?:/|per)\s*(?:s|sec|second)\b",
+)
+"""Words in a row's metric or FLOP-convention cell naming the hook's figure: TGS, the hook
+(`ThroughputHook`, its file throughput_hook.py), or TGS spelled out ("tokens/s/GPU",
+"tokens per GPU per second"), the hook's only throughput per GPU."""
 LOG_INTERVAL = 1
 """Iterations per printed line in XTuner's speed-benchmark configs (`log_interval = 1`,
 `window_size=log_interval`: no averaging across iterations)."""
@@ -77,7 +85,7 @@ def boundary_line_share(accumulation: int, log_interval: int = LOG_INTERVAL) -> 
         raise ValueError("accumulation and log_interval must be >= 1")
     # Over lcm(accumulation, log_interval) iterations, lcm / log_interval lines are printed
     # and exactly one of them (the lcm-th iteration) is a boundary.
-    lcm = accumulation * log_interval // _gcd(accumulation, log_interval)
+    lcm = math.lcm(accumulation, log_interval)
     return log_interval / lcm
 
 
@@ -85,9 +93,3 @@ def comparable_step_s(step_s: float, boundary_s: float, accumulation: int) -> fl
     """Seer's step time as the published figure reads it: accumulation x the logged time of a
     non-boundary micro-step (the whole step when accumulation is 1)."""
     return accumulation * logged_iteration_s(step_s, boundary_s, accumulation, at_boundary=False)
-
-
-def _gcd(a: int, b: int) -> int:
-    while b:
-        a, b = b, a % b
-    return a
