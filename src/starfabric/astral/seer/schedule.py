@@ -133,6 +133,8 @@ class PieceCost:
     its all-to-all unhidden; None where it is `fwd`."""
     bwd_solo: PassCost | None = None
     """Backward with no partner (cool-down), likewise."""
+    fwd_solo_costs: OpCosts | None = None
+    """Per-operator costs of `fwd_solo` (`with_host` splits them over the host segments)."""
 
 
 def full_recompute_cost(t: OpTable, fc: OpCosts, regather: bool = False) -> PassCost:
@@ -201,7 +203,7 @@ def with_host(
     dynamic = ex.moe_capacity_factor is None or not ex.moe_pad_to_capacity
     if not host_ops.host_synced(ex.host_launches, moe, lay.ep, dynamic):
         return pc
-    hf, hb, hr = piece_host_s(model, ex, lay, moe)
+    _, hb, hr = piece_host_s(model, ex, lay, moe)
     # The forward (and full recompute's re-run of it) waits once per layer, before the EP
     # dispatch: a segment is a flow shop of the modules between two waits (host_segments).
     nl = host_segments.launches_by_module(
@@ -216,22 +218,30 @@ def with_host(
         model.kv_heads < lay.tp,
     )
     host = {n: c * host_ops.HOST_S_PER_LAUNCH_FWD for n, c in nl.items()}
-    gpu = host_segments.gpu_by_module(pc.fwd_table.name, pc.fwd_costs.exposed)
-    # per-operator times cover the pass's critical path; scale to the pass's total
-    k = pc.fwd.total / max(sum(gpu.values()), 1e-30)
-    seg = host_segments.segment_seconds(host, {n: v * k for n, v in gpu.items()}, nl)
-    fwd = _host_excess(pc.fwd, seg)
+
+    def segment(costs: OpCosts, total: float) -> float:
+        gpu = host_segments.gpu_by_module(pc.fwd_table.name, costs.exposed)
+        # per-operator times cover the pass's critical path; scale to the pass's total
+        k = total / max(sum(gpu.values()), 1e-30)
+        return host_segments.segment_seconds(host, {n: v * k for n, v in gpu.items()}, nl)
+
+    fwd = _host_excess(pc.fwd, segment(pc.fwd_costs, pc.fwd.total))
     rec = pc.recompute
     if hr > 0:
-        kr = pc.recompute.total / max(pc.fwd.total, 1e-30)
-        rec = _host_excess(pc.recompute, host_segments.segment_seconds(
-            host, {n: v * k * kr for n, v in gpu.items()}, nl))  # fmt: skip
-    # The EP overlap's unpaired warm-up forward (ep_overlap) keeps max(host, GPU).
+        rec = _host_excess(pc.recompute, segment(pc.fwd_costs, pc.recompute.total))
+    # The EP overlap's unpaired warm-up forward (ep_overlap) is a forward alone: it waits
+    # before each dispatch as the no-overlap forward does, so it lasts the same flow shop
+    # over its own, unhidden, operator times.
+    fwd_solo = pc.fwd_solo
+    if fwd_solo is not None:
+        solo_costs = pc.fwd_solo_costs if pc.fwd_solo_costs is not None else pc.fwd_costs
+        fwd_solo = _host_excess(fwd_solo, segment(solo_costs, fwd_solo.total))
     return PieceCost(
         fwd, host_pass(pc.bwd, hb), rec,
         pc.fwd_table, pc.fwd_costs, pc.bwd_table, pc.bwd_costs,
-        None if pc.fwd_solo is None else host_pass(pc.fwd_solo, hf),
+        fwd_solo,
         None if pc.bwd_solo is None else host_pass(pc.bwd_solo, hb),
+        pc.fwd_solo_costs,
     )  # fmt: skip
 
 
@@ -247,14 +257,14 @@ def piece_cost(t: OpTable, ctx: CostContext, recompute: str) -> PieceCost:
     bt = backward_of(t)
     window = recompute_window(fc, recompute, ctx)
     bc = op_costs(bt, ctx, backward=True, fsdp_window_s=window)
-    solo: tuple[PassCost, PassCost] | None = None
+    solo: tuple[PassCost, PassCost, OpCosts] | None = None
     fc_alone = fc  # a re-run forward (full recompute) has no partner: its all-to-all stays
     if ctx.dualpipe and ctx.ep_comm_overlap:
         fc, bc = pair_ep_overlap(t, fc, bt, bc, ctx)
         fc, bc = refit_fsdp_side(t, fc, ctx), refit_fsdp_side(bt, bc, ctx, window)
         fc_alone = fc
     elif ctx.megatron_ep_overlap:
-        solo = (pass_cost(t, fc), pass_cost(bt, bc))
+        solo = (pass_cost(t, fc), pass_cost(bt, bc), fc)
         fc, bc = pair_megatron_overlap(t, fc, bt, bc, ctx)
         # Megatron-FSDP's side window is the all-to-all wait the overlap leaves.
         fc, bc = refit_fsdp_side(t, fc, ctx), refit_fsdp_side(bt, bc, ctx, window)
@@ -267,7 +277,7 @@ def piece_cost(t: OpTable, ctx: CostContext, recompute: str) -> PieceCost:
         rec = _ZERO
     if solo is None:
         return PieceCost(fwd, pass_cost(bt, bc), rec, t, fc, bt, bc)
-    return PieceCost(fwd, pass_cost(bt, bc), rec, t, fc, bt, bc, solo[0], solo[1])
+    return PieceCost(fwd, pass_cost(bt, bc), rec, t, fc, bt, bc, solo[0], solo[1], solo[2])
 
 
 def schedule_order(p: int, v: int, m: int, extra_warm: int = 0) -> tuple[np.ndarray[Any, Any], ...]:
@@ -437,7 +447,8 @@ def _with_offload(pc: PieceCost, key: str, model: ModelSpec, ex: ExecutionSpec,
     return PieceCost(_add(pc.fwd, fo), _add(pc.bwd, bo), pc.recompute, pc.fwd_table,
                      pc.fwd_costs, pc.bwd_table, pc.bwd_costs,
                      None if pc.fwd_solo is None else _add(pc.fwd_solo, fo),
-                     None if pc.bwd_solo is None else _add(pc.bwd_solo, bo))  # fmt: skip
+                     None if pc.bwd_solo is None else _add(pc.bwd_solo, bo),
+                     pc.fwd_solo_costs)  # fmt: skip
 
 
 def weight_grad_s(pc: PieceCost) -> float:
