@@ -133,6 +133,8 @@ class PieceCost:
     its all-to-all unhidden; None where it is `fwd`."""
     bwd_solo: PassCost | None = None
     """Backward with no partner (cool-down), likewise."""
+    fwd_solo_costs: OpCosts | None = None
+    """Per-operator costs of `fwd_solo` (`with_host` splits them over the host segments)."""
 
 
 def full_recompute_cost(t: OpTable, fc: OpCosts, regather: bool = False) -> PassCost:
@@ -201,7 +203,7 @@ def with_host(
     dynamic = ex.moe_capacity_factor is None or not ex.moe_pad_to_capacity
     if not host_ops.host_synced(ex.host_launches, moe, lay.ep, dynamic):
         return pc
-    hf, hb, hr = piece_host_s(model, ex, lay, moe)
+    _, hb, hr = piece_host_s(model, ex, lay, moe)
     # The forward (and full recompute's re-run of it) waits once per layer, before the EP
     # dispatch: a segment is a flow shop of the modules between two waits (host_segments).
     nl = host_segments.launches_by_module(
@@ -216,22 +218,30 @@ def with_host(
         model.kv_heads < lay.tp,
     )
     host = {n: c * host_ops.HOST_S_PER_LAUNCH_FWD for n, c in nl.items()}
-    gpu = host_segments.gpu_by_module(pc.fwd_table.name, pc.fwd_costs.exposed)
-    # per-operator times cover the pass's critical path; scale to the pass's total
-    k = pc.fwd.total / max(sum(gpu.values()), 1e-30)
-    seg = host_segments.segment_seconds(host, {n: v * k for n, v in gpu.items()}, nl)
-    fwd = _host_excess(pc.fwd, seg)
+
+    def segment(costs: OpCosts, total: float) -> float:
+        gpu = host_segments.gpu_by_module(pc.fwd_table.name, costs.exposed)
+        # per-operator times cover the pass's critical path; scale to the pass's total
+        k = total / max(sum(gpu.values()), 1e-30)
+        return host_segments.segment_seconds(host, {n: v * k for n, v in gpu.items()}, nl)
+
+    fwd = _host_excess(pc.fwd, segment(pc.fwd_costs, pc.fwd.total))
     rec = pc.recompute
     if hr > 0:
-        kr = pc.recompute.total / max(pc.fwd.total, 1e-30)
-        rec = _host_excess(pc.recompute, host_segments.segment_seconds(
-            host, {n: v * k * kr for n, v in gpu.items()}, nl))  # fmt: skip
-    # The EP overlap's unpaired warm-up forward (ep_overlap) keeps max(host, GPU).
+        rec = _host_excess(pc.recompute, segment(pc.fwd_costs, pc.recompute.total))
+    # The EP overlap's unpaired warm-up forward (ep_overlap) is a forward alone: it waits
+    # before each dispatch as the no-overlap forward does, so it lasts the same flow shop
+    # over its own, unhidden, operator times.
+    fwd_solo = pc.fwd_solo
+    if fwd_solo is not None:
+        solo_costs = pc.fwd_solo_costs if pc.fwd_solo_costs is not None else pc.fwd_costs
+        fwd_solo = _host_excess(fwd_solo, segment(solo_costs, fwd_solo.total))
     return PieceCost(
         fwd, host_pass(pc.bwd, hb), rec,
         pc.fwd_table, pc.fwd_costs, pc.bwd_table, pc.bwd_costs,
-        None if pc.fwd_solo is None else host_pass(pc.fwd_solo, hf),
+        fwd_solo,
         None if pc.bwd_solo is None else host_pass(pc.bwd_solo, hb),
+        pc.fwd_solo_costs,
     )  # fmt: skip
 
 
@@ -247,14 +257,14 @@ def piece_cost(t: OpTable, ctx: CostContext, recompute: str) -> PieceCost:
     bt = backward_of(t)
     window = recompute_window(fc, recompute, ctx)
     bc = op_costs(bt, ctx, backward=True, fsdp_window_s=window)
-    solo: tuple[PassCost, PassCost] | None = None
+    solo: tuple[PassCost, PassCost, OpCosts] | None = None
     fc_alone = fc  # a re-run forward (full recompute) has no partner: its all-to-all stays
     if ctx.dualpipe and ctx.ep_comm_overlap:
         fc, bc = pair_ep_overlap(t, fc, bt, bc, ctx)
         fc, bc = refit_fsdp_side(t, fc, ctx), refit_fsdp_side(bt, bc, ctx, window)
         fc_alone = fc
     elif ctx.megatron_ep_overlap:
-        solo = (pass_cost(t, fc), pass_cost(bt, bc))
+        solo = (pass_cost(t, fc), pass_cost(bt, bc), fc)
         fc, bc = pair_megatron_overlap(t, fc, bt, bc, ctx)
         # Megatron-FSDP's side window is the all-to-all wait the overlap leaves.
         fc, bc = refit_fsdp_side(t, fc, ctx), refit_fsdp_side(bt, bc, ctx, window)
@@ -267,7 +277,7 @@ def piece_cost(t: OpTable, ctx: CostContext, recompute: str) -> PieceCost:
         rec = _ZERO
     if solo is None:
         return PieceCost(fwd, pass_cost(bt, bc), rec, t, fc, bt, bc)
-    return PieceCost(fwd, pass_cost(bt, bc), rec, t, fc, bt, bc, solo[0], solo[1])
+    return PieceCost(fwd, pass_cost(bt, bc), rec, t, fc, bt, bc, solo[0], solo[1], solo[2])
 
 
 def schedule_order(p: int, v: int, m: int, extra_warm: int = 0) -> tuple[np.ndarray[Any, Any], ...]:
@@ -374,6 +384,8 @@ class Timeline:
     dp_windows: list[list[tuple[float, float]]]
     tail_s: np.ndarray[Any, Any]
     critical_stage: int
+    """`dp_windows`, `tail_s` and `critical_stage` index the rank that holds a stage: the stage
+    itself, or under DualPipe rank r, which holds stages r and pp-1-r (`dualpipe_pairs`)."""
     hardware_flops: float
     recompute_flops: float
     peak_inflight_layers: np.ndarray[Any, Any]
@@ -383,8 +395,8 @@ class Timeline:
     boundary_s: float = 0.0
     """Work only the last micro-batch of the step runs (accumulation boundary): the optimizer,
     the ZeRO-1/2 parameter all-gather and, below ZeRO-2, the exposed end-of-step gradient
-    reduction, on the critical stage (xtuner_throughput reads per-micro-step figures with it).
-    ZeRO >= 2 partitions the gradients and reduces them in every backward (DeepSpeed
+    reduction, on the critical stage's rank (xtuner_throughput reads per-micro-step figures
+    with it). ZeRO >= 2 partitions the gradients and reduces them in every backward (DeepSpeed
     engine.py v0.12.3 `allreduce_gradients`: `zero_optimization_partition_gradients()`
     communicates off the boundary too), so its reduction is not boundary-only."""
 
@@ -437,7 +449,8 @@ def _with_offload(pc: PieceCost, key: str, model: ModelSpec, ex: ExecutionSpec,
     return PieceCost(_add(pc.fwd, fo), _add(pc.bwd, bo), pc.recompute, pc.fwd_table,
                      pc.fwd_costs, pc.bwd_table, pc.bwd_costs,
                      None if pc.fwd_solo is None else _add(pc.fwd_solo, fo),
-                     None if pc.bwd_solo is None else _add(pc.bwd_solo, bo))  # fmt: skip
+                     None if pc.bwd_solo is None else _add(pc.bwd_solo, bo),
+                     pc.fwd_solo_costs)  # fmt: skip
 
 
 def weight_grad_s(pc: PieceCost) -> float:
@@ -590,16 +603,20 @@ def build_timeline(model: ModelSpec, ex: ExecutionSpec, lay: Layout, ctx: CostCo
     k = zero_shard(ex, lay)
     hybrid = k < lay.dp
     shard_grp = "dp_shard" if hybrid else dp_name
-    tails = np.zeros(p)
-    dp_exposed = np.zeros(p)
-    ag_exposed = np.zeros(p)
-    opt = np.zeros(p)
-    windows: list[list[tuple[float, float]]] = []
+    # Per stage: its gradient buckets (ready time, seconds), optimizer step and parameter
+    # gather. They queue on the rank that holds the stage: under DualPipe rank r holds stages
+    # r and p-1-r and reduces both stages' gradients (deepseek-ai/DualPipe
+    # examples/example_dualpipe.py @7cb1e5e: `local_modules` = stages rank and pp-1-rank,
+    # each with its own .grad), so the per-rank arrays below add both.
+    dualpipe = ex.pipeline_schedule == "dualpipe"
+    owners = [list(pr) for pr in dualpipe_pairs(p)] if dualpipe else [[s] for s in range(p)]
+    held_mb = m / 2 if dualpipe else float(m)  # micro-batches each held stage runs on a rank
+    buckets: list[list[tuple[float, float]]] = []
+    opt_s = np.zeros(p)
+    ag_s = np.zeros(p)
     for s in range(p):
         sp_ = params[s]
-        free = 0.0
-        win: list[tuple[float, float]] = []
-        total_dp = 0.0
+        bk: list[tuple[float, float]] = []
         # Chunks queue their reductions in the order their last backward finishes (under
         # interleaving chunk v-1 is done first and chunk 0 last).
         last_b = [
@@ -615,41 +632,63 @@ def build_timeline(model: ModelSpec, ex: ExecutionSpec, lay: Layout, ctx: CostCo
                 t_c = 0.0  # ZeRO-3 reduce-scatters gradients inside every backward pass
             if hybrid:
                 t_c += ctx.comm.time("all_reduce", dense_c * grad_b / k, "dp_replica")
-            total_dp += t_c
             idx = np.flatnonzero((is_fwd[s] == 0) & (chs[s] == c) & (mbs[s] == m - 1))
             b0, b1 = float(start[s, idx[0]]), float(end[s, idx[0]])
             nb = max(1, int(np.ceil(sp_.per_chunk[c] / DP_BUCKET_PARAMS)))
             for j in range(nb):
                 ready = b0 + (j + 1) / nb * (b1 - b0) if ex.overlap_grad_reduce else stage_end[s]
-                t0 = max(ready, free)
-                free = t0 + t_c / nb
-                win.append((t0, free))
-        windows.append(win)
-        # Reductions that ran under compute still slow it: NCCL kernels take SMs and HBM
-        # bandwidth from the GEMMs they overlap (the same residual as ZeRO-3 prefetch).
-        hidden = sum(max(0.0, min(w1, stage_end[s]) - w0) for w0, w1 in win)
-        dp_exposed[s] = max(0.0, free - stage_end[s]) + DP_OVERLAP_RESIDUAL * hidden
+                bk.append((ready, t_c / nb))
+        buckets.append(bk)
         shard = ex.zero >= 1
         local = sp_.dense / (k * lay.cp if shard else 1) + sp_.expert / (lay.edp if shard else 1)
-        opt[s] = local * OPTIMIZER_BYTES_PER_PARAM / (ctx.hbm_bytes_per_s * ctx.eff.mem_bw_fraction)
+        opt_s[s] = (
+            local * OPTIMIZER_BYTES_PER_PARAM / (ctx.hbm_bytes_per_s * ctx.eff.mem_bw_fraction)
+        )
         if ex.offload_weights:  # the states stream through the tier's link
-            opt[s] = max(opt[s], offload.optimizer_s(local, offload.link_bytes_per_s(lay.gpu)))
+            opt_s[s] = max(opt_s[s], offload.optimizer_s(local, offload.link_bytes_per_s(lay.gpu)))
         if ex.optimizer_offload_fraction > 0:  # Megatron's HybridDeviceOptimizer
-            opt[s] = cpu_optimizer_offload.step_s(
-                local, ex.optimizer_offload_fraction, float(opt[s]), lay.gpu,
+            opt_s[s] = cpu_optimizer_offload.step_s(
+                local, ex.optimizer_offload_fraction, float(opt_s[s]), lay.gpu,
                 ex.overlap_cpu_optimizer, ex.cpu_optimizer_threads,
             )  # fmt: skip
         if ex.zero in (1, 2) or (ex.zero == 3 and p > 1):
-            ag = ctx.comm.time("all_gather", sp_.dense * 2.0, shard_grp)
-            ag += ctx.comm.time("all_gather", sp_.expert * 2.0, "edp")
-            if ex.overlap_param_gather:
-                nb_all = max(1, int(np.ceil((sp_.dense + sp_.expert) / DP_BUCKET_PARAMS)))
-                first_f = float(fwd[s, 0])
-                ag_exposed[s] = ag / nb_all + max(0.0, ag * (1 - 1 / nb_all) - first_f * m)
-            else:
-                ag_exposed[s] = ag
-        tails[s] = dp_exposed[s]
-    total = stage_end + dp_exposed
+            ag_s[s] = ctx.comm.time("all_gather", sp_.dense * 2.0, shard_grp)
+            ag_s[s] += ctx.comm.time("all_gather", sp_.expert * 2.0, "edp")
+    # Index i below is stage i, or under DualPipe rank i (whose stages both end at its end).
+    tails = np.zeros(p)
+    dp_exposed = np.zeros(p)
+    ag_exposed = np.zeros(p)
+    opt = np.zeros(p)
+    rank_end = np.array([max(float(stage_end[st]) for st in own) for own in owners])
+    windows: list[list[tuple[float, float]]] = []
+    for i, own in enumerate(owners):
+        queue = [bk for st in sorted(own) for bk in buckets[st]]
+        if len(own) > 1:  # one reduction stream per rank: both stages' buckets as they are ready
+            queue.sort(key=lambda bk: bk[0])
+        free = 0.0
+        win: list[tuple[float, float]] = []
+        for ready, dur in queue:
+            t0 = max(ready, free)
+            free = t0 + dur
+            win.append((t0, free))
+        windows.append(win)
+        # Reductions that ran under compute still slow it: NCCL kernels take SMs and HBM
+        # bandwidth from the GEMMs they overlap (the same residual as ZeRO-3 prefetch).
+        hidden = sum(max(0.0, min(w1, rank_end[i]) - w0) for w0, w1 in win)
+        dp_exposed[i] = max(0.0, free - rank_end[i]) + DP_OVERLAP_RESIDUAL * hidden
+        # DualPipe: the optimizer states of a rank's two stages are spread over the two ranks
+        # that hold each stage (as `memory.memory_report` counts them): half of each.
+        opt[i] = sum(opt_s[st] for st in own) / len(own)
+        ag = float(sum(ag_s[st] for st in own))
+        if ag > 0 and ex.overlap_param_gather:
+            held = sum(params[st].dense + params[st].expert for st in own)
+            nb_all = max(1, int(np.ceil(held / DP_BUCKET_PARAMS)))
+            first_f = sum(float(fwd[st, 0]) * held_mb for st in own)
+            ag_exposed[i] = ag / nb_all + max(0.0, ag * (1 - 1 / nb_all) - first_f)
+        else:
+            ag_exposed[i] = ag
+        tails[i] = dp_exposed[i]
+    total = rank_end + dp_exposed
     # The breakdown follows the busiest stage (the pipeline's bottleneck); its idle time up to
     # the slowest stage's finish is bubble.
     busy_all = (fwd.sum(axis=1) + bwd.sum(axis=1)) * m
@@ -657,7 +696,7 @@ def build_timeline(model: ModelSpec, ex: ExecutionSpec, lay: Layout, ctx: CostCo
     # Whose work the breakdown adds up: the busiest stage's m micro-batches, or under
     # DualPipe the busiest rank's two stages, m/2 micro-batches each.
     whose: list[tuple[int, float]] = [(crit, float(m))]
-    if ex.pipeline_schedule == "dualpipe":
+    if dualpipe:
         pairs = dualpipe_pairs(p)
         rank = int(np.argmax([busy_all[a] + busy_all[b] for a, b in pairs]))
         crit = rank
@@ -674,7 +713,9 @@ def build_timeline(model: ModelSpec, ex: ExecutionSpec, lay: Layout, ctx: CostCo
                 for key, cnt in chunk_pieces(model, lay, s, c).items():
                     if cnt and key in layer_host:
                         per_mb[s] += cnt * layer_host[key]
-        host_floor = max(0.0, float((per_mb * m).max() - total.max()))
+        # a rank issues the launches of every stage it holds (DualPipe: two, m/2 each)
+        rank_host = [sum(per_mb[st] for st in own) * held_mb for own in owners]
+        host_floor = max(0.0, float(max(rank_host) - total.max()))
     iteration = float(
         total.max() + host_floor + opt.max() + ag_exposed.max() + ITERATION_OVERHEAD_S
     )
