@@ -20,9 +20,10 @@ row outside TorchTitan's per-op SAC is over-estimated; Table 2 (8B, 32K tokens p
 now explained (published/Seer 1.11-1.12, was 2.07-2.09), the others remain under-estimated
 (published/Seer: 70B TP8 1.36-1.45, 405B PP8 1.21-2.10 -- FSDP2 under PyTorch's pipelining
 accumulates the stage's unsharded gradients in fp32 across micro-batches, not modelled --,
-Qwen3-30B DeepEP B200 1.32-1.71, DeepSeek-V3 GB300 1.42-1.58), and the per-op SAC rows are
-over-estimated by 35-45% (Seer charges Megatron's core_attn recompute for them). Those known
-gaps are strict xfails: they fail loudly once modelled.
+Qwen3-30B DeepEP B200 1.32-1.71, DeepSeek-V3 GB300 1.42-1.58); the per-op SAC rows, with
+TorchTitan's `_save_list` tensors, are at 1.02-1.12 (they were over-estimated 9-15% as
+Megatron's core_attn recompute). The remaining gaps are strict xfails: they fail loudly once
+modelled.
 """
 
 import csv
@@ -84,8 +85,8 @@ def test_no_reserved_peak_is_over_estimated(row: PeakRow) -> None:
     assert _tensors_gib(row) <= row.published_gib
 
 
-@pytest.mark.xfail(strict=True, reason="TorchTitan per-op SAC priced as core_attn recompute")
 def test_torchtitan_per_op_sac_rows_are_not_over_estimated() -> None:
+    """Their saved tensors are TorchTitan's `_save_list` (torchtitan_memory.op_sac_bytes_per_token)."""
     rows = [r for r in RESERVED if r.memory_id in OP_SAC]
     assert rows and all(r.published_gib and _tensors_gib(r) <= r.published_gib for r in rows)
 

@@ -92,3 +92,17 @@ def test_table_2_peaks_are_explained_up_to_fragmentation() -> None:
         tensors = (seer_memory(r, DATA / "published_runs").total - RESERVED_BYTES) / GIB
         assert r.published_gib is not None
         assert tensors <= r.published_gib <= tensors * (1 + FRAGMENTATION_MAX)
+
+
+def test_per_op_sac_keeps_the_save_list_tensors() -> None:
+    """Llama 3.1 8B, TP 1: block input, wq and wv outputs, SDPA output, w1 and w2 outputs in
+    bf16 plus the fp32 log-sum-exp: (4h + kv + ffn) * 2 + 4 * heads bytes per token."""
+    got = torchtitan_memory.op_sac_bytes_per_token(4096, 32, 8, 128, 128, 14336, 1, 1)
+    assert got == 2 * (4 * 4096 + 8 * 128 + 14336) + 4 * 32
+    _, core = _mem(recompute="selective")
+    _, op = _mem(recompute="selective", torchtitan_op_sac=True)
+    assert op.activations < core.activations
+    assert torchtitan_memory.states_op_sac(
+        "TorchTitan (2024-12)", "selective (torchtitan op-level SAC)"
+    )
+    assert not torchtitan_memory.states_op_sac("Megatron-Core", "selective (op-level)")

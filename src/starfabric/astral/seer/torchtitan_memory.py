@@ -28,6 +28,8 @@ memory tables) and PyTorch's FSDP2 (`torch.distributed.fsdp.fully_shard`):
 
 from __future__ import annotations
 
+import re
+
 from starfabric.astral.seer.model import ModelSpec
 from starfabric.astral.seer.parallel import ExecutionSpec, Layout
 
@@ -43,6 +45,37 @@ REDUCE_DTYPE_BYTES = 4.0
 """FSDP2 `reduce_dtype` fp32 (torchtitan `mixed_precision_reduce`, only choice float32)."""
 GATHERED_BLOCKS = 2
 """Blocks whose parameters are unsharded at once: the one computing and the prefetched one."""
+
+
+OP_SAC = re.compile(r"op-level|per-op|op sac|op_sac", re.I)
+"""A recompute cell naming TorchTitan's per-op selective AC (`--activation_checkpoint.
+selective_ac_option op`, the 9dec370 default) rather than its per-layer variant."""
+
+
+def states_op_sac(framework: str | None, recompute: str | None) -> bool:
+    """Whether a TorchTitan row's recompute cell states per-op selective AC."""
+    titan = "torchtitan" in (framework or "").lower()
+    return titan and bool(OP_SAC.search(recompute or ""))
+
+
+def op_sac_bytes_per_token(
+    h: float, heads: float, kvh: float, dq: float, dv: float, f: float, t: int, sp_div: float
+) -> float:
+    """Bytes per token one dense Llama block keeps under TorchTitan's per-op SAC
+    (parallelize_llama.py l.214-266 at 9dec370: `_custom_policy` saves the ops of `_save_list`
+    except every second `aten.mm`, i.e. mm 1, 3, 5, 7 of wq, wk, wv, wo, w1, w3, w2; the
+    checkpointed block's input; SDPA's output and fp32 log-sum-exp; with TP the
+    reduce-scatter's output). `heads`, `kvh` and `f` are per TP rank. Float8 linears run
+    `_scaled_mm`, not in the list: counted as mm here, an over-count on Float8 rows."""
+    e = 2.0
+    saved = h / sp_div  # the block's input (checkpoint input)
+    saved += heads * dq + kvh * dv  # wq (mm 1) and wv (mm 3) outputs
+    saved += heads * dv  # SDPA output
+    saved += f  # w1 (mm 5) output
+    saved += h  # w2 (mm 7) output: a partial sum of the full hidden size under TP
+    if t > 1:
+        saved += h / sp_div  # the reduce-scatter's output
+    return e * saved + 4.0 * heads
 
 
 def loss_extra_bytes(model: ModelSpec, ex: ExecutionSpec, lay: Layout) -> float:
@@ -79,7 +112,10 @@ def fsdp2_inflight_bytes(
 __all__ = [
     "GATHERED_BLOCKS",
     "LOSS_FP32_TENSORS_AT_BACKWARD",
+    "OP_SAC",
     "fsdp2_inflight_bytes",
     "loss_extra_bytes",
+    "op_sac_bytes_per_token",
     "root_params",
+    "states_op_sac",
 ]
