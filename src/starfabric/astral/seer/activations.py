@@ -3,7 +3,7 @@ MLSys 2023, per saved tensor), shared by the memory report, the offload model an
 
 from __future__ import annotations
 
-from starfabric.astral.seer import fp8_activations, mla_activations
+from starfabric.astral.seer import fp8_activations, mla_activations, torchtitan_memory
 from starfabric.astral.seer.model import ModelSpec
 from starfabric.astral.seer.parallel import ExecutionSpec, Layout
 
@@ -24,6 +24,13 @@ def activation_bytes_per_layer(
     heads = model.heads / t
     kvh = max(1.0, model.kv_heads / t)
     dq, dv = model.qk_head_dim, model.vo_head_dim
+    if ex.torchtitan_op_sac and ex.recompute == "selective" and not moe and not model.is_mla:
+        return (
+            torchtitan_memory.op_sac_bytes_per_token(
+                h, heads, kvh, dq, dv, model.ffn_hidden / t, t, sp_div
+            )
+            * tok
+        )
     # Tensors outside TP regions (divided by t only under SP): 2 norm inputs (16-bit), the
     # QKV and fc1 inputs (GEMM inputs), and the 2 dropout masks (1 byte) when the model trains
     # with dropout: Korthikanti et al.'s 10sbh (section 4.1; Llama-style models train without

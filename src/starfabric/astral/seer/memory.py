@@ -11,7 +11,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from starfabric.astral.seer import cpu_optimizer_offload, offload, stage_activations
+from starfabric.astral.seer import (
+    cpu_optimizer_offload,
+    offload,
+    stage_activations,
+    torchtitan_memory,
+)
 from starfabric.astral.seer.activations import activation_bytes_per_layer
 from starfabric.astral.seer.model import ModelSpec
 from starfabric.astral.seer.optimizer_state import optimizer_bytes
@@ -86,6 +91,7 @@ def memory_report(model: ModelSpec, ex: ExecutionSpec, lay: Layout, tl: Timeline
     # EP overlap's extra interleaved warm-up: two). DualPipe's two directions: one each.
     loss_mbs = 1 if dualpipe else stage_activations.loss_chunk_inflight(tl.is_fwd, tl.chunk)
     host_peak = 0.0
+    block_p = max(layer_params(model, lay, False), layer_params(model, lay, model.is_moe))
     for s in range(lay.pp):
         sp_ = params[s]
         if dualpipe:
@@ -116,6 +122,13 @@ def memory_report(model: ModelSpec, ex: ExecutionSpec, lay: Layout, tl: Timeline
             acts += loss_mbs * heads * 4.0 * tok * model.vocab / lay.tp
             # Each MTP module keeps one more block's activations per such micro-batch.
             acts += loss_mbs * model.mtp_layers * (per_moe if model.is_moe else per_dense)
+            if ex.torchtitan_memory:
+                acts += torchtitan_memory.loss_extra_bytes(model, ex, lay)
+        if ex.torchtitan_memory:
+            loss_stage = s == lay.pp - 1
+            acts += torchtitan_memory.fsdp2_inflight_bytes(
+                ex, lay, block_p, torchtitan_memory.root_params(model, lay), loss_stage
+            )
         off = 0.0
         if ex.offload_activations:
             # Two layers' tensors stay in HBM (offload.RESIDENT_LAYERS); the rest is out.

@@ -170,6 +170,18 @@ class ExecutionSpec(Spec):
         "(TorchTitan's 2024-12 Llama without torch.compile; seer/torchtitan_eager.py): their "
         "extra HBM traffic is timed",
     )
+    torchtitan_op_sac: bool = Field(
+        default=False,
+        description="selective recompute is TorchTitan's per-op SAC (its _save_list: every "
+        "other aten.mm output, SDPA outputs, reduce-scatter outputs): a dense layer keeps those "
+        "tensors (seer/torchtitan_memory.py); timed as core_attn recompute",
+    )
+    torchtitan_memory: bool = Field(
+        default=False,
+        description="the run is TorchTitan's: its loss keeps three fp32 tensors per logit at "
+        "the backward and FSDP2 holds unsharded bf16 blocks and fp32 reduce-scatter buffers "
+        "in flight (seer/torchtitan_memory.py)",
+    )
     moe_dispatcher: Literal["alltoall", "deepep"] = Field(
         default="alltoall",
         description="expert token dispatcher: alltoall (NCCL, every token-expert copy crosses "

@@ -30,6 +30,7 @@ from starfabric.astral.seer import (
     optimizer_state,
     releases,
     torchtitan_eager,
+    torchtitan_memory,
     torchtitan_pp,
     tuned_at,
     xtuner_throughput,
@@ -649,6 +650,11 @@ def _framework(row: dict[str, str]) -> dict[str, Any]:
             "moe_fused_dispatch": fused_moe,
             # TorchTitan's 2024-12 Llama without torch.compile (torchtitan_eager).
             "eager_elementwise": torchtitan_eager.runs_eager(row.get("framework"), row.get("notes")),
+            # TorchTitan's fp32 loss and FSDP2 buffers (torchtitan_memory).
+            "torchtitan_memory": torchtitan_pp.is_torchtitan(row.get("framework")),
+            "torchtitan_op_sac": torchtitan_memory.states_op_sac(
+                row.get("framework"), row.get("recompute")
+            ),
             "host_launches": host, "cuda_graphs": graphs,
             # A Megatron-Bridge recipe run keeps Megatron-Core's fusion defaults (bridge_recipe).
             "rope_fusion": rope_fused, "swiglu_fusion": swiglu_fused,
