@@ -202,6 +202,8 @@ def test_stack_vectorized_equals_scalar_loop() -> None:
      ({"pipeline_schedule": "dualpipe"}, "pipeline_schedule = 'dualpipe': search does not"),
      ({"host_launches": True}, "host_launches = True: search does not model"),
      ({"zero_shard_ranks": 8}, "zero_shard_ranks = 8: search does not model"),
+     ({"torchtitan_memory": True}, "torchtitan_memory = True: search does not model"),
+     ({"torchtitan_op_sac": True}, "torchtitan_op_sac = True: search does not model"),
      ({"seq_len": 2048}, "execution.seq_len = 2048 but the search runs seq_len = 4096"),
      ({"precision": "fp8"}, "execution.precision = 'fp8' but the search runs precision")],
 )  # fmt: skip

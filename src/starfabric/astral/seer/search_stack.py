@@ -46,6 +46,14 @@ UNMODELLED: dict[str, tuple[Any, str]] = {
     "overlap_p2p": (True, "the search prices overlapped PP send/recv only"),
     "sp": (True, "the search prices sequence parallelism on (with tp > 1)"),
     "zero_shard_ranks": (None, "the search shards ZeRO over the whole DP group only"),
+    "torchtitan_memory": (
+        False,
+        "TorchTitan's fp32 loss and FSDP2 buffers are in predict's memory, not the search's",
+    ),
+    "torchtitan_op_sac": (
+        False,
+        "per-op SAC's saved tensors are in predict's memory, not the search's",
+    ),
 }
 """Stack settings the search refuses unless at their default: (default, why)."""
 
