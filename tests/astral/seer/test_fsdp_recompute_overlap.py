@@ -6,6 +6,7 @@ recompute + backward, not the backward alone."""
 import numpy as np
 import pytest
 
+from astral.seer.fsdp_moe_job import EX, MOE, SYSTEM
 from starfabric.astral.seer import make_job, predict, schedule
 from starfabric.astral.seer.cost import DP_OVERLAP_RESIDUAL, make_context, op_costs
 from starfabric.astral.seer.efficiency import efficiency_for
@@ -15,16 +16,6 @@ from starfabric.astral.seer.schedule import piece_cost, recompute_window
 
 # Qwen3-235B-A22B-shaped MoE under Megatron-FSDP (ZeRO-3) with EP 8 and full recompute: the
 # expert shard gathered over 32 hosts per layer takes longer than the layer's backward alone.
-MOE = {
-    "name": "fsdp-moe", "layers": 4, "hidden": 4096, "heads": 64, "kv_heads": 4,
-    "head_dim": 128, "ffn_hidden": 12288, "vocab": 151936, "activation": "swiglu",
-    "moe_experts": 128, "moe_topk": 8, "moe_ffn_hidden": 1536,
-}  # fmt: skip
-EX = {
-    "global_batch": 2048, "seq_len": 4096, "micro_batch": 4, "tp": 2, "pp": 1, "ep": 8,
-    "etp": 1, "sp": True, "zero": 3, "recompute": "full",
-}  # fmt: skip
-SYSTEM = {"gpu": "H100", "gpus": 256, "gpus_per_node": 8}
 
 
 def _setup(recompute: str, **extra: object):  # type: ignore[no-untyped-def]

@@ -7,6 +7,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from astral.seer.fsdp_moe_job import EX as FSDP_EX
+from astral.seer.fsdp_moe_job import MOE, SYSTEM
 from starfabric.astral.seer import make_job
 from starfabric.astral.seer.cost import DP_OVERLAP_RESIDUAL, make_context, op_costs
 from starfabric.astral.seer.efficiency import efficiency_for
@@ -21,18 +23,8 @@ from starfabric.astral.seer.ops import COMM, backward_of, layer_ops
 from starfabric.astral.seer.parallel import resolve_layout
 from starfabric.astral.seer.schedule import full_recompute_cost
 
-# Qwen3-235B-A22B layer shape (HF config) on 256 H100, TP 2, EP 8 x ETP 1 inside a host,
-# EDP 32 across hosts, DP 128 — the layout the Model Zoo's Megatron-FSDP run states.
-MOE = {
-    "name": "fsdp-moe", "layers": 4, "hidden": 4096, "heads": 64, "kv_heads": 4,
-    "head_dim": 128, "ffn_hidden": 12288, "vocab": 151936, "activation": "swiglu",
-    "moe_experts": 128, "moe_topk": 8, "moe_ffn_hidden": 1536,
-}  # fmt: skip
-EX = {
-    "global_batch": 2048, "seq_len": 4096, "micro_batch": 4, "tp": 2, "pp": 1, "ep": 8,
-    "etp": 1, "sp": True, "zero": 3, "recompute": "full", "moe_dispatcher": "deepep",
-}  # fmt: skip
-SYSTEM = {"gpu": "H100", "gpus": 256, "gpus_per_node": 8}
+# The Model Zoo's Megatron-FSDP job (fsdp_moe_job) with the DeepEP dispatcher that run states.
+EX = {**FSDP_EX, "moe_dispatcher": "deepep"}
 
 
 def _setup(system: dict[str, object] = SYSTEM, **extra: object):  # type: ignore[no-untyped-def]
