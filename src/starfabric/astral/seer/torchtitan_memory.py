@@ -4,7 +4,7 @@ Read from pytorch/torchtitan 9dec370 (2024-12-26, the release of its published 2
 memory tables) and PyTorch's FSDP2 (`torch.distributed.fsdp.fully_shard`):
 
 - Loss. `train.py` l.131-134: `cross_entropy(pred.flatten(0, 1).float(), labels)` on the
-  materialised logits (the TODO at l.136-138 leaves the loss uncompiled). `log_softmax` saves
+  materialised logits (upstream's own note at l.136-138 leaves the loss uncompiled). `log_softmax` saves
   its fp32 output for the backward; at the backward's start `nll_loss_backward` writes a
   dense fp32 gradient of that output and `log_softmax_backward` a dense fp32 gradient of its
   input, while the saved output is still alive: three fp32 tensors per logit (12 bytes), of
