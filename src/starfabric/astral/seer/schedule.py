@@ -170,6 +170,23 @@ def host_pass(pc: PassCost, host_s: float) -> PassCost:
     return _add(pc, PassCost(0.0, {"host": extra}, 0.0)) if extra > 0 else pc
 
 
+def _launch_flags(
+    model: ModelSpec, ex: ExecutionSpec, lay: Layout
+) -> tuple[bool, bool, bool, bool, bool, bool]:
+    """What decides a layer's launch table besides its MoE shape (`host_ops.layer_launches`,
+    `host_segments.launches_by_module`): CUDA graphs, MLA, QK-norm, RoPE fused (or no RoPE:
+    nothing unfused), SwiGLU fused (the flag is SwiGLU's only), and the QKV all-gather when
+    TP exceeds the KV heads."""
+    return (
+        ex.cuda_graphs,
+        model.is_mla,
+        model.qk_norm,
+        ex.rope_fusion or model.learned_pos_emb,
+        ex.swiglu_fusion or model.activation != "swiglu",
+        model.kv_heads < lay.tp,
+    )
+
+
 def piece_host_s(model: ModelSpec, ex: ExecutionSpec, lay: Layout, moe: bool) -> tuple[float, ...]:
     """(forward, backward, recompute) host seconds of one layer and micro-batch
     (`host_ops.layer_launches`); zeros where the row's stack is not counted."""
@@ -180,12 +197,7 @@ def piece_host_s(model: ModelSpec, ex: ExecutionSpec, lay: Layout, moe: bool) ->
         ex.moe_dispatcher,
         model.moe_experts // lay.ep if moe else 1,
         model.moe_shared_experts if moe else 0,
-        ex.cuda_graphs,
-        model.is_mla,
-        model.qk_norm,
-        ex.rope_fusion or model.learned_pos_emb,  # no RoPE: nothing unfused
-        ex.swiglu_fusion or model.activation != "swiglu",  # the flag is SwiGLU's only
-        model.kv_heads < lay.tp,
+        *_launch_flags(model, ex, lay),
     )
     hf, hb = host_ops.host_seconds(n)
     return (hf, hb, hf if ex.recompute == "full" else 0.0)
@@ -210,12 +222,7 @@ def with_host(
         ex.moe_dispatcher,
         model.moe_experts // lay.ep,
         model.moe_shared_experts,
-        ex.cuda_graphs,
-        model.is_mla,
-        model.qk_norm,
-        ex.rope_fusion or model.learned_pos_emb,  # no RoPE: nothing unfused
-        ex.swiglu_fusion or model.activation != "swiglu",  # the flag is SwiGLU's only
-        model.kv_heads < lay.tp,
+        *_launch_flags(model, ex, lay),
     )
     host = {n: c * host_ops.HOST_S_PER_LAUNCH_FWD for n, c in nl.items()}
 
