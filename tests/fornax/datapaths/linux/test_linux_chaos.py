@@ -103,8 +103,10 @@ def test_kernel_twin_faults_match_the_emulated_nic(
 
     try:
         linux, lin_m = _run(spec, base, monkeypatch, engine_factory=make)
-        leaked = _leaked_ports(lin_m[-1])
+        # The run's ENOBUFS reads, taken before the patrol below polls the socket again: the
+        # kernel's aging bursts can overflow it after the run (1 in ~8 runs here).
         overflows = engines[0].events.overflows
+        leaked = _leaked_ports(lin_m[-1])
     finally:
         for e in engines:
             e.close()
