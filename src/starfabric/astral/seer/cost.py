@@ -21,6 +21,7 @@ from starfabric.astral.seer.efficiency import Efficiency, flash_time, gemm_time,
 from starfabric.astral.seer.ep_overlap import pair_exposed_fraction, runs_megatron_overlap
 from starfabric.astral.seer.ep_overlap_hidden import realized_exposed_fraction
 from starfabric.astral.seer.flash_generation import kernel_rates
+from starfabric.astral.seer.fp8_recipe import cast_factor, gemm_rate
 from starfabric.astral.seer.fsdp_side_window import side_groups, side_window_s, split_exposure
 from starfabric.astral.seer.model import ModelSpec
 from starfabric.astral.seer.nccl_a2a_ctas import nccl_alltoall_ctas
@@ -33,7 +34,8 @@ TP_OVERLAP_RESIDUAL = 0.15
 chunked overlap, SMs taken from the GEMM) — assumption."""
 FP8_CAST_BYTES = 3.0
 """HBM bytes per element to quantize a GEMM's 16-bit input to FP8 (read 2, write 1); the amax
-reduction rides along (Transformer Engine's cast kernels)."""
+reduction rides along (Transformer Engine's cast kernels). The delayed-scaling reference: a
+stated recipe scales it (`fp8_recipe.cast_factor`)."""
 DP_OVERLAP_RESIDUAL = 0.20
 """Data-parallel collectives overlapped with compute (ZeRO-3/FSDP prefetched gathers, bucketed
 gradient reduce-scatters under the backward) still cost this fraction of their hidden time:
@@ -88,6 +90,9 @@ class CostContext:
     """Times every collective (one model per job, chosen by `simcomm.comm_model`)."""
     tp_comm_overlap: bool
     fp8: bool = False
+    fp8_cast_bytes: float = FP8_CAST_BYTES
+    """HBM bytes per element of an FP8 GEMM's operand cast: FP8_CAST_BYTES times the stated
+    recipe's quantization bytes over delayed scaling's (`fp8_recipe.cast_factor`)."""
     ep_comm_overlap: bool = False
     cp: int = 1
     """Ranks of the CP ring (steps per attention; `cp_comm.cp_levels`): cp for TE's p2p,
@@ -150,8 +155,13 @@ def make_context(
     if system is not None and system.power_limit_w is not None:
         clock = min(1.0, system.power_limit_w / gpu.tdp_w) ** POWER_CLOCK_EXPONENT
     peak = gpu.tflops("bf16" if ex.precision != "fp16" else "fp16") * 1e12 * clock
+    cast_bytes = FP8_CAST_BYTES
     if ex.precision == "fp8":
-        gemm_peak, gemm_frac = gpu.tflops("fp8") * 1e12 * clock, eff.fp8_gemm_peak_fraction
+        # The calibrated fraction is the tensor-scaled kernel's; block/MX scales run slower
+        # kernels and every recipe its own quantization (fp8_recipe, relative to delayed).
+        gemm_peak = gpu.tflops("fp8") * 1e12 * clock
+        gemm_frac = eff.fp8_gemm_peak_fraction * gemm_rate(ex.fp8_recipe, gpu)
+        cast_bytes = FP8_CAST_BYTES * cast_factor(ex.fp8_recipe, gpu)
     else:
         gemm_peak, gemm_frac = peak, eff.gemm_peak_fraction
     hopper_or_later = gpu.dense_tflops.get("fp8", 0.0) > 0
@@ -168,6 +178,7 @@ def make_context(
         comm=comm_model(ex, lay, eff, system, model),
         tp_comm_overlap=ex.tp_comm_overlap,
         fp8=ex.precision == "fp8",
+        fp8_cast_bytes=cast_bytes,
         ep_comm_overlap=ex.ep_comm_overlap,
         dualpipe=ex.pipeline_schedule == "dualpipe",
         moe_fused_dispatch=ex.moe_fused_dispatch,
@@ -240,8 +251,9 @@ def op_costs(
             ctx.hbm_bytes_per_s, eff, peak_fraction=ctx.gemm_fraction,
         )  # fmt: skip
         if ctx.fp8:
-            # FP8 GEMMs first quantize their 16-bit activation operand (read 2 B, write 1 B).
-            time[g] += mem_time(FP8_CAST_BYTES * a["m"][g] * a["k"][g] * a["batch"][g],
+            # FP8 GEMMs first quantize their 16-bit activation operand (read 2 B, write 1 B
+            # under delayed scaling; the stated recipe's bytes otherwise).
+            time[g] += mem_time(ctx.fp8_cast_bytes * a["m"][g] * a["k"][g] * a["batch"][g],
                                 ctx.hbm_bytes_per_s, eff)  # fmt: skip
     if ctx.logits_flops > 0:
         # An FP32 output layer (ExecutionSpec.logits_precision): its GEMMs at the FP32 rate.

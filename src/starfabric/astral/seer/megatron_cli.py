@@ -342,6 +342,10 @@ def _low_precision(
             )
     if fp8 or fp4:
         ex["precision"] = "fp8"
+    if fp8 and fp8_recipe != "custom":
+        # Megatron-Core's default recipe is delayed scaling (TransformerConfig.fp8_recipe);
+        # a custom quantizer factory is not known, so it keeps the delayed reference.
+        ex["fp8_recipe"] = fp8_recipe or "delayed"
 
 
 def _cpu_offload(ex: dict[str, Any], aware: bool) -> None:
@@ -373,8 +377,8 @@ def _cpu_offload(ex: dict[str, Any], aware: bool) -> None:
 FP8_FORMATS = ("e4m3", "hybrid")
 """`TransformerConfig.fp8` choices (core_v0.17.1)."""
 FP8_RECIPES = ("tensorwise", "delayed", "mxfp8", "blockwise", "custom")
-"""`TransformerConfig.fp8_recipe` choices (core_v0.17.1); Seer times every recipe at the FP8
-rate, as it does a row that states any FP8 recipe."""
+"""`TransformerConfig.fp8_recipe` choices (core_v0.17.1); each sets `ExecutionSpec.fp8_recipe`
+(GEMM rate and cast per recipe, seer/fp8_recipe.py), `custom` the delayed reference."""
 FP4_FORMATS = ("e2m1",)
 """`TransformerConfig.fp4` choices (core_v0.17.1)."""
 FP4_RECIPES = ("nvfp4", "custom")

@@ -17,6 +17,7 @@ from pydantic import Field, field_validator, model_validator
 from starfabric.astral.hardware import GPUSpec, get_gpu
 from starfabric.astral.seer import cpu_optimizer_offload
 from starfabric.astral.seer.cp_comm import a2a_heads_error, cp_levels, host_a2a_size
+from starfabric.astral.seer.fp8_recipe import Recipe, check_supported
 from starfabric.astral.seer.model import ModelSpec, bundled_models
 from starfabric.config import Spec
 from starfabric.errors import ConfigError, InfeasibleError
@@ -92,6 +93,14 @@ class ExecutionSpec(Spec):
         "16-bit beside the FP8 casts the GEMMs save (Transformer Engine / Megatron-Core; "
         "seer/fp8_activations.py); False: one low-precision copy shared by both "
         "(DeepSeek's own framework, DeepSeek-V3 section 3.3.2)",
+    )
+    fp8_recipe: Recipe | None = Field(
+        default=None,
+        description="under FP8, the scaling recipe (Megatron-Core --fp8-recipe: delayed, "
+        "tensorwise = TE current scaling, blockwise = 1x128/128x128 block scales, mxfp8; or "
+        "torchao_tensorwise, torchao's dynamic scaling under torch.compile): sets the FP8 GEMM "
+        "rate and the cast cost relative to delayed scaling (seer/fp8_recipe.py); None: FP8 "
+        "without a stated recipe, timed as delayed scaling",
     )
     optimizer_offload_fraction: float = Field(
         default=0.0,
@@ -289,6 +298,15 @@ class ExecutionSpec(Spec):
         "gradients are reduce-scattered inside the group and each shard all-reduced across "
         "the replicas (see zero_shard); None: ZeRO shards over the whole DP group",
     )
+
+    @model_validator(mode="after")
+    def _recipe_needs_fp8(self) -> ExecutionSpec:
+        if self.fp8_recipe is not None and self.precision != "fp8":
+            raise ValueError(
+                f"fp8_recipe = {self.fp8_recipe!r} with precision {self.precision!r}: a recipe "
+                "scales FP8 GEMMs only; give precision: fp8 or drop fp8_recipe"
+            )
+        return self
 
     @model_validator(mode="after")
     def _a2a_size_is_hierarchical(self) -> ExecutionSpec:
@@ -506,6 +524,7 @@ def resolve_layout(
         gpu = gpu.model_copy(update={"hbm_gib": system.hbm_gib, "hbm_gbps": bw})
     if ex.precision == "fp8":
         gpu.tflops("fp8")
+        check_supported(ex.fp8_recipe, gpu)
     if (ex.offload_activations or ex.offload_weights) and not gpu.offload_gib:
         raise _fail(
             f"GPU {gpu.name} has no second memory tier to offload to (hardware catalog: no "

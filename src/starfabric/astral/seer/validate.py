@@ -24,6 +24,7 @@ from starfabric.astral.seer import (
     cells,
     cpu_optimizer_offload,
     flash_generation,
+    fp8_recipe,
     goodput,
     host_ops,
     mcore_release,
@@ -1141,6 +1142,10 @@ def row_setup(row: dict[str, str]) -> RowSetup:
             # the uneven default of _search.
             ex["pipeline_layers"] = list(split)
             read["pipeline_layers"] = f"{list(split)} (stated split)"
+    recipe = fp8_recipe.row_recipe(row.get("precision"), row.get("notes"), row.get("framework"))
+    if ex["precision"] == "fp8" and recipe is not None:
+        ex["fp8_recipe"] = recipe  # GEMM rate and cast per recipe (fp8_recipe.py)
+        read["fp8_recipe"] = f"{recipe} (stated)"
     sms = stated_num_sms(row.get("framework"), row.get("notes"))
     if sms is not None:
         ex["deepep_num_sms"] = sms  # the DeepEP SM budget the run set (deepep_sm_budget)
