@@ -56,7 +56,9 @@ quantization time per byte of the same run) = 20.51 ms of kernel, against 16.785
 pre-quantized tensor-scaled kernel: 16.785 / 20.51 = 0.818. The guide has no pre-quantized
 Hopper blockwise row (cuBLAS takes no 2D x 2D scales there), so the kernel is split out this
 way. Outside check, older kernels: FBGEMM PR #2546 (H100 500 W, 2024) block-only / row-only
-0.73-0.77 at three training shapes. Taken for every Hopper GPU (the same SM90 kernels)."""
+0.73-0.77 at three training shapes. Taken for every Hopper GPU and every blockwise kernel
+(assumption: the H200 NVL's ratio holds on H100/H800 SXM, which run the same SM90 kernels, and
+for DeepSeek's own kernels, whose 2024 versions no same-GPU comparison times)."""
 MXFP8_BLACKWELL_GEMM_RATE = 0.951
 """Blackwell MXFP8 GEMM kernel rate over the tensor-scaled FP8 one, the same guide on B300,
 pre-quantized operands (kernel alone): 6.812 ms (current scaling) / 7.161 ms (MXFP8) = 0.951.
@@ -86,7 +88,8 @@ def quant_bytes(recipe: str, gpu: GPUSpec) -> float:
     """HBM bytes per element one quantization of a 16-bit GEMM operand moves under `recipe`:
     one read (two with current scaling's amax pass), one FP8 copy per layout the GEMMs need
     (two for block/MX scales, and for tensor scales on Hopper where the backward needs a
-    transposed copy), plus their scales. torchao's dynamic tensorwise under torch.compile
+    transposed copy), plus their scales. Another framework's MXFP8 casts (torchao) are taken
+    to move what TE's do (assumption). torchao's dynamic tensorwise under torch.compile
     costs what delayed scaling does (TorchTitan PR #698: Llama-3-8B, dynamic 6,810 wps vs
     delayed 6,750 in the same job): inductor fuses the amax reduction into the producer."""
     mx = native_mx(gpu)
