@@ -6,12 +6,13 @@ development set (torchao's MXFP8 vs float8 on 8 B200)."""
 import csv
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from starfabric.astral.hardware import get_gpu
-from starfabric.astral.seer import make_job, predict
+from starfabric.astral.seer import make_job, predict, search
 from starfabric.astral.seer.cost import FP8_CAST_BYTES, CostContext, make_context, op_costs
 from starfabric.astral.seer.efficiency import efficiency_for
 from starfabric.astral.seer.fp8_recipe import (
@@ -215,3 +216,18 @@ def test_a_recipe_never_speeds_a_gemm_and_is_bounded_by_its_factors(
     tr, tx = op_costs(t, ref).time[0], op_costs(t, rec).time[0]
     bound = max(1.0 / gemm_rate(recipe, g), cast_factor(recipe, g))
     assert tr * (1 - 1e-12) <= tx <= tr * bound * (1 + 1e-12)
+
+
+def test_search_prices_the_stack_recipe_as_predict_does() -> None:
+    m, sy = load_model("llama-3.1-8b"), SystemSpec(gpu="B200", gpus=16)
+    st = ExecutionSpec(global_batch=64, seq_len=4096, precision="fp8", fp8_recipe="mxfp8")
+    r = search(m, sy, 64, 4096, precision="fp8", stack=st)
+    plain = search(m, sy, 64, 4096, precision="fp8")
+    order = np.argsort(np.where(r.feasible, r.iteration_s, np.inf))[:5]
+    for i in order:
+        ex = r.execution(int(i))
+        assert ex["fp8_recipe"] == "mxfp8"
+        assert predict(make_job(m, ex, sy)).iteration_s == pytest.approx(r.iteration_s[i], rel=0.01)
+    assert np.nanmin(np.where(r.feasible, r.iteration_s, np.inf)) > np.nanmin(
+        np.where(plain.feasible, plain.iteration_s, np.inf)
+    )
