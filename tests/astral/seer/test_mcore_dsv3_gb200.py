@@ -46,16 +46,23 @@ def _launch_script_flops_per_token(seq: int = 4096) -> float:
     129280 (DeepSeek-V3 tokenizer, divisible by 3232), no MTP."""
     h, heads, layers = 7168, 128, 61
     q_term = 1536 * (h + heads * (128 + 64) + 1)
-    attn = 3 * 2 * (
-        q_term
-        + 512 * (h + heads * (128 + 128) + 1)
-        + h * 64
-        + heads * 128 * h
-        + seq * heads * (128 + 64) / 2
-        + seq * heads * 128 / 2
+    attn = (
+        3
+        * 2
+        * (
+            q_term
+            + 512 * (h + heads * (128 + 128) + 1)
+            + h * 64
+            + heads * 128 * h
+            + seq * heads * (128 + 64) / 2
+            + seq * heads * 128 / 2
+        )
     )
-    mlp = 12 * layers * h * (
-        18432 * 1.5 * 3 / layers + 2048 * 8 * 1.5 * 58 / layers + 2048 * 1.5 * 58 / layers
+    mlp = (
+        12
+        * layers
+        * h
+        * (18432 * 1.5 * 3 / layers + 2048 * 8 * 1.5 * 58 / layers + 2048 * 1.5 * 58 / layers)
     )
     return mlp + attn * layers + 6 * h * 129280
 

@@ -568,6 +568,7 @@ def megatron_core_transformer_flops(model: ModelSpec, tokens: float, seq_len: in
     )
     return tokens * per_token
 
+
 def narayanan_hardware_flops(model: ModelSpec, tokens: float, seq_len: int) -> float:
     """FLOPs per iteration by Narayanan et al. SC'21 Eq. 3 (GPT, full recompute counted):
     96 B s l h^2 (1 + s/6h + V/(16 l h))."""
