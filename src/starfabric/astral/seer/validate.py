@@ -29,6 +29,7 @@ from starfabric.astral.seer import (
     mcore_release,
     optimizer_state,
     releases,
+    te_mxfp8_host,
     torchtitan_eager,
     torchtitan_memory,
     torchtitan_pp,
@@ -103,6 +104,8 @@ EP_OVERLAP = re.compile(
 "EP all-to-all overlapped with 1F1B"); negated mentions ("A2A_OVERLAP=0", "EP all-to-all not
 overlapped", "no EP overlap") are read by statements.stated."""
 CUDA_GRAPHS = re.compile(r"cuda[-_ ]?graphs?", re.I)
+ROUTER_FUSION = re.compile(r"--moe-router-fusion|\brouter fusion\b", re.I)
+"""Megatron-Core's fused MoE router (TE PR 1883), as a row's framework cell states it."""
 """A framework or notes cell naming CUDA graphs ("CUDA graphs (--cuda-graph-impl ...)"); a
 negated mention ("CUDA graphs off", "no CUDA graph") is read by statements.stated."""
 DELAY_WGRAD = re.compile(r"delay(?:ed)?[-_ ]wgrad(?:[-_]compute)?", re.I)
@@ -662,6 +665,11 @@ def _framework(row: dict[str, str]) -> dict[str, Any]:
                 row.get("framework"), row.get("recompute")
             ),
             "host_launches": host, "cuda_graphs": graphs,
+            # TE's router fusion and MXFP8 expert path, as the row states them (te_mxfp8_host).
+            "moe_router_fusion": host and bool(stated(ROUTER_FUSION, row.get("framework"))),
+            "te_mxfp8_stage": te_mxfp8_host.mxfp8_stage(
+                row.get("precision"), (row.get("framework"), row.get("notes"))
+            ) if host else None,
             # A Megatron-Bridge recipe run keeps Megatron-Core's fusion defaults (bridge_recipe).
             "rope_fusion": rope_fused, "swiglu_fusion": swiglu_fused,
             # DeepSeek's own stack (DualPipe) stores one low-precision copy of the attention
