@@ -130,6 +130,7 @@ def test_dense_model_graphs_attention_only() -> None:
         ("--moe-expert-capacity-factor 1 --moe-pad-expert-input-to-capacity",
          "moe_pad_to_capacity", True),
         ("--moe-router-force-load-balancing", "moe_load_balance", "forced"),
+        ("--moe-router-fusion", "moe_router_fusion", True),
         ("--overlap-moe-expert-parallel-comm", "ep_comm_overlap", True),
         ("--moe-token-dispatcher-type flex --moe-deepep-num-sms 28", "deepep_num_sms", 28),
         ("--transformer-impl local", "attention", "unfused"),

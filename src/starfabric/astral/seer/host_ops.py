@@ -52,6 +52,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from starfabric.astral.seer import te_mxfp8_host
+
 HOST_S_PER_LAUNCH_FWD = 47.5e-6
 """Host seconds per kernel launch in an eager forward pass: the launch-weighted mean over the
 `## forward ##` regions of HolisticTraceAnalysis `tests/data/trace_diff/control/control.json.gz`
@@ -103,12 +105,17 @@ LAUNCHES: dict[str, Launches] = {
     "mla_rope_unfused": Launches(24, 22),
     "swiglu_unfused": Launches(3, 5),
     "mlp_swiglu_unfused": Launches(2, 3),
-}
+    "router_fused": Launches(12, 13),
+    **{f"mxfp8_expert_{s}": Launches(*te_mxfp8_host.PER_LOCAL_EXPERT[s])
+       for s in te_mxfp8_host.STAGES},
+    **{f"mxfp8_layer_{s}": Launches(*te_mxfp8_host.PER_GROUPED_LAYER_PAIR[s])
+       for s in te_mxfp8_host.STAGES},
+}  # fmt: skip
 """Megatron-Core core_v0.17.1 launches per module (table in the module docstring; assumption:
 counted by reading the code path, not from a trace of it)."""
 CUDA_GRAPH_MODULES = (
-    "attention", "qk_norm", "mla_attention", "router", "qkv_gather", "rope_unfused",
-    "mla_rope_unfused",
+    "attention", "qk_norm", "mla_attention", "router", "router_fused", "qkv_gather",
+    "rope_unfused", "mla_rope_unfused",
 )  # fmt: skip
 """Modules Megatron-Core captures in CUDA graphs (`--cuda-graph-scope attn moe_router`): a row
 that states CUDA graphs pays one graph launch instead of their kernels' host time."""
@@ -124,8 +131,12 @@ def layer_modules(
     rope_fused: bool = True,
     swiglu_fused: bool = True,
     qkv_gather: bool = False,
+    router_fused: bool = False,
+    mxfp8_stage: str | None = None,
 ) -> list[tuple[str, int]]:
-    """(module, how many) of one transformer layer, `LAUNCHES`' keys."""
+    """(module, how many) of one transformer layer, `LAUNCHES`' keys. `router_fused`:
+    Megatron-Core's `--moe-router-fusion`; `mxfp8_stage`: TE's MXFP8 expert path
+    (`te_mxfp8_host`), None for the BF16 count."""
     mods: list[tuple[str, int]] = [("mla_attention" if mla else "attention", 1)]
     mods.append(("grad_adds_mla" if mla else "grad_adds_attention", 1))
     if qk_norm and not mla:
@@ -139,7 +150,7 @@ def layer_modules(
         if not swiglu_fused:
             mods.append(("mlp_swiglu_unfused", 1))
         return mods
-    mods += [("router", 1), ("grad_adds_router", 1)]
+    mods += [("router_fused" if router_fused else "router", 1), ("grad_adds_router", 1)]
     if dispatcher == "deepep":
         mods += [("dispatch_deepep", 1), ("combine_deepep", 1)]
     else:
@@ -147,6 +158,8 @@ def layer_modules(
         if local_experts > 1:
             mods.append(("sort_alltoall", 1))
     mods += [("experts_fixed", 1), ("experts_per_local", local_experts)]
+    if mxfp8_stage is not None:
+        mods += [(f"mxfp8_expert_{mxfp8_stage}", local_experts), (f"mxfp8_layer_{mxfp8_stage}", 1)]
     if not swiglu_fused:
         mods.append(("swiglu_unfused", 1))
     # Megatron-Core builds one `SharedExpertMLP` per MoE layer, sized
@@ -169,11 +182,13 @@ def layer_launches(
     rope_fused: bool = True,
     swiglu_fused: bool = True,
     qkv_gather: bool = False,
+    router_fused: bool = False,
+    mxfp8_stage: str | None = None,
 ) -> Launches:
     """Launches of one transformer layer (attention + dense MLP or MoE block)."""
     mods = layer_modules(
         moe, dispatcher, local_experts, shared_experts, mla, qk_norm, rope_fused, swiglu_fused,
-        qkv_gather,
+        qkv_gather, router_fused, mxfp8_stage,
     )  # fmt: skip
     f = b = 0
     for name, n in mods:

@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from starfabric.astral.seer import host_ops
+from starfabric.astral.seer import host_ops, te_mxfp8_host
 from starfabric.astral.seer.expert_sort import SORT_SUFFIX
 
 PRE_WAIT_LAUNCHES = {"dispatch_alltoall": 18, "dispatch_deepep": 5}
@@ -82,6 +82,8 @@ _SEGMENT_OF = {
     "experts_fixed": "experts", "experts_per_local": "experts", "swiglu_unfused": "experts",
     "combine_alltoall": "combine", "combine_deepep": "combine",
     "shared_expert": "shared_expert", "mlp_swiglu_unfused": "shared_expert",
+    "router_fused": "router",
+    **{f"mxfp8_{k}_{s}": "experts" for k in ("expert", "layer") for s in te_mxfp8_host.STAGES},
 }  # fmt: skip
 """Segment module of each `host_ops.LAUNCHES` module of a MoE layer."""
 
@@ -96,6 +98,8 @@ def launches_by_module(
     rope_fused: bool = True,
     swiglu_fused: bool = True,
     qkv_gather: bool = False,
+    router_fused: bool = False,
+    mxfp8_stage: str | None = None,
 ) -> dict[str, int]:
     """Forward launches of each segment module (`host_ops.LAUNCHES` over
     `host_ops.layer_modules`); their sum is `host_ops.layer_launches(...).fwd` (host seconds:
@@ -105,7 +109,7 @@ def launches_by_module(
     out = dict.fromkeys(SEGMENT_ORDER, 0)
     mods = host_ops.layer_modules(
         True, dispatcher, local_experts, shared_experts, mla, qk_norm, rope_fused, swiglu_fused,
-        qkv_gather,
+        qkv_gather, router_fused, mxfp8_stage,
     )  # fmt: skip
     for mod, k in mods:
         if mod in graphed:

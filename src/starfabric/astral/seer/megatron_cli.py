@@ -117,6 +117,8 @@ _SWITCHES: dict[str, tuple[str, str, Any]] = {
     # Megatron-Core's unfused RoPE / SwiGLU paths launch more kernels (host_ops, bridge_recipe).
     "--no-rope-fusion": ("execution", "rope_fusion", False),
     "--no-bias-swiglu-fusion": ("execution", "swiglu_fusion", False),
+    # TE's fused router kernels (PR 1883): fewer router launches (host_ops "router_fused").
+    "--moe-router-fusion": ("execution", "moe_router_fusion", True),
     "--enable-cuda-graph": ("execution", "_enable_graph", True),
     "--external-cuda-graph": ("execution", "_external_graph", True),
 }

@@ -502,6 +502,8 @@ def megatron_model_flops(
     as Megatron-LM from commit 8873b55 (2025-03-06, "only half of the attention matrix is
     non-zero", first released in core_v0.12.0) and NeMo from commit 6251117 (2025-08-09,
     `causal_self_attn`, first released in 2.5.0) count it (`MEGATRON_CAUSAL_SINCE`)."""
+    if causal and (model.is_mla or model.mtp_layers):
+        return megatron_core_transformer_flops(model, tokens, seq_len)
     h, L = model.hidden, model.layers
     qproj = model.heads * model.head_dim / h
     gated = 1.5 if model.activation == "swiglu" else 1.0
@@ -516,6 +518,55 @@ def megatron_model_flops(
             + model.vocab / (2 * L * h)
         )
     )  # fmt: skip
+
+
+def megatron_core_transformer_flops(model: ModelSpec, tokens: float, seq_len: int) -> float:
+    """FLOPs per iteration as Megatron-Core's `num_floating_point_operations` counts a
+    transformer from core_v0.12.0 on (`transformer_flops` in megatron/training/training.py, the
+    same terms at core_v0.13.0 and at effebd81, 2025-11-02): causal attention; for MLA its own
+    projections (commit d4f9a6f, 2025-04-03: q down/up with `q_lora_rank` + 1 for the norm, kv
+    down/up with `kv_lora_rank` + 1, the decoupled RoPE key h x rope, the output projection,
+    and the core attention s x heads x (qk + rope) / 2 plus s x heads x v / 2); and
+    `mtp_num_layers` MTP modules counted as extra layers of the last layer's kind, their two
+    norms and h x 2h projection, and one more logits GEMM each. Without MLA or MTP it equals
+    `megatron_model_flops(causal=True)`."""
+    h = model.hidden
+    mtp = model.mtp_layers
+    layers = model.layers + mtp
+    last_moe = model.is_moe and model.moe_layers > 0  # Megatron's pattern: dense layers first
+    moe_layers = model.moe_layers + (mtp if last_moe else 0)
+    dense_layers = model.dense_layers + (0 if last_moe else mtp)
+    gated = 1.5 if model.activation == "swiglu" else 1.0
+    mlp = dense_layers * model.ffn_hidden * gated
+    if model.is_moe:
+        shared = model.moe_shared_experts * model.moe_ffn_hidden
+        mlp += moe_layers * (model.moe_ffn_hidden * model.moe_topk + shared) * gated
+    heads, s = model.heads, float(seq_len)
+    if model.is_mla:
+        qk, rope, v = model.head_dim, model.qk_rope_head_dim, model.v_head_dim
+        if model.q_lora_rank:
+            q_term = model.q_lora_rank * (h + heads * (qk + rope) + 1)
+        else:
+            q_term = h * heads * (qk + rope)
+        attn = 6.0 * (
+            q_term
+            + model.kv_lora_rank * (h + heads * (qk + v) + 1)
+            + h * rope
+            + heads * v * h
+            + s * heads * (qk + rope) / 2
+            + s * heads * v / 2
+        )
+    else:
+        q = model.head_dim * heads
+        kv = model.head_dim * model.kv_heads
+        attn = 6.0 * (h * (q + 2 * kv) + q * s / 2 * 2 + q * h)
+    per_token = (
+        12.0 * h * mlp
+        + attn * layers
+        + 6.0 * mtp * (3 * h + 2 * h * h)
+        + 6.0 * h * model.vocab * (mtp + 1)
+    )
+    return tokens * per_token
 
 
 def narayanan_hardware_flops(model: ModelSpec, tokens: float, seq_len: int) -> float:

@@ -233,6 +233,18 @@ class ExecutionSpec(Spec):
         "--no-bias-swiglu-fusion turns it off); False: the unfused path, counted by host_ops "
         "(a SwiGLU model only, as Megatron-LM reads the flag only with --swiglu)",
     )
+    moe_router_fusion: bool = Field(
+        default=False,
+        description="Megatron-Core --moe-router-fusion: TE's fused top-k/score, aux-loss score "
+        "and aux-loss kernels (TE PR 1883) in place of the unfused router ops; host_ops counts "
+        "the router's forward launches 12 in place of 28",
+    )
+    te_mxfp8_stage: Literal["per_tensor", "bulk_alloc", "multi_swizzle"] | None = Field(
+        default=None,
+        description="Transformer Engine's MXFP8 grouped-linear path the row states (release "
+        "or PRs; seer/te_mxfp8_host.py): the quantize, zero-fill and swizzle launches per "
+        "local expert that host_ops adds; None: not stated, the BF16 launch count",
+    )
     moe_load_balance: Literal["dropless", "forced"] = Field(
         default="dropless",
         description="dropless: tokens go where the router sends them, the busiest expert "

@@ -172,11 +172,11 @@ def host_pass(pc: PassCost, host_s: float) -> PassCost:
 
 def _launch_flags(
     model: ModelSpec, ex: ExecutionSpec, lay: Layout
-) -> tuple[bool, bool, bool, bool, bool, bool]:
+) -> tuple[bool, bool, bool, bool, bool, bool, bool, str | None]:
     """What decides a layer's launch table besides its MoE shape (`host_ops.layer_launches`,
     `host_segments.launches_by_module`): CUDA graphs, MLA, QK-norm, RoPE fused (or no RoPE:
-    nothing unfused), SwiGLU fused (the flag is SwiGLU's only), and the QKV all-gather when
-    TP exceeds the KV heads."""
+    nothing unfused), SwiGLU fused (the flag is SwiGLU's only), the QKV all-gather when
+    TP exceeds the KV heads, the fused router, and TE's MXFP8 expert path (te_mxfp8_host)."""
     return (
         ex.cuda_graphs,
         model.is_mla,
@@ -184,6 +184,8 @@ def _launch_flags(
         ex.rope_fusion or model.learned_pos_emb,
         ex.swiglu_fusion or model.activation != "swiglu",
         model.kv_heads < lay.tp,
+        ex.moe_router_fusion,
+        ex.te_mxfp8_stage if ex.precision == "fp8" else None,
     )
 
 

@@ -30,6 +30,7 @@ from starfabric.astral.seer import (
     mcore_release,
     optimizer_state,
     releases,
+    te_mxfp8_host,
     torchtitan_eager,
     torchtitan_memory,
     torchtitan_pp,
@@ -103,6 +104,11 @@ EP_OVERLAP = re.compile(
 (`--overlap-moe-expert-parallel-comm`, "EP a2a overlap", "moe_a2a_overlap", "A2A_OVERLAP",
 "EP all-to-all overlapped with 1F1B"); negated mentions ("A2A_OVERLAP=0", "EP all-to-all not
 overlapped", "no EP overlap") are read by statements.stated."""
+CUDA_GRAPHS = re.compile(r"cuda[-_ ]?graphs?", re.I)
+ROUTER_FUSION = re.compile(r"--moe-router-fusion|\brouter fusion\b", re.I)
+"""Megatron-Core's fused MoE router (TE PR 1883), as a row's framework cell states it."""
+"""A framework or notes cell naming CUDA graphs ("CUDA graphs (--cuda-graph-impl ...)"); a
+negated mention ("CUDA graphs off", "no CUDA graph") is read by statements.stated."""
 DELAY_WGRAD = re.compile(r"delay(?:ed)?[-_ ]wgrad(?:[-_]compute)?", re.I)
 """`--delay-wgrad-compute` stated (and not negated: "delay_wgrad off", "no delay-wgrad") in the
 framework or notes cell."""
@@ -628,11 +634,14 @@ def _framework(row: dict[str, str]) -> dict[str, Any]:
     # PyTorch-native stacks (TorchTitan, HF/accelerate, FSDP2 scripts) run attention through
     # SDPA, whose flash backend is FlashAttention-2 until SDPA defaults to cuDNN
     # (sdpa_runs_cudnn); Megatron-Core/NeMo use TE's cuDNN kernels.
-    native = any(k in fw for k in ("torchtitan", "sdpa", "pytorch fsdp", "huggingface"))
-    native = native and not sdpa_runs_cudnn(fw)
     # Megatron-Core stacks: their layers' host launches are counted (host_ops).
     host = any(k in fw for k in host_ops.HOST_SYNC_FRAMEWORKS)
-    graphs = "cuda graph" in " ".join((row.get(k) or "") for k in ("framework", "notes")).lower()
+    native = any(k in fw for k in ("torchtitan", "sdpa", "pytorch fsdp", "huggingface"))
+    # A Megatron-Core / NeMo cell that says "SDPA" names the attention core of TE's
+    # DotProductAttention (cuDNN), not PyTorch's SDPA (NVIDIA's DeepSeek-V3 GB200 write-up).
+    native = native and not host and not sdpa_runs_cudnn(fw)
+    # CUDA graphs as stated, not negated ("CUDA graphs off", "no CUDA graphs": statements.stated).
+    graphs = bool(stated(CUDA_GRAPHS, row.get("framework"), row.get("notes")))
     # The citation too: a row citing a performance summary ran the performance scripts.
     rope_fused, swiglu_fused = bridge_recipe.recipe_fusions(
         row.get("framework"), (row.get(k) for k in ("model_notes", "notes", "citation"))
@@ -657,6 +666,11 @@ def _framework(row: dict[str, str]) -> dict[str, Any]:
                 row.get("framework"), row.get("recompute")
             ),
             "host_launches": host, "cuda_graphs": graphs,
+            # TE's router fusion and MXFP8 expert path, as the row states them (te_mxfp8_host).
+            "moe_router_fusion": host and bool(stated(ROUTER_FUSION, row.get("framework"))),
+            "te_mxfp8_stage": te_mxfp8_host.mxfp8_stage(
+                row.get("precision"), (row.get("framework"), row.get("notes"))
+            ) if host else None,
             # A Megatron-Bridge recipe run keeps Megatron-Core's fusion defaults (bridge_recipe).
             "rope_fusion": rope_fused, "swiglu_fusion": swiglu_fused,
             # DeepSeek's own stack (DualPipe) stores one low-precision copy of the attention
@@ -1028,6 +1042,11 @@ def selective_module_sets(model: ModelSpec) -> list[tuple[str, tuple[str, ...]]]
 
 MEGATRON_RECOMPUTE_MODULES = ("core_attn", "layernorm", "mla_up_proj", "moe_act", "moe", "mlp")
 """Module names Megatron-Core's --recompute-modules accepts that Seer models."""
+RECOMPUTE_MODULE_SPELLINGS = {"up_proj": "mla_up_proj"}
+"""Other spellings of those names in a flag list: NVIDIA's DeepSeek-V3 GB200 write-up
+(Megatron-LM docs/discussions/deepseek-v3-gb200-optimization @1d9edcf, section 1) writes
+`--recompute-modules mlp up_proj` for what transformer_config.py (effebd81) calls `mla_up_proj`
+("recompute the MLA up projection and RoPE applying parts")."""
 
 
 def recompute_modules(text: str) -> tuple[str, ...]:
@@ -1037,7 +1056,8 @@ def recompute_modules(text: str) -> tuple[str, ...]:
     low = text.lower()
     flag = re.search(r"--recompute-modules\s+([a-z_ ]+)", low)
     if flag:
-        named_flags = [w for w in flag.group(1).split() if w in MEGATRON_RECOMPUTE_MODULES]
+        words = [RECOMPUTE_MODULE_SPELLINGS.get(w, w) for w in flag.group(1).split()]
+        named_flags = [w for w in words if w in MEGATRON_RECOMPUTE_MODULES]
         if named_flags:
             return tuple(named_flags)
     for group in re.findall(r"\(([^()]*)\)", low):

@@ -1,0 +1,151 @@
+"""TE's MXFP8 expert path and Megatron-Core's fused router in Seer's launch table, against the
+TransformerEngine code they were counted from (te_mxfp8_host docstring: c30e961^, 96ee717,
+c0d2f1a; router: PR 1883, 62acae0) and NVIDIA's DeepSeek-V3 GB200 write-up (Megatron-LM
+docs/discussions/deepseek-v3-gb200-optimization @1d9edcf)."""
+
+import itertools
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from starfabric.astral.seer import host_ops, host_segments
+from starfabric.astral.seer.te_mxfp8_host import (
+    PER_GROUPED_LAYER_PAIR,
+    PER_LOCAL_EXPERT,
+    STAGES,
+    mxfp8_stage,
+)
+from starfabric.astral.seer.validate import read_rows, row_setup
+from starfabric.errors import StarfabricError
+
+DEV2 = Path(__file__).parents[2] / "data" / "published_runs" / "development_runs_2.csv"
+
+GEMMS_PER_EXPERT = 2  # fc1, fc2 (TEGroupedMLP: two GroupedLinear)
+SWIZZLES_FWD = 2  # te_general_grouped_gemm: A and B operand per GEMM (gemm.cpp 400-401)
+SWIZZLES_BWD = 4  # dgrad GEMM (2 operands) + wgrad GEMM (2 operands)
+QUANTIZE = 1  # one quantize kernel per tensor (transpose.cpp fused_multi_quantize loop)
+ZERO_FILLS = 2  # MXFP8Quantizer::create_tensor: rowwise and columnwise scale_inv at::zeros
+
+
+def test_per_tensor_path_counts_read_from_the_code() -> None:
+    fwd = GEMMS_PER_EXPERT * (QUANTIZE + ZERO_FILLS + SWIZZLES_FWD)
+    bwd = GEMMS_PER_EXPERT * (QUANTIZE + ZERO_FILLS + SWIZZLES_BWD)
+    assert PER_LOCAL_EXPERT["per_tensor"] == (fwd, bwd) == (10, 14)
+    assert PER_GROUPED_LAYER_PAIR["per_tensor"] == (0, 0)
+
+
+def test_bulk_allocation_zeroes_once_per_grouped_quantize() -> None:
+    # bulk_allocate_mxfp8_tensors (96ee717 cast.cpp 459/502): one at::zeros per direction
+    per_expert = (
+        GEMMS_PER_EXPERT * (QUANTIZE + SWIZZLES_FWD),
+        GEMMS_PER_EXPERT * (QUANTIZE + SWIZZLES_BWD),
+    )
+    assert PER_LOCAL_EXPERT["bulk_alloc"] == per_expert == (6, 10)
+    # fc1 and fc2 inputs forward, their output gradients backward, 2 fills each
+    assert PER_GROUPED_LAYER_PAIR["bulk_alloc"] == (2 * ZERO_FILLS, 2 * ZERO_FILLS)
+
+
+def test_multi_tensor_swizzle_is_per_operand_list() -> None:
+    assert PER_LOCAL_EXPERT["multi_swizzle"] == (GEMMS_PER_EXPERT * QUANTIZE,) * 2
+    assert PER_GROUPED_LAYER_PAIR["multi_swizzle"] == (
+        GEMMS_PER_EXPERT * SWIZZLES_FWD,
+        GEMMS_PER_EXPERT * SWIZZLES_BWD,
+    )
+
+
+@settings(max_examples=40, deadline=None)
+@given(local=st.integers(1, 64), dispatcher=st.sampled_from(["alltoall", "deepep"]))
+def test_each_fix_removes_launches(local: int, dispatcher: str) -> None:
+    """Every later TE stage launches fewer kernels per layer once a layer has 2+ local experts
+    (the PRs' purpose: 'reduce CPU overhead'); the BF16 count is below all of them."""
+    tot = [
+        host_ops.layer_launches(True, dispatcher, local, 1, mla=True, mxfp8_stage=s) for s in STAGES
+    ]
+    bf16 = host_ops.layer_launches(True, dispatcher, local, 1, mla=True)
+    for a, b in itertools.pairwise(tot):
+        if local >= 2:
+            assert a.fwd + a.bwd > b.fwd + b.bwd
+    assert all(t.fwd > bf16.fwd and t.bwd > bf16.bwd for t in tot)
+
+
+def test_no_stage_keeps_the_bf16_table() -> None:
+    # DeepSeek-V3 at EP 32 (8 local experts, MLA, one shared expert): the table's count
+    got = host_ops.layer_launches(True, "alltoall", 8, 1, mla=True)
+    assert (got.fwd, got.bwd) == (111, 116)
+    segs = host_segments.launches_by_module("alltoall", 8, 1, False, True, False)
+    assert sum(segs.values()) == 111
+
+
+def test_segments_put_the_mxfp8_launches_with_the_experts() -> None:
+    base = host_segments.launches_by_module("alltoall", 8, 1, False, True, False)
+    for s in STAGES:
+        got = host_segments.launches_by_module("alltoall", 8, 1, False, True, False, mxfp8_stage=s)
+        extra = PER_LOCAL_EXPERT[s][0] * 8 + PER_GROUPED_LAYER_PAIR[s][0]
+        assert got["experts"] - base["experts"] == extra
+        assert {k: v for k, v in got.items() if k != "experts"} == {
+            k: v for k, v in base.items() if k != "experts"
+        }
+
+
+def test_fused_router_count_and_the_write_up_17() -> None:
+    # TopKRouter: topk_routing_with_score_function 9, compute_routing_scores_for_aux_loss 6,
+    # switch_load_balancing_loss_func 4 -> one TE kernel each (router.cpp, 62acae0)
+    assert host_ops.LAUNCHES["router_fused"].fwd == host_ops.LAUNCHES["router"].fwd - 19 + 3
+    # write-up 2.2.1: with DeepEP "the number of kernels in the router and preprocess parts"
+    # is 17: the fused router plus DeepEP's launches before the host waits
+    pre = host_segments.PRE_WAIT_LAUNCHES["dispatch_deepep"]
+    assert host_ops.LAUNCHES["router_fused"].fwd + pre == 17
+    assert "router_fused" in host_ops.CUDA_GRAPH_MODULES
+
+
+@pytest.mark.parametrize(
+    ("precision", "text", "stage"),
+    [
+        ("MXFP8 (--fp8-recipe mxfp8)", "Transformer Engine 2.3+", "per_tensor"),
+        ("MXFP8", "TE v2.6", "bulk_alloc"),
+        ("MXFP8", "Transformer Engine 2.9-based", "multi_swizzle"),
+        (
+            "MXFP8",
+            "Transformer Engine 2.3+; fused MXFP8 allocation (TE PRs 1793/1934)",
+            "bulk_alloc",
+        ),
+        ("MXFP8", "TE PR 2019 multi-tensor swizzle", "multi_swizzle"),
+        ("MXFP8", "Megatron-Core 0.15 (after PR 2019)", None),  # not a TE PR
+        ("MXFP8", "Megatron-Core, alltoall", None),  # nothing stated: BF16 table
+        ("FP8 (delayed scaling)", "Transformer Engine 2.3", None),  # not MXFP8
+        ("BF16", "TE v2.9", None),
+    ],
+)
+def test_stage_read_from_the_cells(precision: str, text: str, stage: str | None) -> None:
+    assert mxfp8_stage(precision, [text]) == stage
+
+
+def test_ladder_rows_read_their_stage() -> None:
+    rows = {r["row_id"]: r for r in read_rows(DEV2) if r["source_id"] == "MCORE_DSV3_GB200"}
+    want = {
+        "MCGB-L00": ("per_tensor", False),
+        "MCGB-L01": ("bulk_alloc", False),
+        "MCGB-L02": ("bulk_alloc", True),
+        "MCGB-L03": ("bulk_alloc", True),
+        "MCGB-L04": ("bulk_alloc", True),
+        "MCGB-L12": ("multi_swizzle", True),
+    }
+    for rid, (stage, fused) in want.items():
+        ex = row_setup(rows[rid]).execution
+        assert ex["te_mxfp8_stage"] == stage, rid
+        assert ex["moe_router_fusion"] is fused, rid
+
+
+def test_other_rows_state_nothing() -> None:
+    """No other row of development set 2 is read as an MXFP8 TE path or a fused router."""
+    for r in read_rows(DEV2):
+        if r["source_id"] == "MCORE_DSV3_GB200":
+            continue
+        try:
+            ex = row_setup(r).execution
+        except StarfabricError:  # rows the reader refuses are not this test's
+            continue
+        assert ex.get("te_mxfp8_stage") is None, r["row_id"]
+        assert not ex.get("moe_router_fusion"), r["row_id"]
