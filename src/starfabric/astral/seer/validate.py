@@ -1448,6 +1448,14 @@ def _search(
     return best, fallback, reason
 
 
+def fastest_fitting(row: dict[str, str]) -> tuple[Candidate | None, Candidate | None, str]:
+    """(fastest candidate that fits, least-memory candidate, first refusal) over the settings
+    a row leaves open, as `validate_row` searches them (without its tuned-at-scale hold);
+    a row needs no published figure for this."""
+    row = canonical_row(row)
+    return _search(row_setup(row), cells.is_hint(row.get("global_batch_seqs")))
+
+
 def _recompute_options(st: RowSetup) -> list[Any]:
     return st.options[0][1]["recompute"]
 
@@ -1582,6 +1590,7 @@ __all__ = [
     "bundled_csv",
     "canonical_row",
     "excluded_reason",
+    "fastest_fitting",
     "per_source",
     "plot_validation",
     "published_iteration_s",
