@@ -15,7 +15,7 @@ import functools
 from pathlib import Path
 
 from starfabric.astral.seer.shipped_configs import ShippedCheck, answer, check
-from starfabric.astral.seer.validate import read_rows, row_setup
+from starfabric.astral.seer.validate import fastest_fitting, read_rows, row_setup
 
 CSV = Path(__file__).parents[2] / "data" / "shipped_configs" / "megatron_bridge_moe_perf.csv"
 ROWS = read_rows(CSV)
@@ -91,3 +91,16 @@ def test_the_check_finds_an_oversized_configuration_short() -> None:
     big = {**row, "micro_batch": "8", "recompute": "none"}
     got = answer(big)
     assert not got.fits and got.peak_gib > got.capacity_gib
+
+
+def test_deepseek_rows_without_their_split_run_the_recipe_layout() -> None:
+    # A row that names Megatron-Bridge but not the split (as a results table would be
+    # transcribed) gets the recipe's (PP, VPP) map, which is what the performance scripts ran
+    # wherever the workload names no other layout (bridge_layout); before bridge_layout, Seer
+    # split 61 layers Llama-3 style and its last stage carried 3 layers + MTP + the loss.
+    for r in ROWS:
+        if r["model"] != "DeepSeek-V3" or "recipe map" not in r["pp_layout"]:
+            continue
+        stated = row_setup(r).execution["pipeline_layers"]
+        best, _, _ = fastest_fitting({**r, "notes": ""})
+        assert best is not None and best[3]["pipeline_layers"] == stated, r["row_id"]
