@@ -66,6 +66,12 @@ def test_which_rows_run_a_recipe_layout(model: str, framework: str, recipe: str 
     assert layout_recipe(model, framework) == recipe
 
 
+def test_a_citation_of_megatron_bridge_counts_when_the_framework_cell_does_not_say() -> None:
+    cite = "github.com/NVIDIA-NeMo/Megatron-Bridge scripts/performance/configs"
+    assert layout_recipe("DeepSeek-V3", "NeMo 25.11 container", cite) == "deepseek_v3"
+    assert layout_recipe("DeepSeek-V3", "NeMo 25.11 container", "arXiv 2412.19437") is None
+
+
 def _shipped(row_id: str) -> dict[str, str]:
     with CSV.open(newline="") as fh:
         return next(r for r in csv.DictReader(fh) if r["row_id"] == row_id)
@@ -89,7 +95,7 @@ def test_a_bridge_row_without_a_split_runs_the_recipe_map() -> None:
 def test_a_stated_split_and_other_frameworks_keep_their_own() -> None:
     row = _shipped("MBPERF-DSV3-H100-BF16-V1")  # Et|(tt|)*30mL, stated in the notes
     assert row_setup(row).execution["pipeline_layers"] == [1] + [2] * 30 + [0]
-    other = {**row, "notes": "", "framework": "Megatron-LM core_v0.14", "vpp": "1", "pp": "16",
+    other = {**row, "notes": "", "framework": "Megatron-LM core_v0.14", "citation": "", "vpp": "1", "pp": "16",
              "dp": "32"}  # fmt: skip
     best, _, _ = fastest_fitting(other)
     assert best is not None and best[3]["pipeline_layers"] == [3, 3] + [4] * 13 + [3]

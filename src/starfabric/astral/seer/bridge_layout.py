@@ -40,10 +40,13 @@ _MODEL_RECIPE = (
 _BRIDGE = re.compile(r"megatron[-_ ]bridge", re.I)
 
 
-def layout_recipe(model_name: str, framework: str | None) -> str | None:
-    """The Megatron-Bridge recipe whose layout map a row runs: the row's framework names
-    Megatron-Bridge (not negated) and its model is one of the mapped recipes' models."""
-    if not stated(_BRIDGE, framework or ""):
+def layout_recipe(
+    model_name: str, framework: str | None, citation: str | None = None
+) -> str | None:
+    """The Megatron-Bridge recipe whose layout map a row runs: the row's framework (or, when
+    the framework cell does not say, its citation: a Megatron-Bridge page or file) names
+    Megatron-Bridge, not negated, and its model is one of the mapped recipes' models."""
+    if not stated(_BRIDGE, framework or "") and not stated(_BRIDGE, citation or ""):
         return None
     for pat, recipe in _MODEL_RECIPE:
         if pat.search(model_name):

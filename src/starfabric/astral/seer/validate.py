@@ -1251,7 +1251,11 @@ def row_setup(row: dict[str, str]) -> RowSetup:
         read.pop("zero")  # printed with the choice
         for _, opts in options:
             opts["zero"] = list(range(zero, 4))
-    recipe = None if "pipeline_layers" in ex else layout_recipe(row["model"], row.get("framework"))
+    recipe = (
+        None
+        if "pipeline_layers" in ex
+        else layout_recipe(row["model"], row.get("framework"), row.get("citation"))
+    )
     return RowSetup(model, ex, system, options, read, recipe)
 
 
