@@ -17,7 +17,7 @@ import json
 import sys
 from pathlib import Path
 
-from starfabric.astral.seer.shipped_configs import ShippedCheck, check
+from starfabric.astral.seer.shipped_configs import OPEN_RECOMPUTE, ShippedCheck, answer, check
 from starfabric.astral.seer.validate import read_rows
 from starfabric.errors import StarfabricError
 
@@ -45,14 +45,24 @@ def _record(c: ShippedCheck, row: dict[str, str]) -> dict[str, object]:
     }
 
 
+def _without_notes(c: ShippedCheck, row: dict[str, str]) -> ShippedCheck:
+    bare = {**row, "notes": "", "framework": row.get("framework", "").split(",")[0],
+            "recompute": OPEN_RECOMPUTE}  # fmt: skip
+    return ShippedCheck(c.row_id, c.stated_recompute, c.stated, answer(bare))
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--csv", default=str(DEFAULT_CSV), help="shipped-configuration CSV")
     ap.add_argument("--json", help="write every row's answers here")
+    ap.add_argument("--without-notes", action="store_true",
+                    help="(b) on the row without its notes and dispatcher cell")  # fmt: skip
     args = ap.parse_args(argv)
     try:
         rows = read_rows(args.csv)
         checks = [(check(r), r) for r in rows]
+        if args.without_notes:
+            checks = [(_without_notes(c, r), r) for c, r in checks]
     except StarfabricError as exc:
         print(exc.one_line(), file=sys.stderr)
         return 2
