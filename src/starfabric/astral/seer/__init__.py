@@ -21,6 +21,8 @@ from starfabric.astral.seer.parallel import ExecutionSpec, Layout, SystemSpec, r
 from starfabric.astral.seer.peak_memory import PeakRow, read_peaks, seer_memory
 from starfabric.astral.seer.predict import Job, JobSpec, Prediction, load_job, make_job, predict
 from starfabric.astral.seer.search import SearchResult, search
+from starfabric.astral.seer.shipped_configs import ShippedCheck
+from starfabric.astral.seer.shipped_configs import check as check_shipped
 from starfabric.astral.seer.simcomm import GroupShape, SimulatedComm, comm_model, megatron_shapes
 from starfabric.astral.seer.trace import build_trace, write_trace
 from starfabric.astral.seer.validate import validate, validate_all
@@ -38,6 +40,7 @@ __all__ = [
     "PeakRow",
     "Prediction",
     "SearchResult",
+    "ShippedCheck",
     "SimulatedComm",
     "SystemSpec",
     "apply_profile",
@@ -45,6 +48,7 @@ __all__ = [
     "bundled_models",
     "calibrate_kineto",
     "calibrate_nccl",
+    "check_shipped",
     "classes_of",
     "comm_model",
     "from_hf_config",

@@ -20,8 +20,9 @@ all-to-all time: Seer with nccl-tests rates gives 1.03 / 1.72 s (the NCCL arm's 
 all-to-all is 1.2 / 2.4 s). One in-training fraction f of the NIC line rate, applied to both
 arms' cross-host traffic, reproduces both differences at f = 0.372 (32 hosts) / 0.366 (16 hosts)
 (`KIMI_K2_AB`, refit by tests/astral/seer/test_efa_training_rate.py); `EFA_A2A_TRAINING_FRACTION`
-= 0.37. The Kimi-K2 NCCL arms then come out -9/-9% (micro-batch 4), the DeepSeek-V3 DeepEP arm
-of the same campaign -3% (not fitted).
+= 0.37. The Kimi-K2 NCCL arms then come out -10/-9% (micro-batch 4), the DeepSeek-V3 DeepEP arm
+of the same campaign -12% (not fitted; -3% before `bridge_layout` gave the DeepSeek-V3 rows the
+recipe's own pipeline split, which leaves the MTP stage one decoder layer instead of seven).
 
 What it is not (checked): the payload (Megatron-Core core_v0.17.1 `MoEAlltoAllTokenDispatcher`:
 no TP all-gather before the dispatch with ETP 1, the rank's sequence-parallel shard of s*b/TP

@@ -37,6 +37,7 @@ from starfabric.astral.seer import (
     tuned_at,
     xtuner_throughput,
 )
+from starfabric.astral.seer.bridge_layout import layout_recipe, recipe_split
 from starfabric.astral.seer.classes import classes_of, per_class
 from starfabric.astral.seer.cp_comm import ALGORITHM as CP_ALGORITHM
 from starfabric.astral.seer.cp_comm import host_a2a_size, stated_a2a_size, stated_cp_comm_type
@@ -854,6 +855,9 @@ class RowSetup:
     """Per layout to try (its parallel degrees), the candidate values of the other open
     settings (micro-batch, vpp, recompute, ...)."""
     read: dict[str, Any]
+    layout_recipe: str | None = None
+    """The Megatron-Bridge recipe whose (PP, VPP) layout map splits the layers when the row
+    states no split (bridge_layout)."""
 
 
 def _interleaving_stated(row: dict[str, str]) -> bool:
@@ -1272,7 +1276,12 @@ def row_setup(row: dict[str, str]) -> RowSetup:
         read.pop("zero")  # printed with the choice
         for _, opts in options:
             opts["zero"] = list(range(zero, 4))
-    return RowSetup(model, ex, system, options, read)
+    recipe = (
+        None
+        if "pipeline_layers" in ex
+        else layout_recipe(row["model"], row.get("framework"), row.get("citation"))
+    )
+    return RowSetup(model, ex, system, options, read, recipe)
 
 
 def _sp(row: dict[str, str]) -> bool:
@@ -1454,8 +1463,16 @@ def _search(
         chunks = full["pp"] * full.get("vpp", 1)
         if len(full.get("pipeline_layers") or ()) not in (0, chunks):
             full.pop("pipeline_layers")  # a stated split (row_setup) of another layout
+        recipe_layers = (
+            recipe_split(st.layout_recipe, model.layers, full["pp"], full.get("vpp", 1))
+            if st.layout_recipe
+            else None
+        )
         if "pipeline_layers" in full:
             pass  # the split the row states (row_setup)
+        elif recipe_layers is not None:
+            # The Megatron-Bridge recipe's own (PP, VPP) layout map (bridge_layout).
+            full["pipeline_layers"] = list(recipe_layers)
         elif model.layers % chunks and model.layers >= chunks - 2:
             # Uneven pipelines: the first and last (virtual) stages, which also hold the
             # embedding and the loss, take one layer fewer (Llama 3 section 3.3.2).
@@ -1471,6 +1488,14 @@ def _search(
         if fallback is None or pred.memory.total < fallback[1].memory.total:
             fallback = cand
     return best, fallback, reason
+
+
+def fastest_fitting(row: dict[str, str]) -> tuple[Candidate | None, Candidate | None, str]:
+    """(fastest candidate that fits, least-memory candidate, first refusal) over the settings
+    a row leaves open, as `validate_row` searches them (without its tuned-at-scale hold);
+    a row needs no published figure for this."""
+    row = canonical_row(row)
+    return _search(row_setup(row), cells.is_hint(row.get("global_batch_seqs")))
 
 
 def _recompute_options(st: RowSetup) -> list[Any]:
@@ -1607,6 +1632,7 @@ __all__ = [
     "bundled_csv",
     "canonical_row",
     "excluded_reason",
+    "fastest_fitting",
     "per_source",
     "plot_validation",
     "published_iteration_s",
