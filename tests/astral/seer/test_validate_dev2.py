@@ -164,11 +164,13 @@ def test_an_excluded_row_needs_a_reason_and_is_listed_not_predicted(tmp_path) ->
     assert len(doc["rows"]) == 2 and doc["not_predicted"] == []
 
 
-DEV2_MEAN_NOW = 0.095
-"""What this revision reaches on the 120 compared rows of the second development set (9.3%:
-sessions 13-14's mechanisms plus session 15's router-probabilities all-to-all, in-training EFA
-all-to-all rate, recounted host launches with a Megatron-Bridge recipe's unfused RoPE/SwiGLU, and
-the share of the EP overlap real runs hide; 2 Llama-4-Scout rows EXCLUDED): a regression bound."""
+DEV2_MEAN_NOW = 0.105
+"""What this revision reaches on the 126 compared rows of the second development set (10.4%:
+sessions 13-15's mechanisms plus session 16's FP8 recipes, TE's MXFP8 expert path by release and
+Megatron-Bridge's DeepSeek-V3 layer map; 2 Llama-4-Scout rows EXCLUDED). Session 16 added six
+states of Megatron-Core's DeepSeek-V3 GB200 optimization ladder (MCORE_DSV3_GB200, chosen by
+completeness before Seer was run): five host-bound early states are 27-35% too fast, which
+took the mean from 9.4% over 120 rows above the issue's 10%. A regression bound."""
 DEV2_CP_MEAN_NOW = 0.135
 """This revision's mean on the CP>1 rows (13.2% over 30; 12.3% before the Model Zoo long-context
 rows' stated `A2A_OVERLAP=0` was read as overlap off, which is right and made them slower): a
@@ -185,11 +187,13 @@ def test_dev2_error_figures_do_not_regress(dev2) -> None:
     assert s["per_class"]["context_parallel"]["CP>1"]["mean_abs_error"] <= DEV2_CP_MEAN_NOW
 
 
+@pytest.mark.xfail(strict=True, reason="issue 32 target not met: mean 10.4% since the GB200 "
+                   "DeepSeek-V3 ladder's host-bound early states joined (9.4% without them)")
 def test_dev2_mean_error_meets_the_issue_target(dev2) -> None:
     assert summary(*dev2)["mean_abs_error"] <= DEV2_MEAN_TARGET
 
 
-@pytest.mark.xfail(strict=True, reason="issue 32 target not met yet: max 38.6% (8 rows > 25%)")
+@pytest.mark.xfail(strict=True, reason="issue 32 target not met yet: max 38.6% (13 rows > 25%)")
 def test_dev2_max_error_meets_the_issue_target(dev2) -> None:
     assert summary(*dev2)["max_abs_error"] <= DEV2_MAX_TARGET
 
