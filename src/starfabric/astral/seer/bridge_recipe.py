@@ -40,7 +40,7 @@ FUSED_ROPE_RECIPES = ("llama",)
 `llama_bridge.py` 69); every other recipe keeps Megatron-Core's default (off) or sets it off
 (`deepseek_v3_bridge.py` 71, `kimi_bridge.py` 66)."""
 
-_BRIDGE = re.compile(r"megatron[-_ ]bridge", re.I)
+BRIDGE = re.compile(r"megatron[-_ ]bridge", re.I)
 _RECIPE = re.compile(r"\b([a-z][a-z0-9_]*?)_pretrain_config\b|\b([a-z][a-z0-9_]*) recipe\b", re.I)
 _PERF_SCRIPTS = re.compile(
     r"scripts/performance|performance[ -](?:script|config|recipe|summar(?:y|ies))s?\b"
@@ -76,7 +76,7 @@ def recipe_fusions(framework: str | None, texts: Iterable[str | None]) -> tuple[
     otherwise (Megatron-LM's launcher defaults). Negated mentions ("not Megatron-Bridge", "not
     the scripts/performance configs") do not count (statements.stated)."""
     cells = [framework, *texts]
-    if not stated(_BRIDGE, framework) or stated(_PERF_SCRIPTS, *cells):
+    if not stated(BRIDGE, framework) or stated(_PERF_SCRIPTS, *cells):
         return True, True
     name = recipe_name(cells)
     if name is None:
@@ -87,4 +87,4 @@ def recipe_fusions(framework: str | None, texts: Iterable[str | None]) -> tuple[
     )
 
 
-__all__ = ["FUSED_ROPE_RECIPES", "FUSED_SWIGLU_RECIPES", "recipe_fusions", "recipe_name"]
+__all__ = ["BRIDGE", "FUSED_ROPE_RECIPES", "FUSED_SWIGLU_RECIPES", "recipe_fusions", "recipe_name"]

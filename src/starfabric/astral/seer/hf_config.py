@@ -42,6 +42,7 @@ COUNTS: dict[str, tuple[int, int]] = {
     "n_shared_experts": (0, 1_000_000),
     "first_k_dense_replace": (0, 100_000),
     "topk_group": (0, 1_000_000),
+    "n_group": (0, 1_000_000),
     "q_lora_rank": (0, 1_000_000),
     "kv_lora_rank": (1, 1_000_000),
     "qk_rope_head_dim": (1, 100_000),

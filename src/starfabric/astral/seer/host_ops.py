@@ -52,7 +52,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from starfabric.astral.seer import te_mxfp8_host
+from starfabric.astral.seer import router_launches, te_mxfp8_host
 
 HOST_S_PER_LAUNCH_FWD = 47.5e-6
 """Host seconds per kernel launch in an eager forward pass: the launch-weighted mean over the
@@ -110,15 +110,29 @@ LAUNCHES: dict[str, Launches] = {
        for s in te_mxfp8_host.STAGES},
     **{f"mxfp8_layer_{s}": Launches(*te_mxfp8_host.PER_GROUPED_LAYER_PAIR[s])
        for s in te_mxfp8_host.STAGES},
+    **{f"mxfp8_attn_linear_{s}": Launches(*te_mxfp8_host.PER_LINEAR[s])
+       for s in te_mxfp8_host.STAGES},
+    **{f"mxfp8_mlp_linear_{s}": Launches(*te_mxfp8_host.PER_LINEAR[s])
+       for s in te_mxfp8_host.STAGES},
+    **{k: Launches(*v) for k, v in router_launches.UNFUSED.items()},
+    **{k: Launches(*v) for k, v in router_launches.FUSED.items()},
 }  # fmt: skip
 """Megatron-Core core_v0.17.1 launches per module (table in the module docstring; assumption:
 counted by reading the code path, not from a trace of it)."""
 CUDA_GRAPH_MODULES = (
     "attention", "qk_norm", "mla_attention", "router", "router_fused", "qkv_gather",
     "rope_unfused", "mla_rope_unfused",
+    *router_launches.UNFUSED, *router_launches.FUSED,
+    *(f"mxfp8_attn_linear_{s}" for s in te_mxfp8_host.STAGES),
 )  # fmt: skip
 """Modules Megatron-Core captures in CUDA graphs (`--cuda-graph-scope attn moe_router`): a row
 that states CUDA graphs pays one graph launch instead of their kernels' host time."""
+
+MXFP8_ATTN_LINEARS = {True: 5, False: 2}
+"""TE linears of one attention block (MLA: `linear_q_down_proj`, `linear_q_up_proj`,
+`linear_kv_down_proj`, `linear_kv_up_proj`, `linear_proj`; otherwise `linear_qkv`,
+`linear_proj`: Megatron-Core `multi_latent_attention.py` / `attention.py`), each paying
+`te_mxfp8_host.PER_LINEAR` under MXFP8."""
 
 
 def layer_modules(
@@ -133,11 +147,16 @@ def layer_modules(
     qkv_gather: bool = False,
     router_fused: bool = False,
     mxfp8_stage: str | None = None,
+    router_extra: tuple[str, ...] = (),
 ) -> list[tuple[str, int]]:
     """(module, how many) of one transformer layer, `LAUNCHES`' keys. `router_fused`:
-    Megatron-Core's `--moe-router-fusion`; `mxfp8_stage`: TE's MXFP8 expert path
-    (`te_mxfp8_host`), None for the BF16 count."""
+    Megatron-Core's `--moe-router-fusion`; `mxfp8_stage`: TE's MXFP8 path of the experts and of
+    the other linears (`te_mxfp8_host`), None for the BF16 count; `router_extra`: the router's
+    modules for the model's routing (`router_launches.router_modules`), () for the table's."""
     mods: list[tuple[str, int]] = [("mla_attention" if mla else "attention", 1)]
+    if mxfp8_stage is not None:
+        # MLA: q down, q up, kv down, kv up, output projection; else fused QKV + projection.
+        mods.append((f"mxfp8_attn_linear_{mxfp8_stage}", MXFP8_ATTN_LINEARS[mla]))
     mods.append(("grad_adds_mla" if mla else "grad_adds_attention", 1))
     if qk_norm and not mla:
         mods += [("qk_norm", 1), ("grad_adds_qk_norm", 1)]
@@ -147,10 +166,13 @@ def layer_modules(
         mods.append(("mla_rope_unfused" if mla else "rope_unfused", 1))
     if not moe:
         mods.append(("dense_mlp", 1))
+        if mxfp8_stage is not None:
+            mods.append((f"mxfp8_mlp_linear_{mxfp8_stage}", 2))  # fc1, fc2
         if not swiglu_fused:
             mods.append(("mlp_swiglu_unfused", 1))
         return mods
     mods += [("router_fused" if router_fused else "router", 1), ("grad_adds_router", 1)]
+    mods += [(m, 1) for m in router_extra]
     if dispatcher == "deepep":
         mods += [("dispatch_deepep", 1), ("combine_deepep", 1)]
     else:
@@ -166,6 +188,8 @@ def layer_modules(
     # `moe_shared_expert_intermediate_size` (shared_experts.py, core_v0.17.1): a model card's
     # count of shared experts only sets that width, not the number of modules launched.
     mods.append(("shared_expert", min(shared_experts, 1)))
+    if shared_experts and mxfp8_stage is not None:
+        mods.append((f"mxfp8_mlp_linear_{mxfp8_stage}", 2))  # the shared expert's fc1, fc2
     if shared_experts and not swiglu_fused:
         mods.append(("mlp_swiglu_unfused", 1))
     return mods
@@ -184,11 +208,12 @@ def layer_launches(
     qkv_gather: bool = False,
     router_fused: bool = False,
     mxfp8_stage: str | None = None,
+    router_extra: tuple[str, ...] = (),
 ) -> Launches:
     """Launches of one transformer layer (attention + dense MLP or MoE block)."""
     mods = layer_modules(
         moe, dispatcher, local_experts, shared_experts, mla, qk_norm, rope_fused, swiglu_fused,
-        qkv_gather, router_fused, mxfp8_stage,
+        qkv_gather, router_fused, mxfp8_stage, router_extra,
     )  # fmt: skip
     f = b = 0
     for name, n in mods:

@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from starfabric.astral.seer import host_ops, te_mxfp8_host
+from starfabric.astral.seer import host_ops, router_launches, te_mxfp8_host
 from starfabric.astral.seer.expert_sort import SORT_SUFFIX
 
 PRE_WAIT_LAUNCHES = {"dispatch_alltoall": 18, "dispatch_deepep": 5}
@@ -84,6 +84,9 @@ _SEGMENT_OF = {
     "shared_expert": "shared_expert", "mlp_swiglu_unfused": "shared_expert",
     "router_fused": "router",
     **{f"mxfp8_{k}_{s}": "experts" for k in ("expert", "layer") for s in te_mxfp8_host.STAGES},
+    **{f"mxfp8_attn_linear_{s}": "attention" for s in te_mxfp8_host.STAGES},
+    **{f"mxfp8_mlp_linear_{s}": "shared_expert" for s in te_mxfp8_host.STAGES},
+    **dict.fromkeys((*router_launches.UNFUSED, *router_launches.FUSED), "router"),
 }  # fmt: skip
 """Segment module of each `host_ops.LAUNCHES` module of a MoE layer."""
 
@@ -100,6 +103,7 @@ def launches_by_module(
     qkv_gather: bool = False,
     router_fused: bool = False,
     mxfp8_stage: str | None = None,
+    router_extra: tuple[str, ...] = (),
 ) -> dict[str, int]:
     """Forward launches of each segment module (`host_ops.LAUNCHES` over
     `host_ops.layer_modules`); their sum is `host_ops.layer_launches(...).fwd` (host seconds:
@@ -109,7 +113,7 @@ def launches_by_module(
     out = dict.fromkeys(SEGMENT_ORDER, 0)
     mods = host_ops.layer_modules(
         True, dispatcher, local_experts, shared_experts, mla, qk_norm, rope_fused, swiglu_fused,
-        qkv_gather, router_fused, mxfp8_stage,
+        qkv_gather, router_fused, mxfp8_stage, router_extra,
     )  # fmt: skip
     for mod, k in mods:
         if mod in graphed:

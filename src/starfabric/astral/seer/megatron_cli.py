@@ -80,6 +80,11 @@ _VALUED: dict[str, tuple[str, str, str]] = {
     "--attention-backend": ("execution", "_attention_backend", "str"),
     "--transformer-impl": ("execution", "_transformer_impl", "str"),
     "--data-parallel-sharding-strategy": ("execution", "_fsdp_strategy", "str"),
+    # The router's scoring and balancing decide its unfused launches (router_launches).
+    "--moe-router-score-function": ("model", "moe_router_score", "str"),
+    "--moe-router-num-groups": ("model", "moe_router_groups", "int"),
+    "--moe-router-group-topk": ("model", "moe_router_group_topk", "int"),
+    "--moe-router-load-balancing-type": ("model", "_lb_type", "str"),
     "--nproc-per-node": ("system", "gpus_per_node", "int"),
     "--nproc_per_node": ("system", "gpus_per_node", "int"),
     "--nnodes": ("system", "_nodes", "int"),
@@ -119,6 +124,7 @@ _SWITCHES: dict[str, tuple[str, str, Any]] = {
     "--no-bias-swiglu-fusion": ("execution", "swiglu_fusion", False),
     # TE's fused router kernels (PR 1883): fewer router launches (host_ops "router_fused").
     "--moe-router-fusion": ("execution", "moe_router_fusion", True),
+    "--moe-router-enable-expert-bias": ("model", "moe_router_expert_bias", True),
     "--enable-cuda-graph": ("execution", "_enable_graph", True),
     "--external-cuda-graph": ("execution", "_external_graph", True),
 }
@@ -131,7 +137,7 @@ IGNORED_VALUED = frozenset({
     "--merge-file", "--tensorboard-dir", "--wandb-project", "--exit-duration-in-mins",
     "--distributed-backend", "--master_addr", "--master-addr", "--master_port",
     "--master-port", "--node_rank", "--node-rank", "--rotary-base", "--norm-epsilon",
-    "--make-vocab-size-divisible-by", "--moe-router-load-balancing-type", "--moe-aux-loss-coeff",
+    "--make-vocab-size-divisible-by", "--moe-aux-loss-coeff",
     "--distributed-timeout-minutes", "--log-throughput",
     "--fp8-amax-history-len", "--fp8-amax-compute-algo", "--data-cache-path", "--rdzv-backend",
     "--rdzv-endpoint", "--rdzv_backend", "--rdzv_endpoint", "--num-workers", "--optimizer",
@@ -242,6 +248,8 @@ def _finish(out: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     m["attention_dropout"] = float(m.pop("_attn_dropout", 0.1)) > 0  # Megatron default 0.1
     m.pop("_hidden_dropout", None)
     shared = m.pop("_shared_ffn", 0)
+    if m.pop("_lb_type", "aux_loss") == "seq_aux_loss":
+        m["moe_router_aux_loss"] = "seq_aux_loss"
     if m.get("moe_experts"):
         m.setdefault("moe_topk", 2)  # Megatron default --moe-router-topk
         m.setdefault("moe_ffn_hidden", m["ffn_hidden"])

@@ -57,6 +57,23 @@ class ModelSpec(Spec):
     moe_max_nodes: int = Field(
         default=0, ge=0, description="node-limited routing: nodes a token may reach (0 = any)"
     )
+    # How the router scores and selects experts (Megatron-Core --moe-router-* flags): what its
+    # unfused path launches depends on it (seer/router_launches.py).
+    moe_router_score: Literal["softmax", "sigmoid"] = Field(
+        default="softmax", description="router score function (DeepSeek-V3: sigmoid)"
+    )
+    moe_router_groups: int = Field(
+        default=0, ge=0, description="expert groups of group-limited routing (0 = none)"
+    )
+    moe_router_group_topk: int = Field(
+        default=0, ge=0, description="groups each token may pick (group-limited routing)"
+    )
+    moe_router_expert_bias: bool = Field(
+        default=False, description="aux-loss-free balancing bias on the routing scores"
+    )
+    moe_router_aux_loss: Literal["aux_loss", "seq_aux_loss"] = Field(
+        default="aux_loss", description="load-balancing loss: per micro-batch or per sequence"
+    )
     # Multi-head latent attention (DeepSeek-V2/V3); 0 ranks = ordinary (GQA) attention.
     q_lora_rank: int = Field(default=0, ge=0)
     kv_lora_rank: int = Field(default=0, ge=0)
@@ -359,6 +376,14 @@ def from_hf_config(cfg: dict[str, Any], name: str = "model") -> ModelSpec:
             moe_shared_experts=cfg.get("n_shared_experts") or 0,
             moe_dense_layers=cfg.get("first_k_dense_replace") or 0,
             moe_max_nodes=cfg.get("topk_group") or 0,
+            # Megatron-Bridge maps n_group / topk_group onto the group flags (model_bridge.py
+            # 370-371, v0.4.2); noaux_tc is the expert-bias (aux-loss-free) method.
+            moe_router_score="sigmoid" if cfg.get("scoring_func") == "sigmoid" else "softmax",
+            moe_router_groups=(cfg.get("n_group") or 0) if cfg.get("topk_group") else 0,
+            moe_router_group_topk=(cfg.get("topk_group") or 0) if cfg.get("n_group") else 0,
+            moe_router_expert_bias=cfg.get("topk_method") == "noaux_tc",
+            # DeepseekV3Config / DeepseekV2Config (configuration_deepseek.py) default seq_aux=True
+            moe_router_aux_loss="seq_aux_loss" if cfg.get("seq_aux", True) else "aux_loss",
             q_lora_rank=cfg.get("q_lora_rank") or 0,
             kv_lora_rank=cfg["kv_lora_rank"],
             qk_rope_head_dim=cfg["qk_rope_head_dim"],

@@ -21,6 +21,7 @@ from starfabric.astral.seer import (
     host_ops,
     host_segments,
     offload,
+    router_launches,
 )
 from starfabric.astral.seer.activations import activation_bytes_per_layer
 from starfabric.astral.seer.comm import Kind
@@ -172,11 +173,12 @@ def host_pass(pc: PassCost, host_s: float) -> PassCost:
 
 def _launch_flags(
     model: ModelSpec, ex: ExecutionSpec, lay: Layout
-) -> tuple[bool, bool, bool, bool, bool, bool, bool, str | None]:
+) -> tuple[bool, bool, bool, bool, bool, bool, bool, str | None, tuple[str, ...]]:
     """What decides a layer's launch table besides its MoE shape (`host_ops.layer_launches`,
     `host_segments.launches_by_module`): CUDA graphs, MLA, QK-norm, RoPE fused (or no RoPE:
     nothing unfused), SwiGLU fused (the flag is SwiGLU's only), the QKV all-gather when
-    TP exceeds the KV heads, the fused router, and TE's MXFP8 expert path (te_mxfp8_host)."""
+    TP exceeds the KV heads, the fused router, TE's MXFP8 path (te_mxfp8_host), and the
+    router's modules for the model's routing (router_launches)."""
     return (
         ex.cuda_graphs,
         model.is_mla,
@@ -186,7 +188,11 @@ def _launch_flags(
         model.kv_heads < lay.tp,
         ex.moe_router_fusion,
         ex.te_mxfp8_stage if ex.precision == "fp8" else None,
-    )
+        router_launches.router_modules(
+            ex.moe_router_fusion, model.moe_router_score, model.moe_router_groups,
+            model.moe_router_group_topk, model.moe_router_expert_bias, model.moe_router_aux_loss,
+        ),
+    )  # fmt: skip
 
 
 def piece_host_s(model: ModelSpec, ex: ExecutionSpec, lay: Layout, moe: bool) -> tuple[float, ...]:

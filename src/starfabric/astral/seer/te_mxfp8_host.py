@@ -40,6 +40,20 @@ launch change). Each launch is priced as every other one in the table (`HOST_S_P
 the table's convention, C++ loops of GEMMs included). The allocations without a kernel
 (`at::empty`: "a few microseconds" each, write-up 2.1.2) are not counted.
 
+The non-expert linears (attention QKV or MLA's four projections, the output projection, the
+shared expert's and the dense layers' fc1/fc2: TE `Linear` / `LayerNormLinear`, one GEMM each
+way per input) take the same per-tensor path in every release the rows use, read at the same
+commits: forward, the input's quantize (`MXFP8Quantizer::quantize`, one kernel for both
+directions), its scaling factors' `at::zeros` (rowwise + columnwise: 2 fills, `quantizer.cpp`
+`create_tensor`, until PR 2019 made them `at::empty`), and `gemm.cpp` `gemm`'s
+`swizzle_scaling_factors` of both operands (2; single GEMMs keep a swizzle per operand through
+v2.9 / d2945c6, `gemm.cpp` 237-240); backward, the output gradient's quantize + 2 fills and the
+dgrad and wgrad GEMMs' swizzles (4). Weights are quantized once per step (FP8 primary weights,
+`--fp8-param-gather`, or TE's first-micro-batch weight cache), not per micro-batch. Per linear:
+5 / 7 before PR 2019 (`per_tensor`, `bulk_alloc`: PRs 1793/1934 change only `split_quantize`,
+the grouped path), 3 / 5 after (`multi_swizzle`). TE's quantize fused into the norm (cuDNN 9.14,
+`NVTE_NORM_FWD_USE_CUDNN`) would save the `LayerNormLinear`s' quantize: not counted.
+
 A row states its stage by naming the PRs or the TE release (`mxfp8_stage`); a row that states
 neither keeps the BF16 count (the table before this module).
 """
@@ -67,6 +81,15 @@ PER_GROUPED_LAYER_PAIR: dict[str, tuple[int, int]] = {
 }
 """(forward, backward) launches per MoE layer (fc1 + fc2 grouped linears) and micro-batch,
 independent of the number of local experts (same sources)."""
+
+PER_LINEAR: dict[str, tuple[int, int]] = {
+    "per_tensor": (5, 7),
+    "bulk_alloc": (5, 7),
+    "multi_swizzle": (3, 5),
+}
+"""(forward, backward) launches per non-expert TE linear and micro-batch under MXFP8 that the
+BF16 table does not count (module docstring; TransformerEngine `quantizer.cpp` and `gemm.cpp` at
+c30e961^, 96ee717, c0d2f1a, d2945c6)."""
 
 BULK_ALLOC_RELEASE = (2, 6)
 """First TE release with PRs 1793 and 1934 (`git tag --contains c30e961 / 96ee717`: v2.6)."""
@@ -117,6 +140,7 @@ __all__ = [
     "BULK_ALLOC_RELEASE",
     "MULTI_SWIZZLE_RELEASE",
     "PER_GROUPED_LAYER_PAIR",
+    "PER_LINEAR",
     "PER_LOCAL_EXPERT",
     "STAGES",
     "mxfp8_stage",

@@ -30,6 +30,7 @@ from starfabric.astral.seer import (
     mcore_release,
     optimizer_state,
     releases,
+    router_launches,
     te_mxfp8_host,
     torchtitan_eager,
     torchtitan_memory,
@@ -311,6 +312,15 @@ QK_NORM_FAMILY = re.compile(r"\s*qwen[- ]?3(?![.\d])", re.I)
 """Model names of a family whose attention has QK-norm (Qwen3; not Qwen2.5 / Qwen3.5...)."""
 
 
+def _row_routing(row: dict[str, str]) -> dict[str, Any]:
+    """The router settings a row states (`router_launches.row_routing`): Megatron-LM router
+    flags in its cells, or a Megatron-Bridge recipe whose model bridge sets them."""
+    texts = [row.get(k) for k in ("model_notes", "framework", "notes")]
+    bridge = bool(stated(bridge_recipe.BRIDGE, row.get("framework")))
+    recipe = bridge_recipe.recipe_name(texts) if bridge else None
+    return dict(router_launches.row_routing(texts, recipe))
+
+
 def row_model(row: dict[str, str]) -> ModelSpec:
     """The model of one CSV row (GPT rows: LayerNorm, biases, learned positions, tied heads);
     a row whose attention the columns cannot describe (kv_heads = "MLA") takes the bundled
@@ -326,11 +336,13 @@ def row_model(row: dict[str, str]) -> ModelSpec:
         if name is not None:
             bundled = load_model(name)
             mtp = _mtp_layers(row.get("model_notes") or "")
+            # The routing the row's cells state (router_launches), over the config's.
+            update: dict[str, Any] = _row_routing(row)
             if mtp is not None and mtp != bundled.mtp_layers:
                 # The run's own MTP depth ("MTP disabled"): the HF config's
                 # num_nextn_predict_layers is the released checkpoint's, not every run's.
-                return bundled.model_copy(update={"mtp_layers": mtp})
-            return bundled
+                update["mtp_layers"] = mtp
+            return bundled.model_copy(update=update) if update else bundled
         if "mla" not in (row.get("kv_heads") or "").lower():
             raise DataError(
                 f"row {row['row_id']}: kv_heads = {row['kv_heads']!r} and no bundled config "
@@ -392,6 +404,7 @@ def row_model(row: dict[str, str]) -> ModelSpec:
         nodes = re.search(r"<=?\s*(\d+)\s*nodes", row.get("model_notes") or "")
         if nodes:  # node-limited routing (DeepSeek-V3: each token reaches at most 4 nodes)
             spec["moe_max_nodes"] = int(nodes.group(1))
+        spec.update(_row_routing(row))
     return parse_spec(ModelSpec, spec, source=f"row {row['row_id']}")
 
 
