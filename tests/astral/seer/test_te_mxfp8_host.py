@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from starfabric.astral.seer import host_ops, host_segments
 from starfabric.astral.seer.te_mxfp8_host import (
     PER_GROUPED_LAYER_PAIR,
+    PER_LINEAR,
     PER_LOCAL_EXPERT,
     STAGES,
     mxfp8_stage,
@@ -84,8 +85,13 @@ def test_segments_put_the_mxfp8_launches_with_the_experts() -> None:
         got = host_segments.launches_by_module("alltoall", 8, 1, False, True, False, mxfp8_stage=s)
         extra = PER_LOCAL_EXPERT[s][0] * 8 + PER_GROUPED_LAYER_PAIR[s][0]
         assert got["experts"] - base["experts"] == extra
-        assert {k: v for k, v in got.items() if k != "experts"} == {
-            k: v for k, v in base.items() if k != "experts"
+        # the non-expert linears' quantize/swizzle launches (PER_LINEAR): MLA's five in the
+        # attention segment, the shared expert's two in its own
+        assert got["attention"] - base["attention"] == 5 * PER_LINEAR[s][0]
+        assert got["shared_expert"] - base["shared_expert"] == 2 * PER_LINEAR[s][0]
+        rest = ("experts", "attention", "shared_expert")
+        assert {k: v for k, v in got.items() if k not in rest} == {
+            k: v for k, v in base.items() if k not in rest
         }
 
 
