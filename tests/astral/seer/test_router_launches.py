@@ -100,9 +100,13 @@ def test_router_extras_are_additive_and_captured_by_graphs(
         "alltoall", 8, 1, False, True, False, True, True, False, fused, None, extra
     )
     assert sum(segs.values()) == got.fwd
-    assert segs["router"] - host_segments.launches_by_module(
-        "alltoall", 8, 1, False, True, False, True, True, False, fused, None
-    )["router"] == got.fwd - base.fwd
+    assert (
+        segs["router"]
+        - host_segments.launches_by_module(
+            "alltoall", 8, 1, False, True, False, True, True, False, fused, None
+        )["router"]
+        == got.fwd - base.fwd
+    )
 
 
 def test_model_configs_state_the_routing() -> None:
@@ -167,9 +171,12 @@ def test_mxfp8_linears_per_layer() -> None:
         args = (moe, "alltoall", 8, 1, False, mla, False)
         base = host_ops.layer_launches(*args)
         got = host_ops.layer_launches(*args, mxfp8_stage=s)
-        experts = 8 * host_ops.LAUNCHES[f"mxfp8_expert_{s}"].fwd + host_ops.LAUNCHES[
-            f"mxfp8_layer_{s}"
-        ].fwd if moe else 0
+        experts = (
+            8 * host_ops.LAUNCHES[f"mxfp8_expert_{s}"].fwd
+            + host_ops.LAUNCHES[f"mxfp8_layer_{s}"].fwd
+            if moe
+            else 0
+        )
         linears = (5 if mla else 2) + 2  # attention + (shared expert or dense MLP) fc1/fc2
         assert got.fwd - base.fwd == experts + linears * PER_LINEAR[s][0]
         # CUDA graphs (attn scope) capture the attention linears' launches, not the MLP's
