@@ -41,6 +41,13 @@ sequence parallelism, gradient-accumulation fusion, `moe_permute_fusion` on, rou
 | swiglu_unfused | 3 | 5 | `bias_activation_fusion` off in `TEGroupedMLP.bias_act_func` (`experts.py` 308-324): silu, `x_linear + glu_linear_offset`, mul, `* permuted_probs` (4) in place of `weighted_bias_swiglu_impl` (1); backward: the probs mul's two products and the sum to the probs' shape, the glu mul's two, `silu_backward`, the chunk's cat (7) in place of `weighted_swiglu_back` (2) |
 | mlp_swiglu_unfused | 2 | 3 | the same in `MLP.forward` (`mlp.py` 310-321; dense MLP and shared expert): silu, add, mul (3) in place of `bias_swiglu_impl` (1); backward 4 in place of 1 |
 
+The router row is Mixtral/Qwen routing (softmax, plain top-k, `aux_loss`); a model with sigmoid
+scores, an expert bias, group-limited top-k or `seq_aux_loss` (DeepSeek-V3) adds the modules
+`router_launches` counts (core_v0.14.0; DeepSeek-V3 49 / 27 unfused, 15 / 14 fused). Under MXFP8
+with a stated TE stage, `te_mxfp8_host` adds the experts' and the other linears' quantize,
+zero-fill and swizzle launches (`mxfp8_expert_*`, `mxfp8_layer_*`, `mxfp8_attn_linear_*` per
+attention linear, `mxfp8_mlp_linear_*` per dense-MLP / shared-expert linear).
+
 The counts are a reading of the code, not a trace: a Kineto trace of one Megatron-Core MoE
 layer would replace them. The last nine rows are conditional: the parameter-gradient adds on every
 layer, the QKV gather where the model has fewer KV heads than TP ranks, the unfused RoPE and SwiGLU
