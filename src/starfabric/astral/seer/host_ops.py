@@ -139,7 +139,8 @@ MXFP8_ATTN_LINEARS = {True: 5, False: 2}
 """TE linears of one attention block (MLA: `linear_q_down_proj`, `linear_q_up_proj`,
 `linear_kv_down_proj`, `linear_kv_up_proj`, `linear_proj`; otherwise `linear_qkv`,
 `linear_proj`: Megatron-Core `multi_latent_attention.py` / `attention.py`), each paying
-`te_mxfp8_host.PER_LINEAR` under MXFP8."""
+`te_mxfp8_host.PER_LINEAR` under MXFP8 (assumption: MLA with a q LoRA rank, as DeepSeek-V3; an
+MLA model without one, such as DeepSeek-V2-Lite, has four — no such row states MXFP8)."""
 
 
 def layer_modules(
