@@ -187,8 +187,11 @@ def test_dev2_error_figures_do_not_regress(dev2) -> None:
     assert s["per_class"]["context_parallel"]["CP>1"]["mean_abs_error"] <= DEV2_CP_MEAN_NOW
 
 
-@pytest.mark.xfail(strict=True, reason="issue 32 target not met: mean 10.4% since the GB200 "
-                   "DeepSeek-V3 ladder's host-bound early states joined (9.6% without them)")
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 32 target not met: mean 10.4% since the GB200 "
+    "DeepSeek-V3 ladder's host-bound early states joined (9.6% without them)",
+)
 def test_dev2_mean_error_meets_the_issue_target(dev2) -> None:
     assert summary(*dev2)["mean_abs_error"] <= DEV2_MEAN_TARGET
 
