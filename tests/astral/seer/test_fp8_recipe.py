@@ -122,6 +122,38 @@ def test_cells_state_the_recipe_and_a_plain_fp8_cell_states_none() -> None:
     assert row_recipe("FP8 hybrid", "no recipe named") is None
 
 
+@pytest.mark.parametrize(
+    ("cell", "recipe"),
+    [
+        # A negated recipe states nothing; the one the cell affirms wins.
+        ("FP8 current scaling (not delayed)", "tensorwise"),
+        ("FP8 (no delayed scaling; current scaling)", "tensorwise"),
+        ("FP8 blockwise, not MXFP8", "blockwise"),
+        ("BF16 elsewhere; no FP4; FP8 1x128 / 128x128 blockwise", "blockwise"),
+        # torchao named after the scaling is still torchao's dynamic scaling.
+        ("FP8 tensorwise (torchao)", "torchao_tensorwise"),
+        ("FP8 per-tensor dynamic scaling (torchao)", "torchao_tensorwise"),
+        # Transformer Engine's recipe class names (core_v0.17.1 fp8_utils.py).
+        ("FP8 (TE DelayedScaling)", "delayed"),
+        ("FP8 (TE Float8CurrentScaling)", "tensorwise"),
+        ("FP8 (TE Float8BlockScaling)", "blockwise"),
+        ("FP8 (TE MXFP8BlockScaling)", "mxfp8"),
+        # "delayed" that is not the scaling recipe.
+        ("FP8 hybrid with delayed wgrad", None),
+    ],
+)
+def test_the_precision_reader_reads_negations_order_and_te_class_names(
+    cell: str, recipe: str | None
+) -> None:
+    assert stated_recipe(cell) == recipe
+
+
+def test_a_negated_megatron_flag_is_not_the_recipe() -> None:
+    notes = "not --fp8-recipe blockwise (slower on H100); ran --fp8-recipe tensorwise"
+    assert row_recipe("FP8 hybrid", notes) == "tensorwise"
+    assert row_recipe("FP8 hybrid", "without --fp8-recipe mxfp8") is None
+
+
 def test_a_row_that_states_blockwise_reads_it() -> None:
     with open(RUNS / "development_runs.csv") as f:
         row = next(r for r in csv.DictReader(f) if r["row_id"] == "DSV3-01")
