@@ -263,3 +263,20 @@ def test_search_prices_the_stack_recipe_as_predict_does() -> None:
     assert np.nanmin(np.where(r.feasible, r.iteration_s, np.inf)) > np.nanmin(
         np.where(plain.feasible, plain.iteration_s, np.inf)
     )
+
+
+def test_te_mxfp8_stage_needs_an_mxfp8_run_on_blackwell() -> None:
+    """TE's MXFP8 expert launches (seer/te_mxfp8_host.py) exist only under an MX recipe on MX
+    tensor cores: a BF16 or tensor-scaled run, or a Hopper GPU, that names the stage is refused
+    with the fix instead of being silently ignored (BF16) or charged MXFP8 launches (H100)."""
+    base = dict(global_batch=64, seq_len=4096, micro_batch=1, tp=1, ep=8)
+    with pytest.raises(ValueError, match="te_mxfp8_stage"):
+        ExecutionSpec(**base, precision="bf16", te_mxfp8_stage="bulk_alloc")
+    with pytest.raises(ValueError, match="te_mxfp8_stage"):
+        ExecutionSpec(**base, precision="fp8", fp8_recipe="delayed", te_mxfp8_stage="bulk_alloc")
+    ex = {**base, "precision": "fp8", "te_mxfp8_stage": "bulk_alloc", "host_launches": True}
+    with pytest.raises(ConfigError, match="te_mxfp8_stage 'bulk_alloc' on H100"):
+        predict(make_job("mixtral-8x7b-v0.1", ex, {"gpu": "H100", "gpus": 64}))
+    assert predict(
+        make_job("mixtral-8x7b-v0.1", {**ex, "fp8_recipe": "mxfp8"}, {"gpu": "B200", "gpus": 64})
+    )
