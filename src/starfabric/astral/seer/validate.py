@@ -106,10 +106,10 @@ EP_OVERLAP = re.compile(
 "EP all-to-all overlapped with 1F1B"); negated mentions ("A2A_OVERLAP=0", "EP all-to-all not
 overlapped", "no EP overlap") are read by statements.stated."""
 CUDA_GRAPHS = re.compile(r"cuda[-_ ]?graphs?", re.I)
-ROUTER_FUSION = re.compile(r"--moe-router-fusion|\brouter fusion\b", re.I)
-"""Megatron-Core's fused MoE router (TE PR 1883), as a row's framework cell states it."""
 """A framework or notes cell naming CUDA graphs ("CUDA graphs (--cuda-graph-impl ...)"); a
 negated mention ("CUDA graphs off", "no CUDA graph") is read by statements.stated."""
+ROUTER_FUSION = re.compile(r"--moe-router-fusion|\brouter fusion\b", re.I)
+"""Megatron-Core's fused MoE router (TE PR 1883), as a row's framework cell states it."""
 DELAY_WGRAD = re.compile(r"delay(?:ed)?[-_ ]wgrad(?:[-_]compute)?", re.I)
 """`--delay-wgrad-compute` stated (and not negated: "delay_wgrad off", "no delay-wgrad") in the
 framework or notes cell."""
