@@ -1166,10 +1166,10 @@ def row_setup(row: dict[str, str]) -> RowSetup:
             # the uneven default of _search.
             ex["pipeline_layers"] = list(split)
             read["pipeline_layers"] = f"{list(split)} (stated split)"
-    recipe = fp8_recipe.row_recipe(row.get("precision"), row.get("notes"), row.get("framework"))
-    if ex["precision"] == "fp8" and recipe is not None:
-        ex["fp8_recipe"] = recipe  # GEMM rate and cast per recipe (fp8_recipe.py)
-        read["fp8_recipe"] = f"{recipe} (stated)"
+    scaling = fp8_recipe.row_recipe(row.get("precision"), row.get("notes"), row.get("framework"))
+    if ex["precision"] == "fp8" and scaling is not None:
+        ex["fp8_recipe"] = scaling  # GEMM rate and cast per recipe (fp8_recipe.py)
+        read["fp8_recipe"] = f"{scaling} (stated)"
     sms = stated_num_sms(row.get("framework"), row.get("notes"))
     if sms is not None:
         ex["deepep_num_sms"] = sms  # the DeepEP SM budget the run set (deepep_sm_budget)
