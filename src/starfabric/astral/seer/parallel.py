@@ -243,7 +243,8 @@ class ExecutionSpec(Spec):
         default=None,
         description="Transformer Engine's MXFP8 grouped-linear path the row states (release "
         "or PRs; seer/te_mxfp8_host.py): the quantize, zero-fill and swizzle launches per "
-        "local expert that host_ops adds; None: not stated, the BF16 launch count",
+        "local expert that host_ops adds; None: not stated, the BF16 launch count. Needs precision "
+        "fp8 without a tensor-scaled fp8_recipe, on a GPU with MX tensor cores (Blackwell)",
     )
     moe_load_balance: Literal["dropless", "forced"] = Field(
         default="dropless",
