@@ -280,3 +280,15 @@ def test_te_mxfp8_stage_needs_an_mxfp8_run_on_blackwell() -> None:
     assert predict(
         make_job("mixtral-8x7b-v0.1", {**ex, "fp8_recipe": "mxfp8"}, {"gpu": "B200", "gpus": 64})
     )
+
+
+def test_a_negated_mxfp8_mention_sets_no_te_mxfp8_path() -> None:
+    """A Megatron-Core row whose precision cell rules MXFP8 out ("FP8 tensorwise, not MXFP8")
+    runs tensor-scaled FP8: no MXFP8 expert launches, and the row is still predicted."""
+    with open(RUNS / "development_runs_2.csv") as f:
+        row = next(r for r in csv.DictReader(f) if r["row_id"] == "MCGB-L12")
+    row = {**row, "precision": "FP8 tensorwise (current scaling), not MXFP8"}
+    st = row_setup(row)
+    assert st.execution["fp8_recipe"] == "tensorwise"
+    assert st.execution.get("te_mxfp8_stage") is None
+    ExecutionSpec(**{k: v for k, v in st.execution.items() if not k.startswith("_")})

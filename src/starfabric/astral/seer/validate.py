@@ -1170,6 +1170,10 @@ def row_setup(row: dict[str, str]) -> RowSetup:
     if ex["precision"] == "fp8" and scaling is not None:
         ex["fp8_recipe"] = scaling  # GEMM rate and cast per recipe (fp8_recipe.py)
         read["fp8_recipe"] = f"{scaling} (stated)"
+    if scaling != "mxfp8":
+        # TE's MXFP8 expert path only under the MXFP8 recipe: a cell whose MXFP8 mention is
+        # negated ("FP8 tensorwise, not MXFP8") keeps the BF16 launch count.
+        ex.pop("te_mxfp8_stage", None)
     sms = stated_num_sms(row.get("framework"), row.get("notes"))
     if sms is not None:
         ex["deepep_num_sms"] = sms  # the DeepEP SM budget the run set (deepep_sm_budget)
