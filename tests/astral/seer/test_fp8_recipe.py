@@ -133,6 +133,7 @@ def test_cells_state_the_recipe_and_a_plain_fp8_cell_states_none() -> None:
         # torchao named after the scaling is still torchao's dynamic scaling.
         ("FP8 tensorwise (torchao)", "torchao_tensorwise"),
         ("FP8 per-tensor dynamic scaling (torchao)", "torchao_tensorwise"),
+        ("torchao float8 rowwise (dynamic scaling)", None),  # rowwise: not modelled
         # Transformer Engine's recipe class names (core_v0.17.1 fp8_utils.py).
         ("FP8 (TE DelayedScaling)", "delayed"),
         ("FP8 (TE Float8CurrentScaling)", "tensorwise"),

@@ -142,9 +142,10 @@ _STATED: tuple[tuple[Recipe, re.Pattern[str]], ...] = (
 Any other FP8 cell ("FP8 (Transformer Engine)", "FP8 hybrid") states no recipe."""
 _TORCHAO = re.compile(r"\btorchao\b", re.I)
 _DYNAMIC = re.compile(r"\bdynamic\b", re.I)
+_ROWWISE = re.compile(r"\brow[- ]?wise\b", re.I)
 """torchao's float8 dynamic ("tensorwise") scaling: torchao named with tensorwise or dynamic
 scaling anywhere in the cell, in either order ("torchao float8 tensorwise", "FP8 tensorwise
-(torchao)")."""
+(torchao)"); torchao's rowwise recipe, also dynamic, is not it (no recipe read: left alone)."""
 
 
 def stated_recipe(text: str | None) -> Recipe | None:
@@ -159,7 +160,7 @@ def stated_recipe(text: str | None) -> Recipe | None:
         if name == "tensorwise" and stated(_TORCHAO, text):
             return "torchao_tensorwise"
         return name
-    if stated(_TORCHAO, text) and stated(_DYNAMIC, text):
+    if stated(_TORCHAO, text) and stated(_DYNAMIC, text) and not stated(_ROWWISE, text):
         return "torchao_tensorwise"
     return None
 
