@@ -130,6 +130,7 @@ def test_cells_state_the_recipe_and_a_plain_fp8_cell_states_none() -> None:
         ("FP8 (no delayed scaling; current scaling)", "tensorwise"),
         ("FP8 blockwise, not MXFP8", "blockwise"),
         ("BF16 elsewhere; no FP4; FP8 1x128 / 128x128 blockwise", "blockwise"),
+        ("FP8 E4M3, 1×128 tiles and 128×128 blocks (DeepSeek-V3 §3.3)", "blockwise"),
         # torchao named after the scaling is still torchao's dynamic scaling.
         ("FP8 tensorwise (torchao)", "torchao_tensorwise"),
         ("FP8 per-tensor dynamic scaling (torchao)", "torchao_tensorwise"),

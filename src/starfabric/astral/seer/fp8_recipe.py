@@ -129,7 +129,8 @@ _STATED: tuple[tuple[Recipe, re.Pattern[str]], ...] = (
     (
         "blockwise",
         re.compile(
-            r"\b1\s*x\s*128\b|\b128\s*x\s*128\b|block[- ]?(?:wise|scal)|deepseek[- ]style", re.I
+            r"\b1\s*[x×]\s*128\b|\b128\s*[x×]\s*128\b|block[- ]?(?:wise|scal)|deepseek[- ]style",
+            re.I,
         ),
     ),
     ("delayed", re.compile(r"\bdelayed(?:[- ]?scaling)?\b(?![-_ ]wgrad)", re.I)),
