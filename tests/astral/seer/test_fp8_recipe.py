@@ -140,6 +140,17 @@ def test_cells_state_the_recipe_and_a_plain_fp8_cell_states_none() -> None:
         ("FP8 (TE Float8CurrentScaling)", "tensorwise"),
         ("FP8 (TE Float8BlockScaling)", "blockwise"),
         ("FP8 (TE MXFP8BlockScaling)", "mxfp8"),
+        # Megatron-Bridge's own names (scripts/performance --compute_dtype, mixed_precision.py).
+        ("FP8-CS", "tensorwise"),
+        ("fp8_mx", "mxfp8"),
+        ("FP8-SC (subchannel)", "blockwise"),
+        ("fp8_ds", "delayed"),
+        ("bf16_with_fp8_current_scaling_mixed", "tensorwise"),
+        ("bf16_with_mxfp8_mixed", "mxfp8"),
+        ("bf16_with_fp8_subchannel_scaling_mixed", "blockwise"),
+        ("bf16_with_fp8_delayed_scaling_mixed", "delayed"),
+        ("bf16_with_nvfp4_mixed", None),
+        ("FP8 scaling unstated", None),
         # "delayed" that is not the scaling recipe.
         ("FP8 hybrid with delayed wgrad", None),
     ],

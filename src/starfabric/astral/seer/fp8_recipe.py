@@ -125,21 +125,36 @@ def gemm_rate(recipe: str | None, gpu: GPUSpec) -> float:
 _FP4 = re.compile(r"\bfp4\b|nvfp4|mxfp4", re.I)
 """An FP4 precision cell: timed at the FP8 rate (validate.FP4_AS_FP8), no FP8 recipe read."""
 _STATED: tuple[tuple[Recipe, re.Pattern[str]], ...] = (
-    ("mxfp8", re.compile(r"\bmx-?\s*fp8|microscal", re.I)),
+    ("mxfp8", re.compile(r"(?<![a-z0-9])mx-?\s*fp8|microscal|\bfp8[-_ ]?mx(?![a-z0-9])", re.I)),
     (
         "blockwise",
         re.compile(
-            r"\b1\s*[x×]\s*128\b|\b128\s*[x×]\s*128\b|block[- ]?(?:wise|scal)|deepseek[- ]style",
+            r"\b1\s*[x×]\s*128\b|\b128\s*[x×]\s*128\b|block[- ]?(?:wise|scal)|deepseek[- ]style"
+            r"|sub-?channel|\bfp8[-_ ]?sc(?![a-z0-9])",
             re.I,
         ),
     ),
-    ("delayed", re.compile(r"\bdelayed(?:[- ]?scaling)?\b(?![-_ ]wgrad)", re.I)),
-    ("tensorwise", re.compile(r"\btensor[- ]?wise\b|current[- ]?scal", re.I)),
+    (
+        "delayed",
+        re.compile(
+            r"(?<![a-z0-9])delayed(?:[-_ ]?scaling)?(?![a-z0-9])(?![-_ ]wgrad)"
+            r"|\bfp8[-_ ]?ds(?![a-z0-9])",
+            re.I,
+        ),
+    ),
+    (
+        "tensorwise",
+        re.compile(r"\btensor[- ]?wise\b|current[-_ ]?scal|\bfp8[-_ ]?cs(?![a-z0-9])", re.I),
+    ),
 )
 """The recipe a precision cell states, first stated (not negated, `statements.stated`) wins:
 "MXFP8 ..." (TE's `MXFP8BlockScaling` too), "FP8 (E4M3, 1x128 act / 128x128 weight scaling)",
 "delayed scaling" (`DelayedScaling`; not "delayed wgrad"), "FP8 current scaling"
-(`Float8CurrentScaling`). A cell that says "current scaling, not delayed" states tensorwise.
+(`Float8CurrentScaling`); Megatron-Bridge's names (v0.5.0 `scripts/performance` `--compute_dtype`
+fp8_cs / fp8_mx / fp8_sc, its `fp8_ds`, and `mixed_precision.py`'s
+`bf16_with_fp8_current_scaling_mixed`, `bf16_with_mxfp8_mixed`,
+`bf16_with_fp8_subchannel_scaling_mixed` = blockwise, `bf16_with_fp8_delayed_scaling_mixed`).
+A cell that says "current scaling, not delayed" states tensorwise.
 Any other FP8 cell ("FP8 (Transformer Engine)", "FP8 hybrid") states no recipe."""
 _TORCHAO = re.compile(r"\btorchao\b", re.I)
 _DYNAMIC = re.compile(r"\bdynamic\b", re.I)
