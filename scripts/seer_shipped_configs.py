@@ -19,7 +19,7 @@ from pathlib import Path
 
 from starfabric.astral.seer.shipped_configs import OPEN_RECOMPUTE, ShippedCheck, answer, check
 from starfabric.astral.seer.validate import read_rows
-from starfabric.errors import StarfabricError
+from starfabric.errors import DataError, StarfabricError
 
 DEFAULT_CSV = (
     Path(__file__).resolve().parent.parent
@@ -60,6 +60,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     try:
         rows = read_rows(args.csv)
+        if not rows:
+            raise DataError(f"{args.csv}: no configuration rows", fix="give a CSV with rows")
         checks = [(check(r), r) for r in rows]
         if args.without_notes:
             checks = [(_without_notes(c, r), r) for c, r in checks]

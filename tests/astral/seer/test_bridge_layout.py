@@ -36,6 +36,14 @@ def test_the_split_is_the_recipe_map(pp: int, vpp: int) -> None:
     assert recipe_split("kimi_k2", 61, pp, vpp) == tuple(SOURCE_MAP[(pp, vpp)])
 
 
+@pytest.mark.parametrize("layers", [16, 30, 45, 60, 62])
+def test_a_model_of_another_depth_is_not_split_by_the_61_layer_map(layers: int) -> None:
+    """The map lists 61 decoder layers; its ceil split on a shortened proxy (45 layers on
+    PP 16: 3 x 15 + 0, an empty last stage) is no layout the recipe sets."""
+    for pp, vpp in SOURCE_MAP:
+        assert recipe_split("deepseek_v3", layers, pp, vpp) is None
+
+
 def test_kimi_maps_pp2_vpp8_and_deepseek_does_not() -> None:
     assert recipe_split("kimi_k2", 61, 2, 8) == tuple(KIMI_EXTRA[(2, 8)])
     assert recipe_split("deepseek_v3", 61, 2, 8) is None

@@ -122,6 +122,51 @@ def test_cells_state_the_recipe_and_a_plain_fp8_cell_states_none() -> None:
     assert row_recipe("FP8 hybrid", "no recipe named") is None
 
 
+@pytest.mark.parametrize(
+    ("cell", "recipe"),
+    [
+        # A negated recipe states nothing; the one the cell affirms wins.
+        ("FP8 current scaling (not delayed)", "tensorwise"),
+        ("FP8 (no delayed scaling; current scaling)", "tensorwise"),
+        ("FP8 blockwise, not MXFP8", "blockwise"),
+        ("BF16 elsewhere; no FP4; FP8 1x128 / 128x128 blockwise", "blockwise"),
+        ("FP8 E4M3, 1×128 tiles and 128×128 blocks (DeepSeek-V3 §3.3)", "blockwise"),
+        # torchao named after the scaling is still torchao's dynamic scaling.
+        ("FP8 tensorwise (torchao)", "torchao_tensorwise"),
+        ("FP8 per-tensor dynamic scaling (torchao)", "torchao_tensorwise"),
+        ("torchao float8 rowwise (dynamic scaling)", None),  # rowwise: not modelled
+        # Transformer Engine's recipe class names (core_v0.17.1 fp8_utils.py).
+        ("FP8 (TE DelayedScaling)", "delayed"),
+        ("FP8 (TE Float8CurrentScaling)", "tensorwise"),
+        ("FP8 (TE Float8BlockScaling)", "blockwise"),
+        ("FP8 (TE MXFP8BlockScaling)", "mxfp8"),
+        # Megatron-Bridge's own names (scripts/performance --compute_dtype, mixed_precision.py).
+        ("FP8-CS", "tensorwise"),
+        ("fp8_mx", "mxfp8"),
+        ("FP8-SC (subchannel)", "blockwise"),
+        ("fp8_ds", "delayed"),
+        ("bf16_with_fp8_current_scaling_mixed", "tensorwise"),
+        ("bf16_with_mxfp8_mixed", "mxfp8"),
+        ("bf16_with_fp8_subchannel_scaling_mixed", "blockwise"),
+        ("bf16_with_fp8_delayed_scaling_mixed", "delayed"),
+        ("bf16_with_nvfp4_mixed", None),
+        ("FP8 scaling unstated", None),
+        # "delayed" that is not the scaling recipe.
+        ("FP8 hybrid with delayed wgrad", None),
+    ],
+)
+def test_the_precision_reader_reads_negations_order_and_te_class_names(
+    cell: str, recipe: str | None
+) -> None:
+    assert stated_recipe(cell) == recipe
+
+
+def test_a_negated_megatron_flag_is_not_the_recipe() -> None:
+    notes = "not --fp8-recipe blockwise (slower on H100); ran --fp8-recipe tensorwise"
+    assert row_recipe("FP8 hybrid", notes) == "tensorwise"
+    assert row_recipe("FP8 hybrid", "without --fp8-recipe mxfp8") is None
+
+
 def test_a_row_that_states_blockwise_reads_it() -> None:
     with open(RUNS / "development_runs.csv") as f:
         row = next(r for r in csv.DictReader(f) if r["row_id"] == "DSV3-01")
@@ -231,3 +276,32 @@ def test_search_prices_the_stack_recipe_as_predict_does() -> None:
     assert np.nanmin(np.where(r.feasible, r.iteration_s, np.inf)) > np.nanmin(
         np.where(plain.feasible, plain.iteration_s, np.inf)
     )
+
+
+def test_te_mxfp8_stage_needs_an_mxfp8_run_on_blackwell() -> None:
+    """TE's MXFP8 expert launches (seer/te_mxfp8_host.py) exist only under an MX recipe on MX
+    tensor cores: a BF16 or tensor-scaled run, or a Hopper GPU, that names the stage is refused
+    with the fix instead of being silently ignored (BF16) or charged MXFP8 launches (H100)."""
+    base = dict(global_batch=64, seq_len=4096, micro_batch=1, tp=1, ep=8)
+    with pytest.raises(ValueError, match="te_mxfp8_stage"):
+        ExecutionSpec(**base, precision="bf16", te_mxfp8_stage="bulk_alloc")
+    with pytest.raises(ValueError, match="te_mxfp8_stage"):
+        ExecutionSpec(**base, precision="fp8", fp8_recipe="delayed", te_mxfp8_stage="bulk_alloc")
+    ex = {**base, "precision": "fp8", "te_mxfp8_stage": "bulk_alloc", "host_launches": True}
+    with pytest.raises(ConfigError, match="te_mxfp8_stage 'bulk_alloc' on H100"):
+        predict(make_job("mixtral-8x7b-v0.1", ex, {"gpu": "H100", "gpus": 64}))
+    assert predict(
+        make_job("mixtral-8x7b-v0.1", {**ex, "fp8_recipe": "mxfp8"}, {"gpu": "B200", "gpus": 64})
+    )
+
+
+def test_a_negated_mxfp8_mention_sets_no_te_mxfp8_path() -> None:
+    """A Megatron-Core row whose precision cell rules MXFP8 out ("FP8 tensorwise, not MXFP8")
+    runs tensor-scaled FP8: no MXFP8 expert launches, and the row is still predicted."""
+    with open(RUNS / "development_runs_2.csv") as f:
+        row = next(r for r in csv.DictReader(f) if r["row_id"] == "MCGB-L12")
+    row = {**row, "precision": "FP8 tensorwise (current scaling), not MXFP8"}
+    st = row_setup(row)
+    assert st.execution["fp8_recipe"] == "tensorwise"
+    assert st.execution.get("te_mxfp8_stage") is None
+    ExecutionSpec(**{k: v for k, v in st.execution.items() if not k.startswith("_")})

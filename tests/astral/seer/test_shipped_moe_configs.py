@@ -14,6 +14,8 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
+import pytest
+
 from starfabric.astral.seer.shipped_configs import ShippedCheck, answer, check
 from starfabric.astral.seer.validate import fastest_fitting, read_rows, row_setup
 
@@ -104,3 +106,16 @@ def test_deepseek_rows_without_their_split_run_the_recipe_layout() -> None:
         stated = row_setup(r).execution["pipeline_layers"]
         best, _, _ = fastest_fitting({**r, "notes": ""})
         assert best is not None and best[3]["pipeline_layers"] == stated, r["row_id"]
+
+
+def test_the_script_refuses_a_csv_without_rows_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A header-only CSV: exit 2 and one line naming the file (a traceback from min() before)."""
+    from astral.seer.load_script import load_script
+
+    empty = tmp_path / "empty.csv"
+    empty.write_text(CSV.read_text().splitlines()[0] + "\n")
+    assert load_script("seer_shipped_configs").main(["--csv", str(empty)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "empty.csv: no configuration rows" in err[0]

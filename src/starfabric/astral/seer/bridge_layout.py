@@ -33,6 +33,11 @@ RECIPE_LAYOUT_STAGES: dict[str, frozenset[tuple[int, int]]] = {
 docstring); (1, 1) maps to no layout (nothing to split). Other pairs raise or fall through to
 Megatron-Core's even split, so a run there states its own layout."""
 
+RECIPE_LAYERS: dict[str, int] = {"deepseek_v3": 61, "kimi_k2": 61}
+"""Decoder layers the recipes' maps are written for (the same v0.5.0 files: the map's lists
+hold 61 "decoder" entries); a model of another depth (a shortened proxy) is not split by
+them."""
+
 _MODEL_RECIPE = (
     (re.compile(r"deepseek[-_ ]?v3", re.I), "deepseek_v3"),
     (re.compile(r"kimi[-_ ]?k2", re.I), "kimi_k2"),
@@ -57,9 +62,12 @@ def layout_recipe(
 def recipe_split(recipe: str, layers: int, pp: int, vpp: int) -> tuple[int, ...] | None:
     """Decoder layers per virtual stage (first stage first) of the recipe's map for (PP, VPP):
     ceil(layers / stages) on every stage but the last, which takes the remainder; None where
-    the map has no entry or the split would leave the last stage negative."""
+    the map has no entry, the model is not the recipe's depth, or the split would leave the
+    last stage negative."""
     if (pp, vpp) not in RECIPE_LAYOUT_STAGES.get(recipe, frozenset()):
         return None
+    if layers != RECIPE_LAYERS.get(recipe):
+        return None  # the map lists 61 layers; another depth keeps Seer's own split
     stages = pp * vpp
     per = -(-layers // stages)
     last = layers - per * (stages - 1)
@@ -68,4 +76,4 @@ def recipe_split(recipe: str, layers: int, pp: int, vpp: int) -> tuple[int, ...]
     return (per,) * (stages - 1) + (last,)
 
 
-__all__ = ["RECIPE_LAYOUT_STAGES", "layout_recipe", "recipe_split"]
+__all__ = ["RECIPE_LAYERS", "RECIPE_LAYOUT_STAGES", "layout_recipe", "recipe_split"]

@@ -30,6 +30,7 @@ import re
 from typing import Literal, get_args
 
 from starfabric.astral.hardware import GPUSpec
+from starfabric.astral.seer.statements import negated_at, stated
 from starfabric.errors import ConfigError
 
 Recipe = Literal["delayed", "tensorwise", "blockwise", "mxfp8", "torchao_tensorwise"]
@@ -121,47 +122,80 @@ def gemm_rate(recipe: str | None, gpu: GPUSpec) -> float:
     return 1.0
 
 
-_FP4 = re.compile(r"\bfp4\b|nvfp4|mxfp4")
+_FP4 = re.compile(r"\bfp4\b|nvfp4|mxfp4", re.I)
 """An FP4 precision cell: timed at the FP8 rate (validate.FP4_AS_FP8), no FP8 recipe read."""
-_STATED: tuple[tuple[Recipe, str], ...] = (
-    ("mxfp8", r"\bmx-?fp8\b|\bmx\s*fp8\b|microscal"),
-    ("blockwise", r"1\s*x\s*128|128\s*x\s*128|block[- ]?(?:wise|scal)|deepseek[- ]style"),
-    ("delayed", r"\bdelayed\b"),
-    ("torchao_tensorwise", r"torchao\b.*\btensor[- ]?wise\b|torchao\b.*\bdynamic\b"),
-    ("tensorwise", r"\btensor[- ]?wise\b|current[- ]scal"),
+_STATED: tuple[tuple[Recipe, re.Pattern[str]], ...] = (
+    ("mxfp8", re.compile(r"(?<![a-z0-9])mx-?\s*fp8|microscal|\bfp8[-_ ]?mx(?![a-z0-9])", re.I)),
+    (
+        "blockwise",
+        re.compile(
+            r"\b1\s*[x×]\s*128\b|\b128\s*[x×]\s*128\b|block[- ]?(?:wise|scal)|deepseek[- ]style"
+            r"|sub-?channel|\bfp8[-_ ]?sc(?![a-z0-9])",
+            re.I,
+        ),
+    ),
+    (
+        "delayed",
+        re.compile(
+            r"(?<![a-z0-9])delayed(?:[-_ ]?scaling)?(?![a-z0-9])(?![-_ ]wgrad)"
+            r"|\bfp8[-_ ]?ds(?![a-z0-9])",
+            re.I,
+        ),
+    ),
+    (
+        "tensorwise",
+        re.compile(r"\btensor[- ]?wise\b|current[-_ ]?scal|\bfp8[-_ ]?cs(?![a-z0-9])", re.I),
+    ),
 )
-"""The recipe a precision cell states, first match wins: "MXFP8 ...", "FP8 (E4M3, 1x128 act /
-128x128 weight scaling)", "delayed scaling", "torchao float8 tensorwise", "FP8 current
-scaling". Any other FP8 cell ("FP8 (Transformer Engine)", "FP8 hybrid") states no recipe."""
+"""The recipe a precision cell states, first stated (not negated, `statements.stated`) wins:
+"MXFP8 ..." (TE's `MXFP8BlockScaling` too), "FP8 (E4M3, 1x128 act / 128x128 weight scaling)",
+"delayed scaling" (`DelayedScaling`; not "delayed wgrad"), "FP8 current scaling"
+(`Float8CurrentScaling`); Megatron-Bridge's names (v0.5.0 `scripts/performance` `--compute_dtype`
+fp8_cs / fp8_mx / fp8_sc, its `fp8_ds`, and `mixed_precision.py`'s
+`bf16_with_fp8_current_scaling_mixed`, `bf16_with_mxfp8_mixed`,
+`bf16_with_fp8_subchannel_scaling_mixed` = blockwise, `bf16_with_fp8_delayed_scaling_mixed`).
+A cell that says "current scaling, not delayed" states tensorwise.
+Any other FP8 cell ("FP8 (Transformer Engine)", "FP8 hybrid") states no recipe."""
+_TORCHAO = re.compile(r"\btorchao\b", re.I)
+_DYNAMIC = re.compile(r"\bdynamic\b", re.I)
+_ROWWISE = re.compile(r"\brow[- ]?wise\b", re.I)
+"""torchao's float8 dynamic ("tensorwise") scaling: torchao named with tensorwise or dynamic
+scaling anywhere in the cell, in either order ("torchao float8 tensorwise", "FP8 tensorwise
+(torchao)"); torchao's rowwise recipe, also dynamic, is not it (no recipe read: left alone)."""
 
 
 def stated_recipe(text: str | None) -> Recipe | None:
     """The FP8 recipe a precision cell names, or None when it names none (FP4 cells too:
-    they are timed at the FP8 rate as before, `validate.FP4_AS_FP8`)."""
-    low = (text or "").lower()
-    if _FP4.search(low):
+    they are timed at the FP8 rate as before, `validate.FP4_AS_FP8`). Negated mentions
+    ("not MXFP8", "no delayed scaling") state nothing."""
+    if stated(_FP4, text):
         return None
     for name, pat in _STATED:
-        if re.search(pat, low):
-            return name
+        if not stated(pat, text):
+            continue
+        if name == "tensorwise" and stated(_TORCHAO, text):
+            return "torchao_tensorwise"
+        return name
+    if stated(_TORCHAO, text) and stated(_DYNAMIC, text) and not stated(_ROWWISE, text):
+        return "torchao_tensorwise"
     return None
 
 
 _FLAG = re.compile(r"fp8[-_ ]recipe\s*[=:]?\s*['\"]?(tensorwise|delayed|mxfp8|blockwise)\b", re.I)
 """An explicit Megatron-Core setting in a notes/framework cell: "--fp8-recipe blockwise",
-"fp8_recipe: mxfp8"."""
+"fp8_recipe: mxfp8"; a negated one ("not --fp8-recipe blockwise") is skipped."""
 
 
 def row_recipe(precision: str | None, *others: str | None) -> Recipe | None:
     """The recipe a published row states: its precision cell (`stated_recipe`), else a
     Megatron `--fp8-recipe` setting written in another cell (notes, framework)."""
     recipe = stated_recipe(precision)
-    if recipe is not None or _FP4.search((precision or "").lower()):
+    if recipe is not None or stated(_FP4, precision):
         return recipe
     for text in others:
-        m = _FLAG.search(text or "")
-        if m:
-            return m.group(1).lower()  # type: ignore[return-value]
+        for m in _FLAG.finditer(text or ""):
+            if not negated_at(text or "", m.start(), m.end()):
+                return m.group(1).lower()  # type: ignore[return-value]
     return None
 
 

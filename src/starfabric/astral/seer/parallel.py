@@ -17,7 +17,7 @@ from pydantic import Field, field_validator, model_validator
 from starfabric.astral.hardware import GPUSpec, get_gpu
 from starfabric.astral.seer import cpu_optimizer_offload
 from starfabric.astral.seer.cp_comm import a2a_heads_error, cp_levels, host_a2a_size
-from starfabric.astral.seer.fp8_recipe import Recipe, check_supported
+from starfabric.astral.seer.fp8_recipe import Recipe, check_supported, native_mx
 from starfabric.astral.seer.model import ModelSpec, bundled_models
 from starfabric.config import Spec
 from starfabric.errors import ConfigError, InfeasibleError
@@ -244,7 +244,8 @@ class ExecutionSpec(Spec):
         description="Transformer Engine's MXFP8 grouped-linear path the row states (release "
         "or PRs; seer/te_mxfp8_host.py): the quantize, zero-fill and swizzle launches per "
         "local expert and per non-expert TE linear that host_ops adds; None: not stated, the "
-        "BF16 launch count",
+        "BF16 launch count. Needs precision fp8 without a tensor-scaled fp8_recipe, on a GPU with "
+        "MX tensor cores (Blackwell)",
     )
     moe_load_balance: Literal["dropless", "forced"] = Field(
         default="dropless",
@@ -318,6 +319,16 @@ class ExecutionSpec(Spec):
             raise ValueError(
                 f"fp8_recipe = {self.fp8_recipe!r} with precision {self.precision!r}: a recipe "
                 "scales FP8 GEMMs only; give precision: fp8 or drop fp8_recipe"
+            )
+        if self.te_mxfp8_stage is not None and (
+            self.precision != "fp8"
+            or self.fp8_recipe in ("delayed", "tensorwise", "torchao_tensorwise")
+        ):
+            raise ValueError(
+                f"te_mxfp8_stage = {self.te_mxfp8_stage!r} with precision {self.precision!r} and "
+                f"fp8_recipe {self.fp8_recipe!r}: TE's MXFP8 expert launches run under an MXFP8 "
+                "(or Blackwell blockwise) recipe only; give precision: fp8 with fp8_recipe mxfp8, "
+                "or drop te_mxfp8_stage"
             )
         return self
 
@@ -538,6 +549,12 @@ def resolve_layout(
     if ex.precision == "fp8":
         gpu.tflops("fp8")
         check_supported(ex.fp8_recipe, gpu)
+        if ex.te_mxfp8_stage is not None and not native_mx(gpu):
+            raise ConfigError(
+                f"te_mxfp8_stage {ex.te_mxfp8_stage!r} on {gpu.name}: TE's MXFP8 expert path "
+                "needs Blackwell tensor cores (SM100+)",
+                fix="drop te_mxfp8_stage on this GPU, or use a Blackwell GPU",
+            )
     if (ex.offload_activations or ex.offload_weights) and not gpu.offload_gib:
         raise _fail(
             f"GPU {gpu.name} has no second memory tier to offload to (hardware catalog: no "

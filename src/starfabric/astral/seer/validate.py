@@ -107,10 +107,10 @@ EP_OVERLAP = re.compile(
 "EP all-to-all overlapped with 1F1B"); negated mentions ("A2A_OVERLAP=0", "EP all-to-all not
 overlapped", "no EP overlap") are read by statements.stated."""
 CUDA_GRAPHS = re.compile(r"cuda[-_ ]?graphs?", re.I)
-ROUTER_FUSION = re.compile(r"--moe-router-fusion|\brouter fusion\b", re.I)
-"""Megatron-Core's fused MoE router (TE PR 1883), as a row's framework cell states it."""
 """A framework or notes cell naming CUDA graphs ("CUDA graphs (--cuda-graph-impl ...)"); a
 negated mention ("CUDA graphs off", "no CUDA graph") is read by statements.stated."""
+ROUTER_FUSION = re.compile(r"--moe-router-fusion|\brouter fusion\b", re.I)
+"""Megatron-Core's fused MoE router (TE PR 1883), as a row's framework cell states it."""
 DELAY_WGRAD = re.compile(r"delay(?:ed)?[-_ ]wgrad(?:[-_]compute)?", re.I)
 """`--delay-wgrad-compute` stated (and not negated: "delay_wgrad off", "no delay-wgrad") in the
 framework or notes cell."""
@@ -1179,10 +1179,14 @@ def row_setup(row: dict[str, str]) -> RowSetup:
             # the uneven default of _search.
             ex["pipeline_layers"] = list(split)
             read["pipeline_layers"] = f"{list(split)} (stated split)"
-    recipe = fp8_recipe.row_recipe(row.get("precision"), row.get("notes"), row.get("framework"))
-    if ex["precision"] == "fp8" and recipe is not None:
-        ex["fp8_recipe"] = recipe  # GEMM rate and cast per recipe (fp8_recipe.py)
-        read["fp8_recipe"] = f"{recipe} (stated)"
+    scaling = fp8_recipe.row_recipe(row.get("precision"), row.get("notes"), row.get("framework"))
+    if ex["precision"] == "fp8" and scaling is not None:
+        ex["fp8_recipe"] = scaling  # GEMM rate and cast per recipe (fp8_recipe.py)
+        read["fp8_recipe"] = f"{scaling} (stated)"
+    if scaling != "mxfp8":
+        # TE's MXFP8 expert path only under the MXFP8 recipe: a cell whose MXFP8 mention is
+        # negated ("FP8 tensorwise, not MXFP8") keeps the BF16 launch count.
+        ex.pop("te_mxfp8_stage", None)
     sms = stated_num_sms(row.get("framework"), row.get("notes"))
     if sms is not None:
         ex["deepep_num_sms"] = sms  # the DeepEP SM budget the run set (deepep_sm_budget)
