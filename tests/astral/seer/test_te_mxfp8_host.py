@@ -155,3 +155,27 @@ def test_other_rows_state_nothing() -> None:
             continue
         assert ex.get("te_mxfp8_stage") is None, r["row_id"]
         assert not ex.get("moe_router_fusion"), r["row_id"]
+
+
+@pytest.mark.parametrize(
+    ("text", "stage"),
+    [
+        # a negated or reverted PR is not the run's
+        ("not TE PR 2019", None),
+        ("without TE PRs 1793/1934", None),
+        ("TE PR 2019 reverted", None),
+        ("Transformer Engine 2.3+; TE PR 2019 (reverted)", "per_tensor"),
+        # a release named only as the comparison is not the run's
+        ("Transformer Engine 2.3, compared with TE 2.9", "per_tensor"),
+        ("TE 2.3 (vs. TE 2.9 in the later states)", "per_tensor"),
+        ("TE 2.6 rather than TE 2.9", "bulk_alloc"),
+        ("not TE 2.9", None),
+        # a reverted fix caps a newer release below its stage
+        ("TE 2.9 with TE PR 2019 reverted", "bulk_alloc"),
+        ("TE 2.9, TE PRs 1793/1934 reverted", "per_tensor"),
+        # an affirmed mention still wins over a comparison elsewhere
+        ("TE 2.9 (compared with TE 2.3)", "multi_swizzle"),
+    ],
+)
+def test_negated_or_compared_releases_are_not_the_runs(text: str, stage: str | None) -> None:
+    assert mxfp8_stage("MXFP8", [text]) == stage

@@ -7,16 +7,20 @@ forced load balancing", "EP all-to-all not overlapped", "A2A_OVERLAP=0",
 "moe_a2a_overlap: false", "delay_wgrad off", "torch.compile disabled". `stated` reads each
 mention with the words around it:
 
-- before it, within two words: no / not / without / never / w/o / disable(d) ("without any
-  forced load balancing", "not using Ulysses");
+- before it, within two words: no / not / without / never / w/o / disable(d) / revert(ed)
+  ("without any forced load balancing", "not using Ulysses", "reverted TE PR 2019");
 - inside it: not / no / never / without (for patterns that span "all-to-all not overlapped");
-- right after it, or after one more word ("Ulysses SP off"): off / false / disabled / 0
-  (also after ':' or '='), "(off)", or a bare
+- right after it, or after one more word ("Ulysses SP off"): off / false / disabled /
+  reverted / 0 (also after ':' or '='), "(off)", "(reverted)", or a bare
   ": no" / "= none" that ends the phrase ("forced balancing: no"; "eager: no torch.compile"
   is not a negation of "eager").
 
 A cell that names a setting once affirmed and once negated reads as affirmed (the run is
 described by what it did; the negated mention is usually a comparison).
+
+`compared_at` reads the other way a cell names what the run did not use: the reference of a
+comparison ("TE 2.3, compared with TE 2.9", "vs. TE 2.9", "rather than TE 2.9"). Readers of a
+release or version (te_mxfp8_host) skip such mentions as they skip negated ones.
 """
 
 from __future__ import annotations
@@ -24,13 +28,14 @@ from __future__ import annotations
 import re
 
 NEGATION_BEFORE = re.compile(
-    r"\b(?:no|not|without|never|w/o|disable[ds]?)\s+(?:[\w./'\"-]+\s+){0,2}$", re.I
+    r"\b(?:no|not|without|never|w/o|disable[ds]?|revert(?:ed|s)?)\s+(?:[\w./'\"-]+\s+){0,2}$",
+    re.I,
 )
 """A negating word up to two words before a mention."""
 NEGATION_INSIDE = re.compile(r"\b(?:no|not|never|without)\b", re.I)
 NEGATION_AFTER = re.compile(
     r"^(?:\s+[A-Za-z][\w-]*)?(?:\s*[:=]\s*|\s+|\s*\(\s*|[-_])"
-    r"(?:off|false|disabled|0(?![.\d]))\b"
+    r"(?:off|false|disabled|reverted|0(?![.\d]))\b"
     r"|^\s*[:=]\s*(?:no|none)\b(?!\s*[\w.])",
     re.I,
 )
@@ -54,6 +59,20 @@ def negated_at(text: str, start: int, end: int) -> bool:
         or NEGATION_INSIDE.search(text[start:end])
         or NEGATION_AFTER.search(text[end:])
     )
+
+
+COMPARED_BEFORE = re.compile(
+    r"(?:\bcompared\s+(?:with|to|against)|\bvs\.?|\bversus|\brelative\s+to|\bthan"
+    r"|\binstead\s+of)\s+(?:[\w./'\"-]+\s+){0,2}$",
+    re.I,
+)
+"""Words up to two words before a mention that make it the reference of a comparison."""
+
+
+def compared_at(text: str, start: int) -> bool:
+    """Whether the mention starting at text[start] is what the run is compared with ("TE 2.3,
+    compared with TE 2.9"; "TE 2.6 rather than TE 2.9"), not what it ran."""
+    return bool(COMPARED_BEFORE.search(text[:start]))
 
 
 def stated(pattern: re.Pattern[str], *cells: str | None) -> bool | None:
@@ -86,10 +105,12 @@ def names_efa(*cells: str | None) -> bool:
 
 
 __all__ = [
+    "COMPARED_BEFORE",
     "EFA",
     "NEGATION_AFTER",
     "NEGATION_BEFORE",
     "NEGATION_INSIDE",
+    "compared_at",
     "names_efa",
     "negated_at",
     "stated",

@@ -63,6 +63,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from starfabric.astral.seer.statements import compared_at, negated_at
+
 STAGES = ("per_tensor", "bulk_alloc", "multi_swizzle")
 """TE's MXFP8 grouped-linear paths, oldest first."""
 
@@ -105,35 +107,61 @@ _BULK_PRS = frozenset({1793, 1934})
 _SWIZZLE_PRS = frozenset({2019})
 
 
-def _te_prs(text: str) -> set[int]:
-    """TE pull-request numbers named in `text` ("TE PRs 1793/1934/2134", "TE PR 2019")."""
-    out: set[int] = set()
-    for m in _PR.finditer(text):
-        out |= {int(n) for n in re.findall(r"\d{3,5}", m.group(1))}
-    return out
+def _affirmed(text: str, m: re.Match[str]) -> bool | None:
+    """True for a mention the run did (`statements`), False for a negated or reverted one
+    ("not TE PR 2019", "TE PR 2019 reverted"), None for a comparison's reference ("compared
+    with TE 2.9", "vs. TE 2.9"): that names neither what the run did nor what it did not."""
+    end = m.start() + len(m.group(0).rstrip())
+    if compared_at(text, m.start()):
+        return None
+    return not negated_at(text, m.start(), end)
+
+
+def _pr_stage(prs: set[int]) -> int | None:
+    """Index in STAGES of the stage a set of TE PRs brings, None when it names none of them."""
+    if prs & _SWIZZLE_PRS:
+        return STAGES.index("multi_swizzle")
+    if prs & _BULK_PRS:
+        return STAGES.index("bulk_alloc")
+    return None
+
+
+def _release_stage(major: int, minor: int) -> int:
+    """Index in STAGES of the stage TE release major.minor ships."""
+    if (major, minor) >= MULTI_SWIZZLE_RELEASE:
+        return STAGES.index("multi_swizzle")
+    if (major, minor) >= BULK_ALLOC_RELEASE:
+        return STAGES.index("bulk_alloc")
+    return STAGES.index("per_tensor")
 
 
 def mxfp8_stage(precision: str | None, texts: Iterable[str | None]) -> str | None:
     """TE's MXFP8 expert path a row states: None unless the precision cell says MXFP8 and a
     cell names TE's fixes (PR numbers) or TE's release; the newest stated evidence wins (a PR
-    named over an older release floor such as "Transformer Engine 2.3+")."""
+    named over an older release floor such as "Transformer Engine 2.3+"). Mentions are read
+    with `statements`: a negated release or PR ("not TE 2.9", "without TE PR 2019") and a
+    comparison's reference ("TE 2.3, compared with TE 2.9") are not the run's; a fix stated
+    reverted ("TE 2.9, TE PR 2019 reverted") caps the stage below the one it brings."""
     if not _MXFP8.search(precision or ""):
         return None
     text = " ; ".join(t for t in texts if t)
-    prs = _te_prs(text)
-    if prs & _SWIZZLE_PRS:
-        return "multi_swizzle"
-    if prs & _BULK_PRS:
-        return "bulk_alloc"
-    releases = [(int(a), int(b)) for a, b in _TE_RELEASE.findall(text)]
-    if not releases:
+    found: list[int] = []
+    cap = len(STAGES) - 1
+    for m in _PR.finditer(text):
+        stage = _pr_stage({int(n) for n in re.findall(r"\d{3,5}", m.group(1))})
+        said = _affirmed(text, m)
+        if stage is None or said is None:
+            continue
+        if said:
+            found.append(stage)
+        else:
+            cap = min(cap, stage - 1)
+    for m in _TE_RELEASE.finditer(text):
+        if _affirmed(text, m):
+            found.append(_release_stage(int(m.group(1)), int(m.group(2))))
+    if not found:
         return None
-    rel = max(releases)
-    if rel >= MULTI_SWIZZLE_RELEASE:
-        return "multi_swizzle"
-    if rel >= BULK_ALLOC_RELEASE:
-        return "bulk_alloc"
-    return "per_tensor"
+    return STAGES[min(max(found), cap)]
 
 
 __all__ = [
