@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from starfabric.astral.seer import host_ops, host_segments
+from starfabric.astral.seer.fp8_recipe import is_mxfp8, row_recipe
 from starfabric.astral.seer.te_mxfp8_host import (
     PER_GROUPED_LAYER_PAIR,
     PER_LINEAR,
@@ -179,3 +180,51 @@ def test_other_rows_state_nothing() -> None:
 )
 def test_negated_or_compared_releases_are_not_the_runs(text: str, stage: str | None) -> None:
     assert mxfp8_stage("MXFP8", [text]) == stage
+
+
+@pytest.mark.parametrize(
+    ("text", "stage"),
+    [
+        ("TransformerEngine v2.6", "bulk_alloc"),
+        ("transformer_engine 2.9", "multi_swizzle"),
+        ("Transformer Engine release 2.9", "multi_swizzle"),
+        ("Transformer Engine version 2.5", "per_tensor"),
+        ("TransformerEngine PR 2019", "multi_swizzle"),
+        ("transformer_engine PRs 1793/1934", "bulk_alloc"),
+    ],
+)
+def test_release_spellings(text: str, stage: str) -> None:
+    assert mxfp8_stage("MXFP8", [text]) == stage
+
+
+MXFP8_SPELLINGS = [
+    "MXFP8",
+    "MX-FP8",
+    "fp8_mx",
+    "bf16_with_mxfp8_mixed",
+    "FP8 (MXFP8BlockScaling)",
+    "FP8 tensorwise, not MXFP8",
+    "BF16 (MXFP8 disabled)",
+    "FP8 (delayed scaling)",
+    "NVFP4 (MXFP8 fallback layers)",
+    "FP8",
+    "BF16",
+]
+
+
+@pytest.mark.parametrize("precision", MXFP8_SPELLINGS)
+def test_mxfp8_read_as_the_fp8_recipe_reader_reads_it(precision: str) -> None:
+    """One reading of "is this MXFP8" (fp8_recipe.is_mxfp8, also what sets the row's FP8
+    recipe): a cell read as the MXFP8 recipe gets TE's stage, any other keeps the BF16 count."""
+    mx = row_recipe(precision) == "mxfp8"
+    assert is_mxfp8(precision) is mx
+    assert (mxfp8_stage(precision, ["TE 2.9"]) is not None) is mx
+    if precision in ("MX-FP8", "fp8_mx", "bf16_with_mxfp8_mixed"):  # Megatron-Bridge's names
+        assert mxfp8_stage(precision, ["TE 2.9"]) == "multi_swizzle"
+
+
+def test_mxfp8_flag_in_another_cell() -> None:
+    # "FP8" with Megatron-Core's --fp8-recipe mxfp8 in the framework cell: the recipe reader
+    # times the row as MXFP8, so the launch reader counts TE's MXFP8 path too
+    assert mxfp8_stage("FP8", ["Megatron-Core, --fp8-recipe mxfp8, TE 2.6"]) == "bulk_alloc"
+    assert mxfp8_stage("FP8", ["Megatron-Core, not --fp8-recipe mxfp8, TE 2.6"]) is None

@@ -199,6 +199,14 @@ def row_recipe(precision: str | None, *others: str | None) -> Recipe | None:
     return None
 
 
+def is_mxfp8(precision: str | None, *others: str | None) -> bool:
+    """Whether a row states the MXFP8 recipe (`row_recipe`): the one reading of "is this
+    MXFP8" for the GEMM rate and cast here and for TE's MXFP8 launches (te_mxfp8_host), so the
+    two cannot diverge ("MX-FP8", Megatron-Bridge's "fp8_mx" and "bf16_with_mxfp8_mixed",
+    "--fp8-recipe mxfp8"; not "FP8 tensorwise, not MXFP8", not an FP4 cell)."""
+    return row_recipe(precision, *others) == "mxfp8"
+
+
 __all__ = [
     "BLOCKWISE_HOPPER_GEMM_RATE",
     "MXFP8_BLACKWELL_GEMM_RATE",
@@ -207,6 +215,7 @@ __all__ = [
     "cast_factor",
     "check_supported",
     "gemm_rate",
+    "is_mxfp8",
     "native_mx",
     "quant_bytes",
     "row_recipe",

@@ -63,6 +63,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from starfabric.astral.seer.fp8_recipe import is_mxfp8
 from starfabric.astral.seer.statements import compared_at, negated_at
 
 STAGES = ("per_tensor", "bulk_alloc", "multi_swizzle")
@@ -98,11 +99,13 @@ BULK_ALLOC_RELEASE = (2, 6)
 MULTI_SWIZZLE_RELEASE = (2, 7)
 """First TE release with PR 2019 (`git tag --contains c0d2f1a`: v2.7)."""
 
-_MXFP8 = re.compile(r"\bmxfp8\b", re.I)
-_TE_RELEASE = re.compile(r"\b(?:transformer[ -]engine|TE)\s*v?(\d+)\.(\d+)", re.I)
-_PR = re.compile(
-    r"\b(?:TE|transformer[ -]?engine)\s+PRs?\s+#?((?:\d{3,5}\s*(?:/|,|and|&)?\s*#?)+)", re.I
-)
+_TE = r"\b(?:transformer[ _-]?engine|TE)"
+"""TE's names: "Transformer Engine", "TransformerEngine", "transformer_engine" (the Python
+package), "TE"."""
+_TE_RELEASE = re.compile(_TE + r"(?:\s+(?:release|version))?\s*v?(\d+)\.(\d+)", re.I)
+"""A TE release: "TE 2.3+", "TE v2.6", "TransformerEngine v2.6", "transformer_engine 2.9",
+"Transformer Engine release 2.9", "Transformer Engine 2.9-based"."""
+_PR = re.compile(_TE + r"\s+PRs?\s+#?((?:\d{3,5}\s*(?:/|,|and|&)?\s*#?)+)", re.I)
 _BULK_PRS = frozenset({1793, 1934})
 _SWIZZLE_PRS = frozenset({2019})
 
@@ -136,15 +139,16 @@ def _release_stage(major: int, minor: int) -> int:
 
 
 def mxfp8_stage(precision: str | None, texts: Iterable[str | None]) -> str | None:
-    """TE's MXFP8 expert path a row states: None unless the precision cell says MXFP8 and a
-    cell names TE's fixes (PR numbers) or TE's release; the newest stated evidence wins (a PR
+    """TE's MXFP8 expert path a row states: None unless the row states the MXFP8 recipe
+    (`fp8_recipe.is_mxfp8`, the reading that sets the row's FP8 recipe) and a cell names TE's fixes (PR numbers) or TE's release; the newest stated evidence wins (a PR
     named over an older release floor such as "Transformer Engine 2.3+"). Mentions are read
     with `statements`: a negated release or PR ("not TE 2.9", "without TE PR 2019") and a
     comparison's reference ("TE 2.3, compared with TE 2.9") are not the run's; a fix stated
     reverted ("TE 2.9, TE PR 2019 reverted") caps the stage below the one it brings."""
-    if not _MXFP8.search(precision or ""):
+    cells = [t for t in texts if t]
+    if not is_mxfp8(precision, *cells):
         return None
-    text = " ; ".join(t for t in texts if t)
+    text = " ; ".join(cells)
     found: list[int] = []
     cap = len(STAGES) - 1
     for m in _PR.finditer(text):
