@@ -558,3 +558,19 @@ def test_unstated_moe_shape_is_refused(column: str) -> None:
     with pytest.raises(DataError) as err:
         validate_row(row)
     assert column in err.value.one_line() and "MPF-T3-01" in err.value.one_line()
+
+
+@pytest.mark.parametrize(
+    ("cell", "want"),
+    [
+        ("BF16 (MXFP8 disabled)", "bf16"),
+        ("BF16, no FP8", "bf16"),
+        ("BF16 mixed (FP8 off)", "bf16"),
+        ("FP16 mixed (not BF16)", "fp16"),
+        ("FP8 hybrid, BF16 for the rest", "fp8"),
+        ("MXFP8 (not BF16)", "fp8"),
+    ],
+)
+def test_precision_negated_mentions(cell: str, want: str) -> None:
+    """A precision named only negated ("MXFP8 disabled", "not BF16") is not the run's."""
+    assert cells.precision(cell) == want

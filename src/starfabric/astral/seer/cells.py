@@ -12,6 +12,7 @@ import re
 
 from starfabric.astral.hardware import GPUSpec, get_gpu, list_gpus
 from starfabric.astral.seer import releases
+from starfabric.astral.seer.statements import stated
 from starfabric.errors import ConfigError
 
 _DIGITS = re.compile(r"(?<![\d.,])(\d{1,3}(?:,\d{3})+(?![\d,])|\d+)(\.\d+)?")
@@ -296,16 +297,20 @@ PRECISIONS = (
     ("fp8", r"fp8|fp4|float8|e4m3|e5m2"),
     ("bf16", r"bf-?16|bfloat-?16|brain[- ]?float"),
 )
-"""Compute precision named by a precision cell, first match wins; anything else 16-bit is
-FP16 ("mixed 16-bit", "FP16 mixed", "half")."""
+"""Compute precision named by a precision cell, first one stated (not negated) wins; anything
+else 16-bit is FP16 ("mixed 16-bit", "FP16 mixed", "half")."""
+
+
+_PRECISION_RES = tuple((name, re.compile(pat, re.I)) for name, pat in PRECISIONS)
 
 
 def precision(raw: str | None) -> str:
     """'fp8' (FP8/FP4 GEMMs: "FP8 hybrid", "fp8 (E4M3 fwd, E5M2 bwd)", "float8"), 'bf16'
-    ("BF16 mixed", "bfloat16"; also an unstated precision), else 'fp16'."""
-    text = (raw or "").lower()
-    for name, pat in PRECISIONS:
-        if re.search(pat, text):
+    ("BF16 mixed", "bfloat16"; also an unstated precision), else 'fp16'. A precision named
+    only negated (`statements.stated`: "BF16 (MXFP8 disabled)", "FP16 mixed (not BF16)") is
+    not the run's."""
+    for name, pat in _PRECISION_RES:
+        if stated(pat, raw):
             return name
     return "bf16" if unverified(raw) else "fp16"
 
