@@ -482,6 +482,10 @@ def _base() -> dict[str, str]:
         ("gpu", "A100-PCIe-40GB", "PCIe card"),
         # A sequence length without a number.
         ("seq_len", "long", "not a number"),
+        # A precision cell that names no precision Seer times (a typo, FP32/TF32 training).
+        ("precision", "FP9 weird", "names no precision"),
+        ("precision", "TF32", "names no precision"),
+        ("precision", "not FP16", "names no precision"),
     ],
 )
 def test_refused_phrasings(column: str, cell: str, why: str) -> None:
@@ -574,3 +578,16 @@ def test_unstated_moe_shape_is_refused(column: str) -> None:
 def test_precision_negated_mentions(cell: str, want: str) -> None:
     """A precision named only negated ("MXFP8 disabled", "not BF16") is not the run's."""
     assert cells.precision(cell) == want
+
+
+@pytest.mark.parametrize("cell", ["", "UNVERIFIED", "UNVERIFIED (mixed)", "  "])
+def test_unstated_precision_keeps_the_default(cell: str) -> None:
+    """A blank or UNVERIFIED precision cell is not malformed: BF16 (same peak as FP16)."""
+    assert cells.precision(cell) == "bf16"
+
+
+def test_unknown_precision_is_one_line() -> None:
+    with pytest.raises(DataError) as err:
+        cells.precision("FP9 weird", where="row X-01")
+    line = err.value.one_line()
+    assert "\n" not in line and "row X-01" in line and "'FP9 weird'" in line and "BF16" in line

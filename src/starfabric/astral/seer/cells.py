@@ -13,7 +13,7 @@ import re
 from starfabric.astral.hardware import GPUSpec, get_gpu, list_gpus
 from starfabric.astral.seer import releases
 from starfabric.astral.seer.statements import stated
-from starfabric.errors import ConfigError
+from starfabric.errors import ConfigError, DataError
 
 _DIGITS = re.compile(r"(?<![\d.,])(\d{1,3}(?:,\d{3})+(?![\d,])|\d+)(\.\d+)?")
 """A number as sources print it: plain ("4096", "0.5") or with thousands separators ("4,096",
@@ -304,15 +304,31 @@ else 16-bit is FP16 ("mixed 16-bit", "FP16 mixed", "half")."""
 _PRECISION_RES = tuple((name, re.compile(pat, re.I)) for name, pat in PRECISIONS)
 
 
-def precision(raw: str | None) -> str:
+FP16_SPELLINGS = re.compile(r"fp-?16|float-?16|\bhalf\b|16[- ]?bit", re.I)
+"""A 16-bit precision that is not BF16: "FP16 mixed", "float16", "half precision", "mixed
+16-bit" (the A100-era papers' wording: FP16, the only 16-bit mixed precision of their
+frameworks)."""
+
+
+def precision(raw: str | None, where: str = "precision cell") -> str:
     """'fp8' (FP8/FP4 GEMMs: "FP8 hybrid", "fp8 (E4M3 fwd, E5M2 bwd)", "float8"), 'bf16'
-    ("BF16 mixed", "bfloat16"; also an unstated precision), else 'fp16'. A precision named
-    only negated (`statements.stated`: "BF16 (MXFP8 disabled)", "FP16 mixed (not BF16)") is
-    not the run's."""
+    ("BF16 mixed", "bfloat16"; also an empty or UNVERIFIED cell), 'fp16' (`FP16_SPELLINGS`).
+    A precision named only negated (`statements.stated`: "BF16 (MXFP8 disabled)", "FP16 mixed
+    (not BF16)") is not the run's. A cell naming none of them ("FP9 weird", "TF32") is a
+    DataError prefixed with `where` (the row), not a silent FP16."""
     for name, pat in _PRECISION_RES:
         if stated(pat, raw):
             return name
-    return "bf16" if unverified(raw) else "fp16"
+    if unverified(raw):
+        return "bf16"
+    if stated(FP16_SPELLINGS, raw):
+        return "fp16"
+    raise DataError(
+        f"{where}: column 'precision' = {raw!r} names no precision Seer times "
+        "(FP8/FP4, BF16, FP16)",
+        fix="write the run's precision (e.g. 'BF16 mixed', 'FP16 mixed', 'FP8'), "
+        "or UNVERIFIED when the source does not state it",
+    )
 
 
 _FRAMEWORK_SPELLINGS = (
@@ -340,6 +356,7 @@ def framework(raw: str | None) -> str:
 __all__ = [
     "BINARY_SCALE",
     "FAMILY_GPU",
+    "FP16_SPELLINGS",
     "MEGATRON_CAUSAL_SINCE",
     "OFF_WORDS",
     "ON_WORDS",

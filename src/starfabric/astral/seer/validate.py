@@ -1107,7 +1107,7 @@ LOGITS_FP32 = re.compile(r"(?:lm[- ]head|logits|output layer)[^;]*?\bfp32\b", re
 
 def _precision(row: dict[str, str]) -> str:
     # An unstated mixed precision on Ampere or later: BF16 (same peak as FP16).
-    return cells.precision(row.get("precision"))
+    return cells.precision(row.get("precision"), where=f"row {row.get('row_id', '?')}")
 
 
 def canonical_row(row: dict[str, str]) -> dict[str, str]:
