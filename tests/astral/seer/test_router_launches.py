@@ -13,6 +13,8 @@ from hypothesis import strategies as st
 
 from starfabric.astral.seer import host_ops, host_segments, megatron_cli, router_launches
 from starfabric.astral.seer.model import load_model
+from starfabric.astral.seer.parallel import ExecutionSpec
+from starfabric.astral.seer.predict import make_job, predict
 from starfabric.astral.seer.te_mxfp8_host import PER_LINEAR, STAGES
 from starfabric.astral.seer.validate import read_rows, row_setup
 
@@ -183,3 +185,43 @@ def test_mxfp8_linears_per_layer() -> None:
         g = host_ops.layer_launches(moe, "alltoall", 8, 1, True, mla, False, mxfp8_stage=s)
         g0 = host_ops.layer_launches(moe, "alltoall", 8, 1, True, mla, False)
         assert g.fwd - g0.fwd == experts + 2 * PER_LINEAR[s][0]
+
+
+def test_launch_table_documents_every_module() -> None:
+    """Every hand-counted module of `host_ops.LAUNCHES` (not the ones te_mxfp8_host and
+    router_launches generate, documented there) has its row, with its counts, in host_ops'
+    docstring table; the fused router's row says its backward is the unfused one's."""
+    doc = host_ops.__doc__ or ""
+    generated = (*router_launches.UNFUSED, *router_launches.FUSED)
+    for name, n in host_ops.LAUNCHES.items():
+        if name.startswith("mxfp8_") or name in generated:
+            continue
+        assert f"| {name} | {n.fwd} | {n.bwd} |" in doc, name
+    fused = next(line for line in doc.splitlines() if line.startswith("| router_fused |"))
+    assert "backward" in fused and str(host_ops.LAUNCHES["router"].bwd) in fused
+
+
+def _iteration_s(model: str, **ex: object) -> float:
+    base = {"tp": 2, "pp": 1, "global_batch": 64, "micro_batch": 1, "seq_len": 4096,
+            "precision": "bf16", "host_launches": True}  # fmt: skip
+    return predict(make_job(model, {**base, **ex}, {"gpu": "H100", "gpus": 16})).iteration_s
+
+
+def test_router_fusion_is_a_no_op_where_there_is_no_counted_router() -> None:
+    """`moe_router_fusion` on a dense model, or without `host_launches`, changes nothing and
+    is accepted, as Megatron-LM accepts `--moe-router-fusion` on a dense model (the flag only
+    reaches `TopKRouter`) and as the other launch-table flags (cuda_graphs, rope/swiglu fusion,
+    te_mxfp8_stage) are read only with host_launches; the field's description says so."""
+    dense = _iteration_s("llama-3.1-8b")
+    assert _iteration_s("llama-3.1-8b", moe_router_fusion=True) == dense
+    moe = {"ep": 8, "host_launches": False}
+    assert _iteration_s("mixtral-8x7b-v0.1", moe_router_fusion=True, **moe) == _iteration_s(
+        "mixtral-8x7b-v0.1", **moe
+    )
+    # with the host counted, the fused router shortens a host-bound MoE layer (short sequences)
+    host = {"ep": 8, "tp": 1, "seq_len": 1024}
+    assert _iteration_s("mixtral-8x7b-v0.1", moe_router_fusion=True, **host) < _iteration_s(
+        "mixtral-8x7b-v0.1", **host
+    )
+    desc = ExecutionSpec.model_fields["moe_router_fusion"].description or ""
+    assert "dense model" in desc and "host_launches" in desc

@@ -40,6 +40,7 @@ sequence parallelism, gradient-accumulation fusion, `moe_permute_fusion` on, rou
 | mla_rope_unfused | 24 | 22 | the same for MLA's q and k position parts (`multi_latent_attention.py` 789-848), each also de-interleaved (`t[..., 0::2]`, `t[..., 1::2]`, cat: +1; backward two strided `slice_backward`, zeros + copy each, and their add: +5) |
 | swiglu_unfused | 3 | 5 | `bias_activation_fusion` off in `TEGroupedMLP.bias_act_func` (`experts.py` 308-324): silu, `x_linear + glu_linear_offset`, mul, `* permuted_probs` (4) in place of `weighted_bias_swiglu_impl` (1); backward: the probs mul's two products and the sum to the probs' shape, the glu mul's two, `silu_backward`, the chunk's cat (7) in place of `weighted_swiglu_back` (2) |
 | mlp_swiglu_unfused | 2 | 3 | the same in `MLP.forward` (`mlp.py` 310-321; dense MLP and shared expert): silu, add, mul (3) in place of `bias_swiglu_impl` (1); backward 4 in place of 1 |
+| router_fused | 12 | 13 | `--moe-router-fusion` (TE PR 1883, 62acae0 `router.cpp`) in place of `router`: `topk_routing_with_score_function` (9), `compute_routing_scores_for_aux_loss` (6) and `switch_load_balancing_loss_func` (4) become one TE kernel each, 28 - 19 + 3 = 12; backward left at the unfused router's 13, an upper bound: each fused function has one backward kernel, replacing at least one, but the table gives no per-function split of the unfused 13 to subtract from (the backward never waits for the GPU, so it only counts where the host as a whole is the bound) |
 
 The router row is Mixtral/Qwen routing (softmax, plain top-k, `aux_loss`); a model with sigmoid
 scores, an expert bias, group-limited top-k or `seq_aux_loss` (DeepSeek-V3) adds the modules
@@ -49,7 +50,8 @@ zero-fill and swizzle launches (`mxfp8_expert_*`, `mxfp8_layer_*`, `mxfp8_attn_l
 attention linear, `mxfp8_mlp_linear_*` per dense-MLP / shared-expert linear).
 
 The counts are a reading of the code, not a trace: a Kineto trace of one Megatron-Core MoE
-layer would replace them. The last nine rows are conditional: the parameter-gradient adds on every
+layer would replace them. The last ten rows are conditional (`router_fused` replaces `router`
+under `--moe-router-fusion`): the parameter-gradient adds on every
 layer, the QKV gather where the model has fewer KV heads than TP ranks, the unfused RoPE and SwiGLU
 where the run leaves Megatron-Core's `apply_rope_fusion` / `bias_activation_fusion` off (a
 Megatron-Bridge recipe run, `bridge_recipe`; Megatron-LM's launcher turns both on).
@@ -125,7 +127,9 @@ LAUNCHES: dict[str, Launches] = {
     **{k: Launches(*v) for k, v in router_launches.FUSED.items()},
 }  # fmt: skip
 """Megatron-Core core_v0.17.1 launches per module (table in the module docstring; assumption:
-counted by reading the code path, not from a trace of it)."""
+counted by reading the code path, not from a trace of it). `router_fused` = (12, 13): the fused
+router's forward, and the unfused router's backward kept as an upper bound (the table splits
+no backward per function; `router_launches.FUSED` adds DeepSeek-V3's routing on top of it)."""
 CUDA_GRAPH_MODULES = (
     "attention", "qk_norm", "mla_attention", "router", "router_fused", "qkv_gather",
     "rope_unfused", "mla_rope_unfused",

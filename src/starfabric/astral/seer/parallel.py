@@ -237,7 +237,10 @@ class ExecutionSpec(Spec):
         default=False,
         description="Megatron-Core --moe-router-fusion: TE's fused top-k/score, aux-loss score "
         "and aux-loss kernels (TE PR 1883) in place of the unfused router ops; host_ops counts "
-        "the router's forward launches 12 in place of 28",
+        "the router's forward launches 12 in place of 28 (backward kept at 13). No effect, and "
+        "accepted, on a dense model (Megatron-LM accepts the flag there: only TopKRouter reads "
+        "it) or without host_launches (as cuda_graphs, rope_fusion, swiglu_fusion and "
+        "te_mxfp8_stage, it only changes the counted launches)",
     )
     te_mxfp8_stage: Literal["per_tensor", "bulk_alloc", "multi_swizzle"] | None = Field(
         default=None,

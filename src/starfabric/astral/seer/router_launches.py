@@ -23,7 +23,9 @@ layer and micro-batch over the table's router, forward / backward (the table's c
 | group-limited top-k | +9 / +1 (0 with expert bias) | 0 / 0 | `group_limited_topk` in place of one `torch.topk`: top-2 per group, sum, top-k of groups, `zeros_like`, `scatter_`, the expanded mask's reshape (a copy), `.bool()`, `~`, `masked_fill`, top-k (10); backward: `masked_fill`'s (only when the selected scores carry the gradient, i.e. without expert bias) |
 | `seq_aux_loss` | +1 / +1 | +1 / +1 | `_apply_seq_aux_loss`: the loss divided by the batch size; its backward (token counts per sequence come from a view of the routing map: same `sum`) |
 
-DeepSeek-V3 (all four): unfused 49 / 27, fused 15 / 14 (fused backward: the table's 13 kept).
+DeepSeek-V3 (all four): unfused 49 / 27, fused 15 / 14 (fused backward: the table's 13 kept,
+an upper bound — each TE fused function launches one backward kernel in place of at least one,
+but the table gives no per-function split of the unfused backward to subtract; `host_ops`).
 NVIDIA's GB200 write-up (Megatron-LM `docs/discussions/deepseek-v3-gb200-optimization` @1d9edcf)
 counts "the router part" 72 kernels unfused and 31 with `--moe-router-fusion` (2.1.4, "for
 calculating the routing map ... and for calculating and counting the aux loss") and 17 for
