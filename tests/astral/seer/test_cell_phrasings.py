@@ -216,8 +216,8 @@ def precision_phrasings(raw: str, row: dict[str, str]) -> list[str]:
         return ["BF16 mixed", "bfloat16", "bf16-mixed", "mixed precision (BF16)", "bf16",
                 "UNVERIFIED (BF16)", "BF16 mixed (FP32 master weights)"]  # fmt: skip
     if text == "FP8 (Transformer Engine)":
-        return ["FP8 hybrid", "fp8 (E4M3 fwd, E5M2 bwd)", "FP8", "FP8 (TE, delayed scaling)",
-                "FP8 hybrid (E4M3/E5M2)"]  # fmt: skip
+        # not "FP8 (TE, delayed scaling)": it states a recipe (fp8_recipe), which this does not
+        return ["FP8 hybrid", "fp8 (E4M3 fwd, E5M2 bwd)", "FP8", "FP8 hybrid (E4M3/E5M2)"]
     if text in ("FP16 mixed", "mixed 16-bit"):
         return ["FP16 mixed", "fp16", "FP16 mixed precision", "half precision (fp16)"]
     return []
