@@ -586,6 +586,15 @@ def test_unstated_precision_keeps_the_default(cell: str) -> None:
     assert cells.precision(cell) == "bf16"
 
 
+@pytest.mark.parametrize(
+    "cell", ["mixed precision", "mixed", "AMP (apex O2)", "automatic mixed precision"]
+)
+def test_mixed_precision_without_a_format_reads_as_fp16(cell: str) -> None:
+    """An A100-era "mixed precision" that names no format is FP16 (as read before unknown cells
+    were refused), not a malformed cell: a held-out row in that wording must still be read."""
+    assert cells.precision(cell) == "fp16"
+
+
 def test_unknown_precision_is_one_line() -> None:
     with pytest.raises(DataError) as err:
         cells.precision("FP9 weird", where="row X-01")

@@ -304,10 +304,13 @@ else 16-bit is FP16 ("mixed 16-bit", "FP16 mixed", "half")."""
 _PRECISION_RES = tuple((name, re.compile(pat, re.I)) for name, pat in PRECISIONS)
 
 
-FP16_SPELLINGS = re.compile(r"fp-?16|float-?16|\bhalf\b|16[- ]?bit", re.I)
+FP16_SPELLINGS = re.compile(
+    r"fp-?16|float-?16|\bhalf\b|16[- ]?bit|\bmixed\b|\bamp\b|\bapex\b", re.I
+)
 """A 16-bit precision that is not BF16: "FP16 mixed", "float16", "half precision", "mixed
-16-bit" (the A100-era papers' wording: FP16, the only 16-bit mixed precision of their
-frameworks)."""
+16-bit", and "mixed precision" / "AMP" / "apex" that name no format (the A100-era papers'
+wording: FP16, the only 16-bit mixed precision of their frameworks; read as FP16 before the
+malformed-cell check existed, and kept so)."""
 
 
 def precision(raw: str | None, where: str = "precision cell") -> str:
