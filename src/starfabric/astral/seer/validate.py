@@ -38,6 +38,7 @@ from starfabric.astral.seer import (
     tuned_at,
     xtuner_throughput,
 )
+from starfabric.astral.seer import shipped_defaults
 from starfabric.astral.seer.bridge_layout import layout_recipe, recipe_split
 from starfabric.astral.seer.classes import classes_of, per_class
 from starfabric.astral.seer.cp_comm import ALGORITHM as CP_ALGORITHM
@@ -871,6 +872,8 @@ class RowSetup:
     layout_recipe: str | None = None
     """The Megatron-Bridge recipe whose (PP, VPP) layout map splits the layers when the row
     states no split (bridge_layout)."""
+    shipped: shipped_defaults.Applied | None = None
+    """The Megatron-Bridge performance configuration the row matched, and what it supplied."""
 
 
 def _interleaving_stated(row: dict[str, str]) -> bool:
@@ -1120,12 +1123,19 @@ def canonical_row(row: dict[str, str]) -> dict[str, str]:
     return row if canon == fw else {**row, "framework": canon}
 
 
-def row_setup(row: dict[str, str]) -> RowSetup:
-    """Model, fixed execution and system of a row, plus the settings still to choose."""
+def row_setup(row: dict[str, str], shipped: bool = True) -> RowSetup:
+    """Model, fixed execution and system of a row, plus the settings still to choose.
+    `shipped`: a Megatron-Bridge row that matches one shipped performance configuration takes
+    the settings it leaves unstated from it (shipped_defaults); False reads the row alone."""
     row = canonical_row(row)
+    applied = None
+    if shipped:
+        row, applied = shipped_defaults.apply(row, row_model, lambda r: _gpu(r)[0])
     model = row_model(row)
     gpu, hbm = _gpu(row)
     read: dict[str, Any] = {}
+    if applied is not None:
+        read["megatron_bridge_config"] = applied.note()
     for key in ("vocab", "global_batch_seqs", "micro_batch"):
         raw = row.get(key) or ""
         if cells.is_hint(raw) and cells.number(raw) is not None:
@@ -1294,7 +1304,7 @@ def row_setup(row: dict[str, str]) -> RowSetup:
         if "pipeline_layers" in ex
         else layout_recipe(row["model"], row.get("framework"), row.get("citation"))
     )
-    return RowSetup(model, ex, system, options, read, recipe)
+    return RowSetup(model, ex, system, options, read, recipe, applied)
 
 
 def _sp(row: dict[str, str]) -> bool:
@@ -1432,6 +1442,12 @@ def validate_row(row: dict[str, str]) -> RowResult:
         choices["note"] = "every candidate exceeds GPU memory; least-memory setting used"
     elif len(_recompute_options(st)) > 1 and opts["recompute"] != "none":
         choices["recompute"] = f"{opts['recompute']} (no faster setting fits in memory)"
+    if st.shipped is not None:
+        taken = {t.split(" ")[0] for t in st.shipped.taken}
+        for key, name in (("recompute", "recompute"), ("moe_dispatcher", "dispatcher")):
+            if key in choices and name in taken:
+                choices[key] = (f"{choices[key]} (from Megatron-Bridge {shipped_defaults.RELEASE}"
+                                f" performance config {st.shipped.config})")  # fmt: skip
     conv = _convention(row)
     predicted_s, predicted_tf, read = as_published(row, pred)
     choices.update(read)
@@ -1503,12 +1519,14 @@ def _search(
     return best, fallback, reason
 
 
-def fastest_fitting(row: dict[str, str]) -> tuple[Candidate | None, Candidate | None, str]:
+def fastest_fitting(
+    row: dict[str, str], shipped: bool = True
+) -> tuple[Candidate | None, Candidate | None, str]:
     """(fastest candidate that fits, least-memory candidate, first refusal) over the settings
     a row leaves open, as `validate_row` searches them (without its tuned-at-scale hold);
-    a row needs no published figure for this."""
+    a row needs no published figure for this. `shipped`: as `row_setup`'s."""
     row = canonical_row(row)
-    return _search(row_setup(row), cells.is_hint(row.get("global_batch_seqs")))
+    return _search(row_setup(row, shipped), cells.is_hint(row.get("global_batch_seqs")))
 
 
 def _recompute_options(st: RowSetup) -> list[Any]:
