@@ -207,4 +207,6 @@ def test_validate_prints_the_configuration() -> None:
     assert "from Megatron-Bridge v0.5.0" in res.choices["megatron_bridge_config"]
     row = {**bare(BY_ID["MBPERF-DSV3-B200-FP8_CS-V1"]), "iter_time_s": "10", "row_id": "T-2"}
     res = V.validate_row(row)
-    assert "performance config DEEPSEEK_V3_PRETRAIN_CONFIG_B200_FP8_CS_V1" in res.choices["recompute"]
+    assert (
+        "performance config DEEPSEEK_V3_PRETRAIN_CONFIG_B200_FP8_CS_V1" in res.choices["recompute"]
+    )

@@ -301,9 +301,11 @@ def fill(row: dict[str, str], config: ShippedConfig) -> tuple[dict[str, str], Ap
             out["model_notes"] = _append(row.get("model_notes") or "", mtp, "; ")
             taken.append(f"MTP {src.get('mtp_layers') or mtp[0]}")
     prec = row_key(row)["precision"]
-    if str(prec).startswith("fp8") and fp8_recipe.row_recipe(
-        row.get("precision"), row.get("notes"), row.get("framework")
-    ) is None:
+    if (
+        str(prec).startswith("fp8")
+        and fp8_recipe.row_recipe(row.get("precision"), row.get("notes"), row.get("framework"))
+        is None
+    ):
         out["precision"] = src["precision"]  # same class (matched): the recipe spelled out
         taken.append(f"FP8 recipe {src['precision']}")
     key = row_key(row)

@@ -31,6 +31,7 @@ from starfabric.astral.seer import (
     optimizer_state,
     releases,
     router_launches,
+    shipped_defaults,
     te_mxfp8_host,
     torchtitan_eager,
     torchtitan_memory,
@@ -38,7 +39,6 @@ from starfabric.astral.seer import (
     tuned_at,
     xtuner_throughput,
 )
-from starfabric.astral.seer import shipped_defaults
 from starfabric.astral.seer.bridge_layout import layout_recipe, recipe_split
 from starfabric.astral.seer.classes import classes_of, per_class
 from starfabric.astral.seer.cp_comm import ALGORITHM as CP_ALGORITHM
@@ -1299,12 +1299,12 @@ def row_setup(row: dict[str, str], shipped: bool = True) -> RowSetup:
         read.pop("zero")  # printed with the choice
         for _, opts in options:
             opts["zero"] = list(range(zero, 4))
-    recipe = (
+    layout = (
         None
         if "pipeline_layers" in ex
         else layout_recipe(row["model"], row.get("framework"), row.get("citation"))
     )
-    return RowSetup(model, ex, system, options, read, recipe, applied)
+    return RowSetup(model, ex, system, options, read, layout, applied)
 
 
 def _sp(row: dict[str, str]) -> bool:
