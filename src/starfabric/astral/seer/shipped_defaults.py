@@ -15,12 +15,14 @@ tests/data/shipped_configs/megatron_bridge_moe_perf.csv, whose .md gives provena
 layers, hidden, heads, experts, top-k, expert FFN) on its GPU (catalog name) on every key field
 — precision (BF16, FP8 by recipe, NVFP4), GPU count, TP, PP, VPP, CP, EP, micro-batch, global
 batch, sequence length. A field the row states must equal the configuration's. A field the row
-leaves unstated (empty or UNVERIFIED, a hint such as "~1024", an FP8 cell naming no recipe)
-matches only when every configuration of that model on that GPU has one value for it (the
-configuration set offers a single candidate: e.g. sequence 4,096 and CP 1 everywhere);
-otherwise the row matches nothing. When exactly one configuration remains, every setting the
-row does not state is taken from it, as the configuration's own cell text (so Seer reads it
-exactly as it reads the configuration row), and the row's choices print
+leaves unstated (empty or UNVERIFIED, a hint such as "~1024") matches only when every
+configuration of that model on that GPU has one value for it (the configuration set offers a
+single candidate: e.g. sequence 4,096 and CP 1 everywhere); an FP8 cell naming no recipe, only
+when that model's FP8 configurations on that GPU use one recipe; otherwise the row matches
+nothing. When exactly one configuration remains, every setting the row does not mention (a
+mention, even negated — "CUDA graphs off" — is the row's own statement) is taken from it, as
+the configuration's own cell text (so Seer reads it exactly as it reads the configuration
+row), and the row's choices print
 "from Megatron-Bridge v0.5.0 performance config <name>". What the row states always wins; no
 match, or several: the row is read as before (Seer's fastest setting that fits).
 
