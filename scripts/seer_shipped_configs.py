@@ -7,7 +7,7 @@ gives provenance), print (a) whether the stated recompute fits (Seer's peak per 
 from (a) to (b) (`seer/shipped_configs.py`). A summary counts the configurations Seer finds
 short and those where it chooses full recompute. `--json F` writes every row's answers.
 
-    python scripts/seer_shipped_configs.py [--csv F] [--json F]
+    python scripts/seer_shipped_configs.py [--csv F] [--json F] [--without-notes [--shipped-defaults]]
 """
 
 from __future__ import annotations
@@ -45,10 +45,10 @@ def _record(c: ShippedCheck, row: dict[str, str]) -> dict[str, object]:
     }
 
 
-def _without_notes(c: ShippedCheck, row: dict[str, str]) -> ShippedCheck:
+def _without_notes(c: ShippedCheck, row: dict[str, str], shipped: bool) -> ShippedCheck:
     bare = {**row, "notes": "", "framework": row.get("framework", "").split(",")[0],
             "recompute": OPEN_RECOMPUTE}  # fmt: skip
-    return ShippedCheck(c.row_id, c.stated_recompute, c.stated, answer(bare))
+    return ShippedCheck(c.row_id, c.stated_recompute, c.stated, answer(bare, shipped))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -57,6 +57,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", help="write every row's answers here")
     ap.add_argument("--without-notes", action="store_true",
                     help="(b) on the row without its notes and dispatcher cell")  # fmt: skip
+    ap.add_argument("--shipped-defaults", action="store_true",
+                    help="with --without-notes: take the unstated settings from the matching "
+                         "configuration, as seer validate does (seer/shipped_defaults.py)")  # fmt: skip
     args = ap.parse_args(argv)
     try:
         rows = read_rows(args.csv)
@@ -64,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
             raise DataError(f"{args.csv}: no configuration rows", fix="give a CSV with rows")
         checks = [(check(r), r) for r in rows]
         if args.without_notes:
-            checks = [(_without_notes(c, r), r) for c, r in checks]
+            checks = [(_without_notes(c, r, args.shipped_defaults), r) for c, r in checks]
     except StarfabricError as exc:
         print(exc.one_line(), file=sys.stderr)
         return 2

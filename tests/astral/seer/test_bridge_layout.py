@@ -90,8 +90,10 @@ def test_a_bridge_row_without_a_split_runs_the_recipe_map() -> None:
     # (16, 1) layout. Without the notes that state it, Seer now takes the same split.
     row = _shipped("MBPERF-DSV3-B200-BF16-V1")
     bare = {**row, "notes": ""}
-    assert "pipeline_layers" not in row_setup(bare).execution
-    best, _, _ = fastest_fitting(bare)
+    # shipped=False: the row alone, without the matching configuration's settings
+    # (shipped_defaults would take the same split from the configuration's notes)
+    assert "pipeline_layers" not in row_setup(bare, shipped=False).execution
+    best, _, _ = fastest_fitting(bare, shipped=False)
     assert best is not None and best[3]["pipeline_layers"] == SOURCE_MAP[(16, 1)]
     stated, unstated = answer(row), answer(bare)
     # the notes also state forced balance: the step differs by that alone, not by the split

@@ -23,6 +23,8 @@ from starfabric.astral.seer.predict import Job, JobSpec, Prediction, load_job, m
 from starfabric.astral.seer.search import SearchResult, search
 from starfabric.astral.seer.shipped_configs import ShippedCheck
 from starfabric.astral.seer.shipped_configs import check as check_shipped
+from starfabric.astral.seer.shipped_defaults import ShippedConfig
+from starfabric.astral.seer.shipped_defaults import match as match_shipped_config
 from starfabric.astral.seer.simcomm import GroupShape, SimulatedComm, comm_model, megatron_shapes
 from starfabric.astral.seer.trace import build_trace, write_trace
 from starfabric.astral.seer.validate import validate, validate_all
@@ -41,6 +43,7 @@ __all__ = [
     "Prediction",
     "SearchResult",
     "ShippedCheck",
+    "ShippedConfig",
     "SimulatedComm",
     "SystemSpec",
     "apply_profile",
@@ -55,6 +58,7 @@ __all__ = [
     "load_job",
     "load_model",
     "make_job",
+    "match_shipped_config",
     "megatron_shapes",
     "param_counts",
     "per_class",

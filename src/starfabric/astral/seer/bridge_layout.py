@@ -45,13 +45,18 @@ _MODEL_RECIPE = (
 _BRIDGE = re.compile(r"megatron[-_ ]bridge", re.I)
 
 
+def names_bridge(framework: str | None, citation: str | None = None) -> bool:
+    """Whether a row ran Megatron-Bridge: its framework cell (or, when that does not say, its
+    citation: a Megatron-Bridge page or file) names it, not negated."""
+    return bool(stated(_BRIDGE, framework or "") or stated(_BRIDGE, citation or ""))
+
+
 def layout_recipe(
     model_name: str, framework: str | None, citation: str | None = None
 ) -> str | None:
-    """The Megatron-Bridge recipe whose layout map a row runs: the row's framework (or, when
-    the framework cell does not say, its citation: a Megatron-Bridge page or file) names
-    Megatron-Bridge, not negated, and its model is one of the mapped recipes' models."""
-    if not stated(_BRIDGE, framework or "") and not stated(_BRIDGE, citation or ""):
+    """The Megatron-Bridge recipe whose layout map a row runs: the row names Megatron-Bridge
+    (`names_bridge`) and its model is one of the mapped recipes' models."""
+    if not names_bridge(framework, citation):
         return None
     for pat, recipe in _MODEL_RECIPE:
         if pat.search(model_name):
@@ -76,4 +81,4 @@ def recipe_split(recipe: str, layers: int, pp: int, vpp: int) -> tuple[int, ...]
     return (per,) * (stages - 1) + (last,)
 
 
-__all__ = ["RECIPE_LAYERS", "RECIPE_LAYOUT_STAGES", "layout_recipe", "recipe_split"]
+__all__ = ["RECIPE_LAYERS", "RECIPE_LAYOUT_STAGES", "layout_recipe", "names_bridge", "recipe_split"]

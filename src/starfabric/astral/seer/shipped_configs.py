@@ -62,10 +62,12 @@ def _recompute_text(opts: dict[str, Any]) -> str:
     return f"{rc} ({' '.join(mods)})" if rc == "selective" and mods else rc
 
 
-def answer(row: dict[str, str]) -> Answer:
+def answer(row: dict[str, str], shipped: bool = False) -> Answer:
     """Seer's answer for one published-runs row: the fastest candidate that fits in memory,
-    else the least-memory one, over the settings the row leaves open."""
-    best, fallback, reason = validate.fastest_fitting(row)
+    else the least-memory one, over the settings the row leaves open. `shipped` False (the
+    audit's question: Seer's own choice): the settings are not taken from the matching
+    shipped configuration (validate.row_setup, shipped_defaults)."""
+    best, fallback, reason = validate.fastest_fitting(row, shipped)
     chosen = best or fallback
     if chosen is None:
         raise DataError(

@@ -31,6 +31,7 @@ from starfabric.astral.seer import (
     optimizer_state,
     releases,
     router_launches,
+    shipped_defaults,
     te_mxfp8_host,
     torchtitan_eager,
     torchtitan_memory,
@@ -871,6 +872,8 @@ class RowSetup:
     layout_recipe: str | None = None
     """The Megatron-Bridge recipe whose (PP, VPP) layout map splits the layers when the row
     states no split (bridge_layout)."""
+    shipped: shipped_defaults.Applied | None = None
+    """The Megatron-Bridge performance configuration the row matched, and what it supplied."""
 
 
 def _interleaving_stated(row: dict[str, str]) -> bool:
@@ -1120,12 +1123,19 @@ def canonical_row(row: dict[str, str]) -> dict[str, str]:
     return row if canon == fw else {**row, "framework": canon}
 
 
-def row_setup(row: dict[str, str]) -> RowSetup:
-    """Model, fixed execution and system of a row, plus the settings still to choose."""
+def row_setup(row: dict[str, str], shipped: bool = True) -> RowSetup:
+    """Model, fixed execution and system of a row, plus the settings still to choose.
+    `shipped`: a Megatron-Bridge row that matches one shipped performance configuration takes
+    the settings it leaves unstated from it (shipped_defaults); False reads the row alone."""
     row = canonical_row(row)
+    applied = None
+    if shipped:
+        row, applied = shipped_defaults.apply(row, row_model, lambda r: _gpu(r)[0])
     model = row_model(row)
     gpu, hbm = _gpu(row)
     read: dict[str, Any] = {}
+    if applied is not None:
+        read["megatron_bridge_config"] = applied.note()
     for key in ("vocab", "global_batch_seqs", "micro_batch"):
         raw = row.get(key) or ""
         if cells.is_hint(raw) and cells.number(raw) is not None:
@@ -1293,12 +1303,12 @@ def row_setup(row: dict[str, str]) -> RowSetup:
         read.pop("zero")  # printed with the choice
         for _, opts in options:
             opts["zero"] = list(range(zero, 4))
-    recipe = (
+    layout = (
         None
         if "pipeline_layers" in ex
         else layout_recipe(row["model"], row.get("framework"), row.get("citation"))
     )
-    return RowSetup(model, ex, system, options, read, recipe)
+    return RowSetup(model, ex, system, options, read, layout, applied)
 
 
 def _sp(row: dict[str, str]) -> bool:
@@ -1436,6 +1446,12 @@ def validate_row(row: dict[str, str]) -> RowResult:
         choices["note"] = "every candidate exceeds GPU memory; least-memory setting used"
     elif len(_recompute_options(st)) > 1 and opts["recompute"] != "none":
         choices["recompute"] = f"{opts['recompute']} (no faster setting fits in memory)"
+    if st.shipped is not None:
+        taken = {t.split(" ")[0] for t in st.shipped.taken}
+        for key, name in (("recompute", "recompute"), ("moe_dispatcher", "dispatcher")):
+            if key in choices and name in taken:
+                choices[key] = (f"{choices[key]} (from Megatron-Bridge {shipped_defaults.RELEASE}"
+                                f" performance config {st.shipped.config})")  # fmt: skip
     conv = _convention(row)
     predicted_s, predicted_tf, read = as_published(row, pred)
     choices.update(read)
@@ -1507,12 +1523,14 @@ def _search(
     return best, fallback, reason
 
 
-def fastest_fitting(row: dict[str, str]) -> tuple[Candidate | None, Candidate | None, str]:
+def fastest_fitting(
+    row: dict[str, str], shipped: bool = True
+) -> tuple[Candidate | None, Candidate | None, str]:
     """(fastest candidate that fits, least-memory candidate, first refusal) over the settings
     a row leaves open, as `validate_row` searches them (without its tuned-at-scale hold);
-    a row needs no published figure for this."""
+    a row needs no published figure for this. `shipped`: as `row_setup`'s."""
     row = canonical_row(row)
-    return _search(row_setup(row), cells.is_hint(row.get("global_batch_seqs")))
+    return _search(row_setup(row, shipped), cells.is_hint(row.get("global_batch_seqs")))
 
 
 def _recompute_options(st: RowSetup) -> list[Any]:

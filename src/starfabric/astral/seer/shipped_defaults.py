@@ -1,0 +1,355 @@
+"""A results row that names Megatron-Bridge runs the shipped performance configuration it matches.
+
+A results table of Megatron-Bridge runs states GPUs, precision, global and micro batch, sequence
+length, TP/PP/CP/VP/EP and a throughput, not the settings the run used besides: the MoE token
+dispatcher (alltoall, or the flex dispatcher's DeepEP/HybridEP backend), EP all-to-all overlap,
+CUDA graphs, recompute, the optimizer moments' dtype, the MTP depth, the pipeline layout,
+forced load balancing, the FP8 recipe. Megatron-Bridge's performance scripts ship those settings
+per workload (`scripts/performance/configs/{deepseek,qwen}/*_workload_base_configs.py` with the
+pretrain functions, recipes and precision configs they apply; v0.5.0, fcbb603; transcribed in
+`published_runs/megatron_bridge_moe_perf_v050.csv`, a copy of
+tests/data/shipped_configs/megatron_bridge_moe_perf.csv, whose .md gives provenance).
+
+**Rule.** A row that names Megatron-Bridge (framework cell or citation:
+`bridge_layout.names_bridge`) is compared with the configurations of its model (by shape:
+layers, hidden, heads, experts, top-k, expert FFN) on its GPU (catalog name) on every key field
+— precision (BF16, FP8 by recipe, NVFP4), GPU count, TP, PP, VPP, CP, EP, micro-batch, global
+batch, sequence length. A field the row states must equal the configuration's. A field the row
+leaves unstated (empty or UNVERIFIED, a hint such as "~1024") matches only when every
+configuration of that model on that GPU has one value for it (the configuration set offers a
+single candidate: e.g. sequence 4,096 and CP 1 everywhere); an FP8 cell naming no recipe, only
+when that model's FP8 configurations on that GPU use one recipe; otherwise the row matches
+nothing. When exactly one configuration remains, every setting the row does not mention (a
+mention, even negated — "CUDA graphs off" — is the row's own statement) is taken from it, as
+the configuration's own cell text (so Seer reads it exactly as it reads the configuration
+row), and the row's choices print
+"from Megatron-Bridge v0.5.0 performance config <name>". What the row states always wins; no
+match, or several: the row is read as before (Seer's fastest setting that fits).
+
+**What an exact match limits.** The configurations are v0.5.0's; a row of another release may
+have run other settings under the same name. Requiring every stated layout field to equal a
+v0.5.0 workload (not the nearest one) takes settings only for layouts that release ships; a
+layout that changed between releases (another PP, VPP, EP, micro-batch or batch) matches
+nothing and keeps Seer's own search. A release that kept a layout and changed, say, its
+dispatcher or recompute is not caught: that risk remains.
+
+Not taken, because Seer has no setting for them: FP8/FP4 parameter all-gather, the CuTe DSL fused
+grouped MLP, `grad_reduce_in_fp32`, the CUDA-graph scope beyond "graphs on".
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+
+from starfabric.astral.seer import cells, fp8_recipe
+from starfabric.astral.seer.bridge_layout import names_bridge
+from starfabric.astral.seer.model import ModelSpec
+
+RELEASE = "v0.5.0"
+"""The Megatron-Bridge release whose performance configurations are bundled (fcbb603)."""
+CONFIG_FILE = "megatron_bridge_moe_perf_v050.csv"
+
+KEY_FIELDS = (
+    "precision", "num_gpus", "tp", "pp", "vpp", "cp", "ep",
+    "micro_batch", "global_batch_seqs", "seq_len",
+)  # fmt: skip
+"""The fields a results table states and the match compares (besides model and GPU)."""
+FILLABLE_KEYS = ("vpp", "cp", "micro_batch", "seq_len")
+"""Key fields a row may leave unstated and still match (when the configuration set has one
+value for them): taken from the configuration then."""
+
+BRIDGE_PRECISION_NAMES = (
+    ("tensorwise", re.compile(r"\bfp8[-_ ]?cs\b", re.I)),
+    ("mxfp8", re.compile(r"\bfp8[-_ ]?mx\b", re.I)),
+    ("blockwise", re.compile(r"\bfp8[-_ ]?sc\b", re.I)),
+)
+"""Megatron-Bridge's own names of its FP8 recipes (the `*_FP8_CS_*`, `*_FP8_MX_*`, `*_FP8_SC_*`
+workload configurations and `scripts/performance/utils/precision.py`'s compute dtypes: current
+scaling, MXFP8, subchannel = blockwise), read for the match besides `fp8_recipe.stated_recipe`."""
+
+_FP4 = re.compile(r"\bfp4\b|nvfp4|mxfp4", re.I)
+
+
+def precision_class(raw: str | None) -> str | None:
+    """'bf16', 'fp16', 'fp8:<recipe>', 'fp8' (FP8 naming no recipe), 'nvfp4'/'mxfp4', or None
+    when the cell is empty or UNVERIFIED."""
+    if cells.unverified(raw):
+        return None
+    text = raw or ""
+    fp4 = _FP4.search(text)
+    if fp4:
+        return "mxfp4" if "mx" in fp4.group(0).lower() else "nvfp4"
+    kind = cells.precision(text)
+    if kind != "fp8":
+        return kind
+    recipe: str | None = next((n for n, p in BRIDGE_PRECISION_NAMES if p.search(text)), None)
+    recipe = recipe or fp8_recipe.stated_recipe(text)
+    return f"fp8:{recipe}" if recipe else "fp8"
+
+
+def _cell_int(row: dict[str, str], key: str) -> int | None:
+    raw = (row.get(key) or "").strip()
+    if key in ("cp", "ep") and (not raw or cells.says_off(raw)):
+        return 1  # an empty cp/ep column: not split (validate._degree)
+    if key == "vpp" and raw and cells.says_off(raw):
+        return 1  # "none", "-": no interleaving
+    if cells.unverified(raw) or cells.is_hint(raw):
+        return None
+    val = cells.number(raw, binary=key == "seq_len")
+    return None if val is None else int(val)
+
+
+def row_key(row: dict[str, str]) -> dict[str, object | None]:
+    """The key fields a row states (None where it leaves one unstated)."""
+    key: dict[str, object | None] = {k: _cell_int(row, k) for k in KEY_FIELDS if k != "precision"}
+    key["precision"] = precision_class(row.get("precision"))
+    return key
+
+
+def _shape(model: ModelSpec) -> tuple[int, ...]:
+    return (model.layers, model.hidden, model.heads, model.moe_experts, model.moe_topk,
+            model.moe_ffn_hidden)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class ShippedConfig:
+    """One shipped performance configuration: its name, cells, GPU and model shape."""
+
+    name: str
+    row: dict[str, str]
+    gpu: str
+    shape: tuple[int, ...]
+    key: dict[str, object | None]
+
+
+def _config_shape(row: dict[str, str]) -> tuple[int, ...]:
+    return tuple(int(row[k]) for k in ("layers", "hidden", "heads", "moe_experts", "moe_topk",
+                                       "moe_ffn_hidden"))  # fmt: skip
+
+
+def config_csv() -> Path:
+    """The bundled configurations (Megatron-Bridge v0.5.0 MoE performance scripts)."""
+    with resources.as_file(
+        resources.files("starfabric.astral.seer") / "published_runs" / CONFIG_FILE
+    ) as p:
+        return Path(p)
+
+
+@lru_cache(maxsize=1)
+def configurations() -> tuple[ShippedConfig, ...]:
+    """Every bundled configuration, read once."""
+    with config_csv().open(newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    return tuple(
+        ShippedConfig(
+            name=r["mb_config"],
+            row=r,
+            gpu=cells.match_gpu(r["gpu"])[0].name,
+            shape=_config_shape(r),
+            key=row_key(r),
+        )
+        for r in rows
+    )
+
+
+@dataclass(frozen=True)
+class Match:
+    """The configuration a row matches (None: no match, or several) and why."""
+
+    config: ShippedConfig | None
+    reason: str
+
+
+def _fp8_unstated_recipe(value: object, pool: Iterable[ShippedConfig]) -> bool:
+    """An FP8 cell naming no recipe matches when the pool's FP8 configurations use one."""
+    recipes = {c.key["precision"] for c in pool if str(c.key["precision"]).startswith("fp8")}
+    return value == "fp8" and len(recipes) == 1
+
+
+def match(row: dict[str, str], model: ModelSpec, gpu: str) -> Match:
+    """The one configuration whose key a row names (the module's rule), if any."""
+    if not names_bridge(row.get("framework"), row.get("citation")):
+        return Match(None, "the row does not name Megatron-Bridge")
+    pool = [c for c in configurations() if c.gpu == gpu and c.shape == _shape(model)]
+    if not pool:
+        return Match(None, f"no shipped configuration of this model on {gpu}")
+    key = row_key(row)
+    left = list(pool)
+    for field in KEY_FIELDS:
+        value = key[field]
+        if field == "precision" and value == "fp8":
+            if not _fp8_unstated_recipe(value, pool):
+                return Match(None, "FP8 naming no recipe, and the configurations use several")
+            left = [c for c in left if str(c.key["precision"]).startswith("fp8")]
+        elif value is None:
+            if len({c.key[field] for c in pool}) != 1:
+                return Match(None, f"{field} unstated and the configurations differ in it")
+        else:
+            left = [c for c in left if c.key[field] == value]
+    if len(left) != 1:
+        return Match(None, "no configuration has this layout" if not left else
+                     f"{len(left)} configurations have this layout")  # fmt: skip
+    return Match(left[0], "")
+
+
+@dataclass(frozen=True)
+class Setting:
+    """A setting a row may state in its text cells, and how the configuration's is taken."""
+
+    name: str
+    mention: re.Pattern[str]
+    """Any mention (stated or negated) in `cells` counts as the row stating the setting."""
+    cells: tuple[str, ...]
+    """The row cells searched for a mention."""
+    fact: str
+    """The configuration's fact column printed with the choice."""
+
+
+_TEXT_SETTINGS = (
+    Setting("dispatcher",
+            re.compile(r"dispatcher|deep[-_ ]?ep|hybrid[-_ ]?ep|\bflex\b", re.I),
+            ("framework", "notes", "model_notes"), "dispatcher"),
+    Setting("EP overlap",
+            re.compile(r"overlap[-_ ]moe[-_ ]expert|\b(?:ep|moe|a2a|all[- ]to[- ]all|expert)"
+                       r"[-_ /\w]{0,20}overlap|overlap\w*\s+(?:of\s+)?(?:the\s+)?(?:ep|moe|"
+                       r"expert|a2a|all[- ]to[- ]all)|delay(?:ed)?[-_ ]wgrad", re.I),
+            ("framework", "notes"), "ep_a2a_overlap"),
+    Setting("CUDA graphs", re.compile(r"cuda[-_ ]?graph", re.I), ("framework", "notes"),
+            "cuda_graph_impl"),
+    Setting("optimizer moments",
+            re.compile(r"optimi[sz]er[- ]states?|\bmoments?\b|precision[- ]aware|exp[-_]avg|"
+                       r"main[- ]grads?", re.I),
+            ("framework", "notes", "precision"), "optimizer_moments"),
+    Setting("pipeline layout",
+            re.compile(r"pipeline[-_ ](?:model[-_ ]parallel[-_ ])?layout|layers per (?:virtual )?"
+                       r"(?:pipeline )?stage|\d+(?:\s*/\s*(?:\d+|\.\.\.|…)){2,}", re.I),
+            ("notes", "pp", "vpp"), "pp_layout"),
+    Setting("routing balance",
+            re.compile(r"balanc|round[- ]robin|dropless|capacity[- ]factor|token[- ]drop|"
+                       r"aux(?:iliary)?[- ]loss", re.I),
+            ("model", "model_notes", "framework", "notes"), "notes"),
+)  # fmt: skip
+"""Settings the configurations state in their framework and notes cells; the configuration's
+segments (framework: after the first comma; notes: ';'-separated) that mention a setting the
+row does not are appended to the row's same cell."""
+
+MTP = re.compile(r"\bMTP\b|mtp[_-]num[_-]layers|multi[- ]token[- ]prediction", re.I)
+"""A mention of multi-token prediction (validate._mtp_layers reads its depth)."""
+
+
+def _segments(text: str, sep: str) -> list[str]:
+    return [s.strip() for s in text.split(sep) if s.strip()]
+
+
+@dataclass(frozen=True)
+class Applied:
+    """What was taken from the configuration."""
+
+    config: str
+    taken: tuple[str, ...]
+    """'setting: value' for every setting taken."""
+
+    def note(self) -> str:
+        what = "; ".join(self.taken) if self.taken else "nothing left unstated"
+        return f"{what} (from Megatron-Bridge {RELEASE} performance config {self.config})"
+
+
+def _mentions(row: dict[str, str], setting: Setting) -> bool:
+    return any(setting.mention.search(row.get(c) or "") for c in setting.cells)
+
+
+def _append(cell: str, parts: list[str], sep: str) -> str:
+    return sep.join([cell.strip(), *parts]) if cell.strip() else sep.join(parts)
+
+
+def fill(row: dict[str, str], config: ShippedConfig) -> tuple[dict[str, str], Applied]:
+    """The row with every setting it leaves unstated taken from `config` (see the module)."""
+    src = config.row
+    out = dict(row)
+    taken: list[str] = []
+    fw_parts = _segments(src.get("framework") or "", ",")[1:]
+    note_parts = _segments(src.get("notes") or "", ";")
+    add_fw: list[str] = []
+    add_notes: list[str] = []
+    for s in _TEXT_SETTINGS:
+        if _mentions(row, s):
+            continue
+        add_fw += [p for p in fw_parts if s.mention.search(p) and p not in add_fw]
+        add_notes += [p for p in note_parts if s.mention.search(p) and p not in add_notes]
+        value = src.get(s.fact) or ""
+        if s.name == "routing balance":
+            value = "forced" if "forced load balancing" in value else "router's own"
+        elif s.name == "CUDA graphs" and src.get("cuda_graph_scope"):
+            value = f"{value} ({src['cuda_graph_scope']})"
+        taken.append(f"{s.name} {value or 'none named'}")
+    if add_fw:
+        out["framework"] = _append(row.get("framework") or "", add_fw, ", ")
+    if add_notes:
+        out["notes"] = _append(row.get("notes") or "", add_notes, "; ")
+    kind = cells.recompute_kind(row.get("recompute"), legacy=False)
+    src_kind = cells.recompute_kind(src.get("recompute"), legacy=False)
+    if kind is None or (kind == cells.RECOMPUTE_ON and src_kind in ("selective", "full")):
+        out["recompute"] = src["recompute"]
+        taken.append(f"recompute {src['recompute']}")
+    if not any(MTP.search(row.get(c) or "") for c in ("model_notes", "notes")):
+        mtp = [p for p in _segments(src.get("model_notes") or "", ";") if MTP.search(p)]
+        if mtp:
+            out["model_notes"] = _append(row.get("model_notes") or "", mtp, "; ")
+            taken.append(f"MTP {src.get('mtp_layers') or mtp[0]}")
+    prec = row_key(row)["precision"]
+    if (
+        str(prec).startswith("fp8")
+        and fp8_recipe.row_recipe(row.get("precision"), row.get("notes"), row.get("framework"))
+        is None
+    ):
+        out["precision"] = src["precision"]  # same class (matched): the recipe spelled out
+        taken.append(f"FP8 recipe {src['precision']}")
+    key = row_key(row)
+    for field in FILLABLE_KEYS:
+        if key[field] is None:
+            out[field] = src[field]
+            taken.append(f"{field} {src[field]}")
+    return out, Applied(config.name, tuple(taken))
+
+
+def apply(
+    row: dict[str, str],
+    model_of: Callable[[dict[str, str]], ModelSpec],
+    gpu_of: Callable[[dict[str, str]], str],
+) -> tuple[dict[str, str], Applied | None]:
+    """`row` with the unstated settings of the one shipped configuration it matches, and what
+    was taken; the row unchanged and None when it matches none or several (or names no
+    Megatron-Bridge). `model_of` and `gpu_of` read the row's model and catalog GPU
+    (validate.row_model, validate._gpu), called only for a row that names Megatron-Bridge."""
+    if not names_bridge(row.get("framework"), row.get("citation")):
+        return row, None
+    found = match(row, model_of(row), gpu_of(row))
+    if found.config is None:
+        return row, None
+    return fill(row, found.config)
+
+
+__all__ = [
+    "BRIDGE_PRECISION_NAMES",
+    "FILLABLE_KEYS",
+    "KEY_FIELDS",
+    "MTP",
+    "RELEASE",
+    "Applied",
+    "Match",
+    "Setting",
+    "ShippedConfig",
+    "apply",
+    "config_csv",
+    "configurations",
+    "fill",
+    "match",
+    "precision_class",
+    "row_key",
+]
