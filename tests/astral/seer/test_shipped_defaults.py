@@ -210,3 +210,30 @@ def test_validate_prints_the_configuration() -> None:
     assert (
         "performance config DEEPSEEK_V3_PRETRAIN_CONFIG_B200_FP8_CS_V1" in res.choices["recompute"]
     )
+
+
+@pytest.mark.parametrize(
+    "model_notes",
+    [
+        "MLA: q_lora 1536, kv_lora 512; node-limited routing <=4 nodes; aux-loss-free balancing",
+        "sigmoid routing, auxiliary-loss-free load balancing (expert bias)",
+        "sequence-wise balance loss 0.0001",
+        "seq aux loss",
+    ],
+)
+def test_the_models_own_balancing_is_not_the_runs_routing_balance(model_notes: str) -> None:
+    """DeepSeek-V3's aux-loss-free bias or a balance loss describes the model's router, which
+    Megatron-Core keeps under --moe-router-force-load-balancing: the configuration's forced
+    balancing is still taken (a row copying the model description was read as stating it)."""
+    st = _setup(model_notes=model_notes)
+    assert st.shipped is not None
+    assert "routing balance forced" in st.shipped.taken
+    assert st.execution["moe_load_balance"] == "forced"
+
+
+@pytest.mark.parametrize("notes", ["dropless, real routing", "no forced load balancing"])
+def test_a_stated_routing_balance_still_wins(notes: str) -> None:
+    st = _setup(notes=notes)
+    assert st.shipped is not None
+    assert not any(t.startswith("routing balance") for t in st.shipped.taken)
+    assert "moe_load_balance" not in st.execution

@@ -209,6 +209,9 @@ class Setting:
     """The row cells searched for a mention."""
     fact: str
     """The configuration's fact column printed with the choice."""
+    not_a_mention: re.Pattern[str] | None = None
+    """Text removed from the row's cells before `mention` is searched: words that look like
+    the setting but describe something else (the model's own balancing loss or bias)."""
 
 
 _TEXT_SETTINGS = (
@@ -231,13 +234,19 @@ _TEXT_SETTINGS = (
                        r"(?:pipeline )?stage|\d+(?:\s*/\s*(?:\d+|\.\.\.|…)){2,}", re.I),
             ("notes", "pp", "vpp"), "pp_layout"),
     Setting("routing balance",
-            re.compile(r"balanc|round[- ]robin|dropless|capacity[- ]factor|token[- ]drop|"
-                       r"aux(?:iliary)?[- ]loss", re.I),
-            ("model", "model_notes", "framework", "notes"), "notes"),
+            re.compile(r"balanc|round[- ]robin|dropless|capacity[- ]factor|token[- ]drop", re.I),
+            ("model", "model_notes", "framework", "notes"), "notes",
+            re.compile(r"aux(?:iliary)?[- ]loss[- ]free(?:\s+(?:load[- ])?balanc\w*)?|"
+                       r"(?:load[- ])?balanc\w*[- ](?:loss|bias)|"
+                       r"(?:seq(?:uence)?[-_ ]?(?:wise|level)?[-_ ])?aux(?:iliary)?[-_ ]loss", re.I)),
 )  # fmt: skip
 """Settings the configurations state in their framework and notes cells; the configuration's
 segments (framework: after the first comma; notes: ';'-separated) that mention a setting the
-row does not are appended to the row's same cell."""
+row does not are appended to the row's same cell. The model's own balancing (DeepSeek-V3's
+auxiliary-loss-free bias, a sequence-wise balance loss, an aux loss) is not the run's routing
+balance: Megatron-Core computes the loss and applies the bias under
+--moe-router-force-load-balancing too, so a row describing them still takes the
+configuration's forced balancing."""
 
 MTP = re.compile(r"\bMTP\b|mtp[_-]num[_-]layers|multi[- ]token[- ]prediction", re.I)
 """A mention of multi-token prediction (validate._mtp_layers reads its depth)."""
@@ -261,7 +270,11 @@ class Applied:
 
 
 def _mentions(row: dict[str, str], setting: Setting) -> bool:
-    return any(setting.mention.search(row.get(c) or "") for c in setting.cells)
+    def text(cell: str) -> str:
+        raw = row.get(cell) or ""
+        return setting.not_a_mention.sub(" ", raw) if setting.not_a_mention else raw
+
+    return any(setting.mention.search(text(c)) for c in setting.cells)
 
 
 def _append(cell: str, parts: list[str], sep: str) -> str:
