@@ -398,6 +398,22 @@ def _as_slashes(m: re.Match[str]) -> str:
     return "/".join(p.strip() for p in re.split(r"[,;]", m.group(0)))
 
 
+SPLIT_CELLS = ("notes", "pp", "vpp")
+"""The cells a layer split is stated in: the notes, or beside the degree ("16 (layout
+4/4/.../4/1)")."""
+
+
+def row_layer_split(row: dict[str, str], layers: int, stages: int) -> tuple[int, ...] | None:
+    """`layer_split` over a row's `SPLIT_CELLS`, each read apart: joined with ';' the comma-list
+    reader took a split at the end of the notes and the PP and VPP degrees after it as one list
+    ("4/4/.../4/1 ; 2 ; 8" read "4/4/.../4/1/2/8", no split)."""
+    for key in SPLIT_CELLS:
+        split = layer_split(row.get(key), layers, stages)
+        if split is not None:
+            return split
+    return None
+
+
 def layer_split(text: str | None, layers: int, stages: int) -> tuple[int, ...] | None:
     """Per-(virtual-)stage layer counts a cell states as a split, first stage first:
     "4/4/.../4/1" (the element before the ellipsis repeats; TorchTitan's DeepSeek-V3 report
