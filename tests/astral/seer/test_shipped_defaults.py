@@ -237,3 +237,20 @@ def test_a_stated_routing_balance_still_wins(notes: str) -> None:
     assert st.shipped is not None
     assert not any(t.startswith("routing balance") for t in st.shipped.taken)
     assert "moe_load_balance" not in st.execution
+
+
+@pytest.mark.parametrize(
+    "notes", ["TP/PP/CP/EP = 1/2/1/32", "measured 2025/11/03", "1 / 2 / 1 / 32 (TP/PP/CP/EP)"]
+)
+def test_a_slash_list_that_is_no_layer_split_does_not_state_the_layout(notes: str) -> None:
+    """A layout tuple or a date in the notes is not a pipeline layout (validate reads a split
+    only through cells.layer_split): the configuration's layout is still taken."""
+    st = _setup(notes=notes)
+    assert st.shipped is not None
+    assert any(t.startswith("pipeline layout") for t in st.shipped.taken)
+
+
+def test_a_stated_layer_split_still_wins() -> None:
+    st = _setup(notes="layers 4/4/.../4/1")
+    assert st.shipped is not None
+    assert not any(t.startswith("pipeline layout") for t in st.shipped.taken)

@@ -231,7 +231,7 @@ _TEXT_SETTINGS = (
             ("framework", "notes", "precision"), "optimizer_moments"),
     Setting("pipeline layout",
             re.compile(r"pipeline[-_ ](?:model[-_ ]parallel[-_ ])?layout|layers per (?:virtual )?"
-                       r"(?:pipeline )?stage|\d+(?:\s*/\s*(?:\d+|\.\.\.|…)){2,}", re.I),
+                       r"(?:pipeline )?stage", re.I),
             ("notes", "pp", "vpp"), "pp_layout"),
     Setting("routing balance",
             re.compile(r"balanc|round[- ]robin|dropless|capacity[- ]factor|token[- ]drop", re.I),
@@ -269,12 +269,24 @@ class Applied:
         return f"{what} (from Megatron-Bridge {RELEASE} performance config {self.config})"
 
 
-def _mentions(row: dict[str, str], setting: Setting) -> bool:
+def _states_split(row: dict[str, str], config: ShippedConfig) -> bool:
+    """Whether the row's notes/pp/vpp state a per-stage layer split Seer reads
+    (`cells.row_layer_split` over the configuration's layers and PP x VPP stages, as validate reads
+    it). A bare slash list that is no such split ("TP/PP/CP/EP = 1/4/1/64", a date
+    "2025/11/03") is not a layout."""
+    vpp = config.key["vpp"] if isinstance(config.key["vpp"], int) else 1
+    pp = config.key["pp"] if isinstance(config.key["pp"], int) else 1
+    return cells.row_layer_split(row, config.shape[0], pp * vpp) is not None
+
+
+def _mentions(row: dict[str, str], setting: Setting, config: ShippedConfig | None = None) -> bool:
     def text(cell: str) -> str:
         raw = row.get(cell) or ""
         return setting.not_a_mention.sub(" ", raw) if setting.not_a_mention else raw
 
-    return any(setting.mention.search(text(c)) for c in setting.cells)
+    if any(setting.mention.search(text(c)) for c in setting.cells):
+        return True
+    return setting.fact == "pp_layout" and config is not None and _states_split(row, config)
 
 
 def _append(cell: str, parts: list[str], sep: str) -> str:
@@ -291,7 +303,7 @@ def fill(row: dict[str, str], config: ShippedConfig) -> tuple[dict[str, str], Ap
     add_fw: list[str] = []
     add_notes: list[str] = []
     for s in _TEXT_SETTINGS:
-        if _mentions(row, s):
+        if _mentions(row, s, config):
             continue
         add_fw += [p for p in fw_parts if s.mention.search(p) and p not in add_fw]
         add_notes += [p for p in note_parts if s.mention.search(p) and p not in add_notes]
