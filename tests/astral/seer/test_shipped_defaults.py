@@ -190,6 +190,11 @@ def test_an_unstated_field_matches_when_every_configuration_agrees_on_it() -> No
         ("MXFP8", "fp8:mxfp8"),
         ("FP8 (subchannel / blockwise scaling)", "fp8:blockwise"),
         ("FP8-SC", "fp8:blockwise"),
+        ("FP8 (MX)", "fp8:mxfp8"),
+        # A negated suffix names no recipe (the Megatron-Bridge names were read unnegated).
+        ("FP8 (not FP8-CS)", "fp8"),
+        ("FP8 (fp8_mx disabled)", "fp8"),
+        ("MXFP8, not FP8-CS", "fp8:mxfp8"),
         ("FP8 hybrid", "fp8"),
         ("NVFP4", "nvfp4"),
         ("UNVERIFIED", None),

@@ -64,15 +64,6 @@ FILLABLE_KEYS = ("vpp", "cp", "micro_batch", "seq_len")
 """Key fields a row may leave unstated and still match (when the configuration set has one
 value for them): taken from the configuration then."""
 
-BRIDGE_PRECISION_NAMES = (
-    ("tensorwise", re.compile(r"\bfp8[-_ ]?cs\b", re.I)),
-    ("mxfp8", re.compile(r"\bfp8[-_ ]?mx\b", re.I)),
-    ("blockwise", re.compile(r"\bfp8[-_ ]?sc\b", re.I)),
-)
-"""Megatron-Bridge's own names of its FP8 recipes (the `*_FP8_CS_*`, `*_FP8_MX_*`, `*_FP8_SC_*`
-workload configurations and `scripts/performance/utils/precision.py`'s compute dtypes: current
-scaling, MXFP8, subchannel = blockwise), read for the match besides `fp8_recipe.stated_recipe`."""
-
 _FP4 = re.compile(r"\bfp4\b|nvfp4|mxfp4", re.I)
 
 
@@ -88,8 +79,9 @@ def precision_class(raw: str | None) -> str | None:
     kind = cells.precision(text)
     if kind != "fp8":
         return kind
-    recipe: str | None = next((n for n, p in BRIDGE_PRECISION_NAMES if p.search(text)), None)
-    recipe = recipe or fp8_recipe.stated_recipe(text)
+    # Megatron-Bridge's own names (FP8-CS / FP8-MX / FP8-SC, the `*_FP8_CS_*` workloads) are
+    # read by fp8_recipe, negations honoured ("FP8, not CS").
+    recipe = fp8_recipe.stated_recipe(text)
     return f"fp8:{recipe}" if recipe else "fp8"
 
 
@@ -361,7 +353,6 @@ def apply(
 
 
 __all__ = [
-    "BRIDGE_PRECISION_NAMES",
     "FILLABLE_KEYS",
     "KEY_FIELDS",
     "MTP",
