@@ -313,16 +313,31 @@ wording: FP16, the only 16-bit mixed precision of their frameworks; read as FP16
 malformed-cell check existed, and kept so)."""
 
 
+_NOT_STATED = re.compile(
+    r"\s*(?:[-–—]+|n/?a|none|null|unknown|unstated|not (?:stated|given|reported)|\?+)\s*",
+    re.I,
+)
+"""A cell whose whole text says the source gives no value ("-", "n/a", "None", "unknown",
+"not stated"): read as an empty cell, not as a value."""
+
+
+def no_value(raw: str | None) -> bool:
+    """True for an empty or UNVERIFIED cell and one that only says the source gives no value
+    (`_NOT_STATED`)."""
+    return unverified(raw) or bool(_NOT_STATED.fullmatch(raw or ""))
+
+
 def precision(raw: str | None, where: str = "precision cell") -> str:
     """'fp8' (FP8/FP4 GEMMs: "FP8 hybrid", "fp8 (E4M3 fwd, E5M2 bwd)", "float8"), 'bf16'
-    ("BF16 mixed", "bfloat16"; also an empty or UNVERIFIED cell), 'fp16' (`FP16_SPELLINGS`).
+    ("BF16 mixed", "bfloat16"; also an empty, UNVERIFIED or not-stated cell: "-", "n/a",
+    "unknown"), 'fp16' (`FP16_SPELLINGS`).
     A precision named only negated (`statements.stated`: "BF16 (MXFP8 disabled)", "FP16 mixed
     (not BF16)") is not the run's. A cell naming none of them ("FP9 weird", "TF32") is a
     DataError prefixed with `where` (the row), not a silent FP16."""
     for name, pat in _PRECISION_RES:
         if stated(pat, raw):
             return name
-    if unverified(raw):
+    if no_value(raw):
         return "bf16"
     if stated(FP16_SPELLINGS, raw):
         return "fp16"
@@ -372,6 +387,7 @@ __all__ = [
     "is_hint",
     "match_gpu",
     "megatron_formula_is_causal",
+    "no_value",
     "number",
     "precision",
     "recompute_kind",

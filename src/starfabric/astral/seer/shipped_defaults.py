@@ -69,8 +69,8 @@ _FP4 = re.compile(r"\bfp4\b|nvfp4|mxfp4", re.I)
 
 def precision_class(raw: str | None) -> str | None:
     """'bf16', 'fp16', 'fp8:<recipe>', 'fp8' (FP8 naming no recipe), 'nvfp4'/'mxfp4', or None
-    when the cell is empty or UNVERIFIED."""
-    if cells.unverified(raw):
+    when the cell states none (`cells.no_value`: empty, UNVERIFIED, "n/a", "-")."""
+    if cells.no_value(raw):  # empty, UNVERIFIED, "n/a", "-": unstated, not BF16
         return None
     text = raw or ""
     fp4 = _FP4.search(text)
