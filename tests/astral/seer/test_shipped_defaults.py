@@ -259,3 +259,37 @@ def test_a_stated_layer_split_still_wins() -> None:
     st = _setup(notes="layers 4/4/.../4/1")
     assert st.shipped is not None
     assert not any(t.startswith("pipeline layout") for t in st.shipped.taken)
+
+
+H100_CS = BY_ID["MBPERF-DSV3-H100-FP8_CS-V1"]
+H100_SC = BY_ID["MBPERF-DSV3-H100-FP8_SC-V1"]
+
+
+def test_fp8_naming_no_recipe_takes_what_the_recipes_configurations_share() -> None:
+    """DeepSeek-V3 on H100 ships FP8_CS_V1 and FP8_SC_V1 on one layout, differing only in the
+    recipe and the FP8 parameter gather: a results row "FP8" took nothing (Seer's own search);
+    it takes their shared settings, the recipe left unstated and both names printed."""
+    row = {**bare(H100_CS), "precision": "FP8"}
+    got = V.row_setup(row)
+    assert got.shipped is not None
+    assert "FP8_CS_V1" in got.shipped.config and "FP8_SC_V1" in got.shipped.config
+    assert not any(t.startswith("FP8 recipe FP8") for t in got.shipped.taken)
+    assert "fp8_recipe" not in got.execution  # no recipe stated: as an FP8 cell naming none
+    full_cs = V.row_setup(H100_CS, shipped=False)
+    assert got.options[0][1]["moe_dispatcher"] == full_cs.options[0][1]["moe_dispatcher"]
+    assert got.options[0][1]["recompute"] == full_cs.options[0][1]["recompute"]
+    assert got.execution["moe_load_balance"] == "forced"
+    # with the recipe named, the one configuration as before
+    named = V.row_setup({**bare(H100_SC)})
+    assert named.shipped is not None and named.shipped.config.endswith("FP8_SC_V1")
+
+
+def test_fp8_naming_no_recipe_over_configurations_that_differ_matches_nothing(
+    monkeypatch,  # type: ignore[no-untyped-def]
+) -> None:
+    configs = sd.configurations()
+    sc = next(c for c in configs if c.name.endswith("H100_FP8_SC_V1"))
+    other = sd.ShippedConfig(sc.name, {**sc.row, "recompute": "full"}, sc.gpu, sc.shape, sc.key)
+    monkeypatch.setattr(sd, "configurations", lambda: (*(c for c in configs if c is not sc), other))
+    row = {**bare(H100_CS), "precision": "FP8"}
+    assert sd.match(row, V.row_model(row), sc.gpu).config is None

@@ -17,9 +17,13 @@ layers, hidden, heads, experts, top-k, expert FFN) on its GPU (catalog name) on 
 batch, sequence length. A field the row states must equal the configuration's. A field the row
 leaves unstated (empty or UNVERIFIED, a hint such as "~1024") matches only when every
 configuration of that model on that GPU has one value for it (the configuration set offers a
-single candidate: e.g. sequence 4,096 and CP 1 everywhere); an FP8 cell naming no recipe, only
-when that model's FP8 configurations on that GPU use one recipe; otherwise the row matches
-nothing. When exactly one configuration remains, every setting the row does not mention (a
+single candidate: e.g. sequence 4,096 and CP 1 everywhere), otherwise the row matches nothing.
+An FP8 cell naming no recipe matches the FP8 configurations: where that model's FP8
+configurations on that GPU use one recipe, as if it were named; where they use several, the
+FP8 configurations left by the other fields give their settings only if they differ in nothing
+but the recipe and the FP8 parameter gather (`RECIPE_ONLY_COLUMNS`; DeepSeek-V3 H100 FP8_CS_V1
+and FP8_SC_V1), and the recipe is not taken (the row's FP8 is timed as an FP8 cell naming no
+recipe is). When exactly one configuration remains, every setting the row does not mention (a
 mention, even negated — "CUDA graphs off" — is the row's own statement) is taken from it, as
 the configuration's own cell text (so Seer reads it exactly as it reads the configuration
 row), and the row's choices print
@@ -156,6 +160,21 @@ class Match:
 
     config: ShippedConfig | None
     reason: str
+    recipe_open: tuple[str, ...] = ()
+    """Names of the configurations an FP8 row naming no recipe matches when they differ only in
+    their recipe (`RECIPE_ONLY_COLUMNS`): `config` is the first, whose settings they share;
+    the recipe is not taken."""
+
+
+RECIPE_ONLY_COLUMNS = frozenset({"row_id", "citation", "mb_config", "precision", "param_gather"})
+"""Columns in which configurations of one layout may differ and still give an FP8 row that
+names no recipe one set of settings: the recipe itself (left unstated) and the FP8 parameter
+all-gather (not taken). E.g. DeepSeek-V3 on H100: FP8_CS_V1 and FP8_SC_V1."""
+
+
+def _same_but_recipe(configs: list[ShippedConfig]) -> bool:
+    rows = [{k: v for k, v in c.row.items() if k not in RECIPE_ONLY_COLUMNS} for c in configs]
+    return all(r == rows[0] for r in rows[1:])
 
 
 def _fp8_unstated_recipe(value: object, pool: Iterable[ShippedConfig]) -> bool:
@@ -173,17 +192,24 @@ def match(row: dict[str, str], model: ModelSpec, gpu: str) -> Match:
         return Match(None, f"no shipped configuration of this model on {gpu}")
     key = row_key(row)
     left = list(pool)
+    recipe_open = False
     for field in KEY_FIELDS:
         value = key[field]
         if field == "precision" and value == "fp8":
-            if not _fp8_unstated_recipe(value, pool):
-                return Match(None, "FP8 naming no recipe, and the configurations use several")
+            recipe_open = not _fp8_unstated_recipe(value, pool)
             left = [c for c in left if str(c.key["precision"]).startswith("fp8")]
         elif value is None:
             if len({c.key[field] for c in pool}) != 1:
                 return Match(None, f"{field} unstated and the configurations differ in it")
         else:
             left = [c for c in left if c.key[field] == value]
+    if recipe_open:
+        # FP8 naming no recipe: whichever FP8 recipe the row ran, its configuration at this
+        # layout is one of `left` (they cover every FP8 recipe of the pool) and they agree
+        recipes = {c.key["precision"] for c in pool if str(c.key["precision"]).startswith("fp8")}
+        if left and {c.key["precision"] for c in left} == recipes and _same_but_recipe(left):
+            return Match(left[0], "", tuple(c.name for c in left))
+        return Match(None, "FP8 naming no recipe, and the recipes' configurations differ")
     if len(left) != 1:
         return Match(None, "no configuration has this layout" if not left else
                      f"{len(left)} configurations have this layout")  # fmt: skip
@@ -285,8 +311,12 @@ def _append(cell: str, parts: list[str], sep: str) -> str:
     return sep.join([cell.strip(), *parts]) if cell.strip() else sep.join(parts)
 
 
-def fill(row: dict[str, str], config: ShippedConfig) -> tuple[dict[str, str], Applied]:
-    """The row with every setting it leaves unstated taken from `config` (see the module)."""
+def fill(
+    row: dict[str, str], config: ShippedConfig, recipe_open: tuple[str, ...] = ()
+) -> tuple[dict[str, str], Applied]:
+    """The row with every setting it leaves unstated taken from `config` (see the module);
+    `recipe_open` (`Match.recipe_open`): the FP8 recipe is not taken, and the note names
+    every configuration matched."""
     src = config.row
     out = dict(row)
     taken: list[str] = []
@@ -321,7 +351,8 @@ def fill(row: dict[str, str], config: ShippedConfig) -> tuple[dict[str, str], Ap
             taken.append(f"MTP {src.get('mtp_layers') or mtp[0]}")
     prec = row_key(row)["precision"]
     if (
-        str(prec).startswith("fp8")
+        not recipe_open
+        and str(prec).startswith("fp8")
         and fp8_recipe.row_recipe(row.get("precision"), row.get("notes"), row.get("framework"))
         is None
     ):
@@ -332,7 +363,9 @@ def fill(row: dict[str, str], config: ShippedConfig) -> tuple[dict[str, str], Ap
         if key[field] is None:
             out[field] = src[field]
             taken.append(f"{field} {src[field]}")
-    return out, Applied(config.name, tuple(taken))
+    if recipe_open:
+        taken.append("FP8 recipe not taken (the row names none)")
+    return out, Applied(" / ".join(recipe_open) or config.name, tuple(taken))
 
 
 def apply(
@@ -349,13 +382,14 @@ def apply(
     found = match(row, model_of(row), gpu_of(row))
     if found.config is None:
         return row, None
-    return fill(row, found.config)
+    return fill(row, found.config, found.recipe_open)
 
 
 __all__ = [
     "FILLABLE_KEYS",
     "KEY_FIELDS",
     "MTP",
+    "RECIPE_ONLY_COLUMNS",
     "RELEASE",
     "Applied",
     "Match",
