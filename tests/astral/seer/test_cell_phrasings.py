@@ -615,3 +615,19 @@ def test_a_precision_that_states_nothing_is_unstated_for_the_shipped_match(cell:
     from starfabric.astral.seer.shipped_defaults import precision_class
 
     assert precision_class(cell) is None  # not BF16: matches only where one precision ships
+
+
+@pytest.mark.parametrize(
+    ("cell", "stage"),
+    [
+        ("no FSDP", 1),  # a results table's FSDP column negated: Megatron's default, not ZeRO-3
+        ("FSDP: off", 1),
+        ("without FSDP (distributed optimizer)", 1),
+        ("not ZeRO-3 (ZeRO-1)", 1),
+        ("FSDP", 3),
+        ("ZeRO-3", 3),
+        ("FSDP on", 3),
+    ],
+)
+def test_a_negated_fsdp_is_not_zero_3(cell: str, stage: int) -> None:
+    assert cells.zero_stage(cell, legacy=False) == stage

@@ -225,16 +225,19 @@ def megatron_formula_is_causal(framework: str | None) -> bool | None:
     return any(found) if found else None
 
 
+_ZERO3 = re.compile(r"zero[- ]?3|fsdp", re.I)
+
+
 def zero_stage(raw: str | None, legacy: bool) -> int | None:
     """ZeRO stage from a data-parallel cell: 'distributed optimizer'/'ZeRO-1' → 1, 'ZeRO-2' or
-    'weights not resharded' → 2, 'ZeRO-3'/FSDP → 3, 'none' → 0; None when not stated."""
+    'weights not resharded' → 2, 'ZeRO-3'/FSDP → 3 (not negated: "no FSDP" is not FSDP), 'none' → 0; None when not stated."""
     text = (raw or "").lower().replace(" ", "")
     if unverified(raw):
         return None
     if re.search(r"zero-?2|notresharded|shard(s|ing)?optimizer\+grads", text):
         return 2
-    if re.search(r"zero-?3|fsdp", text):
-        return 3
+    if re.search(r"zero-?3|fsdp", text) and stated(_ZERO3, raw) is not False:
+        return 3  # not when every mention is negated ("no FSDP", "FSDP: off")
     if re.search(r"zero-?1|distributed", text):
         return 1
     if text.startswith("none"):
