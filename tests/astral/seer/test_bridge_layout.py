@@ -109,3 +109,21 @@ def test_a_stated_split_and_other_frameworks_keep_their_own() -> None:
              "dp": "32"}  # fmt: skip
     best, _, _ = fastest_fitting(other)
     assert best is not None and best[3]["pipeline_layers"] == [3, 3] + [4] * 13 + [3]
+
+
+@pytest.mark.parametrize(
+    ("framework", "bridge"),
+    [
+        ("Megatron-LM core_v0.14.0 (not Megatron-Bridge)", False),
+        ("Megatron-Core, no Megatron-Bridge", False),
+        ("Megatron-Bridge 25.11", True),
+        ("NeMo 25.11 container", True),  # the framework cell does not say: the citation does
+    ],
+)
+def test_the_framework_cell_decides_before_the_citation(framework: str, bridge: bool) -> None:
+    """names_bridge's rule: the citation counts only when the framework cell does not say;
+    a framework cell that negates Megatron-Bridge was overruled by a Megatron-Bridge URL."""
+    from starfabric.astral.seer.bridge_layout import names_bridge
+
+    cite = "github.com/NVIDIA-NeMo/Megatron-Bridge issue 1234"
+    assert names_bridge(framework, cite) is bridge

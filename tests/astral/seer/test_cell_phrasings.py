@@ -600,3 +600,34 @@ def test_unknown_precision_is_one_line() -> None:
         cells.precision("FP9 weird", where="row X-01")
     line = err.value.one_line()
     assert "\n" not in line and "row X-01" in line and "'FP9 weird'" in line and "BF16" in line
+
+
+@pytest.mark.parametrize("cell", ["-", "n/a", "N/A", "None", "unknown", "not stated", "—", "?"])
+def test_a_precision_cell_that_states_nothing_reads_as_empty(cell: str) -> None:
+    """A results table's "no value" marks read as an empty cell (BF16, Seer's default), as
+    before unknown precision cells were refused; they were refused (the row not read)."""
+    assert cells.precision(cell) == "bf16"
+    assert cells.precision(cell) == cells.precision("")
+
+
+@pytest.mark.parametrize("cell", ["-", "n/a", "None", "unknown"])
+def test_a_precision_that_states_nothing_is_unstated_for_the_shipped_match(cell: str) -> None:
+    from starfabric.astral.seer.shipped_defaults import precision_class
+
+    assert precision_class(cell) is None  # not BF16: matches only where one precision ships
+
+
+@pytest.mark.parametrize(
+    ("cell", "stage"),
+    [
+        ("no FSDP", 1),  # a results table's FSDP column negated: Megatron's default, not ZeRO-3
+        ("FSDP: off", 1),
+        ("without FSDP (distributed optimizer)", 1),
+        ("not ZeRO-3 (ZeRO-1)", 1),
+        ("FSDP", 3),
+        ("ZeRO-3", 3),
+        ("FSDP on", 3),
+    ],
+)
+def test_a_negated_fsdp_is_not_zero_3(cell: str, stage: int) -> None:
+    assert cells.zero_stage(cell, legacy=False) == stage

@@ -145,6 +145,12 @@ def test_cells_state_the_recipe_and_a_plain_fp8_cell_states_none() -> None:
         ("fp8_mx", "mxfp8"),
         ("FP8-SC (subchannel)", "blockwise"),
         ("fp8_ds", "delayed"),
+        # ... bracketed as a table may abbreviate them (read as no recipe before).
+        ("FP8 (MX)", "mxfp8"),
+        ("FP8 (CS)", "tensorwise"),
+        ("FP8 ( SC )", "blockwise"),
+        ("FP8 (DS)", "delayed"),
+        ("FP8 (MXT)", None),
         ("bf16_with_fp8_current_scaling_mixed", "tensorwise"),
         ("bf16_with_mxfp8_mixed", "mxfp8"),
         ("bf16_with_fp8_subchannel_scaling_mixed", "blockwise"),

@@ -8,11 +8,13 @@ sections 2.1.4 and 2.2.1)."""
 import itertools
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pydantic import ValidationError
 
 from starfabric.astral.seer import host_ops, host_segments, megatron_cli, router_launches
-from starfabric.astral.seer.model import load_model
+from starfabric.astral.seer.model import ModelSpec, load_model
 from starfabric.astral.seer.parallel import ExecutionSpec
 from starfabric.astral.seer.predict import make_job, predict
 from starfabric.astral.seer.te_mxfp8_host import PER_LINEAR, STAGES
@@ -225,3 +227,34 @@ def test_router_fusion_is_a_no_op_where_there_is_no_counted_router() -> None:
     )
     desc = ExecutionSpec.model_fields["moe_router_fusion"].description or ""
     assert "dense model" in desc and "host_launches" in desc
+
+
+_MOE16 = dict(name="m", layers=4, hidden=1024, ffn_hidden=4096, heads=8, kv_heads=8,
+              head_dim=128, vocab=32000, moe_experts=16, moe_topk=2, moe_ffn_hidden=1024)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("groups", "gtopk", "msg"),
+    [
+        (
+            0,
+            2,
+            "needs moe_router_groups",
+        ),  # Megatron-Core: "moe_router_num_groups must be specified"
+        (3, 2, "does not divide moe_experts"),  # num_moe_experts % num_groups == 0
+        (4, 8, "exceeds moe_router_groups"),  # group_topk <= num_groups
+    ],
+)
+def test_group_limited_routing_megatron_core_refuses_is_refused(
+    groups: int, gtopk: int, msg: str
+) -> None:
+    """Megatron-Core core_v0.14.0 TransformerConfig.__post_init__ rejects these; Seer took
+    them and charged group-limited launches (or silently dropped a group top-k)."""
+    with pytest.raises(ValidationError, match=msg):
+        ModelSpec(**_MOE16, moe_router_groups=groups, moe_router_group_topk=gtopk)
+
+
+@pytest.mark.parametrize(("groups", "gtopk"), [(4, 0), (8, 4), (16, 16), (0, 0)])
+def test_group_limited_routing_megatron_core_accepts_is_accepted(groups: int, gtopk: int) -> None:
+    m = ModelSpec(**_MOE16, moe_router_groups=groups, moe_router_group_topk=gtopk)
+    assert (m.moe_router_groups, m.moe_router_group_topk) == (groups, gtopk)

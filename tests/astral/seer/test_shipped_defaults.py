@@ -190,6 +190,11 @@ def test_an_unstated_field_matches_when_every_configuration_agrees_on_it() -> No
         ("MXFP8", "fp8:mxfp8"),
         ("FP8 (subchannel / blockwise scaling)", "fp8:blockwise"),
         ("FP8-SC", "fp8:blockwise"),
+        ("FP8 (MX)", "fp8:mxfp8"),
+        # A negated suffix names no recipe (the Megatron-Bridge names were read unnegated).
+        ("FP8 (not FP8-CS)", "fp8"),
+        ("FP8 (fp8_mx disabled)", "fp8"),
+        ("MXFP8, not FP8-CS", "fp8:mxfp8"),
         ("FP8 hybrid", "fp8"),
         ("NVFP4", "nvfp4"),
         ("UNVERIFIED", None),
@@ -210,3 +215,81 @@ def test_validate_prints_the_configuration() -> None:
     assert (
         "performance config DEEPSEEK_V3_PRETRAIN_CONFIG_B200_FP8_CS_V1" in res.choices["recompute"]
     )
+
+
+@pytest.mark.parametrize(
+    "model_notes",
+    [
+        "MLA: q_lora 1536, kv_lora 512; node-limited routing <=4 nodes; aux-loss-free balancing",
+        "sigmoid routing, auxiliary-loss-free load balancing (expert bias)",
+        "sequence-wise balance loss 0.0001",
+        "seq aux loss",
+    ],
+)
+def test_the_models_own_balancing_is_not_the_runs_routing_balance(model_notes: str) -> None:
+    """DeepSeek-V3's aux-loss-free bias or a balance loss describes the model's router, which
+    Megatron-Core keeps under --moe-router-force-load-balancing: the configuration's forced
+    balancing is still taken (a row copying the model description was read as stating it)."""
+    st = _setup(model_notes=model_notes)
+    assert st.shipped is not None
+    assert "routing balance forced" in st.shipped.taken
+    assert st.execution["moe_load_balance"] == "forced"
+
+
+@pytest.mark.parametrize("notes", ["dropless, real routing", "no forced load balancing"])
+def test_a_stated_routing_balance_still_wins(notes: str) -> None:
+    st = _setup(notes=notes)
+    assert st.shipped is not None
+    assert not any(t.startswith("routing balance") for t in st.shipped.taken)
+    assert "moe_load_balance" not in st.execution
+
+
+@pytest.mark.parametrize(
+    "notes", ["TP/PP/CP/EP = 1/2/1/32", "measured 2025/11/03", "1 / 2 / 1 / 32 (TP/PP/CP/EP)"]
+)
+def test_a_slash_list_that_is_no_layer_split_does_not_state_the_layout(notes: str) -> None:
+    """A layout tuple or a date in the notes is not a pipeline layout (validate reads a split
+    only through cells.layer_split): the configuration's layout is still taken."""
+    st = _setup(notes=notes)
+    assert st.shipped is not None
+    assert any(t.startswith("pipeline layout") for t in st.shipped.taken)
+
+
+def test_a_stated_layer_split_still_wins() -> None:
+    st = _setup(notes="layers 4/4/.../4/1")
+    assert st.shipped is not None
+    assert not any(t.startswith("pipeline layout") for t in st.shipped.taken)
+
+
+H100_CS = BY_ID["MBPERF-DSV3-H100-FP8_CS-V1"]
+H100_SC = BY_ID["MBPERF-DSV3-H100-FP8_SC-V1"]
+
+
+def test_fp8_naming_no_recipe_takes_what_the_recipes_configurations_share() -> None:
+    """DeepSeek-V3 on H100 ships FP8_CS_V1 and FP8_SC_V1 on one layout, differing only in the
+    recipe and the FP8 parameter gather: a results row "FP8" took nothing (Seer's own search);
+    it takes their shared settings, the recipe left unstated and both names printed."""
+    row = {**bare(H100_CS), "precision": "FP8"}
+    got = V.row_setup(row)
+    assert got.shipped is not None
+    assert "FP8_CS_V1" in got.shipped.config and "FP8_SC_V1" in got.shipped.config
+    assert not any(t.startswith("FP8 recipe FP8") for t in got.shipped.taken)
+    assert "fp8_recipe" not in got.execution  # no recipe stated: as an FP8 cell naming none
+    full_cs = V.row_setup(H100_CS, shipped=False)
+    assert got.options[0][1]["moe_dispatcher"] == full_cs.options[0][1]["moe_dispatcher"]
+    assert got.options[0][1]["recompute"] == full_cs.options[0][1]["recompute"]
+    assert got.execution["moe_load_balance"] == "forced"
+    # with the recipe named, the one configuration as before
+    named = V.row_setup({**bare(H100_SC)})
+    assert named.shipped is not None and named.shipped.config.endswith("FP8_SC_V1")
+
+
+def test_fp8_naming_no_recipe_over_configurations_that_differ_matches_nothing(
+    monkeypatch,  # type: ignore[no-untyped-def]
+) -> None:
+    configs = sd.configurations()
+    sc = next(c for c in configs if c.name.endswith("H100_FP8_SC_V1"))
+    other = sd.ShippedConfig(sc.name, {**sc.row, "recompute": "full"}, sc.gpu, sc.shape, sc.key)
+    monkeypatch.setattr(sd, "configurations", lambda: (*(c for c in configs if c is not sc), other))
+    row = {**bare(H100_CS), "precision": "FP8"}
+    assert sd.match(row, V.row_model(row), sc.gpu).config is None

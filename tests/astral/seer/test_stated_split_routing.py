@@ -80,3 +80,36 @@ def test_fused_dispatch_has_no_permute_kernels() -> None:
     assert not (permutes & names[True])
     assert {n for n in names[True] if "sort" in n} == set()
     assert names[False] - names[True] - {n for n in names[False] if "sort" in n} == permutes
+
+
+@pytest.mark.parametrize(
+    ("notes", "pp", "vpp"),
+    [
+        ("virtual-stage layers 4/4/.../4/1", "2", "8"),  # the split ends the notes
+        ("layers per stage 4,4,...,4,1", "2", "8"),
+        ("", "2 (layout 4/4/.../4/1)", "8"),
+        ("EP 32 over 8 hosts", "2", "8 (4/4/.../4/1)"),
+    ],
+)
+def test_a_row_split_is_read_from_each_cell_apart(notes: str, pp: str, vpp: str) -> None:
+    """notes, pp and vpp were joined with ';' and the comma-list reader ran the PP and VPP
+    degrees onto a split ending the notes ("4/4/.../4/1/2/8"): no split was read."""
+    row = {"notes": notes, "pp": pp, "vpp": vpp}
+    assert cells.row_layer_split(row, 61, 16) == (4,) * 15 + (1,)
+
+
+def test_a_row_without_a_split_reads_none() -> None:
+    row = {"notes": "TP/PP/CP/EP = 1/2/1/32; measured 2025/11/03", "pp": "2", "vpp": "8"}
+    assert cells.row_layer_split(row, 61, 16) is None
+
+
+def test_validate_reads_a_split_that_ends_the_notes() -> None:
+    import importlib
+    from pathlib import Path
+
+    v = importlib.import_module("starfabric.astral.seer.validate")
+    csv = Path(__file__).parents[2] / "data" / "shipped_configs" / "megatron_bridge_moe_perf.csv"
+    row = next(r for r in v.read_rows(csv) if r["row_id"] == "MBPERF-DSV3-GB300-FP8_MX-V1")
+    row = {**row, "notes": "layers per virtual stage 5/4/.../4/0"}  # not the recipe's map
+    st = v.row_setup(row, shipped=False)
+    assert st.execution["pipeline_layers"] == [5] + [4] * 14 + [0]

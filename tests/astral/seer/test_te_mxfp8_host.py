@@ -174,6 +174,9 @@ def test_other_rows_state_nothing() -> None:
         # a reverted fix caps a newer release below its stage
         ("TE 2.9 with TE PR 2019 reverted", "bulk_alloc"),
         ("TE 2.9, TE PRs 1793/1934 reverted", "per_tensor"),
+        # "reverted to X" states X, the release the run went back to
+        ("reverted to TE 2.6 (2.9 regressed)", "bulk_alloc"),
+        ("reverted back to Transformer Engine 2.3", "per_tensor"),
         # an affirmed mention still wins over a comparison elsewhere
         ("TE 2.9 (compared with TE 2.3)", "multi_swizzle"),
     ],
@@ -228,3 +231,22 @@ def test_mxfp8_flag_in_another_cell() -> None:
     # times the row as MXFP8, so the launch reader counts TE's MXFP8 path too
     assert mxfp8_stage("FP8", ["Megatron-Core, --fp8-recipe mxfp8, TE 2.6"]) == "bulk_alloc"
     assert mxfp8_stage("FP8", ["Megatron-Core, not --fp8-recipe mxfp8, TE 2.6"]) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ("reverted to the alltoall dispatcher", True),
+        ("DeepEP off, reverting back to alltoall", True),
+        ("reverted alltoall dispatcher change", False),
+        ("alltoall reverted", False),
+    ],
+)
+def test_reverted_to_states_what_the_run_went_back_to(text: str, said: bool) -> None:
+    """statements.NEGATION_BEFORE's 'revert(ed)' (added for 'reverted TE PR 2019') read
+    'reverted to X' as X negated, in every reader that uses `stated`."""
+    import re
+
+    from starfabric.astral.seer.statements import stated
+
+    assert stated(re.compile(r"alltoall", re.I), text) is said

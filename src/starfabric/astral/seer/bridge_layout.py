@@ -48,7 +48,9 @@ _BRIDGE = re.compile(r"megatron[-_ ]bridge", re.I)
 def names_bridge(framework: str | None, citation: str | None = None) -> bool:
     """Whether a row ran Megatron-Bridge: its framework cell (or, when that does not say, its
     citation: a Megatron-Bridge page or file) names it, not negated."""
-    return bool(stated(_BRIDGE, framework or "") or stated(_BRIDGE, citation or ""))
+    if _BRIDGE.search(framework or ""):  # the framework cell says: its word (even "not ...")
+        return bool(stated(_BRIDGE, framework or ""))
+    return bool(stated(_BRIDGE, citation or ""))
 
 
 def layout_recipe(

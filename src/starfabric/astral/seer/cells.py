@@ -225,16 +225,19 @@ def megatron_formula_is_causal(framework: str | None) -> bool | None:
     return any(found) if found else None
 
 
+_ZERO3 = re.compile(r"zero[- ]?3|fsdp", re.I)
+
+
 def zero_stage(raw: str | None, legacy: bool) -> int | None:
     """ZeRO stage from a data-parallel cell: 'distributed optimizer'/'ZeRO-1' → 1, 'ZeRO-2' or
-    'weights not resharded' → 2, 'ZeRO-3'/FSDP → 3, 'none' → 0; None when not stated."""
+    'weights not resharded' → 2, 'ZeRO-3'/FSDP → 3 (not negated: "no FSDP" is not FSDP), 'none' → 0; None when not stated."""
     text = (raw or "").lower().replace(" ", "")
     if unverified(raw):
         return None
     if re.search(r"zero-?2|notresharded|shard(s|ing)?optimizer\+grads", text):
         return 2
-    if re.search(r"zero-?3|fsdp", text):
-        return 3
+    if re.search(r"zero-?3|fsdp", text) and stated(_ZERO3, raw) is not False:
+        return 3  # not when every mention is negated ("no FSDP", "FSDP: off")
     if re.search(r"zero-?1|distributed", text):
         return 1
     if text.startswith("none"):
@@ -313,16 +316,31 @@ wording: FP16, the only 16-bit mixed precision of their frameworks; read as FP16
 malformed-cell check existed, and kept so)."""
 
 
+_NOT_STATED = re.compile(
+    r"\s*(?:[-–—]+|n/?a|none|null|unknown|unstated|not (?:stated|given|reported)|\?+)\s*",
+    re.I,
+)
+"""A cell whose whole text says the source gives no value ("-", "n/a", "None", "unknown",
+"not stated"): read as an empty cell, not as a value."""
+
+
+def no_value(raw: str | None) -> bool:
+    """True for an empty or UNVERIFIED cell and one that only says the source gives no value
+    (`_NOT_STATED`)."""
+    return unverified(raw) or bool(_NOT_STATED.fullmatch(raw or ""))
+
+
 def precision(raw: str | None, where: str = "precision cell") -> str:
     """'fp8' (FP8/FP4 GEMMs: "FP8 hybrid", "fp8 (E4M3 fwd, E5M2 bwd)", "float8"), 'bf16'
-    ("BF16 mixed", "bfloat16"; also an empty or UNVERIFIED cell), 'fp16' (`FP16_SPELLINGS`).
+    ("BF16 mixed", "bfloat16"; also an empty, UNVERIFIED or not-stated cell: "-", "n/a",
+    "unknown"), 'fp16' (`FP16_SPELLINGS`).
     A precision named only negated (`statements.stated`: "BF16 (MXFP8 disabled)", "FP16 mixed
     (not BF16)") is not the run's. A cell naming none of them ("FP9 weird", "TF32") is a
     DataError prefixed with `where` (the row), not a silent FP16."""
     for name, pat in _PRECISION_RES:
         if stated(pat, raw):
             return name
-    if unverified(raw):
+    if no_value(raw):
         return "bf16"
     if stated(FP16_SPELLINGS, raw):
         return "fp16"
@@ -372,6 +390,7 @@ __all__ = [
     "is_hint",
     "match_gpu",
     "megatron_formula_is_causal",
+    "no_value",
     "number",
     "precision",
     "recompute_kind",
@@ -396,6 +415,22 @@ def _as_slashes(m: re.Match[str]) -> str:
     if _THOUSANDS.fullmatch(m.group(0)):
         return m.group(0)
     return "/".join(p.strip() for p in re.split(r"[,;]", m.group(0)))
+
+
+SPLIT_CELLS = ("notes", "pp", "vpp")
+"""The cells a layer split is stated in: the notes, or beside the degree ("16 (layout
+4/4/.../4/1)")."""
+
+
+def row_layer_split(row: dict[str, str], layers: int, stages: int) -> tuple[int, ...] | None:
+    """`layer_split` over a row's `SPLIT_CELLS`, each read apart: joined with ';' the comma-list
+    reader took a split at the end of the notes and the PP and VPP degrees after it as one list
+    ("4/4/.../4/1 ; 2 ; 8" read "4/4/.../4/1/2/8", no split)."""
+    for key in SPLIT_CELLS:
+        split = layer_split(row.get(key), layers, stages)
+        if split is not None:
+            return split
+    return None
 
 
 def layer_split(text: str | None, layers: int, stages: int) -> tuple[int, ...] | None:

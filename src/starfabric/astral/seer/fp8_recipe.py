@@ -125,12 +125,17 @@ def gemm_rate(recipe: str | None, gpu: GPUSpec) -> float:
 _FP4 = re.compile(r"\bfp4\b|nvfp4|mxfp4", re.I)
 """An FP4 precision cell: timed at the FP8 rate (validate.FP4_AS_FP8), no FP8 recipe read."""
 _STATED: tuple[tuple[Recipe, re.Pattern[str]], ...] = (
-    ("mxfp8", re.compile(r"(?<![a-z0-9])mx-?\s*fp8|microscal|\bfp8[-_ ]?mx(?![a-z0-9])", re.I)),
+    (
+        "mxfp8",
+        re.compile(
+            r"(?<![a-z0-9])mx-?\s*fp8|microscal|\bfp8(?:[-_ ]?|\s*\(\s*)mx(?![a-z0-9])", re.I
+        ),
+    ),
     (
         "blockwise",
         re.compile(
             r"\b1\s*[x×]\s*128\b|\b128\s*[x×]\s*128\b|block[- ]?(?:wise|scal)|deepseek[- ]style"
-            r"|sub-?channel|\bfp8[-_ ]?sc(?![a-z0-9])",
+            r"|sub-?channel|\bfp8(?:[-_ ]?|\s*\(\s*)sc(?![a-z0-9])",
             re.I,
         ),
     ),
@@ -138,13 +143,15 @@ _STATED: tuple[tuple[Recipe, re.Pattern[str]], ...] = (
         "delayed",
         re.compile(
             r"(?<![a-z0-9])delayed(?:[-_ ]?scaling)?(?![a-z0-9])(?![-_ ]wgrad)"
-            r"|\bfp8[-_ ]?ds(?![a-z0-9])",
+            r"|\bfp8(?:[-_ ]?|\s*\(\s*)ds(?![a-z0-9])",
             re.I,
         ),
     ),
     (
         "tensorwise",
-        re.compile(r"\btensor[- ]?wise\b|current[-_ ]?scal|\bfp8[-_ ]?cs(?![a-z0-9])", re.I),
+        re.compile(
+            r"\btensor[- ]?wise\b|current[-_ ]?scal|\bfp8(?:[-_ ]?|\s*\(\s*)cs(?![a-z0-9])", re.I
+        ),
     ),
 )
 """The recipe a precision cell states, first stated (not negated, `statements.stated`) wins:
@@ -154,6 +161,7 @@ _STATED: tuple[tuple[Recipe, re.Pattern[str]], ...] = (
 fp8_cs / fp8_mx / fp8_sc, its `fp8_ds`, and `mixed_precision.py`'s
 `bf16_with_fp8_current_scaling_mixed`, `bf16_with_mxfp8_mixed`,
 `bf16_with_fp8_subchannel_scaling_mixed` = blockwise, `bf16_with_fp8_delayed_scaling_mixed`).
+Megatron-Bridge's suffixes are read joined or bracketed ("FP8-MX", "FP8 MX", "FP8 (MX)").
 A cell that says "current scaling, not delayed" states tensorwise.
 Any other FP8 cell ("FP8 (Transformer Engine)", "FP8 hybrid") states no recipe."""
 _TORCHAO = re.compile(r"\btorchao\b", re.I)

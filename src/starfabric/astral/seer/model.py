@@ -105,6 +105,7 @@ class ModelSpec(Spec):
                 raise ValueError("moe_ffn_hidden must be > 0 when moe_experts > 0")
             if self.moe_dense_layers >= self.layers:
                 raise ValueError(f"moe_dense_layers={self.moe_dense_layers} leaves no MoE layer")
+            self._check_router_groups()
         if self.sliding_window_layers is not None and self.sliding_window_layers > self.layers:
             raise ValueError(
                 f"sliding_window_layers={self.sliding_window_layers} exceeds layers={self.layers}"
@@ -112,6 +113,25 @@ class ModelSpec(Spec):
         if self.kv_lora_rank and (self.qk_rope_head_dim <= 0 or self.v_head_dim <= 0):
             raise ValueError("MLA (kv_lora_rank > 0) needs qk_rope_head_dim and v_head_dim")
         return self
+
+    def _check_router_groups(self) -> None:
+        """Group-limited routing as Megatron-Core's TransformerConfig.__post_init__ accepts it
+        (core_v0.14.0): a group top-k needs a group count that divides the experts and is at
+        least the group top-k (a group count alone routes without groups)."""
+        groups, gtopk = self.moe_router_groups, self.moe_router_group_topk
+        if not gtopk:
+            return
+        if not groups:
+            raise ValueError(
+                f"moe_router_group_topk={gtopk} needs moe_router_groups > 0 for group-limited "
+                "routing (moe_router_group_topk 0: plain top-k)"
+            )
+        if self.moe_experts % groups:
+            raise ValueError(
+                f"moe_router_groups={groups} does not divide moe_experts={self.moe_experts}"
+            )
+        if gtopk > groups:
+            raise ValueError(f"moe_router_group_topk={gtopk} exceeds moe_router_groups={groups}")
 
     @property
     def is_moe(self) -> bool:

@@ -17,9 +17,13 @@ layers, hidden, heads, experts, top-k, expert FFN) on its GPU (catalog name) on 
 batch, sequence length. A field the row states must equal the configuration's. A field the row
 leaves unstated (empty or UNVERIFIED, a hint such as "~1024") matches only when every
 configuration of that model on that GPU has one value for it (the configuration set offers a
-single candidate: e.g. sequence 4,096 and CP 1 everywhere); an FP8 cell naming no recipe, only
-when that model's FP8 configurations on that GPU use one recipe; otherwise the row matches
-nothing. When exactly one configuration remains, every setting the row does not mention (a
+single candidate: e.g. sequence 4,096 and CP 1 everywhere), otherwise the row matches nothing.
+An FP8 cell naming no recipe matches the FP8 configurations: where that model's FP8
+configurations on that GPU use one recipe, as if it were named; where they use several, the
+FP8 configurations left by the other fields give their settings only if they differ in nothing
+but the recipe and the FP8 parameter gather (`RECIPE_ONLY_COLUMNS`; DeepSeek-V3 H100 FP8_CS_V1
+and FP8_SC_V1), and the recipe is not taken (the row's FP8 is timed as an FP8 cell naming no
+recipe is). When exactly one configuration remains, every setting the row does not mention (a
 mention, even negated — "CUDA graphs off" — is the row's own statement) is taken from it, as
 the configuration's own cell text (so Seer reads it exactly as it reads the configuration
 row), and the row's choices print
@@ -64,22 +68,13 @@ FILLABLE_KEYS = ("vpp", "cp", "micro_batch", "seq_len")
 """Key fields a row may leave unstated and still match (when the configuration set has one
 value for them): taken from the configuration then."""
 
-BRIDGE_PRECISION_NAMES = (
-    ("tensorwise", re.compile(r"\bfp8[-_ ]?cs\b", re.I)),
-    ("mxfp8", re.compile(r"\bfp8[-_ ]?mx\b", re.I)),
-    ("blockwise", re.compile(r"\bfp8[-_ ]?sc\b", re.I)),
-)
-"""Megatron-Bridge's own names of its FP8 recipes (the `*_FP8_CS_*`, `*_FP8_MX_*`, `*_FP8_SC_*`
-workload configurations and `scripts/performance/utils/precision.py`'s compute dtypes: current
-scaling, MXFP8, subchannel = blockwise), read for the match besides `fp8_recipe.stated_recipe`."""
-
 _FP4 = re.compile(r"\bfp4\b|nvfp4|mxfp4", re.I)
 
 
 def precision_class(raw: str | None) -> str | None:
     """'bf16', 'fp16', 'fp8:<recipe>', 'fp8' (FP8 naming no recipe), 'nvfp4'/'mxfp4', or None
-    when the cell is empty or UNVERIFIED."""
-    if cells.unverified(raw):
+    when the cell states none (`cells.no_value`: empty, UNVERIFIED, "n/a", "-")."""
+    if cells.no_value(raw):  # empty, UNVERIFIED, "n/a", "-": unstated, not BF16
         return None
     text = raw or ""
     fp4 = _FP4.search(text)
@@ -88,8 +83,9 @@ def precision_class(raw: str | None) -> str | None:
     kind = cells.precision(text)
     if kind != "fp8":
         return kind
-    recipe: str | None = next((n for n, p in BRIDGE_PRECISION_NAMES if p.search(text)), None)
-    recipe = recipe or fp8_recipe.stated_recipe(text)
+    # Megatron-Bridge's own names (FP8-CS / FP8-MX / FP8-SC, the `*_FP8_CS_*` workloads) are
+    # read by fp8_recipe, negations honoured ("FP8, not CS").
+    recipe = fp8_recipe.stated_recipe(text)
     return f"fp8:{recipe}" if recipe else "fp8"
 
 
@@ -164,6 +160,21 @@ class Match:
 
     config: ShippedConfig | None
     reason: str
+    recipe_open: tuple[str, ...] = ()
+    """Names of the configurations an FP8 row naming no recipe matches when they differ only in
+    their recipe (`RECIPE_ONLY_COLUMNS`): `config` is the first, whose settings they share;
+    the recipe is not taken."""
+
+
+RECIPE_ONLY_COLUMNS = frozenset({"row_id", "citation", "mb_config", "precision", "param_gather"})
+"""Columns in which configurations of one layout may differ and still give an FP8 row that
+names no recipe one set of settings: the recipe itself (left unstated) and the FP8 parameter
+all-gather (not taken). E.g. DeepSeek-V3 on H100: FP8_CS_V1 and FP8_SC_V1."""
+
+
+def _same_but_recipe(configs: list[ShippedConfig]) -> bool:
+    rows = [{k: v for k, v in c.row.items() if k not in RECIPE_ONLY_COLUMNS} for c in configs]
+    return all(r == rows[0] for r in rows[1:])
 
 
 def _fp8_unstated_recipe(value: object, pool: Iterable[ShippedConfig]) -> bool:
@@ -181,17 +192,24 @@ def match(row: dict[str, str], model: ModelSpec, gpu: str) -> Match:
         return Match(None, f"no shipped configuration of this model on {gpu}")
     key = row_key(row)
     left = list(pool)
+    recipe_open = False
     for field in KEY_FIELDS:
         value = key[field]
         if field == "precision" and value == "fp8":
-            if not _fp8_unstated_recipe(value, pool):
-                return Match(None, "FP8 naming no recipe, and the configurations use several")
+            recipe_open = not _fp8_unstated_recipe(value, pool)
             left = [c for c in left if str(c.key["precision"]).startswith("fp8")]
         elif value is None:
             if len({c.key[field] for c in pool}) != 1:
                 return Match(None, f"{field} unstated and the configurations differ in it")
         else:
             left = [c for c in left if c.key[field] == value]
+    if recipe_open:
+        # FP8 naming no recipe: whichever FP8 recipe the row ran, its configuration at this
+        # layout is one of `left` (they cover every FP8 recipe of the pool) and they agree
+        recipes = {c.key["precision"] for c in pool if str(c.key["precision"]).startswith("fp8")}
+        if left and {c.key["precision"] for c in left} == recipes and _same_but_recipe(left):
+            return Match(left[0], "", tuple(c.name for c in left))
+        return Match(None, "FP8 naming no recipe, and the recipes' configurations differ")
     if len(left) != 1:
         return Match(None, "no configuration has this layout" if not left else
                      f"{len(left)} configurations have this layout")  # fmt: skip
@@ -209,6 +227,9 @@ class Setting:
     """The row cells searched for a mention."""
     fact: str
     """The configuration's fact column printed with the choice."""
+    not_a_mention: re.Pattern[str] | None = None
+    """Text removed from the row's cells before `mention` is searched: words that look like
+    the setting but describe something else (the model's own balancing loss or bias)."""
 
 
 _TEXT_SETTINGS = (
@@ -228,16 +249,22 @@ _TEXT_SETTINGS = (
             ("framework", "notes", "precision"), "optimizer_moments"),
     Setting("pipeline layout",
             re.compile(r"pipeline[-_ ](?:model[-_ ]parallel[-_ ])?layout|layers per (?:virtual )?"
-                       r"(?:pipeline )?stage|\d+(?:\s*/\s*(?:\d+|\.\.\.|…)){2,}", re.I),
+                       r"(?:pipeline )?stage", re.I),
             ("notes", "pp", "vpp"), "pp_layout"),
     Setting("routing balance",
-            re.compile(r"balanc|round[- ]robin|dropless|capacity[- ]factor|token[- ]drop|"
-                       r"aux(?:iliary)?[- ]loss", re.I),
-            ("model", "model_notes", "framework", "notes"), "notes"),
+            re.compile(r"balanc|round[- ]robin|dropless|capacity[- ]factor|token[- ]drop", re.I),
+            ("model", "model_notes", "framework", "notes"), "notes",
+            re.compile(r"aux(?:iliary)?[- ]loss[- ]free(?:\s+(?:load[- ])?balanc\w*)?|"
+                       r"(?:load[- ])?balanc\w*[- ](?:loss|bias)|"
+                       r"(?:seq(?:uence)?[-_ ]?(?:wise|level)?[-_ ])?aux(?:iliary)?[-_ ]loss", re.I)),
 )  # fmt: skip
 """Settings the configurations state in their framework and notes cells; the configuration's
 segments (framework: after the first comma; notes: ';'-separated) that mention a setting the
-row does not are appended to the row's same cell."""
+row does not are appended to the row's same cell. The model's own balancing (DeepSeek-V3's
+auxiliary-loss-free bias, a sequence-wise balance loss, an aux loss) is not the run's routing
+balance: Megatron-Core computes the loss and applies the bias under
+--moe-router-force-load-balancing too, so a row describing them still takes the
+configuration's forced balancing."""
 
 MTP = re.compile(r"\bMTP\b|mtp[_-]num[_-]layers|multi[- ]token[- ]prediction", re.I)
 """A mention of multi-token prediction (validate._mtp_layers reads its depth)."""
@@ -260,16 +287,36 @@ class Applied:
         return f"{what} (from Megatron-Bridge {RELEASE} performance config {self.config})"
 
 
-def _mentions(row: dict[str, str], setting: Setting) -> bool:
-    return any(setting.mention.search(row.get(c) or "") for c in setting.cells)
+def _states_split(row: dict[str, str], config: ShippedConfig) -> bool:
+    """Whether the row's notes/pp/vpp state a per-stage layer split Seer reads
+    (`cells.row_layer_split` over the configuration's layers and PP x VPP stages, as validate reads
+    it). A bare slash list that is no such split ("TP/PP/CP/EP = 1/4/1/64", a date
+    "2025/11/03") is not a layout."""
+    vpp = config.key["vpp"] if isinstance(config.key["vpp"], int) else 1
+    pp = config.key["pp"] if isinstance(config.key["pp"], int) else 1
+    return cells.row_layer_split(row, config.shape[0], pp * vpp) is not None
+
+
+def _mentions(row: dict[str, str], setting: Setting, config: ShippedConfig | None = None) -> bool:
+    def text(cell: str) -> str:
+        raw = row.get(cell) or ""
+        return setting.not_a_mention.sub(" ", raw) if setting.not_a_mention else raw
+
+    if any(setting.mention.search(text(c)) for c in setting.cells):
+        return True
+    return setting.fact == "pp_layout" and config is not None and _states_split(row, config)
 
 
 def _append(cell: str, parts: list[str], sep: str) -> str:
     return sep.join([cell.strip(), *parts]) if cell.strip() else sep.join(parts)
 
 
-def fill(row: dict[str, str], config: ShippedConfig) -> tuple[dict[str, str], Applied]:
-    """The row with every setting it leaves unstated taken from `config` (see the module)."""
+def fill(
+    row: dict[str, str], config: ShippedConfig, recipe_open: tuple[str, ...] = ()
+) -> tuple[dict[str, str], Applied]:
+    """The row with every setting it leaves unstated taken from `config` (see the module);
+    `recipe_open` (`Match.recipe_open`): the FP8 recipe is not taken, and the note names
+    every configuration matched."""
     src = config.row
     out = dict(row)
     taken: list[str] = []
@@ -278,7 +325,7 @@ def fill(row: dict[str, str], config: ShippedConfig) -> tuple[dict[str, str], Ap
     add_fw: list[str] = []
     add_notes: list[str] = []
     for s in _TEXT_SETTINGS:
-        if _mentions(row, s):
+        if _mentions(row, s, config):
             continue
         add_fw += [p for p in fw_parts if s.mention.search(p) and p not in add_fw]
         add_notes += [p for p in note_parts if s.mention.search(p) and p not in add_notes]
@@ -304,7 +351,8 @@ def fill(row: dict[str, str], config: ShippedConfig) -> tuple[dict[str, str], Ap
             taken.append(f"MTP {src.get('mtp_layers') or mtp[0]}")
     prec = row_key(row)["precision"]
     if (
-        str(prec).startswith("fp8")
+        not recipe_open
+        and str(prec).startswith("fp8")
         and fp8_recipe.row_recipe(row.get("precision"), row.get("notes"), row.get("framework"))
         is None
     ):
@@ -315,7 +363,9 @@ def fill(row: dict[str, str], config: ShippedConfig) -> tuple[dict[str, str], Ap
         if key[field] is None:
             out[field] = src[field]
             taken.append(f"{field} {src[field]}")
-    return out, Applied(config.name, tuple(taken))
+    if recipe_open:
+        taken.append("FP8 recipe not taken (the row names none)")
+    return out, Applied(" / ".join(recipe_open) or config.name, tuple(taken))
 
 
 def apply(
@@ -332,14 +382,14 @@ def apply(
     found = match(row, model_of(row), gpu_of(row))
     if found.config is None:
         return row, None
-    return fill(row, found.config)
+    return fill(row, found.config, found.recipe_open)
 
 
 __all__ = [
-    "BRIDGE_PRECISION_NAMES",
     "FILLABLE_KEYS",
     "KEY_FIELDS",
     "MTP",
+    "RECIPE_ONLY_COLUMNS",
     "RELEASE",
     "Applied",
     "Match",

@@ -1182,8 +1182,7 @@ def row_setup(row: dict[str, str], shipped: bool = True) -> RowSetup:
     if deg["pp"] and deg["pp"] > 1:
         stages = deg["pp"] * int(vpp_n or 1)
         # Stated in the notes, or beside the degree ("16 (layout 4/4/.../4/1)").
-        split_text = " ; ".join(row.get(k) or "" for k in ("notes", "pp", "vpp"))
-        split = cells.layer_split(split_text, model.layers, stages)
+        split = cells.row_layer_split(row, model.layers, stages)
         if split is not None:
             # A layer split the source states (e.g. TorchTitan's "4/4/.../4/1") replaces
             # the uneven default of _search.
