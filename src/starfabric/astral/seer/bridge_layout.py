@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 
+from starfabric.astral.seer.bridge_recipe import BRIDGE
 from starfabric.astral.seer.statements import stated
 
 RECIPE_LAYOUT_STAGES: dict[str, frozenset[tuple[int, int]]] = {
@@ -42,15 +43,14 @@ _MODEL_RECIPE = (
     (re.compile(r"deepseek[-_ ]?v3", re.I), "deepseek_v3"),
     (re.compile(r"kimi[-_ ]?k2", re.I), "kimi_k2"),
 )
-_BRIDGE = re.compile(r"megatron[-_ ]bridge", re.I)
 
 
 def names_bridge(framework: str | None, citation: str | None = None) -> bool:
     """Whether a row ran Megatron-Bridge: its framework cell (or, when that does not say, its
     citation: a Megatron-Bridge page or file) names it, not negated."""
-    if _BRIDGE.search(framework or ""):  # the framework cell says: its word (even "not ...")
-        return bool(stated(_BRIDGE, framework or ""))
-    return bool(stated(_BRIDGE, citation or ""))
+    if BRIDGE.search(framework or ""):  # the framework cell says: its word (even "not ...")
+        return bool(stated(BRIDGE, framework or ""))
+    return bool(stated(BRIDGE, citation or ""))
 
 
 def layout_recipe(

@@ -39,7 +39,7 @@ from starfabric.astral.seer import (
     tuned_at,
     xtuner_throughput,
 )
-from starfabric.astral.seer.bridge_layout import layout_recipe, recipe_split
+from starfabric.astral.seer.bridge_layout import layout_recipe, names_bridge, recipe_split
 from starfabric.astral.seer.classes import classes_of, per_class
 from starfabric.astral.seer.cp_comm import ALGORITHM as CP_ALGORITHM
 from starfabric.astral.seer.cp_comm import host_a2a_size, stated_a2a_size, stated_cp_comm_type
@@ -317,8 +317,7 @@ def _row_routing(row: dict[str, str]) -> dict[str, Any]:
     """The router settings a row states (`router_launches.row_routing`): Megatron-LM router
     flags in its cells, or a Megatron-Bridge recipe whose model bridge sets them."""
     texts = [row.get(k) for k in ("model_notes", "framework", "notes")]
-    bridge = bool(stated(bridge_recipe.BRIDGE, row.get("framework")))
-    recipe = bridge_recipe.recipe_name(texts) if bridge else None
+    recipe = bridge_recipe.recipe_name(texts) if names_bridge(row.get("framework")) else None
     return dict(router_launches.row_routing(texts, recipe))
 
 
