@@ -11,7 +11,7 @@ distributed-optimizer parameter all-gather close the iteration.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -171,24 +171,36 @@ def host_pass(pc: PassCost, host_s: float) -> PassCost:
     return _add(pc, PassCost(0.0, {"host": extra}, 0.0)) if extra > 0 else pc
 
 
-def _launch_flags(
-    model: ModelSpec, ex: ExecutionSpec, lay: Layout
-) -> tuple[bool, bool, bool, bool, bool, bool, bool, str | None, tuple[str, ...]]:
-    """What decides a layer's launch table besides its MoE shape (`host_ops.layer_launches`,
-    `host_segments.launches_by_module`): CUDA graphs, MLA, QK-norm, RoPE fused (or no RoPE:
-    nothing unfused), SwiGLU fused (the flag is SwiGLU's only), the QKV all-gather when
-    TP exceeds the KV heads, the fused router, TE's MXFP8 path (te_mxfp8_host), and the
-    router's modules for the model's routing (router_launches)."""
-    return (
-        ex.cuda_graphs,
-        model.is_mla,
-        model.qk_norm,
-        ex.rope_fusion or model.learned_pos_emb,
-        ex.swiglu_fusion or model.activation != "swiglu",
-        model.kv_heads < lay.tp,
-        ex.moe_router_fusion,
-        ex.te_mxfp8_stage if ex.precision == "fp8" else None,
-        router_launches.router_modules(
+class LaunchFlags(TypedDict):
+    """What decides a layer's launch table besides its MoE shape, by the keyword names of
+    `host_ops.layer_launches` and `host_segments.launches_by_module` (passed as **flags)."""
+
+    cuda_graphs: bool
+    mla: bool
+    qk_norm: bool
+    rope_fused: bool
+    swiglu_fused: bool
+    qkv_gather: bool
+    router_fused: bool
+    mxfp8_stage: str | None
+    router_extra: tuple[str, ...]
+
+
+def _launch_flags(model: ModelSpec, ex: ExecutionSpec, lay: Layout) -> LaunchFlags:
+    """A layer's `LaunchFlags`: CUDA graphs, MLA, QK-norm, RoPE fused (or no RoPE: nothing
+    unfused), SwiGLU fused (the flag is SwiGLU's only), the QKV all-gather when TP exceeds the
+    KV heads, the fused router, TE's MXFP8 path (te_mxfp8_host), and the router's modules for
+    the model's routing (router_launches)."""
+    return LaunchFlags(
+        cuda_graphs=ex.cuda_graphs,
+        mla=model.is_mla,
+        qk_norm=model.qk_norm,
+        rope_fused=ex.rope_fusion or model.learned_pos_emb,
+        swiglu_fused=ex.swiglu_fusion or model.activation != "swiglu",
+        qkv_gather=model.kv_heads < lay.tp,
+        router_fused=ex.moe_router_fusion,
+        mxfp8_stage=ex.te_mxfp8_stage if ex.precision == "fp8" else None,
+        router_extra=router_launches.router_modules(
             ex.moe_router_fusion, model.moe_router_score, model.moe_router_groups,
             model.moe_router_group_topk, model.moe_router_expert_bias, model.moe_router_aux_loss,
         ),
@@ -205,7 +217,7 @@ def piece_host_s(model: ModelSpec, ex: ExecutionSpec, lay: Layout, moe: bool) ->
         ex.moe_dispatcher,
         model.moe_experts // lay.ep if moe else 1,
         model.moe_shared_experts if moe else 0,
-        *_launch_flags(model, ex, lay),
+        **_launch_flags(model, ex, lay),
     )
     hf, hb = host_ops.host_seconds(n)
     return (hf, hb, hf if ex.recompute == "full" else 0.0)
@@ -230,7 +242,7 @@ def with_host(
         ex.moe_dispatcher,
         model.moe_experts // lay.ep,
         model.moe_shared_experts,
-        *_launch_flags(model, ex, lay),
+        **_launch_flags(model, ex, lay),
     )
     host = {n: c * host_ops.HOST_S_PER_LAUNCH_FWD for n, c in nl.items()}
 
