@@ -12,7 +12,7 @@ import re
 
 from starfabric.astral.hardware import GPUSpec, get_gpu, list_gpus
 from starfabric.astral.seer import releases
-from starfabric.astral.seer.statements import stated
+from starfabric.astral.seer.statements import negated_at, stated
 from starfabric.errors import ConfigError, DataError
 
 _DIGITS = re.compile(r"(?<![\d.,])(\d{1,3}(?:,\d{3})+(?![\d,])|\d+)(\.\d+)?")
@@ -39,11 +39,21 @@ def unverified(raw: str | None) -> bool:
     return not text or "UNVERIFIED" in text
 
 
+_POWER = re.compile(r"(?<![\d.])(\d{1,2})\s*(?:\^|\*\*)\s*(\d{1,2})(?![\d.])")
+"""A power written out ("2^20", "2**17": sequence lengths as long-context tables print them)."""
+
+
+def _powers(text: str) -> str:
+    """`text` with every power (`_POWER`) replaced by its value ("2^20" → "1048576")."""
+    return _POWER.sub(lambda m: str(int(m.group(1)) ** int(m.group(2))), text)
+
+
 def _numbers(raw: str | None, binary: bool = False) -> list[tuple[float, bool]]:
     """Every number of a cell with its K/M/B suffix applied, and whether it had one. A number
     glued to letters on its left ("TP8", "VPP=4" is not glued) takes no suffix, and one glued
-    to letters on its right that are no suffix is a name, not a value ("1F1B", "2x")."""
-    text = raw or ""
+    to letters on its right that are no suffix is a name, not a value ("1F1B", "2x"). A power
+    ("2^20") is its value."""
+    text = _powers(raw or "")
     out: list[tuple[float, bool]] = []
     for m in _DIGITS.finditer(text):
         val = float(m.group(1).replace(",", "") + (m.group(2) or ""))
@@ -85,9 +95,14 @@ OFF_WORDS = (
     "unused",
     "-",
     "—",
+    "✗",
+    "✘",
+    "❌",
 )
-"""Cell phrasings of a feature that is not used (a parallel degree of 1, SP off...)."""
-ON_WORDS = ("yes", "y", "on", "true", "enabled", "used")
+"""Cell phrasings of a feature that is not used (a parallel degree of 1, SP off...; the
+cross marks of a results table's feature columns)."""
+ON_WORDS = ("yes", "y", "on", "true", "enabled", "used", "✓", "✔", "✅")
+"""Cell phrasings of a feature that is used (with a results table's check marks)."""
 
 
 def _lead(raw: str | None, names: str = "") -> str:
@@ -100,7 +115,7 @@ def _lead(raw: str | None, names: str = "") -> str:
 
 
 def _first_word(text: str) -> str:
-    m = re.match(r"(n/a|not used|[a-z]+|[-—](?![-\w]))", text)
+    m = re.match(r"(n/a|not used|[a-z]+|[-—](?![-\w])|[✓✔✅✗✘❌])", text)
     return m.group(1) if m else ""
 
 
@@ -140,7 +155,9 @@ def match_gpu(raw: str) -> tuple[GPUSpec, float | None]:
     text = raw.strip()
     mem_m = re.search(r"(\d+)\s*Gi?B\b(?!/)", text, re.IGNORECASE)
     mem = float(mem_m.group(1)) if mem_m else None
-    tokens = re.findall(r"[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*", text)
+    # A count beside the name ("8xH100", "H100x8", "4x GB200") is not part of it.
+    tokens = [re.sub(r"^\d+x(?=[a-z])|(?<=\d)x\d+$", "", t, flags=re.I)
+              for t in re.findall(r"[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*", text)]  # fmt: skip
     found: GPUSpec | None = None
     for tok in tokens:
         parts = tok.split("-")
@@ -226,6 +243,8 @@ def megatron_formula_is_causal(framework: str | None) -> bool | None:
 
 
 _ZERO3 = re.compile(r"zero[- ]?3|fsdp", re.I)
+_ZERO_NUMBERED = re.compile(r"(?:\bzero[-_ ]*stage|\bstage|\bz)[-_=: ]*([0-3])(?![\d.])", re.I)
+"""A ZeRO stage by number: "ZeRO stage 2", "zero_stage=1", "Z1", "stage 3"."""
 
 
 def zero_stage(raw: str | None, legacy: bool) -> int | None:
@@ -234,6 +253,12 @@ def zero_stage(raw: str | None, legacy: bool) -> int | None:
     text = (raw or "").lower().replace(" ", "")
     if unverified(raw):
         return None
+    # "ZeRO stage 2", "ZeRO-stage-1", "Z1", "stage 3": the stage by number (this column's
+    # only "stage" is ZeRO's), read before the spellings below unless negated ("no ZeRO
+    # stage 3").
+    for m in _ZERO_NUMBERED.finditer(raw or ""):
+        if not negated_at(raw or "", m.start(), m.end()):
+            return int(m.group(1))
     if re.search(r"zero-?2|notresharded|shard(s|ing)?optimizer\+grads", text):
         return 2
     if re.search(r"zero-?3|fsdp", text) and stated(_ZERO3, raw) is not False:
@@ -283,7 +308,8 @@ def recompute_kind(raw: str | None, legacy: bool) -> str | None:
     )
     if word in ("n/a", "na", "-", "—"):
         return None  # a dash or n/a in a recompute column does not say which: chosen
-    if word in OFF_WORDS or negated:
+    if word in OFF_WORDS or negated or re.fullmatch(r"0(?:\s*layers?)?", text.strip()):
+        # "0" / "0 layers": no layer recomputed (a results table's recompute-layers column)
         return "none"
     if text.startswith("full"):
         return "full"

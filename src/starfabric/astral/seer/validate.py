@@ -31,6 +31,7 @@ from starfabric.astral.seer import (
     optimizer_state,
     releases,
     router_launches,
+    row_forms,
     shipped_defaults,
     te_mxfp8_host,
     torchtitan_eager,
@@ -170,8 +171,6 @@ def bundled_csv() -> Path:
 
 BINARY_COLUMNS = ("seq_len",)
 """Columns whose K/M suffix is a power of two ("4K" = 4,096 tokens: cells.BINARY_SCALE)."""
-NODES_TIMES_GPUS = r"(\d+)\s*(?:nodes?|hosts?|servers?|systems?)\s*[x×*]\s*(\d+)"
-"""A GPU count written as nodes times GPUs per node ("128 nodes x 8 GPUs")."""
 
 
 def _int(row: dict[str, str], key: str, default: int | None = None) -> int:
@@ -179,9 +178,9 @@ def _int(row: dict[str, str], key: str, default: int | None = None) -> int:
     are read as numbers, a cell without one takes `default` or is a DataError."""
     raw = (row.get(key) or "").strip()
     val = cells.number(raw, binary=key in BINARY_COLUMNS)
-    nodes = re.search(NODES_TIMES_GPUS, raw, re.I) if key == "num_gpus" else None
-    if nodes:  # "128 nodes x 8 GPUs"
-        val = float(int(nodes.group(1)) * int(nodes.group(2)))
+    if key == "num_gpus":  # "128 nodes x 8 GPUs", "128x8", "16K" (row_forms.gpu_count)
+        count = row_forms.gpu_count(raw)
+        val = None if count is None else float(count)
     if val is None:
         if default is not None:
             return default
@@ -195,6 +194,14 @@ def _int(row: dict[str, str], key: str, default: int | None = None) -> int:
 def _gpus_per_node(row: dict[str, str]) -> int:
     """GPUs per host (8 when the cell is empty); zero or negative is a DataError."""
     n = _int(row, "gpus_per_node", 8)
+    domain = _nvlink_domain(row)
+    if domain is not None and n == domain:
+        raise DataError(
+            f"row {row.get('row_id', '?')}: column 'gpus_per_node' = {row.get('gpus_per_node')!r}"
+            f" is the {domain}-GPU NVLink domain of the rack, not the GPUs of one host (Seer "
+            "takes the NVLink domain from the GPU catalog)",
+            fix="give the GPUs per host (compute tray: 4 on GB200/GB300 NVL72)",
+        )
     if n < 1:
         raise DataError(
             f"row {row.get('row_id', '?')}: column 'gpus_per_node' = {row.get('gpus_per_node')!r}"
@@ -202,6 +209,15 @@ def _gpus_per_node(row: dict[str, str]) -> int:
             fix="give the GPUs per host (e.g. 8) or leave the cell empty",
         )
     return n
+
+
+def _nvlink_domain(row: dict[str, str]) -> int | None:
+    """The catalog NVLink domain of the row's GPU when it spans several hosts (NVL72), else
+    None (also for a GPU cell Seer cannot match: that is refused where the GPU is read)."""
+    try:
+        return cells.match_gpu(row.get("gpu") or "")[0].nvlink_domain
+    except ConfigError:
+        return None
 
 
 def global_batch_seqs(row: dict[str, str]) -> int:
@@ -245,6 +261,9 @@ def _bundled_name(row: dict[str, str]) -> str | None:
     names = bundled_models()
     if key in names:
         return key
+    joined = {n.replace("-", ""): n for n in names}  # "DeepSeekV3" → deepseek-v3
+    if key.replace("-", "") in joined:
+        return joined[key.replace("-", "")]
     # "DeepSeek-V3 671B", "DeepSeek-V3-Base": a bundled name followed by a size or variant,
     # taken only when the row's own layer count and width (if stated) are the config's.
     for name in sorted((n for n in names if key.startswith(n + "-")), key=len, reverse=True):
@@ -286,11 +305,21 @@ def _model_text(row: dict[str, str]) -> str:
 _MTP = r"(?:\bMTP\b|mtp[_-]num[_-]layers|multi[- ]token[- ]prediction)"
 
 
+def _row_mtp_layers(row: dict[str, str]) -> int | None:
+    """The MTP depth a row states (`_mtp_layers`): in its model notes, else beside the model's
+    name ("DeepSeek-V3 (no MTP)"), else in its notes ("MTP disabled"); None when none does."""
+    for key in ("model_notes", "model", "notes"):
+        depth = _mtp_layers(row.get(key) or "")
+        if depth is not None:
+            return depth
+    return None
+
+
 def _mtp_layers(notes: str) -> int | None:
     """Multi-token-prediction modules a model_notes cell states: "MTP depth 1", "MTP=1",
     "mtp_num_layers 2", "multi-token prediction (1 module)", "1 MTP layer" → the number;
     "no MTP", "MTP disabled/off/none" → 0; None when it states no depth."""
-    if re.search(rf"(?:\bno|without)\s+{_MTP}|{_MTP}\s*[:=(]?\s*(?:disabled|off|none)\b", notes,
+    if re.search(rf"(?:\bno|without|w/o)\s+{_MTP}|{_MTP}\s*[:=(]?\s*(?:disabled|off|none)\b", notes,
                  re.I):  # fmt: skip
         return 0
     m = re.search(rf"{_MTP}\D{{0,12}}?(\d+)", notes, re.I) or re.search(
@@ -335,7 +364,7 @@ def row_model(row: dict[str, str]) -> ModelSpec:
         name = _bundled_name(row)
         if name is not None:
             bundled = load_model(name)
-            mtp = _mtp_layers(row.get("model_notes") or "")
+            mtp = _row_mtp_layers(row)
             # The routing the row's cells state (router_launches), over the config's.
             update: dict[str, Any] = _row_routing(row)
             if mtp is not None and mtp != bundled.mtp_layers:
@@ -389,7 +418,7 @@ def row_model(row: dict[str, str]) -> ModelSpec:
     )  # fmt: skip
     if swa:  # "sliding-window attention 4096": the window; a bare "SWA" states no size
         spec["sliding_window"] = int(swa.group(1))
-    mtp = _mtp_layers(notes)
+    mtp = _row_mtp_layers(row)
     if mtp is not None:  # "MTP depth 1": multi-token-prediction modules (DeepSeek-V3 section 2.2)
         spec["mtp_layers"] = mtp
     experts = row.get("moe_experts") or ""
@@ -427,20 +456,66 @@ IB_GENERATION_GBPS = {"XDR": 800.0, "NDR": 400.0, "HDR": 200.0, "EDR": 100.0}
 
 def _nic(row: dict[str, str], gpu: str) -> str:
     """Scale-out bandwidth per GPU from the interconnect text ('8x HDR 200Gb/s', '3.2 Tbps per
-    node', '400 Gb/s per GPU'), else the reference-design default for the GPU."""
+    node', '400 Gb/s per GPU'), else the reference-design default for the GPU; a cell that
+    states only how many NICs serve how many GPUs ('4 NICs per 8 GPUs') scales that default
+    (`nic_ratio_note`)."""
     text = row.get("interconnect") or ""
     per_node = _gpus_per_node(row)
     if not _unverified(text):
         gbps = _nic_gbps(text, per_node)
         if gbps is not None:
             return f"{gbps:g}G"
+    default = _default_nic_gbps(gpu)
+    ratio = None if _unverified(text) else nics_per_gpu(text)
+    if ratio is not None:
+        return f"{default * ratio:g}G"
+    return f"{default:g}G"
+
+
+def _default_nic_gbps(gpu: str) -> float:
+    """The reference design's scale-out Gb/s per GPU (catalog, else `DEFAULT_NIC_PER_GPU`)."""
     spec = cells.match_gpu(gpu)[0]
     if spec.nic_gbps is not None:
-        return f"{spec.nic_gbps:g}G"
+        return spec.nic_gbps
     for key, val in DEFAULT_NIC_PER_GPU.items():
         if key in gpu.upper():
-            return val
-    return "400G"
+            return float(val.rstrip("G"))
+    return 400.0
+
+
+_COUNT_WORDS = {"a": 1, "an": 1, "one": 1, "two": 2, "four": 4, "eight": 8}
+_NIC_RATIO = re.compile(
+    r"\b(\d+|an?|one|two|four|eight)\s*(?:[\w-]+\s+)?(?:NICs?|HCAs?|adapters?|ports?|rails?)"
+    r"\s*(?:per|for|/|shared by)\s*(?:every\s+)?(\d+|two|four|eight)\s*GPUs?\b",
+    re.IGNORECASE,
+)
+"""NICs per GPUs: "4 NICs per 8 GPUs", "4 HCAs / 8 GPUs", "one 100G NIC per 2 GPUs"."""
+
+
+def nics_per_gpu(text: str) -> float | None:
+    """NICs per GPU an interconnect cell states (`_NIC_RATIO`: "4 NICs per 8 GPUs" → 0.5);
+    None when it states no such ratio."""
+    m = _NIC_RATIO.search(text or "")
+    if m is None:
+        return None
+    nics, gpus = (int(_COUNT_WORDS.get(g.lower(), g)) for g in m.groups())
+    return nics / gpus if gpus else None
+
+
+def nic_ratio_note(row: dict[str, str], gpu: str) -> str | None:
+    """What `_nic` read from a cell that states a NIC-to-GPU ratio but no line rate, printed
+    with the prediction (each NIC taken at the GPU's reference-design rate, an assumption)."""
+    text = row.get("interconnect") or ""
+    if _unverified(text) or _nic_gbps(text, _gpus_per_node(row)) is not None:
+        return None
+    ratio = nics_per_gpu(text)
+    if ratio is None:
+        return None
+    default = _default_nic_gbps(gpu)
+    return (
+        f"{default * ratio:g}G per GPU ({ratio:g} NIC per GPU stated, no line rate: each "
+        f"NIC at the {gpu} reference design's {default:g} Gb/s)"
+    )
 
 
 _BYTES = r"(\d+(?:\.\d+)?)\s*([GT])B/s"
@@ -454,16 +529,14 @@ def _nic_gbps(text: str, per_node: int) -> float | None:
     def scale(unit: str) -> float:
         return 1000.0 if unit.upper() == "T" else 1.0
 
-    m = re.search(r"(\d+)\s*(?:NICs?|HCAs?|adapters?|ports?)\s*(?:per|for|/)\s*(\d+)\s*GPUs?",
-                  text, re.IGNORECASE)  # fmt: skip
+    ratio = nics_per_gpu(text)
     rate = re.search(_SPEED, text)
-    if m and rate:  # "4 NICs per 8 GPUs, 100 Gb/s each"
-        per_gpu = int(m.group(1)) / int(m.group(2))
-        return per_gpu * float(rate.group(1)) * scale(rate.group(2))
+    if ratio is not None and rate:  # "4 NICs per 8 GPUs, 100 Gb/s each"
+        return ratio * float(rate.group(1)) * scale(rate.group(2))
     text = _with_ib_rates(text)
-    m = re.search(_SPEED + r"\s*(?:per|/)\s*(?:GPU|gpu)", text)  # b = bits, B = bytes
-    if m:
-        return float(m.group(1)) * scale(m.group(2))
+    m = re.search(r"(?:(\d+)\s*[x×]\s*)?" + _SPEED + r"\s*(?:per|/)\s*(?:GPU|gpu)", text)
+    if m:  # b = bits, B = bytes; "2x200 Gb/s per GPU": two links per GPU
+        return int(m.group(1) or 1) * float(m.group(2)) * scale(m.group(3))
     m = re.search(_BYTES + r"\s*(?:per|/)\s*GPU", text)
     if m:
         return 8 * float(m.group(1)) * scale(m.group(2))
@@ -513,8 +586,9 @@ def _year(row: dict[str, str]) -> int | None:
     released = releases.release_date(fw)
     if released is not None:
         return released[0]
-    arxiv = re.search(r"arXiv:\s*(\d\d)(\d\d)\.\d{4,5}", row.get("citation") or "", re.I)
-    return 2000 + int(arxiv.group(1)) if arxiv else None
+    # Any spelling of the identifier: "arXiv:2104.04473", "arxiv.org/abs/2104.04473v2".
+    month = mcore_release.published_month(row.get("citation"))
+    return month[0] if month else None
 
 
 SDPA_CUDNN_DEFAULT_TORCH = (2, 11)
@@ -548,11 +622,13 @@ def _legacy(row: dict[str, str]) -> bool:
 
 
 FORCED_BALANCE = re.compile(
-    r"force[d]?[-_\s]*(?:load[-_ ])?balanc|balanc\w*\s*[:=(]\s*forced", re.I
+    r"force[d]?[-_\s]*(?:load[-_ ])?balanc"
+    r"|balanc\w*(?:\s+rout\w*)?\s*[:=(]\s*force[d]?\b",
+    re.I,
 )
 """Model or notes text naming forced load balancing (Megatron-Core
 --moe-router-force-load-balancing / moe_router_force_load_balancing: every expert gets the
-same number of tokens)."""
+same number of tokens), also as a value ("load balancing: force", "balanced routing (forced)")."""
 
 
 ROUND_ROBIN = re.compile(
@@ -769,7 +845,8 @@ def _measured(row: dict[str, str], key: str, raw: str, bound: bounds.Bound) -> f
     a DataError naming the row, the column and the value (the row is then not predicted)."""
     where = f"row {row.get('row_id', '?')}"
     try:
-        v = _figure(raw)
+        # In the column's unit: "850 ms", "1.2 min", "0.5 PFLOP/s" (row_forms.figure_scale).
+        v = _figure(raw) * row_forms.figure_scale(key, raw)
     except ValueError:
         raise DataError(
             f"{where}: column {key!r} = {raw!r} is not a number", fix="give the published figure"
@@ -843,15 +920,25 @@ def published_iteration_s(row: dict[str, str], model: ModelSpec) -> float:
     gpus = _int(row, "num_gpus")
     tps = _figure_cell(row, "tokens_per_sec_per_gpu")
     if tps:
-        return tokens / (_measured(row, "tokens_per_sec_per_gpu", tps, bounds.counter()) * gpus)
+        rate = _measured(row, "tokens_per_sec_per_gpu", tps, bounds.counter())
+        if row_forms.states_job_total(tps):
+            return tokens / rate  # "357,888 tokens/s (total)": the whole job's rate
+        return tokens / (rate * gpus)
     tf = _figure_cell(row, "tflops_per_gpu")
     if tf:
         tf = str(_measured(row, "tflops_per_gpu", tf, _tflops_bound()))
     if not tf:
+        metric = " ".join(row.get(k) or "" for k in ("metric_primary", "unit_primary"))
+        fix = "fill one of them"
+        if row_forms.TRAIN_TIME.search(metric):
+            fix = (
+                "a time-to-train is not a step time: fill derived_iter_time_s with the "
+                "train time divided by the iterations it took (or tokens_per_sec_per_gpu)"
+            )
         raise DataError(
             f"row {row['row_id']}: no published figure (iter_time_s, derived_iter_time_s, "
             "tokens_per_sec_per_gpu or tflops_per_gpu)",
-            fix="fill one of them",
+            fix=fix,
         )
     return _convention_flops(row, model, _convention(row)) / (float(tf) * 1e12 * gpus)
 
@@ -1114,7 +1201,12 @@ def _precision(row: dict[str, str]) -> str:
 
 def canonical_row(row: dict[str, str]) -> dict[str, str]:
     """The row with its framework cell spelled one way (cells.framework: "Megatron Bridge",
-    "core_r0.12.0", "NeMo container 25.02"), so every reader below sees the same release."""
+    "core_r0.12.0", "NeMo container 25.02"), and its GPU count and batch cells as plain
+    numbers (row_forms.canonical_counts: "128x8", "16K", "MBS/GBS 1/1024"), so every reader
+    below (the shipped-configuration match included) sees the same run."""
+    counted = row_forms.canonical_counts(row)
+    if counted != row:
+        row = counted
     fw = row.get("framework")
     if not fw:
         return row
@@ -1239,6 +1331,9 @@ def row_setup(row: dict[str, str], shipped: bool = True) -> RowSetup:
         "gpus_per_node": _gpus_per_node(row),
         "nic_bandwidth": _nic(row, gpu),
     }
+    ratio_note = nic_ratio_note(row, gpu)
+    if ratio_note is not None:
+        read["nic_bandwidth"] = ratio_note
     if hbm is not None:
         system["hbm_gib"] = hbm
     ic = row.get("interconnect") or ""
