@@ -40,6 +40,7 @@ _LABELLED_PAIR = re.compile(
 )
 _PAIR = re.compile(r"(?<![\d/.])(\d[\d,]*)\s*/\s*(\d[\d,]*)(?![\d/.])")
 _BATCH_KEYS = ("micro_batch", "global_batch_seqs")
+_NAMES = {"micro_batch": "micro-batch", "global_batch_seqs": "global batch (sequences)"}
 
 
 def _is_micro(label: str) -> bool:
@@ -82,8 +83,7 @@ def canonical_counts(row: dict[str, str]) -> dict[str, str]:
             raise DataError(
                 f"row {row.get('row_id', '?')}: column {key!r} = {text!r} holds two numbers "
                 "and does not say which is the micro-batch and which the global batch",
-                fix=f"write the {key.replace('_', ' ')} alone, or label the pair "
-                "(e.g. 'MBS/GBS 1/1024')",
+                fix=f"write the {_NAMES[key]} alone, or label the pair (e.g. 'MBS/GBS 1/1024')",
             )
     return out
 

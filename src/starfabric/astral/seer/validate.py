@@ -266,7 +266,9 @@ def _bundled_name(row: dict[str, str]) -> str | None:
         return joined[key.replace("-", "")]
     # "DeepSeek-V3 671B", "DeepSeek-V3-Base": a bundled name followed by a size or variant,
     # taken only when the row's own layer count and width (if stated) are the config's.
-    for name in sorted((n for n in names if key.startswith(n + "-")), key=len, reverse=True):
+    flat = key.replace("-", "")
+    prefixed = (n for n in names if key.startswith(n + "-") or flat.startswith(n.replace("-", "")))
+    for name in sorted(prefixed, key=len, reverse=True):
         cfg = load_model(name)
         stated = {"layers": cfg.layers, "hidden": cfg.hidden}
         if all(cells.number(row.get(k)) in (None, v) for k, v in stated.items()):
@@ -277,12 +279,14 @@ def _bundled_name(row: dict[str, str]) -> str | None:
 def _mla_fields(row: dict[str, str], heads: int) -> dict[str, Any]:
     """Multi-head latent attention shapes from a row's notes ("MLA: q_lora 1536, kv_lora 512")
     and head_dim ("128 (+64 decoupled RoPE)"), for MLA models without a bundled config."""
-    notes = row.get("model_notes") or ""
+    notes = (row.get("model_notes") or "") + " ; " + (row.get("kv_heads") or "")
     kv = re.search(r"kv_lora\D{0,12}(\d+)", notes, re.I)
     if kv is None:
         raise DataError(
-            f"row {row['row_id']}: MLA attention but model_notes give no kv_lora rank",
-            fix="write e.g. 'MLA: q_lora 1536, kv_lora 512' in model_notes",
+            f"row {row['row_id']}: MLA attention but model_notes give no kv_lora rank "
+            f"and model {row['model']!r} names no bundled MLA config",
+            fix="write e.g. 'MLA: q_lora 1536, kv_lora 512' in model_notes, or name the "
+            "model as its bundled config (e.g. 'DeepSeek-V3')",
         )
     q = re.search(r"q_lora\D{0,12}(\d+)", notes, re.I)
     rope = re.search(r"\+\s*(\d+)", row.get("head_dim") or "")
@@ -328,12 +332,26 @@ def _mtp_layers(notes: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
+_MLA_CELL = re.compile(r"\bMLA\b|\blatent\b", re.I)
+"""A kv_heads cell naming multi-head latent attention ("MLA", "128 (MLA)", "latent")."""
+
+
+def names_mla(kv_raw: str) -> bool:
+    """True when a kv_heads cell names MLA (`_MLA_CELL`), not negated ("no MLA")."""
+    return bool(stated(_MLA_CELL, kv_raw))
+
+
+def kv_heads_unstated(kv_raw: str) -> bool:
+    """True when a kv_heads cell states no value: empty, UNVERIFIED without a number, or a
+    no-value mark ("-", "n/a"; cells.no_value) — and does not name MLA."""
+    return cells.no_value(kv_raw) and cells.number(kv_raw) is None and not names_mla(kv_raw)
+
+
 def _unstated_kv_heads(row: dict[str, str], heads: int) -> int:
-    """KV heads of a row whose cell is empty or UNVERIFIED without a number: the bundled config
-    of the same model name when there is one ("Llama-3.1-8B" → 8), else one per query head
-    (multi-head attention, what an empty cell has always meant)."""
-    if not (row.get("kv_heads") or "").strip():
-        return heads
+    """KV heads of a row whose cell states none (`kv_heads_unstated`: empty, UNVERIFIED, "-"):
+    the bundled config of the same model name when there is one ("Llama-3.1-8B" → 8; an
+    empty cell is a transcriber's omission, not a statement of multi-head attention), else
+    one per query head (multi-head attention)."""
     name = _bundled_name(row)
     return load_model(name).kv_heads if name is not None else heads
 
@@ -355,8 +373,12 @@ def row_model(row: dict[str, str]) -> ModelSpec:
     a row whose attention the columns cannot describe (kv_heads = "MLA") takes the bundled
     Hugging Face config of the same name (with the MTP depth the row's notes state)."""
     kv_raw = row.get("kv_heads") or ""
-    kv_open = bool(kv_raw.strip()) and _unverified(kv_raw) and cells.number(kv_raw) is None
-    mla = cells.number(kv_raw) is None and kv_raw.strip() and not cells.says_off(kv_raw)
+    kv_open = kv_heads_unstated(kv_raw)
+    # A cell that names MLA is MLA whatever number it also holds ("128 (MLA)", "MLA
+    # (kv_lora 512)"); other text without a number is too ("latent").
+    mla = names_mla(kv_raw) or (
+        cells.number(kv_raw) is None and bool(kv_raw.strip()) and not cells.says_off(kv_raw)
+    )
     if kv_open:  # unstated: MLA only when the bundled config of that name is MLA
         name = _bundled_name(row)
         mla = name is not None and load_model(name).is_mla
@@ -1236,7 +1258,7 @@ def row_setup(row: dict[str, str], shipped: bool = True) -> RowSetup:
     ):
         read["sliding_window"] = "not applied (the source names it without a window size)"
     kv_raw = row.get("kv_heads") or ""
-    if kv_raw.strip() and _unverified(kv_raw) and cells.number(kv_raw) is None:
+    if kv_heads_unstated(kv_raw):
         src = "the bundled config" if _bundled_name(row) else "multi-head attention assumed"
         read["kv_heads"] = f"{model.kv_heads} (unstated: {src})"
     if "fp4" in (row.get("precision") or "").lower():
