@@ -107,7 +107,8 @@ def stated_nics_per_gpu(text: str, per_node: int) -> float | None:
 
 def nic_rate_for_count(efa_a100: bool, default_per_gpu_gbps: float) -> float:
     """Line rate of one adapter of a counted NIC without a stated rate: p4d's EFA adapter on an
-    A100 EFA node, else the GPU's reference NIC (one per GPU, so its per-GPU rate)."""
+    A100 EFA node, else the GPU's reference NIC (one per GPU, so its per-GPU rate) — an
+    assumption: the cell names how many adapters, not which."""
     return P4D_EFA_ADAPTER_GBPS if efa_a100 else default_per_gpu_gbps
 
 
