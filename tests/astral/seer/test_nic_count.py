@@ -65,6 +65,8 @@ def test_one_nic_per_gpu_would_overstate_that_node_by_twice() -> None:
         ("4 NICs per node (100 Gb/s Omni-Path)", 50.0),
         ("8x HDR 200Gb/s", 200.0),
         ("400 Gb/s per node", 50.0),
+        ("4 InfiniBand 25 GB/s NICs per node", 100.0),  # B/s is bytes
+        ("4 INFINIBAND HDR 200 Gb/s PER NODE", 100.0),
         # a count of nodes or GPUs is not a count of NICs
         ("2 nodes, 200 Gb/s per node", 25.0),
     ],
@@ -77,6 +79,8 @@ def test_a_count_of_gpus_is_not_read_as_nics() -> None:
     assert count_rate_gbps("64 hosts x 4 GB300, 200 Gb/s per node", 4) is None
     assert count_rate_gbps("4 x A100, 100 Gb/s per node", 4) is None
     assert count_rate_gbps("NVLink3/NVSwitch; HDR200 IB", 8) is None
+    assert count_rate_gbps("12 NVLink 25 GB/s links per node", 8) is None  # intra-node links
+    assert stated_nics_per_gpu("18 NVLink links per node", 8) is None
 
 
 @given(

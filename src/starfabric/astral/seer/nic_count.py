@@ -44,16 +44,19 @@ _WORDS = {
     "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
     "nine": 9, "ten": 10, "twelve": 12, "sixteen": 16, "thirty-two": 32,
 }  # fmt: skip
-_SPEED = r"(\d+(?:\.\d+)?)\s*(G|T)(?:b/?s|bps|bit/s|b\b|\b(?!/))"
-"""A line rate in bits ("100 Gb/s", "200Gbps", "400G"), as `validate._SPEED`."""
-_NIC = r"(?:NICs?|HCAs?|adapters?|ports?|links?|cards?|rails?|interfaces?)"
+_SPEED = r"(\d+(?:\.\d+)?)\s*(G|T)(B/s|b/?s|bps|bit/s|b\b|\b(?!/))"
+"""A line rate: in bits ("100 Gb/s", "200Gbps", "400G", as `validate._SPEED`) or in bytes
+("25 GB/s"); case matters (B is bytes)."""
+_NIC = r"(?i:NICs?|HCAs?|adapters?|ports?|links?|cards?|rails?|interfaces?)"
+_INTRA = r"(?![\w-]*(?i:nvlink|nvswitch|pcie|xgmi|infinity))"
+"""Not a scale-out adapter: NVLink/NVSwitch/PCIe links join the GPUs of a node."""
 _WORD = (
-    r"(?![\w-]*(?:node|GPU|gpu|server|host|rack|tray|switch))(?!G?[A-Z]{1,2}\d{2,3}\b)"
+    r"(?![\w-]*(?i:node|gpu|server|host|rack|tray|switch))(?!G?[A-Z]{1,2}\d{2,3}\b)"
     r"[A-Za-z][\w-]*,?"
 )
 """A word between a count and its rate: not a unit the count could be counting instead
 (nodes, GPUs — also by name: "64 hosts x 4 GB300, 200 Gb/s per node" counts GPUs)."""
-_PER_NODE = r"(?:per|/|in each|each)\s*(?:node|server|host)"
+_PER_NODE = r"(?i:per|/|in each|each)\s*(?i:node|server|host)"
 
 
 def _digits(text: str) -> str:
@@ -62,8 +65,11 @@ def _digits(text: str) -> str:
     return re.sub(pat, lambda m: str(_WORDS[m.group(1).lower()]), text, flags=re.IGNORECASE)
 
 
-def _gbps(value: str, unit: str) -> float:
-    return float(value) * (1000.0 if unit.upper() == "T" else 1.0)
+def _gbps(value: str, unit: str, suffix: str) -> float:
+    """Gb/s of a matched rate (T = 1000 G; B/s = 8 bits)."""
+    return (
+        float(value) * (1000.0 if unit.upper() == "T" else 1.0) * (8.0 if suffix == "B/s" else 1.0)
+    )
 
 
 def count_rate_gbps(text: str, per_node: int) -> float | None:
@@ -73,20 +79,20 @@ def count_rate_gbps(text: str, per_node: int) -> float | None:
     then ", N per node"); None when the cell says neither."""
     text = _digits(text)
     count_first = (
-        r"(?<![\d.])(\d+)\s*[x×]?\s+(?:" + _WORD + r"\s+){0,3}?" + _SPEED
+        r"(?<![\d.])(\d+)\s*[x×]?\s+(?:" + _INTRA + _WORD + r"\s+){0,3}?" + _SPEED
         + r"\s*(?:[A-Za-z][\w-]*\s+){0,2}?(?:" + _NIC + r"\b\s*(?:" + _PER_NODE + r")?|"
         + _PER_NODE + r")"
     )  # fmt: skip
-    m = re.search(count_first, text, re.IGNORECASE)
+    m = re.search(count_first, text)
     if m:
-        return int(m.group(1)) * _gbps(m.group(2), m.group(3)) / per_node
+        return int(m.group(1)) * _gbps(m.group(2), m.group(3), m.group(4)) / per_node
     rate_first = (
         _SPEED + r"[^,;()]{0,40}?,\s*(\d+)\s*(?:" + _NIC + r"\s*)?(?:[A-Za-z][\w-]*\s+){0,2}?"
         + _PER_NODE
     )  # fmt: skip
-    m = re.search(rate_first, text, re.IGNORECASE)
+    m = re.search(rate_first, text)
     if m:
-        return int(m.group(3)) * _gbps(m.group(1), m.group(2)) / per_node
+        return int(m.group(4)) * _gbps(m.group(1), m.group(2), m.group(3)) / per_node
     return None
 
 
@@ -95,9 +101,9 @@ def stated_nics_per_gpu(text: str, per_node: int) -> float | None:
     GPUs", "4 HCAs per node"); None when it does not count them."""
     text = _digits(text)
     m = re.search(
-        r"(?<![\d.])(\d+)\s*(?:[A-Za-z][\w-]*\s+){0,2}?" + _NIC
-        + r"\s*(?:per|/|for)\s*(?:(\d+)\s*GPUs?|node|server|host)\b",
-        text, re.IGNORECASE,
+        r"(?<![\d.])(\d+)\s*(?:" + _INTRA + r"[A-Za-z][\w-]*\s+){0,2}?" + _NIC
+        + r"\s*(?i:per|/|for)\s*(?:(\d+)\s*(?i:GPUs?)|(?i:node|server|host))\b",
+        text,
     )  # fmt: skip
     if not m:
         return None
