@@ -6,8 +6,9 @@ NIC count x the NIC's line rate / GPUs per node; nothing else about the NIC coun
 model, and that reading is what nccl-tests reach on such nodes: on three servers of 8 A100
 SXM4 40GB with 4 HDR InfiniBand HCAs each (4 x 200 Gb/s = 100 GB/s per node, NVIDIA/nccl-tests
 issue 119, 2022-11-17) all_reduce_perf peaked at 96 GB/s bus bandwidth (84.8 GB/s averaged over
-its 8 B - 128 MiB sweep), 0.96 of the node's line rate, against 86.7 GB/s at 128 MiB (0.88 x 100 less the ring latency) in Seer's
-formula (`NCCL_4HCA_A100_PEAK_BUSBW_GBS`; `tests/astral/seer/test_nic_count.py`): two GPUs
+its 8 B - 128 MiB sweep), 0.96 of the node's line rate, against 86.7 GB/s at 128 MiB (0.88 x 100
+less the ring latency) in Seer's formula (`NCCL_4HCA_A100_PEAK_BUSBW_GBS`;
+`tests/astral/seer/test_nic_count.py`): two GPUs
 sharing a NIC lose nothing beyond sharing its line rate. On p4d's EFA the NCCL plugin reaches
 less of it (`efa.py`).
 
