@@ -28,6 +28,7 @@ from starfabric.astral.seer import (
     goodput,
     host_ops,
     mcore_release,
+    nic_count,
     optimizer_state,
     releases,
     router_launches,
@@ -434,6 +435,19 @@ def _nic(row: dict[str, str], gpu: str) -> str:
         gbps = _nic_gbps(text, per_node)
         if gbps is not None:
             return f"{gbps:g}G"
+    default = _default_nic(gpu)
+    ratio = None if _unverified(text) else nic_count.stated_nics_per_gpu(text, per_node)
+    if ratio is not None:  # "4 EFA NICs per 8 GPUs": a count without a rate
+        # p4d's adapters when the row names EFA on an A100 (as `efa_bus_fraction` reads it)
+        efa_text = " ; ".join((text, row.get("gpu") or "", row.get("notes") or ""))
+        efa_a100 = efa_bus_fraction(efa_text, gpu.split("-")[0]) is not None
+        per_nic = nic_count.nic_rate_for_count(efa_a100, float(default.rstrip("G")))
+        return f"{ratio * per_nic:g}G"
+    return default
+
+
+def _default_nic(gpu: str) -> str:
+    """The GPU's catalogued scale-out rate per GPU, else its reference design's."""
     spec = cells.match_gpu(gpu)[0]
     if spec.nic_gbps is not None:
         return f"{spec.nic_gbps:g}G"
@@ -482,6 +496,9 @@ def _nic_gbps(text: str, per_node: int) -> float | None:
     )  # fmt: skip
     if m:  # "4 NICs (200 Gb/s each) per node": fewer NICs than GPUs share the node's rate
         return int(m.group(1)) * float(m.group(2)) * scale(m.group(3)) / per_node
+    counted = nic_count.count_rate_gbps(text, per_node)
+    if counted is not None:  # "4 Omni-Path 100 Gb/s NICs per node", "100 Gb/s, 4 per node"
+        return counted
     m = re.search(_BYTES + r"\s*(?:per|/)\s*node", text)
     if m:
         return 8 * float(m.group(1)) * scale(m.group(2)) / per_node
