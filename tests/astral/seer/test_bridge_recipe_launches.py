@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import csv
 import itertools
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from starfabric.astral.seer import make_job, predict
 from starfabric.astral.seer.bridge_recipe import recipe_fusions, recipe_name
-from starfabric.astral.seer.host_ops import LAUNCHES, layer_launches
+from starfabric.astral.seer.host_ops import LAUNCHES, LayerLaunchSpec, layer_launches
 from starfabric.astral.seer.host_segments import launches_by_module
 from starfabric.astral.seer.megatron_cli import parse_megatron_command
 from starfabric.astral.seer.validate import bundled_csv, row_setup
@@ -58,8 +59,9 @@ def test_table_entries_are_the_itemized_code_paths() -> None:
 
 def test_aws_qwen3_layer_by_hand() -> None:
     """Qwen3-30B-A3B at TP 8 (4 KV heads), EP 16 (8 local experts), a Bridge recipe run."""
-    before = layer_launches(True, "alltoall", 8, 0, False, False, True)
-    after = layer_launches(True, "alltoall", 8, 0, False, False, True, False, False, True)
+    qwen3 = LayerLaunchSpec(True, dispatcher="alltoall", local_experts=8, qk_norm=True)
+    before = layer_launches(qwen3)
+    after = layer_launches(replace(qwen3, rope_fused=False, swiglu_fused=False, qkv_gather=True))
     assert (after.fwd - before.fwd, after.bwd - before.bwd) == (22 + 3 + 2, 12 + 5 + 6)
     assert (after.fwd, after.bwd) == (126, 119)
 
@@ -75,11 +77,16 @@ def test_segment_modules_sum_to_the_layer(
     dispatcher: str, local: int, shared: int, graphs: bool, mla: bool, qk: bool,
     rope: bool, swiglu: bool, gather: bool,
 ) -> None:  # fmt: skip
-    n = layer_launches(True, dispatcher, local, shared, graphs, mla, qk, rope, swiglu, gather)
-    by = launches_by_module(dispatcher, local, shared, graphs, mla, qk, rope, swiglu, gather)
+    base_spec = LayerLaunchSpec(
+        True, dispatcher=dispatcher, local_experts=local, shared_experts=shared,
+        cuda_graphs=graphs, mla=mla, qk_norm=qk,
+    )  # fmt: skip
+    spec = replace(base_spec, rope_fused=rope, swiglu_fused=swiglu, qkv_gather=gather)
+    n = layer_launches(spec)
+    by = launches_by_module(spec)
     assert sum(by.values()) == n.fwd
     if graphs:  # attention's extras are captured with it
-        base = launches_by_module(dispatcher, local, shared, graphs, mla, qk)
+        base = launches_by_module(base_spec)
         assert by["attention"] == base["attention"]
 
 

@@ -4,6 +4,7 @@ The per-launch host cost is measured again here from the real Kineto trace it wa
 the launch counts follow Megatron-Core core_v0.17.1's code path; a pass that starts after the
 MoE dispatcher's host wait lasts max(host, GPU); a GPU-bound job does not move."""
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from starfabric.astral.seer.host_ops import (
     HOST_S_PER_LAUNCH_BWD,
     HOST_S_PER_LAUNCH_FWD,
     LAUNCHES,
+    LayerLaunchSpec,
     host_seconds,
     host_synced,
     layer_launches,
@@ -56,28 +58,29 @@ def test_trace_without_launches_has_no_median_and_bad_file_is_an_error(tmp_path:
 
 
 def test_op_count_table() -> None:
-    dense = layer_launches(False)
+    dense = layer_launches(LayerLaunchSpec(False))
     # + the DDP hook's main_grad adds of the two norm weights (grad_adds_attention)
     assert (dense.fwd, dense.bwd) == (12 + 6, 19 + 2 + 10)
-    one = layer_launches(True, "alltoall", 1)
+    one = layer_launches(LayerLaunchSpec(True, dispatcher="alltoall", local_experts=1))
     # attention + router + dispatch + combine + experts (fixed + 1 local), no sort
     assert one.fwd == 12 + 28 + 20 + 3 + 11 + 2
     assert one.bwd == 19 + 2 + 13 + 1 + 4 + 4 + 11 + 4  # + norm and router weight adds
-    eight = layer_launches(True, "alltoall", 8)
+    moe8 = LayerLaunchSpec(True, dispatcher="alltoall", local_experts=8)
+    eight = layer_launches(moe8)
     # the sort/un-sort appears with a second local expert; each local expert adds one GEMM per
     # grouped linear forward, dgrad + wgrad backward
     assert eight.fwd - one.fwd == LAUNCHES["sort_alltoall"].fwd + 7 * 2
     assert eight.bwd - one.bwd == LAUNCHES["sort_alltoall"].bwd + 7 * 4
-    shared = layer_launches(True, "alltoall", 8, shared_experts=1)
+    shared = layer_launches(replace(moe8, shared_experts=1))
     assert shared.fwd - eight.fwd == LAUNCHES["shared_expert"].fwd
-    deepep = layer_launches(True, "deepep", 8)
+    deepep = layer_launches(replace(moe8, dispatcher="deepep"))
     assert deepep.fwd < eight.fwd  # no separate NCCL calls, no sort
-    graphs = layer_launches(True, "alltoall", 8, cuda_graphs=True)
+    graphs = layer_launches(replace(moe8, cuda_graphs=True))
     assert graphs.fwd == eight.fwd - 12 - 28 + 1
-    qk = layer_launches(True, "alltoall", 8, qk_norm=True)
+    qk = layer_launches(replace(moe8, qk_norm=True))
     # two norms on non-contiguous slices (copy + norm each); backward norm + dgamma, grad adds
     assert (qk.fwd - eight.fwd, qk.bwd - eight.bwd) == (4, 4 + 2)
-    mla = layer_launches(True, "alltoall", 8, mla=True, qk_norm=True)  # MLA has its own norms
+    mla = layer_launches(replace(moe8, mla=True, qk_norm=True))  # MLA has its own norms
     assert mla.fwd - eight.fwd == LAUNCHES["mla_attention"].fwd - LAUNCHES["attention"].fwd
     f, b = host_seconds(eight)
     assert f == pytest.approx(95 * HOST_S_PER_LAUNCH_FWD)
@@ -125,7 +128,9 @@ def test_host_bound_moe_layer_pays_the_host_time() -> None:
     # 512 tokens per rank per micro-batch: the GPU finishes a layer long before the host has
     # issued its ~180 launches, so per layer and micro-batch the stage costs at least the host
     # time of its 12 layers (67 micro-batches + 3 fill/drain slots on the critical stage).
-    fh, bh = host_seconds(layer_launches(True, "alltoall", 8))
+    fh, bh = host_seconds(
+        layer_launches(LayerLaunchSpec(True, dispatcher="alltoall", local_experts=8))
+    )
     assert on > 64 * 12 * (fh + bh)
 
 

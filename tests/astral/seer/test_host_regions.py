@@ -4,6 +4,7 @@ The per-launch host cost Seer charges (`host_ops.HOST_S_PER_LAUNCH_*`) is recomp
 bundled HolisticTraceAnalysis A100 trace; the estimator is checked on a hand-built trace; and
 Megatron-Core's single shared-expert module is counted once."""
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ from starfabric.astral.seer.host_ops import (
     HOST_S_PER_LAUNCH_BWD,
     HOST_S_PER_LAUNCH_FWD,
     LAUNCHES,
+    LayerLaunchSpec,
     layer_launches,
 )
 from starfabric.astral.seer.host_regions import region_per_launch
@@ -74,8 +76,9 @@ def test_deepseek_h800_check_is_within_the_stated_spread() -> None:
 def test_one_shared_expert_module_per_layer() -> None:
     # Qwen2-57B-A14B's shared expert (20480 wide) is written as 8 experts of 2560 for its
     # FLOPs; Megatron-Core runs one SharedExpertMLP of moe_shared_expert_intermediate_size.
-    one = layer_launches(True, "alltoall", 16, shared_experts=1)
-    eight = layer_launches(True, "alltoall", 16, shared_experts=8)
-    none = layer_launches(True, "alltoall", 16, shared_experts=0)
+    moe = LayerLaunchSpec(True, dispatcher="alltoall", local_experts=16)
+    one = layer_launches(replace(moe, shared_experts=1))
+    eight = layer_launches(replace(moe, shared_experts=8))
+    none = layer_launches(replace(moe, shared_experts=0))
     assert one == eight
     assert one.fwd - none.fwd == LAUNCHES["shared_expert"].fwd

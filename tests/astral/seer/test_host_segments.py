@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -12,7 +13,12 @@ from hypothesis import strategies as st
 from starfabric.astral.seer import make_job
 from starfabric.astral.seer.cost import make_context
 from starfabric.astral.seer.efficiency import efficiency_for
-from starfabric.astral.seer.host_ops import HOST_S_PER_LAUNCH_FWD, LAUNCHES, layer_launches
+from starfabric.astral.seer.host_ops import (
+    HOST_S_PER_LAUNCH_FWD,
+    LAUNCHES,
+    LayerLaunchSpec,
+    layer_launches,
+)
 from starfabric.astral.seer.host_segments import (
     PRE_WAIT_LAUNCHES,
     SEGMENT_ORDER,
@@ -24,6 +30,7 @@ from starfabric.astral.seer.host_segments import (
 from starfabric.astral.seer.ops import layer_ops
 from starfabric.astral.seer.parallel import resolve_layout
 from starfabric.astral.seer.schedule import piece_cost, with_host
+from starfabric.errors import InvariantError
 
 
 def test_flow_shop_by_hand() -> None:
@@ -80,16 +87,27 @@ def test_wait_splits_the_dispatch_module_as_the_code_does() -> None:
 def test_module_launches_sum_to_the_layer(
     dispatcher: str, local: int, shared: int, graphs: bool, mla: bool, qk: bool
 ) -> None:
-    per = launches_by_module(dispatcher, local, shared, graphs, mla, qk)
-    whole = layer_launches(True, dispatcher, local, shared, graphs, mla, qk)
-    assert sum(per.values()) == whole.fwd
+    spec = LayerLaunchSpec(
+        True, dispatcher=dispatcher, local_experts=local, shared_experts=shared,
+        cuda_graphs=graphs, mla=mla, qk_norm=qk,
+    )  # fmt: skip
+    assert sum(launches_by_module(spec).values()) == layer_launches(spec).fwd
+
+
+def test_a_dense_layer_has_no_segments() -> None:
+    with pytest.raises(InvariantError, match="dense"):
+        launches_by_module(LayerLaunchSpec(False))
+
+
+# Qwen3-style alltoall layer: 8 local experts, no shared expert, QK-norm
+QWEN3_EP16 = LayerLaunchSpec(True, dispatcher="alltoall", local_experts=8, qk_norm=True)
 
 
 def test_layer_segment_by_hand() -> None:
     # Qwen3-style alltoall layer, 8 local experts, no shared expert, QK-norm:
     # dispatch 2, experts 11 + 16 + sort 5 = 32, combine 3, attention 12 + 4 = 16, router 28,
     # pre-wait 18 launches.
-    nl = launches_by_module("alltoall", 8, 0, False, False, True)
+    nl = launches_by_module(QWEN3_EP16)
     assert nl == {"dispatch": 2, "experts": 32, "combine": 3, "shared_expert": 0,
                   "attention": 16, "router": 28, "pre_wait": 18}  # fmt: skip
     h = {k: v * HOST_S_PER_LAUNCH_FWD for k, v in nl.items()}
@@ -136,12 +154,13 @@ def test_synced_forward_is_the_segment_flow_shop(micro_batch: int) -> None:
     pc = piece_cost(layer_ops(model, ex, lay, moe=True), ctx, ex.recompute)
     out = with_host(pc, model, ex, lay, True)
     # 4 KV heads under TP 8: the num_query_groups < TP QKV gather is launched (host_ops)
-    host = layer_launches(True, "alltoall", 8, 0, False, False, True, qkv_gather=True).fwd
+    spec = replace(QWEN3_EP16, qkv_gather=True)
+    host = layer_launches(spec).fwd
     host *= HOST_S_PER_LAUNCH_FWD
     gpu = pc.fwd.total
     # at least max(host, GPU) (the rule before), at most their sum
     assert max(host, gpu) - 1e-12 <= out.fwd.total <= host + gpu + 1e-12
-    nl = launches_by_module("alltoall", 8, 0, False, False, True, qkv_gather=True)
+    nl = launches_by_module(spec)
     g = gpu_by_module(pc.fwd_table.name, pc.fwd_costs.exposed)
     k = gpu / sum(g.values())
     expect = segment_seconds({n: c * HOST_S_PER_LAUNCH_FWD for n, c in nl.items()},

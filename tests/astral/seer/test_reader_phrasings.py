@@ -196,11 +196,8 @@ def test_nic_rates(text: str, per_node: int, gbps: float | None) -> None:
     assert _nic_gbps(text, per_node) == gbps
 
 
-def test_a_nic_ratio_without_a_rate_scales_the_reference_rate_and_is_printed() -> None:
-    row = _row("NIC-11")  # A100, "4 NICs per 8 GPUs"
-    st = row_setup(row)
-    assert st.system["nic_bandwidth"] == "100G"
-    assert "0.5 NIC per GPU stated" in st.read["nic_bandwidth"]
+def test_nvlink_ports_are_not_nics() -> None:
+    assert _nic_gbps("18 NVLink ports per 8 GPUs; 400 Gb/s per GPU", 8) == 400.0
 
 
 @pytest.mark.parametrize(

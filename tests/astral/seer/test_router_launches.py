@@ -6,6 +6,7 @@ write-up's kernel counts (Megatron-LM docs/discussions/deepseek-v3-gb200-optimiz
 sections 2.1.4 and 2.2.1)."""
 
 import itertools
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -93,24 +94,22 @@ def test_router_extras_are_additive_and_captured_by_graphs(
     fused: bool, score: str, groups: int, gtopk: int, bias: bool, aux: str
 ) -> None:
     extra = router_launches.router_modules(fused, score, groups, gtopk, bias, aux)
-    args = (True, "alltoall", 8, 1, False, True, False, True, True, False, fused, None)
-    base = host_ops.layer_launches(*args)
-    got = host_ops.layer_launches(*args, extra)
+    spec = host_ops.LayerLaunchSpec(
+        True, dispatcher="alltoall", local_experts=8, shared_experts=1, mla=True,
+        router_fused=fused,
+    )  # fmt: skip
+    with_extra = replace(spec, router_extra=extra)
+    base = host_ops.layer_launches(spec)
+    got = host_ops.layer_launches(with_extra)
     assert got.fwd - base.fwd == sum(host_ops.LAUNCHES[m].fwd for m in extra) >= 0
     assert got.bwd - base.bwd == sum(host_ops.LAUNCHES[m].bwd for m in extra) >= 0
-    graphed = (True, "alltoall", 8, 1, True, True, False, True, True, False, fused, None)
-    assert host_ops.layer_launches(*graphed, extra) == host_ops.layer_launches(*graphed)
-    segs = host_segments.launches_by_module(
-        "alltoall", 8, 1, False, True, False, True, True, False, fused, None, extra
+    graphed = replace(spec, cuda_graphs=True)
+    assert host_ops.layer_launches(replace(graphed, router_extra=extra)) == host_ops.layer_launches(
+        graphed
     )
+    segs = host_segments.launches_by_module(with_extra)
     assert sum(segs.values()) == got.fwd
-    assert (
-        segs["router"]
-        - host_segments.launches_by_module(
-            "alltoall", 8, 1, False, True, False, True, True, False, fused, None
-        )["router"]
-        == got.fwd - base.fwd
-    )
+    assert segs["router"] - host_segments.launches_by_module(spec)["router"] == got.fwd - base.fwd
 
 
 def test_model_configs_state_the_routing() -> None:
@@ -172,9 +171,11 @@ def test_non_expert_linears_from_the_te_code() -> None:
 
 def test_mxfp8_linears_per_layer() -> None:
     for s, mla, moe in itertools.product(STAGES, (True, False), (True, False)):
-        args = (moe, "alltoall", 8, 1, False, mla, False)
-        base = host_ops.layer_launches(*args)
-        got = host_ops.layer_launches(*args, mxfp8_stage=s)
+        spec = host_ops.LayerLaunchSpec(
+            moe, dispatcher="alltoall", local_experts=8, shared_experts=1, mla=mla
+        )
+        base = host_ops.layer_launches(spec)
+        got = host_ops.layer_launches(replace(spec, mxfp8_stage=s))
         experts = (
             8 * host_ops.LAUNCHES[f"mxfp8_expert_{s}"].fwd
             + host_ops.LAUNCHES[f"mxfp8_layer_{s}"].fwd
@@ -184,8 +185,8 @@ def test_mxfp8_linears_per_layer() -> None:
         linears = (5 if mla else 2) + 2  # attention + (shared expert or dense MLP) fc1/fc2
         assert got.fwd - base.fwd == experts + linears * PER_LINEAR[s][0]
         # CUDA graphs (attn scope) capture the attention linears' launches, not the MLP's
-        g = host_ops.layer_launches(moe, "alltoall", 8, 1, True, mla, False, mxfp8_stage=s)
-        g0 = host_ops.layer_launches(moe, "alltoall", 8, 1, True, mla, False)
+        g0 = host_ops.layer_launches(replace(spec, cuda_graphs=True))
+        g = host_ops.layer_launches(replace(spec, cuda_graphs=True, mxfp8_stage=s))
         assert g.fwd - g0.fwd == experts + 2 * PER_LINEAR[s][0]
 
 

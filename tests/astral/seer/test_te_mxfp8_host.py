@@ -4,6 +4,7 @@ c0d2f1a; router: PR 1883, 62acae0) and NVIDIA's DeepSeek-V3 GB200 write-up (Mega
 docs/discussions/deepseek-v3-gb200-optimization @1d9edcf)."""
 
 import itertools
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -62,28 +63,35 @@ def test_multi_tensor_swizzle_is_per_operand_list() -> None:
 def test_each_fix_removes_launches(local: int, dispatcher: str) -> None:
     """Every later TE stage launches fewer kernels per layer once a layer has 2+ local experts
     (the PRs' purpose: 'reduce CPU overhead'); the BF16 count is below all of them."""
-    tot = [
-        host_ops.layer_launches(True, dispatcher, local, 1, mla=True, mxfp8_stage=s) for s in STAGES
-    ]
-    bf16 = host_ops.layer_launches(True, dispatcher, local, 1, mla=True)
+    spec = host_ops.LayerLaunchSpec(
+        True, dispatcher=dispatcher, local_experts=local, shared_experts=1, mla=True
+    )
+    tot = [host_ops.layer_launches(replace(spec, mxfp8_stage=s)) for s in STAGES]
+    bf16 = host_ops.layer_launches(spec)
     for a, b in itertools.pairwise(tot):
         if local >= 2:
             assert a.fwd + a.bwd > b.fwd + b.bwd
     assert all(t.fwd > bf16.fwd and t.bwd > bf16.bwd for t in tot)
 
 
+# DeepSeek-V3 at EP 32: 8 local experts, MLA, one shared expert, BF16
+DSV3_EP32 = host_ops.LayerLaunchSpec(
+    True, dispatcher="alltoall", local_experts=8, shared_experts=1, mla=True
+)
+
+
 def test_no_stage_keeps_the_bf16_table() -> None:
-    # DeepSeek-V3 at EP 32 (8 local experts, MLA, one shared expert): the table's count
-    got = host_ops.layer_launches(True, "alltoall", 8, 1, mla=True)
+    # DeepSeek-V3 at EP 32: the table's count
+    got = host_ops.layer_launches(DSV3_EP32)
     assert (got.fwd, got.bwd) == (111, 116)
-    segs = host_segments.launches_by_module("alltoall", 8, 1, False, True, False)
+    segs = host_segments.launches_by_module(DSV3_EP32)
     assert sum(segs.values()) == 111
 
 
 def test_segments_put_the_mxfp8_launches_with_the_experts() -> None:
-    base = host_segments.launches_by_module("alltoall", 8, 1, False, True, False)
+    base = host_segments.launches_by_module(DSV3_EP32)
     for s in STAGES:
-        got = host_segments.launches_by_module("alltoall", 8, 1, False, True, False, mxfp8_stage=s)
+        got = host_segments.launches_by_module(replace(DSV3_EP32, mxfp8_stage=s))
         extra = PER_LOCAL_EXPERT[s][0] * 8 + PER_GROUPED_LAYER_PAIR[s][0]
         assert got["experts"] - base["experts"] == extra
         # the non-expert linears' quantize/swizzle launches (PER_LINEAR): MLA's five in the

@@ -59,7 +59,7 @@ Megatron-Bridge recipe run, `bridge_recipe`; Megatron-LM's launcher turns both o
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 
 from starfabric.astral.seer import router_launches, te_mxfp8_host
 
@@ -147,93 +147,89 @@ MXFP8_ATTN_LINEARS = {True: 5, False: 2}
 MLA model without one, such as DeepSeek-V2-Lite, has four — no such row states MXFP8)."""
 
 
-def layer_modules(
-    moe: bool,
-    dispatcher: str = "alltoall",
-    local_experts: int = 1,
-    shared_experts: int = 0,
-    mla: bool = False,
-    qk_norm: bool = False,
-    rope_fused: bool = True,
-    swiglu_fused: bool = True,
-    qkv_gather: bool = False,
-    router_fused: bool = False,
-    mxfp8_stage: str | None = None,
-    router_extra: tuple[str, ...] = (),
-) -> list[tuple[str, int]]:
-    """(module, how many) of one transformer layer, `LAUNCHES`' keys. `router_fused`:
-    Megatron-Core's `--moe-router-fusion`; `mxfp8_stage`: TE's MXFP8 path of the experts and of
-    the other linears (`te_mxfp8_host`), None for the BF16 count; `router_extra`: the router's
-    modules for the model's routing (`router_launches.router_modules`), () for the table's."""
-    mods: list[tuple[str, int]] = [("mla_attention" if mla else "attention", 1)]
-    if mxfp8_stage is not None:
+@dataclass(frozen=True)
+class LayerLaunchSpec:
+    """What decides one layer's launch table (`layer_modules`, `layer_launches`,
+    `host_segments.launches_by_module`): its MoE shape and the run's options that add, drop or
+    fuse modules, keyword-only so no caller depends on their order. `router_fused`:
+    `--moe-router-fusion`; `mxfp8_stage`: TE's MXFP8 path (`te_mxfp8_host`), None for BF16;
+    `router_extra`: the routing's own modules (`router_launches.router_modules`)."""
+
+    moe: bool
+    _: KW_ONLY
+    dispatcher: str = "alltoall"
+    local_experts: int = 1
+    shared_experts: int = 0
+    cuda_graphs: bool = False
+    mla: bool = False
+    qk_norm: bool = False
+    rope_fused: bool = True
+    swiglu_fused: bool = True
+    qkv_gather: bool = False
+    router_fused: bool = False
+    mxfp8_stage: str | None = None
+    router_extra: tuple[str, ...] = ()
+
+
+def layer_modules(spec: LayerLaunchSpec) -> list[tuple[str, int]]:
+    """(module, how many) of one transformer layer, `LAUNCHES`' keys, before CUDA graphs
+    (`layer_launches` drops the graphed ones)."""
+    mods: list[tuple[str, int]] = [("mla_attention" if spec.mla else "attention", 1)]
+    if spec.mxfp8_stage is not None:
         # MLA: q down, q up, kv down, kv up, output projection; else fused QKV + projection.
-        mods.append((f"mxfp8_attn_linear_{mxfp8_stage}", MXFP8_ATTN_LINEARS[mla]))
-    mods.append(("grad_adds_mla" if mla else "grad_adds_attention", 1))
-    if qk_norm and not mla:
+        mods.append((f"mxfp8_attn_linear_{spec.mxfp8_stage}", MXFP8_ATTN_LINEARS[spec.mla]))
+    mods.append(("grad_adds_mla" if spec.mla else "grad_adds_attention", 1))
+    if spec.qk_norm and not spec.mla:
         mods += [("qk_norm", 1), ("grad_adds_qk_norm", 1)]
-    if qkv_gather and not mla:
+    if spec.qkv_gather and not spec.mla:
         mods.append(("qkv_gather", 1))
-    if not rope_fused:
-        mods.append(("mla_rope_unfused" if mla else "rope_unfused", 1))
-    if not moe:
+    if not spec.rope_fused:
+        mods.append(("mla_rope_unfused" if spec.mla else "rope_unfused", 1))
+    if not spec.moe:
         mods.append(("dense_mlp", 1))
-        if mxfp8_stage is not None:
-            mods.append((f"mxfp8_mlp_linear_{mxfp8_stage}", 2))  # fc1, fc2
-        if not swiglu_fused:
+        if spec.mxfp8_stage is not None:
+            mods.append((f"mxfp8_mlp_linear_{spec.mxfp8_stage}", 2))  # fc1, fc2
+        if not spec.swiglu_fused:
             mods.append(("mlp_swiglu_unfused", 1))
         return mods
-    mods += [("router_fused" if router_fused else "router", 1), ("grad_adds_router", 1)]
-    mods += [(m, 1) for m in router_extra]
-    if dispatcher == "deepep":
+    mods += [("router_fused" if spec.router_fused else "router", 1), ("grad_adds_router", 1)]
+    mods += [(m, 1) for m in spec.router_extra]
+    if spec.dispatcher == "deepep":
         mods += [("dispatch_deepep", 1), ("combine_deepep", 1)]
     else:
         mods += [("dispatch_alltoall", 1), ("combine_alltoall", 1)]
-        if local_experts > 1:
+        if spec.local_experts > 1:
             mods.append(("sort_alltoall", 1))
-    mods += [("experts_fixed", 1), ("experts_per_local", local_experts)]
-    if mxfp8_stage is not None:
-        mods += [(f"mxfp8_expert_{mxfp8_stage}", local_experts), (f"mxfp8_layer_{mxfp8_stage}", 1)]
-    if not swiglu_fused:
+    mods += [("experts_fixed", 1), ("experts_per_local", spec.local_experts)]
+    if spec.mxfp8_stage is not None:
+        mods += [
+            (f"mxfp8_expert_{spec.mxfp8_stage}", spec.local_experts),
+            (f"mxfp8_layer_{spec.mxfp8_stage}", 1),
+        ]
+    if not spec.swiglu_fused:
         mods.append(("swiglu_unfused", 1))
     # Megatron-Core builds one `SharedExpertMLP` per MoE layer, sized
     # `moe_shared_expert_intermediate_size` (shared_experts.py, core_v0.17.1): a model card's
     # count of shared experts only sets that width, not the number of modules launched.
-    mods.append(("shared_expert", min(shared_experts, 1)))
-    if shared_experts and mxfp8_stage is not None:
-        mods.append((f"mxfp8_mlp_linear_{mxfp8_stage}", 2))  # the shared expert's fc1, fc2
-    if shared_experts and not swiglu_fused:
+    mods.append(("shared_expert", min(spec.shared_experts, 1)))
+    if spec.shared_experts and spec.mxfp8_stage is not None:
+        mods.append((f"mxfp8_mlp_linear_{spec.mxfp8_stage}", 2))  # the shared expert's fc1, fc2
+    if spec.shared_experts and not spec.swiglu_fused:
         mods.append(("mlp_swiglu_unfused", 1))
     return mods
 
 
-def layer_launches(
-    moe: bool,
-    dispatcher: str = "alltoall",
-    local_experts: int = 1,
-    shared_experts: int = 0,
-    cuda_graphs: bool = False,
-    mla: bool = False,
-    qk_norm: bool = False,
-    rope_fused: bool = True,
-    swiglu_fused: bool = True,
-    qkv_gather: bool = False,
-    router_fused: bool = False,
-    mxfp8_stage: str | None = None,
-    router_extra: tuple[str, ...] = (),
-) -> Launches:
-    """Launches of one transformer layer (attention + dense MLP or MoE block)."""
-    mods = layer_modules(
-        moe, dispatcher, local_experts, shared_experts, mla, qk_norm, rope_fused, swiglu_fused,
-        qkv_gather, router_fused, mxfp8_stage, router_extra,
-    )  # fmt: skip
+def layer_launches(spec: LayerLaunchSpec) -> Launches:
+    """Launches of one transformer layer (attention + dense MLP or MoE block); under CUDA
+    graphs, one graph launch in place of the `CUDA_GRAPH_MODULES`' kernels."""
+    mods = layer_modules(spec)
     f = b = 0
     for name, n in mods:
-        if cuda_graphs and name in CUDA_GRAPH_MODULES:
+        if spec.cuda_graphs and name in CUDA_GRAPH_MODULES:
             n = 0
         f += n * LAUNCHES[name].fwd
         b += n * LAUNCHES[name].bwd
-    if cuda_graphs:
+    if spec.cuda_graphs:
         f += 1
         b += 1
     return Launches(f, b)
@@ -265,6 +261,7 @@ __all__ = [
     "HOST_S_PER_LAUNCH_FWD",
     "LAUNCHES",
     "Launches",
+    "LayerLaunchSpec",
     "host_seconds",
     "host_synced",
     "layer_launches",

@@ -37,6 +37,7 @@ import numpy as np
 
 from starfabric.astral.seer import host_ops, router_launches, te_mxfp8_host
 from starfabric.astral.seer.expert_sort import SORT_SUFFIX
+from starfabric.errors import InvariantError
 
 PRE_WAIT_LAUNCHES = {"dispatch_alltoall": 18, "dispatch_deepep": 5}
 """Launches of the dispatch module issued before the host waits (from `host_ops.LAUNCHES`'
@@ -91,31 +92,15 @@ _SEGMENT_OF = {
 """Segment module of each `host_ops.LAUNCHES` module of a MoE layer."""
 
 
-def launches_by_module(
-    dispatcher: str,
-    local_experts: int,
-    shared_experts: int,
-    cuda_graphs: bool,
-    mla: bool,
-    qk_norm: bool,
-    rope_fused: bool = True,
-    swiglu_fused: bool = True,
-    qkv_gather: bool = False,
-    router_fused: bool = False,
-    mxfp8_stage: str | None = None,
-    router_extra: tuple[str, ...] = (),
-) -> dict[str, int]:
-    """Forward launches of each segment module (`host_ops.LAUNCHES` over
-    `host_ops.layer_modules`); their sum is `host_ops.layer_launches(...).fwd` (host seconds:
-    x `HOST_S_PER_LAUNCH_FWD`)."""
+def launches_by_module(spec: host_ops.LayerLaunchSpec) -> dict[str, int]:
+    """Forward launches of each segment module of a MoE layer (`host_ops.LAUNCHES` over
+    `host_ops.layer_modules`); their sum is `host_ops.layer_launches(spec).fwd`."""
+    if not spec.moe:
+        raise InvariantError("host_segments.launches_by_module: a dense layer has no segments")
     lc = host_ops.LAUNCHES
-    graphed = host_ops.CUDA_GRAPH_MODULES if cuda_graphs else ()
+    graphed = host_ops.CUDA_GRAPH_MODULES if spec.cuda_graphs else ()
     out = dict.fromkeys(SEGMENT_ORDER, 0)
-    mods = host_ops.layer_modules(
-        True, dispatcher, local_experts, shared_experts, mla, qk_norm, rope_fused, swiglu_fused,
-        qkv_gather, router_fused, mxfp8_stage, router_extra,
-    )  # fmt: skip
-    for mod, k in mods:
+    for mod, k in host_ops.layer_modules(spec):
         if mod in graphed:
             continue
         n = k * lc[mod].fwd
@@ -125,7 +110,7 @@ def launches_by_module(
             out["pre_wait"] += pre
             n -= pre
         out[seg] += n
-    out["attention"] += 1 if cuda_graphs else 0
+    out["attention"] += 1 if spec.cuda_graphs else 0
     return out
 
 

@@ -11,7 +11,7 @@ distributed-optimizer parameter all-gather close the iteration.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, TypedDict
+from typing import Any
 
 import numpy as np
 
@@ -171,27 +171,18 @@ def host_pass(pc: PassCost, host_s: float) -> PassCost:
     return _add(pc, PassCost(0.0, {"host": extra}, 0.0)) if extra > 0 else pc
 
 
-class LaunchFlags(TypedDict):
-    """What decides a layer's launch table besides its MoE shape, by the keyword names of
-    `host_ops.layer_launches` and `host_segments.launches_by_module` (passed as **flags)."""
-
-    cuda_graphs: bool
-    mla: bool
-    qk_norm: bool
-    rope_fused: bool
-    swiglu_fused: bool
-    qkv_gather: bool
-    router_fused: bool
-    mxfp8_stage: str | None
-    router_extra: tuple[str, ...]
-
-
-def _launch_flags(model: ModelSpec, ex: ExecutionSpec, lay: Layout) -> LaunchFlags:
-    """A layer's `LaunchFlags`: CUDA graphs, MLA, QK-norm, RoPE fused (or no RoPE: nothing
-    unfused), SwiGLU fused (the flag is SwiGLU's only), the QKV all-gather when TP exceeds the
-    KV heads, the fused router, TE's MXFP8 path (te_mxfp8_host), and the router's modules for
-    the model's routing (router_launches)."""
-    return LaunchFlags(
+def _launch_spec(
+    model: ModelSpec, ex: ExecutionSpec, lay: Layout, moe: bool
+) -> host_ops.LayerLaunchSpec:
+    """A layer's `host_ops.LayerLaunchSpec`: its MoE shape (experts per EP rank), CUDA graphs,
+    MLA, QK-norm, RoPE fused (or no RoPE: nothing unfused), SwiGLU fused (the flag is SwiGLU's
+    only), the QKV all-gather when TP exceeds the KV heads, the fused router, TE's MXFP8 path
+    (te_mxfp8_host), and the router's modules for the model's routing (router_launches)."""
+    return host_ops.LayerLaunchSpec(
+        moe,
+        dispatcher=ex.moe_dispatcher,
+        local_experts=model.moe_experts // lay.ep if moe else 1,
+        shared_experts=model.moe_shared_experts if moe else 0,
         cuda_graphs=ex.cuda_graphs,
         mla=model.is_mla,
         qk_norm=model.qk_norm,
@@ -212,14 +203,7 @@ def piece_host_s(model: ModelSpec, ex: ExecutionSpec, lay: Layout, moe: bool) ->
     (`host_ops.layer_launches`); zeros where the row's stack is not counted."""
     if not ex.host_launches:
         return (0.0, 0.0, 0.0)
-    n = host_ops.layer_launches(
-        moe,
-        ex.moe_dispatcher,
-        model.moe_experts // lay.ep if moe else 1,
-        model.moe_shared_experts if moe else 0,
-        **_launch_flags(model, ex, lay),
-    )
-    hf, hb = host_ops.host_seconds(n)
+    hf, hb = host_ops.host_seconds(host_ops.layer_launches(_launch_spec(model, ex, lay, moe)))
     return (hf, hb, hf if ex.recompute == "full" else 0.0)
 
 
@@ -238,12 +222,7 @@ def with_host(
     _, hb, hr = piece_host_s(model, ex, lay, moe)
     # The forward (and full recompute's re-run of it) waits once per layer, before the EP
     # dispatch: a segment is a flow shop of the modules between two waits (host_segments).
-    nl = host_segments.launches_by_module(
-        ex.moe_dispatcher,
-        model.moe_experts // lay.ep,
-        model.moe_shared_experts,
-        **_launch_flags(model, ex, lay),
-    )
+    nl = host_segments.launches_by_module(_launch_spec(model, ex, lay, moe))
     host = {n: c * host_ops.HOST_S_PER_LAUNCH_FWD for n, c in nl.items()}
 
     def segment(costs: OpCosts, total: float) -> float:

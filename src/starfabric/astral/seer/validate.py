@@ -28,6 +28,7 @@ from starfabric.astral.seer import (
     goodput,
     host_ops,
     mcore_release,
+    nic_count,
     optimizer_state,
     releases,
     router_launches,
@@ -478,40 +479,44 @@ IB_GENERATION_GBPS = {"XDR": 800.0, "NDR": 400.0, "HDR": 200.0, "EDR": 100.0}
 
 def _nic(row: dict[str, str], gpu: str) -> str:
     """Scale-out bandwidth per GPU from the interconnect text ('8x HDR 200Gb/s', '3.2 Tbps per
-    node', '400 Gb/s per GPU'), else the reference-design default for the GPU; a cell that
-    states only how many NICs serve how many GPUs ('4 NICs per 8 GPUs') scales that default
-    (`nic_ratio_note`)."""
+    node', '400 Gb/s per GPU'), else the reference-design default for the GPU."""
     text = row.get("interconnect") or ""
     per_node = _gpus_per_node(row)
     if not _unverified(text):
         gbps = _nic_gbps(text, per_node)
         if gbps is not None:
             return f"{gbps:g}G"
-    default = _default_nic_gbps(gpu)
-    ratio = None if _unverified(text) else nics_per_gpu(text)
-    if ratio is not None:
-        return f"{default * ratio:g}G"
-    return f"{default:g}G"
+    default = _default_nic(gpu)
+    ratio = None if _unverified(text) else nic_count.stated_nics_per_gpu(text, per_node)
+    if ratio is not None:  # "4 EFA NICs per 8 GPUs": a count without a rate
+        # p4d's adapters when the row names EFA on an A100 (as `efa_bus_fraction` reads it)
+        efa_text = " ; ".join((text, row.get("gpu") or "", row.get("notes") or ""))
+        efa_a100 = efa_bus_fraction(efa_text, gpu.split("-")[0]) is not None
+        per_nic = nic_count.nic_rate_for_count(efa_a100, float(default.rstrip("G")))
+        return f"{ratio * per_nic:g}G"
+    return default
 
 
-def _default_nic_gbps(gpu: str) -> float:
-    """The reference design's scale-out Gb/s per GPU (catalog, else `DEFAULT_NIC_PER_GPU`)."""
+def _default_nic(gpu: str) -> str:
+    """The GPU's catalogued scale-out rate per GPU, else its reference design's."""
     spec = cells.match_gpu(gpu)[0]
     if spec.nic_gbps is not None:
-        return spec.nic_gbps
+        return f"{spec.nic_gbps:g}G"
     for key, val in DEFAULT_NIC_PER_GPU.items():
         if key in gpu.upper():
-            return float(val.rstrip("G"))
-    return 400.0
+            return val
+    return "400G"
 
 
 _COUNT_WORDS = {"a": 1, "an": 1, "one": 1, "two": 2, "four": 4, "eight": 8}
 _NIC_RATIO = re.compile(
-    r"\b(\d+|an?|one|two|four|eight)\s*(?:[\w-]+\s+)?(?:NICs?|HCAs?|adapters?|ports?|rails?)"
+    r"\b(\d+|an?|one|two|four|eight)\s*(?:(?![\w-]*(?:nvlink|nvswitch|pcie))[\w-]+\s+)?"
+    r"(?:NICs?|HCAs?|adapters?|ports?|rails?)"
     r"\s*(?:per|for|/|shared by)\s*(?:every\s+)?(\d+|two|four|eight)\s*GPUs?\b",
     re.IGNORECASE,
 )
-"""NICs per GPUs: "4 NICs per 8 GPUs", "4 HCAs / 8 GPUs", "one 100G NIC per 2 GPUs"."""
+"""NICs per GPUs beside a rate: "4 NICs per 8 GPUs", "4 HCAs / 8 GPUs", "one 100G NIC per 2
+GPUs" (not NVLink/PCIe ports); a count without a rate is nic_count's."""
 
 
 def nics_per_gpu(text: str) -> float | None:
@@ -522,22 +527,6 @@ def nics_per_gpu(text: str) -> float | None:
         return None
     nics, gpus = (int(_COUNT_WORDS.get(g.lower(), g)) for g in m.groups())
     return nics / gpus if gpus else None
-
-
-def nic_ratio_note(row: dict[str, str], gpu: str) -> str | None:
-    """What `_nic` read from a cell that states a NIC-to-GPU ratio but no line rate, printed
-    with the prediction (each NIC taken at the GPU's reference-design rate, an assumption)."""
-    text = row.get("interconnect") or ""
-    if _unverified(text) or _nic_gbps(text, _gpus_per_node(row)) is not None:
-        return None
-    ratio = nics_per_gpu(text)
-    if ratio is None:
-        return None
-    default = _default_nic_gbps(gpu)
-    return (
-        f"{default * ratio:g}G per GPU ({ratio:g} NIC per GPU stated, no line rate: each "
-        f"NIC at the {gpu} reference design's {default:g} Gb/s)"
-    )
 
 
 _BYTES = r"(\d+(?:\.\d+)?)\s*([GT])B/s"
@@ -577,6 +566,9 @@ def _nic_gbps(text: str, per_node: int) -> float | None:
     )  # fmt: skip
     if m:  # "4 NICs (200 Gb/s each) per node": fewer NICs than GPUs share the node's rate
         return int(m.group(1)) * float(m.group(2)) * scale(m.group(3)) / per_node
+    counted = nic_count.count_rate_gbps(text, per_node)
+    if counted is not None:  # "4 Omni-Path 100 Gb/s NICs per node", "100 Gb/s, 4 per node"
+        return counted
     m = re.search(_BYTES + r"\s*(?:per|/)\s*node", text)
     if m:
         return 8 * float(m.group(1)) * scale(m.group(2)) / per_node
@@ -1353,9 +1345,6 @@ def row_setup(row: dict[str, str], shipped: bool = True) -> RowSetup:
         "gpus_per_node": _gpus_per_node(row),
         "nic_bandwidth": _nic(row, gpu),
     }
-    ratio_note = nic_ratio_note(row, gpu)
-    if ratio_note is not None:
-        read["nic_bandwidth"] = ratio_note
     if hbm is not None:
         system["hbm_gib"] = hbm
     ic = row.get("interconnect") or ""

@@ -1,0 +1,130 @@
+"""Fewer NICs than GPUs: the scale-out NIC count an interconnect cell states, per GPU.
+
+Seer prices a cross-node collective at the bandwidth of the NICs its members use (`comm.py`:
+a node's g members of a group carry the ring on g per-GPU shares). The share is the node's
+NIC count x the NIC's line rate / GPUs per node; nothing else about the NIC count enters the
+model, and that reading is what nccl-tests reach on such nodes: on three servers of 8 A100
+SXM4 40GB with 4 HDR InfiniBand HCAs each (4 x 200 Gb/s = 100 GB/s per node, NVIDIA/nccl-tests
+issue 119, 2022-11-17) all_reduce_perf peaked at 96 GB/s bus bandwidth (84.8 GB/s averaged over
+its 8 B - 128 MiB sweep), 0.96 of the node's line rate, against 86.7 GB/s at 128 MiB (0.88 x 100
+less the ring latency) in Seer's formula (`NCCL_4HCA_A100_PEAK_BUSBW_GBS`;
+`tests/astral/seer/test_nic_count.py`): two GPUs
+sharing a NIC lose nothing beyond sharing its line rate. On p4d's EFA the NCCL plugin reaches
+less of it (`efa.py`).
+
+So what matters is reading the count. `validate._nic_gbps` reads "4 NICs per 8 GPUs, 100 Gb/s
+each", "4x100 Gb/s per node" and "8x HDR200"; this module reads the phrasings it does not,
+where a node's count of adapters comes with words between it and the rate or after the rate
+("4 Omni-Path 100 Gb/s NICs per node", "InfiniBand, 4 HDR per node", "100 Gb/s Omni-Path, 4 per
+node", "four 100 Gb/s links per node") — each of which it used to read as one NIC per node (a
+rate "per node") or not at all (the reference design's one NIC per GPU, four times the share
+of a 4-NIC node) — and a count stated without a rate ("4 EFA NICs per 8 GPUs"), whose adapters
+run at the fabric's own rate: p4d's EFA adapters at 100 Gb/s (`P4D_EFA_ADAPTERS`, AWS
+p4d.24xlarge spec), any other at the GPU's reference NIC (`validate.DEFAULT_NIC_PER_GPU`: one
+NIC per GPU, so its per-GPU rate is the per-NIC rate).
+"""
+
+from __future__ import annotations
+
+import re
+
+from starfabric.astral.seer.efa import P4D_NODE_LINE_RATE_GBS
+
+NCCL_4HCA_A100_PEAK_BUSBW_GBS = 96.0
+"""all_reduce_perf peak bus bandwidth on 3 nodes of 8 A100-SXM4-40GB with 4 HDR HCAs each,
+24 ranks (NVIDIA/nccl-tests issue 119): the calibration check of the per-GPU share."""
+NCCL_4HCA_A100_NODE_LINE_RATE_GBS = 100.0
+"""That node's line rate: 4 HCAs x 200 Gb/s = 800 Gb/s = 100 GB/s."""
+
+P4D_EFA_ADAPTERS = 4
+"""EFA adapters of a p4d/p4de node (AWS instance spec: 4 x 100 Gb/s)."""
+P4D_EFA_ADAPTER_GBPS = P4D_NODE_LINE_RATE_GBS * 8.0 / P4D_EFA_ADAPTERS
+"""Line rate of one p4d EFA adapter in Gb/s (100)."""
+
+_WORDS = {
+    "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
+    "nine": 9, "ten": 10, "twelve": 12, "sixteen": 16, "thirty-two": 32,
+}  # fmt: skip
+_SPEED = r"(\d+(?:\.\d+)?)\s*(G|T)(B/s|b/?s|bps|bit/s|b\b|\b(?!/))"
+"""A line rate: in bits ("100 Gb/s", "200Gbps", "400G", as `validate._SPEED`) or in bytes
+("25 GB/s"); case matters (B is bytes)."""
+_NIC = r"(?i:NICs?|HCAs?|adapters?|ports?|links?|cards?|rails?|interfaces?)"
+_INTRA = r"(?![\w-]*(?i:nvlink|nvswitch|pcie|xgmi|infinity))"
+"""Not a scale-out adapter: NVLink/NVSwitch/PCIe links join the GPUs of a node."""
+_WORD = (
+    r"(?![\w-]*(?i:node|gpu|server|host|rack|tray|switch))(?!G?[A-Z]{1,2}\d{2,3}\b)"
+    r"[A-Za-z][\w-]*,?"
+)
+"""A word between a count and its rate: not a unit the count could be counting instead
+(nodes, GPUs — also by name: "64 hosts x 4 GB300, 200 Gb/s per node" counts GPUs)."""
+_PER_NODE = r"(?i:per|/|in each|each)\s*(?i:node|server|host)"
+
+
+def _digits(text: str) -> str:
+    """Number words as digits ("four HCAs" → "4 HCAs"), so the patterns read one form."""
+    pat = r"\b(" + "|".join(sorted(_WORDS, key=len, reverse=True)) + r")\b"
+    return re.sub(pat, lambda m: str(_WORDS[m.group(1).lower()]), text, flags=re.IGNORECASE)
+
+
+def _gbps(value: str, unit: str, suffix: str) -> float:
+    """Gb/s of a matched rate (T = 1000 G; B/s = 8 bits)."""
+    return (
+        float(value) * (1000.0 if unit.upper() == "T" else 1.0) * (8.0 if suffix == "B/s" else 1.0)
+    )
+
+
+def count_rate_gbps(text: str, per_node: int) -> float | None:
+    """Gb/s per GPU from a node's adapter count and their rate when words separate them:
+    "4 Omni-Path 100 Gb/s NICs per node", "4 InfiniBand HDR 200 Gb/s per node" (count, up
+    to three words, rate, then NICs or "per node"), "Omni-Path 100 Gb/s, 4 per node" (rate,
+    then ", N per node"); None when the cell says neither."""
+    text = _digits(text)
+    count_first = (
+        r"(?<![\d.])(\d+)\s*[x×]?\s+(?:" + _INTRA + _WORD + r"\s+){0,3}?" + _SPEED
+        + r"\s*(?:[A-Za-z][\w-]*\s+){0,2}?(?:" + _NIC + r"\b\s*(?:" + _PER_NODE + r")?|"
+        + _PER_NODE + r")"
+    )  # fmt: skip
+    m = re.search(count_first, text)
+    if m:
+        return int(m.group(1)) * _gbps(m.group(2), m.group(3), m.group(4)) / per_node
+    rate_first = (
+        _SPEED + r"[^,;()]{0,40}?,\s*(\d+)\s*(?:" + _NIC + r"\s*)?(?:[A-Za-z][\w-]*\s+){0,2}?"
+        + _PER_NODE
+    )  # fmt: skip
+    m = re.search(rate_first, text)
+    if m:
+        return int(m.group(4)) * _gbps(m.group(1), m.group(2), m.group(3)) / per_node
+    return None
+
+
+def stated_nics_per_gpu(text: str, per_node: int) -> float | None:
+    """Scale-out adapters per GPU when a cell counts them without a rate ("4 EFA NICs per 8
+    GPUs", "4 HCAs per node"); None when it does not count them."""
+    text = _digits(text)
+    m = re.search(
+        r"(?<![\d.])(\d+)\s*(?:" + _INTRA + r"[A-Za-z][\w-]*\s+){0,2}?" + _NIC
+        + r"\s*(?i:per|/|for)\s*(?:(\d+)\s*(?i:GPUs?)|(?i:node|server|host))\b",
+        text,
+    )  # fmt: skip
+    if not m:
+        return None
+    gpus = int(m.group(2)) if m.group(2) else per_node
+    return int(m.group(1)) / gpus if gpus > 0 else None
+
+
+def nic_rate_for_count(efa_a100: bool, default_per_gpu_gbps: float) -> float:
+    """Line rate of one adapter of a counted NIC without a stated rate: p4d's EFA adapter on an
+    A100 EFA node, else the GPU's reference NIC (one per GPU, so its per-GPU rate) — an
+    assumption: the cell names how many adapters, not which."""
+    return P4D_EFA_ADAPTER_GBPS if efa_a100 else default_per_gpu_gbps
+
+
+__all__ = [
+    "NCCL_4HCA_A100_NODE_LINE_RATE_GBS",
+    "NCCL_4HCA_A100_PEAK_BUSBW_GBS",
+    "P4D_EFA_ADAPTERS",
+    "P4D_EFA_ADAPTER_GBPS",
+    "count_rate_gbps",
+    "nic_rate_for_count",
+    "stated_nics_per_gpu",
+]
