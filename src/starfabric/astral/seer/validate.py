@@ -44,6 +44,8 @@ from starfabric.astral.seer.classes import classes_of, per_class
 from starfabric.astral.seer.cp_comm import ALGORITHM as CP_ALGORITHM
 from starfabric.astral.seer.cp_comm import host_a2a_size, stated_a2a_size, stated_cp_comm_type
 from starfabric.astral.seer.deepep_sm_budget import stated_num_sms
+from starfabric.astral.seer.fine_grained_offload import stated_offload_modules
+from starfabric.astral.seer.hybridep_sms import hybridep_num_sms
 from starfabric.astral.seer.degrees import DEGREES, degree_combos, unverified_degrees
 from starfabric.astral.seer.efa import efa_bus_fraction
 from starfabric.astral.seer.efa_alltoall import efa_alltoall_alpha
@@ -1195,10 +1197,22 @@ def row_setup(row: dict[str, str], shipped: bool = True) -> RowSetup:
         # TE's MXFP8 expert path only under the MXFP8 recipe: a cell whose MXFP8 mention is
         # negated ("FP8 tensorwise, not MXFP8") keeps the BF16 launch count.
         ex.pop("te_mxfp8_stage", None)
+    hybrid = hybridep_num_sms(row.get("framework"))
     sms = stated_num_sms(row.get("framework"), row.get("notes"))
-    if sms is not None:
+    if hybrid is not None:
+        # The flex dispatcher's HybridEP backend runs its own budget (hybridep_sms).
+        ex["deepep_num_sms"] = hybrid[0]
+        how = "stated" if hybrid[1] else "Megatron-Core's --moe-hybridep-num-sms default"
+        read["deepep_num_sms"] = f"{hybrid[0]} ({how}: HybridEP SM budget)"
+    elif sms is not None:
         ex["deepep_num_sms"] = sms  # the DeepEP SM budget the run set (deepep_sm_budget)
         read["deepep_num_sms"] = f"{sms} (stated: DeepEP SM budget)"
+    offloaded = stated_offload_modules(row.get("framework"), row.get("notes"))
+    if offloaded is not None and model.is_moe:
+        # Megatron-Core's fine-grained activation offloading of the experts' inputs.
+        ex["offload_modules"] = offloaded[0]
+        left = f"; not modelled: {', '.join(offloaded[1])}" if offloaded[1] else ""
+        read["offload_modules"] = f"{', '.join(offloaded[0]) or 'none'} (stated{left})"
     balance_text = " ; ".join(
         (_model_text(row), row.get("framework") or "", row.get("notes") or "")
     )
