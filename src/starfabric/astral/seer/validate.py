@@ -959,9 +959,16 @@ def _choices(
         out.pop("optimizer_moments", None)  # the offload's Adams keep fp32 moments
     if model.is_moe:
         out["moe_dispatcher"] = _dispatchers(row, ex)
-    if not ex["tp_comm_overlap"] and ("nemo" in fw or "megatron-core" in fw) and ex["sp"]:
+    tp_said = stated(TP_OVERLAP, fw_cell, row.get("sp"), row.get("notes"))
+    if (
+        not ex["tp_comm_overlap"]
+        and tp_said is None
+        and ("nemo" in fw or "megatron-core" in fw)
+        and ex["sp"]
+    ):
         # NeMo / Megatron-Core ship userbuffers TP overlap (--tp-comm-overlap) in their
-        # performance recipes; a tuning user tries it when the source does not say.
+        # performance recipes; a tuning user tries it when the source does not say (a row
+        # that states it off, "no --tp-comm-overlap", ran without).
         out["tp_comm_overlap"] = [False, True]
     return out
 
