@@ -10,10 +10,10 @@ cell names the HybridEP backend ran HybridEP's budget: the number it states
 or Megatron-Core's default when it states none — not DeepEP's default 20, which is what a row that
 does not name DeepEP got before.
 
-Seer prices HybridEP's NVLink copies with DeepEP V1's per-SM, per-destination-rank copy rate and
-its NVLink-5 ceiling (`deepep_kernels`, `deepep_sm_budget`), the model the GB200 DeepSeek-V3 row
-MCGB-L12 (HybridEP at 32 SMs) already runs with: no HybridEP per-SM rate is published in a source
-read here (an assumption, docs/astral.md).
+Assumption: HybridEP copies at DeepEP V1's per-SM rate under its NVLink-5 ceiling.
+That is the model (`deepep_kernels`, `deepep_sm_budget`: per SM and destination rank) the GB200
+DeepSeek-V3 row MCGB-L12 (HybridEP at 32 SMs) already runs with; no HybridEP per-SM rate is
+published in a source read here.
 """
 
 from __future__ import annotations
