@@ -109,9 +109,7 @@ def test_memory_moves_the_inflight_layers_to_the_grace_tier() -> None:
     assert moved > 0
     assert on.memory.offloaded == pytest.approx(moved)
     assert on.memory.weights == off.memory.weights and on.memory.optimizer == off.memory.optimizer
-    per_layer = fgo.offloaded_bytes_per_layer(
-        on.job.model, on.job.execution, on.layout
-    )
+    per_layer = fgo.offloaded_bytes_per_layer(on.job.model, on.job.execution, on.layout)
     inflight_layers = (moved + fgo.resident_bytes(per_layer)) / per_layer
     assert inflight_layers > offload.RESIDENT_LAYERS
     assert off.memory.oom and not on.memory.oom  # the row's "activation offloading required"

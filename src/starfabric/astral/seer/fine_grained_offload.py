@@ -33,9 +33,9 @@ import re
 
 from starfabric.astral.hardware import GPUSpec
 from starfabric.astral.seer import offload
-from starfabric.astral.seer.statements import stated
 from starfabric.astral.seer.model import ModelSpec
 from starfabric.astral.seer.parallel import ExecutionSpec, Layout
+from starfabric.astral.seer.statements import stated
 
 EXPERT_MODULES = ("expert_fc1", "moe_act")
 """`--offload-modules` choices Seer models (Megatron-LM b97184db56 `TransformerConfig.offload_modules`:

@@ -85,6 +85,7 @@ def memory_report(model: ModelSpec, ex: ExecutionSpec, lay: Layout, tl: Timeline
     per_dense = activation_bytes_per_layer(model, ex, lay, moe=False)
     per_moe = activation_bytes_per_layer(model, ex, lay, moe=True) if model.is_moe else per_dense
     dualpipe = ex.pipeline_schedule == "dualpipe"
+
     # Each chunk's own layers, walked through the simulated schedule (stage_activations).
     def stage_bytes(moe_layer: float) -> Any:
         chunk_bytes = stage_activations.chunk_activation_bytes(model, lay, per_dense, moe_layer)
@@ -95,8 +96,10 @@ def memory_report(model: ModelSpec, ex: ExecutionSpec, lay: Layout, tl: Timeline
     stage_acts = stage_bytes(per_moe)
     # Fine-grained offload of the experts' inputs (fine_grained_offload): those tensors of all
     # in-flight MoE layers but `RESIDENT_LAYERS` live in host memory.
-    moe_off = 0.0 if ex.offload_activations else (
-        fine_grained_offload.offloaded_bytes_per_layer(model, ex, lay)
+    moe_off = (
+        0.0
+        if ex.offload_activations
+        else (fine_grained_offload.offloaded_bytes_per_layer(model, ex, lay))
     )
     module_off = stage_acts - stage_bytes(per_moe - moe_off) if moe_off > 0 else stage_acts * 0.0
     module_off = np.maximum(0.0, module_off - fine_grained_offload.resident_bytes(moe_off))

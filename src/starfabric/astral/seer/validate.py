@@ -44,13 +44,13 @@ from starfabric.astral.seer.classes import classes_of, per_class
 from starfabric.astral.seer.cp_comm import ALGORITHM as CP_ALGORITHM
 from starfabric.astral.seer.cp_comm import host_a2a_size, stated_a2a_size, stated_cp_comm_type
 from starfabric.astral.seer.deepep_sm_budget import stated_num_sms
-from starfabric.astral.seer.fine_grained_offload import stated_offload_modules
-from starfabric.astral.seer.hybridep_sms import hybridep_num_sms
 from starfabric.astral.seer.degrees import DEGREES, degree_combos, unverified_degrees
 from starfabric.astral.seer.efa import efa_bus_fraction
 from starfabric.astral.seer.efa_alltoall import efa_alltoall_alpha
 from starfabric.astral.seer.efa_training_rate import efa_a2a_training_fraction
+from starfabric.astral.seer.fine_grained_offload import stated_offload_modules
 from starfabric.astral.seer.fsdp_side_window import states_megatron_fsdp
+from starfabric.astral.seer.hybridep_sms import hybridep_num_sms
 from starfabric.astral.seer.model import ModelSpec, bundled_models, load_model
 from starfabric.astral.seer.moe_probs_a2a import sends_probs_all_to_all
 from starfabric.astral.seer.ops import (
