@@ -15,12 +15,14 @@ from hypothesis import strategies as st
 from starfabric.astral.hardware import get_gpu
 from starfabric.astral.seer import fine_grained_offload as fgo
 from starfabric.astral.seer import load_model, make_job, offload, predict
+from starfabric.astral.seer.megatron_cli import parse_megatron_command
 from starfabric.astral.seer.parallel import (
     ExecutionSpec,
     resolve_layout,
     uneven_pipeline_layers,
 )
 from starfabric.astral.seer.validate import read_rows, row_setup, validate_row
+from starfabric.errors import ConfigError
 
 DEV2 = Path(__file__).parents[2] / "data" / "published_runs" / "development_runs_2.csv"
 QWEN = load_model("qwen3-235b-a22b")
@@ -150,3 +152,36 @@ def test_the_model_zoo_row_is_read_with_its_offload() -> None:
     assert not res.prediction.memory.oom
     for rid in ("MZQ3-GB1", "MZQ3-GBX1", "MZQ3-02"):
         assert not row_setup(rows[rid]).execution.get("offload_modules")
+
+
+CMD = (
+    "pretrain_gpt.py --num-layers 4 --hidden-size 1024 --num-attention-heads 8 --seq-length 2048 "
+    "--max-position-embeddings 2048 --micro-batch-size 1 --global-batch-size 64 --bf16 "
+    "--num-experts 8 --moe-router-topk 2 --expert-model-parallel-size 8 "
+    "--moe-token-dispatcher-type alltoall "
+)
+
+
+def test_launch_command_reads_the_offload_flags() -> None:
+    on = parse_megatron_command(
+        CMD + "--fine-grained-activation-offloading --offload-modules moe_act expert_fc1 "
+        "--delay-offload-until-cuda-graph --use-separate-send-recv-groups"
+    )
+    assert on["execution"]["offload_modules"] == ("expert_fc1", "moe_act")
+    # The module list means nothing without the feature (Megatron ignores it).
+    assert (
+        "offload_modules"
+        not in parse_megatron_command(CMD + "--offload-modules moe_act")["execution"]
+    )
+
+
+@pytest.mark.parametrize(
+    ("extra", "match"),
+    [("--fine-grained-activation-offloading", "without --offload-modules"),
+     ("--fine-grained-activation-offloading --offload-modules core_attn expert_fc1",
+      "--offload-modules core_attn: Seer models offloading the MoE experts' inputs only")],
+)  # fmt: skip
+def test_launch_command_refuses_what_it_cannot_price(extra: str, match: str) -> None:
+    with pytest.raises(ConfigError, match=match) as err:
+        parse_megatron_command(CMD + extra)
+    assert "\n" not in str(err.value)

@@ -13,6 +13,7 @@ from starfabric.astral.seer.comm import make_fabric
 from starfabric.astral.seer.deepep_kernels import deepep_nvlink_bytes_per_s
 from starfabric.astral.seer.deepep_sm_budget import nvlink_ceiling
 from starfabric.astral.seer.efficiency import efficiency_for
+from starfabric.astral.seer.megatron_cli import parse_megatron_command
 from starfabric.astral.seer.validate import read_rows, row_setup, validate_row
 
 DEV2 = Path(__file__).parents[2] / "data" / "published_runs" / "development_runs_2.csv"
@@ -95,3 +96,23 @@ def test_model_zoo_blackwell_rows_read_as_stated(rows) -> None:
         if rid != "MZQ3-GB1":
             assert not ex["tp_comm_overlap"], rid
             assert all("tp_comm_overlap" not in o for _, o in st.options), rid
+
+
+CMD = (
+    "pretrain_gpt.py --num-layers 4 --hidden-size 1024 --num-attention-heads 8 --seq-length 2048 "
+    "--max-position-embeddings 2048 --micro-batch-size 1 --global-batch-size 64 --bf16 "
+    "--num-experts 8 --moe-router-topk 2 --expert-model-parallel-size 8 "
+    "--moe-token-dispatcher-type flex "
+)
+
+
+@pytest.mark.parametrize(
+    ("extra", "sms"),
+    [("--moe-flex-dispatcher-backend hybridep --moe-hybridep-num-sms 32", 32),
+     ("--moe-flex-dispatcher-backend hybridep", hs.HYBRIDEP_DEFAULT_NUM_SMS),
+     ("--moe-flex-dispatcher-backend hybridep --moe-deepep-num-sms 24", 16),
+     ("--moe-flex-dispatcher-backend deepep --moe-deepep-num-sms 24 --moe-hybridep-num-sms 32", 24),
+     ("--moe-deepep-num-sms 24", 24)],
+)  # fmt: skip
+def test_launch_command_takes_the_backends_own_budget(extra: str, sms: int) -> None:
+    assert parse_megatron_command(CMD + extra)["execution"]["deepep_num_sms"] == sms
