@@ -395,7 +395,11 @@ def test_negated_statements_leave_a_real_row_unchanged(data: st.DataObject) -> N
     new = dict(row, **{cell: (row.get(cell) or "") + "; " + "; ".join(added)})
     got = row_setup(new)
     assert got.execution == ex, f"{row['row_id']}: {cell} + {added}"
-    assert got.options == setup.options, f"{row['row_id']}: {cell} + {added}"  # type: ignore[attr-defined]
+    want = setup.options  # type: ignore[attr-defined]
+    if "no TP comm overlap" in added:
+        # Stated off, TP overlap is no longer one of the settings a tuning user tries.
+        want = [(c, {k: v for k, v in o.items() if k != "tp_comm_overlap"}) for c, o in want]
+    assert got.options == want, f"{row['row_id']}: {cell} + {added}"
 
 
 @pytest.mark.parametrize(

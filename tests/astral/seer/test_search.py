@@ -204,6 +204,7 @@ def test_stack_vectorized_equals_scalar_loop() -> None:
      ({"zero_shard_ranks": 8}, "zero_shard_ranks = 8: search does not model"),
      ({"torchtitan_memory": True}, "torchtitan_memory = True: search does not model"),
      ({"torchtitan_op_sac": True}, "torchtitan_op_sac = True: search does not model"),
+     ({"offload_modules": ("expert_fc1",)}, "offload_modules = \\('expert_fc1',\\): search"),
      ({"seq_len": 2048}, "execution.seq_len = 2048 but the search runs seq_len = 4096"),
      ({"precision": "fp8"}, "execution.precision = 'fp8' but the search runs precision")],
 )  # fmt: skip

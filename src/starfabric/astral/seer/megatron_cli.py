@@ -21,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from starfabric.astral.seer.cp_comm import ALGORITHM, CP_COMM_TYPES
+from starfabric.astral.seer.fine_grained_offload import EXPERT_MODULES
+from starfabric.astral.seer.hybridep_sms import HYBRIDEP_DEFAULT_NUM_SMS
 from starfabric.errors import ConfigError
 
 # flag -> (section, field, kind): kind "int", "float", "str" or a constant set when present.
@@ -70,7 +72,9 @@ _VALUED: dict[str, tuple[str, str, str]] = {
     "--fp4-recipe": ("execution", "_fp4_recipe", "str"),
     "--moe-token-dispatcher-type": ("execution", "_dispatcher", "str"),
     "--moe-flex-dispatcher-backend": ("execution", "_flex_backend", "str"),
-    "--moe-deepep-num-sms": ("execution", "deepep_num_sms", "int"),
+    "--moe-deepep-num-sms": ("execution", "_deepep_sms", "int"),
+    "--moe-hybridep-num-sms": ("execution", "_hybridep_sms", "int"),
+    "--offload-modules": ("execution", "_offload_modules", "list"),
     "--moe-expert-capacity-factor": ("execution", "_capacity", "float"),
     "--cuda-graph-impl": ("execution", "_graph_impl", "str"),
     "--cuda-graph-scope": ("execution", "_graph_scope", "list"),
@@ -126,6 +130,7 @@ _SWITCHES: dict[str, tuple[str, str, Any]] = {
     "--moe-router-fusion": ("execution", "moe_router_fusion", True),
     "--moe-router-enable-expert-bias": ("model", "moe_router_expert_bias", True),
     "--enable-cuda-graph": ("execution", "_enable_graph", True),
+    "--fine-grained-activation-offloading": ("execution", "_fg_offload", True),
     "--external-cuda-graph": ("execution", "_external_graph", True),
 }
 IGNORED_VALUED = frozenset({
@@ -153,6 +158,9 @@ IGNORED_SWITCHES = frozenset({
     # Adam's CPU/GPU classes are set after this flag is read (optimizer/__init__.py @d98e8a64),
     # and pinning is the default: neither changes an iteration.
     "--use-torch-optimizer-for-cpu-offload", "--no-pin-cpu-grads", "--no-pin-cpu-params",
+    # When a fine-grained offload copy starts under CUDA graphs (its bytes are the same), and
+    # PP send/recv on separate communicators (Seer prices PP P2P as overlapped already).
+    "--delay-offload-until-cuda-graph", "--use-separate-send-recv-groups",
 })  # fmt: skip
 """Switches that do not change one iteration's time or memory."""
 
@@ -311,6 +319,7 @@ def _finish(out: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     ex["host_launches"] = True
     ex["cuda_graphs"] = _cuda_graphs(ex, bool(m.get("moe_experts")))
     _moe_dispatch(ex, bool(m.get("moe_experts")))
+    _fine_grained_offload(ex)
     # The flags are core_v0.17.1's, whose alltoall dispatcher sends the router probabilities
     # in an all-to-all of their own (moe_probs_a2a), as validate reads for a release >= 0.13.
     if m.get("moe_experts"):
@@ -612,9 +621,37 @@ def _moe_dispatch(ex: dict[str, Any], moe: bool) -> None:
             fix="add --moe-token-dispatcher-type alltoall (or flex)",
         )
     ex["moe_dispatcher"] = "deepep" if kind == "flex" else "alltoall"
+    # Each flex backend runs its own SM budget (hybridep_sms): HybridEP's flag, default 16.
+    deepep_sms, hybrid_sms = ex.pop("_deepep_sms", None), ex.pop("_hybridep_sms", None)
+    if kind == "flex" and backend == "hybridep":
+        ex["deepep_num_sms"] = HYBRIDEP_DEFAULT_NUM_SMS if hybrid_sms is None else hybrid_sms
+    elif deepep_sms is not None:
+        ex["deepep_num_sms"] = deepep_sms
     if cap is not None:
         ex["moe_capacity_factor"] = cap
         ex["moe_pad_to_capacity"] = pad
+
+
+def _fine_grained_offload(ex: dict[str, Any]) -> None:
+    """--fine-grained-activation-offloading with its --offload-modules (fine_grained_offload):
+    Megatron rejects the feature without modules; the list means nothing without the feature.
+    Seer prices the MoE experts' modules only, so another module is refused, not ignored."""
+    mods = ex.pop("_offload_modules", None)
+    if not ex.pop("_fg_offload", False):
+        return
+    if not mods:
+        raise ConfigError(
+            "--fine-grained-activation-offloading without --offload-modules (Megatron rejects it)",
+            fix="add --offload-modules expert_fc1 moe_act (the modules whose input to offload)",
+        )
+    other = [m for m in mods if m not in EXPERT_MODULES]
+    if other:
+        raise ConfigError(
+            f"--offload-modules {' '.join(other)}: Seer models offloading the MoE experts' "
+            f"inputs only ({', '.join(EXPERT_MODULES)})",
+            fix=f"keep --offload-modules to {' '.join(EXPERT_MODULES)} or describe the job as YAML",
+        )
+    ex["offload_modules"] = tuple(m for m in EXPERT_MODULES if m in mods)
 
 
 def read_megatron_file(path: str | Path) -> dict[str, dict[str, Any]]:

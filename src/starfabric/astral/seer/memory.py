@@ -10,9 +10,13 @@ gated MLPs, MoE and flash attention change them the way they change the tensors.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
 
 from starfabric.astral.seer import (
     cpu_optimizer_offload,
+    fine_grained_offload,
     offload,
     stage_activations,
     torchtitan_memory,
@@ -81,12 +85,24 @@ def memory_report(model: ModelSpec, ex: ExecutionSpec, lay: Layout, tl: Timeline
     per_dense = activation_bytes_per_layer(model, ex, lay, moe=False)
     per_moe = activation_bytes_per_layer(model, ex, lay, moe=True) if model.is_moe else per_dense
     dualpipe = ex.pipeline_schedule == "dualpipe"
+
     # Each chunk's own layers, walked through the simulated schedule (stage_activations).
-    chunk_bytes = stage_activations.chunk_activation_bytes(model, lay, per_dense, per_moe)
-    if dualpipe:  # two opposite 1F1B pipelines per rank: PP + 1 micro-batches on every rank
-        stage_acts = stage_activations.dualpipe_rank_bytes(chunk_bytes)
-    else:
-        stage_acts = stage_activations.stage_peak_bytes(tl.is_fwd, tl.chunk, chunk_bytes)
+    def stage_bytes(moe_layer: float) -> Any:
+        chunk_bytes = stage_activations.chunk_activation_bytes(model, lay, per_dense, moe_layer)
+        if dualpipe:  # two opposite 1F1B pipelines per rank: PP + 1 micro-batches on every rank
+            return stage_activations.dualpipe_rank_bytes(chunk_bytes)
+        return stage_activations.stage_peak_bytes(tl.is_fwd, tl.chunk, chunk_bytes)
+
+    stage_acts = stage_bytes(per_moe)
+    # Fine-grained offload of the experts' inputs (fine_grained_offload): those tensors of all
+    # in-flight MoE layers but `RESIDENT_LAYERS` live in host memory.
+    moe_off = (
+        0.0
+        if ex.offload_activations
+        else (fine_grained_offload.offloaded_bytes_per_layer(model, ex, lay))
+    )
+    module_off = stage_acts - stage_bytes(per_moe - moe_off) if moe_off > 0 else stage_acts * 0.0
+    module_off = np.maximum(0.0, module_off - fine_grained_offload.resident_bytes(moe_off))
     # Micro-batches holding the loss chunk's logits and MTP tensors at once (1F1B: one; the
     # EP overlap's extra interleaved warm-up: two). DualPipe's two directions: one each.
     loss_mbs = 1 if dualpipe else stage_activations.loss_chunk_inflight(tl.is_fwd, tl.chunk)
@@ -130,6 +146,8 @@ def memory_report(model: ModelSpec, ex: ExecutionSpec, lay: Layout, tl: Timeline
                 ex, lay, block_p, torchtitan_memory.root_params(model, lay), loss_stage
             )
         off = 0.0
+        acts -= float(module_off[s])
+        host += float(module_off[s])  # pinned host memory (on a Grace superchip: the tier)
         if ex.offload_activations:
             # Two layers' tensors stay in HBM (offload.RESIDENT_LAYERS); the rest is out.
             resident = offload.RESIDENT_LAYERS * max(per_dense, per_moe)

@@ -301,6 +301,12 @@ class ExecutionSpec(Spec):
         description="weights, gradients and optimizer states kept in the second memory tier, "
         "streamed per layer (seer/offload.py)",
     )
+    offload_modules: tuple[Literal["expert_fc1", "moe_act"], ...] = Field(
+        default=(),
+        description="Megatron-Core fine-grained activation offloading (--fine-grained-activation-"
+        "offloading --offload-modules): the MoE modules whose input each layer copies to host "
+        "memory in the forward and back for the backward (seer/fine_grained_offload.py)",
+    )
     overlap_p2p: bool = Field(
         default=True, description="PP send/recv overlapped with compute (else blocking)"
     )

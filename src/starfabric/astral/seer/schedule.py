@@ -18,6 +18,7 @@ import numpy as np
 from starfabric.astral.seer import (
     _kernels,
     cpu_optimizer_offload,
+    fine_grained_offload,
     host_ops,
     host_segments,
     offload,
@@ -459,6 +460,30 @@ def _with_offload(pc: PieceCost, key: str, model: ModelSpec, ex: ExecutionSpec,
                      pc.fwd_solo_costs)  # fmt: skip
 
 
+def _with_module_offload(pc: PieceCost, model: ModelSpec, ex: ExecutionSpec,
+                         lay: Layout) -> PieceCost:  # fmt: skip
+    """A MoE layer piece with Megatron-Core's fine-grained offload of its experts' inputs
+    (`fine_grained_offload.py`): out in the forward, back in the backward, each exposed by what
+    it exceeds the pass's own compute, as group "offload"."""
+    nbytes = fine_grained_offload.offloaded_bytes_per_layer(model, ex, lay)
+    if nbytes <= 0:
+        return pc
+    bw = fine_grained_offload.link_bytes_per_s(lay.gpu)
+    if bw <= 0:
+        raise InvariantError(
+            f"{lay.gpu.name} has no host link to offload activations over",
+            fix="set the GPU's host_link_gbps or drop offload_modules",
+        )
+    f_x = offload.exposed(nbytes, pc.fwd.total, bw)
+    b_x = offload.exposed(nbytes, pc.bwd.total + pc.recompute.total, bw)
+    fo, bo = PassCost(0.0, {"offload": f_x}, 0.0), PassCost(0.0, {"offload": b_x}, 0.0)
+    return PieceCost(_add(pc.fwd, fo), _add(pc.bwd, bo), pc.recompute, pc.fwd_table,
+                     pc.fwd_costs, pc.bwd_table, pc.bwd_costs,
+                     None if pc.fwd_solo is None else _add(pc.fwd_solo, fo),
+                     None if pc.bwd_solo is None else _add(pc.bwd_solo, bo),
+                     pc.fwd_solo_costs)  # fmt: skip
+
+
 def weight_grad_s(pc: PieceCost) -> float:
     """Critical-path seconds of a piece's weight-gradient GEMMs (W in DualPipe's terms)."""
     mask = np.fromiter((n.endswith(".wgrad") for n in pc.bwd_table.name), bool, len(pc.bwd_table))
@@ -525,6 +550,8 @@ def build_timeline(model: ModelSpec, ex: ExecutionSpec, lay: Layout, ctx: CostCo
         pieces["mtp"] = piece_cost(mtp_ops(model, ex, lay), ctx, ex.recompute)
     if ex.offload_activations or ex.offload_weights:
         pieces = {k: _with_offload(pc, k, model, ex, lay) for k, pc in pieces.items()}
+    if ex.offload_modules and "moe" in pieces:
+        pieces["moe"] = _with_module_offload(pieces["moe"], model, ex, lay)
     p, v, m = lay.pp, lay.vpp, lay.micro_batches
     # Activations cross stages split over the TP ranks (Megatron's scatter/gather optimization,
     # Narayanan et al. SC'21 section 4.1, or sequence parallelism), re-gathered over NVLink.

@@ -54,6 +54,11 @@ UNMODELLED: dict[str, tuple[Any, str]] = {
         False,
         "per-op SAC's saved tensors are in predict's memory, not the search's",
     ),
+    "offload_modules": (
+        (),
+        "fine-grained activation offload's copies and host memory are in predict's schedule "
+        "and memory, not the search's",
+    ),
 }
 """Stack settings the search refuses unless at their default: (default, why)."""
 

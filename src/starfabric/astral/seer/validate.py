@@ -50,7 +50,9 @@ from starfabric.astral.seer.degrees import DEGREES, degree_combos, unverified_de
 from starfabric.astral.seer.efa import efa_bus_fraction
 from starfabric.astral.seer.efa_alltoall import efa_alltoall_alpha
 from starfabric.astral.seer.efa_training_rate import efa_a2a_training_fraction
+from starfabric.astral.seer.fine_grained_offload import stated_offload_modules
 from starfabric.astral.seer.fsdp_side_window import states_megatron_fsdp
+from starfabric.astral.seer.hybridep_sms import hybridep_num_sms
 from starfabric.astral.seer.model import ModelSpec, bundled_models, load_model
 from starfabric.astral.seer.moe_probs_a2a import sends_probs_all_to_all
 from starfabric.astral.seer.ops import (
@@ -1058,9 +1060,16 @@ def _choices(
         out.pop("optimizer_moments", None)  # the offload's Adams keep fp32 moments
     if model.is_moe:
         out["moe_dispatcher"] = _dispatchers(row, ex)
-    if not ex["tp_comm_overlap"] and ("nemo" in fw or "megatron-core" in fw) and ex["sp"]:
+    tp_said = stated(TP_OVERLAP, fw_cell, row.get("sp"), row.get("notes"))
+    if (
+        not ex["tp_comm_overlap"]
+        and tp_said is None
+        and ("nemo" in fw or "megatron-core" in fw)
+        and ex["sp"]
+    ):
         # NeMo / Megatron-Core ship userbuffers TP overlap (--tp-comm-overlap) in their
-        # performance recipes; a tuning user tries it when the source does not say.
+        # performance recipes; a tuning user tries it when the source does not say (a row
+        # that states it off, "no --tp-comm-overlap", ran without).
         out["tp_comm_overlap"] = [False, True]
     return out
 
@@ -1301,10 +1310,22 @@ def row_setup(row: dict[str, str], shipped: bool = True) -> RowSetup:
         # TE's MXFP8 expert path only under the MXFP8 recipe: a cell whose MXFP8 mention is
         # negated ("FP8 tensorwise, not MXFP8") keeps the BF16 launch count.
         ex.pop("te_mxfp8_stage", None)
+    hybrid = hybridep_num_sms(row.get("framework"))
     sms = stated_num_sms(row.get("framework"), row.get("notes"))
-    if sms is not None:
+    if hybrid is not None:
+        # The flex dispatcher's HybridEP backend runs its own budget (hybridep_sms).
+        ex["deepep_num_sms"] = hybrid[0]
+        how = "stated" if hybrid[1] else "Megatron-Core's --moe-hybridep-num-sms default"
+        read["deepep_num_sms"] = f"{hybrid[0]} ({how}: HybridEP SM budget)"
+    elif sms is not None:
         ex["deepep_num_sms"] = sms  # the DeepEP SM budget the run set (deepep_sm_budget)
         read["deepep_num_sms"] = f"{sms} (stated: DeepEP SM budget)"
+    offloaded = stated_offload_modules(row.get("framework"), row.get("notes"))
+    if offloaded is not None and model.is_moe:
+        # Megatron-Core's fine-grained activation offloading of the experts' inputs.
+        ex["offload_modules"] = offloaded[0]
+        left = f"; not modelled: {', '.join(offloaded[1])}" if offloaded[1] else ""
+        read["offload_modules"] = f"{', '.join(offloaded[0]) or 'none'} (stated{left})"
     balance_text = " ; ".join(
         (_model_text(row), row.get("framework") or "", row.get("notes") or "")
     )
