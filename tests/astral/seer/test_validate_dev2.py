@@ -164,21 +164,20 @@ def test_an_excluded_row_needs_a_reason_and_is_listed_not_predicted(tmp_path) ->
     assert len(doc["rows"]) == 2 and doc["not_predicted"] == []
 
 
-DEV2_MEAN_NOW = 0.103
-"""What this revision reaches on the 126 compared rows of the second development set (10.15%:
-sessions 13-15's mechanisms plus session 16's FP8 recipes, TE's MXFP8 expert path and linears by
-release, DeepSeek-V3's router launches and Megatron-Bridge's DeepSeek-V3 layer map; 2
-Llama-4-Scout rows EXCLUDED). Session 16 added six states of Megatron-Core's DeepSeek-V3 GB200
-optimization ladder (MCORE_DSV3_GB200, chosen by completeness before Seer was run): the five
-host-bound early states are 24-30% too fast, which puts the mean above the issue's 10% (9.5%
-over the other 120 rows). A regression bound."""
-DEV2_CP_MEAN_NOW = 0.135
-"""This revision's mean on the CP>1 rows (13.2% over 30; 12.3% before the Model Zoo long-context
-rows' stated `A2A_OVERLAP=0` was read as overlap off, which is right and made them slower): a
-regression bound."""
-DEV2_MAX_NOW = 0.39
-"""This revision's max (38.6%, XTSP-10: XTuner's Llama-2-70B at 8K on 32 A100, whose published
-step contradicts its own sequence-parallel twins by 1.4x; docs/astral.md): a regression bound."""
+DEV2_MEAN_NOW = 0.107
+"""What this revision reaches on the 131 compared rows of the second development set (10.62%;
+2 Llama-4-Scout rows EXCLUDED): sessions 13-16's mechanisms. Session 16 added six states of
+Megatron-Core's DeepSeek-V3 GB200 optimization ladder (its five host-bound early states are 24-30%
+too fast); session 17 added five Model Zoo Qwen3-235B rows on GB200/GB300 (selection rule fixed
+before Seer ran; +7..+48%, the 128K CP 4 row's attention). The 126 earlier rows stay at 10.15%.
+A regression bound."""
+DEV2_CP_MEAN_NOW = 0.144
+"""This revision's mean on the CP>1 rows (14.3% over 31; 13.2% over the 30 before the Model Zoo
+GB300 128K row joined at +48.4%): a regression bound."""
+DEV2_MAX_NOW = 0.49
+"""This revision's max (48.4%, MZQ3-GBX2: Qwen3-235B at 128K, CP 4 on GB300 in MXFP8, where
+attention is most of the step and runs ~1.5x Seer's in-training rate, as on the H100 long-context
+rows of the same source; docs/astral.md): a regression bound."""
 
 
 def test_dev2_error_figures_do_not_regress(dev2) -> None:
@@ -190,14 +189,14 @@ def test_dev2_error_figures_do_not_regress(dev2) -> None:
 
 @pytest.mark.xfail(
     strict=True,
-    reason="issue 32 target not met: mean 10.15% since the GB200 "
-    "DeepSeek-V3 ladder's host-bound early states joined (9.5% without them)",
+    reason="issue 32 target not met: mean 10.62% (the GB200 DeepSeek-V3 "
+    "ladder's host-bound early states and the Model Zoo Qwen3 Blackwell rows)",
 )
 def test_dev2_mean_error_meets_the_issue_target(dev2) -> None:
     assert summary(*dev2)["mean_abs_error"] <= DEV2_MEAN_TARGET
 
 
-@pytest.mark.xfail(strict=True, reason="issue 32 target not met yet: max 38.6% (12 rows > 25%)")
+@pytest.mark.xfail(strict=True, reason="issue 32 target not met yet: max 48.4% (14 rows > 25%)")
 def test_dev2_max_error_meets_the_issue_target(dev2) -> None:
     assert summary(*dev2)["max_abs_error"] <= DEV2_MAX_TARGET
 
