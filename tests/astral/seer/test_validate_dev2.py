@@ -20,6 +20,11 @@ def dev1_rows() -> dict[str, dict[str, str]]:
     return {r["row_id"]: r for r in read_rows(DEV1)}
 
 
+@pytest.fixture(scope="module")
+def dev2_rows() -> dict[str, dict[str, str]]:
+    return {r["row_id"]: r for r in read_rows(DEV2)}
+
+
 # ---- error per mechanism class -------------------------------------------------------------
 
 
@@ -41,6 +46,17 @@ def test_classes_are_read_from_the_predicted_layout(dev1_rows) -> None:
     }  # fmt: skip
     l3 = validate_row(dev1_rows["L3-T4-3"])  # CP 16 at 128K
     assert classes_of(l3.prediction)["context_parallel"] == "CP>1"
+
+
+def test_ep_over_nvl72_trays_is_its_own_class(dev2_rows) -> None:
+    # MCGB-L12: DeepSeek-V3 EP 32 on GB200 NVL72 (4-GPU trays, one 72-GPU NVLink domain): the
+    # all-to-all crosses trays but never the scale-out NICs; on 8-GPU HGX hosts the same EP
+    # leaves over InfiniBand.
+    gb = validate_row(dev2_rows["MCGB-L12"])
+    assert gb.prediction.layout.gpus_per_node == 4
+    assert classes_of(gb.prediction)["expert_parallel"] == "EP across hosts in one NVLink domain"
+    aws = validate_row(dev2_rows["AWSDSV3-MB1"])  # EP over EFA between p5 hosts
+    assert classes_of(aws.prediction)["expert_parallel"] == "EP across hosts"
 
 
 def test_per_class_errors_partition_the_rows(dev1_rows) -> None:

@@ -2,7 +2,8 @@
 
 A user decides whether to trust Seer on *their* run by how it does on runs that exercise the
 same mechanisms: dense or mixture-of-experts layers, context parallelism or not, expert
-parallelism inside one host or across hosts, the GPU generation (its kernels and era of
+parallelism inside one host, across hosts joined by one NVLink domain (an NVL72 rack's 4-GPU trays)
+or across hosts over the scale-out network, the GPU generation (its kernels and era of
 software), and the scale of the job. Each class below is read from the predicted layout, not
 from the row's text, so it names what Seer actually modelled.
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Protocol
 
+from starfabric.astral.seer.comm import nvlink_domain
 from starfabric.astral.seer.predict import Prediction
 
 GENERATIONS = (
@@ -25,6 +27,10 @@ SCALE_BUCKETS = ((64, "<=64 GPUs"), (512, "65-512 GPUs"), (2048, "513-2048 GPUs"
 """Job-size buckets: one DGX SuperPOD scalable unit is 256-512 GPUs; above 2,048 GPUs a job
 spans several SUs and a three-tier fabric (NVIDIA DGX SuperPOD reference architecture)."""
 LARGEST_BUCKET = ">2048 GPUs"
+EP_NVLINK_HOSTS = "EP across hosts in one NVLink domain"
+"""EP over several hosts whose GPUs one NVLink switch fabric joins (GB200/GB300 NVL72: 4-GPU
+trays, 72-GPU domain; `comm.nvlink_domain`): its all-to-all never reaches the scale-out NICs, so it
+is not the issue's "expert parallelism that leaves the host" over InfiniBand or EFA."""
 DIMENSIONS = ("arch", "context_parallel", "expert_parallel", "gpu_generation", "scale")
 """The class dimensions reported, in print order."""
 
@@ -59,12 +65,15 @@ def scale_bucket(gpus: int) -> str:
 def classes_of(pred: Prediction) -> dict[str, str]:
     """The mechanism class of one prediction along every dimension."""
     lay, model = pred.layout, pred.job.model
+    span = max(lay.ep * lay.etp * lay.tp, lay.ep)  # GPUs one expert-parallel group reaches over
     if not model.is_moe or lay.ep == 1:
         ep = "no EP"
-    elif lay.ep * lay.etp * lay.tp > lay.gpus_per_node or lay.ep > lay.gpus_per_node:
-        ep = "EP across hosts"
-    else:
+    elif span <= lay.gpus_per_node:
         ep = "EP within a host"
+    elif span <= nvlink_domain(lay.gpus_per_node, lay.gpu, lay.gpus):
+        ep = EP_NVLINK_HOSTS
+    else:
+        ep = "EP across hosts"
     return {
         "arch": "MoE" if model.is_moe else "dense",
         "context_parallel": "CP>1" if lay.cp > 1 else "no CP",
