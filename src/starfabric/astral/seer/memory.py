@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from starfabric.astral.seer import (
     cpu_optimizer_offload,
     offload,
+    partial_recompute,
     stage_activations,
     torchtitan_memory,
 )
@@ -83,6 +84,15 @@ def memory_report(model: ModelSpec, ex: ExecutionSpec, lay: Layout, tl: Timeline
     dualpipe = ex.pipeline_schedule == "dualpipe"
     # Each chunk's own layers, walked through the simulated schedule (stage_activations).
     chunk_bytes = stage_activations.chunk_activation_bytes(model, lay, per_dense, per_moe)
+    plain = (per_dense, per_moe)
+    if ex.recompute_method is not None:  # uniform groups / block's first N (partial_recompute)
+        ex_plain = ex.model_copy(
+            update={"recompute": "none", "recompute_method": None, "recompute_num_layers": None}
+        )
+        pd = activation_bytes_per_layer(model, ex_plain, lay, moe=False)
+        plain = (pd, activation_bytes_per_layer(model, ex_plain, lay, moe=True) if model.is_moe
+                 else pd)  # fmt: skip
+        chunk_bytes = partial_recompute.chunk_bytes(model, ex, lay, (per_dense, per_moe), plain)
     if dualpipe:  # two opposite 1F1B pipelines per rank: PP + 1 micro-batches on every rank
         stage_acts = stage_activations.dualpipe_rank_bytes(chunk_bytes)
     else:
@@ -114,6 +124,8 @@ def memory_report(model: ModelSpec, ex: ExecutionSpec, lay: Layout, tl: Timeline
             opt /= 2.0
             host /= 2.0
         layer_acts = float(stage_acts[s])
+        if ex.recompute_method is not None:
+            layer_acts += partial_recompute.replay_bytes(ex, lay, s, plain)
         acts = layer_acts
         tok = ex.micro_batch * ex.seq_len / lay.cp
         if s == lay.pp - 1 or (dualpipe and s == 0):
