@@ -54,6 +54,16 @@ UNMODELLED: dict[str, tuple[Any, str]] = {
         False,
         "per-op SAC's saved tensors are in predict's memory, not the search's",
     ),
+    "recompute_method": (
+        None,
+        "the search varies recompute over none/selective/full with every layer checkpointed; "
+        "Megatron's partial full recompute (uniform groups, block's first N layers per "
+        "chunk, partial_recompute) is priced by predict only",
+    ),
+    "recompute_num_layers": (
+        None,
+        "Megatron's --recompute-num-layers (partial_recompute) is priced by predict only",
+    ),
 }
 """Stack settings the search refuses unless at their default: (default, why)."""
 

@@ -1042,6 +1042,11 @@ def _choices(
         out["recompute"] = ["selective", *_module_sets(row, model), "full"]
     elif kind in ("full", "none"):
         out["recompute"] = [kind]
+        partial = cells.recompute_layers(rec_raw) if kind == "full" else None
+        # Megatron-Core --recompute-method/--recompute-num-layers; uniform groups of one layer
+        # are every layer checkpointed on its own, plain full (partial_recompute).
+        if partial is not None and partial != ("uniform", 1):
+            out["recompute_method"], out["recompute_num_layers"] = [partial[0]], [partial[1]]
     else:  # "selective", "partial", "RMSNorm + MLA up-projections recomputed"
         out["recompute"] = ["selective"]
         mods = recompute_modules(rec_raw)
