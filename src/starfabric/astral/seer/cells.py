@@ -440,7 +440,6 @@ def framework(raw: str | None) -> str:
 
 
 __all__ = [
-    "recompute_layers",
     "BINARY_SCALE",
     "FAMILY_GPU",
     "FP16_SPELLINGS",
@@ -460,6 +459,7 @@ __all__ = [
     "number",
     "precision",
     "recompute_kind",
+    "recompute_layers",
     "says_off",
     "unverified",
     "zero_shard_ranks",

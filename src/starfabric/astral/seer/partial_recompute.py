@@ -63,9 +63,6 @@ def replay_layers(method: Method | None, n: int | None, layers: int) -> int:
     return 0
 
 
-
-
-
 def recomputed_split(n_dense: int, n_moe: int, rec: int) -> tuple[int, int]:
     """(dense, MoE) layers among a chunk's first `rec`: a chunk's dense layers (the model's
     first `moe_dense_layers`) precede its MoE layers."""
