@@ -197,3 +197,17 @@ def test_an_unverified_expert_tp_is_chosen_and_printed() -> None:
     assert res.prediction.layout.etp == chosen
     stated = validate_row(_row("AWSQ30-EP16-MB4", etp=str(chosen)))
     assert stated.predicted_iter_s == pytest.approx(res.predicted_iter_s, rel=1e-12)
+
+
+def test_trace_replays_only_blocks_first_layers() -> None:
+    """The Perfetto trace re-runs the forward of a chunk's first N layers only."""
+    from starfabric.astral.seer.trace import trace_json
+
+    def recomputed(n: int) -> int:
+        ex = {**BASE, "recompute": "full", "recompute_method": "block", "recompute_num_layers": n}
+        pred = predict(make_job("llama-3.1-8b", ex, {"gpu": "H100", "gpus": 16}))
+        events = trace_json(pred)["traceEvents"]
+        return sum(1 for e in events if "(recompute)" in str(e.get("name", "")))
+
+    assert recomputed(0) == 0
+    assert recomputed(2) * 2 == recomputed(4) > 0
