@@ -211,3 +211,8 @@ def test_trace_replays_only_blocks_first_layers() -> None:
 
     assert recomputed(0) == 0
     assert recomputed(2) * 2 == recomputed(4) > 0
+
+
+def test_an_empty_expert_tp_cell_is_megatrons_default() -> None:
+    res = validate_row(_row("AWSQ30-EP16-MB4", etp=""))
+    assert "etp" not in res.choices and res.prediction.layout.etp == 1

@@ -1431,8 +1431,10 @@ def _sp(row: dict[str, str]) -> bool:
 
 def etp_open(row: dict[str, str], model: ModelSpec) -> bool:
     """Whether an MoE row leaves its expert TP UNVERIFIED: Seer then chooses it with the other
-    open degrees (degrees.degree_combos), fastest layout that fits, and prints it."""
-    return model.is_moe and _unverified((row.get("etp") or "").strip())
+    open degrees (degrees.degree_combos), fastest layout that fits, and prints it. An empty
+    cell is Megatron's default (1 with EP), as an empty cp or ep cell is 1."""
+    raw = (row.get("etp") or "").strip()
+    return model.is_moe and bool(raw) and _unverified(raw)
 
 
 def _degree(row: dict[str, str], key: str) -> int | None:
