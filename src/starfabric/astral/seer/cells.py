@@ -315,11 +315,50 @@ def recompute_kind(raw: str | None, legacy: bool) -> str | None:
         return "full"
     if re.search(r"selective|partial|modules?|recomputed|core_attn|op-level", text):
         return "selective"
+    if recompute_layers(raw) is not None:
+        return "full"  # "recompute 10 layers": Megatron's --recompute-num-layers is full's
     if re.search(r"\bfull\b|uniform|\bblock\b|every (?:decoder |transformer )?layer", text):
         return "full"
     if word in ON_WORDS:
         return "full" if legacy else RECOMPUTE_ON
     return "selective"
+
+
+_RECOMPUTE_N = (
+    re.compile(r"(?:--recompute-num-layers|recompute_num_layers)\s*[=:]?\s*(\d+)"),
+    re.compile(r"\b(\d+)\s*(?:decoder |transformer )?layers?\b"),
+)
+_RECOMPUTE_METHOD = re.compile(r"\b(uniform|block)\b")
+
+
+def recompute_layers(raw: str | None) -> tuple[str, int] | None:
+    """(method, N) of Megatron-Core's partial full recompute a recompute cell states:
+    "full (block, 10 layers)" → ('block', 10), "uniform, 1 layer" → ('uniform', 1),
+    "--recompute-method uniform --recompute-num-layers 2" → ('uniform', 2). A layer count
+    without a method ("recompute 10 layers") is block's: N layers recomputed, the others not
+    (uniform re-runs every layer whatever N). None when no positive count is stated (plain
+    full recompute, or "0 layers": none). The text before a parenthesis is read, and the
+    parenthesis itself only when that text is a bare granularity and the parenthesis opens
+    with the setting ("full (block, 4 layers)"), so a source note in parentheses ("full
+    (script: ... 32 layers)") is not read as a setting."""
+    if unverified(raw):
+        return None
+    text = (raw or "").strip().lower()
+    head, _, rest = text.partition("(")
+    parts = [head]
+    paren = rest.partition(")")[0]
+    bare = re.fullmatch(r"\s*(?:full|recompute|activation (?:checkpointing|recompute))?\s*", head)
+    if bare and re.match(r"\s*(?:uniform|block|\d+\s*(?:\w+ )?layers?\b|--recompute)", paren):
+        parts.append(paren)
+    for part in parts:
+        n = next((int(m.group(1)) for r in _RECOMPUTE_N if (m := r.search(part))), None)
+        if n is None:
+            continue
+        if n == 0:
+            return None
+        meth = _RECOMPUTE_METHOD.search(part)
+        return (meth.group(1) if meth else "block", n)
+    return None
 
 
 PRECISIONS = (
@@ -420,6 +459,7 @@ __all__ = [
     "number",
     "precision",
     "recompute_kind",
+    "recompute_layers",
     "says_off",
     "unverified",
     "zero_shard_ranks",

@@ -47,30 +47,43 @@ def _ep(model: ModelSpec) -> list[int]:
     return [e for e in POWERS if e <= model.moe_experts and model.moe_experts % e == 0]
 
 
+def _etp(model: ModelSpec, gpn: int) -> list[int]:
+    # Expert TP splits each expert's FFN inside one host (Megatron-Core
+    # --expert-tensor-parallel-size), like TP.
+    if not model.is_moe:
+        return [1]
+    return [t for t in (1, 2, 4, 8) if t <= gpn and model.moe_ffn_hidden % t == 0]
+
+
 def degree_combos(
     model: ModelSpec,
     ex: dict[str, Any],
     gpus: int,
     gpus_per_node: int,
     batch_exact: bool,
+    etp_open: bool = False,
 ) -> list[dict[str, int]]:
     """The layouts to try for the degrees `ex` leaves as None: every combination whose
-    tp*pp*cp divides the GPUs, whose EP folds into tp*cp*dp, and (for an exact batch) whose
-    data-parallel width divides the global batch. Degrees the row states are kept."""
+    tp*pp*cp divides the GPUs, whose EP x expert-TP folds into tp*cp*dp, and (for an exact
+    batch) whose data-parallel width divides the global batch. Degrees the row states are
+    kept. `etp_open` (an MoE row whose expert-TP cell is UNVERIFIED): expert TP is chosen
+    too and each layout carries it as "etp"."""
     given = {d: ex[d] for d in DEGREES if ex.get(d) is not None}
-    if len(given) == len(DEGREES):
+    open_etp = etp_open and model.is_moe
+    if len(given) == len(DEGREES) and not open_etp:
         return [given]
     cands = {
         "tp": _tp(model, gpus_per_node),
         "pp": _pp(model),
         "cp": _cp(int(ex["seq_len"])),
         "ep": _ep(model),
+        "etp": _etp(model, gpus_per_node) if open_etp else [int(ex.get("etp") or 1)],
     }
-    etp = int(ex.get("etp") or 1)
     out: list[dict[str, int]] = []
-    keys = list(DEGREES)
+    keys = [*DEGREES, "etp"]
     for combo in itertools.product(*([given[k]] if k in given else cands[k] for k in keys)):
         d = dict(zip(keys, combo, strict=True))
+        etp = d.pop("etp") if not open_etp else d["etp"]
         mp = d["tp"] * d["pp"] * d["cp"]
         if gpus % mp:
             continue
@@ -80,7 +93,8 @@ def degree_combos(
         if (d["tp"] * d["cp"] * dp) % (d["ep"] * etp):
             continue
         out.append(d)
-    out.sort(key=lambda d: (d["tp"] * d["pp"] * d["cp"], d["pp"], d["cp"], -d["ep"]))
+    out.sort(key=lambda d: (d["tp"] * d["pp"] * d["cp"], d["pp"], d["cp"], -d["ep"],
+                            d.get("etp", 1)))  # fmt: skip
     return out[:MAX_COMBOS]
 
 

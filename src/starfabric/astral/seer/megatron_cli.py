@@ -296,7 +296,7 @@ def _finish(out: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
         pp = ex.get("pp", 1)
         ex["vpp"] = m["layers"] // (pp * per_vstage)
     method = ex.pop("_recompute_method", None)
-    ex.pop("_recompute_layers", None)
+    n_layers = ex.pop("_recompute_layers", None)
     mods = ex.pop("_recompute_modules", None)
     if mods:
         ex["recompute_modules"] = tuple(mods)
@@ -305,6 +305,7 @@ def _finish(out: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
             f"--recompute-method {method} without --recompute-granularity full",
             fix="add --recompute-granularity full or drop --recompute-method",
         )
+    _partial_recompute(ex, method, n_layers)
     ex.pop("_grouped_gemm", None)
     aware = bool(ex.get("_precision_aware", False))
     _optimizer_moments(ex)
@@ -325,6 +326,24 @@ def _finish(out: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     if m.get("moe_experts"):
         ex["moe_probs_all_to_all"] = True
     return out
+
+
+def _partial_recompute(ex: dict[str, Any], method: str | None, n_layers: int | None) -> None:
+    """--recompute-method/--recompute-num-layers as ExecutionSpec's recompute_method and
+    recompute_num_layers (partial_recompute). Megatron's TransformerConfig refuses full
+    granularity without both (transformer_config.py __post_init__); a count without a method
+    is refused the same way, and a count with selective granularity is unused there."""
+    _one_of("--recompute-method", method, ("uniform", "block"))
+    if ex.get("recompute") != "full":
+        return
+    if method is None or n_layers is None:
+        raise ConfigError(
+            "--recompute-granularity full needs --recompute-method and --recompute-num-layers "
+            f"(given: method {method!r}, num-layers {n_layers!r})",
+            fix="add --recompute-method uniform --recompute-num-layers 1 (every layer) or the "
+            "block method with its layer count",
+        )
+    ex["recompute_method"], ex["recompute_num_layers"] = method, n_layers
 
 
 def _one_of(flag: str, val: str | None, choices: tuple[str, ...]) -> None:

@@ -18,6 +18,7 @@ from starfabric.astral.seer import (
     cpu_optimizer_offload,
     fine_grained_offload,
     offload,
+    partial_recompute,
     stage_activations,
     torchtitan_memory,
 )
@@ -87,8 +88,22 @@ def memory_report(model: ModelSpec, ex: ExecutionSpec, lay: Layout, tl: Timeline
     dualpipe = ex.pipeline_schedule == "dualpipe"
 
     # Each chunk's own layers, walked through the simulated schedule (stage_activations).
+    plain: tuple[float, float] | None = None
+    if ex.recompute_method is not None:  # uniform groups / block's first N (partial_recompute)
+        ex_plain = ex.model_copy(
+            update={"recompute": "none", "recompute_method": None, "recompute_num_layers": None}
+        )
+        pd = activation_bytes_per_layer(model, ex_plain, lay, moe=False)
+        plain = (pd, activation_bytes_per_layer(model, ex_plain, lay, moe=True) if model.is_moe
+                 else pd)  # fmt: skip
+
     def stage_bytes(moe_layer: float) -> Any:
-        chunk_bytes = stage_activations.chunk_activation_bytes(model, lay, per_dense, moe_layer)
+        if plain is not None:
+            chunk_bytes = partial_recompute.chunk_bytes(
+                model, ex, lay, (per_dense, moe_layer), plain
+            )
+        else:
+            chunk_bytes = stage_activations.chunk_activation_bytes(model, lay, per_dense, moe_layer)
         if dualpipe:  # two opposite 1F1B pipelines per rank: PP + 1 micro-batches on every rank
             return stage_activations.dualpipe_rank_bytes(chunk_bytes)
         return stage_activations.stage_peak_bytes(tl.is_fwd, tl.chunk, chunk_bytes)
@@ -130,6 +145,8 @@ def memory_report(model: ModelSpec, ex: ExecutionSpec, lay: Layout, tl: Timeline
             opt /= 2.0
             host /= 2.0
         layer_acts = float(stage_acts[s])
+        if ex.recompute_method is not None:
+            layer_acts += partial_recompute.replay_bytes(ex, lay, s, plain)
         acts = layer_acts
         tok = ex.micro_batch * ex.seq_len / lay.cp
         if s == lay.pp - 1 or (dualpipe and s == 0):

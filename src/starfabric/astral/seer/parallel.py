@@ -87,6 +87,20 @@ class ExecutionSpec(Spec):
         "core attention, norms, MLA up-projections, MoE activation, the whole MoE layer, the "
         "whole dense MLP",
     )
+    recompute_method: Literal["uniform", "block"] | None = Field(
+        default=None,
+        description="with recompute full, Megatron-Core --recompute-method: uniform "
+        "checkpoints groups of recompute_num_layers consecutive layers (every layer re-run, "
+        "one input kept per group), block fully recomputes the first recompute_num_layers "
+        "layers of each (virtual) pipeline chunk and runs the rest without recompute "
+        "(seer/partial_recompute.py); None: every layer checkpointed on its own",
+    )
+    recompute_num_layers: int | None = Field(
+        default=None,
+        ge=0,
+        description="Megatron-Core --recompute-num-layers N for recompute_method, counted per "
+        "(virtual) pipeline chunk; at most the layers of a chunk",
+    )
     fp8_16bit_copies: bool = Field(
         default=True,
         description="under FP8, the attention output and the MoE router input stay saved in "
@@ -338,6 +352,35 @@ class ExecutionSpec(Spec):
                 f"fp8_recipe {self.fp8_recipe!r}: TE's MXFP8 expert launches run under an MXFP8 "
                 "(or Blackwell blockwise) recipe only; give precision: fp8 with fp8_recipe mxfp8, "
                 "or drop te_mxfp8_stage"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _recompute_method_needs_full(self) -> ExecutionSpec:
+        m, n = self.recompute_method, self.recompute_num_layers
+        if m is not None and self.recompute != "full":
+            raise ValueError(
+                f"recompute_method = {m!r} with recompute = {self.recompute!r}: a method "
+                "divides full recompute (Megatron --recompute-granularity full); give recompute: "
+                "full or drop recompute_method"
+            )
+        if (m is None) != (n is None):
+            raise ValueError(
+                f"recompute_method = {m!r} and recompute_num_layers = {n!r}: Megatron needs "
+                "both (--recompute-method with --recompute-num-layers); give both or neither"
+            )
+        if m == "uniform" and n == 0:
+            raise ValueError(
+                "recompute_num_layers = 0 with recompute_method 'uniform': a group needs at "
+                "least one layer; give recompute_num_layers >= 1"
+            )
+        if m == "block" and self.offload_modules:
+            # block's plain layers would offload their experts' inputs and its checkpointed ones
+            # keep none; Seer prices the offload on fully recomputed layers as nothing to move.
+            raise ValueError(
+                f"offload_modules = {list(self.offload_modules)} with recompute_method 'block' "
+                "is not modelled (only the layers past the first recompute_num_layers would "
+                "offload); drop one of them"
             )
         return self
 
@@ -666,6 +709,14 @@ def resolve_layout(
         per = model.layers // chunks
         stage_layers = tuple(tuple(per for _ in range(ex.vpp)) for _ in range(ex.pp))
         first = [tuple((c * ex.pp + s) * per for c in range(ex.vpp)) for s in range(ex.pp)]
+    most = max(max(c) for c in stage_layers)
+    if ex.recompute_num_layers is not None and ex.recompute_num_layers > most:
+        raise _fail(
+            f"recompute_num_layers = {ex.recompute_num_layers} but a (virtual) pipeline chunk "
+            f"holds at most {most} layers (layers = {model.layers}, pp*vpp = {chunks}; "
+            "Megatron counts it per chunk)",
+            f"give recompute_num_layers <= {most}",
+        )
     seqs_per_step = ex.micro_batch * dp
     if ex.global_batch % seqs_per_step:
         raise _fail(

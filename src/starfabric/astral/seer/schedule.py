@@ -22,6 +22,7 @@ from starfabric.astral.seer import (
     host_ops,
     host_segments,
     offload,
+    partial_recompute,
     router_launches,
 )
 from starfabric.astral.seer.activations import activation_bytes_per_layer
@@ -408,14 +409,27 @@ class Timeline:
     communicates off the boundary too), so its reduction is not boundary-only."""
 
 
-def chunk_pieces(model: ModelSpec, lay: Layout, s: int, c: int) -> dict[str, int]:
-    """How many of each piece (dense/moe layers, embedding, logits) chunk c of stage s runs."""
+def chunk_pieces(
+    model: ModelSpec, lay: Layout, s: int, c: int, ex: ExecutionSpec | None = None
+) -> dict[str, int]:
+    """How many of each piece (dense/moe layers, embedding, logits) chunk c of stage s runs.
+    Under block recompute (`ex.recompute_method`) only the chunk's first N layers are the
+    recomputing "dense"/"moe" pieces; the rest are "dense_norec"/"moe_norec", which re-run
+    nothing (partial_recompute)."""
     nl = lay.stage_layers[s][c]
     n_moe = chunk_moe_layers(model, lay, s, c)
     vs = c * lay.pp + s
+    split: dict[str, int] = {}
+    n_dense = nl - n_moe
+    if ex is not None and ex.recompute_method == "block":
+        rec = partial_recompute.recomputed_layers("block", ex.recompute_num_layers, nl)
+        rd, rm = partial_recompute.recomputed_split(n_dense, n_moe, rec)
+        split = {"dense_norec": n_dense - rd, "moe_norec": n_moe - rm}
+        n_dense, n_moe = rd, rm
     return {
-        "dense": nl - n_moe,
+        "dense": n_dense,
         "moe": n_moe,
+        **split,
         "embedding": int(vs == 0),
         "logits": int(vs == lay.pp * lay.vpp - 1),
         "mtp": int(vs == lay.pp * lay.vpp - 1 and model.mtp_layers > 0),
@@ -443,9 +457,13 @@ def _with_offload(pc: PieceCost, key: str, model: ModelSpec, ex: ExecutionSpec,
                   lay: Layout) -> PieceCost:  # fmt: skip
     """A layer piece with its offload traffic (`offload.py`): the transfer beyond the pass's
     own compute lands on the critical path as group "offload"."""
-    if key not in ("dense", "moe"):
+    if key not in ("dense", "moe", "dense_norec", "moe_norec"):
         return pc
-    moe = key == "moe"
+    moe = key.startswith("moe")
+    if key.endswith("_norec"):  # block recompute's plain layers keep all their tensors
+        ex = ex.model_copy(
+            update={"recompute": "none", "recompute_method": None, "recompute_num_layers": None}
+        )
     act = activation_bytes_per_layer(model, ex, lay, moe=moe)
     f_b, b_b = offload.pass_bytes(act, layer_params(model, lay, moe), grad_bytes(ex),
                                   ex.offload_activations, ex.offload_weights)  # fmt: skip
@@ -548,6 +566,18 @@ def build_timeline(model: ModelSpec, ex: ExecutionSpec, lay: Layout, ctx: CostCo
         )  # fmt: skip
     if model.mtp_layers:
         pieces["mtp"] = piece_cost(mtp_ops(model, ex, lay), ctx, ex.recompute)
+    if ex.recompute_method == "block":
+        # The layers past a chunk's first N run plainly: no recompute of any kind
+        # (partial_recompute).
+        plain = ex.model_copy(
+            update={"recompute": "none", "recompute_method": None, "recompute_num_layers": None}
+        )
+        pieces["dense_norec"] = piece_cost(layer_ops(model, plain, lay, moe=False), ctx, "none")
+        if model.is_moe:
+            pieces["moe_norec"] = with_host(
+                piece_cost(layer_ops(model, plain, lay, moe=True), ctx, "none"),
+                model, plain, lay, True,
+            )  # fmt: skip
     if ex.offload_activations or ex.offload_weights:
         pieces = {k: _with_offload(pc, k, model, ex, lay) for k, pc in pieces.items()}
     if ex.offload_modules and "moe" in pieces:
@@ -572,7 +602,7 @@ def build_timeline(model: ModelSpec, ex: ExecutionSpec, lay: Layout, ctx: CostCo
     for s in range(p):
         row: list[dict[str, PassCost]] = []
         for c in range(v):
-            counts = chunk_pieces(model, lay, s, c)
+            counts = chunk_pieces(model, lay, s, c, ex)
             f, b, r, fs, bs = _ZERO, _ZERO, _ZERO, _ZERO, _ZERO
             for key, cnt in counts.items():
                 if cnt:
@@ -615,7 +645,7 @@ def build_timeline(model: ModelSpec, ex: ExecutionSpec, lay: Layout, ctx: CostCo
         for s in range(p):
             for c in range(v):
                 wgrad[s, c] = sum(
-                    cnt * weight_grad_s(pieces[k]) for k, cnt in chunk_pieces(model, lay, s, c).items()
+                    cnt * weight_grad_s(pieces[k]) for k, cnt in chunk_pieces(model, lay, s, c, ex).items()
                     if cnt
                 )  # fmt: skip
         start, end = dualpipe_times(start, end, fwd, bwd, wgrad, m)
@@ -743,7 +773,7 @@ def build_timeline(model: ModelSpec, ex: ExecutionSpec, lay: Layout, ctx: CostCo
         per_mb = np.zeros(p)
         for s in range(p):
             for c in range(v):
-                for key, cnt in chunk_pieces(model, lay, s, c).items():
+                for key, cnt in chunk_pieces(model, lay, s, c, ex).items():
                     if cnt and key in layer_host:
                         per_mb[s] += cnt * layer_host[key]
         # a rank issues the launches of every stage it holds (DualPipe: two, m/2 each)

@@ -59,6 +59,16 @@ UNMODELLED: dict[str, tuple[Any, str]] = {
         "fine-grained activation offload's copies and host memory are in predict's schedule "
         "and memory, not the search's",
     ),
+    "recompute_method": (
+        None,
+        "the search varies recompute over none/selective/full with every layer checkpointed; "
+        "Megatron's partial full recompute (uniform groups, block's first N layers per "
+        "chunk, partial_recompute) is priced by predict only",
+    ),
+    "recompute_num_layers": (
+        None,
+        "Megatron's --recompute-num-layers (partial_recompute) is priced by predict only",
+    ),
 }
 """Stack settings the search refuses unless at their default: (default, why)."""
 

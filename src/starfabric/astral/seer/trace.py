@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from starfabric.astral.seer import partial_recompute
 from starfabric.astral.seer.ops import COMM
 from starfabric.astral.seer.predict import Prediction
 from starfabric.astral.seer.schedule import PieceCost, chunk_pieces
@@ -33,6 +34,10 @@ def _piece_sequence(pred: Prediction, s: int, c: int) -> list[str]:
         "moe" if model.is_moe and i >= model.moe_dense_layers else "dense"
         for i in range(first, first + n)
     ]
+    ex = pred.job.execution
+    if ex.recompute_method == "block":  # past the chunk's first N, layers re-run nothing
+        keep = partial_recompute.recomputed_layers("block", ex.recompute_num_layers, n)
+        layers = layers[:keep] + [f"{k}_norec" for k in layers[keep:]]
     return ["embedding"] * counts["embedding"] + layers + ["logits"] * counts["logits"]
 
 

@@ -1044,6 +1044,11 @@ def _choices(
         out["recompute"] = ["selective", *_module_sets(row, model), "full"]
     elif kind in ("full", "none"):
         out["recompute"] = [kind]
+        partial = cells.recompute_layers(rec_raw) if kind == "full" else None
+        # Megatron-Core --recompute-method/--recompute-num-layers; uniform groups of one layer
+        # are every layer checkpointed on its own, plain full (partial_recompute).
+        if partial is not None and partial != ("uniform", 1):
+            out["recompute_method"], out["recompute_num_layers"] = [partial[0]], [partial[1]]
     else:  # "selective", "partial", "RMSNorm + MLA up-projections recomputed"
         out["recompute"] = ["selective"]
         mods = recompute_modules(rec_raw)
@@ -1402,7 +1407,8 @@ def row_setup(row: dict[str, str], shipped: bool = True) -> RowSetup:
             f"{cap.group(1)} W (below the {cells.match_gpu(gpu)[0].tdp_w:g} W TDP)"
         )
     combos = degree_combos(model, ex, gpus, system["gpus_per_node"],
-                           not cells.is_hint(row.get("global_batch_seqs")))  # fmt: skip
+                           not cells.is_hint(row.get("global_batch_seqs")),
+                           etp_open(row, model))  # fmt: skip
     if ex.get("tp") is None and cells.flag(row.get("sp"), r"sp|sequence[- ]parallel(?:ism)?"):
         # Sequence parallelism (Korthikanti et al. 2022, section 4.2.2) splits the sequence
         # over the tensor-parallel group: a row that states it ran TP >= 2.
@@ -1442,6 +1448,14 @@ def _sp(row: dict[str, str]) -> bool:
     2023."""
     stated = cells.flag(row.get("sp"), r"sp|sequence[- ]parallel(?:ism)?")
     return stated if stated is not None else not _legacy(row)
+
+
+def etp_open(row: dict[str, str], model: ModelSpec) -> bool:
+    """Whether an MoE row leaves its expert TP UNVERIFIED: Seer then chooses it with the other
+    open degrees (degrees.degree_combos), fastest layout that fits, and prints it. An empty
+    cell is Megatron's default (1 with EP), as an empty cp or ep cell is 1."""
+    raw = (row.get("etp") or "").strip()
+    return model.is_moe and bool(raw) and _unverified(raw)
 
 
 def _degree(row: dict[str, str], key: str) -> int | None:
@@ -1530,7 +1544,7 @@ def validate_row(row: dict[str, str]) -> RowResult:
     st = row_setup(row)
     model, ex = st.model, st.execution
     approx_batch = cells.is_hint(row.get("global_batch_seqs"))
-    open_degrees = unverified_degrees(ex)
+    open_degrees = unverified_degrees(ex) + (["etp"] if etp_open(row, model) else [])
     held: dict[str, Any] | None = None
     scale = tuned_at.tuning_scale(row.get("notes"), global_batch_seqs(row))
     if scale is not None and scale != (_int(row, "num_gpus"), global_batch_seqs(row)):
@@ -1540,7 +1554,7 @@ def validate_row(row: dict[str, str]) -> RowResult:
         except StarfabricError:
             ref_best = None  # no run of this layout at that scale: choose at the row's own
         if ref_best is not None:
-            held = {k: v for k, v in ref_best[2].items() if k not in DEGREES}
+            held = {k: v for k, v in ref_best[2].items() if k not in (*DEGREES, "etp")}
     best, fallback, reason = _search(st, approx_batch, held)
     if best is None and held is not None:
         best, fallback, reason = _search(st, approx_batch)  # the held settings do not fit
