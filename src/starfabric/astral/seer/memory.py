@@ -145,7 +145,7 @@ def memory_report(model: ModelSpec, ex: ExecutionSpec, lay: Layout, tl: Timeline
             opt /= 2.0
             host /= 2.0
         layer_acts = float(stage_acts[s])
-        if ex.recompute_method is not None:
+        if plain is not None:  # set exactly when ex.recompute_method is
             layer_acts += partial_recompute.replay_bytes(ex, lay, s, plain)
         acts = layer_acts
         tok = ex.micro_batch * ex.seq_len / lay.cp
