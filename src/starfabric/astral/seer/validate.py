@@ -1310,7 +1310,7 @@ def row_setup(row: dict[str, str], shipped: bool = True) -> RowSetup:
         # TE's MXFP8 expert path only under the MXFP8 recipe: a cell whose MXFP8 mention is
         # negated ("FP8 tensorwise, not MXFP8") keeps the BF16 launch count.
         ex.pop("te_mxfp8_stage", None)
-    hybrid = hybridep_num_sms(row.get("framework"))
+    hybrid = hybridep_num_sms(row.get("framework"), row.get("notes"))
     sms = stated_num_sms(row.get("framework"), row.get("notes"))
     if hybrid is not None:
         # The flex dispatcher's HybridEP backend runs its own budget (hybridep_sms).
