@@ -342,6 +342,18 @@ class ExecutionSpec(Spec):
         return self
 
     @model_validator(mode="after")
+    def _one_activation_offload(self) -> ExecutionSpec:
+        # Megatron-Core: "fine_grained_activation_offloading cannot be enabled with
+        # cpu_offloading" (transformer_config.py); offload_activations is the layer-level one.
+        if self.offload_modules and self.offload_activations:
+            raise ValueError(
+                f"offload_modules = {list(self.offload_modules)} with offload_activations: "
+                "Megatron-Core refuses fine-grained activation offloading beside layer-level "
+                "offloading; drop one of them"
+            )
+        return self
+
+    @model_validator(mode="after")
     def _a2a_size_is_hierarchical(self) -> ExecutionSpec:
         if self.cp_a2a_size is not None and self.cp_algorithm != "hierarchical":
             raise ValueError(
@@ -569,6 +581,12 @@ def resolve_layout(
             f"GPU {gpu.name} has no second memory tier to offload to (hardware catalog: no "
             "offload_gib)",
             "set offload_activations/offload_weights false, or use GH200, GB200 or GB300",
+        )
+    if ex.offload_modules and not (gpu.offload_gbps or gpu.host_link_gbps):
+        raise _fail(
+            f"GPU {gpu.name} has no host link to offload the experts' inputs over (hardware "
+            "catalog: no offload_gbps or host_link_gbps)",
+            "drop offload_modules, or add the GPU's host link to the catalog",
         )
     if ex.optimizer_offload_fraction > 0:
         if not cpu_optimizer_offload.available(gpu):

@@ -470,9 +470,8 @@ def _with_module_offload(pc: PieceCost, model: ModelSpec, ex: ExecutionSpec,
         return pc
     bw = fine_grained_offload.link_bytes_per_s(lay.gpu)
     if bw <= 0:
-        raise InvariantError(
-            f"{lay.gpu.name} has no host link to offload activations over",
-            fix="set the GPU's host_link_gbps or drop offload_modules",
+        raise InvariantError(  # resolve_layout refuses such a GPU first
+            f"{lay.gpu.name} has no host link to offload activations over"
         )
     f_x = offload.exposed(nbytes, pc.fwd.total, bw)
     b_x = offload.exposed(nbytes, pc.bwd.total + pc.recompute.total, bw)
