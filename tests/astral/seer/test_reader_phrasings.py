@@ -181,7 +181,13 @@ def test_figure_units(key: str, cell: str, scale: float) -> None:
 @pytest.mark.parametrize(
     ("cell", "total"),
     [("357,888 tokens/s (total)", True), ("aggregate 1.2M tokens/s", True),
-     ("699 tokens/s/GPU", False), ("699 tokens/s per GPU (total 357,888)", False)],
+     ("699 tokens/s/GPU", False), ("699 tokens/s per GPU (total 357,888)", False),
+     ("357,888 total tokens/s", True), ("357,888 tokens/s across all GPUs", True),
+     ("357,888 (global)", True),
+     # a word about the batch, the run's token count or an average is not the rate's scope
+     ("3,100 (global batch 2048)", False), ("3,100 tokens/s, total batch 4M tokens", False),
+     ("3,100 (1T total tokens)", False), ("3,100 tokens/s (mean over all GPUs)", False),
+     ("3,100 tokens/s averaged across all GPUs", False)],
 )  # fmt: skip
 def test_job_total_rates(cell: str, total: bool) -> None:
     assert row_forms.states_job_total(cell) is total

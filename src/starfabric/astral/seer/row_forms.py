@@ -125,15 +125,23 @@ def figure_scale(key: str, raw: str) -> float:
 
 
 JOB_TOTAL = re.compile(
-    r"\b(?:total|aggregate|whole[- ]job|job[- ]wide|cluster[- ]wide|all\s+GPUs|global)\b", re.I
+    r"\b(?:total|aggregate|whole[- ]job|job[- ]wide|cluster[- ]wide|all\s+GPUs|global)\b"
+    r"(?!\s+(?:batch|tokens?\b(?!\s*/)|steps?|iter\w*|train\w*))",
+    re.I,
 )
-"""A tokens-per-second cell that gives the whole job's rate, not one GPU's."""
+"""A tokens-per-second cell that gives the whole job's rate, not one GPU's ("(total)",
+"aggregate", "across all GPUs"); not a word about something else the cell mentions ("global
+batch 2048", "1T total tokens")."""
+_AVERAGED = re.compile(r"\b(?:mean|average[ds]?|avg)\b(?:\s+\w+){0,2}\s*$", re.I)
+"""Words before "all GPUs" that make the figure a per-GPU average ("mean over all GPUs")."""
 
 
 def states_job_total(raw: str) -> bool:
     """True when a tokens/s cell says its figure is the job's total ("357,888 tokens/s
-    (total)") and not per GPU."""
-    return bool(JOB_TOTAL.search(raw)) and not re.search(r"per\s*GPU|/\s*GPU", raw, re.I)
+    (total)") and not per GPU (nor a mean over the GPUs)."""
+    if re.search(r"per\s*GPU|/\s*GPU", raw, re.I):
+        return False
+    return any(not _AVERAGED.search(raw[: m.start()]) for m in JOB_TOTAL.finditer(raw))
 
 
 TRAIN_TIME = re.compile(r"time[- ]to[- ]train|train(?:ing)?[- ]time|\bTTT\b", re.I)
