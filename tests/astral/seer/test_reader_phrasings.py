@@ -224,3 +224,20 @@ def test_powers(cell: str, value: int) -> None:
 
 def test_gpus_per_node_of_one_host_is_not_refused_on_nvl72() -> None:
     assert _gpus_per_node({**_row("GPU-05"), "gpus_per_node": "4"}) == 4
+
+
+def test_a_power_beyond_any_sequence_length_is_refused_in_one_line() -> None:
+    """'2^99' in seq_len reads as its value (row_forms' powers); past MAX_SEQ_LEN the row is
+    refused in one line — it sent the validate search into minutes of work (2^40 ran past
+    40 s on one row) instead of an error."""
+    from starfabric.astral.seer import load_model, make_job
+    from starfabric.astral.seer.parallel import MAX_SEQ_LEN
+    from starfabric.errors import ConfigError
+
+    assert MAX_SEQ_LEN >= 1 << 20  # long-context tables reach 2^20 tokens
+    with pytest.raises(ConfigError, match="seq_len"):
+        make_job(
+            load_model("llama-3-8b"),
+            {"global_batch": 8, "seq_len": MAX_SEQ_LEN * 2},
+            {"gpu": "H100", "gpus": 8},
+        )

@@ -28,13 +28,19 @@ MAX_GLOBAL_BATCH = 1 << 24
 batches (Llama 3.1 405B: 16M tokens = 2,048 sequences of 8K); a larger count is a typo, and the
 layout search and the schedule would walk absurd micro-batch counts."""
 
+MAX_SEQ_LEN = 1 << 24
+"""Assumption: the longest sequence per sample, 16,777,216 tokens — 16x the longest in Seer's
+published rows (long-context tables reach 2^20 = 1,048,576); a longer one is a typo ("2^99"),
+and the layout search would run for minutes on it (2^40 took over 40 s on one row) instead of
+refusing it."""
+
 
 class ExecutionSpec(Spec):
     """How the job is run: batch, precision, parallelism, memory savings and overlaps."""
 
     global_batch: int = Field(gt=0, le=MAX_GLOBAL_BATCH, description="sequences per iteration")
     micro_batch: int = Field(default=1, gt=0, description="sequences per micro-batch")
-    seq_len: int = Field(gt=0)
+    seq_len: int = Field(gt=0, le=MAX_SEQ_LEN)
     precision: Literal["bf16", "fp16", "fp8"] = "bf16"
     tp: int = Field(default=1, gt=0)
     sp: bool = Field(default=True, description="sequence parallelism (used only when tp > 1)")
