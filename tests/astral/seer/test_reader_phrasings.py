@@ -153,6 +153,18 @@ def test_gpu_counts(cell: str, count: int | None) -> None:
 
 
 @pytest.mark.parametrize(
+    ("cell", "count"),
+    [("3,072 (8 x 12 x 32)", 3072), ("1,024 (128 x 8)", 1024),
+     ("3072 GPUs (TP 8 x PP 12 x DP 32)", 3072), ("256 (B200 x 32 nodes)", 256)],
+)  # fmt: skip
+def test_gpu_count_products_are_hosts_times_gpus_only(cell: str, count: int) -> None:
+    """A number inside a GPU's name ("B200 x 32" is not 200 x 32) is no factor, and a count
+    the cell states before a product is the count: the product then explains it, and may be
+    a layout's degrees ("8 x 12 x 32" is TP x PP x DP, not 8 x 12 hosts)."""
+    assert row_forms.gpu_count(cell) == count
+
+
+@pytest.mark.parametrize(
     ("cell", "pair"),
     [("MBS/GBS 1/1024", (1, 1024)), ("GBS/MBS: 1024/2", (2, 1024)),
      ("micro-batch/global-batch 4/512", (4, 512)), ("1/1024", None), ("4/4/.../4/1", None)],

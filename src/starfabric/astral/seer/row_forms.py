@@ -16,19 +16,23 @@ from starfabric.astral.seer import cells
 from starfabric.errors import DataError
 
 NODES_TIMES_GPUS = re.compile(
-    r"(\d+)\s*(?:nodes?|hosts?|servers?|systems?|trays?)?\s*[x×*]\s*(\d+)\b", re.I
+    r"(?<![\w.,])(\d+)\s*(?:nodes?|hosts?|servers?|systems?|trays?)?\s*[x×*]\s*(\d+)\b", re.I
 )
-"""A GPU count written as hosts times GPUs per host ("128 nodes x 8 GPUs", "128x8", "64 × 4")."""
+"""A GPU count written as hosts times GPUs per host ("128 nodes x 8 GPUs", "128x8", "64 × 4");
+not a number inside a name ("B200 x 32": not 200 x 32)."""
+_FIRST_NUMBER = re.compile(r"(?<![\w.,])\d")
 
 
 def gpu_count(raw: str | None) -> int | None:
-    """GPUs a num_gpus cell states: a product of hosts and GPUs per host (`NODES_TIMES_GPUS`),
-    else its first number with K read as 1,024 (cluster sizes are written so: Llama 3's "16K
+    """GPUs a num_gpus cell states: a product of hosts and GPUs per host (`NODES_TIMES_GPUS`)
+    that opens the cell, else its first number with K read as 1,024 (cluster sizes are written so: Llama 3's "16K
     GPUs" are 16,384 H100s, Meta's "24K-GPU" clusters 24,576, arXiv 2407.21783 section 3.3);
     None when it holds no number."""
     text = raw or ""
     m = NODES_TIMES_GPUS.search(text)
-    if m:
+    first = _FIRST_NUMBER.search(text)
+    # A count stated before the product is the count ("3,072 (8 x 12 x 32)": TP x PP x DP).
+    if m and first is not None and first.start() == m.start():
         return int(m.group(1)) * int(m.group(2))
     val = cells.number(text, binary=True)
     return None if val is None else int(round(val))
