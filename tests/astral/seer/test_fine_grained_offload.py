@@ -22,7 +22,7 @@ from starfabric.astral.seer.parallel import (
     uneven_pipeline_layers,
 )
 from starfabric.astral.seer.validate import read_rows, row_setup, validate_row
-from starfabric.errors import ConfigError
+from starfabric.errors import ConfigError, InfeasibleError
 
 DEV2 = Path(__file__).parents[2] / "data" / "published_runs" / "development_runs_2.csv"
 QWEN = load_model("qwen3-235b-a22b")
@@ -185,3 +185,25 @@ def test_launch_command_refuses_what_it_cannot_price(extra: str, match: str) -> 
     with pytest.raises(ConfigError, match=match) as err:
         parse_megatron_command(CMD + extra)
     assert "\n" not in str(err.value)
+
+
+def test_with_whole_layer_offload_is_refused() -> None:
+    """Megatron-Core asserts "fine_grained_activation_offloading cannot be enabled with
+    cpu_offloading" (transformer_config.py): Seer's whole-layer offload_activations is that
+    layer-level offload, so the pair is refused (the schedule priced the copies' time beside the
+    whole-layer offload while memory dropped their bytes)."""
+    with pytest.raises(ConfigError, match=r"offload_modules .* offload_activations"):
+        _job(offload_activations=True, offload_modules=("expert_fc1",))
+
+
+def test_gpu_without_a_host_link_is_refused_in_one_line() -> None:
+    """A GPU whose catalog entry has no host link (H20) cannot price the copies: the layout
+    check refuses it (exit 2), not an internal-invariant error raised while scheduling."""
+    job = _job(
+        {"gpu": "H20", "gpus": 256, "gpus_per_node": 8},
+        precision="bf16",
+        fp8_recipe=None,
+        offload_modules=("expert_fc1",),
+    )
+    with pytest.raises(InfeasibleError, match="H20 has no host link"):
+        resolve_layout(job.model, job.execution, job.system)

@@ -116,3 +116,30 @@ CMD = (
 )  # fmt: skip
 def test_launch_command_takes_the_backends_own_budget(extra: str, sms: int) -> None:
     assert parse_megatron_command(CMD + extra)["execution"]["deepep_num_sms"] == sms
+
+
+@pytest.mark.parametrize(
+    "fw",
+    [
+        "Megatron-Core, flex dispatcher, DeepEP backend (not the HybridEP backend)",
+        "Megatron-Core --moe-flex-dispatcher-backend deepep; will switch to the HybridEP backend",
+        "flex dispatcher, no HybridEP backend",
+    ],
+)
+def test_negated_or_other_backend_is_not_hybridep(fw: str) -> None:
+    # A DeepEP run keeps DeepEP's default budget (20), not HybridEP's 16.
+    assert hs.hybridep_num_sms(fw) is None
+
+
+def test_budget_stated_in_the_notes_cell() -> None:
+    # The flag in the notes cell, the backend in the framework cell: the stated 32, not 16.
+    got = hs.hybridep_num_sms("Megatron-Core, HybridEP backend", "--moe-hybridep-num-sms 32")
+    assert got == (32, True)
+
+
+def test_hybridep_flag_is_not_deepeps_budget() -> None:
+    from starfabric.astral.seer.deepep_sm_budget import stated_num_sms
+
+    # HybridEP's flag in a DeepEP row's notes is not DeepEP's SM budget.
+    assert stated_num_sms("flex dispatcher, DeepEP", "--moe-hybridep-num-sms 32") is None
+    assert stated_num_sms("flex dispatcher, DeepEP", "--moe-deepep-num-sms 24") == 24

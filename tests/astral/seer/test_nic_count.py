@@ -124,3 +124,38 @@ def test_the_a100_class_rows_read_their_stated_nics() -> None:
     assert _nic(rows["BBGPT-01"], gpu(rows["BBGPT-01"])) == "50G"
     for rid in ("GLM130B-01", "STARCODER-01", "FALCON180B-01", "LLAMA1-01"):
         assert _nic(rows[rid], gpu(rows[rid])) == "200G"
+
+
+@pytest.mark.parametrize(
+    "cell",
+    [
+        "ConnectX-7 400 Gb/s NICs per node",
+        "InfiniBand ConnectX-7 400Gb/s per node",
+        "HPE Slingshot-11 200 Gb/s NICs per node",
+        "CX7 400G NIC per node",
+        "EFA v2 400 Gb/s per node",
+        "RoCE v2 400 Gb/s per node",
+    ],
+)
+def test_a_number_in_a_product_name_is_not_a_count(cell: str) -> None:
+    """The 7 of "ConnectX-7", the 11 of "Slingshot-11", the 2 of "RoCE v2" name a product
+    or version, not how many adapters a node has: the rate reads as the node's (400 Gb/s per
+    node over 8 GPUs), as before the count reader, not 7 x 400 / 8."""
+    assert count_rate_gbps(cell, 8) is None
+    assert stated_nics_per_gpu(cell, 8) is None
+
+
+def test_a_rate_is_not_a_count_of_nics() -> None:
+    # "400G NIC per node": one 400 Gb/s NIC, not 400 NICs.
+    assert stated_nics_per_gpu("CX7 400G NIC per node", 8) is None
+    assert stated_nics_per_gpu("one 400G NIC per node", 8) is None
+    assert stated_nics_per_gpu("4 NICs per node", 8) == pytest.approx(0.5)
+
+
+def test_the_rated_ratio_reader_skips_product_numbers() -> None:
+    from starfabric.astral.seer.validate import nics_per_gpu
+
+    assert nics_per_gpu("ConnectX-7 NIC per 2 GPUs, 400 Gb/s") == pytest.approx(0.5)
+    assert nics_per_gpu("one ConnectX-7 NIC per 2 GPUs") == pytest.approx(0.5)
+    assert nics_per_gpu("4 NICs per 8 GPUs") == pytest.approx(0.5)
+    assert nics_per_gpu("InfiniBand NICs per 8 GPUs") is None  # how many is not said

@@ -153,6 +153,18 @@ def test_gpu_counts(cell: str, count: int | None) -> None:
 
 
 @pytest.mark.parametrize(
+    ("cell", "count"),
+    [("3,072 (8 x 12 x 32)", 3072), ("1,024 (128 x 8)", 1024),
+     ("3072 GPUs (TP 8 x PP 12 x DP 32)", 3072), ("256 (B200 x 32 nodes)", 256)],
+)  # fmt: skip
+def test_gpu_count_products_are_hosts_times_gpus_only(cell: str, count: int) -> None:
+    """A number inside a GPU's name ("B200 x 32" is not 200 x 32) is no factor, and a count
+    the cell states before a product is the count: the product then explains it, and may be
+    a layout's degrees ("8 x 12 x 32" is TP x PP x DP, not 8 x 12 hosts)."""
+    assert row_forms.gpu_count(cell) == count
+
+
+@pytest.mark.parametrize(
     ("cell", "pair"),
     [("MBS/GBS 1/1024", (1, 1024)), ("GBS/MBS: 1024/2", (2, 1024)),
      ("micro-batch/global-batch 4/512", (4, 512)), ("1/1024", None), ("4/4/.../4/1", None)],
@@ -181,7 +193,13 @@ def test_figure_units(key: str, cell: str, scale: float) -> None:
 @pytest.mark.parametrize(
     ("cell", "total"),
     [("357,888 tokens/s (total)", True), ("aggregate 1.2M tokens/s", True),
-     ("699 tokens/s/GPU", False), ("699 tokens/s per GPU (total 357,888)", False)],
+     ("699 tokens/s/GPU", False), ("699 tokens/s per GPU (total 357,888)", False),
+     ("357,888 total tokens/s", True), ("357,888 tokens/s across all GPUs", True),
+     ("357,888 (global)", True),
+     # a word about the batch, the run's token count or an average is not the rate's scope
+     ("3,100 (global batch 2048)", False), ("3,100 tokens/s, total batch 4M tokens", False),
+     ("3,100 (1T total tokens)", False), ("3,100 tokens/s (mean over all GPUs)", False),
+     ("3,100 tokens/s averaged across all GPUs", False)],
 )  # fmt: skip
 def test_job_total_rates(cell: str, total: bool) -> None:
     assert row_forms.states_job_total(cell) is total
@@ -218,3 +236,20 @@ def test_powers(cell: str, value: int) -> None:
 
 def test_gpus_per_node_of_one_host_is_not_refused_on_nvl72() -> None:
     assert _gpus_per_node({**_row("GPU-05"), "gpus_per_node": "4"}) == 4
+
+
+def test_a_power_beyond_any_sequence_length_is_refused_in_one_line() -> None:
+    """'2^99' in seq_len reads as its value (row_forms' powers); past MAX_SEQ_LEN the row is
+    refused in one line — it sent the validate search into minutes of work (2^40 ran past
+    40 s on one row) instead of an error."""
+    from starfabric.astral.seer import load_model, make_job
+    from starfabric.astral.seer.parallel import MAX_SEQ_LEN
+    from starfabric.errors import ConfigError
+
+    assert MAX_SEQ_LEN >= 1 << 20  # long-context tables reach 2^20 tokens
+    with pytest.raises(ConfigError, match="seq_len"):
+        make_job(
+            load_model("llama-3-8b"),
+            {"global_batch": 8, "seq_len": MAX_SEQ_LEN * 2},
+            {"gpu": "H100", "gpus": 8},
+        )

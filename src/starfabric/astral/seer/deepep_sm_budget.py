@@ -32,8 +32,11 @@ NVLINK5_GBPS = 900.0
 """Per-direction NVLink bandwidth of NVLink 5 (B200/GB200/B300/GB300, the catalog's
 `nvlink_gbps`); GPUs at or above it take the ceiling."""
 
-_NUM_SMS_FLAG = re.compile(r"num[-_ ]?sms\s*(?:=|:)?\s*(\d{1,3})\b", re.I)
-"""DeepEP's own parameter ("num_sms 128", "num-sms=24", "--num-sms 24", "num_sms: 24")."""
+_NUM_SMS_FLAG = re.compile(
+    r"(?<!hybridep[-_ ])(?<!hybrid[-_ ]ep[-_ ])num[-_ ]?sms\s*(?:=|:)?\s*(\d{1,3})\b", re.I
+)
+"""DeepEP's own parameter ("num_sms 128", "num-sms=24", "--num-sms 24", "num_sms: 24"); not
+HybridEP's ("--moe-hybridep-num-sms 32", hybridep_sms)."""
 _N_SMS = re.compile(r"(?<!of )\b(\d{1,3})\s*SMs?\b(?!\s*(?:per|/|of)\b)", re.I)
 """A count of SMs ("24 SMs"), read only in a clause that names DeepEP ("DeepEP with 24 SMs");
 "20 of 132 SMs" or a GPU's SM count in another clause is not a budget."""

@@ -111,11 +111,8 @@ def memory_report(model: ModelSpec, ex: ExecutionSpec, lay: Layout, tl: Timeline
     stage_acts = stage_bytes(per_moe)
     # Fine-grained offload of the experts' inputs (fine_grained_offload): those tensors of all
     # in-flight MoE layers but `RESIDENT_LAYERS` live in host memory.
-    moe_off = (
-        0.0
-        if ex.offload_activations
-        else (fine_grained_offload.offloaded_bytes_per_layer(model, ex, lay))
-    )
+    # (ExecutionSpec refuses them beside the whole-layer offload, as Megatron-Core does.)
+    moe_off = fine_grained_offload.offloaded_bytes_per_layer(model, ex, lay)
     module_off = stage_acts - stage_bytes(per_moe - moe_off) if moe_off > 0 else stage_acts * 0.0
     module_off = np.maximum(0.0, module_off - fine_grained_offload.resident_bytes(moe_off))
     # Micro-batches holding the loss chunk's logits and MTP tensors at once (1F1B: one; the

@@ -58,6 +58,11 @@ _WORD = (
 """A word between a count and its rate: not a unit the count could be counting instead
 (nodes, GPUs — also by name: "64 hosts x 4 GB300, 200 Gb/s per node" counts GPUs)."""
 _PER_NODE = r"(?i:per|/|in each|each)\s*(?i:node|server|host)"
+_COUNT = r"(?<![\w.-])(\d+)"
+"""A count of adapters: a number standing alone, not one inside a product or version name
+("ConnectX-7", "Slingshot-11", "CX7", "RoCE v2")."""
+_NOT_A_RATE = r"(?!\s*[GT](?:b|B|bps|bit)?(?:/s)?\b)"
+"""Not the number of a rate ("400G NIC" is one NIC at 400 Gb/s, not 400 NICs)."""
 
 
 def _digits(text: str) -> str:
@@ -80,7 +85,7 @@ def count_rate_gbps(text: str, per_node: int) -> float | None:
     then ", N per node"); None when the cell says neither."""
     text = _digits(text)
     count_first = (
-        r"(?<![\d.])(\d+)\s*[x×]?\s+(?:" + _INTRA + _WORD + r"\s+){0,3}?" + _SPEED
+        _COUNT + r"\s*[x×]?\s+(?:" + _INTRA + _WORD + r"\s+){0,3}?" + _SPEED
         + r"\s*(?:[A-Za-z][\w-]*\s+){0,2}?(?:" + _NIC + r"\b\s*(?:" + _PER_NODE + r")?|"
         + _PER_NODE + r")"
     )  # fmt: skip
@@ -102,7 +107,7 @@ def stated_nics_per_gpu(text: str, per_node: int) -> float | None:
     GPUs", "4 HCAs per node"); None when it does not count them."""
     text = _digits(text)
     m = re.search(
-        r"(?<![\d.])(\d+)\s*(?:" + _INTRA + r"[A-Za-z][\w-]*\s+){0,2}?" + _NIC
+        _COUNT + _NOT_A_RATE + r"\s*(?:" + _INTRA + r"[A-Za-z][\w-]*\s+){0,2}?" + _NIC
         + r"\s*(?i:per|/|for)\s*(?:(\d+)\s*(?i:GPUs?)|(?i:node|server|host))\b",
         text,
     )  # fmt: skip

@@ -28,13 +28,19 @@ MAX_GLOBAL_BATCH = 1 << 24
 batches (Llama 3.1 405B: 16M tokens = 2,048 sequences of 8K); a larger count is a typo, and the
 layout search and the schedule would walk absurd micro-batch counts."""
 
+MAX_SEQ_LEN = 1 << 24
+"""Assumption: the longest sequence per sample, 16,777,216 tokens — 16x the longest in Seer's
+published rows (long-context tables reach 2^20 = 1,048,576); a longer one is a typo ("2^99"),
+and the layout search would run for minutes on it (2^40 took over 40 s on one row) instead of
+refusing it."""
+
 
 class ExecutionSpec(Spec):
     """How the job is run: batch, precision, parallelism, memory savings and overlaps."""
 
     global_batch: int = Field(gt=0, le=MAX_GLOBAL_BATCH, description="sequences per iteration")
     micro_batch: int = Field(default=1, gt=0, description="sequences per micro-batch")
-    seq_len: int = Field(gt=0)
+    seq_len: int = Field(gt=0, le=MAX_SEQ_LEN)
     precision: Literal["bf16", "fp16", "fp8"] = "bf16"
     tp: int = Field(default=1, gt=0)
     sp: bool = Field(default=True, description="sequence parallelism (used only when tp > 1)")
@@ -385,6 +391,18 @@ class ExecutionSpec(Spec):
         return self
 
     @model_validator(mode="after")
+    def _one_activation_offload(self) -> ExecutionSpec:
+        # Megatron-Core: "fine_grained_activation_offloading cannot be enabled with
+        # cpu_offloading" (transformer_config.py); offload_activations is the layer-level one.
+        if self.offload_modules and self.offload_activations:
+            raise ValueError(
+                f"offload_modules = {list(self.offload_modules)} with offload_activations: "
+                "Megatron-Core refuses fine-grained activation offloading beside layer-level "
+                "offloading; drop one of them"
+            )
+        return self
+
+    @model_validator(mode="after")
     def _a2a_size_is_hierarchical(self) -> ExecutionSpec:
         if self.cp_a2a_size is not None and self.cp_algorithm != "hierarchical":
             raise ValueError(
@@ -612,6 +630,12 @@ def resolve_layout(
             f"GPU {gpu.name} has no second memory tier to offload to (hardware catalog: no "
             "offload_gib)",
             "set offload_activations/offload_weights false, or use GH200, GB200 or GB300",
+        )
+    if ex.offload_modules and not (gpu.offload_gbps or gpu.host_link_gbps):
+        raise _fail(
+            f"GPU {gpu.name} has no host link to offload the experts' inputs over (hardware "
+            "catalog: no offload_gbps or host_link_gbps)",
+            "drop offload_modules, or add the GPU's host link to the catalog",
         )
     if ex.optimizer_offload_fraction > 0:
         if not cpu_optimizer_offload.available(gpu):

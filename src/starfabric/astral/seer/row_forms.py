@@ -16,19 +16,23 @@ from starfabric.astral.seer import cells
 from starfabric.errors import DataError
 
 NODES_TIMES_GPUS = re.compile(
-    r"(\d+)\s*(?:nodes?|hosts?|servers?|systems?|trays?)?\s*[x×*]\s*(\d+)\b", re.I
+    r"(?<![\w.,])(\d+)\s*(?:nodes?|hosts?|servers?|systems?|trays?)?\s*[x×*]\s*(\d+)\b", re.I
 )
-"""A GPU count written as hosts times GPUs per host ("128 nodes x 8 GPUs", "128x8", "64 × 4")."""
+"""A GPU count written as hosts times GPUs per host ("128 nodes x 8 GPUs", "128x8", "64 × 4");
+not a number inside a name ("B200 x 32": not 200 x 32)."""
+_FIRST_NUMBER = re.compile(r"(?<![\w.,])\d")
 
 
 def gpu_count(raw: str | None) -> int | None:
-    """GPUs a num_gpus cell states: a product of hosts and GPUs per host (`NODES_TIMES_GPUS`),
-    else its first number with K read as 1,024 (cluster sizes are written so: Llama 3's "16K
+    """GPUs a num_gpus cell states: a product of hosts and GPUs per host (`NODES_TIMES_GPUS`)
+    that opens the cell, else its first number with K read as 1,024 (cluster sizes are written so: Llama 3's "16K
     GPUs" are 16,384 H100s, Meta's "24K-GPU" clusters 24,576, arXiv 2407.21783 section 3.3);
     None when it holds no number."""
     text = raw or ""
     m = NODES_TIMES_GPUS.search(text)
-    if m:
+    first = _FIRST_NUMBER.search(text)
+    # A count stated before the product is the count ("3,072 (8 x 12 x 32)": TP x PP x DP).
+    if m and first is not None and first.start() == m.start():
         return int(m.group(1)) * int(m.group(2))
     val = cells.number(text, binary=True)
     return None if val is None else int(round(val))
@@ -125,15 +129,23 @@ def figure_scale(key: str, raw: str) -> float:
 
 
 JOB_TOTAL = re.compile(
-    r"\b(?:total|aggregate|whole[- ]job|job[- ]wide|cluster[- ]wide|all\s+GPUs|global)\b", re.I
+    r"\b(?:total|aggregate|whole[- ]job|job[- ]wide|cluster[- ]wide|all\s+GPUs|global)\b"
+    r"(?!\s+(?:batch|tokens?\b(?!\s*/)|steps?|iter\w*|train\w*))",
+    re.I,
 )
-"""A tokens-per-second cell that gives the whole job's rate, not one GPU's."""
+"""A tokens-per-second cell that gives the whole job's rate, not one GPU's ("(total)",
+"aggregate", "across all GPUs"); not a word about something else the cell mentions ("global
+batch 2048", "1T total tokens")."""
+_AVERAGED = re.compile(r"\b(?:mean|average[ds]?|avg)\b(?:\s+\w+){0,2}\s*$", re.I)
+"""Words before "all GPUs" that make the figure a per-GPU average ("mean over all GPUs")."""
 
 
 def states_job_total(raw: str) -> bool:
     """True when a tokens/s cell says its figure is the job's total ("357,888 tokens/s
-    (total)") and not per GPU."""
-    return bool(JOB_TOTAL.search(raw)) and not re.search(r"per\s*GPU|/\s*GPU", raw, re.I)
+    (total)") and not per GPU (nor a mean over the GPUs)."""
+    if re.search(r"per\s*GPU|/\s*GPU", raw, re.I):
+        return False
+    return any(not _AVERAGED.search(raw[: m.start()]) for m in JOB_TOTAL.finditer(raw))
 
 
 TRAIN_TIME = re.compile(r"time[- ]to[- ]train|train(?:ing)?[- ]time|\bTTT\b", re.I)

@@ -453,6 +453,20 @@ def grad_bytes(ex: ExecutionSpec) -> float:
     return 4.0 if fp32 else 2.0
 
 
+def _with_transfer(pc: PieceCost, f_bytes: float, b_bytes: float, bw: float) -> PieceCost:
+    """`pc` with host-memory copies of `f_bytes` in its forward and `b_bytes` in its backward
+    at `bw` bytes/s, each exposed by what it exceeds the pass's own compute (and recompute),
+    as group "offload" (`offload.exposed`)."""
+    f_x = offload.exposed(f_bytes, pc.fwd.total, bw)
+    b_x = offload.exposed(b_bytes, pc.bwd.total + pc.recompute.total, bw)
+    fo, bo = PassCost(0.0, {"offload": f_x}, 0.0), PassCost(0.0, {"offload": b_x}, 0.0)
+    return PieceCost(_add(pc.fwd, fo), _add(pc.bwd, bo), pc.recompute, pc.fwd_table,
+                     pc.fwd_costs, pc.bwd_table, pc.bwd_costs,
+                     None if pc.fwd_solo is None else _add(pc.fwd_solo, fo),
+                     None if pc.bwd_solo is None else _add(pc.bwd_solo, bo),
+                     pc.fwd_solo_costs)  # fmt: skip
+
+
 def _with_offload(pc: PieceCost, key: str, model: ModelSpec, ex: ExecutionSpec,
                   lay: Layout) -> PieceCost:  # fmt: skip
     """A layer piece with its offload traffic (`offload.py`): the transfer beyond the pass's
@@ -468,14 +482,7 @@ def _with_offload(pc: PieceCost, key: str, model: ModelSpec, ex: ExecutionSpec,
     f_b, b_b = offload.pass_bytes(act, layer_params(model, lay, moe), grad_bytes(ex),
                                   ex.offload_activations, ex.offload_weights)  # fmt: skip
     bw = offload.link_bytes_per_s(lay.gpu)
-    f_x = offload.exposed(f_b, pc.fwd.total, bw)
-    b_x = offload.exposed(b_b, pc.bwd.total + pc.recompute.total, bw)
-    fo, bo = PassCost(0.0, {"offload": f_x}, 0.0), PassCost(0.0, {"offload": b_x}, 0.0)
-    return PieceCost(_add(pc.fwd, fo), _add(pc.bwd, bo), pc.recompute, pc.fwd_table,
-                     pc.fwd_costs, pc.bwd_table, pc.bwd_costs,
-                     None if pc.fwd_solo is None else _add(pc.fwd_solo, fo),
-                     None if pc.bwd_solo is None else _add(pc.bwd_solo, bo),
-                     pc.fwd_solo_costs)  # fmt: skip
+    return _with_transfer(pc, f_b, b_b, bw)
 
 
 def _with_module_offload(pc: PieceCost, model: ModelSpec, ex: ExecutionSpec,
@@ -488,18 +495,10 @@ def _with_module_offload(pc: PieceCost, model: ModelSpec, ex: ExecutionSpec,
         return pc
     bw = fine_grained_offload.link_bytes_per_s(lay.gpu)
     if bw <= 0:
-        raise InvariantError(
-            f"{lay.gpu.name} has no host link to offload activations over",
-            fix="set the GPU's host_link_gbps or drop offload_modules",
+        raise InvariantError(  # resolve_layout refuses such a GPU first
+            f"{lay.gpu.name} has no host link to offload activations over"
         )
-    f_x = offload.exposed(nbytes, pc.fwd.total, bw)
-    b_x = offload.exposed(nbytes, pc.bwd.total + pc.recompute.total, bw)
-    fo, bo = PassCost(0.0, {"offload": f_x}, 0.0), PassCost(0.0, {"offload": b_x}, 0.0)
-    return PieceCost(_add(pc.fwd, fo), _add(pc.bwd, bo), pc.recompute, pc.fwd_table,
-                     pc.fwd_costs, pc.bwd_table, pc.bwd_costs,
-                     None if pc.fwd_solo is None else _add(pc.fwd_solo, fo),
-                     None if pc.bwd_solo is None else _add(pc.bwd_solo, bo),
-                     pc.fwd_solo_costs)  # fmt: skip
+    return _with_transfer(pc, nbytes, nbytes, bw)
 
 
 def weight_grad_s(pc: PieceCost) -> float:

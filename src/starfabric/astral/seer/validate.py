@@ -511,14 +511,18 @@ def _default_nic(gpu: str) -> str:
 
 
 _COUNT_WORDS = {"a": 1, "an": 1, "one": 1, "two": 2, "four": 4, "eight": 8}
+_NAME = r"(?<![\w-])(?![\w-]*(?:nvlink|nvswitch|pcie))[\w-]+\s+"
+"""A word naming the adapter ("ConnectX-7", "EFA"), not an NVLink/NVSwitch/PCIe port."""
 _NIC_RATIO = re.compile(
-    r"\b(\d+|an?|one|two|four|eight)\s*(?:(?![\w-]*(?:nvlink|nvswitch|pcie))[\w-]+\s+)?"
+    r"(?:(?<![\w.-])(\d+|an?|one|two|four|eight)\s*(?:" + _NAME + r")?"
     r"(?:NICs?|HCAs?|adapters?|ports?|rails?)"
+    r"|" + _NAME + r"(?:NIC|HCA|adapter|port|rail)(?!s))"  # "ConnectX-7 NIC": one
     r"\s*(?:per|for|/|shared by)\s*(?:every\s+)?(\d+|two|four|eight)\s*GPUs?\b",
     re.IGNORECASE,
 )
 """NICs per GPUs beside a rate: "4 NICs per 8 GPUs", "4 HCAs / 8 GPUs", "one 100G NIC per 2
-GPUs" (not NVLink/PCIe ports); a count without a rate is nic_count's."""
+GPUs", "ConnectX-7 NIC per 2 GPUs" (one: the 7 names the product; not NVLink/PCIe ports); a
+count without a rate is nic_count's."""
 
 
 def nics_per_gpu(text: str) -> float | None:
@@ -527,7 +531,7 @@ def nics_per_gpu(text: str) -> float | None:
     m = _NIC_RATIO.search(text or "")
     if m is None:
         return None
-    nics, gpus = (int(_COUNT_WORDS.get(g.lower(), g)) for g in m.groups())
+    nics, gpus = (int(_COUNT_WORDS.get(g.lower(), g)) for g in (m.group(1) or "1", m.group(2)))
     return nics / gpus if gpus else None
 
 
@@ -1315,7 +1319,7 @@ def row_setup(row: dict[str, str], shipped: bool = True) -> RowSetup:
         # TE's MXFP8 expert path only under the MXFP8 recipe: a cell whose MXFP8 mention is
         # negated ("FP8 tensorwise, not MXFP8") keeps the BF16 launch count.
         ex.pop("te_mxfp8_stage", None)
-    hybrid = hybridep_num_sms(row.get("framework"))
+    hybrid = hybridep_num_sms(row.get("framework"), row.get("notes"))
     sms = stated_num_sms(row.get("framework"), row.get("notes"))
     if hybrid is not None:
         # The flex dispatcher's HybridEP backend runs its own budget (hybridep_sms).
