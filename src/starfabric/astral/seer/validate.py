@@ -182,7 +182,11 @@ def _int(row: dict[str, str], key: str, default: int | None = None) -> int:
     raw = (row.get(key) or "").strip()
     val = cells.number(raw, binary=key in BINARY_COLUMNS)
     if key == "num_gpus":  # "128 nodes x 8 GPUs", "128x8", "16K" (row_forms.gpu_count)
-        count = row_forms.gpu_count(raw)
+        rid, per_node = row.get("row_id", "?"), row_forms.stated_gpus_per_node(row)
+        hinted = cells.is_hint(raw)  # "~1024 UNVERIFIED": the hint's number, as any column
+        count = row_forms.gpu_count(raw, rid, None if hinted else per_node) if not hinted else None
+        if hinted:
+            count = None if val is None else int(round(cells.number(raw, binary=True) or 0))
         val = None if count is None else float(count)
     if val is None:
         if default is not None:
@@ -195,8 +199,9 @@ def _int(row: dict[str, str], key: str, default: int | None = None) -> int:
 
 
 def _gpus_per_node(row: dict[str, str]) -> int:
-    """GPUs per host (8 when the cell is empty); zero or negative is a DataError."""
-    n = _int(row, "gpus_per_node", 8)
+    """GPUs per host (`default_gpus_per_node` when the cell is empty); zero or negative is a
+    DataError."""
+    n = _int(row, "gpus_per_node", row_forms.default_gpus_per_node(row))
     domain = _nvlink_domain(row)
     if domain is not None and n == domain:
         raise DataError(
@@ -1377,6 +1382,11 @@ def row_setup(row: dict[str, str], shipped: bool = True) -> RowSetup:
     }
     if hbm is not None:
         system["hbm_gib"] = hbm
+    if not (row.get("gpus_per_node") or "").strip():
+        read["gpus_per_node"] = (
+            f"{system['gpus_per_node']} (unstated: the {gpu} reference host"
+            + (", catalog gpus_per_node_default)" if system["gpus_per_node"] != row_forms.DEFAULT_GPUS_PER_NODE else ")")
+        )
     ic = row.get("interconnect") or ""
     # EFA is read from the interconnect cell, the GPU cell ("p5.48xlarge") and the notes
     # ("EP 16 spans 2 hosts over EFA"); an UNVERIFIED interconnect is not read.
