@@ -163,14 +163,46 @@ def batch_pair(raw: str | None) -> tuple[int, int] | None:
     return (a, b) if _is_micro(m.group(1)) else (b, a)
 
 
+_LABELLED_ONE = re.compile(r"(?<![\w/])" + _LABEL + r"\s*[:=]?\s*(\d[\d,]*)(?![\d/,.])", re.I)
+"""One labelled batch figure ("GBS 1024", "MBS 2", "micro-batch: 4")."""
+_PLAIN = re.compile(r"\s*(\d[\d,]*)(?![\d,./]|\s*(?:[KMB]\b|tokens?\b|x\b))", re.I)
+"""A batch cell's own number at its start ("1024 (MBS 2)"), not a token count ("4M tokens")."""
+
+
+def _batch_statements(cells_: dict[str, str]) -> dict[str, list[tuple[int, str, bool]]]:
+    """Every figure the two batch cells state for each of micro-batch and global batch, with
+    the column that states it and whether it is that column's plain number: labelled pairs (`batch_pair`), labelled figures ("GBS 1024 (MBS
+    2)"), and each cell's own leading number."""
+    out: dict[str, list[tuple[int, str, bool]]] = {k: [] for k in _BATCH_KEYS}
+    for key in _BATCH_KEYS:
+        text = cells_[key]
+        if not text or cells.unverified(text):
+            continue
+        if (pair := batch_pair(text)) is not None:
+            out["micro_batch"].append((pair[0], key, False))
+            out["global_batch_seqs"].append((pair[1], key, False))
+            continue
+        labelled = list(_LABELLED_ONE.finditer(text))
+        for m in labelled:
+            which = "micro_batch" if _is_micro(m.group(1)) else "global_batch_seqs"
+            out[which].append((int(m.group(2).replace(",", "")), key, False))
+        if (m := _PLAIN.match(text)) and not _PAIR.fullmatch(text):
+            if not any(lab.start() <= m.start(1) < lab.end() for lab in labelled):
+                out[key].append((int(m.group(1).replace(",", "")), key, True))
+    return out
+
+
 def canonical_counts(row: dict[str, str]) -> dict[str, str]:
     """The row with its GPU count (`gpu_count`) and an "MBS/GBS" pair in either batch column
     (`batch_pair`) written as plain numbers; an unlabelled pair ("1/1024") in both batch cells
     is read the same way (the global batch is never below the micro-batch). A pair in one
-    batch cell without labels is a one-line DataError: which is which cannot be told."""
+    batch cell without labels is a one-line DataError: which is which cannot be told; so is a
+    batch the cells state twice with different figures ("MBS/GBS 2/1024" beside a micro-batch
+    cell of 1) or as zero — the row is refused, not read by whichever cell came first."""
     out = dict(row)
+    rid = row.get("row_id", "?")
     raw = row.get("num_gpus") or ""
-    n = None if cells.is_hint(raw) else gpu_count(raw, row.get("row_id", "?"), stated_gpus_per_node(row))
+    n = None if cells.is_hint(raw) else gpu_count(raw, rid, stated_gpus_per_node(row))
     if n is not None and str(n) != raw.strip() and not cells.is_hint(raw):
         out["num_gpus"] = str(n)
     cells_ = {k: (row.get(k) or "").strip() for k in _BATCH_KEYS}
@@ -179,18 +211,38 @@ def canonical_counts(row: dict[str, str]) -> dict[str, str]:
     if pair is None and same and (m := _PAIR.fullmatch(cells_["micro_batch"])):
         a, b = (int(g.replace(",", "")) for g in m.groups())
         pair = (min(a, b), max(a, b))
-    for i, key in enumerate(_BATCH_KEYS):
+    for key in _BATCH_KEYS:
         text = cells_[key]
-        if cells.unverified(text) and text:
-            continue  # an UNVERIFIED cell stays as written (its hint is read as a hint)
-        if pair is not None and (not text or batch_pair(text) or same):
-            out[key] = str(pair[i])
-        elif _PAIR.fullmatch(text) and not batch_pair(text):
+        if text and not cells.unverified(text) and _PAIR.fullmatch(text) and not batch_pair(text):
+            if pair is None:
+                raise DataError(
+                    f"row {rid}: column {key!r} = {text!r} holds two numbers and does not say "
+                    "which is the micro-batch and which the global batch",
+                    fix=f"write the {_NAMES[key]} alone, or label the pair (e.g. 'MBS/GBS 1/1024')",
+                )
+    stated = _batch_statements(cells_) if not same or pair is None else {}
+    for i, key in enumerate(_BATCH_KEYS):
+        figures = stated.get(key, [])
+        if pair is not None and same:
+            figures = [(pair[i], key, False)]
+        for value, col, _ in figures:
+            if value < 1:
+                raise DataError(
+                    f"row {rid}: column {col!r} = {cells_[col]!r} states a {_NAMES[key]} of 0",
+                    fix=f"give the {_NAMES[key]} (at least 1 sequence)",
+                )
+        values = {v for v, _, _ in figures}
+        if len(values) > 1:
+            said = "; ".join(f"column {c!r} = {cells_[c]!r} says {v}" for v, c, _ in figures)
             raise DataError(
-                f"row {row.get('row_id', '?')}: column {key!r} = {text!r} holds two numbers "
-                "and does not say which is the micro-batch and which the global batch",
-                fix=f"write the {_NAMES[key]} alone, or label the pair (e.g. 'MBS/GBS 1/1024')",
+                f"row {rid}: the {_NAMES[key]} is stated twice with different figures ({said})",
+                fix=f"give one {_NAMES[key]} (correct the cell that is wrong)",
             )
+        text = cells_[key]
+        if values and not (text and cells.unverified(text)):
+            value = values.pop()
+            if not all(plain for _, _, plain in figures):
+                out[key] = str(value)  # stated by a label or a pair, in either cell
     return out
 
 
