@@ -487,7 +487,8 @@ IB_GENERATION_GBPS = {"XDR": 800.0, "NDR": 400.0, "HDR": 200.0, "EDR": 100.0}
 def _nic(row: dict[str, str], gpu: str) -> str:
     """Scale-out bandwidth per GPU from the interconnect text ('8x HDR 200Gb/s', '3.2 Tbps per
     node', '400 Gb/s per GPU'), else the reference-design default for the GPU."""
-    text = row.get("interconnect") or ""
+    # "Slingshot 11", "ConnectX 7", "NDR 400": a name or a rate, never a count (nic_count)
+    text = nic_count.joined_names(row.get("interconnect") or "")
     per_node = _gpus_per_node(row)
     if not _unverified(text):
         gbps = _nic_gbps(text, per_node)
@@ -586,6 +587,9 @@ def _nic_gbps(text: str, per_node: int) -> float | None:
     m = re.search(_SPEED + r"\s*(?:per|/)\s*node", text)
     if m:
         return float(m.group(1)) * scale(m.group(2)) / per_node
+    m = re.search(_SPEED + r"\s*(?:[A-Za-z][\w-]*\s+){0,2}?(?:NICs?|HCAs?|adapters?)\b", text)
+    if m:  # "Slingshot-11 200 Gb/s NICs": NICs of a rate, no count — the reference design's
+        return float(m.group(1)) * scale(m.group(2))  # one per GPU (DEFAULT_NIC_PER_GPU)
     return None
 
 
@@ -594,8 +598,10 @@ def _with_ib_rates(text: str) -> str:
     port rate written out (`IB_GENERATION_GBPS`); a cell with a rate of its own is left alone."""
     if re.search(_SPEED, re.sub(r"\b(?:XDR|NDR|HDR|EDR)\d{3}\b", "", text)):
         return text
-    pat = r"\b(XDR|NDR|HDR|EDR)(?:\d{3})?\b"
-    return re.sub(pat, lambda m: f"{IB_GENERATION_GBPS[m.group(1)]:g} Gb/s", text)
+    pat = r"\b(XDR|NDR|HDR|EDR)(\d{3})?\b"  # "HDR100": the 100 Gb/s split port
+    return re.sub(
+        pat, lambda m: f"{float(m.group(2) or IB_GENERATION_GBPS[m.group(1)]):g} Gb/s", text
+    )
 
 
 def _year(row: dict[str, str]) -> int | None:
