@@ -84,9 +84,7 @@ def joined_names(text: str) -> str:
     """The interconnect text with each product generation (`PRODUCT_GENERATION`) and each
     InfiniBand generation's rate (`IB_GENERATION_RATE`) joined to its name ("Slingshot-11",
     "ConnectX-7", "EFA-v2", "NDR400"), as the readers read the hyphenated forms."""
-    text = PRODUCT_GENERATION.sub(
-        lambda m: "-".join(g for g in m.groups() if g is not None), text
-    )
+    text = PRODUCT_GENERATION.sub(lambda m: "-".join(g for g in m.groups() if g is not None), text)
     return IB_GENERATION_RATE.sub(lambda m: m.group(1) + m.group(2), text)
 
 
@@ -150,11 +148,11 @@ def nic_rate_for_count(efa_a100: bool, default_per_gpu_gbps: float) -> float:
 
 
 __all__ = [
+    "IB_GENERATION_RATE",
     "NCCL_4HCA_A100_NODE_LINE_RATE_GBS",
     "NCCL_4HCA_A100_PEAK_BUSBW_GBS",
     "P4D_EFA_ADAPTERS",
     "P4D_EFA_ADAPTER_GBPS",
-    "IB_GENERATION_RATE",
     "PRODUCT_GENERATION",
     "count_rate_gbps",
     "joined_names",

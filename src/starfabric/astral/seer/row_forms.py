@@ -35,8 +35,15 @@ HOSTS_OF = re.compile(
 )
 """Hosts of so many GPUs ("64 nodes of 4 GB200", "128 nodes with 8 GPUs")."""
 _PRODUCT = re.compile(
-    r"(?<![\w.,])(\d[\d,]*)\s*(" + _HOSTS + "|" + _GPUS + r")?\s*[x×*]\s*(\d[\d,]*)\s*("
-    + _HOSTS + "|" + _GPUS + r")?",
+    r"(?<![\w.,])(\d[\d,]*)\s*("
+    + _HOSTS
+    + "|"
+    + _GPUS
+    + r")?\s*[x×*]\s*(\d[\d,]*)\s*("
+    + _HOSTS
+    + "|"
+    + _GPUS
+    + r")?",
     re.I,
 )
 """Two factors, either labelled ("8 GPUs x 128 nodes", "128 nodes x 8 GPUs", "128x8")."""
@@ -132,7 +139,8 @@ def gpu_count(raw: str | None, row_id: str = "?", per_node: int | None = None) -
             continue  # the count again, labelled
         else:
             raise refuse(f"holds {n.group(0).strip()!r}, which the count {count} does not explain")
-    if hosts is not None and per_node and hosts * per_node != count:
+    one_host = hosts == 1 and count <= (per_node or 0)  # "4 (1 node)": part of one host
+    if hosts is not None and per_node and hosts * per_node != count and not one_host:
         raise refuse(
             f"states {hosts} hosts, which at gpus_per_node {per_node} are {hosts * per_node} "
             f"GPUs, not {count}"
@@ -186,9 +194,9 @@ def _batch_statements(cells_: dict[str, str]) -> dict[str, list[tuple[int, str, 
         for m in labelled:
             which = "micro_batch" if _is_micro(m.group(1)) else "global_batch_seqs"
             out[which].append((int(m.group(2).replace(",", "")), key, False))
-        if (m := _PLAIN.match(text)) and not _PAIR.fullmatch(text):
-            if not any(lab.start() <= m.start(1) < lab.end() for lab in labelled):
-                out[key].append((int(m.group(1).replace(",", "")), key, True))
+        m = _PLAIN.match(text)
+        if m and not any(lab.start() <= m.start(1) < lab.end() for lab in labelled):
+            out[key].append((int(m.group(1).replace(",", "")), key, True))
     return out
 
 
@@ -213,14 +221,14 @@ def canonical_counts(row: dict[str, str]) -> dict[str, str]:
         pair = (min(a, b), max(a, b))
     for key in _BATCH_KEYS:
         text = cells_[key]
-        if text and not cells.unverified(text) and _PAIR.fullmatch(text) and not batch_pair(text):
-            if pair is None:
-                raise DataError(
-                    f"row {rid}: column {key!r} = {text!r} holds two numbers and does not say "
-                    "which is the micro-batch and which the global batch",
-                    fix=f"write the {_NAMES[key]} alone, or label the pair (e.g. 'MBS/GBS 1/1024')",
-                )
-    stated = _batch_statements(cells_) if not same or pair is None else {}
+        unlabelled = _PAIR.fullmatch(text) and not batch_pair(text)
+        if unlabelled and not cells.unverified(text) and not (pair is not None and same):
+            raise DataError(
+                f"row {rid}: column {key!r} = {text!r} holds two numbers and does not say "
+                "which is the micro-batch and which the global batch",
+                fix=f"write the {_NAMES[key]} alone, or label the pair (e.g. 'MBS/GBS 1/1024')",
+            )
+    stated = {} if pair is not None and same else _batch_statements(cells_)
     for i, key in enumerate(_BATCH_KEYS):
         figures = stated.get(key, [])
         if pair is not None and same:
@@ -307,16 +315,16 @@ TRAIN_TIME = re.compile(r"time[- ]to[- ]train|train(?:ing)?[- ]time|\bTTT\b", re
 
 
 __all__ = [
+    "DEFAULT_GPUS_PER_NODE",
     "FLOP_UNITS",
+    "HOSTS_OF",
     "JOB_TOTAL",
     "NODES_TIMES_GPUS",
+    "RACKS",
     "RATE_UNITS",
     "TIME_UNITS",
     "TRAIN_TIME",
     "batch_pair",
-    "DEFAULT_GPUS_PER_NODE",
-    "HOSTS_OF",
-    "RACKS",
     "canonical_counts",
     "default_gpus_per_node",
     "figure_scale",

@@ -1389,9 +1389,10 @@ def row_setup(row: dict[str, str], shipped: bool = True) -> RowSetup:
     if hbm is not None:
         system["hbm_gib"] = hbm
     if not (row.get("gpus_per_node") or "").strip():
-        read["gpus_per_node"] = (
-            f"{system['gpus_per_node']} (unstated: the {gpu} reference host"
-            + (", catalog gpus_per_node_default)" if system["gpus_per_node"] != row_forms.DEFAULT_GPUS_PER_NODE else ")")
+        read["gpus_per_node"] = f"{system['gpus_per_node']} (unstated: the {gpu} reference host" + (
+            ", catalog gpus_per_node_default)"
+            if system["gpus_per_node"] != row_forms.DEFAULT_GPUS_PER_NODE
+            else ")"
         )
     ic = row.get("interconnect") or ""
     # EFA is read from the interconnect cell, the GPU cell ("p5.48xlarge") and the notes
