@@ -194,9 +194,9 @@ def _batch_statements(cells_: dict[str, str]) -> dict[str, list[tuple[int, str, 
         for m in labelled:
             which = "micro_batch" if _is_micro(m.group(1)) else "global_batch_seqs"
             out[which].append((int(m.group(2).replace(",", "")), key, False))
-        m = _PLAIN.match(text)
-        if m and not any(lab.start() <= m.start(1) < lab.end() for lab in labelled):
-            out[key].append((int(m.group(1).replace(",", "")), key, True))
+        own = _PLAIN.match(text)
+        if own and not any(lab.start() <= own.start(1) < lab.end() for lab in labelled):
+            out[key].append((int(own.group(1).replace(",", "")), key, True))
     return out
 
 
