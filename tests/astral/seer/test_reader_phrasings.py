@@ -266,7 +266,11 @@ def test_a_power_beyond_any_sequence_length_is_refused_in_one_line() -> None:
      ("128 nodes (1,024 GPUs)", 8, 1024), ("1,024 (128 nodes)", 8, 1024),
      ("4 x GB200 NVL72 racks", 4, 288), ("4 NVL72 racks", None, 288),
      ("64 nodes of 4 GB200", 4, 256), ("128 nodes with 8 GPUs", 8, 1024), ("8xH100", None, 8),
-     ("3,072 (8 x 12 x 32)", 8, 3072), ("256 (B200 x 32 nodes)", 8, 256)],
+     ("3,072 (8 x 12 x 32)", 8, 3072), ("256 (B200 x 32 nodes)", 8, 256),
+     ("512 (64 nodes, 8 GPUs each)", 8, 512), ("1,024 (8 per node)", 8, 1024),
+     ("6,144 (768 DGX H100 nodes)", 8, 6144), ("4,096 (Selene: 512 DGX A100)", 8, 4096),
+     ("128 H100 nodes (1,024 GPUs)", 8, 1024), ("72 (1 NVL72 rack)", 4, 72),
+     ("64 GB200 (16 trays)", 4, 64), ("8 (1 node)", 8, 8)],
 )  # fmt: skip
 def test_every_number_of_a_count_cell_is_accounted_for(
     cell: str, per_node: int | None, count: int
@@ -278,10 +282,12 @@ def test_every_number_of_a_count_cell_is_accounted_for(
     ("cell", "per_node", "says"),
     [("128 nodes (1,000 GPUs)", 8, "1000"), ("1,024 (128 nodes)", 4, "512 GPUs"),
      ("64 nodes of 4 GB200", 8, "512 GPUs"), ("1,024 (2 runs)", 8, "'2'"),
-     ("128 nodes", 8, "counts hosts"), ("512 (64 x 4)", 8, "'64'")],
+     ("128 nodes", 8, "counts hosts"), ("512 (64 x 4)", 8, "'64'"),
+     ("1,024 (4 per node)", 8, "4 GPUs per host"), ("8 GPUs per node", 8, "not the GPU count"),
+     ("512 (64 nodes, 4 GPUs each)", None, "4 GPUs per host")],
 )  # fmt: skip
 def test_a_count_cell_with_numbers_left_over_is_refused_in_one_line(
-    cell: str, per_node: int, says: str
+    cell: str, per_node: int | None, says: str
 ) -> None:
     with pytest.raises(DataError) as err:
         row_forms.gpu_count(cell, "r", per_node)

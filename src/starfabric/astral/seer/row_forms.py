@@ -20,7 +20,17 @@ NODES_TIMES_GPUS = re.compile(
 )
 """A GPU count written as hosts times GPUs per host ("128 nodes x 8 GPUs", "128x8", "64 × 4");
 not a number inside a name ("B200 x 32": not 200 x 32)."""
-_HOSTS = r"(?:nodes?|hosts?|servers?|systems?|trays?|machines?)\b"
+_HOST_WORD = r"(?:nodes?|hosts?|servers?|systems?|trays?|machines?)\b"
+_HOSTS = (
+    r"(?:(?:(?!per\b|each\b|a\b|of\b|with\b|x\b)[A-Z][\w-]*\s+){0,2}?" + _HOST_WORD
+    + r"|(?:DGX|HGX)(?:[\s-]+[A-Z]\d{3}\w*)?\b)"
+)  # fmt: skip
+"""What a host count counts: nodes, hosts, servers ("128 nodes", "768 DGX H100 nodes", "512 DGX
+A100": a DGX is one 8-GPU host)."""
+_PER_HOST = re.compile(
+    r"(?<![\w.,])(\d+)\s*(?:GPUs?\s*)?(?:each\b|(?:per|/|a)\s*(?:node|host|server|tray)\b)", re.I
+)
+"""GPUs per host stated beside the count ("512 (64 nodes, 8 GPUs each)", "1,024 (8 per node)")."""
 _GPUS = r"(?:GPUs?\b|accelerators?\b|(?:NVIDIA\s+)?[A-Z]{1,3}\d{2,3}[A-Za-z]*\b(?:\s+GPUs?\b)?)"
 """What a GPU count counts: GPUs, or GPUs by name ("4 GB200", "8 H100 GPUs")."""
 _STANDALONE = re.compile(r"(?<![\w.,])(\d[\d,]*(?:\.\d+)?)(\s*[KM](?![A-Za-z]))?")
@@ -76,7 +86,7 @@ def _int_of(text: str) -> int:
 
 
 def _is_host(label: str | None) -> bool:
-    return bool(label) and re.match(_HOSTS, label or "", re.I) is not None
+    return bool(label) and re.fullmatch(_HOSTS, (label or "").strip(), re.I) is not None
 
 
 def gpu_count(raw: str | None, row_id: str = "?", per_node: int | None = None) -> int | None:
@@ -97,11 +107,13 @@ def gpu_count(raw: str | None, row_id: str = "?", per_node: int | None = None) -
     def refuse(why: str) -> DataError:
         return DataError(f"row {row_id}: column 'num_gpus' = {raw!r} {why}", fix=_FIX)
 
+    if _PER_HOST.match(text, nums[0].start()):
+        raise refuse("states GPUs per host, not the GPU count")
     used: list[tuple[int, int]] = []
     hosts: int | None = None
     count: int | None = None
     first = nums[0]
-    if m := RACKS.search(text):
+    if (m := RACKS.search(text)) and m.start() == first.start():
         count, used = int(m.group(1)) * int(m.group(2)), [m.span()]
     elif (m := HOSTS_OF.search(text)) and m.start() == first.start():
         hosts = _int_of(m.group(1))
@@ -129,16 +141,32 @@ def gpu_count(raw: str | None, row_id: str = "?", per_node: int | None = None) -
                 product *= f
             if product == count:
                 used.append(group.span())
+    per_host: int | None = None
     for n in nums:
         if any(a <= n.start() < b for a, b in used):
             continue
         lab = _LABELLED.match(text, n.start())
-        if lab is not None and lab.group(2) and hosts in (None, _int_of(lab.group(1))):
+        if (each := _PER_HOST.match(text, n.start())) is not None:
+            per_host = int(each.group(1))  # checked below against the host count
+        elif (rack := RACKS.match(text, n.start())) and int(rack.group(1)) * int(
+            rack.group(2)
+        ) == count:
+            used.append(rack.span())  # "72 (1 NVL72 rack)"
+        elif lab is not None and lab.group(2) and hosts in (None, _int_of(lab.group(1))):
             hosts = _int_of(lab.group(1))  # "1,024 (128 nodes)"
         elif lab is not None and lab.group(3) and _int_of(lab.group(1)) == count:
             continue  # the count again, labelled
         else:
             raise refuse(f"holds {n.group(0).strip()!r}, which the count {count} does not explain")
+    if per_host is not None and (
+        (per_node and per_host != per_node)
+        or (hosts and hosts * per_host != count)
+        or count % per_host
+    ):
+        raise refuse(
+            f"states {per_host} GPUs per host, which do not make {count} GPUs"
+            + (f" at gpus_per_node {per_node}" if per_node else "")
+        )
     one_host = hosts == 1 and count <= (per_node or 0)  # "4 (1 node)": part of one host
     if hosts is not None and per_node and hosts * per_node != count and not one_host:
         raise refuse(
