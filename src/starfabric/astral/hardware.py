@@ -70,6 +70,13 @@ class GPUSpec(Spec):
         description="GPUs one NVLink switch fabric joins when it spans nodes (72 on GB200 "
         "NVL72); None: the node",
     )
+    gpus_per_node_default: int | None = Field(
+        default=None,
+        ge=1,
+        description="GPUs of one host in the vendor's reference system, where it is not 8 "
+        "(GB200/GB300 NVL72 compute tray: 4); None: 8. A row that leaves gpus_per_node empty "
+        "takes it",
+    )
     nic_attach: Literal["pcie_switch", "cpu"] = Field(
         default="pcie_switch",
         description="where the scale-out NIC attaches: a PCIe switch it shares with its GPU "

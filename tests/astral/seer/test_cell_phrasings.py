@@ -22,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from starfabric.astral.seer import cells
+from starfabric.astral.seer import cells, row_forms
 from starfabric.astral.seer.validate import (
     canonical_row,
     global_batch_seqs,
@@ -139,9 +139,17 @@ def gpus_phrasings(raw: str, row: dict[str, str]) -> list[str]:
     n = _plain_int(raw)
     if n is None:
         return []
-    out = [f"{n:,}", f"{n:,} GPUs", f"{n} GPUs ({n // 8} nodes)"]
+    out = [f"{n:,}", f"{n:,} GPUs"]
+    # a host count must agree with the row's GPUs per host (row_forms.gpu_count checks it)
+    gpn = row_forms.stated_gpus_per_node(row)
+    if n % gpn == 0:
+        out.append(f"{n} GPUs ({n // gpn} nodes)")
     if n % 8 == 0 and (row.get("gpus_per_node") or "").strip() == "8" and n >= 16:
-        out.append(f"{n // 8} nodes x 8 GPUs")
+        out += [
+            f"{n // 8} nodes x 8 GPUs",
+            f"8 GPUs x {n // 8} nodes",
+            f"{n // 8} nodes ({n:,} GPUs)",
+        ]
     return out
 
 

@@ -74,6 +74,7 @@ def _reading(row: dict[str, str]) -> dict[str, Any]:
     pub_s = published_iteration_s(dict(row), st.model)
     return {
         "gpu": sy["gpu"], "hbm": sy.get("hbm_gib"), "gpus": gpus, "nic": sy["nic_bandwidth"],
+        "gpn": sy["gpus_per_node"],
         "seq": ex["seq_len"], "gb": ex["global_batch"], "prec": ex["precision"],
         "rec": ex.get("fp8_recipe"), "tp": ex["tp"], "pp": ex["pp"], "cp": ex["cp"],
         "ep": ex["ep"], "etp": ex.get("etp"), "sp": ex["sp"], "zero": ex["zero"],
@@ -96,7 +97,7 @@ def _row(row_id: str) -> dict[str, str]:
 
 
 def test_the_file_says_its_figures_are_invented() -> None:
-    assert len(_rows()) >= 200
+    assert len(_rows()) >= 249
     assert all("INVENTED" in r["citation"] and r["expect"] for r in _rows())
 
 
@@ -253,3 +254,115 @@ def test_a_power_beyond_any_sequence_length_is_refused_in_one_line() -> None:
             {"global_batch": 8, "seq_len": MAX_SEQ_LEN * 2},
             {"gpu": "H100", "gpus": 8},
         )
+
+
+# Session 17h: count cells whose numbers are all accounted for or refused; product
+# generations and IB rates after a space; both batch cells agree; the NVL72 tray default.
+
+
+@pytest.mark.parametrize(
+    ("cell", "per_node", "count"),
+    [("8 GPUs x 128 nodes", 8, 1024), ("128 nodes x 8 GPUs", 8, 1024),
+     ("128 nodes (1,024 GPUs)", 8, 1024), ("1,024 (128 nodes)", 8, 1024),
+     ("4 x GB200 NVL72 racks", 4, 288), ("4 NVL72 racks", None, 288),
+     ("64 nodes of 4 GB200", 4, 256), ("128 nodes with 8 GPUs", 8, 1024), ("8xH100", None, 8),
+     ("3,072 (8 x 12 x 32)", 8, 3072), ("256 (B200 x 32 nodes)", 8, 256),
+     ("512 (64 nodes, 8 GPUs each)", 8, 512), ("1,024 (8 per node)", 8, 1024),
+     ("6,144 (768 DGX H100 nodes)", 8, 6144), ("4,096 (Selene: 512 DGX A100)", 8, 4096),
+     ("128 H100 nodes (1,024 GPUs)", 8, 1024), ("72 (1 NVL72 rack)", 4, 72),
+     ("64 GB200 (16 trays)", 4, 64), ("8 (1 node)", 8, 8)],
+)  # fmt: skip
+def test_every_number_of_a_count_cell_is_accounted_for(
+    cell: str, per_node: int | None, count: int
+) -> None:
+    assert row_forms.gpu_count(cell, "r", per_node) == count
+
+
+@pytest.mark.parametrize(
+    ("cell", "per_node", "says"),
+    [("128 nodes (1,000 GPUs)", 8, "1000"), ("1,024 (128 nodes)", 4, "512 GPUs"),
+     ("64 nodes of 4 GB200", 8, "512 GPUs"), ("1,024 (2 runs)", 8, "'2'"),
+     ("128 nodes", 8, "counts hosts"), ("512 (64 x 4)", 8, "'64'"),
+     ("1,024 (4 per node)", 8, "4 GPUs per host"), ("8 GPUs per node", 8, "not the GPU count"),
+     ("512 (64 nodes, 4 GPUs each)", None, "4 GPUs per host")],
+)  # fmt: skip
+def test_a_count_cell_with_numbers_left_over_is_refused_in_one_line(
+    cell: str, per_node: int | None, says: str
+) -> None:
+    with pytest.raises(DataError) as err:
+        row_forms.gpu_count(cell, "r", per_node)
+    line = err.value.one_line()
+    assert "\n" not in line and f"column 'num_gpus' = {cell!r}" in line and says in line
+    assert "fix:" in line
+
+
+@pytest.mark.parametrize(
+    ("micro", "glob", "pair"),
+    [("", "GBS 1024 (MBS 2)", ("2", "1024")), ("2", "GBS 1024 (MBS 2)", ("2", "1024")),
+     ("MBS 1", "MBS/GBS 1/1024", ("1", "1024")), ("", "4M tokens", ("", "4M tokens")),
+     ("1", "2048 (after the 1024-sequence warm-up)",
+      ("1", "2048 (after the 1024-sequence warm-up)"))],
+)  # fmt: skip
+def test_batch_figures_both_cells_state(micro: str, glob: str, pair: tuple[str, str]) -> None:
+    row = {"row_id": "r", "micro_batch": micro, "global_batch_seqs": glob}
+    out = row_forms.canonical_counts(row)
+    assert (out["micro_batch"], out["global_batch_seqs"]) == pair
+
+
+@pytest.mark.parametrize(
+    ("micro", "glob", "says"),
+    [("1", "MBS/GBS 0/1024", "micro-batch of 0"), ("MBS 0", "1024", "micro-batch of 0"),
+     ("1", "GBS 0", "global batch (sequences) of 0"),
+     ("1", "GBS 1024 (MBS 2)", "stated twice"), ("1", "MBS/GBS 2/1024", "stated twice"),
+     ("MBS 4", "GBS/MBS 1024/2", "stated twice")],
+)  # fmt: skip
+def test_a_zero_or_conflicting_batch_is_refused_in_one_line(
+    micro: str, glob: str, says: str
+) -> None:
+    row = {"row_id": "r", "micro_batch": micro, "global_batch_seqs": glob}
+    with pytest.raises(DataError) as err:
+        row_forms.canonical_counts(row)
+    line = err.value.one_line()
+    assert "\n" not in line and says in line and "fix:" in line
+
+
+@pytest.mark.parametrize(
+    ("cell", "per_node", "gbps"),
+    [("Slingshot 11 200 Gb/s NICs", 4, 200.0), ("4 Slingshot 11 200 Gb/s NICs per node", 4, 200.0),
+     ("4x ConnectX 7 400Gb/s NICs per node", 8, 200.0), ("8x HDR 100", 8, 100.0),
+     ("8x HDR100", 8, 100.0), ("InfiniBand NDR 400 per GPU", 8, 400.0),
+     ("8x NDR 200", 8, 200.0), ("EFA v2 3200 Gb/s per node", 8, 400.0),
+     ("8x HDR 200Gb/s", 8, 200.0), ("4x 100Gb/s Omni-Path per node", 8, 50.0)],
+)  # fmt: skip
+def test_product_generations_and_ib_rates_after_a_space_are_not_counts(
+    cell: str, per_node: int, gbps: float
+) -> None:
+    from starfabric.astral.seer import nic_count
+
+    assert _nic_gbps(nic_count.joined_names(cell), per_node) == pytest.approx(gbps)
+
+
+@pytest.mark.parametrize(
+    ("cell", "joined"),
+    [("Slingshot 11 200 Gb/s", "Slingshot-11 200 Gb/s"), ("ConnectX 7 NICs", "ConnectX-7 NICs"),
+     ("EFA v2", "EFA-v2"), ("NDR 400", "NDR400"), ("HDR 200 Gb/s", "HDR 200 Gb/s"),
+     ("EFA 4 NICs", "EFA 4 NICs"), ("ConnectX 7 x 8", "ConnectX 7 x 8")],
+)  # fmt: skip
+def test_joined_names(cell: str, joined: str) -> None:
+    from starfabric.astral.seer import nic_count
+
+    assert nic_count.joined_names(cell) == joined
+
+
+def test_an_empty_gpus_per_node_takes_the_catalog_host() -> None:
+    """GB200/GB300 NVL72 compute trays hold 4 GPUs (gpus.yaml gpus_per_node_default); an HGX
+    GPU's host 8; the value is printed in the row's choices as unstated."""
+    from starfabric.astral.hardware import list_gpus
+
+    assert {g.name: g.gpus_per_node_default for g in list_gpus() if g.name.startswith("GB")} == {
+        "GB200": 4, "GB300": 4
+    }  # fmt: skip
+    assert _gpus_per_node({**_row("GPU-05"), "gpus_per_node": ""}) == 4
+    assert _gpus_per_node({**_row("GPU-10"), "gpus_per_node": ""}) == 8
+    assert "4 (unstated" in str(row_setup(dict(_row("GPU-18"))).read["gpus_per_node"])
+    assert "gpus_per_node" not in row_setup(dict(_row("GPU-05"))).read

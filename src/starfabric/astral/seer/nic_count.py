@@ -65,6 +65,29 @@ _NOT_A_RATE = r"(?!\s*[GT](?:b|B|bps|bit)?(?:/s)?\b)"
 """Not the number of a rate ("400G NIC" is one NIC at 400 Gb/s, not 400 NICs)."""
 
 
+PRODUCT_GENERATION = re.compile(
+    r"\b(?:(Slingshot)\s+(1[01])|(ConnectX|CX)\s+([3-9])|(BlueField)\s+([1-3])|(EFA)\s+(v\d))\b"
+    r"(?!\s*(?:[x×]|[GT](?:b|B|bps|bit)?(?:/s)?\b))",
+    re.I,
+)
+"""A product's generation written after a space: HPE Slingshot 10/11, NVIDIA ConnectX-3..9,
+BlueField-1..3, AWS EFA v2/v3 — a name, not a count of NICs ("Slingshot 11 200 Gb/s NICs" is
+NICs of 200 Gb/s, not 11 of them)."""
+IB_GENERATION_RATE = re.compile(
+    r"\b(XDR|NDR|HDR|EDR)\s+(\d{3})\b(?!\s*(?:[GT](?:b|B|bps|bit)?(?:/s)?\b|[x×]))"
+)
+"""An InfiniBand generation with its port rate after a space ("NDR 400", "HDR 200", "HDR 100":
+HDR100 is a 100 Gb/s 2x-width HDR port) — a rate, not a count."""
+
+
+def joined_names(text: str) -> str:
+    """The interconnect text with each product generation (`PRODUCT_GENERATION`) and each
+    InfiniBand generation's rate (`IB_GENERATION_RATE`) joined to its name ("Slingshot-11",
+    "ConnectX-7", "EFA-v2", "NDR400"), as the readers read the hyphenated forms."""
+    text = PRODUCT_GENERATION.sub(lambda m: "-".join(g for g in m.groups() if g is not None), text)
+    return IB_GENERATION_RATE.sub(lambda m: m.group(1) + m.group(2), text)
+
+
 def _digits(text: str) -> str:
     """Number words as digits ("four HCAs" → "4 HCAs"), so the patterns read one form."""
     pat = r"\b(" + "|".join(sorted(_WORDS, key=len, reverse=True)) + r")\b"
@@ -125,11 +148,14 @@ def nic_rate_for_count(efa_a100: bool, default_per_gpu_gbps: float) -> float:
 
 
 __all__ = [
+    "IB_GENERATION_RATE",
     "NCCL_4HCA_A100_NODE_LINE_RATE_GBS",
     "NCCL_4HCA_A100_PEAK_BUSBW_GBS",
     "P4D_EFA_ADAPTERS",
     "P4D_EFA_ADAPTER_GBPS",
+    "PRODUCT_GENERATION",
     "count_rate_gbps",
+    "joined_names",
     "nic_rate_for_count",
     "stated_nics_per_gpu",
 ]

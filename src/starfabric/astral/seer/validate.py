@@ -182,7 +182,11 @@ def _int(row: dict[str, str], key: str, default: int | None = None) -> int:
     raw = (row.get(key) or "").strip()
     val = cells.number(raw, binary=key in BINARY_COLUMNS)
     if key == "num_gpus":  # "128 nodes x 8 GPUs", "128x8", "16K" (row_forms.gpu_count)
-        count = row_forms.gpu_count(raw)
+        rid, per_node = row.get("row_id", "?"), row_forms.stated_gpus_per_node(row)
+        hinted = cells.is_hint(raw)  # "~1024 UNVERIFIED": the hint's number, as any column
+        count = row_forms.gpu_count(raw, rid, None if hinted else per_node) if not hinted else None
+        if hinted:
+            count = None if val is None else int(round(cells.number(raw, binary=True) or 0))
         val = None if count is None else float(count)
     if val is None:
         if default is not None:
@@ -195,8 +199,9 @@ def _int(row: dict[str, str], key: str, default: int | None = None) -> int:
 
 
 def _gpus_per_node(row: dict[str, str]) -> int:
-    """GPUs per host (8 when the cell is empty); zero or negative is a DataError."""
-    n = _int(row, "gpus_per_node", 8)
+    """GPUs per host (`default_gpus_per_node` when the cell is empty); zero or negative is a
+    DataError."""
+    n = _int(row, "gpus_per_node", row_forms.default_gpus_per_node(row))
     domain = _nvlink_domain(row)
     if domain is not None and n == domain:
         raise DataError(
@@ -482,7 +487,8 @@ IB_GENERATION_GBPS = {"XDR": 800.0, "NDR": 400.0, "HDR": 200.0, "EDR": 100.0}
 def _nic(row: dict[str, str], gpu: str) -> str:
     """Scale-out bandwidth per GPU from the interconnect text ('8x HDR 200Gb/s', '3.2 Tbps per
     node', '400 Gb/s per GPU'), else the reference-design default for the GPU."""
-    text = row.get("interconnect") or ""
+    # "Slingshot 11", "ConnectX 7", "NDR 400": a name or a rate, never a count (nic_count)
+    text = nic_count.joined_names(row.get("interconnect") or "")
     per_node = _gpus_per_node(row)
     if not _unverified(text):
         gbps = _nic_gbps(text, per_node)
@@ -581,6 +587,9 @@ def _nic_gbps(text: str, per_node: int) -> float | None:
     m = re.search(_SPEED + r"\s*(?:per|/)\s*node", text)
     if m:
         return float(m.group(1)) * scale(m.group(2)) / per_node
+    m = re.search(_SPEED + r"\s*(?:[A-Za-z][\w-]*\s+){0,2}?(?:NICs?|HCAs?|adapters?)\b", text)
+    if m:  # "Slingshot-11 200 Gb/s NICs": NICs of a rate, no count — the reference design's
+        return float(m.group(1)) * scale(m.group(2))  # one per GPU (DEFAULT_NIC_PER_GPU)
     return None
 
 
@@ -589,8 +598,10 @@ def _with_ib_rates(text: str) -> str:
     port rate written out (`IB_GENERATION_GBPS`); a cell with a rate of its own is left alone."""
     if re.search(_SPEED, re.sub(r"\b(?:XDR|NDR|HDR|EDR)\d{3}\b", "", text)):
         return text
-    pat = r"\b(XDR|NDR|HDR|EDR)(?:\d{3})?\b"
-    return re.sub(pat, lambda m: f"{IB_GENERATION_GBPS[m.group(1)]:g} Gb/s", text)
+    pat = r"\b(XDR|NDR|HDR|EDR)(\d{3})?\b"  # "HDR100": the 100 Gb/s split port
+    return re.sub(
+        pat, lambda m: f"{float(m.group(2) or IB_GENERATION_GBPS[m.group(1)]):g} Gb/s", text
+    )
 
 
 def _year(row: dict[str, str]) -> int | None:
@@ -1377,6 +1388,12 @@ def row_setup(row: dict[str, str], shipped: bool = True) -> RowSetup:
     }
     if hbm is not None:
         system["hbm_gib"] = hbm
+    if not (row.get("gpus_per_node") or "").strip():
+        read["gpus_per_node"] = f"{system['gpus_per_node']} (unstated: the {gpu} reference host" + (
+            ", catalog gpus_per_node_default)"
+            if system["gpus_per_node"] != row_forms.DEFAULT_GPUS_PER_NODE
+            else ")"
+        )
     ic = row.get("interconnect") or ""
     # EFA is read from the interconnect cell, the GPU cell ("p5.48xlarge") and the notes
     # ("EP 16 spans 2 hosts over EFA"); an UNVERIFIED interconnect is not read.
