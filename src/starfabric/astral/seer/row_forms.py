@@ -75,10 +75,26 @@ def default_gpus_per_node(row: dict[str, str]) -> int:
     return spec.gpus_per_node_default or DEFAULT_GPUS_PER_NODE
 
 
+def states_nvlink_domain(row: dict[str, str], n: int) -> bool:
+    """True when a gpus_per_node of `n` is the row GPU's multi-host NVLink domain rather than a
+    host ("72" or "72 (NVL72)" on GB200/GB300, whose hosts are 4-GPU compute trays): a
+    transcriber copying the rack's size, not a 72-GPU host."""
+    try:
+        spec = cells.match_gpu(row.get("gpu") or "")[0]
+    except ConfigError:
+        return False
+    host = spec.gpus_per_node_default
+    return spec.nvlink_domain is not None and host is not None and n == spec.nvlink_domain != host
+
+
 def stated_gpus_per_node(row: dict[str, str]) -> int:
-    """The row's GPUs per host: its cell's number, else `default_gpus_per_node`."""
+    """The row's GPUs per host: its cell's number (the catalog host where the number is the
+    NVLink domain, `states_nvlink_domain`), else `default_gpus_per_node`."""
     val = cells.number(row.get("gpus_per_node") or "")
-    return int(round(val)) if val else default_gpus_per_node(row)
+    if not val:
+        return default_gpus_per_node(row)
+    n = int(round(val))
+    return default_gpus_per_node(row) if states_nvlink_domain(row, n) else n
 
 
 def _int_of(text: str) -> int:
@@ -359,4 +375,5 @@ __all__ = [
     "gpu_count",
     "stated_gpus_per_node",
     "states_job_total",
+    "states_nvlink_domain",
 ]

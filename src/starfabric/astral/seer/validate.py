@@ -199,17 +199,12 @@ def _int(row: dict[str, str], key: str, default: int | None = None) -> int:
 
 
 def _gpus_per_node(row: dict[str, str]) -> int:
-    """GPUs per host (`default_gpus_per_node` when the cell is empty); zero or negative is a
+    """GPUs per host (`default_gpus_per_node` when the cell is empty, or when it states the
+    rack's NVLink domain: `row_forms.states_nvlink_domain`, printed); zero or negative is a
     DataError."""
     n = _int(row, "gpus_per_node", row_forms.default_gpus_per_node(row))
-    domain = _nvlink_domain(row)
-    if domain is not None and n == domain:
-        raise DataError(
-            f"row {row.get('row_id', '?')}: column 'gpus_per_node' = {row.get('gpus_per_node')!r}"
-            f" is the {domain}-GPU NVLink domain of the rack, not the GPUs of one host (Seer "
-            "takes the NVLink domain from the GPU catalog)",
-            fix="give the GPUs per host (compute tray: 4 on GB200/GB300 NVL72)",
-        )
+    if row_forms.states_nvlink_domain(row, n):
+        return row_forms.default_gpus_per_node(row)
     if n < 1:
         raise DataError(
             f"row {row.get('row_id', '?')}: column 'gpus_per_node' = {row.get('gpus_per_node')!r}"
@@ -217,15 +212,6 @@ def _gpus_per_node(row: dict[str, str]) -> int:
             fix="give the GPUs per host (e.g. 8) or leave the cell empty",
         )
     return n
-
-
-def _nvlink_domain(row: dict[str, str]) -> int | None:
-    """The catalog NVLink domain of the row's GPU when it spans several hosts (NVL72), else
-    None (also for a GPU cell Seer cannot match: that is refused where the GPU is read)."""
-    try:
-        return cells.match_gpu(row.get("gpu") or "")[0].nvlink_domain
-    except ConfigError:
-        return None
 
 
 def global_batch_seqs(row: dict[str, str]) -> int:
@@ -1388,11 +1374,17 @@ def row_setup(row: dict[str, str], shipped: bool = True) -> RowSetup:
     }
     if hbm is not None:
         system["hbm_gib"] = hbm
-    if not (row.get("gpus_per_node") or "").strip():
+    gpn_cell = (row.get("gpus_per_node") or "").strip()
+    if not gpn_cell:
         read["gpus_per_node"] = f"{system['gpus_per_node']} (unstated: the {gpu} reference host" + (
             ", catalog gpus_per_node_default)"
             if system["gpus_per_node"] != row_forms.DEFAULT_GPUS_PER_NODE
             else ")"
+        )
+    elif system["gpus_per_node"] != _int(row, "gpus_per_node"):  # the NVLink domain, read as such
+        read["gpus_per_node"] = (
+            f"{system['gpus_per_node']} (read from {gpn_cell!r}: the rack's NVLink domain, taken "
+            f"from the catalog; a {gpu} host is a {system['gpus_per_node']}-GPU compute tray)"
         )
     ic = row.get("interconnect") or ""
     # EFA is read from the interconnect cell, the GPU cell ("p5.48xlarge") and the notes
