@@ -129,9 +129,11 @@ def test_kernel_twin_faults_match_the_emulated_nic(
     assert linux["packets"] == emulated["packets"]
     assert linux["oracle"] == emulated["oracle"]
     assert linux["oracle"]["misforwarded"] == 0 and linux["oracle"]["lost"] == 0
-    # resync by dump: the patrol after each overflow left no port of a lost session held
-    for report in (linux, emulated):  # ports of sessions whose events were lost, freed
-        assert report["manager"]["counts"].get("patrol_nat_freed", 0) >= 1
+    # resync by dump: the patrol after each overflow left no port of a lost session held. The
+    # emulated ring drops a known burst that includes session ends, so its patrol frees ports;
+    # which events an ENOBUFS read cost is the kernel's choice (a run with one ENOBUFS read lost
+    # only non-destroy events, freed 0 and leaked 0), so the kernel twin is held to no leak.
+    assert emulated["manager"]["counts"].get("patrol_nat_freed", 0) >= 1
     assert len(lin_m) == len(emu_m) == 2  # the first manager and the one the crash restarted
     for report in (linux, emulated):
         assert report["manager"]["counts"].get("patrol_passes", 0) >= 1
