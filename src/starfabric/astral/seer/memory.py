@@ -90,9 +90,7 @@ def memory_report(model: ModelSpec, ex: ExecutionSpec, lay: Layout, tl: Timeline
     # Each chunk's own layers, walked through the simulated schedule (stage_activations).
     plain: tuple[float, float] | None = None
     if ex.recompute_method is not None:  # uniform groups / block's first N (partial_recompute)
-        ex_plain = ex.model_copy(
-            update={"recompute": "none", "recompute_method": None, "recompute_num_layers": None}
-        )
+        ex_plain = partial_recompute.plain_execution(ex)
         pd = activation_bytes_per_layer(model, ex_plain, lay, moe=False)
         plain = (pd, activation_bytes_per_layer(model, ex_plain, lay, moe=True) if model.is_moe
                  else pd)  # fmt: skip

@@ -70,6 +70,14 @@ def recomputed_split(n_dense: int, n_moe: int, rec: int) -> tuple[int, int]:
     return rd, min(rec - rd, n_moe)
 
 
+def plain_execution(ex: ExecutionSpec) -> ExecutionSpec:
+    """`ex` with no recompute of any kind: how block's layers past a chunk's first N run, and
+    what they (and uniform's replayed group) keep."""
+    return ex.model_copy(
+        update={"recompute": "none", "recompute_method": None, "recompute_num_layers": None}
+    )
+
+
 def chunk_bytes(
     model: ModelSpec,
     ex: ExecutionSpec,
@@ -109,6 +117,7 @@ def replay_bytes(ex: ExecutionSpec, lay: Layout, s: int, plain: tuple[float, flo
 __all__ = [
     "chunk_bytes",
     "kept_inputs",
+    "plain_execution",
     "recomputed_layers",
     "recomputed_split",
     "replay_bytes",

@@ -475,9 +475,7 @@ def _with_offload(pc: PieceCost, key: str, model: ModelSpec, ex: ExecutionSpec,
         return pc
     moe = key.startswith("moe")
     if key.endswith("_norec"):  # block recompute's plain layers keep all their tensors
-        ex = ex.model_copy(
-            update={"recompute": "none", "recompute_method": None, "recompute_num_layers": None}
-        )
+        ex = partial_recompute.plain_execution(ex)
     act = activation_bytes_per_layer(model, ex, lay, moe=moe)
     f_b, b_b = offload.pass_bytes(act, layer_params(model, lay, moe), grad_bytes(ex),
                                   ex.offload_activations, ex.offload_weights)  # fmt: skip
@@ -568,9 +566,7 @@ def build_timeline(model: ModelSpec, ex: ExecutionSpec, lay: Layout, ctx: CostCo
     if ex.recompute_method == "block":
         # The layers past a chunk's first N run plainly: no recompute of any kind
         # (partial_recompute).
-        plain = ex.model_copy(
-            update={"recompute": "none", "recompute_method": None, "recompute_num_layers": None}
-        )
+        plain = partial_recompute.plain_execution(ex)
         pieces["dense_norec"] = piece_cost(layer_ops(model, plain, lay, moe=False), ctx, "none")
         if model.is_moe:
             pieces["moe_norec"] = with_host(
