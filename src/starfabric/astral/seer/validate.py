@@ -182,11 +182,11 @@ def _int(row: dict[str, str], key: str, default: int | None = None) -> int:
     raw = (row.get(key) or "").strip()
     val = cells.number(raw, binary=key in BINARY_COLUMNS)
     if key == "num_gpus":  # "128 nodes x 8 GPUs", "128x8", "16K" (row_forms.gpu_count)
-        rid, per_node = row.get("row_id", "?"), row_forms.stated_gpus_per_node(row)
-        hinted = cells.is_hint(raw)  # "~1024 UNVERIFIED": the hint's number, as any column
-        count = row_forms.gpu_count(raw, rid, None if hinted else per_node) if not hinted else None
-        if hinted:
+        if cells.is_hint(raw):  # "~1024 UNVERIFIED": the hint's number, as any column
             count = None if val is None else int(round(cells.number(raw, binary=True) or 0))
+        else:
+            rid, per_node = row.get("row_id", "?"), row_forms.stated_gpus_per_node(row)
+            count = row_forms.gpu_count(raw, rid, per_node)
         val = None if count is None else float(count)
     if val is None:
         if default is not None:
