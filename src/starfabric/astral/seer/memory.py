@@ -83,17 +83,18 @@ def memory_report(model: ModelSpec, ex: ExecutionSpec, lay: Layout, tl: Timeline
     dp_shard = zero_shard(ex, lay) * lay.cp  # hybrid sharding: one shard group's ranks
     grad_b = grad_bytes(ex)
     best: MemoryReport | None = None
-    per_dense = activation_bytes_per_layer(model, ex, lay, moe=False)
-    per_moe = activation_bytes_per_layer(model, ex, lay, moe=True) if model.is_moe else per_dense
+
+    def layer_bytes(e: ExecutionSpec) -> tuple[float, float]:
+        """(dense, MoE) activation bytes one layer of a micro-batch saves under `e`."""
+        dense = activation_bytes_per_layer(model, e, lay, moe=False)
+        return dense, activation_bytes_per_layer(model, e, lay, moe=True) if model.is_moe else dense
+
+    per_dense, per_moe = layer_bytes(ex)
     dualpipe = ex.pipeline_schedule == "dualpipe"
 
     # Each chunk's own layers, walked through the simulated schedule (stage_activations).
-    plain: tuple[float, float] | None = None
-    if ex.recompute_method is not None:  # uniform groups / block's first N (partial_recompute)
-        ex_plain = partial_recompute.plain_execution(ex)
-        pd = activation_bytes_per_layer(model, ex_plain, lay, moe=False)
-        plain = (pd, activation_bytes_per_layer(model, ex_plain, lay, moe=True) if model.is_moe
-                 else pd)  # fmt: skip
+    # uniform groups / block's first N (partial_recompute): what an unrecomputed layer keeps
+    plain = layer_bytes(partial_recompute.plain_execution(ex)) if ex.recompute_method else None
 
     def stage_bytes(moe_layer: float) -> Any:
         if plain is not None:
