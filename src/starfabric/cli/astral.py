@@ -53,6 +53,12 @@ def seer_predict(
         callback=output_file("--trace"),
     ),
     profile: str = typer.Option("", "--profile", help="Calibrated profile from 'seer calibrate'."),
+    cudnn: str = typer.Option(
+        "",
+        "--cudnn",
+        help="The run's cuDNN release (e.g. 9.4 or 9.19.1; overrides execution.cudnn_release): "
+        "on Hopper, cuDNN's fused attention at that release's measured rate (seer.cudnn_release).",
+    ),
     production: bool = typer.Option(
         False,
         "--production",
@@ -73,6 +79,7 @@ def seer_predict(
 
     from starfabric.astral.seer import load_job, predict, write_trace
     from starfabric.astral.seer.calibrate import apply_profile
+    from starfabric.astral.seer.cudnn_release import with_cudnn_release
     from starfabric.astral.seer.goodput import production_summary
     from starfabric.astral.seer.hf_config import check_seq_len
 
@@ -82,6 +89,8 @@ def seer_predict(
     if gpus is not None:
         overrides["gpus"] = gpus
     the_job = load_job(job, overrides or None)
+    if cudnn:
+        the_job = with_cudnn_release(the_job, cudnn)
     check_seq_len(the_job.model, the_job.execution.seq_len, "execution.seq_len")
     if profile:
         the_job = apply_profile(the_job, profile)

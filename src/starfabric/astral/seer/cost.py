@@ -17,6 +17,7 @@ import numpy as np
 
 from starfabric.astral.seer.comm import CommModel, Phase, layout_groups
 from starfabric.astral.seer.cp_comm import ring_exposed
+from starfabric.astral.seer.cudnn_release import rate_multiplier as cudnn_rate
 from starfabric.astral.seer.efficiency import Efficiency, flash_time, gemm_time, mem_time
 from starfabric.astral.seer.ep_overlap import pair_exposed_fraction, runs_megatron_overlap
 from starfabric.astral.seer.ep_overlap_hidden import realized_exposed_fraction
@@ -169,6 +170,9 @@ def make_context(
     # and later; an older kernel runs at its measured fraction of FA2 (flash_generation).
     flash_rate = FA2_ON_HOPPER if ex.flash_kernel != "cudnn" and hopper_or_later else 1.0
     gen_fwd, gen_bwd = kernel_rates(ex.flash_kernel)
+    # cuDNN's kernel on Hopper at the run's release (cudnn_release; unknown: 1.0).
+    hopper = hopper_or_later and "fp4" not in gpu.dense_tflops
+    rel_fwd, rel_bwd = cudnn_rate(ex.cudnn_release, ex.flash_kernel, hopper)
     return CostContext(
         peak_flops=peak,
         gemm_peak_flops=gemm_peak,
@@ -195,8 +199,8 @@ def make_context(
         ep_delay_wgrad=ex.ep_delay_wgrad,
         fsdp_side_groups=side_groups(ex, lay),
         cp=cp_split(ex, lay)[1],
-        flash_rate=flash_rate * gen_fwd,
-        flash_rate_bwd=flash_rate * gen_bwd,
+        flash_rate=flash_rate * gen_fwd * rel_fwd,
+        flash_rate_bwd=flash_rate * gen_bwd * rel_bwd,
         fsdp_regather=ex.fsdp_collectives == "parameter",
         logits_flops=(
             gpu.tflops(LOGITS_FP32_RATE) * 1e12 * clock if ex.logits_precision == "fp32" else 0.0

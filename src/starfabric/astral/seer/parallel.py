@@ -167,6 +167,13 @@ class ExecutionSpec(Spec):
         "fa1 / xformers / triton: the kernels before FlashAttention-2 (2022 to mid-2023), at "
         "FA2's rate divided by flash_generation.PRE_FA2_SPEEDUP",
     )
+    cudnn_release: str | None = Field(
+        default=None,
+        pattern=r"^\d+\.\d+(\.\d+)*$",
+        description="the run's cuDNN release (MAJOR.MINOR[.PATCH], e.g. 9.4 or 9.19.1): on "
+        "Hopper, cuDNN's fused attention runs at that release's measured rate over 9.1's "
+        "(seer/cudnn_release.py); None: unknown, Seer's curve (cuDNN 9.1) as is",
+    )
     logits_precision: Literal["auto", "fp32"] = Field(
         default="auto",
         description="output-layer (LM head) GEMMs: auto = the run's precision; fp32 = computed "

@@ -23,6 +23,7 @@ from starfabric.astral.seer import (
     bridge_recipe,
     cells,
     cpu_optimizer_offload,
+    cudnn_release,
     flash_generation,
     fp8_recipe,
     goodput,
@@ -687,6 +688,18 @@ def _cp_comm_type(row: dict[str, str], ex: dict[str, Any], read: dict[str, Any])
         ex["cp_a2a_size"] = a2a
 
 
+def _cudnn_release(row: dict[str, str], ex: dict[str, Any], read: dict[str, Any]) -> None:
+    """The cuDNN release of a cuDNN-attention row (cudnn_release.row_release: the cuDNN its
+    framework or notes cell states, else its NeMo container's); unknown, Seer keeps its cuDNN
+    9.1 curve and the row's choices say so."""
+    if ex.get("attention") != "flash" or ex.get("flash_kernel") != "cudnn":
+        return
+    rel, how = cudnn_release.row_release(row.get("framework"), row.get("notes"))
+    read["cudnn_release"] = how
+    if rel is not None:
+        ex["cudnn_release"] = f"{rel[0]}.{rel[1]}"
+
+
 def _framework(row: dict[str, str]) -> dict[str, Any]:
     fw = (row.get("framework") or "").lower()
     # A fused-attention kernel older than FlashAttention-2 that the framework cell names
@@ -1296,6 +1309,7 @@ def row_setup(row: dict[str, str], shipped: bool = True) -> RowSetup:
         ex["ulysses_repeat_kv"] = repeats_kv(row.get("framework"))
     else:
         _cp_comm_type(row, ex, read)
+    _cudnn_release(row, ex, read)
     if LOGITS_FP32.search(row.get("precision") or ""):
         ex["logits_precision"] = "fp32"  # cost.LOGITS_FP32_RATE
     vpp_n = cells.number(row.get("vpp")) if not _unverified(row.get("vpp") or "") else None

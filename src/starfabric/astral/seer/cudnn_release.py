@@ -1,0 +1,162 @@
+"""cuDNN fused attention by release: the run's cuDNN release -> a rate multiplier on Seer's
+Hopper cuDNN curve (the FlashAttention-3 paper's 2024 curve, which is cuDNN 9.1's own training
+benchmark within a few percent: tests/astral/seer/test_cudnn_training_curve.py).
+
+Source: NVIDIA/cudnn-frontend's isolated SDPA training benchmarks on Hopper, BF16, head dim 128,
+causal (tests/data/attention/cudnn_training_hopper.csv, read with `git show` from the public
+repository): cuDNN 9.1.0 (b740542), 9.4.0 (de355c7, "Updated benchmark numbers with cudnn
+9.4.0"), 9.19.1 (df73764, H200). The multiplier of a measured release is its forward and its
+backward rate over 9.1.0's, geometric mean over the sequence lengths both runs measured
+(4K-32K); every per-length ratio lies within RATIO_SPREAD of it. Between measured releases the
+multiplier is interpolated linearly in the minor version; after the last it holds; releases
+before 9.1 (and cuDNN 8) get 1.0, as does a run whose release is unknown (today's behaviour).
+
+Only Hopper is covered: Seer's Blackwell curves are Hopper's times a Blackwell/H200 ratio
+measured at one release (efficiency.yaml), and cudnn-frontend publishes no Blackwell sweep at
+9.1, so no Blackwell multiplier is derived here (a Blackwell run keeps 1.0).
+
+What a row states (`row_release`): the cuDNN release it names ("cuDNN 9.11"); else the NeMo
+Framework container it names, through NEMO_CONTAINER_CUDNN (NVIDIA-NeMo/Megatron-Bridge
+docs/releases/software-versions.md, the "cuDNN" row of each container's component table);
+else nothing. A container outside that table (the NGC PyTorch and older NeMo containers: their
+release notes' component lists are not in the stored pages) and a date alone give no release:
+at any date older containers are still in use, and their cuDNN releases differ, so a date never
+fixes one release (the rule the task allows only where every container of the date agrees).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import TYPE_CHECKING
+
+from starfabric.errors import ConfigError
+
+if TYPE_CHECKING:
+    from starfabric.astral.seer.predict import Job
+
+Release = tuple[int, int]
+
+BASE: Release = (9, 1)
+"""The release Seer's Hopper cuDNN curve is (test_cudnn_training_curve.py)."""
+
+MEASURED_HOPPER: dict[Release, tuple[float, float]] = {
+    (9, 1): (1.0, 1.0),
+    (9, 4): (1.117, 0.994),
+    (9, 19): (1.138, 1.140),
+}
+"""(forward, backward) causal training rate over cuDNN 9.1.0's, geometric mean over 4K-32K:
+9.4.0 forward 1.131/1.128/1.108/1.102, backward 0.988/0.997/0.982/1.009 (cudnn-frontend
+de355c7 over b740542, same script and shapes); 9.19.1 forward 1.090/1.124/1.147/1.192, backward
+1.069/1.167/1.163/1.163 (df73764, H200, 64 query / 8 KV heads, over b740542's 16 heads)."""
+
+RATIO_SPREAD = 0.05
+"""Every per-length ratio of MEASURED_HOPPER's source rows lies within 5% of the release's
+multiplier (the largest: 9.19.1 forward at 32K, 1.192 against 1.138)."""
+
+_CUDNN = re.compile(r"cu[dD][nN][nN]\s*(?:v(?:ersion)?\s*|version\s+|==\s*)?(\d+)\.(\d+)", re.I)
+"""A cuDNN version a cell states: "cuDNN 9.11", "cudnn v9.4.0", "cuDNN==9.19.1"."""
+
+
+def stated_release(*texts: str | None) -> Release | None:
+    """The first cuDNN release (major, minor) the texts state ("cuDNN 9.11 MLA kernels"), else
+    None. A cuDNN Frontend version ("cuDNN Frontend 1.7") is not a cuDNN release."""
+    for text in texts:
+        m = _CUDNN.search(text or "")
+        if m and int(m.group(1)) >= 7:
+            return (int(m.group(1)), int(m.group(2)))
+    return None
+
+
+NEMO_CONTAINER_CUDNN: dict[tuple[int, int], Release] = {
+    (25, 9): (9, 11),
+    (25, 11): (9, 13),
+    (26, 2): (9, 18),
+    (26, 4): (9, 20),
+}
+"""NeMo Framework training container (YY.MM) -> its cuDNN (major, minor), from
+NVIDIA-NeMo/Megatron-Bridge docs/releases/software-versions.md (commit 2075a5b8aa): 25.09
+cuDNN 9.11.0.98, 25.11 9.13.1.26, 26.02 9.18.0.50, 26.04 9.20.0.48-1. A patch image
+(26.04.01) is taken as its month's container (assumption: a patch does not downgrade cuDNN;
+every release from 9.19 on gets the same held multiplier anyway)."""
+
+_NEMO_CONTAINER = re.compile(
+    r"\bnemo(?:\s*framework)?(?:\s*(?:container|image))?\s*[:\s]\s*(\d\d)\.(0[1-9]|1[0-2])\b",
+    re.I,
+)
+"""A NeMo container tag a cell names: "NeMo 26.04.01 image", "nemo:25.09", "NeMo Framework
+25.11" (NeMo's own 1.x/2.x versions have one-digit majors and are not containers)."""
+
+
+def container_release(*texts: str | None) -> tuple[str, Release | None] | None:
+    """The first NeMo container a cell names, as ("YY.MM", its cuDNN or None when the
+    container is not in NEMO_CONTAINER_CUDNN); None when no cell names one."""
+    for text in texts:
+        m = _NEMO_CONTAINER.search(text or "")
+        if m:
+            tag = (int(m.group(1)), int(m.group(2)))
+            return f"{m.group(1)}.{m.group(2)}", NEMO_CONTAINER_CUDNN.get(tag)
+    return None
+
+
+def row_release(*texts: str | None) -> tuple[Release | None, str]:
+    """A row's cuDNN release and how it was read: the cuDNN it states, else its NeMo
+    container's (NEMO_CONTAINER_CUDNN), else None with the reason (printed as the row's
+    assumption)."""
+    named = stated_release(*texts)
+    if named is not None:
+        return named, f"{named[0]}.{named[1]} (stated)"
+    container = container_release(*texts)
+    if container is not None:
+        tag, rel = container
+        if rel is not None:
+            return rel, f"{rel[0]}.{rel[1]} (NeMo {tag} container)"
+        return None, f"unknown (NeMo {tag} container not in the sourced table): cuDNN 9.1 curve"
+    return None, "unknown (not stated): Seer's cuDNN 9.1 curve"
+
+
+def parse_release(text: str) -> Release:
+    """A `--cudnn` / `execution.cudnn_release` value ("9.4", "9.19.1") as (major, minor)."""
+    m = re.fullmatch(r"\s*v?(\d+)\.(\d+)(?:\.\d+)*\s*", text)
+    if not m:
+        raise ValueError(f"cuDNN release {text!r} is not MAJOR.MINOR (e.g. 9.4 or 9.19.1)")
+    return (int(m.group(1)), int(m.group(2)))
+
+
+def hopper_multiplier(release: Release | None) -> tuple[float, float]:
+    """(forward, backward) rate multiplier on the Hopper cuDNN curve for `release`: measured
+    releases exactly, linear in the minor version between two measured ones, the last measured
+    value after it; 1.0 before 9.1, for another major version before 9 and when unknown."""
+    if release is None or release <= BASE:
+        return (1.0, 1.0)
+    known = sorted(MEASURED_HOPPER)
+    if release >= known[-1]:
+        return MEASURED_HOPPER[known[-1]]
+    if release[0] != BASE[0]:
+        return (1.0, 1.0)
+    lo = max(r for r in known if r <= release)
+    hi = min(r for r in known if r >= release)
+    if lo == hi:
+        return MEASURED_HOPPER[lo]
+    w = (release[1] - lo[1]) / (hi[1] - lo[1])
+    a, b = MEASURED_HOPPER[lo], MEASURED_HOPPER[hi]
+    return (a[0] + w * (b[0] - a[0]), a[1] + w * (b[1] - a[1]))
+
+
+def rate_multiplier(release: str | None, kernel: str, hopper: bool) -> tuple[float, float]:
+    """(forward, backward) multiplier of a run's fused attention: cuDNN's kernel on Hopper only
+    (FlashAttention-2 and older kernels are not cuDNN's; Blackwell has no per-release data here)."""
+    if kernel != "cudnn" or not hopper or not release:
+        return (1.0, 1.0)
+    return hopper_multiplier(parse_release(release))
+
+
+def with_cudnn_release(job: Job, text: str) -> Job:
+    """`job` with its execution's cudnn_release set to `text` (`seer predict --cudnn`); a value
+    that is not MAJOR.MINOR[.PATCH] is refused in one line."""
+    try:
+        parse_release(text)
+    except ValueError as exc:
+        raise ConfigError(f"--cudnn {text!r}: {exc}", fix="give --cudnn 9.4 or 9.19.1") from None
+    execution = job.execution.model_copy(update={"cudnn_release": text.strip().lstrip("v")})
+    return dataclasses.replace(job, execution=execution)
