@@ -79,9 +79,9 @@ def seer_predict(
 
     from starfabric.astral.seer import load_job, predict, write_trace
     from starfabric.astral.seer.calibrate import apply_profile
-    from starfabric.astral.seer.cudnn_release import with_cudnn_release
     from starfabric.astral.seer.goodput import production_summary
     from starfabric.astral.seer.hf_config import check_seq_len
+    from starfabric.astral.seer.predict import with_cudnn_release
 
     overrides: dict[str, object] = {}
     if gpu:

@@ -22,7 +22,7 @@ from starfabric.astral.seer.efficiency import Efficiency, flash_time, gemm_time,
 from starfabric.astral.seer.ep_overlap import pair_exposed_fraction, runs_megatron_overlap
 from starfabric.astral.seer.ep_overlap_hidden import realized_exposed_fraction
 from starfabric.astral.seer.flash_generation import kernel_rates
-from starfabric.astral.seer.fp8_recipe import cast_factor, gemm_rate
+from starfabric.astral.seer.fp8_recipe import cast_factor, gemm_rate, native_mx
 from starfabric.astral.seer.fsdp_side_window import side_groups, side_window_s, split_exposure
 from starfabric.astral.seer.model import ModelSpec
 from starfabric.astral.seer.nccl_a2a_ctas import nccl_alltoall_ctas
@@ -171,7 +171,8 @@ def make_context(
     flash_rate = FA2_ON_HOPPER if ex.flash_kernel != "cudnn" and hopper_or_later else 1.0
     gen_fwd, gen_bwd = kernel_rates(ex.flash_kernel)
     # cuDNN's kernel on Hopper at the run's release (cudnn_release; unknown: 1.0).
-    hopper = hopper_or_later and "fp4" not in gpu.dense_tflops
+    # Hopper: FP8 tensor cores without Blackwell's MX block scales (fp8_recipe.native_mx).
+    hopper = hopper_or_later and not native_mx(gpu)
     rel_fwd, rel_bwd = cudnn_rate(ex.cudnn_release, ex.flash_kernel, hopper)
     return CostContext(
         peak_flops=peak,

@@ -26,14 +26,7 @@ fixes one release (the rule the task allows only where every container of the da
 
 from __future__ import annotations
 
-import dataclasses
 import re
-from typing import TYPE_CHECKING
-
-from starfabric.errors import ConfigError
-
-if TYPE_CHECKING:
-    from starfabric.astral.seer.predict import Job
 
 Release = tuple[int, int]
 
@@ -50,9 +43,10 @@ MEASURED_HOPPER: dict[Release, tuple[float, float]] = {
 de355c7 over b740542, same script and shapes); 9.19.1 forward 1.090/1.124/1.147/1.192, backward
 1.069/1.167/1.163/1.163 (df73764, H200, 64 query / 8 KV heads, over b740542's 16 heads)."""
 
-RATIO_SPREAD = 0.05
-"""Every per-length ratio of MEASURED_HOPPER's source rows lies within 5% of the release's
-multiplier (the largest: 9.19.1 forward at 32K, 1.192 against 1.138)."""
+RATIO_SPREAD = 0.07
+"""Every per-length ratio of MEASURED_HOPPER's source rows lies within 7% of the release's
+multiplier (the farthest: 9.19.1's backward at 4K, 1.069 against 1.140; its forward spans
+1.090-1.192 around 1.138): one multiplier per release, not a curve by length."""
 
 _CUDNN = re.compile(r"cu[dD][nN][nN]\s*(?:v(?:ersion)?\s*|version\s+|==\s*)?(\d+)\.(\d+)", re.I)
 """A cuDNN version a cell states: "cuDNN 9.11", "cudnn v9.4.0", "cuDNN==9.19.1"."""
@@ -149,14 +143,3 @@ def rate_multiplier(release: str | None, kernel: str, hopper: bool) -> tuple[flo
     if kernel != "cudnn" or not hopper or not release:
         return (1.0, 1.0)
     return hopper_multiplier(parse_release(release))
-
-
-def with_cudnn_release(job: Job, text: str) -> Job:
-    """`job` with its execution's cudnn_release set to `text` (`seer predict --cudnn`); a value
-    that is not MAJOR.MINOR[.PATCH] is refused in one line."""
-    try:
-        parse_release(text)
-    except ValueError as exc:
-        raise ConfigError(f"--cudnn {text!r}: {exc}", fix="give --cudnn 9.4 or 9.19.1") from None
-    execution = job.execution.model_copy(update={"cudnn_release": text.strip().lstrip("v")})
-    return dataclasses.replace(job, execution=execution)

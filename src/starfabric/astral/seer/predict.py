@@ -8,6 +8,7 @@ FLOP conventions, memory per GPU with an OOM verdict, and the timeline for trace
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ from typing import Any
 from pydantic import Field
 
 from starfabric.astral.seer.cost import make_context
+from starfabric.astral.seer.cudnn_release import parse_release
 from starfabric.astral.seer.efficiency import efficiency_for
 from starfabric.astral.seer.megatron_cli import looks_like_megatron, read_megatron_file
 from starfabric.astral.seer.memory import MemoryReport, memory_report
@@ -51,6 +53,17 @@ class Job:
     model: ModelSpec
     execution: ExecutionSpec
     system: SystemSpec
+
+
+def with_cudnn_release(job: Job, text: str) -> Job:
+    """`job` with its execution's cudnn_release set to `text` (`seer predict --cudnn`,
+    seer/cudnn_release.py); a value that is not MAJOR.MINOR[.PATCH] is refused in one line."""
+    try:
+        parse_release(text)
+    except ValueError as exc:
+        raise ConfigError(f"--cudnn {text!r}: {exc}", fix="give --cudnn 9.4 or 9.19.1") from None
+    execution = job.execution.model_copy(update={"cudnn_release": text.strip().lstrip("v")})
+    return dataclasses.replace(job, execution=execution)
 
 
 def load_job(path: str | Path, overrides: dict[str, Any] | None = None) -> Job:
