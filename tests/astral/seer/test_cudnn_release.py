@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 from starfabric.astral.seer import make_job, predict
 from starfabric.astral.seer.cost import make_context
 from starfabric.astral.seer.cudnn_release import (
+    BLACKWELL_RELEASE_SPREAD,
     MEASURED_HOPPER,
     NEMO_CONTAINER_CUDNN,
     RATIO_SPREAD,
@@ -29,6 +30,7 @@ from starfabric.astral.seer.validate import _cudnn_release
 from starfabric.cli import app
 
 DATA = Path(__file__).parents[2] / "data" / "attention" / "cudnn_training_hopper.csv"
+BLACKWELL = DATA.with_name("cudnn_training_blackwell.csv")
 SHARED = (4096, 8192, 16384, 32768)
 """Sequence lengths every transcribed release measured (causal)."""
 
@@ -157,3 +159,25 @@ def test_predict_cudnn_option_is_refused_in_one_line() -> None:
     res = CliRunner().invoke(app, ["astral", "seer", "predict", str(job), "--cudnn", "nine"])
     assert res.exit_code == 2
     assert "--cudnn 'nine'" in res.output and "Traceback" not in res.output
+
+
+@pytest.mark.parametrize(
+    ("gpu", "old", "new"),
+    [("B200", "9.10.2", "9.13.1"), ("GB200", "9.18.1", "9.19.1"), ("GB300", "9.18.1", "9.19.1")],
+)
+def test_blackwell_releases_move_attention_less_than_the_spread(
+    gpu: str, old: str, new: str
+) -> None:
+    """Why Blackwell keeps 1.0: each paired release step changes forward and backward by under
+    BLACKWELL_RELEASE_SPREAD at every length (and by more than nothing: the data are not a copy)."""
+    with BLACKWELL.open() as f:
+        rows = [r for r in csv.DictReader(x for x in f if not x.startswith("#")) if r["gpu"] == gpu]
+    by = {(r["cudnn"], int(r["seq"])): r for r in rows}
+    moved = 0.0
+    for s in SHARED:
+        for col in ("fwd_tflops", "bwd_tflops"):
+            r = float(by[(new, s)][col]) / float(by[(old, s)][col])
+            assert abs(r - 1.0) < BLACKWELL_RELEASE_SPREAD, (gpu, s, col, r)
+            moved = max(moved, abs(r - 1.0))
+    assert moved > 0.005
+    assert rate_multiplier(new, "cudnn", False) == (1.0, 1.0)

@@ -12,8 +12,11 @@ multiplier is interpolated linearly in the minor version; after the last it hold
 before 9.1 (and cuDNN 8) get 1.0, as does a run whose release is unknown (today's behaviour).
 
 Only Hopper is covered: Seer's Blackwell curves are Hopper's times a Blackwell/H200 ratio
-measured at one release (efficiency.yaml), and cudnn-frontend publishes no Blackwell sweep at
-9.1, so no Blackwell multiplier is derived here (a Blackwell run keeps 1.0).
+measured at one release (efficiency.yaml), and cudnn-frontend publishes no Blackwell sweep near
+9.1. Its Blackwell sweeps that pair two releases on one GPU through one path
+(tests/data/attention/cudnn_training_blackwell.csv: B200 9.10.2 -> 9.13.1, GB200 and GB300
+9.18.1 -> 9.19.1) move forward and backward by under BLACKWELL_RELEASE_SPREAD at 4K-32K, so a
+Blackwell run keeps 1.0 at every release from 9.10 on.
 
 What a row states (`row_release`): the cuDNN release it names ("cuDNN 9.11"); else the NeMo
 Framework container it names, through NEMO_CONTAINER_CUDNN (NVIDIA-NeMo/Megatron-Bridge
@@ -47,6 +50,10 @@ RATIO_SPREAD = 0.07
 """Every per-length ratio of MEASURED_HOPPER's source rows lies within 7% of the release's
 multiplier (the farthest: 9.19.1's backward at 4K, 1.069 against 1.140; its forward spans
 1.090-1.192 around 1.138): one multiplier per release, not a curve by length."""
+
+BLACKWELL_RELEASE_SPREAD = 0.03
+"""Largest change of a Blackwell causal training rate between two paired releases at 4K-32K
+(GB200 9.18.1 -> 9.19.1 forward at 4K, +2.9%): below what a per-release multiplier would carry."""
 
 _CUDNN = re.compile(r"cu[dD][nN][nN]\s*(?:v(?:ersion)?\s*|version\s+|==\s*)?(\d+)\.(\d+)", re.I)
 """A cuDNN version a cell states: "cuDNN 9.11", "cudnn v9.4.0", "cuDNN==9.19.1"."""
