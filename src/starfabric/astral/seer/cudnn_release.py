@@ -24,7 +24,7 @@ docs/releases/software-versions.md, the "cuDNN" row of each container's componen
 else nothing. A container outside that table (the NGC PyTorch and older NeMo containers: their
 release notes' component lists are not in the stored pages) and a date alone give no release:
 at any date older containers are still in use, and their cuDNN releases differ, so a date never
-fixes one release (the rule the task allows only where every container of the date agrees).
+fixes one release (a date could decide only where every container of that date had the same cuDNN).
 """
 
 from __future__ import annotations
