@@ -34,6 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from starfabric.astral.hardware import get_gpu
+from starfabric.astral.seer.cost import fa2_rate
 from starfabric.astral.seer.efficiency import efficiency_for, flash_time
 from starfabric.astral.seer.model import ModelSpec
 from starfabric.astral.seer.ops import FLASH_BWD_FLOPS_FACTOR
@@ -168,8 +169,6 @@ def seer_attention_seconds(
     """Seer's fused-attention seconds (forward + backward, all layers) of one iteration: the
     GPU's calibrated curve at the catalog peak scaled to `clock_mhz`, one kernel call per
     layer and pass over the whole batch (keys = s/2)."""
-    from starfabric.astral.seer.cost import fa2_rate  # cost imports the op table; lazy
-
     gpu = get_gpu(gpu_name)
     eff = efficiency_for(gpu)
     peak = gpu.tflops("bf16") * 1e12 * clock_mhz / PEAK_CLOCK_MHZ[gpu_name]
@@ -191,3 +190,34 @@ def seer_pair_rate(pair: PairRate, clock_mhz: float) -> float:
         pair.gpu, kernel, *pair.short, clock_mhz
     )
     return pair.dflops / dt / 1e12
+
+
+HOPPER_IN_TRAINING_FACTOR = 0.65
+"""The in-training factor efficiency.yaml's Hopper fused-attention fractions carry (0.367 =
+0.565 x 0.65 forward, 0.354 = 0.545 x 0.65 backward, on the FlashAttention-3 paper's isolated
+cuDNN curves): calibrated on the published rows, not on this benchmark."""
+
+
+def summed_rate(pairs: Iterable[PairRate], gpu: str, backend: str) -> float:
+    """One backend's attention rate over all its equal-token pairs on `gpu` (TFLOP/s): summed
+    FLOPs differences over summed time differences (the long pairs weigh most)."""
+    sel = [p for p in pairs if p.gpu == gpu and p.backend == backend]
+    if not sel:
+        raise ConfigError(f"no {backend} pairs on {gpu}", fix="give rows of equal tokens")
+    return sum(p.dflops for p in sel) / sum(p.dt_s for p in sel) / 1e12
+
+
+def fa2_cudnn_ratio(pairs: Iterable[PairRate], gpu: str) -> float:
+    """FlashAttention-2's in-training attention rate over cuDNN's on `gpu` (summed pairs)."""
+    ps = list(pairs)
+    return summed_rate(ps, gpu, "FLASH_ATTENTION") / summed_rate(ps, gpu, "CUDNN_ATTENTION")
+
+
+def implied_in_training_factor(pairs: Iterable[PairRate], gpu: str, clock_mhz: float) -> float:
+    """The in-training factor on the isolated curve that would make Seer's cuDNN rate equal
+    the measured one on `gpu` at `clock_mhz` (HOPPER_IN_TRAINING_FACTOR x measured / Seer;
+    Seer's rate over an equal-token pair is its curve's saturated rate, the same for every
+    pair, because flash_time's per-query-block term scales with tokens)."""
+    ps = [p for p in pairs if p.gpu == gpu and p.backend == "CUDNN_ATTENTION"]
+    measured = summed_rate(ps, gpu, "CUDNN_ATTENTION")
+    return HOPPER_IN_TRAINING_FACTOR * measured / seer_pair_rate(ps[0], clock_mhz)
