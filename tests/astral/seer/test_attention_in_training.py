@@ -20,12 +20,13 @@ from starfabric.astral.seer.attention_in_training import (
     fa2_cudnn_ratio,
     implied_in_training_factor,
     read_timings,
+    seer_attention_seconds,
     seer_pair_rate,
     summed_rate,
 )
 from starfabric.astral.seer.cost import FA2_ON_BLACKWELL, FA2_ON_HOPPER, fa2_rate, make_context
 from starfabric.astral.seer.efficiency import efficiency_for
-from starfabric.astral.seer.parallel import ExecutionSpec, resolve_layout
+from starfabric.astral.seer.parallel import resolve_layout
 from starfabric.astral.seer.predict import make_job
 from starfabric.errors import ConfigError
 
@@ -122,7 +123,6 @@ def test_fa2_rate_per_generation(gpu: str, want: float) -> None:
         lay = resolve_layout(job.model, job.execution, job.system)
         ctx = make_context(job.execution, lay, efficiency_for(lay.gpu))
         assert ctx.flash_rate == rate and ctx.flash_rate_bwd == rate
-    assert isinstance(job.execution, ExecutionSpec)
 
 
 @settings(max_examples=40, deadline=None)
@@ -145,6 +145,11 @@ def test_implied_in_training_factor() -> None:
     in its log): ~0.5, Seer's Blackwell curve is faster than this cuDNN 9.9 run."""
     assert implied_in_training_factor(PAIRS, "H200", 1500.0) == pytest.approx(1.01, abs=0.03)
     assert implied_in_training_factor(PAIRS, "B200", 1665.0) == pytest.approx(0.51, abs=0.03)
+
+
+def test_unknown_clock_reference_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="H100-SXM"):
+        seer_attention_seconds("H100-SXM", "cudnn", 1, 4096, 1500.0)
 
 
 def test_bad_row_is_a_config_error(tmp_path: Path) -> None:

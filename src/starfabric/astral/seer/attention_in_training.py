@@ -169,6 +169,11 @@ def seer_attention_seconds(
     """Seer's fused-attention seconds (forward + backward, all layers) of one iteration: the
     GPU's calibrated curve at the catalog peak scaled to `clock_mhz`, one kernel call per
     layer and pass over the whole batch (keys = s/2)."""
+    if gpu_name not in PEAK_CLOCK_MHZ:
+        raise ConfigError(
+            f"no peak-clock reference for GPU {gpu_name!r}",
+            fix=f"use one of {', '.join(PEAK_CLOCK_MHZ)} (attention_in_training.PEAK_CLOCK_MHZ)",
+        )
     gpu = get_gpu(gpu_name)
     eff = efficiency_for(gpu)
     peak = gpu.tflops("bf16") * 1e12 * clock_mhz / PEAK_CLOCK_MHZ[gpu_name]
