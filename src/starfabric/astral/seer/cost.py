@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from starfabric.astral.hardware import GPUSpec
 from starfabric.astral.seer.comm import CommModel, Phase, layout_groups
 from starfabric.astral.seer.cp_comm import ring_exposed
 from starfabric.astral.seer.cudnn_release import rate_multiplier as cudnn_rate
@@ -51,8 +52,18 @@ BF16_GEMMS = (
 FA2_ON_HOPPER = 0.62
 """FlashAttention-2's rate relative to cuDNN's fused attention on Hopper (FlashAttention-3
 paper, Shah et al. 2024, H100 BF16 head dim 128 at 16k: forward causal 335 vs 539 TFLOP/s,
-backward 322 vs 516: 0.62 both); FA2 has no Hopper-specific path (no WGMMA/TMA), so the same
-ratio is taken for Blackwell. On Ampere FA2 is the reference kernel (ratio 1)."""
+backward 322 vs 516: 0.62 both); FA2 has no Hopper-specific path (no WGMMA/TMA). Checked in
+training: cudnn-frontend's Llama-3.2-1B benchmark (commit 7606332, H200 at 1500 MHz, cuDNN 9.9
+vs PyTorch 2.7's FA2, head dim 64) gives 0.65 from its equal-token pairs
+(seer/attention_in_training.py). On Ampere FA2 is the reference kernel (ratio 1)."""
+FA2_ON_BLACKWELL = 0.55
+"""FlashAttention-2's rate relative to cuDNN's fused attention on Blackwell: the same
+benchmark's B200 run gives 0.55 (summed attention time of its three equal-token pairs, cuDNN
+9.9.0 vs PyTorch 2.7's FA2, BF16 causal, head dim 64; 0.54/0.57/0.59 pair by pair) where its
+H200 run gives 0.65. FA2's warp-level mma.sync path does not use Blackwell's tcgen05 tensor
+cores, so it gains less from the new SM than cuDNN does (FA2 on B200 runs at 1.04x its H200
+rate there, cuDNN at 1.23x). Taken for every Blackwell GPU (a catalog MXFP8 peak), B300/GB300
+included (assumption: no FA2 measurement on Blackwell Ultra)."""
 POWER_CLOCK_EXPONENT = 1.0 / 3.0
 """Sustained clock under a power cap below TDP scales as (cap / TDP)^(1/3): dynamic power is
 C V^2 f and voltage tracks frequency over the DVFS range, so P ~ f^3 (CMOS scaling; applied
@@ -102,7 +113,7 @@ class CostContext:
     """Per-parameter ZeRO-3 (DeepSpeed 2021) gathers again when full recompute re-runs a
     layer's forward; flat-buffer FSDP does not (`schedule.full_recompute_cost`)."""
     flash_rate: float = 1.0
-    """Fused-attention kernel rate relative to the GPU's calibrated one (FA2_ON_HOPPER; a
+    """Fused-attention kernel rate relative to the GPU's calibrated one (cost.fa2_rate; a
     kernel older than FlashAttention-2: `flash_generation.kernel_rates`), forward pass."""
     flash_rate_bwd: float = 1.0
     """The same for the backward pass (the Triton FlashAttention trails FA2 more there)."""
@@ -142,6 +153,15 @@ def _ep_comm_sms(ex: ExecutionSpec, lay: Layout) -> int:
     return EP_COMM_SMS
 
 
+def fa2_rate(gpu: GPUSpec) -> float:
+    """FlashAttention-2's fused-attention rate relative to cuDNN's on `gpu`: FA2_ON_BLACKWELL
+    on Blackwell (an MXFP8 peak in the catalog), FA2_ON_HOPPER on Hopper (an FP8 peak), 1
+    before (FA2 is the reference kernel)."""
+    if native_mx(gpu):
+        return FA2_ON_BLACKWELL
+    return FA2_ON_HOPPER if gpu.dense_tflops.get("fp8", 0.0) > 0 else 1.0
+
+
 def make_context(
     ex: ExecutionSpec,
     lay: Layout,
@@ -165,10 +185,9 @@ def make_context(
         cast_bytes = FP8_CAST_BYTES * cast_factor(ex.fp8_recipe, gpu)
     else:
         gemm_peak, gemm_frac = peak, eff.gemm_peak_fraction
-    hopper_or_later = gpu.dense_tflops.get("fp8", 0.0) > 0
-    # Every kernel but cuDNN's is FlashAttention-2 or older: FA2_ON_HOPPER of cuDNN on Hopper
-    # and later; an older kernel runs at its measured fraction of FA2 (flash_generation).
-    flash_rate = FA2_ON_HOPPER if ex.flash_kernel != "cudnn" and hopper_or_later else 1.0
+    # Every kernel but cuDNN's is FlashAttention-2 or older: fa2_rate of cuDNN; an older
+    # kernel runs at its measured fraction of FA2 (flash_generation).
+    flash_rate = fa2_rate(gpu) if ex.flash_kernel != "cudnn" else 1.0
     gen_fwd, gen_bwd = kernel_rates(ex.flash_kernel)
     # cuDNN's kernel on Hopper at the run's release (cudnn_release; unknown: 1.0).
     # Hopper: FP8 tensor cores without Blackwell's MX block scales (fp8_recipe.native_mx).

@@ -18,7 +18,7 @@ of the paper that reports it (a run published in 2023-05 cannot have used a July
 a bare year before 2023 ("2022"). A bare year 2023 decides nothing and the row keeps
 FlashAttention-2.
 
-On Hopper and later an older kernel gets the same ratio on top of FA2's (`cost.FA2_ON_HOPPER`);
+On Hopper and later an older kernel gets the same ratio on top of FA2's (`cost.fa2_rate`);
 the paper measured it on A100 only, and no development row runs FlashAttention 1.x on Hopper.
 """
 

@@ -163,7 +163,8 @@ class ExecutionSpec(Spec):
         default="cudnn",
         description="fused-attention implementation: cudnn (Transformer Engine's fused "
         "attention, Megatron-Core/NeMo) or fa2 (FlashAttention-2, PyTorch SDPA's flash "
-        "backend: TorchTitan, HF); on Hopper and later FA2 reaches FA2_ON_HOPPER of cuDNN; "
+        "backend: TorchTitan, HF); FA2 reaches FA2_ON_HOPPER of cuDNN on Hopper, "
+        "FA2_ON_BLACKWELL on Blackwell (cost.fa2_rate); "
         "fa1 / xformers / triton: the kernels before FlashAttention-2 (2022 to mid-2023), at "
         "FA2's rate divided by flash_generation.PRE_FA2_SPEEDUP",
     )
