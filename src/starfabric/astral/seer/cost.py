@@ -191,7 +191,7 @@ def make_context(
     gen_fwd, gen_bwd = kernel_rates(ex.flash_kernel)
     # cuDNN's kernel on Hopper at the run's release (cudnn_release; unknown: 1.0).
     # Hopper: FP8 tensor cores without Blackwell's MX block scales (fp8_recipe.native_mx).
-    hopper = hopper_or_later and not native_mx(gpu)
+    hopper = gpu.dense_tflops.get("fp8", 0.0) > 0 and not native_mx(gpu)
     rel_fwd, rel_bwd = cudnn_rate(ex.cudnn_release, ex.flash_kernel, hopper)
     return CostContext(
         peak_flops=peak,
