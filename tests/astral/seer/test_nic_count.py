@@ -191,3 +191,17 @@ def test_one_count_reader_beside_a_rate_or_without(
     per_nic = _RATES[rate] or 400.0  # H100's reference NIC: 400 Gb/s per GPU
     row = {"row_id": "x", "interconnect": cell, "gpus_per_node": "8"}
     assert _nic(row, "H100") == f"{n * per_nic / _PER_GPUS[per]:g}G"
+
+
+@pytest.mark.parametrize(
+    "cell",
+    [
+        "8 NICs per node, 2x200 Gb/s per GPU",
+        "4 HCAs per 8 GPUs; 400 Gb/s per GPU",
+        "a ConnectX-7 NIC per 2 GPUs, 50 GB/s per GPU",
+    ],
+)
+def test_a_rate_stated_per_gpu_wins_over_a_nic_count(cell: str) -> None:
+    """A rate the cell states per GPU is the share itself (`_nic_gbps`: most explicit first);
+    the NIC count multiplies only a rate of one adapter."""
+    assert _nic_gbps(cell, 8) == pytest.approx(400.0)

@@ -507,23 +507,26 @@ _BYTES = r"(\d+(?:\.\d+)?)\s*([GT])B/s"
 
 def _nic_gbps(text: str, per_node: int) -> float | None:
     """Gb/s per GPU stated by an interconnect cell, most explicit statement first: a rate per
-    GPU ('400 Gb/s per GPU', '50 GB/s per GPU'), N links of a rate ('8x HDR 200Gb/s',
-    '8x50 GB/s'), N NICs of a rate ('4 NICs (200 Gb/s each)'), a rate per node."""
+    GPU ('400 Gb/s per GPU', '50 GB/s per GPU'), NICs per GPUs or per node beside a rate of one
+    ('4 NICs per 8 GPUs, 100 Gb/s each': `nic_count.stated_nics_per_gpu`), N links of a rate
+    ('8x HDR 200Gb/s', '8x50 GB/s'), N NICs of a rate ('4 NICs (200 Gb/s each)'), a rate per
+    node."""
 
     def scale(unit: str) -> float:
         return 1000.0 if unit.upper() == "T" else 1.0
 
-    ratio = nic_count.stated_nics_per_gpu(text, per_node)
-    rate = re.search(_SPEED, text)
-    if ratio is not None and rate:  # "4 NICs per 8 GPUs, 100 Gb/s each"
-        return ratio * float(rate.group(1)) * scale(rate.group(2))
-    text = _with_ib_rates(text)
-    m = re.search(r"(?:(\d+)\s*[x×]\s*)?" + _SPEED + r"\s*(?:per|/)\s*(?:GPU|gpu)", text)
+    ib = _with_ib_rates(text)
+    m = re.search(r"(?:(\d+)\s*[x×]\s*)?" + _SPEED + r"\s*(?:per|/)\s*(?:GPU|gpu)", ib)
     if m:  # b = bits, B = bytes; "2x200 Gb/s per GPU": two links per GPU
         return int(m.group(1) or 1) * float(m.group(2)) * scale(m.group(3))
-    m = re.search(_BYTES + r"\s*(?:per|/)\s*GPU", text)
+    m = re.search(_BYTES + r"\s*(?:per|/)\s*GPU", ib)
     if m:
         return 8 * float(m.group(1)) * scale(m.group(2))
+    ratio = nic_count.stated_nics_per_gpu(text, per_node)
+    rate = re.search(_SPEED, text)
+    if ratio is not None and rate:  # "4 NICs per 8 GPUs, 100 Gb/s each": a rate per NIC
+        return ratio * float(rate.group(1)) * scale(rate.group(2))
+    text = ib
     m = re.search(r"(\d+)\s*[x×]\s*(?:[A-Za-z][\w-]*\s+)*?" + _SPEED, text)
     if m:
         return int(m.group(1)) * float(m.group(2)) * scale(m.group(3)) / per_node
