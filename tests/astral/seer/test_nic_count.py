@@ -148,14 +148,60 @@ def test_a_number_in_a_product_name_is_not_a_count(cell: str) -> None:
 def test_a_rate_is_not_a_count_of_nics() -> None:
     # "400G NIC per node": one 400 Gb/s NIC, not 400 NICs.
     assert stated_nics_per_gpu("CX7 400G NIC per node", 8) is None
-    assert stated_nics_per_gpu("one 400G NIC per node", 8) is None
+    assert stated_nics_per_gpu("one 400G NIC per node", 8) == pytest.approx(1 / 8)  # "one" counts
+    assert _nic_gbps("one 400G NIC per node", 8) == pytest.approx(50.0)
     assert stated_nics_per_gpu("4 NICs per node", 8) == pytest.approx(0.5)
 
 
-def test_the_rated_ratio_reader_skips_product_numbers() -> None:
-    from starfabric.astral.seer.validate import nics_per_gpu
+def test_the_ratio_reader_skips_product_numbers() -> None:
+    assert stated_nics_per_gpu("ConnectX-7 NIC per 2 GPUs, 400 Gb/s", 8) == pytest.approx(0.5)
+    assert stated_nics_per_gpu("one ConnectX-7 NIC per 2 GPUs", 8) == pytest.approx(0.5)
+    assert stated_nics_per_gpu("4 NICs per 8 GPUs", 8) == pytest.approx(0.5)
+    assert stated_nics_per_gpu("InfiniBand NICs per 8 GPUs", 8) is None  # how many is not said
+    assert stated_nics_per_gpu("CX7 NIC per node", 8) is None  # per node, a count must be said
 
-    assert nics_per_gpu("ConnectX-7 NIC per 2 GPUs, 400 Gb/s") == pytest.approx(0.5)
-    assert nics_per_gpu("one ConnectX-7 NIC per 2 GPUs") == pytest.approx(0.5)
-    assert nics_per_gpu("4 NICs per 8 GPUs") == pytest.approx(0.5)
-    assert nics_per_gpu("InfiniBand NICs per 8 GPUs") is None  # how many is not said
+
+_COUNTS = {"1": 1, "one": 1, "a": 1, "2": 2, "two": 2, "4": 4, "four": 4, "8": 8, "eight": 8}
+_NAMES = ["", "EFA ", "ConnectX-7 ", "Omni-Path ", "CX7 "]
+_PER_GPUS = {"8 GPUs": 8, "2 GPUs": 2, "two GPUs": 2, "4 GPUs": 4, "node": 8, "server": 8}
+_RATES = {"": None, ", 100 Gb/s each": 100.0, " (HDR 200 Gb/s)": 200.0, ", 400G": 400.0}
+
+
+@given(
+    count=st.sampled_from(sorted(_COUNTS)),
+    name=st.sampled_from(_NAMES),
+    noun=st.sampled_from(["NIC", "HCA", "adapter", "port", "link", "rail", "card", "interface"]),
+    prep=st.sampled_from(["per", "for", "/", "shared by", "per every"]),
+    per=st.sampled_from(sorted(_PER_GPUS)),
+    rate=st.sampled_from(sorted(_RATES)),
+    lead=st.sampled_from(["", "InfiniBand, "]),
+)
+def test_one_count_reader_beside_a_rate_or_without(
+    count: str, name: str, noun: str, prep: str, per: str, rate: str, lead: str
+) -> None:
+    """One reader of a stated NIC count serves both callers: beside a rate (`_nic_gbps`: count
+    x rate / GPUs) and without one (`_nic`: count x the GPU's reference NIC / GPUs), in every
+    phrasing either used to read alone ("a NIC for every two GPUs", "4 HCAs shared by 8 GPUs",
+    "4 rails per node"). Before they were one reader (496df04), 42% of these phrasings read
+    another share (a per-node count beside a rate read at the reference NIC's rate, "shared by"
+    not at all)."""
+    n = _COUNTS[count]
+    noun = noun if n == 1 else noun + "s"
+    cell = f"{lead}{count} {name}{noun} {prep} {per}{rate}"
+    per_nic = _RATES[rate] or 400.0  # H100's reference NIC: 400 Gb/s per GPU
+    row = {"row_id": "x", "interconnect": cell, "gpus_per_node": "8"}
+    assert _nic(row, "H100") == f"{n * per_nic / _PER_GPUS[per]:g}G"
+
+
+@pytest.mark.parametrize(
+    "cell",
+    [
+        "8 NICs per node, 2x200 Gb/s per GPU",
+        "4 HCAs per 8 GPUs; 400 Gb/s per GPU",
+        "a ConnectX-7 NIC per 2 GPUs, 50 GB/s per GPU",
+    ],
+)
+def test_a_rate_stated_per_gpu_wins_over_a_nic_count(cell: str) -> None:
+    """A rate the cell states per GPU is the share itself (`_nic_gbps`: most explicit first);
+    the NIC count multiplies only a rate of one adapter."""
+    assert _nic_gbps(cell, 8) == pytest.approx(400.0)

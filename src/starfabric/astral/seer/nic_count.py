@@ -12,16 +12,17 @@ less the ring latency) in Seer's formula (`NCCL_4HCA_A100_PEAK_BUSBW_GBS`;
 sharing a NIC lose nothing beyond sharing its line rate. On p4d's EFA the NCCL plugin reaches
 less of it (`efa.py`).
 
-So what matters is reading the count. `validate._nic_gbps` reads "4 NICs per 8 GPUs, 100 Gb/s
-each", "4x100 Gb/s per node" and "8x HDR200"; this module reads the phrasings it does not,
-where a node's count of adapters comes with words between it and the rate or after the rate
-("4 Omni-Path 100 Gb/s NICs per node", "InfiniBand, 4 HDR per node", "100 Gb/s Omni-Path, 4 per
-node", "four 100 Gb/s links per node") — each of which it used to read as one NIC per node (a
-rate "per node") or not at all (the reference design's one NIC per GPU, four times the share
-of a 4-NIC node) — and a count stated without a rate ("4 EFA NICs per 8 GPUs"), whose adapters
-run at the fabric's own rate: p4d's EFA adapters at 100 Gb/s (`P4D_EFA_ADAPTERS`, AWS
-p4d.24xlarge spec), any other at the GPU's reference NIC (`validate.DEFAULT_NIC_PER_GPU`: one
-NIC per GPU, so its per-GPU rate is the per-NIC rate).
+So what matters is reading the count. `validate._nic_gbps` reads "4x100 Gb/s per node" and
+"8x HDR200"; this module reads the phrasings it does not, where a node's count of adapters
+comes with words between it and the rate or after the rate ("4 Omni-Path 100 Gb/s NICs per
+node", "InfiniBand, 4 HDR per node", "100 Gb/s Omni-Path, 4 per node", "four 100 Gb/s links per
+node") — each of which it used to read as one NIC per node (a rate "per node") or not at all
+(the reference design's one NIC per GPU, four times the share of a 4-NIC node) — and, one
+reader for both of validate's uses (`stated_nics_per_gpu`), a count of adapters per GPUs or per
+node beside a rate ("4 NICs per 8 GPUs, 100 Gb/s each": times that rate) or without one ("4 EFA
+NICs per 8 GPUs"), whose adapters then run at the fabric's own rate: p4d's EFA adapters at 100
+Gb/s (`P4D_EFA_ADAPTERS`, AWS p4d.24xlarge spec), any other at the GPU's reference NIC
+(`validate.DEFAULT_NIC_PER_GPU`: one NIC per GPU, so its per-GPU rate is the per-NIC rate).
 """
 
 from __future__ import annotations
@@ -125,19 +126,36 @@ def count_rate_gbps(text: str, per_node: int) -> float | None:
     return None
 
 
+_NAME_WORD = _INTRA + r"(?!\d+\s)[\w-]+\s+"
+"""A word naming the adapters between a count and its noun ("EFA", "ConnectX-7", "100G"): not
+an NVLink/NVSwitch/PCIe/xGMI link, not a bare number."""
+_SHARED_PER = r"\s*(?i:per|for|/|shared\s+by)\s*(?i:every\s+)?"
+"""Between the adapters and what shares them: "per", "for", "/", "shared by", "per every"."""
+_NICS_PER = re.compile(
+    r"(?:(?<![\w.-])(\d+(?!\d)|(?i:an?)\b)" + _NOT_A_RATE
+    + r"\s*(?:" + _NAME_WORD + r"){0,2}?" + _NIC
+    + _SHARED_PER + r"(?:(\d+)\s*(?i:GPUs?)|(?i:node|server|host))\b"
+    + r"|(?<![\w-])" + _NAME_WORD + r"(?i:NIC|HCA|adapter|port|link|card|rail|interface)(?!s)"
+    + _SHARED_PER + r"(\d+)\s*(?i:GPUs?)\b)"
+)  # fmt: skip
+"""A count of scale-out adapters per GPUs or per node: "4 EFA NICs per 8 GPUs", "four HCAs per
+node", "a NIC for every two GPUs", "4 HCAs shared by 8 GPUs"; a named adapter without a count is
+one, per GPUs only ("ConnectX-7 NIC per 2 GPUs": the 7 names the product; "400G NIC per node"
+says no count)."""
+
+
 def stated_nics_per_gpu(text: str, per_node: int) -> float | None:
-    """Scale-out adapters per GPU when a cell counts them without a rate ("4 EFA NICs per 8
-    GPUs", "4 HCAs per node"); None when it does not count them."""
-    text = _digits(text)
-    m = re.search(
-        _COUNT + _NOT_A_RATE + r"\s*(?:" + _INTRA + r"[A-Za-z][\w-]*\s+){0,2}?" + _NIC
-        + r"\s*(?i:per|/|for)\s*(?:(\d+)\s*(?i:GPUs?)|(?i:node|server|host))\b",
-        text,
-    )  # fmt: skip
-    if not m:
+    """Scale-out adapters per GPU a cell states (`_NICS_PER`: "4 NICs per 8 GPUs" → 0.5, "4 HCAs
+    per node" on 8 GPUs → 0.5), with or without a rate beside it; None when it does not count
+    them. `validate._nic_gbps` multiplies it by a stated rate; `validate._nic` by the fabric's
+    adapter rate (`nic_rate_for_count`) when none is stated."""
+    m = _NICS_PER.search(_digits(text))
+    if m is None:
         return None
-    gpus = int(m.group(2)) if m.group(2) else per_node
-    return int(m.group(1)) / gpus if gpus > 0 else None
+    count, per_gpus, named_per_gpus = m.groups()
+    nics = 1 if count is None or not count.isdigit() else int(count)  # "a", "an", a named one
+    gpus = int(per_gpus or named_per_gpus or per_node)
+    return nics / gpus if gpus > 0 else None
 
 
 def nic_rate_for_count(efa_a100: bool, default_per_gpu_gbps: float) -> float:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 
+from starfabric.astral.hardware import GPUSpec
 from starfabric.astral.seer import cells
 from starfabric.errors import ConfigError, DataError
 
@@ -65,12 +66,20 @@ DEFAULT_GPUS_PER_NODE = 8
 no `gpus_per_node_default` (HGX/DGX boards hold 8)."""
 
 
+def _catalog_gpu(row: dict[str, str]) -> GPUSpec | None:
+    """The catalog entry of the row's GPU cell, None when the cell names no catalogued GPU (the
+    row's own readers refuse that; these defaults only step aside)."""
+    try:
+        return cells.match_gpu(row.get("gpu") or "")[0]
+    except ConfigError:
+        return None
+
+
 def default_gpus_per_node(row: dict[str, str]) -> int:
     """GPUs per host when the cell is empty: the catalog GPU's reference host
     (`GPUSpec.gpus_per_node_default`: 4 on a GB200/GB300 NVL72 compute tray), else 8."""
-    try:
-        spec = cells.match_gpu(row.get("gpu") or "")[0]
-    except ConfigError:
+    spec = _catalog_gpu(row)
+    if spec is None:
         return DEFAULT_GPUS_PER_NODE
     return spec.gpus_per_node_default or DEFAULT_GPUS_PER_NODE
 
@@ -79,9 +88,8 @@ def states_nvlink_domain(row: dict[str, str], n: int) -> bool:
     """True when a gpus_per_node of `n` is the row GPU's multi-host NVLink domain rather than a
     host ("72" or "72 (NVL72)" on GB200/GB300, whose hosts are 4-GPU compute trays): a
     transcriber copying the rack's size, not a 72-GPU host."""
-    try:
-        spec = cells.match_gpu(row.get("gpu") or "")[0]
-    except ConfigError:
+    spec = _catalog_gpu(row)
+    if spec is None:
         return False
     host = spec.gpus_per_node_default
     return spec.nvlink_domain is not None and host is not None and n == spec.nvlink_domain != host

@@ -503,53 +503,31 @@ def _default_nic(gpu: str) -> str:
     return "400G"
 
 
-_COUNT_WORDS = {"a": 1, "an": 1, "one": 1, "two": 2, "four": 4, "eight": 8}
-_NAME = r"(?<![\w-])(?![\w-]*(?:nvlink|nvswitch|pcie))[\w-]+\s+"
-"""A word naming the adapter ("ConnectX-7", "EFA"), not an NVLink/NVSwitch/PCIe port."""
-_NIC_RATIO = re.compile(
-    r"(?:(?<![\w.-])(\d+|an?|one|two|four|eight)\s*(?:" + _NAME + r")?"
-    r"(?:NICs?|HCAs?|adapters?|ports?|rails?)"
-    r"|" + _NAME + r"(?:NIC|HCA|adapter|port|rail)(?!s))"  # "ConnectX-7 NIC": one
-    r"\s*(?:per|for|/|shared by)\s*(?:every\s+)?(\d+|two|four|eight)\s*GPUs?\b",
-    re.IGNORECASE,
-)
-"""NICs per GPUs beside a rate: "4 NICs per 8 GPUs", "4 HCAs / 8 GPUs", "one 100G NIC per 2
-GPUs", "ConnectX-7 NIC per 2 GPUs" (one: the 7 names the product; not NVLink/PCIe ports); a
-count without a rate is nic_count's."""
-
-
-def nics_per_gpu(text: str) -> float | None:
-    """NICs per GPU an interconnect cell states (`_NIC_RATIO`: "4 NICs per 8 GPUs" → 0.5);
-    None when it states no such ratio."""
-    m = _NIC_RATIO.search(text or "")
-    if m is None:
-        return None
-    nics, gpus = (int(_COUNT_WORDS.get(g.lower(), g)) for g in (m.group(1) or "1", m.group(2)))
-    return nics / gpus if gpus else None
-
-
 _BYTES = r"(\d+(?:\.\d+)?)\s*([GT])B/s"
 
 
 def _nic_gbps(text: str, per_node: int) -> float | None:
     """Gb/s per GPU stated by an interconnect cell, most explicit statement first: a rate per
-    GPU ('400 Gb/s per GPU', '50 GB/s per GPU'), N links of a rate ('8x HDR 200Gb/s',
-    '8x50 GB/s'), N NICs of a rate ('4 NICs (200 Gb/s each)'), a rate per node."""
+    GPU ('400 Gb/s per GPU', '50 GB/s per GPU'), NICs per GPUs or per node beside a rate of one
+    ('4 NICs per 8 GPUs, 100 Gb/s each': `nic_count.stated_nics_per_gpu`), N links of a rate
+    ('8x HDR 200Gb/s', '8x50 GB/s'), N NICs of a rate ('4 NICs (200 Gb/s each)'), a rate per
+    node."""
 
     def scale(unit: str) -> float:
         return 1000.0 if unit.upper() == "T" else 1.0
 
-    ratio = nics_per_gpu(text)
-    rate = re.search(_SPEED, text)
-    if ratio is not None and rate:  # "4 NICs per 8 GPUs, 100 Gb/s each"
-        return ratio * float(rate.group(1)) * scale(rate.group(2))
-    text = _with_ib_rates(text)
-    m = re.search(r"(?:(\d+)\s*[x×]\s*)?" + _SPEED + r"\s*(?:per|/)\s*(?:GPU|gpu)", text)
+    ib = _with_ib_rates(text)
+    m = re.search(r"(?:(\d+)\s*[x×]\s*)?" + _SPEED + r"\s*(?:per|/)\s*(?:GPU|gpu)", ib)
     if m:  # b = bits, B = bytes; "2x200 Gb/s per GPU": two links per GPU
         return int(m.group(1) or 1) * float(m.group(2)) * scale(m.group(3))
-    m = re.search(_BYTES + r"\s*(?:per|/)\s*GPU", text)
+    m = re.search(_BYTES + r"\s*(?:per|/)\s*GPU", ib)
     if m:
         return 8 * float(m.group(1)) * scale(m.group(2))
+    ratio = nic_count.stated_nics_per_gpu(text, per_node)
+    rate = re.search(_SPEED, text)
+    if ratio is not None and rate:  # "4 NICs per 8 GPUs, 100 Gb/s each": a rate per NIC
+        return ratio * float(rate.group(1)) * scale(rate.group(2))
+    text = ib
     m = re.search(r"(\d+)\s*[x×]\s*(?:[A-Za-z][\w-]*\s+)*?" + _SPEED, text)
     if m:
         return int(m.group(1)) * float(m.group(2)) * scale(m.group(3)) / per_node
