@@ -21,6 +21,7 @@ from starfabric.astral.seer.nic_count import (
     stated_nics_per_gpu,
 )
 from starfabric.astral.seer.validate import _gpu, _nic, _nic_gbps
+from starfabric.errors import DataError
 
 DATA = Path(__file__).parents[2] / "data" / "published_runs"
 
@@ -205,3 +206,19 @@ def test_a_rate_stated_per_gpu_wins_over_a_nic_count(cell: str) -> None:
     """A rate the cell states per GPU is the share itself (`_nic_gbps`: most explicit first);
     the NIC count multiplies only a rate of one adapter."""
     assert _nic_gbps(cell, 8) == pytest.approx(400.0)
+
+
+def test_a_rate_per_node_beside_a_nic_count_is_the_node_rate_shared_by_its_gpus() -> None:
+    """ "8 NICs per node, 3.2 Tb/s per node": the rate is the node's, not each NIC's, so each of
+    8 GPUs gets 400 Gb/s (it was read as 8/8 x 3,200 = 3,200)."""
+    assert _nic_gbps("8 NICs per node, 3.2 Tb/s per node", 8) == pytest.approx(400.0)
+    assert _nic_gbps("4 HCAs per node, 800 Gb/s / node", 8) == pytest.approx(100.0)
+    assert _nic_gbps("4 NICs per 8 GPUs, 200 Gb/s each", 8) == pytest.approx(100.0)
+
+
+@pytest.mark.parametrize("cell", ["0 NICs per node, 400 Gb/s", "0 HCAs per 8 GPUs"])
+def test_a_zero_nic_count_is_refused_in_one_line(cell: str) -> None:
+    """No scale-out adapter is not a bandwidth of 0: the row is refused, naming the column."""
+    row = {"row_id": "Z-1", "interconnect": cell, "gpu": "H100-SXM5-80GB", "gpus_per_node": "8"}
+    with pytest.raises(DataError, match=r"row Z-1: column 'interconnect' = .*0 .*fix"):
+        _nic(row, "H100-SXM5-80GB")

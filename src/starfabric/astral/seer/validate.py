@@ -477,6 +477,13 @@ def _nic(row: dict[str, str], gpu: str) -> str:
     # "Slingshot 11", "ConnectX 7", "NDR 400": a name or a rate, never a count (nic_count)
     text = nic_count.joined_names(row.get("interconnect") or "")
     per_node = _gpus_per_node(row)
+    if not _unverified(text) and nic_count.stated_nics_per_gpu(text, per_node) == 0:
+        raise DataError(
+            f"row {row.get('row_id', '?')}: column 'interconnect' = {row.get('interconnect')!r} "
+            "states 0 scale-out adapters",
+            fix="write the node's NIC count and rate (e.g. '8x400 Gb/s per node'), or leave "
+            "the cell empty for the GPU's reference design",
+        )
     if not _unverified(text):
         gbps = _nic_gbps(text, per_node)
         if gbps is not None:
@@ -524,7 +531,9 @@ def _nic_gbps(text: str, per_node: int) -> float | None:
     if m:
         return 8 * float(m.group(1)) * scale(m.group(2))
     ratio = nic_count.stated_nics_per_gpu(text, per_node)
-    rate = re.search(_SPEED, text)
+    rate = re.search(_SPEED + r"(\s*(?:per|/)\s*(?:node|server|host)\b)?", text, re.IGNORECASE)
+    if ratio is not None and rate and rate.group(3):  # "8 NICs per node, 3.2 Tb/s per node"
+        return float(rate.group(1)) * scale(rate.group(2)) / per_node  # the node's rate, shared
     if ratio is not None and rate:  # "4 NICs per 8 GPUs, 100 Gb/s each": a rate per NIC
         return ratio * float(rate.group(1)) * scale(rate.group(2))
     text = ib
