@@ -55,6 +55,19 @@ JOB = Path(__file__).parents[3] / "examples" / "jobs" / "llama31_70b_dense.yaml"
         ("compared with cuDNN 9.19", None),
         ("will move to cuDNN 9.19 next", None),
         ("compared with cuDNN 9.19; this run cuDNN 9.10", (9, 10)),
+        # the words and separators a transcriber puts between the name and the release
+        ("cuDNN backend 9.10", (9, 10)),
+        ("cuDNN version: 9.10", (9, 10)),
+        ("cuDNN: 9.10.2", (9, 10)),
+        ("cuDNN=9.10", (9, 10)),
+        ("cuDNN release 9.10", (9, 10)),
+        ("cudnn_version 9.10", (9, 10)),
+        ("CUDNN_VERSION = 9.10.2", (9, 10)),
+        ("cuDNN (9.10)", (9, 10)),
+        ("cuDNN library v9.10.2", (9, 10)),
+        # a speed-up or a share after the name is no release
+        ("cuDNN (8.5% faster)", None),
+        ("cuDNN: 9.1x the FA2 rate", None),
     ],
 )
 def test_stated_release(text: str, release: tuple[int, int] | None) -> None:

@@ -60,10 +60,14 @@ BLACKWELL_RELEASE_SPREAD = 0.03
 (GB200 9.18.1 -> 9.19.1 forward at 4K, +2.9%): below what a per-release multiplier would carry."""
 
 _CUDNN = re.compile(
-    r"cu[dD][nN][nN](?:-cu\d+)?\s*(?:v(?:ersion)?\s*|version\s+|==\s*|/\s*)?(\d+)\.(\d+)", re.I
+    r"cu[dD][nN][nN](?:-cu\d+)?(?:[\s_]*(?:backend|library|lib|release|version|ver))?"
+    r"\s*(?:==|[:=(/])?\s*v?(\d+)\.(\d+)(?!\d*\s*(?:%|x\b|\u00d7))",
+    re.I,
 )
 """A cuDNN version a cell states: "cuDNN 9.11", "cudnn v9.4.0", "cuDNN==9.19.1", "cuDNN/9.4",
-"nvidia-cudnn-cu12==9.10.2.21" (the library's pip wheel)."""
+"cuDNN backend 9.10", "cuDNN version: 9.10", "CUDNN_VERSION = 9.10.2", "cuDNN (9.10)",
+"nvidia-cudnn-cu12==9.10.2.21" (the library's pip wheel); not a share or a speed-up after the
+name ("cuDNN (8.5% faster)", "cuDNN: 9.1x")."""
 _CUDNN_CODE = re.compile(
     r"(?:CUDNN_VERSION|cudnn\.version\(\))\s*(?:[:=]|==)?\s*(\d{4,6})(?![\d.])", re.I
 )
