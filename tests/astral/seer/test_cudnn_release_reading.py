@@ -37,6 +37,8 @@ JOB = Path(__file__).parents[3] / "examples" / "jobs" / "llama31_70b_dense.yaml"
         ("CUDNN_VERSION=91002", (9, 10)),
         ("torch.backends.cudnn.version() = 91900", (9, 19)),
         ("CUDNN_VERSION: 8907", (8, 9)),
+        # as PyTorch's environment line prints it (cudnn-frontend's B200 log: "cudnn 90900")
+        ("torch 2.7.0a0+79aa17489c.nv25.04, cudnn 90900", (9, 9)),
         # the pip wheel of the cuDNN library names its release
         ("nvidia-cudnn-cu12==9.10.2.21", (9, 10)),
         ("cuDNN/9.4", (9, 4)),
@@ -87,6 +89,9 @@ def test_stated_release(text: str, release: tuple[int, int] | None) -> None:
         ("compared with NeMo 25.09", None),
         ("NeMo 25.11 (instead of nemo:25.09)", "25.11"),
         ("rather than NeMo 25.09: NeMo 25.11 container", "25.11"),
+        # a day.month.year date after the name is no container tag
+        ("NeMo run of 25.09.2025", None),
+        ("NeMo 25.09.2025 snapshot", None),
     ],
 )
 def test_container_named_for_the_run(text: str, tag: str | None) -> None:

@@ -69,10 +69,10 @@ _CUDNN = re.compile(
 "nvidia-cudnn-cu12==9.10.2.21" (the library's pip wheel); not a share or a speed-up after the
 name ("cuDNN (8.5% faster)", "cuDNN: 9.1x")."""
 _CUDNN_CODE = re.compile(
-    r"(?:CUDNN_VERSION|cudnn\.version\(\))\s*(?:[:=]|==)?\s*(\d{4,6})(?![\d.])", re.I
+    r"(?:CUDNN_VERSION|cudnn(?:\.version\(\))?)\s*(?:[:=]|==)?\s*(\d{4,6})(?![\d.])", re.I
 )
 """cudnn_version.h's CUDNN_VERSION as an environment dump prints it ("CUDNN_VERSION=91002",
-"torch.backends.cudnn.version() = 91900"): MAJOR * 10000 + MINOR * 100 + PATCHLEVEL from
+"torch.backends.cudnn.version() = 91900", PyTorch's environment line "cudnn 90900"): MAJOR * 10000 + MINOR * 100 + PATCHLEVEL from
 cuDNN 9 on, MAJOR * 1000 + MINOR * 100 + PATCHLEVEL for 7.x and 8.x."""
 
 MAJORS = (7, 8, 9)
@@ -138,11 +138,12 @@ cuDNN 9.11.0.98, 25.11 9.13.1.26, 26.02 9.18.0.50, 26.04 9.20.0.48-1. A patch im
 every release from 9.19 on gets the same held multiplier anyway)."""
 
 _NEMO_CONTAINER = re.compile(
-    r"\bnemo(?:\s*framework)?(?:\s*(?:container|image))?\s*[:\s]\s*(\d\d)\.(0[1-9]|1[0-2])\b",
+    r"\bnemo(?:\s*framework)?(?:\s*(?:container|image))?\s*[:\s]\s*(\d\d)\.(0[1-9]|1[0-2])\b(?!\.\d{4})",
     re.I,
 )
 """A NeMo container tag a cell names: "NeMo 26.04.01 image", "nemo:25.09", "NeMo Framework
-25.11" (NeMo's own 1.x/2.x versions have one-digit majors and are not containers)."""
+25.11" (NeMo's own 1.x/2.x versions have one-digit majors and are not containers; a date
+"25.09.2025" is no tag)."""
 
 
 def container_release(*texts: str | None) -> tuple[str, Release | None] | None:
