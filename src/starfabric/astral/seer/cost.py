@@ -55,7 +55,10 @@ paper, Shah et al. 2024, H100 BF16 head dim 128 at 16k: forward causal 335 vs 53
 backward 322 vs 516: 0.62 both); FA2 has no Hopper-specific path (no WGMMA/TMA). Checked in
 training: cudnn-frontend's Llama-3.2-1B benchmark (commit 7606332, H200 at 1500 MHz, cuDNN 9.9
 vs PyTorch 2.7's FA2, head dim 64) gives 0.65 from its equal-token pairs
-(seer/attention_in_training.py). On Ampere FA2 is the reference kernel (ratio 1)."""
+(seer/attention_in_training.py) — against cuDNN 9.9; against the cuDNN 9.1 curve this constant
+multiplies (9.9 runs 1.065x faster by cudnn_release) that is 0.69, 11% above 0.62: not a
+confirmation, left as the FA3 paper's (docs/astral.md). On Ampere FA2 is the reference kernel
+(ratio 1)."""
 FA2_ON_BLACKWELL = 0.55
 """FlashAttention-2's rate relative to cuDNN's fused attention on Blackwell: the same
 benchmark's B200 run gives 0.55 (summed attention time of its three equal-token pairs, cuDNN
