@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 from starfabric.astral.seer.attention_in_training import (
+    BENCHMARK_CUDNN,
     LLAMA_3_2_1B,
     SEER_KERNEL,
     equal_token_pairs,
@@ -34,9 +35,11 @@ DEFAULT_CSV = Path(__file__).parents[1] / "tests/data/attention/cudnn_llama1b_tr
 
 
 def seer_iteration_s(gpu: str, kernel: str, batch: int, seq: int) -> float:
-    """Seer's predicted iteration of the benchmark's job (one GPU, catalog clock)."""
+    """Seer's predicted iteration of the benchmark's job (one GPU, catalog clock, the
+    benchmark's cuDNN release)."""
     ex = {"global_batch": batch, "micro_batch": batch, "seq_len": seq, "precision": "bf16",
-          "attention": "flash", "flash_kernel": kernel, "eager_elementwise": True}  # fmt: skip
+          "attention": "flash", "flash_kernel": kernel, "eager_elementwise": True,
+          "cudnn_release": BENCHMARK_CUDNN}  # fmt: skip
     return predict(make_job(LLAMA_3_2_1B, ex, {"gpu": gpu, "gpus": 1})).iteration_s
 
 

@@ -84,6 +84,8 @@ def _reading(row: dict[str, str]) -> dict[str, Any]:
         "host": bool(ex.get("host_launches")), "lb": ex.get("moe_load_balance"),
         "legacy": _legacy(row), "mtp": st.model.mtp_layers, "mla": st.model.is_mla,
         "kv": st.model.kv_heads, "pub_s": round(pub_s, 6),
+        # the cuDNN release (cudnn_release.row_release), "v9.10": a bare 9.10 reads as 9.1
+        "cudnn": f"v{ex['cudnn_release']}" if ex.get("cudnn_release") else None,
         "pub_rate": round(tokens / (pub_s * gpus), 6),
     }  # fmt: skip
 

@@ -18,9 +18,10 @@ FLOPs are counted as Seer counts them (`ops._attention`: 2 * tokens * keys * hea
 with keys = s/2 causal; backward `ops.FLASH_BWD_FLOPS_FACTOR` x the forward).
 
 `seer_pair_rate` puts beside each measured rate Seer's own for the same pair: the GPU's
-calibrated fused-attention curve (`efficiency.flash_time`, fractions from efficiency.yaml), the
-FA2 ratio of `cost.flash_rate_of` for the FLASH rows, the catalog peak scaled to the
-benchmark's clock (`PEAK_CLOCK_MHZ`).
+calibrated fused-attention curve (`efficiency.flash_time`, fractions from efficiency.yaml) at
+the kernel rates `seer predict` takes (`cost.attention_rates`: `cost.fa2_rate` for the FLASH
+rows; for the CUDNN rows cuDNN's rate at the benchmark's release, BENCHMARK_CUDNN, through
+`cudnn_release` on Hopper), the catalog peak scaled to the benchmark's clock (`PEAK_CLOCK_MHZ`).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from starfabric.astral.hardware import get_gpu
-from starfabric.astral.seer.cost import fa2_rate
+from starfabric.astral.seer.cost import attention_rates
 from starfabric.astral.seer.efficiency import efficiency_for, flash_time
 from starfabric.astral.seer.model import ModelSpec
 from starfabric.astral.seer.ops import FLASH_BWD_FLOPS_FACTOR
@@ -61,6 +62,10 @@ BACKENDS = ("CUDNN_ATTENTION", "FLASH_ATTENTION", "EFFICIENT_ATTENTION")
 
 SEER_KERNEL = {"CUDNN_ATTENTION": "cudnn", "FLASH_ATTENTION": "fa2"}
 """Seer's `ExecutionSpec.flash_kernel` for a backend (EFFICIENT_ATTENTION has none)."""
+
+BENCHMARK_CUDNN = "9.9"
+"""The cuDNN release the benchmark's CUDNN_ATTENTION rows ran: 9.9.0 (README: NGC
+pytorch:25.04-py3 with cuDNN 9.9.0; the B200 log prints cudnn 90900)."""
 
 PEAK_CLOCK_MHZ = {"H200": 1830.0, "B200": 1856.0}
 """SM clock at which the catalog's dense BF16 peak (hardware_data/gpus.yaml) is the tensor
@@ -167,8 +172,9 @@ def seer_attention_seconds(
     model: ModelSpec = LLAMA_3_2_1B,
 ) -> float:  # fmt: skip
     """Seer's fused-attention seconds (forward + backward, all layers) of one iteration: the
-    GPU's calibrated curve at the catalog peak scaled to `clock_mhz`, one kernel call per
-    layer and pass over the whole batch (keys = s/2)."""
+    GPU's calibrated curve at the catalog peak scaled to `clock_mhz`, at the rates `seer
+    predict` gives `kernel` at cuDNN BENCHMARK_CUDNN (`cost.attention_rates`), one kernel call
+    per layer and pass over the whole batch (keys = s/2)."""
     if gpu_name not in PEAK_CLOCK_MHZ:
         raise ConfigError(
             f"no peak-clock reference for GPU {gpu_name!r}",
@@ -177,12 +183,12 @@ def seer_attention_seconds(
     gpu = get_gpu(gpu_name)
     eff = efficiency_for(gpu)
     peak = gpu.tflops("bf16") * 1e12 * clock_mhz / PEAK_CLOCK_MHZ[gpu_name]
-    rate = fa2_rate(gpu) if kernel == "fa2" else 1.0
+    rate_f, rate_b = attention_rates(gpu, kernel, BENCHMARK_CUDNN)
     keys = model.attended_keys(seq)
     fwd = attention_flops(batch, seq, model) / (1.0 + FLASH_BWD_FLOPS_FACTOR) / model.layers
-    t_f = flash_time(np.array(fwd), np.array(keys), peak * rate, eff, backward=False)
+    t_f = flash_time(np.array(fwd), np.array(keys), peak * rate_f, eff, backward=False)
     t_b = flash_time(
-        np.array(FLASH_BWD_FLOPS_FACTOR * fwd), np.array(keys), peak * rate, eff, backward=True
+        np.array(FLASH_BWD_FLOPS_FACTOR * fwd), np.array(keys), peak * rate_b, eff, backward=True
     )
     return float(model.layers * (t_f + t_b))
 
@@ -219,8 +225,9 @@ def fa2_cudnn_ratio(pairs: Iterable[PairRate], gpu: str) -> float:
 
 
 def implied_in_training_factor(pairs: Iterable[PairRate], gpu: str, clock_mhz: float) -> float:
-    """The in-training factor on the isolated curve that would make Seer's cuDNN rate equal
-    the measured one on `gpu` at `clock_mhz` (HOPPER_IN_TRAINING_FACTOR x measured / Seer;
+    """The in-training factor on the isolated curve that would make Seer's cuDNN rate (at the
+    benchmark's cuDNN release) equal the measured one on `gpu` at `clock_mhz`
+    (HOPPER_IN_TRAINING_FACTOR x measured / Seer;
     Seer's rate over an equal-token pair is its curve's saturated rate, the same for every
     pair, because flash_time's per-query-block term scales with tokens)."""
     ps = [p for p in pairs if p.gpu == gpu and p.backend == "CUDNN_ATTENTION"]

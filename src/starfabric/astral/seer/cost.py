@@ -55,7 +55,10 @@ paper, Shah et al. 2024, H100 BF16 head dim 128 at 16k: forward causal 335 vs 53
 backward 322 vs 516: 0.62 both); FA2 has no Hopper-specific path (no WGMMA/TMA). Checked in
 training: cudnn-frontend's Llama-3.2-1B benchmark (commit 7606332, H200 at 1500 MHz, cuDNN 9.9
 vs PyTorch 2.7's FA2, head dim 64) gives 0.65 from its equal-token pairs
-(seer/attention_in_training.py). On Ampere FA2 is the reference kernel (ratio 1)."""
+(seer/attention_in_training.py) — against cuDNN 9.9; against the cuDNN 9.1 curve this constant
+multiplies (9.9 runs 1.065x faster by cudnn_release) that is 0.69, 11% above 0.62: not a
+confirmation, left as the FA3 paper's (docs/astral.md). On Ampere FA2 is the reference kernel
+(ratio 1)."""
 FA2_ON_BLACKWELL = 0.55
 """FlashAttention-2's rate relative to cuDNN's fused attention on Blackwell: the same
 benchmark's B200 run gives 0.55 (summed attention time of its three equal-token pairs, cuDNN
@@ -162,6 +165,19 @@ def fa2_rate(gpu: GPUSpec) -> float:
     return FA2_ON_HOPPER if gpu.dense_tflops.get("fp8", 0.0) > 0 else 1.0
 
 
+def attention_rates(gpu: GPUSpec, kernel: str, cudnn_release: str | None) -> tuple[float, float]:
+    """(forward, backward) fused-attention rate of `kernel` relative to `gpu`'s calibrated cuDNN
+    curve: fa2_rate for every kernel but cuDNN's, times flash_generation's ratio for a kernel
+    older than FA2; cuDNN's own at `cudnn_release` on Hopper (cudnn_release.rate_multiplier;
+    Hopper: FP8 tensor cores without Blackwell's MX block scales, fp8_recipe.native_mx). The one
+    place predict, search, validate and attention_in_training take it from."""
+    base = fa2_rate(gpu) if kernel != "cudnn" else 1.0
+    gen_fwd, gen_bwd = kernel_rates(kernel)
+    hopper = gpu.dense_tflops.get("fp8", 0.0) > 0 and not native_mx(gpu)
+    rel_fwd, rel_bwd = cudnn_rate(cudnn_release, kernel, hopper)
+    return base * gen_fwd * rel_fwd, base * gen_bwd * rel_bwd
+
+
 def make_context(
     ex: ExecutionSpec,
     lay: Layout,
@@ -185,14 +201,8 @@ def make_context(
         cast_bytes = FP8_CAST_BYTES * cast_factor(ex.fp8_recipe, gpu)
     else:
         gemm_peak, gemm_frac = peak, eff.gemm_peak_fraction
-    # Every kernel but cuDNN's is FlashAttention-2 or older: fa2_rate of cuDNN; an older
-    # kernel runs at its measured fraction of FA2 (flash_generation).
-    flash_rate = fa2_rate(gpu) if ex.flash_kernel != "cudnn" else 1.0
-    gen_fwd, gen_bwd = kernel_rates(ex.flash_kernel)
-    # cuDNN's kernel on Hopper at the run's release (cudnn_release; unknown: 1.0).
-    # Hopper: FP8 tensor cores without Blackwell's MX block scales (fp8_recipe.native_mx).
-    hopper = gpu.dense_tflops.get("fp8", 0.0) > 0 and not native_mx(gpu)
-    rel_fwd, rel_bwd = cudnn_rate(ex.cudnn_release, ex.flash_kernel, hopper)
+    # FA2 and older kernels at fa2_rate (x flash_generation's ratio); cuDNN's at its release.
+    flash_fwd, flash_bwd = attention_rates(gpu, ex.flash_kernel, ex.cudnn_release)
     return CostContext(
         peak_flops=peak,
         gemm_peak_flops=gemm_peak,
@@ -219,8 +229,8 @@ def make_context(
         ep_delay_wgrad=ex.ep_delay_wgrad,
         fsdp_side_groups=side_groups(ex, lay),
         cp=cp_split(ex, lay)[1],
-        flash_rate=flash_rate * gen_fwd * rel_fwd,
-        flash_rate_bwd=flash_rate * gen_bwd * rel_bwd,
+        flash_rate=flash_fwd,
+        flash_rate_bwd=flash_bwd,
         fsdp_regather=ex.fsdp_collectives == "parameter",
         logits_flops=(
             gpu.tflops(LOGITS_FP32_RATE) * 1e12 * clock if ex.logits_precision == "fp32" else 0.0

@@ -18,8 +18,10 @@ measured at one release (efficiency.yaml), and cudnn-frontend publishes no Black
 9.18.1 -> 9.19.1) move forward and backward by under BLACKWELL_RELEASE_SPREAD at 4K-32K, so a
 Blackwell run keeps 1.0 at every release from 9.10 on.
 
-What a row states (`row_release`): the cuDNN release it names ("cuDNN 9.11"); else the NeMo
-Framework container it names, through NEMO_CONTAINER_CUDNN (NVIDIA-NeMo/Megatron-Bridge
+What a row states (`row_release`): the cuDNN release it names for the run ("cuDNN 9.11",
+"CUDNN_VERSION=91002"; a negated, compared or planned mention is not the run's, and a number
+outside cuDNN's numbering, "cuDNN 12.4", is no release); else the NeMo Framework container it
+names (read the same way), through NEMO_CONTAINER_CUDNN (NVIDIA-NeMo/Megatron-Bridge
 docs/releases/software-versions.md, the "cuDNN" row of each container's component table);
 else nothing. A container outside that table (the NGC PyTorch and older NeMo containers: their
 release notes' component lists are not in the stored pages) and a date alone give no release:
@@ -30,6 +32,8 @@ fixes one release (a date could decide only where every container of that date h
 from __future__ import annotations
 
 import re
+
+from starfabric.astral.seer.statements import compared_at, negated_at
 
 Release = tuple[int, int]
 
@@ -55,17 +59,69 @@ BLACKWELL_RELEASE_SPREAD = 0.03
 """Largest change of a Blackwell causal training rate between two paired releases at 4K-32K
 (GB200 9.18.1 -> 9.19.1 forward at 4K, +2.9%): below what a per-release multiplier would carry."""
 
-_CUDNN = re.compile(r"cu[dD][nN][nN]\s*(?:v(?:ersion)?\s*|version\s+|==\s*)?(\d+)\.(\d+)", re.I)
-"""A cuDNN version a cell states: "cuDNN 9.11", "cudnn v9.4.0", "cuDNN==9.19.1"."""
+_CUDNN = re.compile(
+    r"cu[dD][nN][nN](?:-cu\d+)?(?:[\s_]*(?:backend|library|lib|release|version|ver))?"
+    r"\s*(?:==|[:=(/])?\s*v?(\d+)\.(\d+)(?!\d*\s*(?:%|x\b|\u00d7))",
+    re.I,
+)
+"""A cuDNN version a cell states: "cuDNN 9.11", "cudnn v9.4.0", "cuDNN==9.19.1", "cuDNN/9.4",
+"cuDNN backend 9.10", "cuDNN version: 9.10", "CUDNN_VERSION = 9.10.2", "cuDNN (9.10)",
+"nvidia-cudnn-cu12==9.10.2.21" (the library's pip wheel); not a share or a speed-up after the
+name ("cuDNN (8.5% faster)", "cuDNN: 9.1x")."""
+_CUDNN_CODE = re.compile(
+    r"(?:CUDNN_VERSION|cudnn(?:\.version\(\))?)\s*(?:[:=]|==)?\s*(\d{4,6})(?![\d.])", re.I
+)
+"""cudnn_version.h's CUDNN_VERSION as an environment dump prints it ("CUDNN_VERSION=91002",
+"torch.backends.cudnn.version() = 91900", PyTorch's environment line "cudnn 90900"): MAJOR * 10000 + MINOR * 100 + PATCHLEVEL from
+cuDNN 9 on, MAJOR * 1000 + MINOR * 100 + PATCHLEVEL for 7.x and 8.x."""
+
+MAJORS = (7, 8, 9)
+"""cuDNN's release majors (a "cuDNN 12.4" is a CUDA version in the wrong place)."""
+MAX_MINOR = 99
+"""CUDNN_VERSION keeps two digits for the minor (cudnn_version.h): no release has a larger one."""
+_PLAN = re.compile(
+    r"\b(?:will|would|plan(?:s|ned|ning)?|to\s+be|next|upcoming|future)\b\s*"
+    r"(?:[\w./:-]+\s+){0,4}$",
+    re.I,
+)
+"""Words before a mention that make it a plan ("planned upgrade to NeMo 26.04", "will move to
+cuDNN 9.19"), not what the run used."""
+
+
+def is_release(release: Release) -> bool:
+    """Whether (major, minor) is a release cuDNN's numbering has (MAJORS, MAX_MINOR)."""
+    return release[0] in MAJORS and 0 <= release[1] <= MAX_MINOR
+
+
+def _for_the_run(text: str, m: re.Match[str]) -> bool:
+    """Whether a mention names what the run used: not negated ("without cuDNN 9.4", "not the
+    NeMo 25.09 container"), not a comparison's reference ("compared with NeMo 25.09"), not a
+    plan ("will move to cuDNN 9.19") (statements.negated_at / compared_at)."""
+    return not (
+        negated_at(text, m.start(), m.end())
+        or compared_at(text, m.start())
+        or _PLAN.search(text[: m.start()])
+    )
+
+
+def _from_code(code: int) -> Release:
+    if code >= 90000:
+        return (code // 10000, code // 100 % 100)
+    return (code // 1000, code // 100 % 10)
 
 
 def stated_release(*texts: str | None) -> Release | None:
-    """The first cuDNN release (major, minor) the texts state ("cuDNN 9.11 MLA kernels"), else
-    None. A cuDNN Frontend version ("cuDNN Frontend 1.7") is not a cuDNN release."""
+    """The first cuDNN release (major, minor) the texts state for the run ("cuDNN 9.11 MLA
+    kernels", "CUDNN_VERSION=91002"), else None. A cuDNN Frontend version ("cuDNN Frontend
+    1.7", "cuDNN v1.13 (frontend)") and a number cuDNN never released ("cuDNN 12.4") are no
+    release; a negated, compared or planned mention is not the run's."""
     for text in texts:
-        m = _CUDNN.search(text or "")
-        if m and int(m.group(1)) >= 7:
-            return (int(m.group(1)), int(m.group(2)))
+        t = text or ""
+        found = [(m, (int(m.group(1)), int(m.group(2)))) for m in _CUDNN.finditer(t)]
+        found += [(m, _from_code(int(m.group(1)))) for m in _CUDNN_CODE.finditer(t)]
+        for m, rel in sorted(found, key=lambda f: f[0].start()):
+            if is_release(rel) and _for_the_run(t, m):
+                return rel
     return None
 
 
@@ -82,21 +138,23 @@ cuDNN 9.11.0.98, 25.11 9.13.1.26, 26.02 9.18.0.50, 26.04 9.20.0.48-1. A patch im
 every release from 9.19 on gets the same held multiplier anyway)."""
 
 _NEMO_CONTAINER = re.compile(
-    r"\bnemo(?:\s*framework)?(?:\s*(?:container|image))?\s*[:\s]\s*(\d\d)\.(0[1-9]|1[0-2])\b",
+    r"\bnemo(?:\s*framework)?(?:\s*(?:container|image))?\s*[:\s]\s*(\d\d)\.(0[1-9]|1[0-2])\b(?!\.\d{4})",
     re.I,
 )
 """A NeMo container tag a cell names: "NeMo 26.04.01 image", "nemo:25.09", "NeMo Framework
-25.11" (NeMo's own 1.x/2.x versions have one-digit majors and are not containers)."""
+25.11" (NeMo's own 1.x/2.x versions have one-digit majors and are not containers; a date
+"25.09.2025" is no tag)."""
 
 
 def container_release(*texts: str | None) -> tuple[str, Release | None] | None:
-    """The first NeMo container a cell names, as ("YY.MM", its cuDNN or None when the
+    """The first NeMo container a cell names for the run (not negated, compared or planned), as ("YY.MM", its cuDNN or None when the
     container is not in NEMO_CONTAINER_CUDNN); None when no cell names one."""
     for text in texts:
-        m = _NEMO_CONTAINER.search(text or "")
-        if m:
-            tag = (int(m.group(1)), int(m.group(2)))
-            return f"{m.group(1)}.{m.group(2)}", NEMO_CONTAINER_CUDNN.get(tag)
+        t = text or ""
+        for m in _NEMO_CONTAINER.finditer(t):
+            if _for_the_run(t, m):
+                tag = (int(m.group(1)), int(m.group(2)))
+                return f"{m.group(1)}.{m.group(2)}", NEMO_CONTAINER_CUDNN.get(tag)
     return None
 
 
@@ -117,11 +175,19 @@ def row_release(*texts: str | None) -> tuple[Release | None, str]:
 
 
 def parse_release(text: str) -> Release:
-    """A `--cudnn` / `execution.cudnn_release` value ("9.4", "9.19.1") as (major, minor)."""
+    """A `--cudnn` / `execution.cudnn_release` value ("9.4", "9.19.1") as (major, minor); a
+    value that is not MAJOR.MINOR, or a number cuDNN never released (is_release: "12.4" is a
+    CUDA version), is a ValueError."""
     m = re.fullmatch(r"\s*v?(\d+)\.(\d+)(?:\.\d+)*\s*", text)
     if not m:
         raise ValueError(f"cuDNN release {text!r} is not MAJOR.MINOR (e.g. 9.4 or 9.19.1)")
-    return (int(m.group(1)), int(m.group(2)))
+    release = (int(m.group(1)), int(m.group(2)))
+    if not is_release(release):
+        raise ValueError(
+            f"cuDNN release {text!r} is not a cuDNN release (majors 7-9, minor at most "
+            f"{MAX_MINOR}; a CUDA version such as 12.4 is not cuDNN's)"
+        )
+    return release
 
 
 def hopper_multiplier(release: Release | None) -> tuple[float, float]:

@@ -15,7 +15,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from starfabric.astral.hardware import GPUSpec, get_gpu
-from starfabric.astral.seer import cpu_optimizer_offload
+from starfabric.astral.seer import cpu_optimizer_offload, cudnn_release
 from starfabric.astral.seer.cp_comm import a2a_heads_error, cp_levels, host_a2a_size
 from starfabric.astral.seer.fp8_recipe import Recipe, check_supported, native_mx
 from starfabric.astral.seer.model import ModelSpec, bundled_models
@@ -349,6 +349,22 @@ class ExecutionSpec(Spec):
         "gradients are reduce-scattered inside the group and each shard all-reduced across "
         "the replicas (see zero_shard); None: ZeRO shards over the whole DP group",
     )
+
+    @field_validator("cudnn_release", mode="before")
+    @classmethod
+    def _cudnn_release_text(cls, v: object) -> object:
+        # YAML reads an unquoted 9.10 as the number 9.1: refuse the number, do not guess.
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            raise ValueError(
+                f"{v!r} is a number (YAML reads an unquoted 9.10 as 9.1): quote it, "
+                "e.g. cudnn_release: '9.10'"
+            )
+        if isinstance(v, str):
+            try:
+                cudnn_release.parse_release(v)
+            except ValueError as e:
+                raise ValueError(str(e)) from None
+        return v
 
     @model_validator(mode="after")
     def _recipe_needs_fp8(self) -> ExecutionSpec:

@@ -214,7 +214,6 @@ class SearchResult:
         """Configuration i as `predict`'s execution settings: the base stack and the layout, the
         same job the search priced (uneven pipelines get `uneven_pipeline_layers`)."""
         c = {k: int(v[i]) for k, v in self.configs.items()}
-        off = OFFLOAD[c["off"]]
         ex: dict[str, Any] = stack_settings(self.base) if self.base is not None else {}
         ex |= {
             "global_batch": self.global_batch, "seq_len": self.seq_len,
@@ -222,8 +221,9 @@ class SearchResult:
             "dp": c["dp"], "cp": c["cp"], "ep": c["ep"], "micro_batch": c["mb"],
             "recompute": RECOMPUTE[c["rec"]], "tp_comm_overlap": bool(c["tpo"]),
             "overlap_grad_reduce": bool(c["dpo"]), "overlap_param_gather": bool(c["dpo"]),
-            "zero": c["zero"], "offload_activations": off in ("activations", "both"),
-            "offload_weights": off in ("weights", "both"),
+            # OFFLOAD's index is its bit mask: "activations+optimizer" (5) has bit 0 too
+            "zero": c["zero"], "offload_activations": bool(c["off"] & 1),
+            "offload_weights": bool(c["off"] & 2),
             "optimizer_offload_fraction": 1.0 if c["off"] & 4 else 0.0,
         }  # fmt: skip
         if self.model.is_moe:
