@@ -24,6 +24,7 @@ from starfabric.astral.seer.ep_overlap import pair_exposed_fraction, runs_megatr
 from starfabric.astral.seer.ep_overlap_hidden import realized_exposed_fraction
 from starfabric.astral.seer.flash_generation import kernel_rates
 from starfabric.astral.seer.fp8_recipe import cast_factor, gemm_rate, native_mx
+from starfabric.astral.seer.fsdp_cp_window import fsdp_window, ring_mask, ring_shares_fsdp_link
 from starfabric.astral.seer.fsdp_side_window import side_groups, side_window_s, split_exposure
 from starfabric.astral.seer.model import ModelSpec
 from starfabric.astral.seer.nccl_a2a_ctas import nccl_alltoall_ctas
@@ -140,6 +141,9 @@ class CostContext:
     fsdp_side_groups: tuple[str, ...] = ()
     """Intra-host groups whose exposed collectives Megatron-FSDP's cross-host transfers
     overlap (`fsdp_side_window`); empty for other FSDP/ZeRO implementations."""
+    ring_fsdp_shared_link: bool = False
+    """The CP ring's exchanges and the ZeRO-3/FSDP collectives ride the same link
+    (`fsdp_cp_window`): the ring's link time is not FSDP's."""
 
 
 def _ep_comm_sms(ex: ExecutionSpec, lay: Layout) -> int:
@@ -228,6 +232,7 @@ def make_context(
         ),
         ep_delay_wgrad=ex.ep_delay_wgrad,
         fsdp_side_groups=side_groups(ex, lay),
+        ring_fsdp_shared_link=ring_shares_fsdp_link(ex, lay),
         cp=cp_split(ex, lay)[1],
         flash_rate=flash_fwd,
         flash_rate_bwd=flash_bwd,
@@ -348,7 +353,8 @@ def op_costs(
         total = float(time[ep].sum())
         frac = _ep_exposed_fraction(total, float(time[experts].sum()), ctx)
         exposed[ep] = time[ep] * frac
-    _fsdp_exposed(grp_names, time, exposed, kind, ctx, fsdp_window_s)
+    ring = ring_mask(grp_names, np.asarray(t.coll), kind == COMM)
+    _fsdp_exposed(grp_names, time, exposed, kind, ctx, fsdp_window_s, ring)
     return OpCosts(time=time, exposed=exposed, kind=kind)
 
 
@@ -359,8 +365,10 @@ def _fsdp_exposed(
     kind: np.ndarray[Any, Any],
     ctx: CostContext,
     fsdp_window_s: float,
+    ring: np.ndarray[Any, Any],
 ) -> None:
-    """Set `exposed` of the ZeRO-3/FSDP collectives in place from the other operators'."""
+    """Set `exposed` of the ZeRO-3/FSDP collectives in place from the other operators' (the
+    CP ring's exchanges share the window, `fsdp_cp_window`)."""
     fsdp = (kind == COMM) & ((grp_names == "fsdp_dp") | (grp_names == "fsdp_edp"))
     if fsdp.any():
         # ZeRO-3 gathers/reductions are prefetched on their own stream: together they hide
@@ -370,6 +378,14 @@ def _fsdp_exposed(
         total = float(time[fsdp].sum())
         compute = float(time[kind != COMM].sum()) + fsdp_window_s
         side = side_window_s(grp_names, kind == COMM, exposed, ctx.fsdp_side_groups)
+        # The ring's exchanges run in the same window (`fsdp_cp_window`): on the same link
+        # their time is not FSDP's; on another, the compute stream's stall on them is.
+        compute, stall = fsdp_window(
+            compute, float(time[ring].sum()), float(exposed[ring].sum()),
+            ctx.ring_fsdp_shared_link,
+            bool(np.isin(grp_names[ring], np.asarray(ctx.fsdp_side_groups)).all()),
+        )  # fmt: skip
+        side += stall
         excess = split_exposure(total, compute, side, DP_OVERLAP_RESIDUAL)
         exposed[fsdp] = time[fsdp] * (excess / total if total > 0 else 0.0)
 
@@ -383,7 +399,9 @@ def refit_fsdp_side(
     if not ctx.fsdp_side_groups:
         return c
     exposed = c.exposed.copy()
-    _fsdp_exposed(np.asarray(t.group), c.time, exposed, c.kind, ctx, fsdp_window_s)
+    grp = np.asarray(t.group)
+    ring = ring_mask(grp, np.asarray(t.coll), c.kind == COMM)
+    _fsdp_exposed(grp, c.time, exposed, c.kind, ctx, fsdp_window_s, ring)
     return OpCosts(time=c.time, exposed=exposed, kind=c.kind)
 
 
