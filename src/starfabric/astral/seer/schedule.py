@@ -152,9 +152,7 @@ def full_recompute_cost(t: OpTable, fc: OpCosts, regather: bool = False) -> Pass
     return pass_cost(t, fc, ~((fc.kind == COMM) & np.char.startswith(grp, "fsdp")))
 
 
-def recompute_window(
-    fc: OpCosts, recompute: str, ctx: CostContext, t: OpTable | None = None
-) -> float:
+def recompute_window(fc: OpCosts, recompute: str, ctx: CostContext) -> float:
     """Seconds of full recompute's re-run forward that the backward's ZeRO-3/FSDP collectives
     overlap. Megatron-FSDP (NVIDIA/Megatron-LM `distributed/custom_fsdp/
     fully_sharded_data_parallel.py` at 1e057005): the layer's full-backward pre-hook gathers it
@@ -163,19 +161,22 @@ def recompute_window(
     prefetch"); `optim_grads_params` reduce-scatters every backward. So the prefetched gather
     and the previous layer's reduce-scatter share the link while this layer recomputes *and*
     back-propagates (PyTorch FSDP's BACKWARD_PRE prefetch orders it the same way). 0 for other
-    policies and for per-parameter ZeRO-3, whose re-run forward fetches its parameters again.
-    With `t` (the forward table), the re-run forward's CP ring shares the window as in the
-    backward (`fsdp_cp_window`): on FSDP's link its hidden exchanges take link time, on
-    another its stall adds free time."""
+    policies and for per-parameter ZeRO-3, whose re-run forward fetches its parameters again."""
     if recompute != "full" or ctx.fsdp_regather:
         return 0.0
-    compute = float(fc.time[fc.kind != COMM].sum())
-    if t is None:
-        return compute
+    return float(fc.time[fc.kind != COMM].sum())
+
+
+def rerun_ring_window(t: OpTable, fc: OpCosts, ctx: CostContext, window: float) -> float:
+    """`window` (the re-run forward's compute, `recompute_window`) with that forward's CP ring
+    sharing it as in the backward (`fsdp_cp_window`): on FSDP's link its hidden exchanges take
+    link time, on another its stall adds free time. Unchanged when there is no window."""
+    if window <= 0:
+        return window
     grp = np.asarray(t.group)
     ring = ring_mask(grp, np.asarray(t.coll), fc.kind == COMM)
     compute, stall = fsdp_window(
-        compute, float(fc.time[ring].sum()), float(fc.exposed[ring].sum()),
+        window, float(fc.time[ring].sum()), float(fc.exposed[ring].sum()),
         ctx.ring_fsdp_shared_link, bool(np.isin(grp[ring], np.asarray(ctx.fsdp_side_groups)).all()),
     )  # fmt: skip
     return compute + stall
@@ -278,7 +279,7 @@ def piece_cost(t: OpTable, ctx: CostContext, recompute: str) -> PieceCost:
     """Costs of a forward table, its backward, and what the recompute policy re-runs."""
     fc = op_costs(t, ctx)
     bt = backward_of(t)
-    window = recompute_window(fc, recompute, ctx, t)
+    window = rerun_ring_window(t, fc, ctx, recompute_window(fc, recompute, ctx))
     bc = op_costs(bt, ctx, backward=True, fsdp_window_s=window)
     solo: tuple[PassCost, PassCost, OpCosts] | None = None
     fc_alone = fc  # a re-run forward (full recompute) has no partner: its all-to-all stays
