@@ -229,6 +229,33 @@ def hopper_multiplier(release: Release | None) -> tuple[float, float]:
     return (a[0] + w * (b[0] - a[0]), a[1] + w * (b[1] - a[1]))
 
 
+KERNEL_NAMES = {
+    "fa2": "FlashAttention-2",
+    "fa1": "FlashAttention-1",
+    "xformers": "xFormers",
+    "triton": "Triton's fused attention",
+}
+"""How the note names a fused-attention kernel that is not cuDNN's (ExecutionSpec.flash_kernel)."""
+
+
+def not_applied(release: str | None, kernel: str, hopper: bool, gpu: str) -> str | None:
+    """Why a stated release leaves the run's attention as it is, in one line (`seer predict`
+    prints it), else None: the same conditions as rate_multiplier's 1.0 for a stated release
+    (a kernel that is not cuDNN's; a GPU that is not Hopper)."""
+    if not release:
+        return None
+    head = f"cuDNN {release} release not applied"
+    if kernel != "cudnn":
+        name = KERNEL_NAMES.get(kernel, kernel)
+        return f"{head}: the attention kernel is {kernel}; {name} is not cuDNN"
+    if not hopper:
+        return (
+            f"{head} on {gpu}: the release multiplier is measured on Hopper only "
+            "(seer.cudnn_release); Seer's attention curve as is"
+        )
+    return None
+
+
 def rate_multiplier(release: str | None, kernel: str, hopper: bool) -> tuple[float, float]:
     """(forward, backward) multiplier of a run's fused attention: cuDNN's kernel on Hopper only
     (FlashAttention-2 and older kernels are not cuDNN's; Blackwell has no per-release data here)."""
