@@ -81,7 +81,7 @@ def seer_predict(
     from starfabric.astral.seer.calibrate import apply_profile
     from starfabric.astral.seer.goodput import production_summary
     from starfabric.astral.seer.hf_config import check_seq_len
-    from starfabric.astral.seer.predict import with_cudnn_release
+    from starfabric.astral.seer.predict import cudnn_release_note, with_cudnn_release
 
     overrides: dict[str, object] = {}
     if gpu:
@@ -96,6 +96,8 @@ def seer_predict(
         the_job = apply_profile(the_job, profile)
     pred = predict(the_job)
     out = pred.summary()
+    # Choices Seer made that the user's options did not move (--cudnn off Hopper or off cuDNN).
+    out["notes"] = [n for n in (cudnn_release_note(the_job),) if n]
     if trace:
         write_trace(pred, trace)
         out["trace"] = trace
@@ -146,6 +148,8 @@ def seer_predict(
             f"{prod['lost_h_per_interruption']:.2f} h lost per interruption); whole-run "
             f"average iteration {prod['iteration_s']:.4f} s{days}"
         )
+    for note in out["notes"]:
+        con.print(f"[yellow]{escape(note)}[/]")
     if str(out["efficiency_basis"]).startswith("estimate"):
         con.print(f"[yellow]{out['gpu']} kernel efficiency: {escape(out['efficiency_basis'])}[/]")
     if trace:

@@ -18,6 +18,7 @@ import numpy as np
 from starfabric.astral.hardware import GPUSpec
 from starfabric.astral.seer.comm import CommModel, Phase, layout_groups
 from starfabric.astral.seer.cp_comm import ring_exposed
+from starfabric.astral.seer.cudnn_release import not_applied as cudnn_not_applied
 from starfabric.astral.seer.cudnn_release import rate_multiplier as cudnn_rate
 from starfabric.astral.seer.efficiency import Efficiency, flash_time, gemm_time, mem_time
 from starfabric.astral.seer.ep_overlap import pair_exposed_fraction, runs_megatron_overlap
@@ -169,6 +170,22 @@ def fa2_rate(gpu: GPUSpec) -> float:
     return FA2_ON_HOPPER if gpu.dense_tflops.get("fp8", 0.0) > 0 else 1.0
 
 
+def is_hopper(gpu: GPUSpec) -> bool:
+    """Hopper: FP8 tensor cores without Blackwell's MX block scales (fp8_recipe.native_mx), the
+    GPUs cudnn_release's multiplier is measured on."""
+    return gpu.dense_tflops.get("fp8", 0.0) > 0 and not native_mx(gpu)
+
+
+def cudnn_release_note(gpu: GPUSpec, ex: ExecutionSpec) -> str | None:
+    """Why `ex.cudnn_release` leaves the attention rate as it is on `gpu` (one line,
+    cudnn_release.not_applied; unfused attention has no fused kernel), else None."""
+    if ex.cudnn_release and ex.attention != "flash":
+        return (
+            f"cuDNN {ex.cudnn_release} release not applied: attention is unfused (no cuDNN kernel)"
+        )
+    return cudnn_not_applied(ex.cudnn_release, ex.flash_kernel, is_hopper(gpu), gpu.name)
+
+
 def attention_rates(gpu: GPUSpec, kernel: str, cudnn_release: str | None) -> tuple[float, float]:
     """(forward, backward) fused-attention rate of `kernel` relative to `gpu`'s calibrated cuDNN
     curve: fa2_rate for every kernel but cuDNN's, times flash_generation's ratio for a kernel
@@ -177,8 +194,7 @@ def attention_rates(gpu: GPUSpec, kernel: str, cudnn_release: str | None) -> tup
     place predict, search, validate and attention_in_training take it from."""
     base = fa2_rate(gpu) if kernel != "cudnn" else 1.0
     gen_fwd, gen_bwd = kernel_rates(kernel)
-    hopper = gpu.dense_tflops.get("fp8", 0.0) > 0 and not native_mx(gpu)
-    rel_fwd, rel_bwd = cudnn_rate(cudnn_release, kernel, hopper)
+    rel_fwd, rel_bwd = cudnn_rate(cudnn_release, kernel, is_hopper(gpu))
     return base * gen_fwd * rel_fwd, base * gen_bwd * rel_bwd
 
 

@@ -19,7 +19,7 @@ measured at one release (efficiency.yaml), and cudnn-frontend publishes no Black
 Blackwell run keeps 1.0 at every release from 9.10 on.
 
 What a row states (`row_release`): the cuDNN release it names for the run ("cuDNN 9.11",
-"CUDNN_VERSION=91002"; a negated, compared or planned mention is not the run's, and a number
+"CUDNN_VERSION=91002"; a negated ("cuDNN 9.4 not used"), compared or planned mention is not the run's, and a number
 outside cuDNN's numbering, "cuDNN 12.4", is no release); else the NeMo Framework container it
 names (read the same way), through NEMO_CONTAINER_CUDNN (NVIDIA-NeMo/Megatron-Bridge
 docs/releases/software-versions.md, the "cuDNN" row of each container's component table);
@@ -86,6 +86,23 @@ _PLAN = re.compile(
 )
 """Words before a mention that make it a plan ("planned upgrade to NeMo 26.04", "will move to
 cuDNN 9.19"), not what the run used."""
+_CLAUSE_END = re.compile(r"[;,()\[\]]|\.(?!\d)|\b(?:but|while|whereas)\b", re.I)
+"""Where the clause after a mention ends: a comma, semicolon, bracket, a full stop (not a
+version's dot) or a contrasting conjunction ("cuDNN 9.10, FA2 not used": the negation is the
+next clause's)."""
+_OFF_LATER = re.compile(
+    r"(?:\b(?:not|never)|n't)\s+(?:been\s+)?(?:used|enabled)\b|\b(?:unused|disabled)\b", re.I
+)
+"""A negation later in the mention's clause: "cuDNN 9.4 not used", "cuDNN 9.19 was not
+enabled", "cuDNN 9.4 kernels unused", "cuDNN 9.19 backend is disabled"
+(statements.negated_at reads only the word right after a mention, or one more)."""
+
+
+def _off_in_clause(text: str, end: int) -> bool:
+    """Whether the clause after a mention ending at text[end] switches it off (_OFF_LATER
+    before _CLAUSE_END)."""
+    stop = _CLAUSE_END.search(text, end)
+    return bool(_OFF_LATER.search(text[end : stop.start() if stop else len(text)]))
 
 
 def is_release(release: Release) -> bool:
@@ -95,10 +112,12 @@ def is_release(release: Release) -> bool:
 
 def _for_the_run(text: str, m: re.Match[str]) -> bool:
     """Whether a mention names what the run used: not negated ("without cuDNN 9.4", "not the
-    NeMo 25.09 container"), not a comparison's reference ("compared with NeMo 25.09"), not a
-    plan ("will move to cuDNN 9.19") (statements.negated_at / compared_at)."""
+    NeMo 25.09 container", "cuDNN 9.4 not used" within its clause), not a comparison's
+    reference ("compared with NeMo 25.09"), not a plan ("will move to cuDNN 9.19")
+    (statements.negated_at / compared_at, _off_in_clause)."""
     return not (
         negated_at(text, m.start(), m.end())
+        or _off_in_clause(text, m.end())
         or compared_at(text, m.start())
         or _PLAN.search(text[: m.start()])
     )
@@ -208,6 +227,33 @@ def hopper_multiplier(release: Release | None) -> tuple[float, float]:
     w = (release[1] - lo[1]) / (hi[1] - lo[1])
     a, b = MEASURED_HOPPER[lo], MEASURED_HOPPER[hi]
     return (a[0] + w * (b[0] - a[0]), a[1] + w * (b[1] - a[1]))
+
+
+KERNEL_NAMES = {
+    "fa2": "FlashAttention-2",
+    "fa1": "FlashAttention-1",
+    "xformers": "xFormers",
+    "triton": "Triton's fused attention",
+}
+"""How the note names a fused-attention kernel that is not cuDNN's (ExecutionSpec.flash_kernel)."""
+
+
+def not_applied(release: str | None, kernel: str, hopper: bool, gpu: str) -> str | None:
+    """Why a stated release leaves the run's attention as it is, in one line (`seer predict`
+    prints it), else None: the same conditions as rate_multiplier's 1.0 for a stated release
+    (a kernel that is not cuDNN's; a GPU that is not Hopper)."""
+    if not release:
+        return None
+    head = f"cuDNN {release} release not applied"
+    if kernel != "cudnn":
+        name = KERNEL_NAMES.get(kernel, kernel)
+        return f"{head}: the attention kernel is {kernel}; {name} is not cuDNN"
+    if not hopper:
+        return (
+            f"{head} on {gpu}: the release multiplier is measured on Hopper only "
+            "(seer.cudnn_release); Seer's attention curve as is"
+        )
+    return None
 
 
 def rate_multiplier(release: str | None, kernel: str, hopper: bool) -> tuple[float, float]:

@@ -17,6 +17,12 @@ from starfabric.astral.seer import cpu_optimizer_offload, offload
 from starfabric.astral.seer.comm import make_fabric, nvlink_domain
 from starfabric.astral.seer.cost import DP_OVERLAP_RESIDUAL, CostContext, make_context
 from starfabric.astral.seer.efficiency import efficiency_for
+from starfabric.astral.seer.fabric import (
+    COLLECTIVE_LAUNCH_S,
+    NIC_STEP_LATENCY_S,
+    NVLINK_STEP_LATENCY_S,
+    Fabric,
+)
 from starfabric.astral.seer.memory import (
     RESERVED_BYTES,
     activation_bytes_per_layer,
@@ -195,14 +201,12 @@ def evaluate(
     per_mb_stage = layers_stage * (f + b)
     stage_max = per_mb_stage + lc[:, 4]  # the last stage also runs embedding/logits (pp = 1: all)
     chunk = per_mb_stage / vpp
-    # p2p hand-off: inter-node when a PP neighbour sits on another node.
     # The formula CommModel's bus rates (search's closed form is its DP/PP ring on arrays).
     fabric = make_fabric(gpu.nvlink_gbps * 1e9, nic, eff)
     nvl, nicb = fabric.nvlink_bus_bytes_per_s, fabric.nic_bus_bytes_per_s
     gpn = nvlink_domain(system.gpus_per_node, gpu, system.gpus)
-    cross = (tp * cp * dp) >= gpn
-    p2p = np.where(pp > 1, lc[:, 6] / np.where(cross, nicb, nvl), 0.0)
-    pipeline = m * stage_max + (pp - 1) * (chunk + 2 * p2p)
+    p2p = pipeline_hop_s(lc[:, 6], pp, tp * cp * dp, gpn, fabric)
+    pipeline = m * stage_max + (pp - 1) * chunk + exposed_hops(pp, vpp) * p2p
     # Parameters per rank on the heaviest stage and their DP gradient traffic.
     dense_layers = model.dense_layers / pp
     moe_layers = model.moe_layers / pp
@@ -277,6 +281,33 @@ def evaluate(
     else:  # pinned host memory short: the configuration does not fit
         mem = np.where(host > (gpu.host_mem_gib or 0.0) * 2**30, np.inf, mem)
     return iteration, mem, moved
+
+
+def pipeline_hop_s(
+    nbytes: np.ndarray[Any, Any],
+    pp: np.ndarray[Any, Any],
+    stride: np.ndarray[Any, Any],
+    gpn: int,
+    fabric: Fabric,
+) -> np.ndarray[Any, Any]:
+    """Seconds of one activation hand-off between PP stages, as predict prices it
+    (comm.collective_time "p2p" on comm.place_group's PP group, members tp*cp*dp apart): on
+    the NICs when the PP group spans nodes, else NVLink; launch and step latency included."""
+    per_node = np.where(stride >= gpn, 1, np.minimum(pp, gpn // np.maximum(stride, 1)))
+    cross = per_node < pp
+    nvl_bw, nic_bw, _, _ = fabric.tiers("p2p")
+    lat = np.where(cross, NIC_STEP_LATENCY_S, NVLINK_STEP_LATENCY_S)
+    hop = COLLECTIVE_LAUNCH_S + lat + nbytes / np.where(cross, nic_bw, nvl_bw)
+    return np.where(pp > 1, hop, 0.0)
+
+
+def exposed_hops(pp: np.ndarray[Any, Any], vpp: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """Activation hand-offs on the critical path of 1F1B: the fill and the drain cross every
+    stage boundary a micro-batch crosses, pp - 1 without interleaving; with VPP v a micro-batch
+    crosses pp * v - 1 chunk boundaries each way, and Megatron's interleaved warm-up (micro-batch
+    groups of pp) waits for each chunk's hand-off to come round the ring before the next chunk,
+    as predict's list schedule (_kernels.pipeline_times) measures: 2 * (pp * v - 1)."""
+    return np.where(pp > 1, 2.0 * (pp * vpp - 1), 0.0)
 
 
 def _interleaved_dp_exposed(

@@ -15,6 +15,8 @@ from typing import Any
 
 from pydantic import Field
 
+from starfabric.astral.hardware import get_gpu
+from starfabric.astral.seer.cost import cudnn_release_note as release_note
 from starfabric.astral.seer.cost import make_context
 from starfabric.astral.seer.cudnn_release import parse_release
 from starfabric.astral.seer.efficiency import efficiency_for
@@ -64,6 +66,12 @@ def with_cudnn_release(job: Job, text: str) -> Job:
         raise ConfigError(f"--cudnn {text!r}: {exc}", fix="give --cudnn 9.4 or 9.19.1") from None
     execution = job.execution.model_copy(update={"cudnn_release": text.strip().lstrip("v")})
     return dataclasses.replace(job, execution=execution)
+
+
+def cudnn_release_note(job: Job) -> str | None:
+    """One line saying why the job's cuDNN release (`--cudnn`, execution.cudnn_release) changes
+    nothing on its GPU and kernel (cost.cudnn_release_note), else None."""
+    return release_note(get_gpu(job.system.gpu), job.execution)
 
 
 def load_job(path: str | Path, overrides: dict[str, Any] | None = None) -> Job:
