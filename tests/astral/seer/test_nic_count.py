@@ -222,3 +222,10 @@ def test_a_zero_nic_count_is_refused_in_one_line(cell: str) -> None:
     row = {"row_id": "Z-1", "interconnect": cell, "gpu": "H100-SXM5-80GB", "gpus_per_node": "8"}
     with pytest.raises(DataError, match=r"row Z-1: column 'interconnect' = .*0 .*fix"):
         _nic(row, "H100-SXM5-80GB")
+
+
+def test_a_byte_rate_beside_a_nic_count_is_not_read_as_bits() -> None:
+    """ "50 GB/s" is bytes: beside a NIC count it must not be taken as 50 Gb/s per NIC (the
+    per-node reading of the rate may only relax the case of "per node", not of the unit)."""
+    assert _nic_gbps("4 NICs per 8 GPUs, 50 GB/s each", 8) != pytest.approx(25.0)
+    assert _nic_gbps("4 NICs per 8 GPUs, 50 gb/s each", 8) is None  # not a unit Seer reads

@@ -477,7 +477,8 @@ def _nic(row: dict[str, str], gpu: str) -> str:
     # "Slingshot 11", "ConnectX 7", "NDR 400": a name or a rate, never a count (nic_count)
     text = nic_count.joined_names(row.get("interconnect") or "")
     per_node = _gpus_per_node(row)
-    if not _unverified(text) and nic_count.stated_nics_per_gpu(text, per_node) == 0:
+    ratio = None if _unverified(text) else nic_count.stated_nics_per_gpu(text, per_node)
+    if ratio == 0:
         raise DataError(
             f"row {row.get('row_id', '?')}: column 'interconnect' = {row.get('interconnect')!r} "
             "states 0 scale-out adapters",
@@ -489,7 +490,6 @@ def _nic(row: dict[str, str], gpu: str) -> str:
         if gbps is not None:
             return f"{gbps:g}G"
     default = _default_nic(gpu)
-    ratio = None if _unverified(text) else nic_count.stated_nics_per_gpu(text, per_node)
     if ratio is not None:  # "4 EFA NICs per 8 GPUs": a count without a rate
         # p4d's adapters when the row names EFA on an A100 (as `efa_bus_fraction` reads it)
         efa_text = " ; ".join((text, row.get("gpu") or "", row.get("notes") or ""))
@@ -531,7 +531,7 @@ def _nic_gbps(text: str, per_node: int) -> float | None:
     if m:
         return 8 * float(m.group(1)) * scale(m.group(2))
     ratio = nic_count.stated_nics_per_gpu(text, per_node)
-    rate = re.search(_SPEED + r"(\s*(?:per|/)\s*(?:node|server|host)\b)?", text, re.IGNORECASE)
+    rate = re.search(_SPEED + r"(\s*(?i:per|/)\s*(?i:node|server|host)\b)?", text)
     if ratio is not None and rate and rate.group(3):  # "8 NICs per node, 3.2 Tb/s per node"
         return float(rate.group(1)) * scale(rate.group(2)) / per_node  # the node's rate, shared
     if ratio is not None and rate:  # "4 NICs per 8 GPUs, 100 Gb/s each": a rate per NIC
