@@ -25,7 +25,7 @@ from starfabric.astral.seer.ep_overlap import pair_exposed_fraction, runs_megatr
 from starfabric.astral.seer.ep_overlap_hidden import realized_exposed_fraction
 from starfabric.astral.seer.flash_generation import kernel_rates
 from starfabric.astral.seer.fp8_recipe import cast_factor, gemm_rate, native_mx
-from starfabric.astral.seer.fsdp_cp_window import fsdp_window, ring_mask, ring_shares_fsdp_link
+from starfabric.astral.seer.fsdp_cp_window import ring_shares_fsdp_link, ring_window
 from starfabric.astral.seer.fsdp_side_window import side_groups, side_window_s, split_exposure
 from starfabric.astral.seer.model import ModelSpec
 from starfabric.astral.seer.nccl_a2a_ctas import nccl_alltoall_ctas
@@ -161,19 +161,19 @@ def _ep_comm_sms(ex: ExecutionSpec, lay: Layout) -> int:
     return EP_COMM_SMS
 
 
+def is_hopper(gpu: GPUSpec) -> bool:
+    """Hopper: FP8 tensor cores without Blackwell's MX block scales (fp8_recipe.native_mx), the
+    GPUs cudnn_release's multiplier is measured on."""
+    return gpu.dense_tflops.get("fp8", 0.0) > 0 and not native_mx(gpu)
+
+
 def fa2_rate(gpu: GPUSpec) -> float:
     """FlashAttention-2's fused-attention rate relative to cuDNN's on `gpu`: FA2_ON_BLACKWELL
     on Blackwell (an MXFP8 peak in the catalog), FA2_ON_HOPPER on Hopper (an FP8 peak), 1
     before (FA2 is the reference kernel)."""
     if native_mx(gpu):
         return FA2_ON_BLACKWELL
-    return FA2_ON_HOPPER if gpu.dense_tflops.get("fp8", 0.0) > 0 else 1.0
-
-
-def is_hopper(gpu: GPUSpec) -> bool:
-    """Hopper: FP8 tensor cores without Blackwell's MX block scales (fp8_recipe.native_mx), the
-    GPUs cudnn_release's multiplier is measured on."""
-    return gpu.dense_tflops.get("fp8", 0.0) > 0 and not native_mx(gpu)
+    return FA2_ON_HOPPER if is_hopper(gpu) else 1.0
 
 
 def cudnn_release_note(gpu: GPUSpec, ex: ExecutionSpec) -> str | None:
@@ -369,19 +369,18 @@ def op_costs(
         total = float(time[ep].sum())
         frac = _ep_exposed_fraction(total, float(time[experts].sum()), ctx)
         exposed[ep] = time[ep] * frac
-    ring = ring_mask(grp_names, np.asarray(t.coll), kind == COMM)
-    _fsdp_exposed(grp_names, time, exposed, kind, ctx, fsdp_window_s, ring)
+    _fsdp_exposed(grp_names, np.asarray(t.coll), time, exposed, kind, ctx, fsdp_window_s)
     return OpCosts(time=time, exposed=exposed, kind=kind)
 
 
 def _fsdp_exposed(
     grp_names: np.ndarray[Any, Any],
+    colls: np.ndarray[Any, Any],
     time: np.ndarray[Any, Any],
     exposed: np.ndarray[Any, Any],
     kind: np.ndarray[Any, Any],
     ctx: CostContext,
     fsdp_window_s: float,
-    ring: np.ndarray[Any, Any],
 ) -> None:
     """Set `exposed` of the ZeRO-3/FSDP collectives in place from the other operators' (the
     CP ring's exchanges share the window, `fsdp_cp_window`)."""
@@ -396,10 +395,9 @@ def _fsdp_exposed(
         side = side_window_s(grp_names, kind == COMM, exposed, ctx.fsdp_side_groups)
         # The ring's exchanges run in the same window (`fsdp_cp_window`): on the same link
         # their time is not FSDP's; on another, the compute stream's stall on them is.
-        compute, stall = fsdp_window(
-            compute, float(time[ring].sum()), float(exposed[ring].sum()),
-            ctx.ring_fsdp_shared_link,
-            bool(np.isin(grp_names[ring], np.asarray(ctx.fsdp_side_groups)).all()),
+        compute, stall = ring_window(
+            compute, grp_names, colls, kind == COMM, time, exposed,
+            ctx.ring_fsdp_shared_link, ctx.fsdp_side_groups,
         )  # fmt: skip
         side += stall
         excess = split_exposure(total, compute, side, DP_OVERLAP_RESIDUAL)
@@ -415,9 +413,9 @@ def refit_fsdp_side(
     if not ctx.fsdp_side_groups:
         return c
     exposed = c.exposed.copy()
-    grp = np.asarray(t.group)
-    ring = ring_mask(grp, np.asarray(t.coll), c.kind == COMM)
-    _fsdp_exposed(grp, c.time, exposed, c.kind, ctx, fsdp_window_s, ring)
+    _fsdp_exposed(
+        np.asarray(t.group), np.asarray(t.coll), c.time, exposed, c.kind, ctx, fsdp_window_s
+    )
     return OpCosts(time=c.time, exposed=exposed, kind=c.kind)
 
 

@@ -92,4 +92,24 @@ def fsdp_window(
     return compute, 0.0 if counted_as_side else stall
 
 
-__all__ = ["RING_GROUPS", "fsdp_window", "ring_mask", "ring_shares_fsdp_link"]
+def ring_window(
+    compute: float,
+    groups: np.ndarray[Any, Any],
+    colls: np.ndarray[Any, Any],
+    is_comm: np.ndarray[Any, Any],
+    time: np.ndarray[Any, Any],
+    exposed: np.ndarray[Any, Any],
+    shared_link: bool,
+    side_groups: tuple[str, ...],
+) -> tuple[float, float]:
+    """`fsdp_window` of a pass from its operator table: the ring is the pass's p2p exchanges
+    (`ring_mask`) with their time and exposed seconds; they count as Megatron-FSDP's side
+    window when every one of them is in `side_groups` (`fsdp_side_window`)."""
+    ring = ring_mask(groups, colls, is_comm)
+    return fsdp_window(
+        compute, float(time[ring].sum()), float(exposed[ring].sum()), shared_link,
+        bool(np.isin(groups[ring], np.asarray(side_groups)).all()),
+    )  # fmt: skip
+
+
+__all__ = ["RING_GROUPS", "fsdp_window", "ring_mask", "ring_shares_fsdp_link", "ring_window"]

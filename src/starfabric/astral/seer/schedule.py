@@ -37,7 +37,7 @@ from starfabric.astral.seer.cost import (
     refit_fsdp_side,
 )
 from starfabric.astral.seer.ep_overlap import solo_ops
-from starfabric.astral.seer.fsdp_cp_window import fsdp_window, ring_mask
+from starfabric.astral.seer.fsdp_cp_window import ring_window
 from starfabric.astral.seer.model import ModelSpec, attention_params, mlp_params, mtp_params
 from starfabric.astral.seer.ops import (
     COMM,
@@ -173,11 +173,9 @@ def rerun_ring_window(t: OpTable, fc: OpCosts, ctx: CostContext, window: float) 
     link time, on another its stall adds free time. Unchanged when there is no window."""
     if window <= 0:
         return window
-    grp = np.asarray(t.group)
-    ring = ring_mask(grp, np.asarray(t.coll), fc.kind == COMM)
-    compute, stall = fsdp_window(
-        window, float(fc.time[ring].sum()), float(fc.exposed[ring].sum()),
-        ctx.ring_fsdp_shared_link, bool(np.isin(grp[ring], np.asarray(ctx.fsdp_side_groups)).all()),
+    compute, stall = ring_window(
+        window, np.asarray(t.group), np.asarray(t.coll), fc.kind == COMM, fc.time, fc.exposed,
+        ctx.ring_fsdp_shared_link, ctx.fsdp_side_groups,
     )  # fmt: skip
     return compute + stall
 
