@@ -138,6 +138,12 @@ def short_name(name: str) -> str:
     return f"DeepEP {out}" if "::ep::" in name else out
 
 
+def _int(v: Any, default: int = -1) -> int:
+    """An integer cell of a trace event, `default` when absent or not a number."""
+    ok = isinstance(v, int | float) and not isinstance(v, bool) and np.isfinite(v)
+    return int(v) if ok else default
+
+
 def _ints(v: Any, n: int = 3) -> tuple[int, int, int]:
     vals = list(v) if isinstance(v, list | tuple) else []
     vals = [int(x) for x in vals if isinstance(x, int | float) and not isinstance(x, bool)]
@@ -169,11 +175,11 @@ def flash_kernels(events: list[dict[str, Any]], where: str = "trace") -> list[Fl
     ts = np.array([float(e["ts"]) for e in gpu])
     end = ts + np.array([float(e["dur"]) for e in gpu])
     args = [e.get("args") or {} for e in gpu]
-    stream = np.array([int(a.get("stream", e.get("tid", -1))) for a, e in zip(args, gpu)])
-    device = np.array([int(a.get("device", e.get("pid", -1))) for a, e in zip(args, gpu)])
+    stream = np.array([_int(a.get("stream", e.get("tid"))) for a, e in zip(args, gpu, strict=True)])
+    device = np.array([_int(a.get("device", e.get("pid"))) for a, e in zip(args, gpu, strict=True)])
     comm = np.array([bool(_COMM.search(str(e.get("name", "")))) for e in gpu])
     blocks = np.array([int(np.prod(_ints(a.get("grid")))) for a in args])
-    regs = np.array([int(a.get("registers per thread", 0)) * int(np.prod(_ints(a.get("block"))))
+    regs = np.array([_int(a.get("registers per thread"), 0) * int(np.prod(_ints(a.get("block"))))
                      for a in args])  # fmt: skip
     t0 = float(ts.min())
     found = []
@@ -208,8 +214,8 @@ def flash_kernels(events: list[dict[str, Any]], where: str = "trace") -> list[Fl
         ]
         out.append(FlashKernel(
             call=call, kind=p.kind, ts_us=float(ts[i] - t0), duration_us=dur, grid=grid,
-            block=blk, regs_per_thread=int(args[i].get("registers per thread", 0)),
-            smem_bytes=int(args[i].get("shared memory", 0)), tile_m=p.tile_m, tile_n=p.tile_n,
+            block=blk, regs_per_thread=_int(args[i].get("registers per thread"), 0),
+            smem_bytes=_int(args[i].get("shared memory"), 0), tile_m=p.tile_m, tile_n=p.tile_n,
             seq=grid[0] * tile, heads=grid[1], batch=grid[2], d_qk=p.d_qk, d_v=d_v,
             causal=bool(causal), varlen=bool(varlen), dtype=p.dtype,
             comm_overlap_fraction=_union(lo[c], hi[c]) / dur,
