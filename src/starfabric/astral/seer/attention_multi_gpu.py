@@ -27,9 +27,9 @@ post-processing kernels to the measured backward (the FA3 paper times the whole 
 Every kernel here runs beside DeepEP kernels (comm_overlap_fraction ~ 1). An attention block
 (registers per thread x threads) and a DeepEP block do not fit one SM's register file together,
 so during the overlap the attention kernel has the GPU's SMs less the DeepEP blocks.
-`free_gpu_seconds` scales the measured time to the whole GPU (rate proportional to SMs during
-the overlap; assumption) — the accounting Seer itself uses, which prices compute at the whole
-GPU and charges the SMs the all-to-all holds to the all-to-all (`cost._ep_exposed_fraction`).
+`free_gpu_seconds` scales the measured time to the whole GPU — the accounting Seer itself uses,
+which prices compute at the whole GPU and charges the SMs the all-to-all holds to the all-to-all
+(`cost._ep_exposed_fraction`).
 """
 
 from __future__ import annotations
@@ -189,7 +189,8 @@ def comm_sm_share(k: ProfileKernel, sms: int | None = None) -> float:
 
 def free_gpu_seconds(k: ProfileKernel) -> float:
     """`k`'s measured seconds scaled to the whole GPU: during its overlap with communication
-    kernels it ran on (1 - comm_sm_share) of the SMs (rate proportional to SMs; assumption)."""
+    kernels it ran on (1 - comm_sm_share) of the SMs.
+    Assumption: the kernel's rate is proportional to the SMs it has (4,096 blocks in waves)."""
     t = k.duration_us * 1e-6
     return t * (1.0 - k.comm_overlap_fraction * comm_sm_share(k))
 
