@@ -6,7 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from starfabric.astral.hardware import get_gpu
 from starfabric.astral.seer import cells
+from starfabric.astral.seer.efficiency import efficiency_for
 from starfabric.astral.seer.model import ModelSpec
 from starfabric.astral.seer.ops import megatron_model_flops
 from starfabric.astral.seer.predict import Prediction, make_job, predict
@@ -118,23 +120,25 @@ def test_long_context_throughput_holds_at_the_attention_kernels_rate(sweep) -> N
     """From 4K to 1M tokens the work moves from GEMMs (FP8) to fused attention (BF16, ~98% of
     the FLOPs at 1M): per-GPU throughput in NeMo's (full-attention) convention falls to the
     attention kernels' rate and no further — not to half of it. With FA3-paper cuDNN
-    saturation (0.565/0.545 of peak) x 0.65 in training, fwd + 2.5x bwd run at ~354 TFLOP/s
-    executed = ~600 in NeMo's count; 0.6 x the 4K figure is the floor, and it never rises
-    above 4K's."""
+    saturation (0.565/0.545 of peak) x 0.95 in training (cost.FUSED_ATTENTION_IN_TRAINING),
+    fwd + 2.5x bwd run at ~480 TFLOP/s executed; 0.6 x the 4K figure is the floor, and it
+    never rises above 4K's."""
     tf = [p.tflops_per_gpu("megatron") for p in sweep]
     assert tf[-1] >= 0.6 * tf[0]
     assert all(0.6 * tf[0] <= t <= 1.02 * tf[0] for t in tf)
     # The executed rate at 1M is the fused attention's: between its bwd and fwd fractions.
     eff_hw = sweep[-1].tflops_per_gpu("hardware") * 1e12 / sweep[-1].peak_flops_per_gpu
-    assert 0.30 <= eff_hw <= 0.367
+    eff = efficiency_for(get_gpu("H100"))
+    assert 0.9 * eff.flash_bwd_fraction <= eff_hw <= eff.flash_fwd_fraction
 
 
 def test_at_1m_tokens_the_ring_hides_and_no_recompute_is_needed(sweep) -> None:
     """Per ring step the block attention grows with chunk^2 and the KV block with chunk, so at
-    1M / CP 32 the exchange hides fully (only CP_OVERLAP_RESIDUAL of it costs); activations
+    1M / CP 32 the exchange is all but hidden (under 6% of the step at the measured attention
+    rate; under 5% while Seer priced attention at 0.65 of the kernel); activations
     are split by CP (and SP), so the run fits without recompute."""
     long_ = sweep[-1]
-    assert long_.breakdown["cp"] < 0.05 * long_.iteration_s
+    assert long_.breakdown["cp"] < 0.06 * long_.iteration_s
     assert long_.breakdown["recompute"] == 0.0
     assert not long_.memory.oom
     assert long_.breakdown["compute"] > 0.9 * long_.iteration_s

@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from starfabric.astral.hardware import get_gpu
-from starfabric.astral.seer.cost import attention_rates
+from starfabric.astral.seer.cost import FUSED_ATTENTION_IN_TRAINING, attention_rates
 from starfabric.astral.seer.efficiency import efficiency_for, flash_time
 from starfabric.astral.seer.model import ModelSpec
 from starfabric.astral.seer.ops import FLASH_BWD_FLOPS_FACTOR
@@ -203,12 +203,6 @@ def seer_pair_rate(pair: PairRate, clock_mhz: float) -> float:
     return pair.dflops / dt / 1e12
 
 
-HOPPER_IN_TRAINING_FACTOR = 0.65
-"""The in-training factor efficiency.yaml's Hopper fused-attention fractions carry (0.367 =
-0.565 x 0.65 forward, 0.354 = 0.545 x 0.65 backward, on the FlashAttention-3 paper's isolated
-cuDNN curves): calibrated on the published rows, not on this benchmark."""
-
-
 def summed_rate(pairs: Iterable[PairRate], gpu: str, backend: str) -> float:
     """One backend's attention rate over all its equal-token pairs on `gpu` (TFLOP/s): summed
     FLOPs differences over summed time differences (the long pairs weigh most)."""
@@ -227,9 +221,9 @@ def fa2_cudnn_ratio(pairs: Iterable[PairRate], gpu: str) -> float:
 def implied_in_training_factor(pairs: Iterable[PairRate], gpu: str, clock_mhz: float) -> float:
     """The in-training factor on the isolated curve that would make Seer's cuDNN rate (at the
     benchmark's cuDNN release) equal the measured one on `gpu` at `clock_mhz`
-    (HOPPER_IN_TRAINING_FACTOR x measured / Seer;
+    (FUSED_ATTENTION_IN_TRAINING, which efficiency.yaml's curves carry, x measured / Seer;
     Seer's rate over an equal-token pair is its curve's saturated rate, the same for every
     pair, because flash_time's per-query-block term scales with tokens)."""
     ps = [p for p in pairs if p.gpu == gpu and p.backend == "CUDNN_ATTENTION"]
     measured = summed_rate(ps, gpu, "CUDNN_ATTENTION")
-    return HOPPER_IN_TRAINING_FACTOR * measured / seer_pair_rate(ps[0], clock_mhz)
+    return FUSED_ATTENTION_IN_TRAINING * measured / seer_pair_rate(ps[0], clock_mhz)
