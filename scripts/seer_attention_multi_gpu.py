@@ -11,7 +11,6 @@ import argparse
 import sys
 from pathlib import Path
 
-from starfabric.astral.seer.attention_in_training import HOPPER_IN_TRAINING_FACTOR
 from starfabric.astral.seer.attention_multi_gpu import (
     BACKWARD_KINDS,
     comm_sm_share,
@@ -21,6 +20,7 @@ from starfabric.astral.seer.attention_multi_gpu import (
     peak_flops,
     read_profile,
 )
+from starfabric.astral.seer.cost import FUSED_ATTENTION_IN_TRAINING
 from starfabric.errors import StarfabricError
 
 DEFAULT_CSV = Path(__file__).parents[1] / "tests/data/attention/deepseek_profile_attention.csv"
@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
                 rates = f"{'-':>8s} {'-':>7s} {'-':>8s} {'-':>8s}"
             print(f"{kind:9s} {len(ks):2d} {mean:8.0f} {rates} {ov:7.3f} {share:8.3f}")
         print(f"\nimplied in-training factor on Seer's isolated curve (Seer: "
-              f"{HOPPER_IN_TRAINING_FACTOR}); as measured | scaled to the whole GPU "
+              f"{FUSED_ATTENTION_IN_TRAINING}); as measured | scaled to the whole GPU "
               "(DeepEP's SMs given back)")  # fmt: skip
         for label, kinds in SETS.items():
             a, b = implied_factor(rows, kinds), implied_factor(rows, kinds, free_gpu=True)

@@ -19,7 +19,6 @@ from hypothesis import strategies as st
 
 from astral.seer.load_script import load_script
 from starfabric.astral.hardware import get_gpu
-from starfabric.astral.seer.attention_in_training import HOPPER_IN_TRAINING_FACTOR
 from starfabric.astral.seer.attention_multi_gpu import (
     BACKWARD_KINDS,
     REGISTERS_PER_SM,
@@ -32,6 +31,7 @@ from starfabric.astral.seer.attention_multi_gpu import (
     measured_rate,
     read_profile,
 )
+from starfabric.astral.seer.cost import FUSED_ATTENTION_IN_TRAINING
 from starfabric.astral.seer.efficiency import efficiency_for
 from starfabric.astral.seer.flash_trace import flash_kernels, parse_template
 from starfabric.astral.seer.model import load_model
@@ -192,7 +192,7 @@ def _closed_form_factor(kinds: tuple[str, ...], free_gpu: bool) -> float:
             loop += 2.5 * fl * (1 + eff.flash_bwd_keys_half / (s / 2)) / (
                 peak * eff.flash_bwd_fraction)  # fmt: skip
         over += eff.kernel_overhead_s if r["kind"] in ("fwd", "bwd") else 0.0
-    return HOPPER_IN_TRAINING_FACTOR * loop / (meas - over)
+    return FUSED_ATTENTION_IN_TRAINING * loop / (meas - over)
 
 
 SETS = [("fwd",), ("bwd",), BACKWARD_KINDS, ("fwd", "bwd"), ("fwd", *BACKWARD_KINDS)]
@@ -216,7 +216,7 @@ def test_implied_factors_lie_where_the_kernels_put_them() -> None:
             sel = [k for k in TRAIN if k.call == c]
             per_call.append(implied_factor(sel, kinds))
         assert min(per_call) - 1e-12 <= implied_factor(TRAIN, kinds) <= max(per_call) + 1e-12
-        assert min(per_call) > 0.8  # far above HOPPER_IN_TRAINING_FACTOR
+        assert min(per_call) > 0.8  # far above the 0.65 Seer priced before session 19
     assert implied_factor(TRAIN, BACKWARD_KINDS) < implied_factor(TRAIN, ("bwd",))
     for kinds in SETS:
         ratio = implied_factor(TRAIN, kinds, True) / implied_factor(TRAIN, kinds)

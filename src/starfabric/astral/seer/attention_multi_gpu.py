@@ -12,7 +12,7 @@ Here each kernel's FLOPs are counted as Seer's op table counts them (`ops._atten
 2 * tokens * keys * heads * (d_qk + d_v) with keys = seq/2 causal, no diagonal term; backward
 `ops.FLASH_BWD_FLOPS_FACTOR` x the forward; the pre/post-processing kernels add time, no FLOPs)
 and set beside Seer's ISOLATED Hopper curve: efficiency.yaml's fused-attention fractions (the
-FlashAttention-3 paper's cuDNN curve at head dim 128, x HOPPER_IN_TRAINING_FACTOR) divided by
+FlashAttention-3 paper's cuDNN curve at head dim 128, x FUSED_ATTENTION_IN_TRAINING) divided by
 that factor, at the rate `seer predict` gives cuDNN with no stated release (`cost.attention_rates`:
 Seer has no FlashAttention-3 kernel; its default kernel is cuDNN's 9.1 curve), at the catalog's
 dense BF16 peak (H800 = H100 SXM, 989.4 TFLOP/s; the trace and README state no clock). The curve
@@ -20,7 +20,7 @@ does not depend on head dim.
 
 The implied in-training factor is the factor on the isolated curve that makes Seer's time
 (`efficiency.flash_time`: main loop / (peak * fraction) + one kernel overhead per call) equal the
-measured one, over a set of kernels: HOPPER_IN_TRAINING_FACTOR x Seer's in-training main-loop
+measured one, over a set of kernels: FUSED_ATTENTION_IN_TRAINING x Seer's in-training main-loop
 seconds / (measured seconds - Seer's overheads). "With pre/post" adds the backward's pre- and
 post-processing kernels to the measured backward (the FA3 paper times the whole backward call).
 
@@ -42,8 +42,7 @@ from pathlib import Path
 import numpy as np
 
 from starfabric.astral.hardware import get_gpu
-from starfabric.astral.seer.attention_in_training import HOPPER_IN_TRAINING_FACTOR
-from starfabric.astral.seer.cost import attention_rates
+from starfabric.astral.seer.cost import FUSED_ATTENTION_IN_TRAINING, attention_rates
 from starfabric.astral.seer.efficiency import efficiency_for, flash_time
 from starfabric.astral.seer.flash_trace import KINDS
 from starfabric.astral.seer.ops import FLASH_BWD_FLOPS_FACTOR
@@ -171,9 +170,9 @@ def seer_seconds(k: ProfileKernel, gpu: str = TRACE_GPU) -> tuple[float, float]:
 
 def isolated_rate(k: ProfileKernel, gpu: str = TRACE_GPU) -> float:
     """Seer's isolated-curve rate (TFLOP/s) for `k`'s shape: its in-training curve divided by
-    HOPPER_IN_TRAINING_FACTOR (its main loop 0.65x as long), with one kernel overhead."""
+    FUSED_ATTENTION_IN_TRAINING (its main loop that fraction as long), with one kernel overhead."""
     loop, over = seer_seconds(k, gpu)
-    return kernel_flops(k) / (loop * HOPPER_IN_TRAINING_FACTOR + over) / 1e12
+    return kernel_flops(k) / (loop * FUSED_ATTENTION_IN_TRAINING + over) / 1e12
 
 
 def comm_sm_share(k: ProfileKernel, sms: int | None = None) -> float:
@@ -212,7 +211,7 @@ def implied_factor(
         lp, ov = seer_seconds(k, gpu)
         loop, over = loop + lp, over + ov
         meas += free_gpu_seconds(k) if free_gpu else k.duration_us * 1e-6
-    return HOPPER_IN_TRAINING_FACTOR * loop / (meas - over)
+    return FUSED_ATTENTION_IN_TRAINING * loop / (meas - over)
 
 
 def measured_rate(
