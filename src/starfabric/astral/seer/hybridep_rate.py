@@ -47,7 +47,7 @@ run's; 311/355 @fca1679, 2026-03-10; 327/402 @d98e8a6), and passes the BF16 hidd
 The B200 point (8 ranks, 16 SMs: kernel 599.27 / 734.95 / 673.84 GB/s) lies within 4% of
 GB200's, so the table serves every NVLink-5 GPU. Between measured points the rate is
 interpolated linearly in ranks and SMs; outside the measured range the edge value holds
-(assumption: EP 64 takes the 36-rank rate; no larger NVLink domain was measured).
+(`hybridep_bytes_per_s`: EP 64 takes the 36-rank rate).
 
 Not covered: an EP group spanning NVLink domains (HybridEP's RDMA path; the table's H100 rows
 are IB rates at 4-16 SMs) keeps the DeepEP V1 internode model, in BF16.
@@ -102,7 +102,8 @@ def hybridep_bytes_per_s(op: Op, ranks: int, sms: int, measure: Measure = IN_TRA
                          ) -> float:  # fmt: skip
     """HybridEP's measured algorithm bandwidth (bytes/s) of `op` at an EP size of `ranks` on one
     NVLink-5 domain with `sms` SMs, in the table's `measure` column: linear in ranks then SMs
-    between its points, the edge value outside them."""
+    between its points, the edge value outside them (assumption: a larger EP group, such as
+    64 ranks of an NVL72 rack, runs at the 36-rank rate; no larger domain was measured)."""
     grid = np.asarray(_GB200_GBPS[measure][op], dtype=np.float64)
     per_sms = [float(np.interp(ranks, HYBRIDEP_RANKS, grid[:, j])) for j in range(grid.shape[1])]
     return float(np.interp(sms, HYBRIDEP_SMS, per_sms)) * 1e9
