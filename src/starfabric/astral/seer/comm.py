@@ -35,6 +35,7 @@ from starfabric.astral.seer.fabric import (
     Fabric,
     Group,
 )
+from starfabric.astral.seer.hybridep_rate import hybridep_rates
 from starfabric.astral.seer.model import ModelSpec
 from starfabric.astral.seer.parallel import ExecutionSpec, Layout, cp_split, zero_shard
 from starfabric.errors import ConfigError, InvariantError
@@ -198,6 +199,10 @@ class FormulaComm:
     deepep_nvlink_bytes_per_s`: NVLink, or what its SM budget copies)."""
     ep_sms: int = DEEPEP_NUM_SMS
     """SMs DeepEP's kernels run on (`ExecutionSpec.deepep_num_sms`)."""
+    ep_hybridep_rates: tuple[float, float] | None = None
+    """With the HybridEP backend on an EP group inside one NVLink-5 domain, its measured
+    in-training (dispatch, combine) rates (`hybridep_rate.hybridep_rates`: kernel only, BF16),
+    in place of `ep_nvlink_bytes_per_s`; None: DeepEP V1's rate."""
 
     def time(
         self, kind: Kind, nbytes: float, group: str, *, phase: Phase | None = None,
@@ -214,8 +219,16 @@ class FormulaComm:
                                          self.ep_copy_fraction, self.ep_rank_fraction,
                                          fp8, self.ep_sms)  # fmt: skip
         if self.ep_rank_fraction > 0 and phase is not None and grp.size > 1:
-            return deepep_intranode_time(nbytes, grp, self.ep_nvlink_bytes_per_s,
-                                         self.ep_rank_fraction, fp8)  # fmt: skip
+            rate = self.ep_nvlink_bytes_per_s
+            if self.ep_hybridep_rates is not None:
+                if fp8:
+                    raise InvariantError(
+                        "HybridEP dispatch priced in FP8", fix="Megatron-Core's HybridEP "
+                        "dispatches BF16 (hybridep_rate.HYBRIDEP_FP8_DISPATCH); report a bug"
+                    )  # fmt: skip
+                dispatch, combine = self.ep_hybridep_rates
+                rate = combine if phase == "combine" else dispatch
+            return deepep_intranode_time(nbytes, grp, rate, self.ep_rank_fraction, fp8)
         return collective_time(kind, nbytes, grp, self.fabric)
 
 
@@ -227,6 +240,7 @@ def formula_comm(
     fabric = make_fabric(lay.gpu.nvlink_gbps * 1e9, lay.nic_bytes_per_s, eff)
     groups = layout_groups(ex, lay)
     frac = rank_frac = nvl = 0.0
+    hybrid: tuple[float, float] | None = None
     if model is not None and model.is_moe and ex.moe_dispatcher == "deepep" and lay.ep > 1:
         nodes = groups["ep"].nodes
         frac = remote_copy_fraction(model.moe_experts, model.moe_topk, nodes,
@@ -240,4 +254,7 @@ def formula_comm(
         if ceiling is not None and not ex.moe_fused_dispatch:
             link = min(link, ceiling)
         nvl = deepep_nvlink_bytes_per_s(link, ranks, ex.deepep_num_sms)
-    return FormulaComm(fabric, groups, frac, rank_frac, nvl, ex.deepep_num_sms)
+        if ex.moe_flex_backend == "hybridep" and ceiling is not None and nodes == 1:
+            # HybridEP's own kernels, measured on GB200 (hybridep_rate: kernel only, BF16).
+            hybrid = hybridep_rates(lay.ep, ex.deepep_num_sms)
+    return FormulaComm(fabric, groups, frac, rank_frac, nvl, ex.deepep_num_sms, hybrid)

@@ -27,6 +27,7 @@ from starfabric.astral.seer.flash_generation import kernel_rates
 from starfabric.astral.seer.fp8_recipe import cast_factor, gemm_rate, native_mx
 from starfabric.astral.seer.fsdp_cp_window import ring_shares_fsdp_link, ring_window
 from starfabric.astral.seer.fsdp_side_window import side_groups, side_window_s, split_exposure
+from starfabric.astral.seer.hybridep_rate import dispatches_fp8
 from starfabric.astral.seer.model import ModelSpec
 from starfabric.astral.seer.nccl_a2a_ctas import nccl_alltoall_ctas
 from starfabric.astral.seer.ops import BMM, COMM, FLASH, GEMM, MEM, OpTable
@@ -146,6 +147,9 @@ class CostContext:
     chunk's compute and vice versa (`pair_ep_overlap`), not within one pass."""
     moe_fused_dispatch: bool = False
     """Dispatch/combine fused with the expert GEMMs (`ExecutionSpec.moe_fused_dispatch`)."""
+    ep_fp8_dispatch: bool = True
+    """Whether an FP8 run's expert dispatch moves FP8 rows: False with Megatron-Core's HybridEP
+    backend, which dispatches BF16 (`hybridep_rate.dispatches_fp8`)."""
     ep_comm_sms: int = EP_COMM_SMS
     """SMs the expert all-to-all kernels occupy while they overlap compute: DeepEP's budget
     (`ExecutionSpec.deepep_num_sms`, `deepep_sm_budget`) with the DeepEP dispatcher, NCCL's
@@ -256,6 +260,7 @@ def make_context(
         ep_comm_overlap=ex.ep_comm_overlap,
         dualpipe=ex.pipeline_schedule == "dualpipe",
         moe_fused_dispatch=ex.moe_fused_dispatch,
+        ep_fp8_dispatch=dispatches_fp8(ex.moe_flex_backend),
         # A fused dispatch-compute-combine backend is another kernel than DeepEP's (as comm.py).
         ep_comm_sms=_ep_comm_sms(ex, lay),
         # Megatron's combined 1F1B pairs separate dispatch/combine kernels; a fused
@@ -359,7 +364,7 @@ def op_costs(
             # like a combine, in 16 bit.
             bwd = name.endswith(".bwd")
             phase = "dispatch" if ("dispatch" in name) != bwd else "combine"
-            fp8 = ctx.fp8 and "dispatch" in name and not bwd
+            fp8 = ctx.fp8 and ctx.ep_fp8_dispatch and "dispatch" in name and not bwd
         dur = ctx.comm.time(coll, float(a["nbytes"][i]), grp, phase=phase, fp8=fp8)  # type: ignore[arg-type]
         time[i] = dur
         exposed[i] = dur

@@ -10,10 +10,10 @@ cell names the HybridEP backend ran HybridEP's budget: the number it states
 or Megatron-Core's default when it states none — not DeepEP's default 20, which is what a row that
 does not name DeepEP got before.
 
-Assumption: HybridEP copies at DeepEP V1's per-SM rate under its NVLink-5 ceiling.
-That is the model (`deepep_kernels`, `deepep_sm_budget`: per SM and destination rank) the GB200
-DeepSeek-V3 row MCGB-L12 (HybridEP at 32 SMs) already runs with; no HybridEP per-SM rate is
-published in a source read here.
+The rate: inside one NVLink-5 domain HybridEP's own measured kernel rate at this SM budget
+(`hybridep_rate`, DeepEP docs/README_Hybrid-EP.md @5fbafce, GB200, kernel-only column); across
+NVLink domains DeepEP V1's model (`deepep_kernels`), no HybridEP internode rate being used. Either
+way in BF16: Megatron-Core's HybridEP path does not dispatch FP8 (`hybridep_rate`).
 """
 
 from __future__ import annotations

@@ -644,6 +644,7 @@ def _moe_dispatch(ex: dict[str, Any], moe: bool) -> None:
     deepep_sms, hybrid_sms = ex.pop("_deepep_sms", None), ex.pop("_hybridep_sms", None)
     if kind == "flex" and backend == "hybridep":
         ex["deepep_num_sms"] = HYBRIDEP_DEFAULT_NUM_SMS if hybrid_sms is None else hybrid_sms
+        ex["moe_flex_backend"] = "hybridep"  # its measured NVLink rate (hybridep_rate)
     elif deepep_sms is not None:
         ex["deepep_num_sms"] = deepep_sms
     if cap is not None:

@@ -225,6 +225,12 @@ class ExecutionSpec(Spec):
         "hosts) or deepep (one copy per remote node, fanned out over NVLink; Megatron-Core "
         "flex dispatcher, DeepSeek-V3 section 3.2.2)",
     )
+    moe_flex_backend: Literal["deepep", "hybridep"] = Field(
+        default="deepep",
+        description="backend of the deepep (flex) dispatcher: DeepEP V1's kernels, or NVIDIA's "
+        "HybridEP (Megatron-Core --moe-flex-dispatcher-backend hybridep), priced inside one "
+        "NVLink-5 domain at its measured rate (seer/hybridep_rate.py)",
+    )
     deepep_num_sms: int = Field(
         default=20,
         ge=1,

@@ -1322,6 +1322,7 @@ def row_setup(row: dict[str, str], shipped: bool = True) -> RowSetup:
     if hybrid is not None:
         # The flex dispatcher's HybridEP backend runs its own budget (hybridep_sms).
         ex["deepep_num_sms"] = hybrid[0]
+        ex["moe_flex_backend"] = "hybridep"  # its measured NVLink rate (hybridep_rate)
         how = "stated" if hybrid[1] else "Megatron-Core's --moe-hybridep-num-sms default"
         read["deepep_num_sms"] = f"{hybrid[0]} ({how}: HybridEP SM budget)"
     elif sms is not None:
