@@ -373,7 +373,7 @@ def layer_ops(model: ModelSpec, ex: ExecutionSpec, lay: Layout, moe: bool) -> Op
         # TorchTitan's per-op SAC re-runs its own set, not Megatron's modules.
         for i in range(len(t)):
             t.selective[i] = torchtitan_op_sac.reruns(
-                t.name[i], _KIND_NAMES[t.kind[i]], t.group[i], t.coll[i]
+                t.name[i], _KIND_NAMES[t.kind[i]], t.group[i], t.coll[i], ex.eager_elementwise
             )
     if ex.zero == 3 and lay.dp * lay.cp > 1 and lay.pp == 1:
         _fsdp(t, model, lay, moe)

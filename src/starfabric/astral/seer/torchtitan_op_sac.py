@@ -40,24 +40,45 @@ RERUN_COLLECTIVES = ("all_gather",)
 """Collectives of the block outside `_save_list` (TP's sequence-parallel all-gather); the
 reduce-scatter is in it (saved)."""
 
+COMPILED_ELEMENTWISE_FUSED = True
+"""Under `torch.compile` the re-run elementwise operators cost no pass of their own: TorchTitan
+compiles each checkpointed block after applying AC (9dec370 `parallelize_llama.py`:
+`apply_ac` then `apply_compile`, `torch.compile(transformer_block, fullgraph=True)`), so
+AOTAutograd traces forward and backward of the block together and its partitioner places the
+PREFER_RECOMPUTE nodes in the backward graph, where Inductor fuses pointwise nodes into the
+kernels that consume them (reading the saved input instead of the output: the same bytes for a
+norm, RoPE or SiLU-gate of equal size). Assumption on Inductor's fusion, not measured here; the
+GEMMs and SDPA are extern kernels and are not fused."""
+
 
 def rerun_mms() -> tuple[str, ...]:
     """The mms the policy re-runs: the even-numbered ones of MM_ORDER (wk, wo, w3)."""
     return tuple(n for i, n in enumerate(MM_ORDER, start=1) if i % SAVED_EVERY == 0)
 
 
-def reruns(name: str, kind: str, group: str = "", coll: str = "") -> bool:
-    """Whether TorchTitan's per-op SAC re-runs one operator of a dense block (`kind`: "gemm",
-    "mem", "flash", "bmm" or "comm", ops' kinds): the re-run mms, every memory-bound
-    (elementwise) kernel, unfused attention's batched GEMMs and the TP all-gathers; not SDPA,
-    not the saved mms, not the reduce-scatters or FSDP's gathers."""
+def reruns(name: str, kind: str, group: str = "", coll: str = "", eager: bool = True) -> bool:
+    """Whether TorchTitan's per-op SAC re-runs one operator of a dense block as a kernel of
+    its own (`kind`: "gemm", "mem", "flash", "bmm" or "comm", ops' kinds): the re-run mms,
+    unfused attention's batched GEMMs, the TP all-gathers and — run eagerly — every
+    memory-bound (elementwise) kernel; not SDPA, not the saved mms, not the reduce-scatters or
+    FSDP's gathers. Compiled (`eager` False), the re-run elementwise ops land in the block's
+    backward graph beside their consumers (COMPILED_ELEMENTWISE_FUSED)."""
     if kind == "gemm":
         return name in rerun_mms()
-    if kind in ("mem", "bmm"):
+    if kind == "bmm":
         return True
+    if kind == "mem":
+        return eager or not COMPILED_ELEMENTWISE_FUSED
     if kind == "comm":
         return group == "tp" and coll in RERUN_COLLECTIVES
     return False  # "flash": SDPA's output is saved
 
 
-__all__ = ["MM_ORDER", "RERUN_COLLECTIVES", "SAVED_EVERY", "rerun_mms", "reruns"]
+__all__ = [
+    "COMPILED_ELEMENTWISE_FUSED",
+    "MM_ORDER",
+    "RERUN_COLLECTIVES",
+    "SAVED_EVERY",
+    "rerun_mms",
+    "reruns",
+]
