@@ -47,8 +47,9 @@ compiles each checkpointed block after applying AC (9dec370 `parallelize_llama.p
 AOTAutograd traces forward and backward of the block together and its partitioner places the
 PREFER_RECOMPUTE nodes in the backward graph, where Inductor fuses pointwise nodes into the
 kernels that consume them (reading the saved input instead of the output: the same bytes for a
-norm, RoPE or SiLU-gate of equal size). Assumption on Inductor's fusion, not measured here; the
-GEMMs and SDPA are extern kernels and are not fused."""
+norm, RoPE or SiLU-gate of equal size); the GEMMs and SDPA are extern kernels and are not fused.
+Under compile the re-run elementwise ops add no HBM pass (assumption on Inductor's fusion, not
+measured here)."""
 
 
 def rerun_mms() -> tuple[str, ...]:
