@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from starfabric.astral.seer import torchtitan_op_sac
 from starfabric.astral.seer.expert_sort import (
     PERMUTATION_BWD_BYTES_FACTOR,
     SORT_SUFFIX,
@@ -156,7 +157,9 @@ def _tp_exit(t: OpTable, loc: Local, h: int, tag: str) -> None:
         t.comm(f"{tag}.tp_{coll}", coll, "tp", loc.elem * loc.tokens * h)
 
 
-def _attention(t: OpTable, model: ModelSpec, ex: ExecutionSpec, lay: Layout, loc: Local) -> None:
+def _attention(
+    t: OpTable, model: ModelSpec, ex: ExecutionSpec, lay: Layout, loc: Local, moe: bool = False
+) -> None:
     h, e, tok = model.hidden, loc.elem, loc.tokens
     mods = set(ex.recompute_modules)
     t.mem("attn.norm", 2 * e * loc.tokens_sp * h, selective="layernorm" in mods)
@@ -174,6 +177,11 @@ def _attention(t: OpTable, model: ModelSpec, ex: ExecutionSpec, lay: Layout, loc
         t.mem("attn.kv_norm", 2 * e * tok * model.kv_lora_rank)
         t.gemm("attn.kv_up", tok, loc.heads * (model.head_dim + dv), model.kv_lora_rank)
         t.selective[-1] = "mla_up_proj" in mods
+    elif op_sac(model, ex, moe):
+        # TorchTitan's Llama: three nn.Linear calls, wq, wk, wv (torchtitan_op_sac).
+        t.gemm("attn.wq", tok, loc.heads * model.head_dim, h)
+        t.gemm("attn.wk", tok, loc.kv_heads * model.head_dim, h)
+        t.gemm("attn.wv", tok, loc.kv_heads * model.head_dim, h)
     else:
         t.gemm("attn.qkv", tok, (loc.heads + 2 * loc.kv_heads) * model.head_dim, h)
     # TransformerEngine's CP implementations (cp_comm.py): heads split over `a2a` ranks by
@@ -231,10 +239,17 @@ def _attention(t: OpTable, model: ModelSpec, ex: ExecutionSpec, lay: Layout, loc
     t.mem("attn.dropout_add", (3 * e + MASK_BYTES) * loc.tokens_sp * h)
 
 
-def _dense_mlp(t: OpTable, model: ModelSpec, loc: Local, ffn: int, tag: str) -> None:
+def _dense_mlp(
+    t: OpTable, model: ModelSpec, loc: Local, ffn: int, tag: str, split_gate: bool = False
+) -> None:
     h, e, tok = model.hidden, loc.elem, loc.tokens
     gated = model.activation == "swiglu"
-    t.gemm(f"{tag}.fc1", tok, (2 if gated else 1) * ffn / loc.tp, h)
+    if gated and split_gate:
+        # TorchTitan's FeedForward: w2(silu(w1(x)) * w3(x)), two nn.Linear calls.
+        t.gemm(f"{tag}.w1", tok, ffn / loc.tp, h)
+        t.gemm(f"{tag}.w3", tok, ffn / loc.tp, h)
+    else:
+        t.gemm(f"{tag}.fc1", tok, (2 if gated else 1) * ffn / loc.tp, h)
     t.mem(f"{tag}.act", e * tok * ffn / loc.tp * (3 if gated else 2))
     t.gemm(f"{tag}.fc2", tok, h, ffn / loc.tp)
 
@@ -317,7 +332,7 @@ def layer_ops(model: ModelSpec, ex: ExecutionSpec, lay: Layout, moe: bool) -> Op
     """Forward operators of one layer for one micro-batch on one rank."""
     loc = local_sizes(model, ex, lay)
     t = OpTable()
-    _attention(t, model, ex, lay, loc)
+    _attention(t, model, ex, lay, loc, moe)
     h, e = model.hidden, loc.elem
     if model.parallel_block and not moe:
         # Parallel transformer block (GPT-J/PaLM, MegaScale section 3.1): y = x + attn(n(x)) +
@@ -344,7 +359,7 @@ def layer_ops(model: ModelSpec, ex: ExecutionSpec, lay: Layout, moe: bool) -> Op
         )
     else:
         _tp_enter(t, loc, h, "mlp")
-        _dense_mlp(t, model, loc, model.ffn_hidden, "mlp")
+        _dense_mlp(t, model, loc, model.ffn_hidden, "mlp", op_sac(model, ex, moe))
         _tp_exit(t, loc, h, "mlp")
     if ("moe" if moe else "mlp") in ex.recompute_modules:
         # Megatron-Core --recompute-modules moe / mlp: the whole (MoE) MLP is re-run in the
@@ -354,9 +369,24 @@ def layer_ops(model: ModelSpec, ex: ExecutionSpec, lay: Layout, moe: bool) -> Op
     t.mem("mlp.dropout_add", (3 * e + MASK_BYTES) * loc.tokens_sp * h)
     if ex.eager_elementwise and not moe and not model.is_mla:
         _eager_elementwise(t, model, ex, loc)
+    if op_sac(model, ex, moe):
+        # TorchTitan's per-op SAC re-runs its own set, not Megatron's modules.
+        for i in range(len(t)):
+            t.selective[i] = torchtitan_op_sac.reruns(
+                t.name[i], _KIND_NAMES[t.kind[i]], t.group[i], t.coll[i], ex.eager_elementwise
+            )
     if ex.zero == 3 and lay.dp * lay.cp > 1 and lay.pp == 1:
         _fsdp(t, model, lay, moe)
     return t
+
+
+_KIND_NAMES = {GEMM: "gemm", FLASH: "flash", BMM: "bmm", MEM: "mem", COMM: "comm"}
+
+
+def op_sac(model: ModelSpec, ex: ExecutionSpec, moe: bool) -> bool:
+    """Whether a layer's selective recompute is TorchTitan's per-op SAC on a dense, non-MLA
+    Llama block (torchtitan_op_sac; the same condition as its memory, activations.py)."""
+    return ex.torchtitan_op_sac and ex.recompute == "selective" and not moe and not model.is_mla
 
 
 def _eager_elementwise(t: OpTable, model: ModelSpec, ex: ExecutionSpec, loc: Local) -> None:

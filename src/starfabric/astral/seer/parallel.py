@@ -211,7 +211,8 @@ class ExecutionSpec(Spec):
         default=False,
         description="selective recompute is TorchTitan's per-op SAC (its _save_list: every "
         "other aten.mm output, SDPA outputs, reduce-scatter outputs): a dense layer keeps those "
-        "tensors (seer/torchtitan_memory.py); timed as core_attn recompute",
+        "tensors (seer/torchtitan_memory.py) and re-runs every other mm and the elementwise "
+        "kernels, not SDPA (seer/torchtitan_op_sac.py)",
     )
     torchtitan_memory: bool = Field(
         default=False,
