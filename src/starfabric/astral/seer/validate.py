@@ -39,6 +39,7 @@ from starfabric.astral.seer import (
     torchtitan_eager,
     torchtitan_memory,
     torchtitan_pp,
+    torchtitan_sdpa,
     tuned_at,
     xtuner_throughput,
 )
@@ -747,6 +748,10 @@ def _framework(row: dict[str, str]) -> dict[str, Any]:
     # A Megatron-Core / NeMo cell that says "SDPA" names the attention core of TE's
     # DotProductAttention (cuDNN), not PyTorch's SDPA (NVIDIA's DeepSeek-V3 GB200 write-up).
     native = native and not host and not sdpa_runs_cudnn(fw)
+    # TorchTitan's own wrapper sets SDPA's order (torchtitan_sdpa): cuDNN first on Blackwell
+    # from 2025-05, everywhere from 2025-10.
+    blackwell = fp8_recipe.native_mx(get_gpu(_gpu(row)[0]))
+    native = native and not torchtitan_sdpa.prefers_cudnn(row.get("framework"), blackwell)
     # CUDA graphs as stated, not negated ("CUDA graphs off", "no CUDA graphs": statements.stated).
     graphs = bool(stated(CUDA_GRAPHS, row.get("framework"), row.get("notes")))
     # The citation too: a row citing a performance summary ran the performance scripts.
