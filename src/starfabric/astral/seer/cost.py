@@ -33,6 +33,7 @@ from starfabric.astral.seer.nccl_a2a_ctas import nccl_alltoall_ctas
 from starfabric.astral.seer.ops import BMM, COMM, FLASH, GEMM, MEM, OpTable
 from starfabric.astral.seer.parallel import ExecutionSpec, Layout, SystemSpec, cp_split
 from starfabric.astral.seer.simcomm import comm_model
+from starfabric.astral.seer.torch_grouped_mm import EXPERT_GEMMS, expert_gemm_ratio
 
 TP_OVERLAP_RESIDUAL = 0.15
 """With TP comm overlap, this fraction of each TP collective stays exposed (pipeline fill of the
@@ -165,6 +166,9 @@ class CostContext:
     ring_fsdp_shared_link: bool = False
     """The CP ring's exchanges and the ZeRO-3/FSDP collectives ride the same link
     (`fsdp_cp_window`): the ring's link time is not FSDP's."""
+    expert_gemm_ratio: float = 1.0
+    """Factor on the routed-expert GEMMs' peak fraction: PyTorch's BF16 `torch._grouped_mm`
+    on Blackwell against a dense GEMM of the same shape (`torch_grouped_mm`); 1 elsewhere."""
 
 
 def _ep_comm_sms(ex: ExecutionSpec, lay: Layout) -> int:
@@ -274,6 +278,7 @@ def make_context(
         ep_delay_wgrad=ex.ep_delay_wgrad,
         fsdp_side_groups=side_groups(ex, lay),
         ring_fsdp_shared_link=ring_shares_fsdp_link(ex, lay),
+        expert_gemm_ratio=expert_gemm_ratio(gpu, ex.moe_torch_grouped_mm, ex.precision == "fp8"),
         cp=cp_split(ex, lay)[1],
         flash_rate=flash_fwd,
         flash_rate_bwd=flash_bwd,
@@ -335,6 +340,16 @@ def op_costs(
             # under delayed scaling; the stated recipe's bytes otherwise).
             time[g] += mem_time(ctx.fp8_cast_bytes * a["m"][g] * a["k"][g] * a["batch"][g],
                                 ctx.hbm_bytes_per_s, eff)  # fmt: skip
+    if ctx.expert_gemm_ratio != 1.0:
+        # TorchTitan's routed experts as torch._grouped_mm (torch_grouped_mm): the CUTLASS
+        # grouped kernel's measured fraction of a dense GEMM's rate.
+        xg = _gemms_named(t, kind, EXPERT_GEMMS)
+        if xg.any():
+            frac = ctx.gemm_fraction * ctx.expert_gemm_ratio
+            time[xg] = gemm_time(
+                a["m"][xg], a["n"][xg], a["k"][xg], a["batch"][xg], ctx.gemm_peak_flops,
+                ctx.hbm_bytes_per_s, eff, peak_fraction=frac,
+            )  # fmt: skip
     if ctx.logits_flops > 0:
         # An FP32 output layer (ExecutionSpec.logits_precision): its GEMMs at the FP32 rate.
         lg = _gemms_named(t, kind, "head.logits")

@@ -201,6 +201,12 @@ class ExecutionSpec(Spec):
         "same micro-batch in one kernel (TorchTitan DistMoE: 'Routed-experts backend fusing "
         "dispatch, expert compute, and combine'): the all-to-all hides behind those GEMMs",
     )
+    moe_torch_grouped_mm: bool = Field(
+        default=False,
+        description="the routed experts run as PyTorch's torch._grouped_mm (TorchTitan's "
+        "GroupedExperts without DistMoE): in 16 bit on Blackwell its CUTLASS kernel runs at "
+        "its measured rate relative to a dense GEMM (seer/torch_grouped_mm.py)",
+    )
     eager_elementwise: bool = Field(
         default=False,
         description="the layer's norms, RoPE and SwiGLU run as unfused eager PyTorch kernels "

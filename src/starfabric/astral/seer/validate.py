@@ -36,6 +36,7 @@ from starfabric.astral.seer import (
     row_forms,
     shipped_defaults,
     te_mxfp8_host,
+    torch_grouped_mm,
     torchtitan_eager,
     torchtitan_memory,
     torchtitan_pp,
@@ -770,6 +771,10 @@ def _framework(row: dict[str, str]) -> dict[str, Any]:
             "ep_comm_overlap": ep_overlap,
             "ep_delay_wgrad": ep_overlap and delay_wgrad,
             "moe_fused_dispatch": fused_moe,
+            # TorchTitan's GroupedExperts run torch._grouped_mm (torch_grouped_mm).
+            "moe_torch_grouped_mm": torch_grouped_mm.runs_torch_grouped_mm(
+                row.get("framework"), fused_moe
+            ),
             # TorchTitan's 2024-12 Llama without torch.compile (torchtitan_eager).
             "eager_elementwise": torchtitan_eager.runs_eager(row.get("framework"), row.get("notes")),
             # TorchTitan's fp32 loss and FSDP2 buffers (torchtitan_memory).
