@@ -38,6 +38,7 @@ from starfabric.astral.seer.fabric import (
 from starfabric.astral.seer.hybridep_rate import hybridep_rates
 from starfabric.astral.seer.model import ModelSpec
 from starfabric.astral.seer.parallel import ExecutionSpec, Layout, cp_split, zero_shard
+from starfabric.astral.seer.round_robin_routing import round_robin_copy_fraction
 from starfabric.errors import ConfigError, InvariantError
 
 Kind = Literal["all_reduce", "all_gather", "reduce_scatter", "all_to_all", "p2p"]
@@ -243,9 +244,14 @@ def formula_comm(
     hybrid: tuple[float, float] | None = None
     if model is not None and model.is_moe and ex.moe_dispatcher == "deepep" and lay.ep > 1:
         nodes = groups["ep"].nodes
-        frac = remote_copy_fraction(model.moe_experts, model.moe_topk, nodes,
-                                    model.moe_max_nodes)  # fmt: skip
-        rank_frac = rank_copy_fraction(model.moe_experts, model.moe_topk, lay.ep)
+        if ex.moe_round_robin_routing:
+            # TorchTitan's round-robin forced balance: k neighbouring experts per token.
+            frac = round_robin_copy_fraction(model.moe_experts, model.moe_topk, nodes)
+            rank_frac = round_robin_copy_fraction(model.moe_experts, model.moe_topk, lay.ep)
+        else:
+            frac = remote_copy_fraction(model.moe_experts, model.moe_topk, nodes,
+                                        model.moe_max_nodes)  # fmt: skip
+            rank_frac = rank_copy_fraction(model.moe_experts, model.moe_topk, lay.ep)
         ranks = groups["ep"].per_node  # destination ranks of the NVLink copies
         link = fabric.tiers("all_to_all")[0]
         # DeepEP V1's own kernels on NVLink 5 (deepep_sm_budget); a fused dispatch-compute-

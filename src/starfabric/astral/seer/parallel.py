@@ -297,6 +297,12 @@ class ExecutionSpec(Spec):
         "rank sets the pace (ops.MOE_IMBALANCE); forced: Megatron-Core "
         "--moe-router-force-load-balancing, an even split (benchmarking runs)",
     )
+    moe_round_robin_routing: bool = Field(
+        default=False,
+        description="forced balance as TorchTitan's debug router does it: token i takes the "
+        "k consecutive experts k*i .. k*i+k-1 (mod E), so DeepEP sends it to the ranks and "
+        "nodes that window spans, not to those of random top-k (seer/round_robin_routing.py)",
+    )
     moe_capacity_factor: float | None = Field(
         default=None,
         gt=0,

@@ -32,6 +32,7 @@ from starfabric.astral.seer import (
     nic_count,
     optimizer_state,
     releases,
+    round_robin_routing,
     router_launches,
     row_forms,
     shipped_defaults,
@@ -1349,6 +1350,10 @@ def row_setup(row: dict[str, str], shipped: bool = True) -> RowSetup:
     )
     if states_forced_balance(balance_text):
         ex["moe_load_balance"] = "forced"  # Megatron-Core --moe-router-force-load-balancing
+        # TorchTitan's debug router: round-robin expert IDs (round_robin_routing).
+        ex["moe_round_robin_routing"] = round_robin_routing.runs_round_robin(
+            row.get("framework"), True, bool(ex.get("moe_fused_dispatch"))
+        )
     cap = re.search(r"capacity[- ]factor\D{0,6}(\d+(?:\.\d+)?)", _model_text(row) + " "
                     + (row.get("notes") or ""), re.I)  # fmt: skip
     if cap and "dropless" not in (row.get("notes") or "").lower():
