@@ -482,22 +482,25 @@ def test_a_smaller_memory_sku_has_its_own_hbm_bandwidth() -> None:
 
 
 @pytest.mark.parametrize(
-    ("framework", "cudnn"),
-    [("TorchTitan (PyTorch nightly 2024-12, FSDP2, torch.compile)", False),
-     ("TorchTitan (2025-10; PyTorch 2.9.0, torch.compile; DeepEP dispatcher)", False),
-     ("TorchTitan (2025-26; torch.compile, torchao MXFP8 MoE)", False),  # a span, not a month
-     ("TorchTitan DistMoE (2026-10; CuTe DSL dist_moe kernels)", True),
-     ("HF accelerate, PyTorch 2.11.0", True)],
+    ("framework", "cudnn", "kernel"),
+    [("TorchTitan (PyTorch nightly 2024-12, FSDP2, torch.compile)", False, "fa2"),
+     # PyTorch 2.9 keeps FA2 first, but TorchTitan's own wrapper puts cuDNN first on Blackwell
+     # from 2025-05 (torchtitan_sdpa); the row is GB300.
+     ("TorchTitan (2025-10; PyTorch 2.9.0, torch.compile; DeepEP dispatcher)", False, "cudnn"),
+     ("TorchTitan (2025-26; torch.compile, torchao MXFP8 MoE)", False, "fa2"),  # a span
+     ("TorchTitan DistMoE (2026-10; CuTe DSL dist_moe kernels)", True, "cudnn"),
+     ("HF accelerate, PyTorch 2.11.0", True, "cudnn")],
 )  # fmt: skip
-def test_sdpa_defaults_to_cudnn_from_pytorch_2_11(framework: str, cudnn: bool) -> None:
+def test_sdpa_defaults_to_cudnn_from_pytorch_2_11(framework: str, cudnn: bool, kernel: str) -> None:
     """SDPA prefers cuDNN on sm90/sm100/sm103 only once the bundled cuDNN passes 9.15 (2.11):
-    earlier PyTorch-native rows run FlashAttention-2, later ones cuDNN's kernel."""
+    earlier PyTorch-native rows run FlashAttention-2, later ones cuDNN's kernel — unless the
+    stack sets the order itself (TorchTitan's wrapper, torchtitan_sdpa)."""
     from starfabric.astral.seer.validate import row_setup, sdpa_runs_cudnn
 
     assert sdpa_runs_cudnn(framework) is cudnn
     rows = {r["row_id"]: r for r in read_rows(DEV2)}
     st = row_setup(dict(rows["TTDSV3-01"], framework=framework))
-    assert st.execution["flash_kernel"] == ("cudnn" if cudnn else "fa2")
+    assert st.execution["flash_kernel"] == kernel
 
 
 def test_hybrid_zero_rows_of_internlm_follow_the_replica_all_reduce(dev2) -> None:
