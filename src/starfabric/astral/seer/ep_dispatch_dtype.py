@@ -8,7 +8,7 @@ ran:
 - **Megatron-Core, DeepEP backend: BF16.** `_DeepepManager.dispatch` hands the MoE layer's
   hidden states (the pre-MLP norm's BF16 output; `MoELayer.dispatch` -> `token_dispatch`) to
   `fused_dispatch`, whose `FusedDispatch.forward` calls `buffer.dispatch(x, ...)` with that
-  tensor as is: `token_dispatcher.py` 742 / `fused_a2a.py` 98 @0d389f5 (2025-02-25, the DeepEP
+  tensor as is: `token_dispatcher.py` 742 / `fused_a2a.py` 98-99 @0d389f5 (2025-02-25, the DeepEP
   integration); 990 / 112-113 @core_v0.13.0; 995 / 112-113 @core_v0.15.0; 1186 / 113-114
   @fca1679 (2026-03-10); 1320 / 116-117 @d98e8a6. No FP8 appears in the DeepEP half of
   `fused_a2a.py` at any of them; `_DeepepManager`'s only FP8 mentions pad the *received*
@@ -34,7 +34,8 @@ ran:
   retained] in BF16" (DeepSeek-V3 technical report, section 3.3.3).
 
 So an FP8 run dispatches FP8 only with DeepSeek's stack, and only in the forward dispatch
-(its backward travels like a combine, in 16 bit: `cost.op_costs`). `ExecutionSpec.
+(its backward travels like a combine, in 16 bit: `cost.op_costs`; DeepSeek's FP8 gradient before
+the down-projection, the combine's backward, is not modelled: Seer keeps it in 16 bit). `ExecutionSpec.
 ep_dispatch_dtype` states the dtype; left unset it is the framework's default above: FP8 under
 DualPipe (`pipeline_schedule: dualpipe`, DeepSeek's stack), BF16 otherwise.
 """
