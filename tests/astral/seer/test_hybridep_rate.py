@@ -153,10 +153,13 @@ EX: dict[str, Any] = {
 }  # fmt: skip
 
 
-def _pred(backend: str, gpu: str, gpus_per_node: int, precision: str = "bf16") -> Any:
+def _pred(backend: str, gpu: str, gpus_per_node: int, precision: str = "bf16",
+          dispatch_dtype: str | None = None) -> Any:  # fmt: skip
     ex = {**EX, "moe_flex_backend": backend, "precision": precision}
     if precision == "fp8":
         ex["fp8_recipe"] = "mxfp8"
+    if dispatch_dtype is not None:
+        ex["ep_dispatch_dtype"] = dispatch_dtype
     return predict(make_job(QWEN, ex, {"gpu": gpu, "gpus": 256, "gpus_per_node": gpus_per_node}))
 
 
@@ -186,9 +189,9 @@ def test_the_rate_sets_the_intranode_time_per_phase() -> None:
         hyb.time("all_to_all", nbytes, "ep", phase="dispatch", fp8=True)
 
 
-def _dispatch_s(backend: str, precision: str) -> float:
+def _dispatch_s(backend: str, precision: str, dispatch_dtype: str | None = None) -> float:
     """Seconds Seer's cost model gives one forward expert dispatch of 64 MiB (16-bit copies)."""
-    p = _pred(backend, "GB200", 4, precision)
+    p = _pred(backend, "GB200", 4, precision, dispatch_dtype)
     ctx = make_context(p.job.execution, p.layout, efficiency_for(p.layout.gpu, {}), None, QWEN)
     t = OpTable()
     t.comm("moe.ep_dispatch", "all_to_all", "ep", 64 * 2.0**20)
@@ -197,11 +200,12 @@ def _dispatch_s(backend: str, precision: str) -> float:
 
 def test_an_fp8_run_dispatches_bf16_through_hybridep_only() -> None:
     """Megatron-Core's HybridEP path asserts `not fp8_dispatch` (fused_a2a.py 3df2009 through
-    d98e8a6): an MXFP8 run's HybridEP dispatch moves BF16 bytes, as a BF16 run's; DeepEP keeps
-    Seer's FP8 dispatch convention (fewer bytes)."""
+    d98e8a6): an MXFP8 run's HybridEP dispatch moves BF16 bytes, as a BF16 run's; DeepEP can
+    carry FP8 (fewer bytes) where the framework quantizes first (a stated `ep_dispatch_dtype:
+    fp8`; Megatron-Core's own DeepEP path does not: ep_dispatch_dtype.py)."""
     assert dispatches_fp8("hybridep") is False and dispatches_fp8("deepep") is True
     assert _dispatch_s("hybridep", "fp8") == pytest.approx(_dispatch_s("hybridep", "bf16"))
-    deep_fp8, deep_bf16 = _dispatch_s("deepep", "fp8"), _dispatch_s("deepep", "bf16")
+    deep_fp8, deep_bf16 = _dispatch_s("deepep", "fp8", "fp8"), _dispatch_s("deepep", "bf16")
     assert deep_fp8 < deep_bf16
     # DeepEP's FP8 bytes are (1 + 4/128) / 2 of BF16's at the same rate, over the same latency.
     lat = COLLECTIVE_LAUNCH_S + NVLINK_STEP_LATENCY_S

@@ -21,13 +21,13 @@ from starfabric.astral.seer.cp_comm import ring_exposed
 from starfabric.astral.seer.cudnn_release import not_applied as cudnn_not_applied
 from starfabric.astral.seer.cudnn_release import rate_multiplier as cudnn_rate
 from starfabric.astral.seer.efficiency import Efficiency, flash_time, gemm_time, mem_time
+from starfabric.astral.seer.ep_dispatch_dtype import dispatch_dtype
 from starfabric.astral.seer.ep_overlap import pair_exposed_fraction, runs_megatron_overlap
 from starfabric.astral.seer.ep_overlap_hidden import realized_exposed_fraction
 from starfabric.astral.seer.flash_generation import kernel_rates
 from starfabric.astral.seer.fp8_recipe import cast_factor, gemm_rate, native_mx
 from starfabric.astral.seer.fsdp_cp_window import ring_shares_fsdp_link, ring_window
 from starfabric.astral.seer.fsdp_side_window import side_groups, side_window_s, split_exposure
-from starfabric.astral.seer.hybridep_rate import dispatches_fp8
 from starfabric.astral.seer.model import ModelSpec
 from starfabric.astral.seer.nccl_a2a_ctas import nccl_alltoall_ctas
 from starfabric.astral.seer.ops import BMM, COMM, FLASH, GEMM, MEM, OpTable
@@ -149,8 +149,9 @@ class CostContext:
     moe_fused_dispatch: bool = False
     """Dispatch/combine fused with the expert GEMMs (`ExecutionSpec.moe_fused_dispatch`)."""
     ep_fp8_dispatch: bool = True
-    """Whether an FP8 run's expert dispatch moves FP8 rows: False with Megatron-Core's HybridEP
-    backend, which dispatches BF16 (`hybridep_rate.dispatches_fp8`)."""
+    """Whether an FP8 run's expert dispatch moves FP8 rows: only where its framework quantizes
+    before the dispatch — DeepSeek's DualPipe stack, or a stated `ep_dispatch_dtype: fp8`; BF16
+    with Megatron-Core's DeepEP and HybridEP backends and TorchTitan (`ep_dispatch_dtype`)."""
     ep_comm_sms: int = EP_COMM_SMS
     """SMs the expert all-to-all kernels occupy while they overlap compute: DeepEP's budget
     (`ExecutionSpec.deepep_num_sms`, `deepep_sm_budget`) with the DeepEP dispatcher, NCCL's
@@ -264,7 +265,7 @@ def make_context(
         ep_comm_overlap=ex.ep_comm_overlap,
         dualpipe=ex.pipeline_schedule == "dualpipe",
         moe_fused_dispatch=ex.moe_fused_dispatch,
-        ep_fp8_dispatch=dispatches_fp8(ex.moe_flex_backend),
+        ep_fp8_dispatch=dispatch_dtype(ex) == "fp8",
         # A fused dispatch-compute-combine backend is another kernel than DeepEP's (as comm.py).
         ep_comm_sms=_ep_comm_sms(ex, lay),
         # Megatron's combined 1F1B pairs separate dispatch/combine kernels; a fused

@@ -238,6 +238,13 @@ class ExecutionSpec(Spec):
         "HybridEP (Megatron-Core --moe-flex-dispatcher-backend hybridep), priced inside one "
         "NVLink-5 domain at its measured rate (seer/hybridep_rate.py)",
     )
+    ep_dispatch_dtype: Literal["bf16", "fp8"] | None = Field(
+        default=None,
+        description="dtype of an FP8 run's forward expert dispatch (DeepEP): unset, the "
+        "framework's own — fp8 under pipeline_schedule dualpipe (DeepSeek's stack, DeepSeek-V3 "
+        "section 3.3.3), bf16 otherwise (Megatron-Core's DeepEP and HybridEP backends and "
+        "TorchTitan hand DeepEP the BF16 hidden states; seer/ep_dispatch_dtype.py)",
+    )
     deepep_num_sms: int = Field(
         default=20,
         ge=1,
@@ -401,6 +408,22 @@ class ExecutionSpec(Spec):
                 f"fp8_recipe {self.fp8_recipe!r}: TE's MXFP8 expert launches run under an MXFP8 "
                 "(or Blackwell blockwise) recipe only; give precision: fp8 with fp8_recipe mxfp8, "
                 "or drop te_mxfp8_stage"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _fp8_dispatch_needs_fp8(self) -> ExecutionSpec:
+        if self.ep_dispatch_dtype == "fp8" and self.precision != "fp8":
+            raise ValueError(
+                f"ep_dispatch_dtype = 'fp8' with precision {self.precision!r}: an FP8 dispatch "
+                "feeds FP8 expert GEMMs (DeepSeek-V3 section 3.3.3); give precision: fp8 or "
+                "drop ep_dispatch_dtype"
+            )
+        if self.ep_dispatch_dtype == "fp8" and self.moe_flex_backend == "hybridep":
+            raise ValueError(
+                "ep_dispatch_dtype = 'fp8' with moe_flex_backend 'hybridep': Megatron-Core's "
+                "HybridEP backend dispatches BF16 only (fused_a2a.py asserts not fp8_dispatch); "
+                "drop ep_dispatch_dtype or use moe_flex_backend: deepep"
             )
         return self
 
