@@ -425,6 +425,28 @@ class ExecutionSpec(Spec):
                 "HybridEP backend dispatches BF16 only (fused_a2a.py asserts not fp8_dispatch); "
                 "drop ep_dispatch_dtype or use moe_flex_backend: deepep"
             )
+        if self.ep_dispatch_dtype == "fp8" and self.moe_dispatcher != "deepep":
+            raise ValueError(
+                f"ep_dispatch_dtype = 'fp8' with moe_dispatcher {self.moe_dispatcher!r}: only "
+                "DeepEP's dispatch moves FP8 rows (NCCL's all-to-all is priced in 16 bit); set "
+                "moe_dispatcher: deepep or drop ep_dispatch_dtype"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _moe_stack_fields_apply(self) -> ExecutionSpec:
+        if self.moe_flex_backend == "hybridep" and self.moe_dispatcher != "deepep":
+            raise ValueError(
+                f"moe_flex_backend = 'hybridep' with moe_dispatcher {self.moe_dispatcher!r}: "
+                "HybridEP is a backend of the flex (deepep) dispatcher; set moe_dispatcher: "
+                "deepep or drop moe_flex_backend"
+            )
+        if self.moe_round_robin_routing and self.moe_load_balance != "forced":
+            raise ValueError(
+                f"moe_round_robin_routing = True with moe_load_balance "
+                f"{self.moe_load_balance!r}: the round-robin routing is TorchTitan's forced "
+                "balance; set moe_load_balance: forced or drop moe_round_robin_routing"
+            )
         return self
 
     @model_validator(mode="after")
@@ -598,6 +620,26 @@ def uneven_pipeline_layers(layers: int, pp: int) -> tuple[int, ...]:
     for s in order[: base * pp - layers]:  # fewer than pp layers are missing
         out[s] -= 1
     return tuple(out)
+
+
+MOE_ONLY_FIELDS = (
+    "moe_flex_backend", "moe_round_robin_routing", "moe_torch_grouped_mm", "ep_dispatch_dtype",
+)  # fmt: skip
+"""ExecutionSpec fields that configure routed experts: a dense model cannot apply them."""
+
+
+def check_dense_stack(ex: ExecutionSpec) -> None:
+    """Refuse, on a dense model, an MoE-only field (MOE_ONLY_FIELDS) set away from its default:
+    it would be silently ignored."""
+    default = ExecutionSpec(global_batch=1, seq_len=1)
+    for field in MOE_ONLY_FIELDS:
+        value = getattr(ex, field)
+        if value != getattr(default, field):
+            raise ConfigError(
+                f"execution.{field} = {value!r} on a dense model (no routed experts to apply "
+                "it to)",
+                fix=f"drop {field} or use an MoE model",
+            )
 
 
 def _fail(msg: str, fix: str) -> InfeasibleError:
@@ -841,6 +883,7 @@ def resolve_layout(
     if not model.is_moe:
         if ex.ep > 1:
             raise _fail(f"ep = {ex.ep} on a dense model (no experts to distribute)", "set ep: 1")
+        check_dense_stack(ex)
         edp = dp
     else:
         if model.moe_experts % ex.ep:

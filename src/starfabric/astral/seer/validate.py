@@ -1302,6 +1302,9 @@ def row_setup(row: dict[str, str], shipped: bool = True) -> RowSetup:
         "zero": zero,
         **_framework(row),
     }
+    # torch._grouped_mm runs routed experts only (a dense TorchTitan row has none).
+    if not model.is_moe:
+        ex.pop("moe_torch_grouped_mm", None)
     if names_ulysses(row.get("framework"), row.get("sp"), row.get("cp"), row.get("notes")):
         # DeepSpeed-Ulysses / XTuner sequence parallelism: all-to-alls on heads (ulysses.py).
         ex["cp_algorithm"] = "ulysses"
@@ -1352,7 +1355,7 @@ def row_setup(row: dict[str, str], shipped: bool = True) -> RowSetup:
     if states_forced_balance(balance_text):
         ex["moe_load_balance"] = "forced"  # Megatron-Core --moe-router-force-load-balancing
         # TorchTitan's debug router: round-robin expert IDs (round_robin_routing).
-        ex["moe_round_robin_routing"] = round_robin_routing.runs_round_robin(
+        ex["moe_round_robin_routing"] = model.is_moe and round_robin_routing.runs_round_robin(
             row.get("framework"), True, bool(ex.get("moe_fused_dispatch"))
         )
     cap = re.search(r"capacity[- ]factor\D{0,6}(\d+(?:\.\d+)?)", _model_text(row) + " "
