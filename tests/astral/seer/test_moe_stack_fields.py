@@ -51,3 +51,16 @@ def test_moe_fields_on_an_moe_model_are_accepted() -> None:
     predict(_job("mixtral-8x7b-v0.1", ep=8, moe_dispatcher="deepep", moe_flex_backend="hybridep",
          moe_load_balance="forced", moe_round_robin_routing=True,
          moe_torch_grouped_mm=True))  # fmt: skip
+
+
+def test_search_refuses_moe_fields_on_a_dense_model_as_predict_does() -> None:
+    """search prices its layouts without resolve_layout's per-job check: it refuses the same
+    stack up front rather than price it as if the field were unset."""
+    from starfabric.astral.seer.model import load_model
+    from starfabric.astral.seer.parallel import ExecutionSpec, SystemSpec
+    from starfabric.astral.seer.search import search
+
+    stack = ExecutionSpec(global_batch=64, seq_len=4096, moe_torch_grouped_mm=True)
+    with pytest.raises(ConfigError, match="moe_torch_grouped_mm = True on a dense model"):
+        search(load_model("llama-3.1-8b"), SystemSpec(gpu="B200", gpus=8), 64, 4096, limit=5,
+               stack=stack)  # fmt: skip

@@ -44,6 +44,7 @@ from starfabric.astral.seer.parallel import (
     ExecutionSpec,
     SystemSpec,
     check_cp_comm,
+    check_dense_stack,
     uneven_pipeline_layers,
 )
 from starfabric.astral.seer.search_stack import search_base, stack_settings
@@ -268,6 +269,8 @@ def search(
             f"mode = {mode!r} cannot run on Ray", fix="use mode vectorized with ray, or no ray"
         )
     base = search_base(stack, global_batch, seq_len, precision)
+    if not model.is_moe:
+        check_dense_stack(base)  # as predict's resolve_layout refuses it
     cfg = enumerate_configs(model, system, global_batch, seq_len, base)
     if limit is not None and limit < len(cfg["tp"]):
         if limit < 1:
