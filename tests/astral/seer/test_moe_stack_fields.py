@@ -64,3 +64,24 @@ def test_search_refuses_moe_fields_on_a_dense_model_as_predict_does() -> None:
     with pytest.raises(ConfigError, match="moe_torch_grouped_mm = True on a dense model"):
         search(load_model("llama-3.1-8b"), SystemSpec(gpu="B200", gpus=8), 64, 4096, limit=5,
                stack=stack)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("field", "extra"),
+    [
+        ("moe_round_robin_routing", {"moe_load_balance": "forced"}),
+        ("moe_flex_backend", {"moe_dispatcher": "deepep"}),
+    ],
+)
+def test_topology_refuses_what_its_simulated_all_to_all_ignores(field: str, extra: dict) -> None:
+    """The simulated EP all-to-all (simcomm) routes random top-k as DeepEP V1 flows: it would
+    price round-robin routing or HybridEP's kernels as if they were unset."""
+    from pathlib import Path
+
+    from starfabric.astral.seer import load_job
+
+    job = load_job(Path(__file__).parents[3] / "examples" / "jobs" / "deepseek_v3_moe.yaml")
+    value = {"moe_round_robin_routing": True, "moe_flex_backend": "hybridep"}[field]
+    ex = job.execution.model_copy(update={field: value, **extra})
+    with pytest.raises(ConfigError, match=f"{field} = {value!r} with system.topology"):
+        predict(make_job(job.model, ex, job.system))

@@ -280,6 +280,15 @@ def comm_model(
     formula = formula_comm(ex, lay, eff, model)
     if system is None or system.topology is None:
         return formula
+    if model is not None and model.is_moe and lay.ep > 1:
+        for field, unset in (("moe_round_robin_routing", False), ("moe_flex_backend", "deepep")):
+            if getattr(ex, field) != unset:
+                raise ConfigError(
+                    f"execution.{field} = {getattr(ex, field)!r} with system.topology: the "
+                    "simulated expert all-to-all routes random top-k as DeepEP V1 flows and "
+                    "would price it as if unset",
+                    fix=f"drop system.topology (formula model) or drop {field}",
+                )
     spec = cluster_spec(system.topology, system.gpus)
     moe = (
         MoEDims(model.hidden, model.moe_experts, model.moe_topk, model.moe_max_nodes)
