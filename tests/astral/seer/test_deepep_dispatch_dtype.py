@@ -16,12 +16,11 @@ from starfabric.astral.seer.cost import make_context, op_costs
 from starfabric.astral.seer.deepep_kernels import deepep_intranode_time
 from starfabric.astral.seer.efficiency import efficiency_for
 from starfabric.astral.seer.ep_dispatch_dtype import (
-    BF16_BYTES_PER_ELEM,
     FRAMEWORK_DISPATCH_DTYPE,
     default_dispatch_dtype,
-    dispatch_bytes_per_elem,
     dispatch_dtype,
 )
+from starfabric.astral.seer.expert_comm import DEEPEP_FP8_BYTES_PER_ELEM
 from starfabric.astral.seer.fabric import Group
 from starfabric.astral.seer.ops import OpTable
 from starfabric.astral.seer.parallel import ExecutionSpec
@@ -54,9 +53,7 @@ def test_bytes_per_token_bf16_vs_fp8() -> None:
     """DeepSeek-V3's 7,168-wide token: 14,336 B in BF16; FP8 with one fp32 scale per 128
     values (section 3.3.2's 1x128 activation tiles) is 7,168 + 56 x 4 = 7,392 B."""
     hidden = 7168
-    assert hidden * dispatch_bytes_per_elem("bf16") == 14336
-    assert hidden * dispatch_bytes_per_elem("fp8") == 7168 + hidden // 128 * 4 == 7392
-    assert BF16_BYTES_PER_ELEM == 2.0
+    assert hidden * DEEPEP_FP8_BYTES_PER_ELEM == 7168 + hidden // 128 * 4 == 7392
     # The DeepEP kernel time scales with those bytes (same rate and latency).
     grp = Group(size=8, per_node=8)
     nbytes, rate, frac = 4096 * 8 * hidden * 2.0, 300e9, 0.6

@@ -44,16 +44,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Literal
 
-from starfabric.astral.seer.expert_comm import DEEPEP_FP8_BYTES_PER_ELEM
 from starfabric.astral.seer.hybridep_rate import dispatches_fp8 as backend_dispatches_fp8
 
 if TYPE_CHECKING:
     from starfabric.astral.seer.parallel import ExecutionSpec
 
 DispatchDtype = Literal["bf16", "fp8"]
-
-BF16_BYTES_PER_ELEM = 2.0
-"""Bytes per hidden element of a BF16 dispatch row."""
 
 FRAMEWORK_DISPATCH_DTYPE: dict[str, DispatchDtype] = {
     "megatron-core deepep": "bf16",
@@ -84,17 +80,9 @@ def dispatch_dtype(ex: ExecutionSpec) -> DispatchDtype:
     return default_dispatch_dtype(ex.pipeline_schedule == "dualpipe")
 
 
-def dispatch_bytes_per_elem(dtype: DispatchDtype) -> float:
-    """Bytes per hidden element of one dispatched row: 2 in BF16; FP8 with one fp32 scale per
-    128 values (`expert_comm.DEEPEP_FP8_BYTES_PER_ELEM`)."""
-    return DEEPEP_FP8_BYTES_PER_ELEM if dtype == "fp8" else BF16_BYTES_PER_ELEM
-
-
 __all__ = [
-    "BF16_BYTES_PER_ELEM",
     "FRAMEWORK_DISPATCH_DTYPE",
     "DispatchDtype",
     "default_dispatch_dtype",
-    "dispatch_bytes_per_elem",
     "dispatch_dtype",
 ]
