@@ -213,14 +213,15 @@ def cudnn_release_note(gpu: GPUSpec, ex: ExecutionSpec) -> str | None:
 
 def attention_rates(gpu: GPUSpec, kernel: str, cudnn_release: str | None) -> tuple[float, float]:
     """(forward, backward) fused-attention rate of `kernel` relative to `gpu`'s in-training cuDNN
-    curve: fa2_rate for every kernel but cuDNN's (on Hopper/Blackwell times FA2_PATH_IN_TRAINING /
-    FUSED_ATTENTION_IN_TRAINING), times flash_generation's ratio for a kernel older than FA2; cuDNN's own at `cudnn_release` on Hopper (cudnn_release.rate_multiplier;
+    curve: fa2_rate for every kernel but cuDNN's (on Hopper/Blackwell times FA2_PATH_IN_TRAINING
+    / FUSED_ATTENTION_IN_TRAINING), times flash_generation's ratio for a kernel older than FA2;
+    cuDNN's own at `cudnn_release` on Hopper (cudnn_release.rate_multiplier;
     Hopper: FP8 tensor cores without Blackwell's MX block scales, fp8_recipe.native_mx). The one
     place predict, search, validate and attention_in_training take it from."""
     base = 1.0
     if kernel != "cudnn":
         base = fa2_rate(gpu)
-        if base < 1.0:  # Hopper/Blackwell: the curve is cuDNN's in training (efficiency.yaml)
+        if native_mx(gpu) or is_hopper(gpu):  # the curve is cuDNN's in training (efficiency.yaml)
             base *= FA2_PATH_IN_TRAINING / FUSED_ATTENTION_IN_TRAINING
     gen_fwd, gen_bwd = kernel_rates(kernel)
     rel_fwd, rel_bwd = cudnn_rate(cudnn_release, kernel, is_hopper(gpu))
