@@ -36,10 +36,25 @@ def test_hybridep_needs_the_deepep_dispatcher() -> None:
         _job("mixtral-8x7b-v0.1", ep=8, moe_flex_backend="hybridep", moe_dispatcher="alltoall")
 
 
-def test_fp8_dispatch_needs_the_deepep_dispatcher() -> None:
+def test_fp8_dispatch_needs_a_deepep_all_to_all() -> None:
+    """The formula prices NCCL's all-to-all in 16 bit: an FP8 dispatch there is refused."""
     with pytest.raises(ConfigError, match="ep_dispatch_dtype = 'fp8' with moe_dispatcher"):
-        _job("mixtral-8x7b-v0.1", ep=8, precision="fp8", ep_dispatch_dtype="fp8",
-             moe_dispatcher="alltoall")  # fmt: skip
+        predict(_job("mixtral-8x7b-v0.1", ep=8, precision="fp8", ep_dispatch_dtype="fp8",
+                     moe_dispatcher="alltoall"))  # fmt: skip
+
+
+def test_fp8_dispatch_on_the_topology_as_docs_say() -> None:
+    """docs/astral.md: the DeepSeek-V3 example (its EP all-to-all simulated as DeepEP flows on
+    the topology, moe_dispatcher left at its default) takes `ep_dispatch_dtype: fp8` and its
+    dispatch gets cheaper."""
+    from pathlib import Path
+
+    from starfabric.astral.seer import load_job
+
+    job = load_job(Path(__file__).parents[3] / "examples" / "jobs" / "deepseek_v3_moe.yaml")
+    ex = job.execution.model_dump() | {"ep_dispatch_dtype": "fp8"}
+    fp8, bf16 = predict(make_job(job.model, ex, job.system)), predict(job)
+    assert fp8.breakdown["ep"] < bf16.breakdown["ep"]
 
 
 def test_round_robin_needs_forced_balance() -> None:

@@ -425,12 +425,6 @@ class ExecutionSpec(Spec):
                 "HybridEP backend dispatches BF16 only (fused_a2a.py asserts not fp8_dispatch); "
                 "drop ep_dispatch_dtype or use moe_flex_backend: deepep"
             )
-        if self.ep_dispatch_dtype == "fp8" and self.moe_dispatcher != "deepep":
-            raise ValueError(
-                f"ep_dispatch_dtype = 'fp8' with moe_dispatcher {self.moe_dispatcher!r}: only "
-                "DeepEP's dispatch moves FP8 rows (NCCL's all-to-all is priced in 16 bit); set "
-                "moe_dispatcher: deepep or drop ep_dispatch_dtype"
-            )
         return self
 
     @model_validator(mode="after")

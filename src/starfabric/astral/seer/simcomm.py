@@ -279,6 +279,13 @@ def comm_model(
     EP > 1), else the formulas."""
     formula = formula_comm(ex, lay, eff, model)
     if system is None or system.topology is None:
+        if ex.ep_dispatch_dtype == "fp8" and ex.moe_dispatcher != "deepep":
+            raise ConfigError(
+                f"execution.ep_dispatch_dtype = 'fp8' with moe_dispatcher "
+                f"{ex.moe_dispatcher!r}: the formula prices NCCL's all-to-all in 16 bit (only "
+                "DeepEP's dispatch, or a topology's simulated one, moves FP8 rows)",
+                fix="set moe_dispatcher: deepep, give system.topology, or drop ep_dispatch_dtype",
+            )
         return formula
     if model is not None and model.is_moe and lay.ep > 1:
         for field, unset in (("moe_round_robin_routing", False), ("moe_flex_backend", "deepep")):
