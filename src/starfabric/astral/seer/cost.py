@@ -80,8 +80,8 @@ loop (H200 locked at 1,500 MHz, cuDNN 9.9) runs it at 0.953 of the curve at its 
 (deepseek-ai/profile-data, H800, DeepEP kernels beside it) shows no slowdown either
 (docs/astral.md). Replaced the calibrated global 0.65 (session 19)."""
 FA2_PATH_IN_TRAINING = 0.65
-"""In-training fraction of the isolated curve for FlashAttention-2 and older kernels on Hopper
-and Blackwell (PyTorch SDPA's flash backend: TorchTitan's rows): the global factor calibrated
+"""Calibrated, not measured (an assumption): in-training fraction of the isolated curve for
+FlashAttention-2 and older kernels on Hopper and Blackwell (PyTorch SDPA's flash backend: TorchTitan's rows): the global factor calibrated
 before session 19 (grid 0.5..1.0 of least mean |error| over the visible rows and both
 development sets), kept for the kernels no measurement covers in a multi-GPU step. NOT
 explained: the single-GPU cudnn-frontend loop runs FA2 at 0.647 of cuDNN in training (0.62 x
