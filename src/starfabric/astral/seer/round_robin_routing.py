@@ -29,6 +29,8 @@ from __future__ import annotations
 
 from math import gcd
 
+from starfabric.astral.seer.torchtitan_pp import is_torchtitan
+
 
 def round_robin_distinct(experts: int, topk: int, groups: int) -> float:
     """Mean distinct groups (ranks, or nodes) the k experts k·i … k·i+k−1 (mod `experts`) of
@@ -54,7 +56,7 @@ def round_robin_copy_fraction(experts: int, topk: int, groups: int) -> float:
 def runs_round_robin(framework: str | None, forced: bool, fused_dispatch: bool) -> bool:
     """Whether a row ran TorchTitan's round-robin forced balance through DeepEP's own kernels:
     a TorchTitan framework cell, forced balance stated, no fused DistMoE backend."""
-    return "torchtitan" in (framework or "").lower() and forced and not fused_dispatch
+    return is_torchtitan(framework) and forced and not fused_dispatch
 
 
 __all__ = ["round_robin_copy_fraction", "round_robin_distinct", "runs_round_robin"]

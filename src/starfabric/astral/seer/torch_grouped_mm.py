@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from starfabric.astral.hardware import GPUSpec
 from starfabric.astral.seer.fp8_recipe import native_mx
-from starfabric.astral.seer.torchtitan_sdpa import runs_torchtitan
+from starfabric.astral.seer.torchtitan_pp import is_torchtitan
 
 GROUPED_MM_ISOLATED_FRACTION = 0.405
 """Saturation fraction of the BF16 peak that Seer's shape model needs to reproduce torchao's
@@ -57,7 +57,7 @@ EXPERT_GEMMS = ("moe.expert_fc1", "moe.expert_fc2")
 def runs_torch_grouped_mm(framework: str | None, fused_dispatch: bool) -> bool:
     """Whether a row's routed experts run as `torch._grouped_mm`: a TorchTitan framework cell
     without the fused DistMoE backend (which runs its own CuTe kernels)."""
-    return runs_torchtitan(framework) and not fused_dispatch
+    return is_torchtitan(framework) and not fused_dispatch
 
 
 def expert_gemm_ratio(gpu: GPUSpec, grouped_mm: bool, fp8: bool) -> float:

@@ -16,7 +16,8 @@ states none keeps PyTorch's default order.
 
 from __future__ import annotations
 
-from starfabric.astral.seer.releases import YearMonth, stated_month
+from starfabric.astral.seer.releases import YearMonth
+from starfabric.astral.seer.torchtitan_pp import is_torchtitan, release_month
 
 CUDNN_FIRST_ON_BLACKWELL: YearMonth = (2025, 5)
 """TorchTitan month from which its wrapper puts cuDNN first on sm100+ (3b85aa31f, 2025-05-14)."""
@@ -24,18 +25,13 @@ CUDNN_FIRST_EVERYWHERE: YearMonth = (2025, 10)
 """TorchTitan month from which it puts cuDNN first on every GPU (6a3a9da95, 2025-10-09)."""
 
 
-def runs_torchtitan(framework: str | None) -> bool:
-    """Whether a framework cell names TorchTitan."""
-    return "torchtitan" in (framework or "").lower()
-
-
 def prefers_cudnn(framework: str | None, blackwell: bool) -> bool:
     """Whether TorchTitan's wrapper ran cuDNN's fused attention first for this row: its stated
     month at or after CUDNN_FIRST_EVERYWHERE, or at or after CUDNN_FIRST_ON_BLACKWELL on a
     Blackwell GPU. False for a cell that names no TorchTitan or no month."""
-    if not runs_torchtitan(framework):
+    if not is_torchtitan(framework):
         return False
-    month = stated_month(framework)
+    month = release_month(framework)
     if month is None:
         return False
     if month >= CUDNN_FIRST_EVERYWHERE:

@@ -752,7 +752,7 @@ def _framework(row: dict[str, str]) -> dict[str, Any]:
     native = native and not host and not sdpa_runs_cudnn(fw)
     # TorchTitan's own wrapper sets SDPA's order (torchtitan_sdpa): cuDNN first on Blackwell
     # from 2025-05, everywhere from 2025-10.
-    if native and torchtitan_sdpa.runs_torchtitan(row.get("framework")) and row.get("gpu"):
+    if native and torchtitan_pp.is_torchtitan(row.get("framework")) and row.get("gpu"):
         blackwell = fp8_recipe.native_mx(get_gpu(_gpu(row)[0]))
         native = not torchtitan_sdpa.prefers_cudnn(row.get("framework"), blackwell)
     # CUDA graphs as stated, not negated ("CUDA graphs off", "no CUDA graphs": statements.stated).
