@@ -625,10 +625,9 @@ MOE_ONLY_FIELDS = (
 def check_dense_stack(ex: ExecutionSpec) -> None:
     """Refuse, on a dense model, an MoE-only field (MOE_ONLY_FIELDS) set away from its default:
     it would be silently ignored."""
-    default = ExecutionSpec(global_batch=1, seq_len=1)
     for field in MOE_ONLY_FIELDS:
         value = getattr(ex, field)
-        if value != getattr(default, field):
+        if value != ExecutionSpec.model_fields[field].default:
             raise ConfigError(
                 f"execution.{field} = {value!r} on a dense model (no routed experts to apply "
                 "it to)",
