@@ -5,10 +5,11 @@ development row), whose overlap-on cells Seer misses by -24.5% (32 hosts, PP8) a
 hosts, PP4) with `ep_overlap_hidden.EP_OVERLAP_HIDDEN_FRACTION` = 0.60 (fitted on InfiniBand).
 
 Finding (docs/astral.md, "Megatron-Core's EP overlap over EFA: what AWS's Kimi-K2 A/B says"):
-no. Read three ways — the NCCL cell's own time, the overlap's gain over the same arm's
-overlap-off cell, the NCCL-minus-DeepEP difference inside the overlap-on cell — the 16-host
-cell asks for 0.32, 0.72 and more than 1; the 32-host cell for less than 0 under every
-reading (even with nothing hidden Seer is 15.8% fast there, and the DeepEP arm 20.9%). So no
+no. Read four ways — the NCCL cell's own time, the overlap's gain over the same arm's
+overlap-off cell, that cell's miss in seconds carried over, the NCCL-minus-DeepEP difference
+inside the overlap-on cell — the 16-host cell asks for 0.32, 0.72, more than 1 and more than 1,
+the 32-host cell for less than 0, less than 0, 0.13 and less than 0 (with nothing hidden Seer
+is still 15.8% fast there on the cell's own time, the DeepEP arm 20.9%). So no
 EFA fraction was adopted; these tests hold the numbers the finding rests on and fail if Seer
 changes so that one fraction in [0, 1] fits both host counts.
 
@@ -134,3 +135,20 @@ def test_the_arm_difference_reading_contradicts_too(monkeypatch: pytest.MonkeyPa
     assert pub[32] == pytest.approx(1.959) and pub[16] == pytest.approx(1.670)
     assert diff(16, 1.0) > pub[16] + 0.8
     assert diff(32, 0.0) < pub[32]
+
+
+def test_carrying_the_off_cells_miss_in_seconds(monkeypatch: pytest.MonkeyPatch) -> None:
+    """If the overlap-on cell kept its partner's miss in seconds (1.54 / 1.02 s NCCL), NCCL asks
+    for more than 1 at 16 hosts and 0.13 at 32; DeepEP+UCCL is consistent with itself (0.34 /
+    0.37) — the DeepEP arm, not the NCCL rows an EFA fraction would serve."""
+    fits = {}
+    for h in (16, 32):
+        for deepep, col in ((False, 4), (True, 5)):
+            miss = OFF[h][col] - _seer(OFF[h], deepep, monkeypatch, 0.6)
+            fits[(h, deepep)] = _fit(
+                lambda e, h=h, d=deepep: _seer(ON[h], d, monkeypatch, e), ON[h][col] - miss
+            )
+    assert fits[(16, False)] == 2.0
+    assert fits[(32, False)] == pytest.approx(0.13, abs=0.06)
+    assert fits[(16, True)] == pytest.approx(fits[(32, True)], abs=0.06)
+    assert 0.25 < fits[(16, True)] < 0.45
