@@ -23,8 +23,9 @@ Seer prices the three as streaming memory traffic (`ops._moe_mlp`'s `moe.permute
 `moe.unpermute` and their backward). This script prints, for every row whose framework cell
 names TorchTitan and whose dispatcher is DeepEP's own (not the fused DistMoE backend): the
 elements the atomic scatters add per step, Seer's charge for them, and the element rate that
-would close the row's gap if all of it were theirs. It then applies the one measurement of
-these kernels found (Phuc Nguyen's worklog, below) under both readings of its unstated shape.
+would close the row's gap if all of it were theirs. It then applies the only measurement of
+these kernels at this shape that was found (Phuc Nguyen's worklog, below), under both readings
+of its unstated shape.
 That measurement is a profile of the rows' own development runs, so it is reported, not used
 to price anything.
 
