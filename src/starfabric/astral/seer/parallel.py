@@ -367,6 +367,13 @@ class ExecutionSpec(Spec):
     grad_reduce_fp32: bool | None = Field(
         default=None, description="reduce gradients in fp32 (default: yes for bf16/fp8)"
     )
+    param_gather_dtype: Literal["param", "grad"] = Field(
+        default="param",
+        description="dtype of the ZeRO-1/2 parameter all-gather after the optimizer step: "
+        "param = the 16-bit parameters; grad = the grad buffer's (FP32 under BF16), as "
+        "Megatron-LM's distributed optimizer before 57bfa7ca (2022-09-30) gathers "
+        "(seer/dist_opt_gather.py)",
+    )
     zero_shard_ranks: int | None = Field(
         default=None,
         gt=0,

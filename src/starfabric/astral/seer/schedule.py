@@ -27,6 +27,7 @@ from starfabric.astral.seer import (
 )
 from starfabric.astral.seer.activations import activation_bytes_per_layer
 from starfabric.astral.seer.comm import Kind
+from starfabric.astral.seer.dist_opt_gather import gather_bytes_per_param
 from starfabric.astral.seer.cost import (
     DP_OVERLAP_RESIDUAL,
     CostContext,
@@ -666,6 +667,7 @@ def build_timeline(model: ModelSpec, ex: ExecutionSpec, lay: Layout, ctx: CostCo
     # Gradient reduction, optimizer and parameter all-gather, per stage.
     params = stage_params(model, lay, ex.pipeline_schedule != "dualpipe")
     grad_b = grad_bytes(ex)
+    ag_b = gather_bytes_per_param(ex.param_gather_dtype, grad_b)  # dist_opt_gather
     dp_name = "dp_cp" if lay.cp > 1 else "dp"
     coll: Kind = "reduce_scatter" if ex.zero >= 1 else "all_reduce"
     # Hybrid sharding (parallel.zero_shard): ZeRO shards over k DP ranks; the gradients are
@@ -724,8 +726,8 @@ def build_timeline(model: ModelSpec, ex: ExecutionSpec, lay: Layout, ctx: CostCo
                 ex.overlap_cpu_optimizer, ex.cpu_optimizer_threads,
             )  # fmt: skip
         if ex.zero in (1, 2) or (ex.zero == 3 and p > 1):
-            ag_s[s] = ctx.comm.time("all_gather", sp_.dense * 2.0, shard_grp)
-            ag_s[s] += ctx.comm.time("all_gather", sp_.expert * 2.0, "edp")
+            ag_s[s] = ctx.comm.time("all_gather", sp_.dense * ag_b, shard_grp)
+            ag_s[s] += ctx.comm.time("all_gather", sp_.expert * ag_b, "edp")
     # Index i below is stage i, or under DualPipe rank i (whose stages both end at its end).
     tails = np.zeros(p)
     dp_exposed = np.zeros(p)
