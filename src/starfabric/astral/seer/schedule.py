@@ -27,7 +27,6 @@ from starfabric.astral.seer import (
 )
 from starfabric.astral.seer.activations import activation_bytes_per_layer
 from starfabric.astral.seer.comm import Kind
-from starfabric.astral.seer.dist_opt_gather import gather_bytes_per_param
 from starfabric.astral.seer.cost import (
     DP_OVERLAP_RESIDUAL,
     CostContext,
@@ -37,6 +36,7 @@ from starfabric.astral.seer.cost import (
     pair_megatron_overlap,
     refit_fsdp_side,
 )
+from starfabric.astral.seer.dist_opt_gather import gather_bytes_per_param
 from starfabric.astral.seer.ep_overlap import solo_ops
 from starfabric.astral.seer.fsdp_cp_window import ring_window
 from starfabric.astral.seer.model import ModelSpec, attention_params, mlp_params, mtp_params
