@@ -228,7 +228,8 @@ def evaluate(
     # ZeRO 0: all-reduce (twice a reduce-scatter's traffic); ZeRO-3 without PP reduces and
     # gathers inside every layer (in lc); otherwise reduce-scatter + parameter all-gather.
     fsdp = (zero == 3) & (pp == 1)
-    coll = np.where(zero == 0, 2.0, np.where(fsdp, 0.0, 1.0))
+    full = (zero == 0) | (base.deepspeed_bf16_pipe & (pp > 1))  # deepspeed_bf16_pipe
+    coll = np.where(full, 2.0, np.where(fsdp, 0.0, 1.0))
     t_rs = coll * grad_b * p_dense * (dp_ranks - 1) / dp_ranks / ring
     t_rs += coll * np.where(edp > 1, grad_b * p_exp * (edp - 1) / np.maximum(edp, 1) / nicb, 0.0)
     nb = np.maximum(1.0, np.ceil((p_dense + p_exp) / DP_BUCKET_PARAMS))

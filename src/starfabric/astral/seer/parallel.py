@@ -367,6 +367,12 @@ class ExecutionSpec(Spec):
     grad_reduce_fp32: bool | None = Field(
         default=None, description="reduce gradients in fp32 (default: yes for bf16/fp8)"
     )
+    deepspeed_bf16_pipe: bool = Field(
+        default=False,
+        description="a BF16 run on DeepSpeed >= 0.6.2: with PP > 1 its pipeline engine "
+        "all-reduces the whole FP32 gradient buffer after the flush (_bf16_reduce_grads) "
+        "although BF16_Optimizer shards the optimizer (seer/deepspeed_bf16_pipe.py)",
+    )
     param_gather_dtype: Literal["param", "grad"] = Field(
         default="param",
         description="dtype of the ZeRO-1/2 parameter all-gather after the optimizer step: "
