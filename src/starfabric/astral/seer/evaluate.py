@@ -16,6 +16,7 @@ from starfabric.astral.hardware import get_gpu
 from starfabric.astral.seer import cpu_optimizer_offload, offload
 from starfabric.astral.seer.comm import make_fabric, nvlink_domain
 from starfabric.astral.seer.cost import DP_OVERLAP_RESIDUAL, CostContext, make_context
+from starfabric.astral.seer.dist_opt_gather import gather_bytes_per_param
 from starfabric.astral.seer.efficiency import efficiency_for
 from starfabric.astral.seer.fabric import (
     COLLECTIVE_LAUNCH_S,
@@ -172,6 +173,7 @@ def evaluate(
     if base is None:
         base = ExecutionSpec(global_batch=global_batch, seq_len=seq_len, precision=precision)
     grad_b = grad_bytes(base)
+    ag_b = gather_bytes_per_param(base.param_gather_dtype, grad_b)  # dist_opt_gather
     # Parameters per rank of one dense / MoE layer (schedule.layer_params on arrays).
     norm_w = 2 if model.norm == "layernorm" else 1
     attn = attention_params(model) + 2 * norm_w * model.hidden
@@ -226,7 +228,8 @@ def evaluate(
     # ZeRO 0: all-reduce (twice a reduce-scatter's traffic); ZeRO-3 without PP reduces and
     # gathers inside every layer (in lc); otherwise reduce-scatter + parameter all-gather.
     fsdp = (zero == 3) & (pp == 1)
-    coll = np.where(zero == 0, 2.0, np.where(fsdp, 0.0, 1.0))
+    full = (zero == 0) | (base.deepspeed_bf16_pipe & (pp > 1))  # deepspeed_bf16_pipe
+    coll = np.where(full, 2.0, np.where(fsdp, 0.0, 1.0))
     t_rs = coll * grad_b * p_dense * (dp_ranks - 1) / dp_ranks / ring
     t_rs += coll * np.where(edp > 1, grad_b * p_exp * (edp - 1) / np.maximum(edp, 1) / nicb, 0.0)
     nb = np.maximum(1.0, np.ceil((p_dense + p_exp) / DP_BUCKET_PARAMS))
@@ -237,8 +240,8 @@ def evaluate(
     # same bucket by bucket); without overlap the whole reduction follows the pipeline.
     dp_exposed = np.where(dpo, excess + DP_OVERLAP_RESIDUAL * np.maximum(0.0, t_rs - excess), t_rs)
     gathers = (zero >= 1) & ~fsdp
-    ag = 2.0 * p_dense * (dp_ranks - 1) / dp_ranks / ring
-    ag += np.where(edp > 1, 2.0 * p_exp * (edp - 1) / np.maximum(edp, 1) / nicb, 0.0)
+    ag = ag_b * p_dense * (dp_ranks - 1) / dp_ranks / ring
+    ag += np.where(edp > 1, ag_b * p_exp * (edp - 1) / np.maximum(edp, 1) / nicb, 0.0)
     ag = np.where(gathers, ag, 0.0)
     ag_exposed = np.where(dpo, ag / nb, ag)
     shard = zero >= 1

@@ -367,6 +367,19 @@ class ExecutionSpec(Spec):
     grad_reduce_fp32: bool | None = Field(
         default=None, description="reduce gradients in fp32 (default: yes for bf16/fp8)"
     )
+    deepspeed_bf16_pipe: bool = Field(
+        default=False,
+        description="a BF16 run on DeepSpeed >= 0.6.2: with PP > 1 its pipeline engine "
+        "all-reduces the whole FP32 gradient buffer after the flush (_bf16_reduce_grads) "
+        "although BF16_Optimizer shards the optimizer (seer/deepspeed_bf16_pipe.py)",
+    )
+    param_gather_dtype: Literal["param", "grad"] = Field(
+        default="param",
+        description="dtype of the ZeRO-1/2 parameter all-gather after the optimizer step: "
+        "param = the 16-bit parameters; grad = the grad buffer's (FP32 under BF16), as "
+        "Megatron-LM's distributed optimizer before 57bfa7ca (2022-09-30) gathers "
+        "(seer/dist_opt_gather.py)",
+    )
     zero_shard_ranks: int | None = Field(
         default=None,
         gt=0,

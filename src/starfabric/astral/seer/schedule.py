@@ -36,6 +36,8 @@ from starfabric.astral.seer.cost import (
     pair_megatron_overlap,
     refit_fsdp_side,
 )
+from starfabric.astral.seer.deepspeed_bf16_pipe import grad_coll_factor
+from starfabric.astral.seer.dist_opt_gather import gather_bytes_per_param
 from starfabric.astral.seer.ep_overlap import solo_ops
 from starfabric.astral.seer.fsdp_cp_window import ring_window
 from starfabric.astral.seer.model import ModelSpec, attention_params, mlp_params, mtp_params
@@ -666,8 +668,11 @@ def build_timeline(model: ModelSpec, ex: ExecutionSpec, lay: Layout, ctx: CostCo
     # Gradient reduction, optimizer and parameter all-gather, per stage.
     params = stage_params(model, lay, ex.pipeline_schedule != "dualpipe")
     grad_b = grad_bytes(ex)
+    ag_b = gather_bytes_per_param(ex.param_gather_dtype, grad_b)  # dist_opt_gather
     dp_name = "dp_cp" if lay.cp > 1 else "dp"
-    coll: Kind = "reduce_scatter" if ex.zero >= 1 else "all_reduce"
+    # DeepSpeed's BF16 pipeline engine all-reduces the FP32 gradients (deepspeed_bf16_pipe).
+    full = grad_coll_factor(ex.zero, ex.deepspeed_bf16_pipe, p) == 2.0
+    coll: Kind = "all_reduce" if full else "reduce_scatter"
     # Hybrid sharding (parallel.zero_shard): ZeRO shards over k DP ranks; the gradients are
     # reduce-scattered inside the shard group and each rank's 1/k shard is all-reduced across
     # the dp/k replicas (MiCS, Zhang et al. VLDB 2022 section 3.3; InternEvo's hybrid ZeRO),
@@ -724,8 +729,8 @@ def build_timeline(model: ModelSpec, ex: ExecutionSpec, lay: Layout, ctx: CostCo
                 ex.overlap_cpu_optimizer, ex.cpu_optimizer_threads,
             )  # fmt: skip
         if ex.zero in (1, 2) or (ex.zero == 3 and p > 1):
-            ag_s[s] = ctx.comm.time("all_gather", sp_.dense * 2.0, shard_grp)
-            ag_s[s] += ctx.comm.time("all_gather", sp_.expert * 2.0, "edp")
+            ag_s[s] = ctx.comm.time("all_gather", sp_.dense * ag_b, shard_grp)
+            ag_s[s] += ctx.comm.time("all_gather", sp_.expert * ag_b, "edp")
     # Index i below is stage i, or under DualPipe rank i (whose stages both end at its end).
     tails = np.zeros(p)
     dp_exposed = np.zeros(p)

@@ -50,7 +50,9 @@ from starfabric.astral.seer.classes import classes_of, per_class
 from starfabric.astral.seer.cp_comm import ALGORITHM as CP_ALGORITHM
 from starfabric.astral.seer.cp_comm import host_a2a_size, stated_a2a_size, stated_cp_comm_type
 from starfabric.astral.seer.deepep_sm_budget import stated_num_sms
+from starfabric.astral.seer.deepspeed_bf16_pipe import runs_bf16_pipe_path
 from starfabric.astral.seer.degrees import DEGREES, degree_combos, unverified_degrees
+from starfabric.astral.seer.dist_opt_gather import row_gather_dtype
 from starfabric.astral.seer.efa import efa_bus_fraction
 from starfabric.astral.seer.efa_alltoall import efa_alltoall_alpha
 from starfabric.astral.seer.efa_training_rate import efa_a2a_training_fraction
@@ -1314,6 +1316,14 @@ def row_setup(row: dict[str, str], shipped: bool = True) -> RowSetup:
     _cudnn_release(row, ex, read)
     if LOGITS_FP32.search(row.get("precision") or ""):
         ex["logits_precision"] = "fp32"  # cost.LOGITS_FP32_RATE
+    if runs_bf16_pipe_path(row.get("framework"), ex["precision"]):
+        # DeepSpeed's BF16 pipeline engine all-reduces the FP32 gradients (deepspeed_bf16_pipe).
+        ex["deepspeed_bf16_pipe"] = True
+    gather = row_gather_dtype(row.get("framework"), row.get("zero_or_fsdp"), row.get("notes"))
+    if gather is not None and zero in (1, 2):
+        # Megatron-LM's distributed optimizer before 57bfa7ca gathers through its FP32 grad
+        # buffer (dist_opt_gather.py).
+        ex["param_gather_dtype"], read["param_gather"] = gather
     vpp_n = cells.number(row.get("vpp")) if not _unverified(row.get("vpp") or "") else None
     if deg["pp"] and deg["pp"] > 1:
         stages = deg["pp"] * int(vpp_n or 1)
