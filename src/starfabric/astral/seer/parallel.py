@@ -179,7 +179,8 @@ class ExecutionSpec(Spec):
         default=True,
         description="a cuDNN-attention CP ring is TransformerEngine's p2p ring (Megatron-Core, "
         "NeMo), whose per-step merges are priced (seer/te_cp_step.py); False: another "
-        "framework's ring (PyTorch's, Meta's), whose merges are not counted",
+        "framework's ring (PyTorch's, Meta's), whose merges are not counted (assumption: a "
+        "job file's cuDNN ring is TE's unless it says otherwise)",
     )
     te_release: str | None = Field(
         default=None,

@@ -69,8 +69,8 @@ LSE_BYTES = 4.0
 LSE_FP64_CAST_BYTES = 12.0
 """Through v2.3: the float64 running LSE read (8 B) and written as float32 (4 B) per entry."""
 NEWEST: Release = (2, 8)
-"""The structure priced when a run states no TE release (the newest read; v2.14 and v2.18
-keep it)."""
+"""The structure priced when a run states no TE release (assumption: the newest read; v2.14
+and v2.18 keep it; the releases differ by < 10% of the merge bytes)."""
 
 
 def step_bytes(
@@ -86,7 +86,12 @@ def step_bytes(
     """(forward, backward) HBM bytes of the merge work on the compute stream of TE's p2p ring,
     per layer and micro-batch, on the slowest rank: `tokens` local tokens (micro-batch x s/cp),
     `heads` / `kv_heads` per rank, head dims `dq` (Q, K) and `dv` (V, O), `cp` ring steps,
-    `elem`-byte activations. `release` None: the newest structure (`NEWEST`)."""
+    `elem`-byte activations. `release` None: the newest structure (`NEWEST`).
+
+    Assumptions: the in-loop LSE merges and the zero fill run beside the other stream's kernel
+    and are not counted; the half selections cost nothing (sbhd, or bshd at micro-batch 1 —
+    bshd at a larger micro-batch copies them, not counted); the ranks run in step, so the
+    layer waits for the rank with the most merge bytes."""
     if cp <= 1:
         return 0.0, 0.0
     rel = release or NEWEST
