@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from starfabric.astral.seer import torchtitan_op_sac
+from starfabric.astral.seer import te_cp_step, torchtitan_op_sac
 from starfabric.astral.seer.expert_sort import (
     PERMUTATION_BWD_BYTES_FACTOR,
     SORT_SUFFIX,
@@ -59,6 +59,9 @@ MOE_IMBALANCE = 1.1
 ROUTER_BYTES_PER_SCORE = 12.0
 """Router softmax/sigmoid + top-k over fp32 scores: write, re-read and write probabilities
 (3 x 4 bytes per token-expert score; assumption)."""
+CP_STEP_WORK = "attn.cp_step_merge"
+"""The memory-bound merge work around the steps of TE's p2p CP ring (te_cp_step.step_bytes);
+its `m` column holds the backward's bytes."""
 MASK_BYTES = 1.0
 """Dropout masks are stored as one byte per element (PyTorch bool)."""
 
@@ -214,6 +217,16 @@ def _attention(
         # the two local query chunks against every earlier key: s/2 keys on average).
         k_call = keys / ring
         t.add("attn.core_flash", FLASH, flops=flops, k=k_call, selective=core)
+        if ring > 1 and ex.flash_kernel == "cudnn" and ex.te_cp_merge:
+            # TE's p2p ring merges each step's partial output, LSE, dQ and dK/dV with
+            # memory-bound ops on the compute stream (te_cp_step); after the all-to-all of
+            # a2a+p2p a rank holds a2a x its tokens on heads / a2a.
+            fwd_b, bwd_b = te_cp_step.step_bytes(
+                tok * a2a, loc.heads / a2a, loc.kv_heads / a2a, dq, dv, ring,
+                te_cp_step.parse_release(ex.te_release) if ex.te_release else None, e,
+            )  # fmt: skip
+            # m carries the backward's bytes (backward_of), which differ from the forward's.
+            t.add(CP_STEP_WORK, MEM, nbytes=fwd_b, m=bwd_b, selective=core)
     else:
         s_loc = tok / b
         bh = b * loc.heads
@@ -480,6 +493,8 @@ def backward_of(fwd: OpTable) -> OpTable:
             t.add(f"{name}.bwd_b", BMM, m=k, n=n, k=m, batch=bt, flops=a["flops"][i], selective=sel)
         elif kind == FLASH:
             t.add(f"{name}.bwd", FLASH, flops=FLASH_BWD_FLOPS_FACTOR * a["flops"][i], k=k)
+        elif kind == MEM and name == CP_STEP_WORK:
+            t.mem(f"{name}.bwd", a["m"][i])
         elif kind == MEM:
             if name.endswith("cross_entropy"):
                 factor = CROSS_ENTROPY_BWD_BYTES_PER_LOGIT / CROSS_ENTROPY_BYTES_PER_LOGIT

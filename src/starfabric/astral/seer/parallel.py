@@ -15,7 +15,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from starfabric.astral.hardware import GPUSpec, get_gpu
-from starfabric.astral.seer import cpu_optimizer_offload, cudnn_release
+from starfabric.astral.seer import cpu_optimizer_offload, cudnn_release, te_cp_step
 from starfabric.astral.seer.cp_comm import a2a_heads_error, cp_levels, host_a2a_size
 from starfabric.astral.seer.fp8_recipe import Recipe, check_supported, native_mx
 from starfabric.astral.seer.model import ModelSpec, bundled_models
@@ -174,6 +174,20 @@ class ExecutionSpec(Spec):
         description="the run's cuDNN release (MAJOR.MINOR[.PATCH], e.g. 9.4 or 9.19.1): on "
         "Hopper, cuDNN's fused attention runs at that release's measured rate over 9.1's "
         "(seer/cudnn_release.py); None: unknown, Seer's curve (cuDNN 9.1) as is",
+    )
+    te_cp_merge: bool = Field(
+        default=True,
+        description="a cuDNN-attention CP ring is TransformerEngine's p2p ring (Megatron-Core, "
+        "NeMo), whose per-step merges are priced (seer/te_cp_step.py); False: another "
+        "framework's ring (PyTorch's, Meta's), whose merges are not counted (assumption: a "
+        "job file's cuDNN ring is TE's unless it says otherwise)",
+    )
+    te_release: str | None = Field(
+        default=None,
+        pattern=r"^\d+\.\d+(\.\d+)*$",
+        description="the run's TransformerEngine release (MAJOR.MINOR, e.g. 1.11): the merge "
+        "work around each step of TE's p2p CP ring is counted as that release's source does "
+        "(seer/te_cp_step.py); None: the newest structure read (v2.8)",
     )
     logits_precision: Literal["auto", "fp32"] = Field(
         default="auto",
@@ -388,6 +402,22 @@ class ExecutionSpec(Spec):
         "gradients are reduce-scattered inside the group and each shard all-reduced across "
         "the replicas (see zero_shard); None: ZeRO shards over the whole DP group",
     )
+
+    @field_validator("te_release", mode="before")
+    @classmethod
+    def _te_release_text(cls, v: object) -> object:
+        # YAML reads an unquoted 1.10 as the number 1.1: refuse the number, do not guess.
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            raise ValueError(
+                f"{v!r} is a number (YAML reads an unquoted 1.10 as 1.1): quote it, "
+                "e.g. te_release: '1.10'"
+            )
+        if isinstance(v, str):
+            try:
+                te_cp_step.parse_release(v)
+            except ValueError as e:
+                raise ValueError(str(e)) from None
+        return v
 
     @field_validator("cudnn_release", mode="before")
     @classmethod

@@ -36,6 +36,7 @@ from starfabric.astral.seer import (
     router_launches,
     row_forms,
     shipped_defaults,
+    te_cp_step,
     te_mxfp8_host,
     torch_grouped_mm,
     torchtitan_eager,
@@ -692,6 +693,24 @@ def _cudnn_release(row: dict[str, str], ex: dict[str, Any], read: dict[str, Any]
         ex["cudnn_release"] = f"{rel[0]}.{rel[1]}"
 
 
+def _te_release(row: dict[str, str], ex: dict[str, Any], read: dict[str, Any]) -> None:
+    """The TransformerEngine release a cuDNN-attention CP row states (te_cp_step.stated_release:
+    "TE 1.11", "Transformer Engine 2.3+"); unstated, the ring's merge work is counted as the
+    newest release read does it. A ring on another stack (not Megatron/NeMo) is not TE's."""
+    if ex.get("flash_kernel") != "cudnn" or int(ex.get("cp") or 1) <= 1:
+        return
+    if not te_cp_step.runs_te_cp(row.get("framework")):
+        ex["te_cp_merge"] = False
+        read["te_cp_merge"] = "no (not a TransformerEngine stack: its ring's merges are not TE's)"
+        return
+    rel = te_cp_step.stated_release(row.get("framework"), row.get("notes"))
+    if rel is None:
+        read["te_release"] = "unstated (TE's p2p merge work as in v2.8)"
+        return
+    ex["te_release"] = f"{rel[0]}.{rel[1]}"
+    read["te_release"] = f"{rel[0]}.{rel[1]} (stated)"
+
+
 def _framework(row: dict[str, str]) -> dict[str, Any]:
     fw = (row.get("framework") or "").lower()
     # A fused-attention kernel older than FlashAttention-2 that the framework cell names
@@ -1314,6 +1333,7 @@ def row_setup(row: dict[str, str], shipped: bool = True) -> RowSetup:
     else:
         _cp_comm_type(row, ex, read)
     _cudnn_release(row, ex, read)
+    _te_release(row, ex, read)
     if LOGITS_FP32.search(row.get("precision") or ""):
         ex["logits_precision"] = "fp32"  # cost.LOGITS_FP32_RATE
     if runs_bf16_pipe_path(row.get("framework"), ex["precision"]):
