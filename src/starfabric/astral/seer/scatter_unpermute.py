@@ -64,7 +64,7 @@ WORKLOG_NSYS_INDEX_ADD_S = {"EP4": 4.289, "EP2": 1.742}
 """The same tables' `indexFuncLargeIndex<c10::BFloat16, ...>` total seconds."""
 WORKLOG_LOCAL_BATCH = 8
 """Sequences a rank runs in the profile, read as the branch README's documented configuration
-(the rows' toml); the profile does not state it. The alternative reading is 6 (the worklog's
+(the rows' toml); the profile does not state it (assumption). The alternative reading is 6 (the worklog's
 'unblock lbs=6' commit of 2025-11-14 that precedes it): `worklog_index_add_rate(6)`."""
 WORKLOG_SEQ_LEN = 4096
 WORKLOG_HIDDEN = 2048
@@ -72,7 +72,8 @@ WORKLOG_TOPK = 8
 """Qwen3-30B-A3B's hidden size and top-k (its HF config), the README's sequence length."""
 WORKLOG_FORWARD_CALLS = 2
 """Forward scatter runs per index_add in the Nsight tables: the forward and its full-recompute
-re-run (the README's configuration runs full activation checkpointing)."""
+re-run (the README's configuration runs full activation checkpointing; assumption: the
+profile does not state it — read as one forward run, a call would take twice the time)."""
 
 
 def worklog_scatter_ratio(ep: str) -> float:
@@ -102,7 +103,9 @@ SCATTER_TO_INDEX_ADD = scatter_to_index_add(
 )
 """One forward BF16 `scatter_add_` call's time over one `index_add_` call's (0.473): the mean of
 the two Nsight tables' ratios (0.835, 1.058), halved for the two forward runs they hold. Bounds:
-0.418 (EP 4) and 0.529 (EP 2)."""
+0.418 (EP 4) and 0.529 (EP 2). Kept for PyTorch >= 2.10 too, whose Inductor may compile the
+BF16 scatter_add to its own Triton atomic kernel (pytorch#167380, 2025-11-07): no measurement of
+that kernel was found (assumption)."""
 SCATTER_ELEMENTS_PER_S = INDEX_ADD_ELEMENTS_PER_S / SCATTER_TO_INDEX_ADD
 """The forward scatter's rate that follows (259.9 G elements/s)."""
 ATOMIC_OPS = ("moe.unpermute", "moe.permute.bwd")
@@ -118,7 +121,8 @@ def runs_deepep_unpermute(framework: str | None, dispatcher: str, fused_dispatch
 
 def atomic_rates(gpu: GPUSpec, atomic_unpermute: bool) -> tuple[float, float]:
     """(index_add, forward scatter) elements per second where the measured rate applies: the
-    DeepEP unpermute on Blackwell; (0, 0) elsewhere (the streaming price stays)."""
+    DeepEP unpermute on Blackwell, every Blackwell GPU at the B200's rate (assumption: the
+    only measurement is B200's); (0, 0) elsewhere (the streaming price stays)."""
     if atomic_unpermute and native_mx(gpu):
         return INDEX_ADD_ELEMENTS_PER_S, SCATTER_ELEMENTS_PER_S
     return 0.0, 0.0
