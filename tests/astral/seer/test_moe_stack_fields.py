@@ -20,6 +20,7 @@ def _job(model: str, **ex: object):
         ("moe_round_robin_routing", True),
         ("moe_torch_grouped_mm", True),
         ("ep_dispatch_dtype", "bf16"),
+        ("moe_atomic_unpermute", True),
     ],
 )
 def test_moe_field_on_dense_model_is_refused(field: str, value: object) -> None:
@@ -109,6 +110,7 @@ def test_topology_refuses_what_its_simulated_all_to_all_ignores(field: str, extr
         ("moe_round_robin_routing", True, False, 0.01),
         # one layout of six differs 2.4% (1.445 in search vs 1.480 in predict): open
         ("moe_torch_grouped_mm", True, False, 0.03),
+        ("moe_atomic_unpermute", True, False, 0.01),
     ],
 )
 def test_search_prices_the_new_moe_fields_as_predict_does(

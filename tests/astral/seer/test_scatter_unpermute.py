@@ -1,5 +1,6 @@
-"""TorchTitan's DeepEP unpermute (`scripts/seer_scatter_unpermute.py`): the BF16 atomic scatters
-a MoE layer runs, counted from the source, and the worklog figures the script reports.
+"""TorchTitan's DeepEP unpermute (`seer/scatter_unpermute.py`, `scripts/seer_scatter_unpermute.py`):
+the BF16 atomic scatters a MoE layer runs, counted from the source, and priced at the rate
+derived from the worklog's kernel figures.
 
 Checked against: pytorch/torchtitan @5d4bdd0 `torchtitan/distributed/deepep/utils.py`
 (`permute`: `index_select`, whose backward is `index_add_`; `unpermute`: `scatter_add_` into
@@ -12,12 +13,22 @@ Nsight tables at EP 4 / EP 2)."""
 from functools import cache
 from pathlib import Path
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from astral.seer.load_script import load_script
+from starfabric.astral.hardware import get_gpu
+from starfabric.astral.seer import make_job, predict
+from starfabric.astral.seer import scatter_unpermute as sm
+from starfabric.astral.seer.cost import make_context, op_costs
 from starfabric.astral.seer.deepep_kernels import rank_copy_fraction
+from starfabric.astral.seer.efficiency import efficiency_for
+from starfabric.astral.seer.ops import MEM, OpTable, backward_of, layer_ops
 from starfabric.astral.seer.predict import Job
-from starfabric.astral.seer.validate import read_rows, validate_row
+from starfabric.astral.seer.validate import read_rows, row_setup, validate_row
+from starfabric.errors import ConfigError
 
 DEV2 = Path(__file__).parents[2] / "data" / "published_runs" / "development_runs_2.csv"
 TTDEEPEP = tuple(f"TTDEEPEP-0{i}" for i in range(1, 7))
@@ -61,59 +72,188 @@ def test_random_routing_and_no_recompute_change_the_count() -> None:
     assert su.count(Job(job.model, ex, job.system)).forward_calls == 1
 
 
+def test_worklog_figures_reproduce() -> None:
+    total_ms = sm.WORKLOG_INDEX_ADD_US * sm.WORKLOG_INDEX_ADD_CALLS / 1e3
+    assert total_ms == pytest.approx(sm.WORKLOG_INDEX_ADD_TOTAL_MS, abs=0.1)
+    assert sm.worklog_scatter_ratio("EP4") == pytest.approx(0.835, abs=1e-3)
+    assert sm.worklog_scatter_ratio("EP2") == pytest.approx(1.058, abs=1e-3)
+    # Read as one EP-8 rank's permute backward at local batch 8 or 6.
+    assert sm.worklog_index_add_rate(8) == pytest.approx(123.0e9, rel=1e-3)
+    assert sm.worklog_index_add_rate(6) == pytest.approx(92.3e9, rel=1e-3)
+
+
+def test_adopted_rates_derive_from_the_worklog() -> None:
+    # 8 x 4,096 tokens x top-8 rows of 2,048 elements in one 4,364.7 us index_add call.
+    index_add, per_call, scatter = (
+        sm.INDEX_ADD_ELEMENTS_PER_S, sm.SCATTER_TO_INDEX_ADD, sm.SCATTER_ELEMENTS_PER_S
+    )  # fmt: skip
+    assert index_add == pytest.approx(536_870_912 / 4364.7e-6)
+    # a forward scatter call: the two tables' mean forward/backward ratio over two forward runs
+    mean = (3.583 / 4.289 + 1.843 / 1.742) / 2
+    assert per_call == pytest.approx(mean / 2)
+    assert per_call == pytest.approx(0.473, abs=1e-3)
+    assert scatter == pytest.approx(index_add / (mean / 2))
+    # the bounds the two tables give
+    assert sm.scatter_to_index_add(sm.worklog_scatter_ratio("EP4")) == pytest.approx(
+        0.418, abs=1e-3
+    )
+    assert sm.scatter_to_index_add(sm.worklog_scatter_ratio("EP2")) == pytest.approx(
+        0.529, abs=1e-3
+    )
+
+
+@pytest.mark.parametrize(
+    ("gpu", "flag", "priced"),
+    [("B200", True, True), ("GB200", True, True), ("B300", True, True),
+     ("H100", True, False), ("H200", True, False), ("B200", False, False)],
+)  # fmt: skip
+def test_rate_applies_on_blackwell_only(gpu: str, flag: bool, priced: bool) -> None:
+    rates = sm.atomic_rates(get_gpu(gpu), flag)
+    if priced:
+        assert rates == (sm.INDEX_ADD_ELEMENTS_PER_S, sm.SCATTER_ELEMENTS_PER_S)
+    else:
+        assert rates == (0.0, 0.0)  # Hopper: no measurement at this shape, streaming stays
+
+
 def test_reading_is_torchtitan_with_deepeps_own_dispatch_only() -> None:
-    for rid in ("TTDEEPEP-01", "TTDEEPEP-05"):
+    rows = {r["row_id"]: r for r in read_rows(DEV2)}
+    for rid in TTDEEPEP:
+        assert row_setup(rows[rid]).execution.get("moe_atomic_unpermute") is True
         row, job, _, _ = _row(rid)
         assert su.runs_deepep_unpermute(row["framework"], job)
-    # DistMoE's fused backend has no unpermute of its own; the 2025-06 H200 rows are dense.
+    # DistMoE's fused backend has no unpermute of its own; the 2025-06 H200 rows are dense;
+    # Megatron-Core rows (DeepEP flex, alltoall over EFA) run their own permute.
+    for rid in ("TTDSV3-01", "TTH200-01", "MZQ3-05", "MCGB-L03", "AWSQ235-EP32-MB4"):
+        assert not row_setup(rows[rid]).execution.get("moe_atomic_unpermute", False)
     for rid in ("TTDSV3-01", "TTH200-01"):
         row, job, _, _ = _row(rid)
         assert not su.runs_deepep_unpermute(row["framework"], job)
-    # The same job under another framework's name is not TorchTitan's code path.
-    row, job, _, _ = _row("TTDEEPEP-01")
-    assert not su.runs_deepep_unpermute("Megatron-Core 0.13 (flex / DeepEP)", job)
+    assert sm.runs_deepep_unpermute("TorchTitan (2025-10; DeepEP)", "deepep", False)
+    assert not sm.runs_deepep_unpermute("TorchTitan (2025-10)", "alltoall", False)
+    assert not sm.runs_deepep_unpermute("TorchTitan DistMoE", "deepep", True)
+    assert not sm.runs_deepep_unpermute("Megatron-Core 0.13 (flex / DeepEP)", "deepep", False)
 
 
-def test_seer_charge_is_the_streaming_price_of_the_three_operators() -> None:
+def _ctx_and_tables(job: Job):  # type: ignore[no-untyped-def]
+    from starfabric.astral.seer.parallel import resolve_layout
+
+    lay = resolve_layout(job.model, job.execution, job.system)
+    ctx = make_context(job.execution, lay, efficiency_for(lay.gpu), job.system, job.model)
+    fwd = layer_ops(job.model, job.execution, lay, True)
+    return ctx, fwd, backward_of(fwd)
+
+
+def test_priced_ops_take_elements_over_rate_and_nothing_else_moves() -> None:
     _, job, _, _ = _row("TTDEEPEP-01")
+    off = su.with_atomic(job, False)
+    ctx, fwd, bwd = _ctx_and_tables(job)
+    ctx_off, _, _ = _ctx_and_tables(off)
+    for table, backward, name, rate in (
+        (fwd, False, "moe.unpermute", sm.SCATTER_ELEMENTS_PER_S),
+        (bwd, True, "moe.permute.bwd", sm.INDEX_ADD_ELEMENTS_PER_S),
+    ):
+        on_t = op_costs(table, ctx, backward=backward).time
+        off_t = op_costs(table, ctx_off, backward=backward).time
+        hit = np.array([n == name for n in table.name])
+        assert hit.sum() == 1
+        assert on_t[hit][0] == pytest.approx(536_870_912 / rate)
+        assert np.allclose(on_t[~hit], off_t[~hit])  # the gathers keep the streaming price
+
+
+def test_seer_charge_is_the_adopted_rate_and_the_step_moves_by_it() -> None:
+    """Differential: Seer's step with the mechanism minus without it is the three operators'
+    atomic time minus their streaming price (full recompute runs the scatter twice)."""
+    _, job, _, pred = _row("TTDEEPEP-01")
     step, per_layer = su.seer_charge_s(job)
     assert step == pytest.approx(per_layer * 48)  # 48 MoE layers, one micro-batch, pp 1
-    # Forward scatter bytes 2 x 2 B x 262,144 x 2,048 and 1.5x that backward, at one rate:
-    # the two forward runs and the index_add backward cost 2 + 1.5 forward-units.
-    assert 0.03 < step < 0.15
+    mean = sm.SCATTER_TO_INDEX_ADD * sm.WORKLOG_FORWARD_CALLS
+    assert step == pytest.approx(su.atomic_step_seconds(job, sm.INDEX_ADD_ELEMENTS_PER_S, mean))
+    assert step == pytest.approx(48 * 536_870_912 * (
+        1 / sm.INDEX_ADD_ELEMENTS_PER_S + 2 / sm.SCATTER_ELEMENTS_PER_S))  # fmt: skip
+    off = su.with_atomic(job, False)
+    streaming, _ = su.seer_charge_s(off)
     c = su.count(job)
-    rate = c.elements * c.calls * 48 / step
-    assert 1e12 < rate < 2e12  # streaming elements/s (about 6 TB/s of HBM on B200)
+    assert 1e12 < c.elements * c.calls * 48 / streaming < 2e12  # HBM-streaming elements/s
+    delta = predict(job).iteration_s - predict(off).iteration_s
+    assert delta == pytest.approx(step - streaming, rel=1e-6)
+    assert pred == pytest.approx(predict(job).iteration_s)
 
 
-def test_worklog_figures_reproduce() -> None:
-    total_ms = su.WORKLOG_INDEX_ADD_US * su.WORKLOG_INDEX_ADD_CALLS / 1e3
-    assert total_ms == pytest.approx(su.WORKLOG_INDEX_ADD_TOTAL_MS, abs=0.1)
-    assert su.worklog_scatter_ratio("EP4") == pytest.approx(0.835, abs=1e-3)
-    assert su.worklog_scatter_ratio("EP2") == pytest.approx(1.058, abs=1e-3)
-    # Read as one EP-8 rank's permute backward at local batch 8 or 6.
-    assert su.worklog_index_add_rate(8) == pytest.approx(123.0e9, rel=1e-3)
-    assert su.worklog_index_add_rate(6) == pytest.approx(92.3e9, rel=1e-3)
-
-
-def test_atomic_seconds_scale_with_rate_and_forward_calls() -> None:
+def test_hopper_keeps_the_streaming_price() -> None:
     _, job, _, _ = _row("TTDEEPEP-01")
-    a = su.atomic_step_seconds(job, 1e11, 1.0)
-    assert su.atomic_step_seconds(job, 2e11, 1.0) == pytest.approx(a / 2)
-    # index_add alone, then + both forward scatters at the index_add's time each
-    assert su.atomic_step_seconds(job, 1e11, 0.0) == pytest.approx(a / 2)
-    assert a == pytest.approx(536_870_912 / 1e11 * 2 * 48)
+    system = job.system.model_copy(update={"gpu": "H100"})
+    on = predict(Job(job.model, job.execution, system)).iteration_s
+    off = predict(Job(job.model, su.with_atomic(job, False).execution, system)).iteration_s
+    assert on == off
 
 
-def test_rows_the_script_reports_and_what_they_imply() -> None:
+@settings(max_examples=40, deadline=None)
+@given(
+    rows=st.floats(1e3, 1e7), hidden=st.sampled_from([1024, 2048, 4096, 7168]),
+    more=st.floats(1.01, 4.0),
+)  # fmt: skip
+def test_time_is_linear_and_monotonic_in_elements(rows: float, hidden: int, more: float) -> None:
+    _, job, _, _ = _row("TTDEEPEP-01")
+    ctx, _, _ = _ctx_and_tables(job)
+
+    def t(r: float, name: str, backward: bool) -> float:
+        tab = OpTable()
+        tab.add(name, MEM, nbytes=4 * r * hidden, m=r, n=hidden)
+        return float(op_costs(tab, ctx, backward=backward).time[0])
+
+    for name, backward, rate in (("moe.unpermute", False, sm.SCATTER_ELEMENTS_PER_S),
+                                 ("moe.permute.bwd", True, sm.INDEX_ADD_ELEMENTS_PER_S)):  # fmt: skip
+        assert t(rows, name, backward) == pytest.approx(rows * hidden / rate)
+        assert t(rows * more, name, backward) > t(rows, name, backward)
+
+
+def test_busiest_rank_share_scales_the_rows() -> None:
+    """Dropless routing: the DeepEP path permutes what the busiest rank received."""
+    _, job, _, _ = _row("TTDEEPEP-01")
+    ex = job.execution.model_copy(
+        update={"moe_load_balance": "dropless", "moe_round_robin_routing": False}
+    )
+    dropless = Job(job.model, ex, job.system)
+    ctx, fwd, _ = _ctx_and_tables(dropless)
+    assert ctx.scatter_rows_factor > 1.0
+    i = fwd.name.index("moe.unpermute")
+    t = op_costs(fwd, ctx).time[i]
+    assert t == pytest.approx(536_870_912 * ctx.scatter_rows_factor / sm.SCATTER_ELEMENTS_PER_S)
+
+
+def test_refused_where_it_cannot_apply() -> None:
+    sys_ = {"gpu": "B200", "gpus": 64}
+    with pytest.raises(ConfigError, match="moe_atomic_unpermute = True on a dense model"):
+        predict(make_job("llama-3.1-8b", {"global_batch": 64, "seq_len": 4096,
+                                          "moe_atomic_unpermute": True}, sys_))  # fmt: skip
+    with pytest.raises(ConfigError, match="moe_atomic_unpermute = True with moe_fused_dispatch"):
+        make_job("mixtral-8x7b-v0.1", {"global_batch": 64, "seq_len": 4096, "ep": 8,
+                                       "moe_atomic_unpermute": True, "moe_fused_dispatch": True},
+                 sys_)  # fmt: skip
+
+
+def test_rows_the_script_reports() -> None:
     found = {r.row_id: r for r in su.rows_scatter(DEV2)}
     assert tuple(sorted(found)) == TTDEEPEP
     for r in found.values():
-        gap = r.published_s - r.predicted_s
-        assert gap > 0  # every TorchTitan DeepEP row is predicted too fast
-        c = r.count
-        elements = c.elements * c.calls * 48
-        assert r.implied_rate == pytest.approx(elements / (r.charge_s + gap))
-        assert r.implied_rate < r.streaming_rate
-        # the worklog's kernel time, read either way, adds seconds to Seer's step
-        assert all(s > r.predicted_s for s in r.worklog_s.values())
+        # at the streaming price every row was >= 16% fast; the adopted rate adds its charge
+        assert (r.streaming_s - r.published_s) / r.published_s < -0.15
+        assert r.predicted_s - r.streaming_s == pytest.approx(
+            r.charge_s - r.streaming_charge_s, rel=1e-6
+        )
+        readings = r.reading_s
+        assert readings["adopted (LBS 8, mean)"] == pytest.approx(r.predicted_s)
+        # fewer elements per call (LBS 6) means a slower rate, so a slower step; the EP-4
+        # table's ratio is the lower bound of the forward scatter's time, EP 2 the upper
+        assert readings["LBS 6, mean"] > r.predicted_s
+        assert readings["LBS 8, EP4"] < r.predicted_s < readings["LBS 8, EP2"]
+
+
+def test_megatron_experiment_reads_the_unfused_rows_only() -> None:
+    rows = {r["row_id"]: r for r in read_rows(DEV2)}
+    # Megatron-Bridge recipes set moe_permute_fusion; MCGB states --moe-permute-fusion.
+    for rid in ("AWSQ235-EP32-MB4", "MCGB-L03"):
+        assert not su.runs_megatron_unfused(rows[rid], validate_row(rows[rid]).prediction.job)
+    assert su.runs_megatron_unfused(rows["MZQ3-05"], validate_row(rows["MZQ3-05"]).prediction.job)
+    _, job, _, _ = _row("TTDEEPEP-01")
+    assert not su.runs_megatron_unfused(rows["TTDEEPEP-01"], job)

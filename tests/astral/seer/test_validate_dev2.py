@@ -207,11 +207,6 @@ def test_dev2_error_figures_do_not_regress(dev2) -> None:
     assert s["per_class"]["context_parallel"]["CP>1"]["mean_abs_error"] <= DEV2_CP_MEAN_NOW
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 32 target not met: mean 10.49% (TorchTitan's B200 DeepEP rows run cuDNN per "
-    "their source and sit ~16% fast; the GB200 ladder's early states; MoE Parallel Folding's 128K rows)",
-)
 def test_dev2_mean_error_meets_the_issue_target(dev2) -> None:
     assert summary(*dev2)["mean_abs_error"] <= DEV2_MEAN_TARGET
 

@@ -30,8 +30,9 @@ from starfabric.astral.seer.fsdp_cp_window import ring_shares_fsdp_link, ring_wi
 from starfabric.astral.seer.fsdp_side_window import side_groups, side_window_s, split_exposure
 from starfabric.astral.seer.model import ModelSpec
 from starfabric.astral.seer.nccl_a2a_ctas import nccl_alltoall_ctas
-from starfabric.astral.seer.ops import BMM, COMM, FLASH, GEMM, MEM, OpTable
+from starfabric.astral.seer.ops import BMM, COMM, FLASH, GEMM, MEM, OpTable, moe_imbalance
 from starfabric.astral.seer.parallel import ExecutionSpec, Layout, SystemSpec, cp_split
+from starfabric.astral.seer.scatter_unpermute import ATOMIC_OPS, atomic_rates
 from starfabric.astral.seer.simcomm import comm_model
 from starfabric.astral.seer.torch_grouped_mm import EXPERT_GEMMS, expert_gemm_ratio
 
@@ -170,6 +171,14 @@ class CostContext:
     expert_gemm_ratio: float = 1.0
     """Factor on the routed-expert GEMMs' peak fraction: PyTorch's BF16 `torch._grouped_mm`
     on Blackwell against a dense GEMM of the same shape (`torch_grouped_mm`); 1 elsewhere."""
+    index_add_rate: float = 0.0
+    """Elements/s of the MoE permute's backward as PyTorch's BF16 atomic `index_add_`
+    (`scatter_unpermute`); 0: priced as streaming memory traffic."""
+    scatter_add_rate: float = 0.0
+    """The same for the unpermute's forward BF16 atomic `scatter_add_`."""
+    scatter_rows_factor: float = 1.0
+    """Rows those kernels add on the busiest rank over the operator's own rows (the DeepEP
+    path permutes what the rank received: `ops.moe_imbalance`)."""
 
 
 def _ep_comm_sms(ex: ExecutionSpec, lay: Layout) -> int:
@@ -253,6 +262,8 @@ def make_context(
         gemm_peak, gemm_frac = peak, eff.gemm_peak_fraction
     # FA2 and older kernels at fa2_rate (x flash_generation's ratio); cuDNN's at its release.
     flash_fwd, flash_bwd = attention_rates(gpu, ex.flash_kernel, ex.cudnn_release)
+    # TorchTitan's DeepEP unpermute: BF16 atomic scatters at their measured rate (Blackwell).
+    index_add, scatter_add = atomic_rates(gpu, ex.moe_atomic_unpermute)
     return CostContext(
         peak_flops=peak,
         gemm_peak_flops=gemm_peak,
@@ -281,6 +292,9 @@ def make_context(
         fsdp_side_groups=side_groups(ex, lay),
         ring_fsdp_shared_link=ring_shares_fsdp_link(ex, lay),
         expert_gemm_ratio=expert_gemm_ratio(gpu, ex.moe_torch_grouped_mm, ex.precision == "fp8"),
+        index_add_rate=index_add,
+        scatter_add_rate=scatter_add,
+        scatter_rows_factor=moe_imbalance(ex),
         cp=cp_split(ex, lay)[1],
         flash_rate=flash_fwd,
         flash_rate_bwd=flash_bwd,
@@ -371,6 +385,14 @@ def op_costs(
     time[f] = flash_time(a["flops"][f], a["k"][f], ctx.peak_flops * rate, eff, backward)
     m = kind == MEM
     time[m] = mem_time(a["nbytes"][m], ctx.hbm_bytes_per_s, eff)
+    atomic_rate = ctx.index_add_rate if backward else ctx.scatter_add_rate
+    if atomic_rate > 0:
+        # TorchTitan's DeepEP permute backward / unpermute forward (scatter_unpermute): ATen's
+        # BF16 atomic index_add_ / scatter_add_, timed per element added at the measured rate.
+        at = (kind == MEM) & np.fromiter(
+            (_MTP_PREFIX.sub("", n) in ATOMIC_OPS for n in t.name), bool, len(t)
+        )
+        time[at] = a["m"][at] * ctx.scatter_rows_factor * a["n"][at] / atomic_rate
     exposed = time.copy()
     for i in np.flatnonzero(kind == COMM):
         name, coll, grp = t.name[i], t.coll[i], t.group[i]

@@ -294,7 +294,8 @@ def _moe_mlp(
     t.gemm("moe.router", tok, experts, h)
     t.mem("moe.topk", ROUTER_BYTES_PER_SCORE * tok * experts)
     if permutes:
-        t.mem("moe.permute", 2 * e * tok * k * h)
+        # m, n: the rows and their width (scatter_unpermute prices the atomic ones by element)
+        t.add("moe.permute", MEM, nbytes=2 * e * tok * k * h, m=tok * k, n=h)
     t.comm("moe.ep_dispatch", "all_to_all", "ep", e * tok * k * h * imb)
     if probs_a2a:
         # Megatron-Core >= 0.13: the probabilities' own all-to-all (moe_probs_a2a).
@@ -324,7 +325,7 @@ def _moe_mlp(
         t.comm("moe.etp_reduce_scatter", "reduce_scatter", "etp", e * tok * k * h * lay.etp)
     t.comm("moe.ep_combine", "all_to_all", "ep", e * tok * k * h * imb)
     if permutes:
-        t.mem("moe.unpermute", 2 * e * tok * k * h)
+        t.add("moe.unpermute", MEM, nbytes=2 * e * tok * k * h, m=tok * k, n=h)
     if model.moe_shared_experts:
         _tp_enter(t, loc, h, "moe.shared")
         _dense_mlp(t, model, loc, model.moe_ffn_hidden * model.moe_shared_experts, "moe.shared")
@@ -504,7 +505,7 @@ def backward_of(fwd: OpTable) -> OpTable:
                 factor = PERMUTATION_BWD_BYTES_FACTOR
             else:
                 factor = ELEMENTWISE_BWD_BYTES_FACTOR
-            t.mem(f"{name}.bwd", factor * a["nbytes"][i])
+            t.add(f"{name}.bwd", MEM, nbytes=factor * a["nbytes"][i], m=m, n=n)
         elif fwd.group[i] in ("cp", "cp_p2p") and fwd.coll[i] == "p2p":
             # The ring's backward passes K and V again and returns their gradients (dK, dV)
             # to the owner: twice the forward bytes (Megatron-Core AttnFuncWithCPAndKVP2P).

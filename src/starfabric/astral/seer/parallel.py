@@ -221,6 +221,12 @@ class ExecutionSpec(Spec):
         "GroupedExperts without DistMoE): in 16 bit on Blackwell its CUTLASS kernel runs at "
         "its measured rate relative to a dense GEMM (seer/torch_grouped_mm.py)",
     )
+    moe_atomic_unpermute: bool = Field(
+        default=False,
+        description="the MoE permute's backward (index_add_) and the unpermute (scatter_add_) "
+        "run as PyTorch's BF16 atomic scatters (TorchTitan's DeepEP path): on Blackwell at "
+        "their measured B200 rate, elsewhere at the streaming price (seer/scatter_unpermute.py)",
+    )
     eager_elementwise: bool = Field(
         default=False,
         description="the layer's norms, RoPE and SwiGLU run as unfused eager PyTorch kernels "
@@ -478,6 +484,11 @@ class ExecutionSpec(Spec):
                 "HybridEP is a backend of the flex (deepep) dispatcher; set moe_dispatcher: "
                 "deepep or drop moe_flex_backend"
             )
+        if self.moe_atomic_unpermute and self.moe_fused_dispatch:
+            raise ValueError(
+                "moe_atomic_unpermute = True with moe_fused_dispatch: a fused dispatch-compute-"
+                "combine backend has no permute / unpermute kernels of its own; drop one of them"
+            )
         if self.moe_round_robin_routing and self.moe_load_balance != "forced":
             raise ValueError(
                 f"moe_round_robin_routing = True with moe_load_balance "
@@ -661,6 +672,7 @@ def uneven_pipeline_layers(layers: int, pp: int) -> tuple[int, ...]:
 
 MOE_ONLY_FIELDS = (
     "moe_flex_backend", "moe_round_robin_routing", "moe_torch_grouped_mm", "ep_dispatch_dtype",
+    "moe_atomic_unpermute",
 )  # fmt: skip
 """ExecutionSpec fields that configure routed experts: a dense model cannot apply them."""
 

@@ -35,6 +35,7 @@ from starfabric.astral.seer import (
     round_robin_routing,
     router_launches,
     row_forms,
+    scatter_unpermute,
     shipped_defaults,
     te_cp_step,
     te_mxfp8_host,
@@ -1388,6 +1389,13 @@ def row_setup(row: dict[str, str], shipped: bool = True) -> RowSetup:
         ex["moe_round_robin_routing"] = model.is_moe and round_robin_routing.runs_round_robin(
             row.get("framework"), True, bool(ex.get("moe_fused_dispatch"))
         )
+    if model.is_moe and scatter_unpermute.runs_deepep_unpermute(
+        row.get("framework"),
+        "deepep" if _dispatchers(row, ex) == ["deepep"] else "alltoall",
+        bool(ex.get("moe_fused_dispatch")),
+    ):
+        # TorchTitan's DeepEP permute / unpermute: BF16 atomic scatters (scatter_unpermute).
+        ex["moe_atomic_unpermute"] = True
     cap = re.search(r"capacity[- ]factor\D{0,6}(\d+(?:\.\d+)?)", _model_text(row) + " "
                     + (row.get("notes") or ""), re.I)  # fmt: skip
     if cap and "dropless" not in (row.get("notes") or "").lower():
