@@ -180,19 +180,20 @@ def test_an_excluded_row_needs_a_reason_and_is_listed_not_predicted(tmp_path) ->
     assert len(doc["rows"]) == 2 and doc["not_predicted"] == []
 
 
-DEV2_MEAN_NOW = 0.105
-"""What this revision reaches on the 131 compared rows of the second development set (10.49%;
-2 Llama-4-Scout rows EXCLUDED): sessions 13-19's mechanisms. Session 16 added six states of
+DEV2_MEAN_NOW = 0.0985
+"""What this revision reaches on the 131 compared rows of the second development set (9.79%;
+2 Llama-4-Scout rows EXCLUDED): sessions 13-20's mechanisms. Session 16 added six states of
 Megatron-Core's DeepSeek-V3 GB200 optimization ladder (its five host-bound early states are 27-33%
 too fast); session 17 added five Model Zoo Qwen3-235B rows on GB200/GB300; session 18 priced
 FlashAttention-2 on Blackwell from a measured training loop (10.62% -> 10.48%); session 19 priced
-cuDNN's fused attention at its measured in-training rate (cost.FUSED_ATTENTION_IN_TRAINING 0.95,
-was a calibrated 0.65: 10.48% -> 9.72%), HybridEP at its kernel-only rate (9.67%), TorchTitan's
-per-op selective recompute (9.77%) and TorchTitan's own SDPA order, which runs its B200 DeepEP rows
-on cuDNN (10.61%), TorchTitan's grouped expert GEMMs on Blackwell at torchao's measured rate and
-its round-robin forced balance (10.49%). A regression bound."""
-DEV2_CP_MEAN_NOW = 0.127
-"""This revision's mean on the CP>1 rows (12.6% over 31; 14.3% before session 19): a regression
+cuDNN's fused attention at its measured in-training rate, HybridEP at its kernel-only rate,
+TorchTitan's per-op selective recompute, its own SDPA order and its grouped expert GEMMs
+(10.49%); session 20 transcribed the EFA fabric StarCoder's launch script and Falcon-180B's card
+state (10.56%), priced Megatron's pre-2022-10 FP32 parameter gather (StarCoder), TransformerEngine's
+CP ring merges (10.48%) and ATen's BF16 atomic scatters of TorchTitan's DeepEP unpermute at their
+B200-measured rate (9.79%). A regression bound; the margin to the issue's 10% is thin."""
+DEV2_CP_MEAN_NOW = 0.124
+"""This revision's mean on the CP>1 rows (12.3% over 31; 12.6% before session 20): a regression
 bound."""
 DEV2_MAX_NOW = 0.39
 """This revision's max (38.6%, XTSP-10: XTuner's Llama-2-70B at 32 A100s, contradicted by its own
@@ -211,7 +212,7 @@ def test_dev2_mean_error_meets_the_issue_target(dev2) -> None:
     assert summary(*dev2)["mean_abs_error"] <= DEV2_MEAN_TARGET
 
 
-@pytest.mark.xfail(strict=True, reason="issue 32 target not met yet: max 38.6% (13 rows > 25%)")
+@pytest.mark.xfail(strict=True, reason="issue 32 target not met yet: max 38.6% (13 rows > 25%, session 20)")
 def test_dev2_max_error_meets_the_issue_target(dev2) -> None:
     assert summary(*dev2)["max_abs_error"] <= DEV2_MAX_TARGET
 
