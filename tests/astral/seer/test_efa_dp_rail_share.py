@@ -23,7 +23,7 @@ from starfabric.astral.seer.efa import (
     P4D_NODE_LINE_RATE_GBS,
 )
 from starfabric.astral.seer.efficiency import efficiency_for
-from starfabric.astral.seer.fabric import Group
+from starfabric.astral.seer.fabric import Fabric, Group
 from starfabric.astral.seer.nic_count import P4D_EFA_ADAPTERS
 from starfabric.astral.seer.validate import _nic
 
@@ -34,7 +34,7 @@ NCCL527_TWO_NODE_ALGBW_GBS = 30.49
 ranks: algbw 30.49 GB/s (busbw 57.17, above line rate: NCCL's tree on two nodes)."""
 
 
-def _fabric():  # type: ignore[no-untyped-def]
+def _fabric() -> Fabric:
     eff = efficiency_for(get_gpu("A100"), {"nic_bus_fraction": EFA_P4D_BUS_FRACTION})
     return make_fabric(get_gpu("A100").nvlink_gbps * 1e9, PER_GPU, eff)
 
