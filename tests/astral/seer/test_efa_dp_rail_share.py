@@ -54,6 +54,11 @@ def test_per_gpu_share_is_the_node_rate_over_eight() -> None:
     t = collective_time("reduce_scatter", nbytes, Group(n, 1), _fabric())
     per_gpu = (n - 1) / n * nbytes / t
     assert per_gpu == pytest.approx(PER_GPU * EFA_P4D_BUS_FRACTION, rel=2e-3)
+    # All-gather and all-reduce run at the same rate: no per-kind NIC fraction on A100.
+    ag = collective_time("all_gather", nbytes, Group(n, 1), _fabric())
+    ar = collective_time("all_reduce", nbytes, Group(n, 1), _fabric())
+    assert ag == pytest.approx(t, rel=1e-9)
+    assert ar == pytest.approx(2 * t, rel=5e-3)
     node = GPN * per_gpu / 1e9
     for measured in EFA_P4D_ALLREDUCE_BUSBW_GBS:
         assert node == pytest.approx(measured, rel=0.05)
