@@ -9,6 +9,7 @@ says why and what to change.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -33,6 +34,23 @@ MAX_SEQ_LEN = 1 << 24
 published rows (long-context tables reach 2^20 = 1,048,576); a longer one is a typo ("2^99"),
 and the layout search would run for minutes on it (2^40 took over 40 s on one row) instead of
 refusing it."""
+
+
+def _release_text(v: object, field: str, example: str, parse: Callable[[str], object]) -> object:
+    """A release given as text, checked by its parser. YAML reads an unquoted 1.10 as the number
+    1.1, so a number is refused rather than guessed."""
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        short = example.rstrip("0")
+        raise ValueError(
+            f"{v!r} is a number (YAML reads an unquoted {example} as {short}): quote it, "
+            f"e.g. {field}: '{example}'"
+        )
+    if isinstance(v, str):
+        try:
+            parse(v)
+        except ValueError as e:
+            raise ValueError(str(e)) from None
+    return v
 
 
 class ExecutionSpec(Spec):
@@ -412,34 +430,12 @@ class ExecutionSpec(Spec):
     @field_validator("te_release", mode="before")
     @classmethod
     def _te_release_text(cls, v: object) -> object:
-        # YAML reads an unquoted 1.10 as the number 1.1: refuse the number, do not guess.
-        if isinstance(v, (int, float)) and not isinstance(v, bool):
-            raise ValueError(
-                f"{v!r} is a number (YAML reads an unquoted 1.10 as 1.1): quote it, "
-                "e.g. te_release: '1.10'"
-            )
-        if isinstance(v, str):
-            try:
-                te_cp_step.parse_release(v)
-            except ValueError as e:
-                raise ValueError(str(e)) from None
-        return v
+        return _release_text(v, "te_release", "1.10", te_cp_step.parse_release)
 
     @field_validator("cudnn_release", mode="before")
     @classmethod
     def _cudnn_release_text(cls, v: object) -> object:
-        # YAML reads an unquoted 9.10 as the number 9.1: refuse the number, do not guess.
-        if isinstance(v, (int, float)) and not isinstance(v, bool):
-            raise ValueError(
-                f"{v!r} is a number (YAML reads an unquoted 9.10 as 9.1): quote it, "
-                "e.g. cudnn_release: '9.10'"
-            )
-        if isinstance(v, str):
-            try:
-                cudnn_release.parse_release(v)
-            except ValueError as e:
-                raise ValueError(str(e)) from None
-        return v
+        return _release_text(v, "cudnn_release", "9.10", cudnn_release.parse_release)
 
     @model_validator(mode="after")
     def _recipe_needs_fp8(self) -> ExecutionSpec:
