@@ -27,9 +27,10 @@ FlashAttention under TE is FlashAttention-2 (`flash_kernel = "fa2"`, priced at
 `cost.fa2_rate` x `cost.FA2_PATH_IN_TRAINING`) unless FlashAttention-3 was installed
 separately — TE v2.8 prints its own build steps for it (`dot_product_attention/utils.py`
 L136-141: clone flash-attention, build `hopper/`, copy `flash_attn_interface.py`), and TE
-v1.11 drops FA3 under CP outright. Assumption (`FLASH_BACKEND_KERNEL`): a run that names the
-flash backend and does not name FlashAttention-3 ran FA2; one that names FA3 is left at
-cuDNN's rate (the FA3 paper puts FA3 at or above cuDNN on H100; no separate FA3 curve here).
+v1.11 drops FA3 under CP outright.
+`FLASH_BACKEND_KERNEL` (an assumption): the flash backend without a named FlashAttention-3 ran FA2.
+A run that names FA3 is left at cuDNN's rate (the FA3 paper puts FA3 at or above cuDNN on H100;
+no separate FA3 curve here).
 """
 
 from __future__ import annotations
@@ -42,8 +43,7 @@ BACKENDS = ("flash", "fused", "unfused", "local", "auto")
 """Megatron-Core's `AttnBackend` members (core_v0.17.1 `transformer/enums.py` L51-58), the
 choices of `--attention-backend`."""
 FLASH_BACKEND_KERNEL = "fa2"
-"""`ExecutionSpec.flash_kernel` of TE's FlashAttention backend: FlashAttention-2, the
-flash-attn package TE imports by default; FA3 is a separate build (assumption; see above)."""
+"""`ExecutionSpec.flash_kernel` of TE's FlashAttention backend (assumption: FlashAttention-2, the flash-attn package TE imports by default, since FA3 is a separate build)."""
 
 _FLAG = re.compile(r"(?:--attention[-_]backend|\battention_backend)\s*[:= ]\s*['\"]?(\w+)", re.I)
 _ENV_OFF = re.compile(r"\bNVTE_(FUSED|FLASH|UNFUSED)_ATTN['\"]?\s*[:=]\s*['\"]?0\b", re.I)
