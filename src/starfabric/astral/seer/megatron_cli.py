@@ -20,6 +20,8 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+from starfabric.astral.seer.attention_backend import BACKENDS as ATTN_BACKENDS
+from starfabric.astral.seer.attention_backend import kernel_of as attention_kernel_of
 from starfabric.astral.seer.cp_comm import ALGORITHM, CP_COMM_TYPES
 from starfabric.astral.seer.fine_grained_offload import EXPERT_MODULES
 from starfabric.astral.seer.hybridep_sms import HYBRIDEP_DEFAULT_NUM_SMS
@@ -288,7 +290,12 @@ def _finish(out: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
             f"--transformer-impl {impl}: Seer models training with transformer_engine or local",
             fix="give --transformer-impl transformer_engine (or local)",
         )
-    if backend in ("unfused", "local") or impl == "local":
+    if backend:
+        # --attention-backend sets TE's opt-out variables (attention_backend): flash runs
+        # FlashAttention-2, fused cuDNN, unfused/local the unfused path, auto TE's preference.
+        _one_of("--attention-backend", backend, ATTN_BACKENDS)
+        ex.update(attention_kernel_of(backend))
+    if impl == "local":
         # Megatron-Core's local DotProductAttention: unfused softmax between batched GEMMs
         ex["attention"] = "unfused"
     per_vstage = ex.pop("_layers_per_vstage", None)

@@ -47,6 +47,7 @@ from starfabric.astral.seer import (
     tuned_at,
     xtuner_throughput,
 )
+from starfabric.astral.seer.attention_backend import kernel_of, stated_backend
 from starfabric.astral.seer.bridge_layout import layout_recipe, names_bridge, recipe_split
 from starfabric.astral.seer.classes import classes_of, per_class
 from starfabric.astral.seer.cp_comm import ALGORITHM as CP_ALGORITHM
@@ -786,6 +787,13 @@ def _framework(row: dict[str, str]) -> dict[str, Any]:
     if old_kernel:
         attention = "flash"
     kernel = old_kernel or ("fa2" if native else "cudnn")
+    # A TransformerEngine stack's backend as its cells state it (--attention-backend, or
+    # TE's NVTE_*_ATTN opt-out variables; seer/attention_backend.py).
+    backend = None if native or old_kernel else stated_backend(row.get("framework"), notes)
+    if backend is not None:
+        chosen = kernel_of(backend)
+        attention = chosen.get("attention", attention)
+        kernel = chosen.get("flash_kernel", kernel)
     return {"attention": attention, "flash_kernel": kernel,
             "overlap_grad_reduce": dp_overlap,
             "pipeline_schedule": "dualpipe" if dualpipe else "1f1b",
