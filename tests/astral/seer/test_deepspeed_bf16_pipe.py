@@ -28,6 +28,7 @@ from starfabric.astral.seer.schedule import grad_bytes, stage_params
         ("DeepSpeed PipeDream-Flush + Megatron TP (2022)", "fp16", False),  # GLM-130B: FP16
         ("Megatron-LM (2022)", "bf16", False),
         ("Megatron-Core 0.12", "bf16", False),
+        ("Megatron-LM (not DeepSpeed)", "bf16", False),  # a negated mention
     ],
 )
 def test_reader(framework: str, precision: str, want: bool) -> None:
@@ -35,7 +36,10 @@ def test_reader(framework: str, precision: str, want: bool) -> None:
 
 
 def test_release_reading() -> None:
-    assert BF16_PIPE_RELEASE == (0, 6, 2)
+    # the release the path entered in is the reader's boundary
+    major, minor, patch = BF16_PIPE_RELEASE
+    assert runs_bf16_pipe_path(f"DeepSpeed {major}.{minor}.{patch}", "bf16")
+    assert not runs_bf16_pipe_path(f"DeepSpeed {major}.{minor}.{patch - 1}", "bf16")
     assert named_release("DeepSpeed 0.6.1 & Megatron") == (0, 6, 1)
     assert named_release("deepspeed v0.5.x + megatron-lm") == (0, 5, 0)
     assert named_release("Megatron-DeepSpeed") is None

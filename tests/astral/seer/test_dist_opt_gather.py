@@ -26,7 +26,6 @@ def test_bytes_per_parameter_follow_the_dtypes() -> None:
     assert gather_bytes_per_param("param", 4.0) == PARAM_BYTES == 2.0
     # An FP16 run without FP32 accumulation has a 16-bit grad buffer: nothing changes.
     assert gather_bytes_per_param("grad", 2.0) == 2.0
-    assert PARAM_DTYPE_GATHER_MONTH == (2022, 10)  # 57bfa7ca merged 2022-09-30
 
 
 STARCODER_ZERO_CELL = (
@@ -53,11 +52,25 @@ STARCODER_ZERO_CELL = (
         ("NeMo (Megatron-LM 2022-06)", "distributed optimizer", None),
         ("Megatron-LM", "distributed optimizer", None),  # undated: today's gather
         ("DeepSpeed ZeRO-1 (2022-06)", "ZeRO-1", None),
+        # the gather's own dtype stated, not an FP32 mention elsewhere in the clause
+        ("Megatron-LM", "distributed optimizer; all-gather of parameters in fp32", "grad"),
+        ("Megatron-LM", "distributed optimizer; all-gather overlapped, grads in fp32", None),
+        ("Megatron-LM", "distributed optimizer (all-gather of bf16 params; fp32 main grads)", None),
+        ("Megatron-LM", "all-gather of bf16 params with fp32 master weights", None),
     ],
 )
 def test_reader(framework: str, zero_cell: str, want: str | None) -> None:
     got = row_gather_dtype(framework, zero_cell, "")
     assert (got[0] if got else None) == want
+
+
+def test_the_release_boundary_is_the_commit_month() -> None:
+    """The month before PARAM_DTYPE_GATHER_MONTH reads the grad-buffer gather, that month not
+    (57bfa7ca merged 2022-09-30)."""
+    y, m = PARAM_DTYPE_GATHER_MONTH
+    before = f"{y}-{m - 1:02d}" if m > 1 else f"{y - 1}-12"
+    assert row_gather_dtype(f"Megatron-LM {before}", "distributed optimizer", "")
+    assert row_gather_dtype(f"Megatron-LM {y}-{m:02d}", "distributed optimizer", "") is None
 
 
 def _job(dtype: str) -> dict[str, object]:

@@ -25,7 +25,8 @@ def _job(model: str, **ex: object):
 )
 def test_moe_field_on_dense_model_is_refused(field: str, value: object) -> None:
     needs = {"moe_round_robin_routing": {"moe_load_balance": "forced"},
-             "moe_flex_backend": {"moe_dispatcher": "deepep"}}  # fmt: skip
+             "moe_flex_backend": {"moe_dispatcher": "deepep"},
+             "moe_atomic_unpermute": {"moe_dispatcher": "deepep"}}  # fmt: skip
     extra = needs.get(field, {})
     with pytest.raises(ConfigError, match=f"{field} = {value!r} on a dense model") as err:
         predict(_job("llama-3.1-8b", **{field: value}, **extra))

@@ -62,11 +62,14 @@ def test_the_paper_month_is_v1s_and_bounds_the_release_before_the_causal_count(m
         assert published_month(row["citation"]) == ARXIV_V1
         assert megatron_core_release(row["framework"], row["citation"]) == (0, 11)
     # the bound release predates the tag that first carries 8873b55's halved attention term
+    # (core_v0.11.0 2025-03-14, core_v0.12.0 2025-05-06), so the rows keep the full count
+    causal_since = MEGATRON_CAUSAL_SINCE["megatron-core"]
     assert releases.MEGATRON_CORE[(0, 11)] == (2025, 3)
-    assert releases.MEGATRON_CORE[(0, 12)] == (2025, 5)
-    assert MEGATRON_CAUSAL_SINCE["megatron-core"] == (0, 12)
-    # ... while main carried it from 2025-03, a month before v1: a tag bound does not settle it
-    assert CAUSAL_COUNT_COMMIT < ARXIV_V1
+    assert releases.MEGATRON_CORE[causal_since] == (2025, 5)
+    assert causal_since > (0, 11)
+    # ... while main carried it from 2025-03, before the month the reader dates the rows: a tag
+    # bound does not settle it
+    assert all(published_month(r["citation"]) > CAUSAL_COUNT_COMMIT for r in moefold.values())
 
 
 def test_the_rows_keep_the_full_count_and_say_it_is_unverified(moefold) -> None:
@@ -90,8 +93,11 @@ def test_table5_mcore_mappings_are_refused_before_parallel_folding(moefold) -> N
     assert len(short) == 16
     for row in short:
         assert int(row["cp"]) == 1 and _attention_dp(row) % int(row["ep"]) == 0
-    # the lower bound this gives the code predates the causal count: it decides nothing
-    assert FOLDING_COMMIT < CAUSAL_COUNT_COMMIT
+    # the lower bound this gives the code (folding's first tag, core_v0.10.0) predates the first
+    # tag with the causal count: it decides nothing
+    first_folding_tag = min(k for k, v in releases.MEGATRON_CORE.items() if v > FOLDING_COMMIT)
+    assert first_folding_tag == (0, 10)
+    assert first_folding_tag < MEGATRON_CAUSAL_SINCE["megatron-core"]
 
 
 @pytest.mark.parametrize(

@@ -225,11 +225,20 @@ def test_refused_where_it_cannot_apply() -> None:
     sys_ = {"gpu": "B200", "gpus": 64}
     with pytest.raises(ConfigError, match="moe_atomic_unpermute = True on a dense model"):
         predict(make_job("llama-3.1-8b", {"global_batch": 64, "seq_len": 4096,
-                                          "moe_atomic_unpermute": True}, sys_))  # fmt: skip
+                                          "moe_atomic_unpermute": True,
+                                          "moe_dispatcher": "deepep"}, sys_))  # fmt: skip
+    moe = {"global_batch": 64, "seq_len": 4096, "ep": 8, "moe_atomic_unpermute": True}
     with pytest.raises(ConfigError, match="moe_atomic_unpermute = True with moe_fused_dispatch"):
-        make_job("mixtral-8x7b-v0.1", {"global_batch": 64, "seq_len": 4096, "ep": 8,
-                                       "moe_atomic_unpermute": True, "moe_fused_dispatch": True},
-                 sys_)  # fmt: skip
+        make_job("mixtral-8x7b-v0.1", {**moe, "moe_dispatcher": "deepep",
+                                       "moe_fused_dispatch": True}, sys_)  # fmt: skip
+    # The scatters are TorchTitan's DeepEP path: not the all-to-all dispatcher's, not HybridEP's.
+    with pytest.raises(ConfigError, match=r"moe_dispatcher 'alltoall'.*set moe_dispatcher: deepep"):
+        make_job("mixtral-8x7b-v0.1", moe, sys_)
+    with pytest.raises(ConfigError, match="moe_flex_backend 'hybridep'"):
+        make_job("mixtral-8x7b-v0.1", {**moe, "moe_dispatcher": "deepep",
+                                       "moe_flex_backend": "hybridep"}, sys_)  # fmt: skip
+    job = make_job("mixtral-8x7b-v0.1", {**moe, "moe_dispatcher": "deepep"}, sys_)
+    assert job.execution.moe_atomic_unpermute
 
 
 def test_rows_the_script_reports() -> None:

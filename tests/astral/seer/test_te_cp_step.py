@@ -229,3 +229,19 @@ def test_validate_reads_te_stacks_and_leaves_others() -> None:
     assert l3.get("te_cp_merge") is False  # Meta's own stack: not TE's ring
     mpf = row_job_options(rows["MPF-T5-01"])[1]
     assert mpf.get("te_cp_merge", True) and mpf.get("te_release") is None
+
+
+def test_an_unverified_cp_degree_is_read_as_a_ring() -> None:
+    """A row whose CP cell is UNVERIFIED leaves cp to the layout options, which may pick a ring:
+    a non-TE stack's cuDNN ring still keeps TE's merges out, and a TE stack's stated release is
+    still read (before: both skipped, as if cp were 1)."""
+    rows = {r["row_id"]: r for r in read_rows(DEV1)} | {r["row_id"]: r for r in read_rows(DEV2)}
+    meta = {**rows["L3-T4-3"], "cp": rows["L3-T4-3"]["cp"] + " UNVERIFIED"}
+    ex = row_job_options(meta)[1]
+    assert ex.get("cp") is None and ex["flash_kernel"] == "cudnn"
+    assert ex["te_cp_merge"] is False
+    mpf = rows["MPF-T5-01"]
+    te = {**mpf, "cp": mpf["cp"] + " UNVERIFIED", "notes": (mpf.get("notes") or "") + "; TE 1.11"}
+    ex = row_job_options(te)[1]
+    assert ex.get("cp") is None and ex["te_release"] == "1.11"
+    assert ex.get("te_cp_merge", True)

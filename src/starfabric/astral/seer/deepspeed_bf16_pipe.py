@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import re
 
+from starfabric.astral.seer.statements import stated
+
 BF16_PIPE_RELEASE = (0, 6, 2)
 """First DeepSpeed release with BF16 + pipeline parallelism (microsoft/DeepSpeed PR #1801,
 commit 56c52238, 2022-04-19; tag v0.6.2)."""
@@ -46,8 +48,9 @@ def named_release(framework: str | None) -> tuple[int, int, int] | None:
 
 def runs_bf16_pipe_path(framework: str | None, precision: str) -> bool:
     """Whether a run is BF16 on DeepSpeed at a release that has the BF16 pipeline path (or
-    names none): with PP > 1 its engine all-reduces the FP32 gradients (`grad_coll_factor`)."""
-    if precision != "bf16" or not DEEPSPEED.search(framework or ""):
+    names none): with PP > 1 its engine all-reduces the FP32 gradients (`grad_coll_factor`).
+    A negated mention ("Megatron-LM, not DeepSpeed") does not count."""
+    if precision != "bf16" or not stated(DEEPSPEED, framework):  # "no DeepSpeed": not read
         return False
     rel = named_release(framework)
     return rel is None or rel >= BF16_PIPE_RELEASE

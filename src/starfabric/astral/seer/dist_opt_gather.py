@@ -43,11 +43,14 @@ PARAM_BYTES = 2.0
 """Bytes per parameter of a BF16/FP16 parameter all-gather (the model's 16-bit weights)."""
 
 GRAD_BUFFER_GATHER = re.compile(
-    r"all[- ]?gather\w*[^;]{0,80}?(?:grad(?:ient)?s?['’]?\s*(?:buffer|dtype)|\bfp32\b|float32)",
+    r"all[- ]?gather\w*(?:[^;]{0,80}?grad(?:ient)?s?['’]?\s*(?:buffer|dtype)"
+    r"|(?:\s+\w+){0,3}?\s+(?:in|as)\s+(?:the\s+)?(?:fp32|float32)\b)",
     re.I,
 )
 """A cell stating the parameter all-gather through the grad buffer or in its (FP32) dtype:
-"parameters all-gathered in the fp32 grad buffer's dtype", "all-gather in grad dtype"."""
+"parameters all-gathered in the fp32 grad buffer's dtype", "all-gather in grad dtype",
+"all-gather of parameters in fp32". An FP32 mention elsewhere in the clause ("all-gather
+overlapped, grads in fp32": the gradients' dtype, not the gather's) does not count."""
 
 DISTRIBUTED_OPTIMIZER = re.compile(r"distributed[- _]optimizer", re.I)
 """Megatron-LM's distributed optimizer, named ("--use-distributed-optimizer",

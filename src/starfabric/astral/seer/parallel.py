@@ -413,10 +413,10 @@ class ExecutionSpec(Spec):
     )
     param_gather_dtype: Literal["param", "grad"] = Field(
         default="param",
-        description="dtype of the ZeRO-1/2 parameter all-gather after the optimizer step: "
-        "param = the 16-bit parameters; grad = the grad buffer's (FP32 under BF16), as "
-        "Megatron-LM's distributed optimizer before 57bfa7ca (2022-09-30) gathers "
-        "(seer/dist_opt_gather.py)",
+        description="dtype of the parameter all-gather after the optimizer step (ZeRO-1/2, "
+        "and ZeRO-3 under PP; nothing at ZeRO 0 or in FSDP's in-layer gathers): param = the "
+        "16-bit parameters; grad = the grad buffer's (FP32 under BF16), as Megatron-LM's "
+        "distributed optimizer before 57bfa7ca (2022-09-30) gathers (seer/dist_opt_gather.py)",
     )
     zero_shard_ranks: int | None = Field(
         default=None,
@@ -485,6 +485,15 @@ class ExecutionSpec(Spec):
                 "moe_atomic_unpermute = True with moe_fused_dispatch: a fused dispatch-compute-"
                 "combine backend has no permute / unpermute kernels of its own; drop one of them"
             )
+        if self.moe_atomic_unpermute and (
+            self.moe_dispatcher != "deepep" or self.moe_flex_backend != "deepep"
+        ):
+            raise ValueError(
+                f"moe_atomic_unpermute = True with moe_dispatcher {self.moe_dispatcher!r} and "
+                f"moe_flex_backend {self.moe_flex_backend!r}: the atomic scatters are TorchTitan's "
+                "DeepEP permute / unpermute (seer/scatter_unpermute.py); set moe_dispatcher: "
+                "deepep (flex backend deepep) or drop moe_atomic_unpermute"
+            )
         if self.moe_round_robin_routing and self.moe_load_balance != "forced":
             raise ValueError(
                 f"moe_round_robin_routing = True with moe_load_balance "
@@ -531,6 +540,30 @@ class ExecutionSpec(Spec):
                 f"offload_modules = {list(self.offload_modules)} with offload_activations: "
                 "Megatron-Core refuses fine-grained activation offloading beside layer-level "
                 "offloading; drop one of them"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _release_fields_apply(self) -> ExecutionSpec:
+        # te_release sets how TE's p2p ring merges are counted (te_cp_step): only on a ring
+        # Seer prices as TE's (cuDNN attention, te_cp_merge); elsewhere it would be ignored.
+        if self.te_release is not None and not self.te_cp_merge:
+            raise ValueError(
+                f"te_release = {self.te_release!r} with te_cp_merge = False: the release sets "
+                "the merge work of TransformerEngine's CP ring, which te_cp_merge: false says "
+                "the run does not use; drop one of them"
+            )
+        if self.te_release is not None and self.flash_kernel != "cudnn":
+            raise ValueError(
+                f"te_release = {self.te_release!r} with flash_kernel {self.flash_kernel!r}: "
+                "Seer prices TransformerEngine's CP ring merges on its cuDNN attention ring "
+                "only (seer/te_cp_step.py); give flash_kernel: cudnn or drop te_release"
+            )
+        if self.deepspeed_bf16_pipe and self.precision != "bf16":
+            raise ValueError(
+                f"deepspeed_bf16_pipe = True with precision {self.precision!r}: DeepSpeed's "
+                "FP32 gradient all-reduce is its BF16 pipeline path (_bf16_reduce_grads); give "
+                "precision: bf16 or drop deepspeed_bf16_pipe"
             )
         return self
 

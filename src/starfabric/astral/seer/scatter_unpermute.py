@@ -67,9 +67,11 @@ WORKLOG_LOCAL_BATCH = 8
 (the rows' toml); the profile does not state it (assumption). The alternative reading is 6 (the worklog's
 'unblock lbs=6' commit of 2025-11-14 that precedes it): `worklog_index_add_rate(6)`."""
 WORKLOG_SEQ_LEN = 4096
+"""Tokens a sequence in the profile: the branch README's sequence length (the rows' toml)."""
 WORKLOG_HIDDEN = 2048
+"""Qwen3-30B-A3B's hidden size (its HF config.json): the width of one permuted row."""
 WORKLOG_TOPK = 8
-"""Qwen3-30B-A3B's hidden size and top-k (its HF config), the README's sequence length."""
+"""Qwen3-30B-A3B's top-k (its HF config.json, num_experts_per_tok): permuted rows a token."""
 WORKLOG_FORWARD_CALLS = 2
 """Forward scatter runs per index_add in the Nsight tables: the forward and its full-recompute
 re-run (the README's configuration runs full activation checkpointing; assumption: the

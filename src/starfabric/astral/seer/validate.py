@@ -698,8 +698,9 @@ def _cudnn_release(row: dict[str, str], ex: dict[str, Any], read: dict[str, Any]
 def _te_release(row: dict[str, str], ex: dict[str, Any], read: dict[str, Any]) -> None:
     """The TransformerEngine release a cuDNN-attention CP row states (te_cp_step.stated_release:
     "TE 1.11", "Transformer Engine 2.3+"); unstated, the ring's merge work is counted as the
-    newest release read does it. A ring on another stack (not Megatron/NeMo) is not TE's."""
-    if ex.get("flash_kernel") != "cudnn" or int(ex.get("cp") or 1) <= 1:
+    newest release read does it. A ring on another stack (not Megatron/NeMo) is not TE's.
+    An unverified CP degree (None here: the layout options may pick cp > 1) is read as a ring."""
+    if ex.get("flash_kernel") != "cudnn" or (ex.get("cp") is not None and int(ex["cp"]) <= 1):
         return
     if not te_cp_step.runs_te_cp(row.get("framework")):
         ex["te_cp_merge"] = False
