@@ -158,10 +158,14 @@ def evaluate(
     seq_len: int,
     precision: str,
     base: ExecutionSpec | None = None,
+    terms: dict[str, np.ndarray[Any, Any]] | None = None,
 ) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]]:
     """Iteration seconds, peak HBM bytes and offloaded bytes for configuration columns `cfg`
     whose layer costs are the rows of `lc` (vectorized over configurations); `base`'s stack
-    sets the gradient dtype, the optimizer moments and the CPU optimizer's overlap/threads."""
+    sets the gradient dtype, the optimizer moments and the CPU optimizer's overlap/threads.
+    `terms`, when given, receives the iteration's parts by name (the DP collectives split dense/expert, their
+    exposed parts, pipeline, optimizer), as
+    `schedule.build_timeline`'s breakdown does for one layout (the search/predict harness)."""
     gpu = get_gpu(system.gpu)
     eff = efficiency_for(gpu, system.efficiency)
     nic = parse_bandwidth(system.nic_bandwidth, "system.nic_bandwidth") / 8.0
@@ -230,8 +234,9 @@ def evaluate(
     fsdp = (zero == 3) & (pp == 1)
     full = (zero == 0) | (base.deepspeed_bf16_pipe & (pp > 1))  # deepspeed_bf16_pipe
     coll = np.where(full, 2.0, np.where(fsdp, 0.0, 1.0))
-    t_rs = coll * grad_b * p_dense * (dp_ranks - 1) / dp_ranks / ring
-    t_rs += coll * np.where(edp > 1, grad_b * p_exp * (edp - 1) / np.maximum(edp, 1) / nicb, 0.0)
+    rs_dense = coll * grad_b * p_dense * (dp_ranks - 1) / dp_ranks / ring
+    rs_exp = coll * np.where(edp > 1, grad_b * p_exp * (edp - 1) / np.maximum(edp, 1) / nicb, 0.0)
+    t_rs = rs_dense + rs_exp
     nb = np.maximum(1.0, np.ceil((p_dense + p_exp) / DP_BUCKET_PARAMS))
     last_bwd = layers_stage * b
     excess = np.where(vpp > 1, _interleaved_dp_exposed(t_rs, nb, vpp, pp, last_bwd / vpp),
@@ -240,9 +245,11 @@ def evaluate(
     # same bucket by bucket); without overlap the whole reduction follows the pipeline.
     dp_exposed = np.where(dpo, excess + DP_OVERLAP_RESIDUAL * np.maximum(0.0, t_rs - excess), t_rs)
     gathers = (zero >= 1) & ~fsdp
-    ag = ag_b * p_dense * (dp_ranks - 1) / dp_ranks / ring
-    ag += np.where(edp > 1, ag_b * p_exp * (edp - 1) / np.maximum(edp, 1) / nicb, 0.0)
-    ag = np.where(gathers, ag, 0.0)
+    ag_dense = np.where(gathers, ag_b * p_dense * (dp_ranks - 1) / dp_ranks / ring, 0.0)
+    ag_exp = np.where(
+        gathers & (edp > 1), ag_b * p_exp * (edp - 1) / np.maximum(edp, 1) / nicb, 0.0
+    )
+    ag = ag_dense + ag_exp
     ag_exposed = np.where(dpo, ag / nb, ag)
     shard = zero >= 1
     local = np.where(shard, p_dense / dp_ranks + p_exp / edp, p_dense + p_exp)
@@ -258,6 +265,10 @@ def evaluate(
             opt,
         )
     iteration = pipeline + dp_exposed + ag_exposed + opt + ITERATION_OVERHEAD_S
+    if terms is not None:
+        terms.update(pipeline=pipeline, dense_rs=rs_dense, exp_rs=rs_exp, dense_ag=ag_dense,
+                     exp_ag=ag_exp, dp_exposed=dp_exposed, ag_exposed=ag_exposed,
+                     optimizer=opt)  # fmt: skip
     # Memory on stage 0: Megatron's warm-up keeps this many chunks in flight.
     inflight = np.where(
         vpp > 1,
@@ -342,6 +353,7 @@ def evaluate_vectorized(
     seq_len: int,
     precision: str,
     base: ExecutionSpec | None = None,
+    terms: dict[str, np.ndarray[Any, Any]] | None = None,
 ) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]]:
     """Price each distinct layer shape of `cfg` once, then evaluate every layout as vectors
     (the search's analytical mode; also what each Ray task runs on its chunk) with `base`'s
@@ -356,7 +368,7 @@ def evaluate_vectorized(
         ]
     )
     lc = table[inverse.reshape(-1), cfg["rec"]]
-    return evaluate(model, system, cfg, lc, global_batch, seq_len, precision, base)
+    return evaluate(model, system, cfg, lc, global_batch, seq_len, precision, base, terms)
 
 
 LAYER_KEYS = ("tp", "cp", "mb", "ep", "etp", "tpo", "fsdp_dp")
