@@ -116,7 +116,9 @@ def grid(quick: bool) -> list[dict[str, int]]:
     return out
 
 
-def run(quick: bool, gpus: int = 64, global_batch: int = 256, seq_len: int = 4096) -> list[dict[str, Any]]:
+def run(
+    quick: bool, gpus: int = 64, global_batch: int = 256, seq_len: int = 4096
+) -> list[dict[str, Any]]:
     system = SystemSpec(gpu="H100", gpus=gpus)
     rows: list[dict[str, Any]] = []
     mods = models()
@@ -152,7 +154,9 @@ def run(quick: bool, gpus: int = 64, global_batch: int = 256, seq_len: int = 409
             continue
         cfg = {c: np.array([r[c] for r in keep], dtype=np.int64) for c in COLUMNS}
         terms: dict[str, np.ndarray[Any, Any]] = {}
-        it, _, _ = evaluate_vectorized(model, system, cfg, global_batch, seq_len, "bf16", base, terms)
+        it, _, _ = evaluate_vectorized(
+            model, system, cfg, global_batch, seq_len, "bf16", base, terms
+        )
         for i, (r, job) in enumerate(zip(keep, jobs, strict=True)):
             try:
                 p = predictor_terms(model, job)

@@ -226,16 +226,19 @@ def evaluate(
     edp = np.maximum(1, tp * cp * dp // (ep * etp))
     dp_ranks = dp * cp
     # DP(xCP) group: members tp ranks apart (Megatron order); inside a node it runs on NVLink,
-    # across nodes on the NICs of its members on each node.
-    per_node = np.where(tp >= gpn, 1, np.minimum(dp_ranks, gpn // np.minimum(tp, gpn)))
-    ring = np.where(dp_ranks * tp <= gpn, nvl, np.minimum(nvl, per_node * nicb))
+    # across nodes on the NICs of its members on each node. The expert-DP group that reduces
+    # and gathers the expert parameters is placed the same way, members etp*ep ranks apart
+    # (Megatron-Core parallel_state.py @d98e8a6: `expert_decoder_rank_generator`, order
+    # tp-ep-dp-pp with tp = ETP, cp = 1), as predict's comm.layout_groups "edp".
+    ring = ring_bus(dp_ranks, tp, gpn, nvl, nicb)
+    ring_e = ring_bus(edp, ep * etp, gpn, nvl, nicb)
     # ZeRO 0: all-reduce (twice a reduce-scatter's traffic); ZeRO-3 without PP reduces and
     # gathers inside every layer (in lc); otherwise reduce-scatter + parameter all-gather.
     fsdp = (zero == 3) & (pp == 1)
     full = (zero == 0) | (base.deepspeed_bf16_pipe & (pp > 1))  # deepspeed_bf16_pipe
     coll = np.where(full, 2.0, np.where(fsdp, 0.0, 1.0))
     rs_dense = coll * grad_b * p_dense * (dp_ranks - 1) / dp_ranks / ring
-    rs_exp = coll * np.where(edp > 1, grad_b * p_exp * (edp - 1) / np.maximum(edp, 1) / nicb, 0.0)
+    rs_exp = coll * grad_b * p_exp * (edp - 1) / edp / ring_e
     t_rs = rs_dense + rs_exp
     nb = np.maximum(1.0, np.ceil((p_dense + p_exp) / DP_BUCKET_PARAMS))
     last_bwd = layers_stage * b
@@ -246,9 +249,7 @@ def evaluate(
     dp_exposed = np.where(dpo, excess + DP_OVERLAP_RESIDUAL * np.maximum(0.0, t_rs - excess), t_rs)
     gathers = (zero >= 1) & ~fsdp
     ag_dense = np.where(gathers, ag_b * p_dense * (dp_ranks - 1) / dp_ranks / ring, 0.0)
-    ag_exp = np.where(
-        gathers & (edp > 1), ag_b * p_exp * (edp - 1) / np.maximum(edp, 1) / nicb, 0.0
-    )
+    ag_exp = np.where(gathers, ag_b * p_exp * (edp - 1) / edp / ring_e, 0.0)
     ag = ag_dense + ag_exp
     ag_exposed = np.where(dpo, ag / nb, ag)
     shard = zero >= 1
@@ -295,6 +296,20 @@ def evaluate(
     else:  # pinned host memory short: the configuration does not fit
         mem = np.where(host > (gpu.host_mem_gib or 0.0) * 2**30, np.inf, mem)
     return iteration, mem, moved
+
+
+def ring_bus(
+    size: np.ndarray[Any, Any],
+    stride: np.ndarray[Any, Any],
+    gpn: int,
+    nvl: float,
+    nicb: float,
+) -> np.ndarray[Any, Any]:
+    """Bus bytes/s of a ring collective on a group of `size` ranks `stride` apart, as
+    comm.collective_time prices comm.place_group's group: NVLink inside one node, else the
+    NICs of its members on each node (at most NVLink)."""
+    per_node = np.where(stride >= gpn, 1, np.minimum(size, gpn // np.minimum(stride, gpn)))
+    return np.where(size * stride <= gpn, nvl, np.minimum(nvl, per_node * nicb))
 
 
 def pipeline_hop_s(
@@ -389,4 +404,5 @@ __all__ = [
     "evaluate_vectorized",
     "key_columns",
     "layer_costs",
+    "ring_bus",
 ]
