@@ -28,7 +28,7 @@ from starfabric.astral.seer.memory import (
     RESERVED_BYTES,
     activation_bytes_per_layer,
 )
-from starfabric.astral.seer.model import ModelSpec, attention_params, mlp_params
+from starfabric.astral.seer.model import ModelSpec, attention_params, mlp_params, mtp_params
 from starfabric.astral.seer.ops import OpTable, embedding_ops, layer_ops, logits_ops, mtp_ops
 from starfabric.astral.seer.optimizer_state import optimizer_bytes
 from starfabric.astral.seer.parallel import ExecutionSpec, Layout, SystemSpec
@@ -217,12 +217,20 @@ def evaluate(
     dense_layers = model.dense_layers / pp
     moe_layers = model.moe_layers / pp
     # One pipeline stage holds both the input embedding and an untied output head
-    # (schedule.stage_params); with pp > 1 the heaviest stage holds one of them.
-    emb = model.vocab * model.hidden * np.where((pp == 1) & (not model.tied_embeddings), 2, 1)
+    # (schedule.stage_params); with pp > 1 the heaviest stage holds one of them. MTP modules
+    # sit with the output head, and with pp > 1 that stage also builds its own copy of the
+    # input embedding (schedule.stage_params, Megatron-Core gpt_model.py; not under DualPipe).
+    mtp_d, mtp_e = mtp_params(model)
+    mtp_emb = bool(model.mtp_layers) and base.pipeline_schedule != "dualpipe"
+    emb = (
+        model.vocab
+        * model.hidden
+        * np.where(pp == 1, 1 + int(not model.tied_embeddings), 1 + int(mtp_emb))
+    )
     p_dense = (
-        layers_stage * attn + dense_layers * dense_mlp + moe_layers * shared + emb
+        layers_stage * attn + dense_layers * dense_mlp + moe_layers * shared + emb + mtp_d
     ) / tp + moe_layers * model.moe_experts * model.hidden
-    p_exp = moe_layers * model.moe_experts / ep * expert / etp
+    p_exp = moe_layers * model.moe_experts / ep * expert / etp + mtp_e / (ep * etp)
     edp = np.maximum(1, tp * cp * dp // (ep * etp))
     dp_ranks = dp * cp
     # DP(xCP) group: members tp ranks apart (Megatron order); inside a node it runs on NVLink,
@@ -251,7 +259,11 @@ def evaluate(
     ag_dense = np.where(gathers, ag_b * p_dense * (dp_ranks - 1) / dp_ranks / ring, 0.0)
     ag_exp = np.where(gathers, ag_b * p_exp * (edp - 1) / edp / ring_e, 0.0)
     ag = ag_dense + ag_exp
-    ag_exposed = np.where(dpo, ag / nb, ag)
+    # Overlapped, the first bucket's gather waits and the rest hide under the forward passes
+    # of the stage's first chunk over all micro-batches; what outlasts them is exposed
+    # (schedule.build_timeline's `first_f` window).
+    first_f = m * layers_stage * f / vpp
+    ag_exposed = np.where(dpo, ag / nb + np.maximum(0.0, ag * (1 - 1 / nb) - first_f), ag)
     shard = zero >= 1
     local = np.where(shard, p_dense / dp_ranks + p_exp / edp, p_dense + p_exp)
     opt = local * OPTIMIZER_BYTES_PER_PARAM / (gpu.hbm_gbps * 1e9 * eff.mem_bw_fraction)
