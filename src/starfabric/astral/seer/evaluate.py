@@ -28,7 +28,7 @@ from starfabric.astral.seer.memory import (
     RESERVED_BYTES,
     activation_bytes_per_layer,
 )
-from starfabric.astral.seer.model import ModelSpec, attention_params, mlp_params
+from starfabric.astral.seer.model import ModelSpec, attention_params, mlp_params, mtp_params
 from starfabric.astral.seer.ops import OpTable, embedding_ops, layer_ops, logits_ops, mtp_ops
 from starfabric.astral.seer.optimizer_state import optimizer_bytes
 from starfabric.astral.seer.parallel import ExecutionSpec, Layout, SystemSpec
@@ -158,10 +158,14 @@ def evaluate(
     seq_len: int,
     precision: str,
     base: ExecutionSpec | None = None,
+    terms: dict[str, np.ndarray[Any, Any]] | None = None,
 ) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]]:
     """Iteration seconds, peak HBM bytes and offloaded bytes for configuration columns `cfg`
     whose layer costs are the rows of `lc` (vectorized over configurations); `base`'s stack
-    sets the gradient dtype, the optimizer moments and the CPU optimizer's overlap/threads."""
+    sets the gradient dtype, the optimizer moments and the CPU optimizer's overlap/threads.
+    `terms`, when given, receives the iteration's parts by name (the DP collectives split dense/expert, their
+    exposed parts, pipeline, optimizer), as
+    `schedule.build_timeline`'s breakdown does for one layout (the search/predict harness)."""
     gpu = get_gpu(system.gpu)
     eff = efficiency_for(gpu, system.efficiency)
     nic = parse_bandwidth(system.nic_bandwidth, "system.nic_bandwidth") / 8.0
@@ -213,25 +217,37 @@ def evaluate(
     dense_layers = model.dense_layers / pp
     moe_layers = model.moe_layers / pp
     # One pipeline stage holds both the input embedding and an untied output head
-    # (schedule.stage_params); with pp > 1 the heaviest stage holds one of them.
-    emb = model.vocab * model.hidden * np.where((pp == 1) & (not model.tied_embeddings), 2, 1)
+    # (schedule.stage_params); with pp > 1 the heaviest stage holds one of them. MTP modules
+    # sit with the output head, and with pp > 1 that stage also builds its own copy of the
+    # input embedding (schedule.stage_params, Megatron-Core gpt_model.py; not under DualPipe).
+    mtp_d, mtp_e = mtp_params(model)
+    mtp_emb = bool(model.mtp_layers) and base.pipeline_schedule != "dualpipe"
+    emb = (
+        model.vocab
+        * model.hidden
+        * np.where(pp == 1, 1 + int(not model.tied_embeddings), 1 + int(mtp_emb))
+    )
     p_dense = (
-        layers_stage * attn + dense_layers * dense_mlp + moe_layers * shared + emb
+        layers_stage * attn + dense_layers * dense_mlp + moe_layers * shared + emb + mtp_d
     ) / tp + moe_layers * model.moe_experts * model.hidden
-    p_exp = moe_layers * model.moe_experts / ep * expert / etp
+    p_exp = moe_layers * model.moe_experts / ep * expert / etp + mtp_e / (ep * etp)
     edp = np.maximum(1, tp * cp * dp // (ep * etp))
     dp_ranks = dp * cp
     # DP(xCP) group: members tp ranks apart (Megatron order); inside a node it runs on NVLink,
-    # across nodes on the NICs of its members on each node.
-    per_node = np.where(tp >= gpn, 1, np.minimum(dp_ranks, gpn // np.minimum(tp, gpn)))
-    ring = np.where(dp_ranks * tp <= gpn, nvl, np.minimum(nvl, per_node * nicb))
+    # across nodes on the NICs of its members on each node. The expert-DP group that reduces
+    # and gathers the expert parameters is placed the same way, members etp*ep ranks apart
+    # (Megatron-Core parallel_state.py @d98e8a6: `expert_decoder_rank_generator`, order
+    # tp-ep-dp-pp with tp = ETP, cp = 1), as predict's comm.layout_groups "edp".
+    ring = ring_bus(dp_ranks, tp, gpn, nvl, nicb)
+    ring_e = ring_bus(edp, ep * etp, gpn, nvl, nicb)
     # ZeRO 0: all-reduce (twice a reduce-scatter's traffic); ZeRO-3 without PP reduces and
     # gathers inside every layer (in lc); otherwise reduce-scatter + parameter all-gather.
     fsdp = (zero == 3) & (pp == 1)
     full = (zero == 0) | (base.deepspeed_bf16_pipe & (pp > 1))  # deepspeed_bf16_pipe
     coll = np.where(full, 2.0, np.where(fsdp, 0.0, 1.0))
-    t_rs = coll * grad_b * p_dense * (dp_ranks - 1) / dp_ranks / ring
-    t_rs += coll * np.where(edp > 1, grad_b * p_exp * (edp - 1) / np.maximum(edp, 1) / nicb, 0.0)
+    rs_dense = coll * grad_b * p_dense * (dp_ranks - 1) / dp_ranks / ring
+    rs_exp = coll * grad_b * p_exp * (edp - 1) / edp / ring_e
+    t_rs = rs_dense + rs_exp
     nb = np.maximum(1.0, np.ceil((p_dense + p_exp) / DP_BUCKET_PARAMS))
     last_bwd = layers_stage * b
     excess = np.where(vpp > 1, _interleaved_dp_exposed(t_rs, nb, vpp, pp, last_bwd / vpp),
@@ -240,10 +256,14 @@ def evaluate(
     # same bucket by bucket); without overlap the whole reduction follows the pipeline.
     dp_exposed = np.where(dpo, excess + DP_OVERLAP_RESIDUAL * np.maximum(0.0, t_rs - excess), t_rs)
     gathers = (zero >= 1) & ~fsdp
-    ag = ag_b * p_dense * (dp_ranks - 1) / dp_ranks / ring
-    ag += np.where(edp > 1, ag_b * p_exp * (edp - 1) / np.maximum(edp, 1) / nicb, 0.0)
-    ag = np.where(gathers, ag, 0.0)
-    ag_exposed = np.where(dpo, ag / nb, ag)
+    ag_dense = np.where(gathers, ag_b * p_dense * (dp_ranks - 1) / dp_ranks / ring, 0.0)
+    ag_exp = np.where(gathers, ag_b * p_exp * (edp - 1) / edp / ring_e, 0.0)
+    ag = ag_dense + ag_exp
+    # Overlapped, the first bucket's gather waits and the rest hide under the forward passes
+    # of the stage's first chunk over all micro-batches; what outlasts them is exposed
+    # (schedule.build_timeline's `first_f` window).
+    first_f = m * layers_stage * f / vpp
+    ag_exposed = np.where(dpo, ag / nb + np.maximum(0.0, ag * (1 - 1 / nb) - first_f), ag)
     shard = zero >= 1
     local = np.where(shard, p_dense / dp_ranks + p_exp / edp, p_dense + p_exp)
     opt = local * OPTIMIZER_BYTES_PER_PARAM / (gpu.hbm_gbps * 1e9 * eff.mem_bw_fraction)
@@ -258,6 +278,10 @@ def evaluate(
             opt,
         )
     iteration = pipeline + dp_exposed + ag_exposed + opt + ITERATION_OVERHEAD_S
+    if terms is not None:
+        terms.update(pipeline=pipeline, dense_rs=rs_dense, exp_rs=rs_exp, dense_ag=ag_dense,
+                     exp_ag=ag_exp, dp_exposed=dp_exposed, ag_exposed=ag_exposed,
+                     optimizer=opt)  # fmt: skip
     # Memory on stage 0: Megatron's warm-up keeps this many chunks in flight.
     inflight = np.where(
         vpp > 1,
@@ -284,6 +308,20 @@ def evaluate(
     else:  # pinned host memory short: the configuration does not fit
         mem = np.where(host > (gpu.host_mem_gib or 0.0) * 2**30, np.inf, mem)
     return iteration, mem, moved
+
+
+def ring_bus(
+    size: np.ndarray[Any, Any],
+    stride: np.ndarray[Any, Any],
+    gpn: int,
+    nvl: float,
+    nicb: float,
+) -> np.ndarray[Any, Any]:
+    """Bus bytes/s of a ring collective on a group of `size` ranks `stride` apart, as
+    comm.collective_time prices comm.place_group's group: NVLink inside one node, else the
+    NICs of its members on each node (at most NVLink)."""
+    per_node = np.where(stride >= gpn, 1, np.minimum(size, gpn // np.minimum(stride, gpn)))
+    return np.where(size * stride <= gpn, nvl, np.minimum(nvl, per_node * nicb))
 
 
 def pipeline_hop_s(
@@ -342,6 +380,7 @@ def evaluate_vectorized(
     seq_len: int,
     precision: str,
     base: ExecutionSpec | None = None,
+    terms: dict[str, np.ndarray[Any, Any]] | None = None,
 ) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]]:
     """Price each distinct layer shape of `cfg` once, then evaluate every layout as vectors
     (the search's analytical mode; also what each Ray task runs on its chunk) with `base`'s
@@ -356,7 +395,7 @@ def evaluate_vectorized(
         ]
     )
     lc = table[inverse.reshape(-1), cfg["rec"]]
-    return evaluate(model, system, cfg, lc, global_batch, seq_len, precision, base)
+    return evaluate(model, system, cfg, lc, global_batch, seq_len, precision, base, terms)
 
 
 LAYER_KEYS = ("tp", "cp", "mb", "ep", "etp", "tpo", "fsdp_dp")
@@ -377,4 +416,5 @@ __all__ = [
     "evaluate_vectorized",
     "key_columns",
     "layer_costs",
+    "ring_bus",
 ]
