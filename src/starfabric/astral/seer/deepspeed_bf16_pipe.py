@@ -26,6 +26,7 @@ touched.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from starfabric.astral.seer.statements import stated
 
@@ -56,16 +57,23 @@ def runs_bf16_pipe_path(framework: str | None, precision: str) -> bool:
     return rel is None or rel >= BF16_PIPE_RELEASE
 
 
+def all_reduces_gradients(zero: Any, bf16_pipe: bool, pp: Any) -> Any:
+    """Whether the gradient reduction is an all-reduce of the whole buffer (no sharding, or
+    DeepSpeed's BF16 pipeline engine at PP > 1) rather than a sharded optimizer's
+    reduce-scatter; on scalars (predict) or on arrays of layouts (the search's evaluate)."""
+    return (zero == 0) | (bf16_pipe & (pp > 1))
+
+
 def grad_coll_factor(zero: int, bf16_pipe: bool, pp: int) -> float:
     """Ring traffic of the gradient reduction in units of one reduce-scatter of the buffer:
-    2 for an all-reduce (a reduce-scatter and an all-gather: no sharding, or DeepSpeed's BF16
-    pipeline engine at PP > 1), 1 for a sharded optimizer's reduce-scatter."""
-    return 2.0 if zero == 0 or (bf16_pipe and pp > 1) else 1.0
+    2 for an all-reduce (a reduce-scatter and an all-gather), 1 for a reduce-scatter."""
+    return 2.0 if all_reduces_gradients(zero, bf16_pipe, pp) else 1.0
 
 
 __all__ = [
     "BF16_PIPE_RELEASE",
     "DEEPSPEED",
+    "all_reduces_gradients",
     "grad_coll_factor",
     "named_release",
     "runs_bf16_pipe_path",

@@ -16,6 +16,7 @@ from starfabric.astral.hardware import get_gpu
 from starfabric.astral.seer import cpu_optimizer_offload, offload
 from starfabric.astral.seer.comm import make_fabric, nvlink_domain
 from starfabric.astral.seer.cost import DP_OVERLAP_RESIDUAL, CostContext, make_context
+from starfabric.astral.seer.deepspeed_bf16_pipe import all_reduces_gradients
 from starfabric.astral.seer.dist_opt_gather import gather_bytes_per_param
 from starfabric.astral.seer.efficiency import efficiency_for
 from starfabric.astral.seer.fabric import (
@@ -243,7 +244,7 @@ def evaluate(
     # ZeRO 0: all-reduce (twice a reduce-scatter's traffic); ZeRO-3 without PP reduces and
     # gathers inside every layer (in lc); otherwise reduce-scatter + parameter all-gather.
     fsdp = (zero == 3) & (pp == 1)
-    full = (zero == 0) | (base.deepspeed_bf16_pipe & (pp > 1))  # deepspeed_bf16_pipe
+    full = all_reduces_gradients(zero, base.deepspeed_bf16_pipe, pp)  # deepspeed_bf16_pipe
     coll = np.where(full, 2.0, np.where(fsdp, 0.0, 1.0))
     rs_dense = coll * grad_b * p_dense * (dp_ranks - 1) / dp_ranks / ring
     rs_exp = coll * grad_b * p_exp * (edp - 1) / edp / ring_e

@@ -36,7 +36,7 @@ from starfabric.astral.seer.cost import (
     pair_megatron_overlap,
     refit_fsdp_side,
 )
-from starfabric.astral.seer.deepspeed_bf16_pipe import grad_coll_factor
+from starfabric.astral.seer.deepspeed_bf16_pipe import all_reduces_gradients
 from starfabric.astral.seer.dist_opt_gather import gather_bytes_per_param
 from starfabric.astral.seer.ep_overlap import solo_ops
 from starfabric.astral.seer.fsdp_cp_window import ring_window
@@ -671,7 +671,7 @@ def build_timeline(model: ModelSpec, ex: ExecutionSpec, lay: Layout, ctx: CostCo
     ag_b = gather_bytes_per_param(ex.param_gather_dtype, grad_b)  # dist_opt_gather
     dp_name = "dp_cp" if lay.cp > 1 else "dp"
     # DeepSpeed's BF16 pipeline engine all-reduces the FP32 gradients (deepspeed_bf16_pipe).
-    full = grad_coll_factor(ex.zero, ex.deepspeed_bf16_pipe, p) == 2.0
+    full = all_reduces_gradients(ex.zero, ex.deepspeed_bf16_pipe, p)
     coll: Kind = "all_reduce" if full else "reduce_scatter"
     # Hybrid sharding (parallel.zero_shard): ZeRO shards over k DP ranks; the gradients are
     # reduce-scattered inside the shard group and each rank's 1/k shard is all-reduced across
