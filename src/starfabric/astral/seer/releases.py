@@ -28,6 +28,14 @@ import re
 
 YearMonth = tuple[int, int]
 
+TE_NAMES = r"\b(?:transformer[ _-]?engine|TE)"
+"""TransformerEngine's names in a cell: "Transformer Engine", "TransformerEngine",
+"transformer_engine" (the Python package), "TE"."""
+TE_RELEASE = re.compile(TE_NAMES + r"(?:\s+(?:release|version))?\s*v?(\d+)\.(\d+)", re.I)
+"""A TE release as a cell states it: "TE 2.3+", "TE v2.6", "TransformerEngine v2.6",
+"transformer_engine 2.9", "Transformer Engine release 2.9", "Transformer Engine 2.9-based"
+(te_mxfp8_host and te_cp_step read it; groups: major, minor)."""
+
 DEEPSPEED: dict[tuple[int, int], YearMonth] = {
     (0, 1): (2020, 5), (0, 2): (2020, 6), (0, 3): (2020, 9), (0, 4): (2021, 6),
     (0, 5): (2021, 8), (0, 6): (2022, 3), (0, 7): (2022, 8), (0, 8): (2023, 1),

@@ -52,6 +52,7 @@ import re
 
 import numpy as np
 
+from starfabric.astral.seer.releases import TE_RELEASE
 from starfabric.astral.seer.statements import negated_at
 
 Release = tuple[int, int]
@@ -144,9 +145,6 @@ def prefers_fused_attention(sm: tuple[int, int], release: Release) -> bool:
     return sm >= (9, 0) if release >= ANY_HOPPER_PLUS_SINCE else sm == (9, 0)
 
 
-_TE = re.compile(r"(?:transformer[- ]?engine|\bTE)\s*v?(\d)\.(\d{1,2})(?!\d)", re.I)
-
-
 TE_CP_FRAMEWORKS = ("megatron", "nemo")
 """Framework cells whose context parallelism is TransformerEngine's: Megatron-Core's own
 attention refuses CP ("Context parallelism is only supported by TEDotProductAttention!",
@@ -165,7 +163,7 @@ def stated_release(*cells: str | None) -> Release | None:
     "Transformer Engine 2.9-based"); a negated mention does not count; None when none."""
     for cell in cells:
         text = cell or ""
-        for m in _TE.finditer(text):
+        for m in TE_RELEASE.finditer(text):
             if not negated_at(text, m.start(), m.end()):
                 return int(m.group(1)), int(m.group(2))
     return None

@@ -64,6 +64,7 @@ import re
 from collections.abc import Iterable
 
 from starfabric.astral.seer.fp8_recipe import is_mxfp8
+from starfabric.astral.seer.releases import TE_NAMES, TE_RELEASE
 from starfabric.astral.seer.statements import compared_at, negated_at
 
 STAGES = ("per_tensor", "bulk_alloc", "multi_swizzle")
@@ -99,13 +100,7 @@ BULK_ALLOC_RELEASE = (2, 6)
 MULTI_SWIZZLE_RELEASE = (2, 7)
 """First TE release with PR 2019 (`git tag --contains c0d2f1a`: v2.7)."""
 
-_TE = r"\b(?:transformer[ _-]?engine|TE)"
-"""TE's names: "Transformer Engine", "TransformerEngine", "transformer_engine" (the Python
-package), "TE"."""
-_TE_RELEASE = re.compile(_TE + r"(?:\s+(?:release|version))?\s*v?(\d+)\.(\d+)", re.I)
-"""A TE release: "TE 2.3+", "TE v2.6", "TransformerEngine v2.6", "transformer_engine 2.9",
-"Transformer Engine release 2.9", "Transformer Engine 2.9-based"."""
-_PR = re.compile(_TE + r"\s+PRs?\s+#?((?:\d{3,5}\s*(?:/|,|and|&)?\s*#?)+)", re.I)
+_PR = re.compile(TE_NAMES + r"\s+PRs?\s+#?((?:\d{3,5}\s*(?:/|,|and|&)?\s*#?)+)", re.I)
 _BULK_PRS = frozenset({1793, 1934})
 _SWIZZLE_PRS = frozenset({2019})
 
@@ -160,7 +155,7 @@ def mxfp8_stage(precision: str | None, texts: Iterable[str | None]) -> str | Non
             found.append(stage)
         else:
             cap = min(cap, stage - 1)
-    for m in _TE_RELEASE.finditer(text):
+    for m in TE_RELEASE.finditer(text):
         if _affirmed(text, m):
             found.append(_release_stage(int(m.group(1)), int(m.group(2))))
     if not found:
