@@ -10,6 +10,7 @@ behind attention.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -318,11 +319,15 @@ class OpCosts:
 _MTP_PREFIX = re.compile(r"^mtp\d+\.")
 
 
+def _named(t: OpTable, test: Callable[[str], bool]) -> np.ndarray:
+    """Mask of `t`'s operators whose name passes `test`, also inside a multi-token-prediction
+    module (`ops.mtp_ops` names its block "mtp<i>.")."""
+    return np.fromiter((test(_MTP_PREFIX.sub("", n)) for n in t.name), bool, len(t))
+
+
 def _gemms_named(t: OpTable, kind: np.ndarray, prefix: str | tuple[str, ...]) -> np.ndarray:
-    """Mask of `t`'s GEMMs whose operator name starts with `prefix` (one or several), also
-    inside a multi-token-prediction module (`ops.mtp_ops` names its block "mtp<i>.")."""
-    names = (_MTP_PREFIX.sub("", n) for n in t.name)
-    return (kind == GEMM) & np.fromiter((n.startswith(prefix) for n in names), bool, len(t))
+    """Mask of `t`'s GEMMs whose operator name starts with `prefix` (one or several)."""
+    return (kind == GEMM) & _named(t, lambda n: n.startswith(prefix))
 
 
 def op_costs(
@@ -389,9 +394,7 @@ def op_costs(
     if atomic_rate > 0:
         # TorchTitan's DeepEP permute backward / unpermute forward (scatter_unpermute): ATen's
         # BF16 atomic index_add_ / scatter_add_, timed per element added at the measured rate.
-        at = (kind == MEM) & np.fromiter(
-            (_MTP_PREFIX.sub("", n) in ATOMIC_OPS for n in t.name), bool, len(t)
-        )
+        at = (kind == MEM) & _named(t, ATOMIC_OPS.__contains__)
         time[at] = a["m"][at] * ctx.scatter_rows_factor * a["n"][at] / atomic_rate
     exposed = time.copy()
     for i in np.flatnonzero(kind == COMM):
