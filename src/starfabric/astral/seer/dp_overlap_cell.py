@@ -53,7 +53,8 @@ class DpOverlap:
 
 def _subject(text: str, start: int, end: int) -> tuple[bool, bool]:
     """(gradient reduction, parameter gather) that the mention text[start:end] is about."""
-    token = text[start : _TOKEN.match(text, end).end()]  # type: ignore[union-attr]
+    tail = _TOKEN.match(text, end)
+    token = text[start : tail.end() if tail else end]
     clause = _CLAUSE_END.split(text[:start])[-1]
     after = _CLAUSE_END.split(text[end:])[0]
     for words in (token, clause + " " + after):
