@@ -24,6 +24,7 @@ from starfabric.astral.seer import (
     cells,
     cpu_optimizer_offload,
     cudnn_release,
+    dp_overlap_cell,
     flash_generation,
     fp8_recipe,
     goodput,
@@ -71,7 +72,7 @@ from starfabric.astral.seer.ops import (
 )
 from starfabric.astral.seer.parallel import uneven_pipeline_layers
 from starfabric.astral.seer.predict import Prediction, make_job, predict
-from starfabric.astral.seer.statements import negated_at, stated
+from starfabric.astral.seer.statements import stated
 from starfabric.astral.seer.ulysses import names_ulysses, repeats_kv
 from starfabric.config import parse_spec
 from starfabric.errors import ConfigError, DataError, StarfabricError
@@ -130,23 +131,13 @@ DELAY_WGRAD = re.compile(r"delay(?:ed)?[-_ ]wgrad(?:[-_]compute)?", re.I)
 framework or notes cell."""
 NO_OVERLAP = re.compile(r"\b(?:no|without)\s+(?:comm(?:unication)?\s+)?overlap\b", re.I)
 """A framework cell stating that communication is not overlapped."""
-OVERLAP_KIND = re.compile(r"\b(?:ep|a2a|moe|all-to-all|tp|expert)\b", re.I)
-"""A kind of communication named just before "no overlap" in the same clause (then only that
-kind is off)."""
-ANY_OVERLAP = re.compile(r"\boverlap\w*", re.I)
 
 
 def _states_dp_overlap(fw: str) -> bool:
     """Whether a framework cell states communication overlap that is not of one other kind
     (EP, a2a, TP): "--overlap-grad-reduce", "DP/TP/PP comm overlap on", "with overlap"; a
     negated mention ("EP all-to-all not overlapped", "no overlap") is not one."""
-    for m in ANY_OVERLAP.finditer(fw):
-        clause = re.split(r"[;,(]", fw[: m.start()])[-1]
-        if OVERLAP_KIND.search(clause) and not re.search(r"\b(?:dp|pp)\b", clause, re.I):
-            continue
-        if not negated_at(fw, m.start(), m.end()):
-            return True
-    return False
+    return dp_overlap_cell.states_dp_overlap(fw)
 
 
 TP_OVERLAP = re.compile(
@@ -733,7 +724,9 @@ def _framework(row: dict[str, str]) -> dict[str, Any]:
     # default; TP overlap is opt-in and taken only when the row says so.
     # "no overlap" of the whole stack; "EP a2a: no overlap" / "TP no overlap" name one kind.
     no_overlap = any(
-        not OVERLAP_KIND.search(fw[: m.start()].rsplit(";", 1)[-1].rsplit(",", 1)[-1])
+        not dp_overlap_cell.OVERLAP_KIND.search(
+            fw[: m.start()].rsplit(";", 1)[-1].rsplit(",", 1)[-1]
+        )
         for m in NO_OVERLAP.finditer(fw)
     )
     # Plain Megatron-LM (not Core/NeMo) ships DP and PP overlap as opt-in flags
@@ -743,6 +736,12 @@ def _framework(row: dict[str, str]) -> dict[str, Any]:
         fw.strip().startswith("megatron-lm") and not _states_dp_overlap(fw) and "core" not in fw
     )
     dp_overlap = not no_overlap and not plain_megatron
+    # The data-parallel cell may state the overlap of each DP collective itself ("ZeRO-1 with
+    # the gradient reduce-scatter overlapped with the backward pass", "gradient all-reduce not
+    # overlapped"): a collective it states follows the statement (dp_overlap_cell).
+    dp_cell = dp_overlap_cell.overlap_statement(row.get("zero_or_fsdp"))
+    grad_overlap = dp_overlap if dp_cell.grad_reduce is None else dp_cell.grad_reduce
+    gather_overlap = dp_overlap if dp_cell.param_gather is None else dp_cell.param_gather
     sp_text = (row.get("sp") or "").lower()
     # MegaScale overlaps TP/SP collectives with the adjacent GEMMs (MegaScale section 3.2).
     notes = row.get("notes") or ""
@@ -796,9 +795,9 @@ def _framework(row: dict[str, str]) -> dict[str, Any]:
         attention = chosen.get("attention", attention)
         kernel = chosen.get("flash_kernel", kernel)
     return {"attention": attention, "flash_kernel": kernel,
-            "overlap_grad_reduce": dp_overlap,
+            "overlap_grad_reduce": grad_overlap,
             "pipeline_schedule": "dualpipe" if dualpipe else "1f1b",
-            "overlap_param_gather": dp_overlap,
+            "overlap_param_gather": gather_overlap,
             "tp_comm_overlap": tp_overlap and not no_overlap,
             "overlap_p2p": dp_overlap,
             "ep_comm_overlap": ep_overlap,
