@@ -117,6 +117,8 @@ def test_a_stated_degree_decides_over_a_bare_mention() -> None:
     assert not names_ulysses("USP hybrid Ulysses/ring attention", "", "8", "ulysses-degree 1")
     assert names_ulysses("USP hybrid Ulysses/ring attention", "", "8", "ulysses-degree 2")
     # unchanged where no degree is stated (XTuner's cells, a negated mention)
-    assert names_ulysses("XTuner 0.1.x (Ulysses-style)", "no (the cp column holds the Ulysses degree)")
+    assert names_ulysses(
+        "XTuner 0.1.x (Ulysses-style)", "no (the cp column holds the Ulysses degree)"
+    )
     assert not names_ulysses("ring attention, not Ulysses")
     assert not names_ulysses("Megatron-Core 0.9", "yes", "4")
