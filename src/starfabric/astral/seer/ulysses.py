@@ -37,11 +37,31 @@ REPEAT_KV_FRAMEWORKS = ("xtuner",)
 
 def names_ulysses(*cells: str | None) -> bool:
     """Whether any of a row's cells (framework, sp, cp) names Ulysses-style sequence
-    parallelism, not negated ("ring attention, not Ulysses" is not; statements.stated)."""
+    parallelism, not negated ("ring attention, not Ulysses" is not; statements.stated). A
+    stated Ulysses degree decides it over a bare mention: USP's hybrid attention with
+    "ulysses-degree 1" splits no heads, its `ring-degree` ranks run ring attention (Fang &
+    Zhao 2024, arXiv:2405.07719: the sequence-parallel group is ulysses-degree x ring-degree)."""
+    degree = stated_ulysses_degree(*cells)
+    if degree is not None:
+        return degree > 1
     return bool(stated(_ULYSSES, *cells))
 
 
+def stated_ulysses_degree(*cells: str | None) -> int | None:
+    """The Ulysses degree a cell states ("ulysses-degree 1", "ulysses_degree=4", "Ulysses
+    degree: 8", "ulysses size 2"; USP / yunchang's and xDiT's argument names), the first one
+    found, else None."""
+    for cell in cells:
+        m = _ULYSSES_DEGREE.search(cell or "")
+        if m:
+            return int(m.group(1))
+    return None
+
+
 _ULYSSES = re.compile("|".join(ULYSSES_WORDS), re.I)
+_ULYSSES_DEGREE = re.compile(
+    r"\bulysses[\s_-]*(?:sp[\s_-]*)?(?:degree|size)\s*(?:[:=]\s*)?(\d+)\b", re.I
+)
 
 
 def repeats_kv(framework: str | None) -> bool:
