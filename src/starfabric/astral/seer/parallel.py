@@ -168,7 +168,7 @@ class ExecutionSpec(Spec):
     fsdp_collectives: Literal["layer", "parameter"] = Field(
         default="layer",
         description="ZeRO-3/FSDP gathers: one flat buffer per layer (FSDP, Megatron) or one "
-        "collective per parameter tensor (DeepSpeed ZeRO-3 as of 2021)",
+        "collective per parameter tensor (DeepSpeed ZeRO-3 before v0.6.0: seer/deepspeed_flat_gather.py)",
     )
     megatron_fsdp: bool = Field(
         default=False,

@@ -102,8 +102,11 @@ PYTORCH: dict[tuple[int, int], YearMonth] = {
 """PyTorch X.Y.0 release dates (wiki "PyTorch Versions": 1.11.0 02/10/2022, 2.0.0 03/15/2023)."""
 
 _V = r"\s*(?:==|v|version)?\s*(\d+)\.(\d+)"
+DEEPSPEED_RELEASE = re.compile(r"deep[- ]?speed" + _V, re.I)
+"""A DeepSpeed release as a cell states it: "DeepSpeed v0.6", "deepspeed==0.9.5",
+"DeepSpeed version 0.5" (groups: major, minor)."""
 _PATTERNS: tuple[tuple[re.Pattern[str], dict[tuple[int, int], YearMonth]], ...] = (
-    (re.compile(r"deep[- ]?speed" + _V, re.I), DEEPSPEED),
+    (DEEPSPEED_RELEASE, DEEPSPEED),
     (re.compile(r"(?:megatron[- ]?core|\bmcore|\bcore_)\s*[rv]?(\d+)\.(\d+)", re.I), MEGATRON_CORE),
     (re.compile(r"megatron[- ]?lm" + _V, re.I), MEGATRON_LM),
     (re.compile(r"\bnemo(?:\s*framework)?" + _V, re.I), NEMO),
@@ -163,6 +166,13 @@ _MCORE_SEP = r"\s*(?:==\s*|\(\s*|release\s+|version\s+|[-_]\s*)?"
 _MCORE_VERSION = re.compile(
     r"(?:megatron[-_ ]?core|\bmcore|\bcore_)" + _MCORE_SEP + r"[rv]?(\d+)\.(\d+)", re.I
 )
+
+
+def named_deepspeed(text: str | None) -> tuple[int, int] | None:
+    """The DeepSpeed release a cell names by version ("DeepSpeed v0.6", "deepspeed==0.9.5"),
+    as (major, minor); None when it names none."""
+    m = DEEPSPEED_RELEASE.search(text or "")
+    return (int(m.group(1)), int(m.group(2))) if m else None
 
 
 def named_megatron_core(text: str | None) -> tuple[int, int] | None:

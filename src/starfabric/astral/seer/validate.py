@@ -55,6 +55,7 @@ from starfabric.astral.seer.cp_comm import ALGORITHM as CP_ALGORITHM
 from starfabric.astral.seer.cp_comm import host_a2a_size, stated_a2a_size, stated_cp_comm_type
 from starfabric.astral.seer.deepep_sm_budget import stated_num_sms
 from starfabric.astral.seer.deepspeed_bf16_pipe import runs_bf16_pipe_path
+from starfabric.astral.seer.deepspeed_flat_gather import gathers_per_tensor
 from starfabric.astral.seer.degrees import DEGREES, degree_combos, unverified_degrees
 from starfabric.astral.seer.dist_opt_gather import row_gather_dtype
 from starfabric.astral.seer.efa import efa_bus_fraction
@@ -1418,9 +1419,10 @@ def row_setup(row: dict[str, str], shipped: bool = True) -> RowSetup:
     shard = cells.zero_shard_ranks(row.get("zero_or_fsdp"), _gpus_per_node(row))
     if shard is not None and zero:
         ex["zero_shard_ranks"] = shard  # hybrid sharding (parallel.zero_shard)
-    if zero == 3 and "deepspeed" in (row.get("framework") or "").lower() and _legacy(row):
-        # DeepSpeed ZeRO-3 before 2023 gathered every rank's slice of every parameter tensor
-        # over all DP ranks (no flat, rail-aligned buffers): cost.PER_PARAMETER_RAILS.
+    framework = row.get("framework") or ""
+    if zero == 3 and "deepspeed" in framework.lower() and gathers_per_tensor(framework, _year(row)):
+        # DeepSpeed ZeRO-3 before v0.6.0 gathered every parameter tensor in its own collective
+        # over all DP ranks (deepspeed_flat_gather): comm.PER_PARAMETER_RAILS.
         ex["fsdp_collectives"] = "parameter"
     if zero == 3 and states_megatron_fsdp(row.get("zero_or_fsdp"), row.get("framework")):
         ex["megatron_fsdp"] = True  # Megatron-Core's own FSDP (fsdp_side_window)
