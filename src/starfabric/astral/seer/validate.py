@@ -656,7 +656,9 @@ def states_forced_balance(text: str) -> bool:
 SOFTMAX_KERNEL = re.compile(r"(?:scale[- ])?mask(?:ed)?[- ](?:causal[- ])?softmax")
 """A framework cell naming Megatron-LM's fused softmax kernels (FusedScaleMaskSoftmax,
 scaled_masked_softmax / scaled_upper_triang_masked_softmax): attention without FlashAttention."""
-EAGER_ATTENTION = re.compile(r"\beager attention\b|attn_implementation\s*[=:]\s*['\"]?eager\b", re.I)
+EAGER_ATTENTION = re.compile(
+    r"\beager attention\b|attn_implementation\s*[=:]\s*['\"]?eager\b", re.I
+)
 """A framework cell naming Hugging Face transformers' eager attention (`attn_implementation=
 "eager"`: QK^T and PV as matmuls around a float32 softmax; the only Llama path by default before
 transformers 4.36, 2023-12, made SDPA the default): attention without FlashAttention. "eager" alone
