@@ -27,6 +27,7 @@ from starfabric.astral.seer.validate import (
 DATA = Path(__file__).resolve().parents[2] / "data" / "published_runs"
 CSV = DATA / "smp_p4d_runs.csv"
 ROWS = read_rows(CSV)
+LOGGED = [r for r in ROWS if r["unit_primary"] == "samples/s"]  # the FSDP test case's logs
 
 
 def _num(raw: str) -> float:
@@ -40,7 +41,7 @@ def test_header_is_development_set_2s() -> None:
         assert next(csv.reader(fh)) == want
 
 
-@pytest.mark.parametrize("row", ROWS, ids=[r["row_id"] for r in ROWS])
+@pytest.mark.parametrize("row", LOGGED, ids=[r["row_id"] for r in LOGGED])
 def test_figure_is_the_median_of_the_logged_steps(row: dict[str, str]) -> None:
     """value = median of the samples/s listed in derivation_note; the step time and tokens/s
     are that figure's arithmetic (samples per step = micro-batch x GPUs, 4096 tokens each)."""
@@ -56,7 +57,7 @@ def test_figure_is_the_median_of_the_logged_steps(row: dict[str, str]) -> None:
     assert _num(row["derived_tokens_per_sec_per_gpu"]) == pytest.approx(value * seq / gpus, abs=0.1)
 
 
-@pytest.mark.parametrize("row", ROWS, ids=[r["row_id"] for r in ROWS])
+@pytest.mark.parametrize("row", LOGGED, ids=[r["row_id"] for r in LOGGED])
 def test_shape_reproduces_the_logged_parameter_count(row: dict[str, str]) -> None:
     """Llama / Mistral decoder with untied embeddings: the count the log printed ('Created
     model with total parameters: N', quoted in model_notes) follows from the row's cells."""
@@ -68,6 +69,15 @@ def test_shape_reproduces_the_logged_parameter_count(row: dict[str, str]) -> Non
     attn = h * heads * hd * 2 + h * kv * hd * 2  # q, o and k, v
     per_layer = attn + 3 * h * f + 2 * h  # SwiGLU MLP, two RMSNorms
     assert lay * per_layer + h + 2 * vocab * h == logged
+
+
+def test_torchtitan_row_is_its_log_line() -> None:
+    """AWSTT-P5-01: torchtitan logs tokens/s per GPU; one step is local batch 1 x 8192."""
+    (row,) = [r for r in ROWS if r["row_id"] == "AWSTT-P5-01"]
+    tps = _num(row["value_primary"])
+    assert _num(row["tokens_per_sec_per_gpu"]) == tps == 6785
+    assert _num(row["derived_iter_time_s"]) == pytest.approx(8192 / tps, abs=0.001)
+    assert int(row["tokens_per_batch"]) == 32 * 8192
 
 
 def test_seer_reads_and_predicts_every_row() -> None:
