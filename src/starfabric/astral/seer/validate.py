@@ -656,6 +656,13 @@ def states_forced_balance(text: str) -> bool:
 SOFTMAX_KERNEL = re.compile(r"(?:scale[- ])?mask(?:ed)?[- ](?:causal[- ])?softmax")
 """A framework cell naming Megatron-LM's fused softmax kernels (FusedScaleMaskSoftmax,
 scaled_masked_softmax / scaled_upper_triang_masked_softmax): attention without FlashAttention."""
+EAGER_ATTENTION = re.compile(
+    r"\beager attention\b|attn_implementation\s*[=:]\s*['\"]?eager\b", re.I
+)
+"""A framework cell naming Hugging Face transformers' eager attention (`attn_implementation=
+"eager"`: QK^T and PV as matmuls around a float32 softmax; the only Llama path by default before
+transformers 4.36, 2023-12, made SDPA the default): attention without FlashAttention. "eager" alone
+("eager: no torch.compile") is PyTorch's execution mode, not this."""
 
 
 def _cp_comm_type(row: dict[str, str], ex: dict[str, Any], read: dict[str, Any]) -> None:
@@ -760,10 +767,11 @@ def _framework(row: dict[str, str]) -> dict[str, Any]:
     # 2023; the default path is the fused scale-mask-softmax kernel with batched GEMMs).
     flash = flash_generation.names_flash(fw + " ; " + notes)
     attention = "unfused" if plain_megatron and not flash else "flash"
-    if SOFTMAX_KERNEL.search(fw) and not flash:
+    if (SOFTMAX_KERNEL.search(fw) or EAGER_ATTENTION.search(fw)) and not flash:
         # A stack that names Megatron's fused (scale-)mask-softmax kernel as its attention
         # runs the unfused path: QK^T and PV as batched GEMMs around that softmax kernel
-        # (BloombergGPT section 3.4: SMP's "masked-causal-softmax fused kernel").
+        # (BloombergGPT section 3.4: SMP's "masked-causal-softmax fused kernel"); Hugging Face's
+        # eager attention runs the same unfused path (EAGER_ATTENTION).
         attention = "unfused"
     # PyTorch-native stacks (TorchTitan, HF/accelerate, FSDP2 scripts) run attention through
     # SDPA, whose flash backend is FlashAttention-2 until SDPA defaults to cuDNN
