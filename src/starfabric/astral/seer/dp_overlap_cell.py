@@ -9,8 +9,10 @@ all-reduce not overlapped". `overlap_statement` reads one cell and says, per DP 
 whether it was stated overlapped, stated not overlapped, or not stated:
 
 - each mention of overlap ("overlap", "overlapped", "--overlap-grad-reduce") counts unless its
-  clause names another kind of traffic (EP / all-to-all / MoE / expert / TP) without naming DP
-  or PP ("EP a2a not overlapped" is not a DP statement);
+  clause (the text between the clause marks `;`, `,`, `(` around it, the mention's own token
+  included) names another kind of traffic (EP / all-to-all / MoE / expert / TP) without naming
+  DP or PP ("EP a2a not overlapped", "overlap of the TP communication",
+  "--overlap-moe-expert-parallel-comm" are not DP statements);
 - its subject is read from the same token or clause: a gradient reduction ("grad", "gradient",
   "reduce", "reduce-scatter", "all-reduce") → the gradient reduction; a parameter gather
   ("param", "gather", "all-gather") → the parameter all-gather; neither ("DP comm overlap on",
@@ -33,9 +35,10 @@ from starfabric.astral.seer.statements import negated_at
 
 ANY_OVERLAP = re.compile(r"\boverlap\w*", re.I)
 """A mention of overlap, including Megatron's flags ("--overlap-grad-reduce")."""
-OVERLAP_KIND = re.compile(r"\b(?:ep|a2a|moe|all-to-all|tp|expert)\b", re.I)
-"""A kind of traffic other than DP named in the clause of an overlap mention."""
-DP_OR_PP = re.compile(r"\b(?:dp|pp)\b", re.I)
+OVERLAP_KIND = re.compile(r"(?<![a-z0-9])(?:ep|a2a|moe|all-to-all|tp|expert)(?![a-z0-9])", re.I)
+"""A kind of traffic other than DP named in the clause of an overlap mention, also as a part of
+a flag's name ("overlap_moe_expert_parallel_comm": `_` and `-` separate words here)."""
+DP_OR_PP = re.compile(r"(?<![a-z0-9])(?:dp|pp)(?![a-z0-9])", re.I)
 """DP or PP named in the same clause ("DP/TP/PP comm overlap on"): the mention covers DP."""
 _GRAD = re.compile(r"grad|reduc", re.I)
 _PARAM = re.compile(r"param|gather", re.I)
@@ -69,7 +72,8 @@ def overlap_statement(cell: str | None) -> DpOverlap:
     text = cell or ""
     said: dict[str, list[bool]] = {"grad": [], "param": []}
     for m in ANY_OVERLAP.finditer(text):
-        clause = _CLAUSE_END.split(text[: m.start()])[-1]
+        clause = _CLAUSE_END.split(text[: m.start()])[-1] + text[m.start() : m.end()]
+        clause += _CLAUSE_END.split(text[m.end() :])[0]
         if OVERLAP_KIND.search(clause) and not DP_OR_PP.search(clause):
             continue
         on = not negated_at(text, m.start(), m.end())

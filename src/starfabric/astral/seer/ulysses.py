@@ -27,6 +27,7 @@ from __future__ import annotations
 import re
 
 from starfabric.astral.seer.statements import stated
+from starfabric.errors import ConfigError
 
 ULYSSES_WORDS = ("ulysses",)
 """Words in a row's framework or sequence-parallel cell that name the Ulysses scheme."""
@@ -48,19 +49,24 @@ def names_ulysses(*cells: str | None) -> bool:
 
 
 def stated_ulysses_degree(*cells: str | None) -> int | None:
-    """The Ulysses degree a cell states ("ulysses-degree 1", "ulysses_degree=4", "Ulysses
-    degree: 8", "ulysses size 2"; USP / yunchang's and xDiT's argument names), the first one
-    found, else None."""
-    for cell in cells:
-        m = _ULYSSES_DEGREE.search(cell or "")
-        if m:
-            return int(m.group(1))
-    return None
+    """The Ulysses degree the cells state ("ulysses-degree 1", "ulysses_degree=4", "Ulysses
+    degree: 8", "ulysses size 2", "Ulysses degree of 4"; USP / yunchang's and xDiT's argument
+    names), else None. Two different degrees stated in a row's cells are a ConfigError naming
+    both (validate adds the row)."""
+    found = sorted(
+        {int(m.group(1)) for cell in cells for m in _ULYSSES_DEGREE.finditer(cell or "")}
+    )
+    if len(found) > 1:
+        raise ConfigError(
+            f"Ulysses degree stated as {' and '.join(map(str, found))}",
+            fix="state one ulysses-degree for the run (framework, sp, cp or notes cell)",
+        )
+    return found[0] if found else None
 
 
 _ULYSSES = re.compile("|".join(ULYSSES_WORDS), re.I)
 _ULYSSES_DEGREE = re.compile(
-    r"\bulysses[\s_-]*(?:sp[\s_-]*)?(?:degree|size)\s*(?:[:=]\s*)?(\d+)\b", re.I
+    r"\bulysses[\s_-]*(?:sp[\s_-]*)?(?:degree|size)\s*(?:[:=]\s*|of\s+)?(\d+)\b", re.I
 )
 
 

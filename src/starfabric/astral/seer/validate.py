@@ -134,13 +134,6 @@ NO_OVERLAP = re.compile(r"\b(?:no|without)\s+(?:comm(?:unication)?\s+)?overlap\b
 """A framework cell stating that communication is not overlapped."""
 
 
-def _states_dp_overlap(fw: str) -> bool:
-    """Whether a framework cell states communication overlap that is not of one other kind
-    (EP, a2a, TP): "--overlap-grad-reduce", "DP/TP/PP comm overlap on", "with overlap"; a
-    negated mention ("EP all-to-all not overlapped", "no overlap") is not one."""
-    return dp_overlap_cell.states_dp_overlap(fw)
-
-
 TP_OVERLAP = re.compile(
     r"tp[-_ ]comm[-_ ]overlap|\btp(?:/\w+)*[-_ ](?:comm(?:unication)?[-_ ])?overlap"
     r"|\basync[-_ ]?tp\b"
@@ -657,12 +650,16 @@ SOFTMAX_KERNEL = re.compile(r"(?:scale[- ])?mask(?:ed)?[- ](?:causal[- ])?softma
 """A framework cell naming Megatron-LM's fused softmax kernels (FusedScaleMaskSoftmax,
 scaled_masked_softmax / scaled_upper_triang_masked_softmax): attention without FlashAttention."""
 EAGER_ATTENTION = re.compile(
-    r"\beager attention\b|attn_implementation\s*[=:]\s*['\"]?eager\b", re.I
+    r"\beager[- ]attention\b"
+    r"|\battn_implementation\s*(?:[=:]\s*|\s+)['\"]?eager\b"
+    r"|\battention(?:[- ]implementation)?\s*[=:]\s*['\"]?eager\b",
+    re.I,
 )
 """A framework cell naming Hugging Face transformers' eager attention (`attn_implementation=
-"eager"`: QK^T and PV as matmuls around a float32 softmax; the only Llama path by default before
-transformers 4.36, 2023-12, made SDPA the default): attention without FlashAttention. "eager" alone
-("eager: no torch.compile") is PyTorch's execution mode, not this."""
+"eager"`, `--attn_implementation eager`, "attention: eager": QK^T and PV as matmuls around a
+float32 softmax; the only Llama path by default before transformers 4.36, 2023-12, made SDPA the
+default): attention without FlashAttention. A negated mention ("no eager attention") is not one
+(statements.stated); "eager" alone ("eager: no torch.compile") is PyTorch's execution mode."""
 
 
 def _cp_comm_type(row: dict[str, str], ex: dict[str, Any], read: dict[str, Any]) -> None:
@@ -741,13 +738,23 @@ def _framework(row: dict[str, str]) -> dict[str, Any]:
     # (--overlap-grad-reduce, --overlap-param-gather, --overlap-p2p-communication): a row that
     # does not state them ran without (the baseline MegaScale section 3.2 improves on).
     plain_megatron = (
-        fw.strip().startswith("megatron-lm") and not _states_dp_overlap(fw) and "core" not in fw
+        fw.strip().startswith("megatron-lm")
+        and not dp_overlap_cell.states_dp_overlap(fw)
+        and "core" not in fw
     )
     dp_overlap = not no_overlap and not plain_megatron
     # The data-parallel cell may state the overlap of each DP collective itself ("ZeRO-1 with
     # the gradient reduce-scatter overlapped with the backward pass", "gradient all-reduce not
     # overlapped"): a collective it states follows the statement (dp_overlap_cell).
     dp_cell = dp_overlap_cell.overlap_statement(row.get("zero_or_fsdp"))
+    if no_overlap and (dp_cell.grad_reduce or dp_cell.param_gather):
+        raise DataError(
+            f"row {row.get('row_id', '?')}: framework = {row.get('framework')!r} states no "
+            f"overlap but zero_or_fsdp = {row.get('zero_or_fsdp')!r} states a DP collective "
+            "overlapped",
+            fix="name the kind of traffic that was not overlapped in the framework cell "
+            "('EP a2a: no overlap') or correct the zero_or_fsdp cell",
+        )
     grad_overlap = dp_overlap if dp_cell.grad_reduce is None else dp_cell.grad_reduce
     gather_overlap = dp_overlap if dp_cell.param_gather is None else dp_cell.param_gather
     sp_text = (row.get("sp") or "").lower()
@@ -767,7 +774,7 @@ def _framework(row: dict[str, str]) -> dict[str, Any]:
     # 2023; the default path is the fused scale-mask-softmax kernel with batched GEMMs).
     flash = flash_generation.names_flash(fw + " ; " + notes)
     attention = "unfused" if plain_megatron and not flash else "flash"
-    if (SOFTMAX_KERNEL.search(fw) or EAGER_ATTENTION.search(fw)) and not flash:
+    if (SOFTMAX_KERNEL.search(fw) or stated(EAGER_ATTENTION, fw)) and not flash:
         # A stack that names Megatron's fused (scale-)mask-softmax kernel as its attention
         # runs the unfused path: QK^T and PV as batched GEMMs around that softmax kernel
         # (BloombergGPT section 3.4: SMP's "masked-causal-softmax fused kernel"); Hugging Face's
@@ -1344,7 +1351,13 @@ def row_setup(row: dict[str, str], shipped: bool = True) -> RowSetup:
     # torch._grouped_mm runs routed experts only (a dense TorchTitan row has none).
     if not model.is_moe:
         ex.pop("moe_torch_grouped_mm", None)
-    if names_ulysses(row.get("framework"), row.get("sp"), row.get("cp"), row.get("notes")):
+    try:
+        ulysses = names_ulysses(
+            row.get("framework"), row.get("sp"), row.get("cp"), row.get("notes")
+        )
+    except ConfigError as exc:
+        raise DataError(f"row {row.get('row_id', '?')}: {exc.message}", fix=exc.fix) from None
+    if ulysses:
         # DeepSpeed-Ulysses / XTuner sequence parallelism: all-to-alls on heads (ulysses.py).
         ex["cp_algorithm"] = "ulysses"
         ex["ulysses_repeat_kv"] = repeats_kv(row.get("framework"))
