@@ -5,10 +5,13 @@ measurements on AWS p4d, not against a development row's error."""
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from starfabric.astral.hardware import get_gpu
 from starfabric.astral.seer.comm import PER_PARAMETER_RAILS, collective_time, make_fabric
 from starfabric.astral.seer.deepspeed_flat_gather import (
+    FLAT_GATHER_RELEASE,
     FLAT_GATHER_SINCE,
     PR1453_GPUS,
     PR1453_PARAMS,
@@ -19,7 +22,6 @@ from starfabric.astral.seer.deepspeed_flat_gather import (
 from starfabric.astral.seer.efa import EFA_P4D_BUS_FRACTION
 from starfabric.astral.seer.efficiency import efficiency_for
 from starfabric.astral.seer.fabric import Group
-from starfabric.astral.seer.releases import DEEPSPEED
 
 ROOT = Path(__file__).parents[2]
 BF16 = 2
@@ -32,10 +34,16 @@ BF16 = 2
         ("deepspeed==0.5.5", None, True),
         ("DeepSpeed v0.6 + Megatron-LM", 2021, False),
         ("deepspeed==0.9.5, HF transformers", None, False),
+        ("DeepSpeed v0.5.10", 2023, True),  # a patch of 0.5: still per tensor
+        ("DeepSpeed 0.10.0", 2021, False),  # 0.10 > 0.6 (numbers, not strings)
+        ("DeepSpeed version 1.0", None, False),
         ("DeepSpeed ZeRO-3 (2022-01)", 2022, True),  # before the v0.6.0 tag (2022-03)
+        ("DeepSpeed ZeRO-3 (2022-02-28)", 2022, True),  # the last month before it
         ("DeepSpeed ZeRO-3 (2022-03)", 2022, False),
+        ("DeepSpeed ZeRO-3 (2021-12)", 2022, True),  # the month decides over the year
         ("DeepSpeed ZeRO-3", 2021, True),  # a year only: before 2022
-        ("DeepSpeed ZeRO-3", 2022, False),
+        ("DeepSpeed ZeRO-3", 2022, False),  # v0.6.0 was tagged in 2022-03 (assumption)
+        ("DeepSpeed ZeRO-3", 2023, False),
         ("DeepSpeed ZeRO-3", None, False),  # undated: today's DeepSpeed
     ],
 )
@@ -43,10 +51,24 @@ def test_release_boundary(framework: str, year: int | None, want: bool) -> None:
     assert gathers_per_tensor(framework, year) is want
 
 
-def test_boundary_is_the_release_that_carries_the_commit() -> None:
-    """PR #1453 (merged 2022-01-20) is first tagged in v0.6.0, whose tag date the release
-    table holds."""
-    assert FLAT_GATHER_SINCE == DEEPSPEED[(0, 6)] == (2022, 3)
+@given(
+    minor=st.integers(0, 30),
+    year=st.one_of(st.none(), st.integers(2019, 2030)),
+    month=st.integers(1, 12),
+)
+def test_a_named_release_decides_over_any_date(minor: int, year: int | None, month: int) -> None:
+    """Whatever year or month the cell and the row also state, "DeepSpeed v0.M" alone decides:
+    per tensor exactly when M < 6 (the release that carries PR #1453)."""
+    cell = f"DeepSpeed v0.{minor} ZeRO-3 ({year or 2022}-{month:02d})"
+    assert gathers_per_tensor(cell, year) is (minor < FLAT_GATHER_RELEASE[1])
+
+
+@given(year=st.integers(2019, 2030), month=st.integers(1, 12))
+def test_a_stated_month_decides_at_the_v060_tag(year: int, month: int) -> None:
+    """Without a named release, a YYYY-MM the cell writes is compared with the v0.6.0 tag
+    month (DEEPSPEED table), whatever the row's year."""
+    cell = f"DeepSpeed ZeRO-3 ({year}-{month:02d})"
+    assert gathers_per_tensor(cell, 2030) is ((year, month) < FLAT_GATHER_SINCE)
 
 
 def test_set_one_deepspeed_rows_keep_per_tensor_gathers() -> None:
@@ -60,6 +82,30 @@ def test_set_one_deepspeed_rows_keep_per_tensor_gathers() -> None:
     assert len(zero3) == 6
     for row in zero3:
         assert row_setup(row).execution.get("fsdp_collectives") == "parameter", row["row_id"]
+
+
+@pytest.mark.parametrize(
+    ("framework", "want"),
+    [
+        ("DeepSpeed ZeRO-3", "parameter"),  # the set-one cell, dated 2021 by its citation
+        ("DeepSpeed v0.6 ZeRO-3", None),  # a release with the flat gather
+        ("DeepSpeed ZeRO-3 (2022-05)", None),  # a month after the v0.6.0 tag
+        ("PyTorch FSDP", None),  # not DeepSpeed: flat buffers whatever the year
+    ],
+)
+def test_validate_applies_the_boundary_only_to_deepspeed_zero3(
+    framework: str, want: str | None
+) -> None:
+    """row_setup sets the per-tensor pricing from the framework cell through
+    gathers_per_tensor, for DeepSpeed ZeRO-3 only."""
+    from starfabric.astral.seer.validate import read_rows, row_setup
+
+    rows = read_rows(ROOT / "data/published_runs/development_runs.csv")
+    base = next(r for r in rows if r["row_id"] == "N21-T2-07")
+    row = {**base, "framework": framework}
+    assert row_setup(row).execution.get("fsdp_collectives") == want
+    zero2 = {**base, "zero_or_fsdp": "ZeRO-2 (DeepSpeed)"}
+    assert row_setup(zero2).execution.get("fsdp_collectives") is None
 
 
 def _p4d_step_traffic_s(gpus: int, rails: int | None) -> float:

@@ -14,6 +14,7 @@ import pytest
 
 from starfabric.astral.seer.dp_overlap_cell import DpOverlap, overlap_statement, states_dp_overlap
 from starfabric.astral.seer.validate import read_rows, row_job_options, validate_row
+from starfabric.errors import DataError
 
 DEV2 = Path(__file__).parents[2] / "data" / "published_runs" / "development_runs_2.csv"
 
@@ -45,6 +46,15 @@ def _row(row_id: str) -> dict[str, str]:
         # another kind of traffic named in the clause: not a DP statement
         ("ZeRO-1 (EP a2a not overlapped)", None, None),
         ("ZeRO-1; TP communication overlap on", None, None),
+        # ... also when the kind follows the mention, or is part of the flag's own name
+        ("ZeRO-1 (overlap of the TP communication)", None, None),
+        ("ZeRO-1; overlap_moe_expert_parallel_comm on", None, None),
+        ("ZeRO-1; --overlap-moe-expert-parallel-comm", None, None),
+        # DP named beside another kind: a DP statement
+        ("ZeRO-1 with overlap of DP and EP communication", True, True),
+        # a flag's value switches it off
+        ("ZeRO-1; overlap_grad_reduce=False", False, None),
+        ("ZeRO-1; overlap_param_gather: true", None, True),
         # stated once on and once off: on (statements' convention)
         ("grad reduce overlapped (the 2022 run: grad reduce not overlapped)", True, None),
         # no overlap words: nothing stated
@@ -67,10 +77,14 @@ def test_dp_cell_reading(cell: str, grad: bool | None, param: bool | None) -> No
         ("Megatron-LM, no overlap", False),
         ("Megatron-LM (2023)", False),
         ("Megatron-Core 0.13 (EP a2a overlap)", False),
+        (
+            "Megatron-Bridge 0.5.0, MoE dispatcher alltoall, overlap_moe_expert_parallel_comm on",
+            False,
+        ),
     ],
 )
-def test_framework_cell_reading_unchanged(framework: str, want: bool) -> None:
-    # validate's framework-cell reader now calls this function: same answers as before
+def test_framework_cell_reading(framework: str, want: bool) -> None:
+    # validate's framework-cell reader (plain Megatron-LM's opt-in DP overlap) calls this
     assert states_dp_overlap(framework) is want
 
 
@@ -102,3 +116,13 @@ def test_plain_megatron_dp_cell_flag_is_read() -> None:
     flagged = {**row, "zero_or_fsdp": row["zero_or_fsdp"] + "; --overlap-grad-reduce"}
     _, ex2, _ = row_job_options(flagged)
     assert ex2["overlap_grad_reduce"] is True and ex2["overlap_param_gather"] is False
+
+
+def test_framework_no_overlap_against_a_dp_cell_stating_overlap_is_a_row_error() -> None:
+    row = {**_row("FALCON180B-01"), "framework": "Megatron-LM fork, no overlap"}
+    row["zero_or_fsdp"] = "ZeRO-1; gradient reduce-scatter overlapped with the backward"
+    with pytest.raises(DataError, match=r"row FALCON180B-01: framework = .* states no overlap"):
+        row_job_options(row)
+    # naming the kind in the framework cell ("EP a2a: no overlap") is no conflict
+    _, ex, _ = row_job_options({**row, "framework": "Megatron-Core, EP a2a: no overlap"})
+    assert ex["overlap_grad_reduce"] is True

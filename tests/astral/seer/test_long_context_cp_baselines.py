@@ -16,7 +16,8 @@ import pytest
 
 from starfabric.astral.seer.cells import flop_convention, number
 from starfabric.astral.seer.ulysses import names_ulysses, stated_ulysses_degree
-from starfabric.astral.seer.validate import read_rows, validate_all
+from starfabric.astral.seer.validate import read_rows, validate_all, validate_row
+from starfabric.errors import ConfigError, DataError
 
 DATA = Path(__file__).parents[2] / "data" / "published_runs"
 CSV = DATA / "long_context_cp_baselines.csv"
@@ -105,6 +106,11 @@ def test_seer_reads_every_row() -> None:
         ("Ulysses degree: 8", 8),
         ("ulysses size 2", 2),
         ("ulysses-sp-size 16", 16),
+        ("ulysses_sp_size=4", 4),
+        ("Ulysses degree of 4", 4),
+        ("--ulysses-degree=2 --ring-degree=4", 2),
+        ("ring-degree 8", None),  # the ring degree is not the Ulysses one
+        ("8-way Ulysses", None),  # a bare mention with a count: not a stated degree
         ("XTuner 0.1.x (Ulysses-style sequence parallel)", None),
         ("no (the cp column holds the Ulysses degree)", None),
     ],
@@ -122,3 +128,14 @@ def test_a_stated_degree_decides_over_a_bare_mention() -> None:
     )
     assert not names_ulysses("ring attention, not Ulysses")
     assert not names_ulysses("Megatron-Core 0.9", "yes", "4")
+    # a stated degree of 1 in any cell (notes included) overrides a bare mention elsewhere
+    assert not names_ulysses("DeepSpeed-Ulysses", "", "4", "ulysses_degree=1")
+
+
+def test_conflicting_ulysses_degrees_are_a_one_line_row_error() -> None:
+    with pytest.raises(ConfigError, match="Ulysses degree stated as 1 and 4"):
+        stated_ulysses_degree("ulysses-degree 1", "", "ulysses_degree=4")
+    assert stated_ulysses_degree("ulysses-degree 2", "Ulysses degree: 2") == 2  # same: fine
+    row = {**ROWS[0], "notes": ROWS[0]["notes"] + "; ulysses-degree 2"}
+    with pytest.raises(DataError, match=rf"row {ROWS[0]['row_id']}: Ulysses degree stated as"):
+        validate_row(row)

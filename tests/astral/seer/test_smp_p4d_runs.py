@@ -16,7 +16,6 @@ from starfabric.astral.seer.efa import EFA_P4D_BUS_FRACTION
 from starfabric.astral.seer.efficiency import efficiency_for
 from starfabric.astral.seer.fabric import Group
 from starfabric.astral.seer.validate import (
-    EAGER_ATTENTION,
     _framework,
     _gpu,
     _nic,
@@ -111,18 +110,27 @@ def test_p4d_row_reads_efa_fraction_and_eager_attention() -> None:
 
 
 @pytest.mark.parametrize(
-    ("cell", "eager"),
+    ("stack", "attention"),
     [
-        ("Hugging Face transformers 4.35 LlamaForCausalLM (eager attention: fp32 softmax)", True),
-        ("HF Trainer, attn_implementation='eager'", True),
-        ("attn_implementation: eager", True),
-        ("TorchTitan (PyTorch nightly 2024-12, FSDP2, eager: no torch.compile)", False),
-        ("FSDP (eager, BF16)", False),
-        ("attn_implementation='sdpa'", False),
+        ("(eager attention: matmuls around a float32 softmax)", "unfused"),
+        ("HF Trainer, attn_implementation='eager'", "unfused"),
+        ("attn_implementation: eager", "unfused"),
+        ("--attn_implementation eager", "unfused"),
+        ("attention: eager", "unfused"),
+        ("no eager attention (SDPA)", "flash"),  # negated
+        ("eager attention off", "flash"),
+        ("eager: no torch.compile", "flash"),  # PyTorch's execution mode, not attention
+        ("FSDP (eager, BF16)", "flash"),
+        ("attn_implementation='sdpa'", "flash"),
+        ("eager attention, flash-attn 2", "flash"),  # a named flash kernel wins
     ],
 )
-def test_eager_attention_is_read_only_where_the_cell_names_it(cell: str, eager: bool) -> None:
-    assert bool(EAGER_ATTENTION.search(cell)) is eager
+def test_eager_attention_is_read_only_where_the_cell_names_it(stack: str, attention: str) -> None:
+    """The p4d row's stack with only the attention words changed: validate's framework reader
+    prices HF eager attention as unfused, and nothing else that says "eager"."""
+    p4d = next(r for r in ROWS if r["row_id"] == "AWSFSDP-P4D-01")
+    cell = "PyTorch FSDP (torch 2.0.1, FSDP1) + Hugging Face transformers 4.35 " + stack
+    assert _framework({**p4d, "framework": cell})["attention"] == attention
 
 
 def test_full_exposure_bound_of_the_p4d_fsdp_collectives() -> None:
