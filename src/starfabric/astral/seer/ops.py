@@ -55,7 +55,11 @@ CROSS_ENTROPY_BYTES_PER_LOGIT = 38.0
 CROSS_ENTROPY_BWD_BYTES_PER_LOGIT = 22.0
 """Backward: softmax - one-hot (r4 w4), scale by the loss grad (r4 w4), cast to 16 bit (r4 w2)."""
 MOE_IMBALANCE = 1.1
-"""Busiest expert's tokens / mean tokens per expert with an auxiliary balance loss (assumption)."""
+"""Busiest expert-parallel rank's routed tokens / mean under dropless learned routing
+(assumption). Outside check, not a fit (tests/data/published_runs/moe_load_imbalance.md): the
+measured per-expert and per-rank loads of trained routers put a rank of 16 of 128 experts at EP 8
+at 1.08-1.23 (`scripts/seer_moe_load_imbalance.py`); the model behind that check is not adopted
+(docs/astral.md, "Dropless routing's rank imbalance from outside load statistics")."""
 ROUTER_BYTES_PER_SCORE = 12.0
 """Router softmax/sigmoid + top-k over fp32 scores: write, re-read and write probabilities
 (3 x 4 bytes per token-expert score; assumption)."""
