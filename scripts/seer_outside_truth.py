@@ -1,0 +1,88 @@
+"""Seer's error on the measured runs recorded OUTSIDE the development sets, one line per file.
+
+The development sets (`development_runs.csv`, `development_runs_2.csv`) are what Seer's mechanisms
+were checked against; the files listed in OUTSIDE_FILES were gathered afterwards (issue 32,
+session 21) only to test Seer on runs it was never developed on, and nothing in Seer is
+fitted to them. Each is read exactly as `starfabric astral seer validate --csv F` reads it;
+the table leads with the answer a user asks ("how far off is Seer on data like mine?"):
+
+    python scripts/seer_outside_truth.py [--json out.json]
+
+Columns: rows compared (and rows Seer could not read), mean and max |error| of the iteration
+time, the median signed error (negative: Seer predicts too fast) and the row furthest off.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+from starfabric.astral.seer.validate import summary, validate_all
+
+DATA = Path(__file__).resolve().parents[1] / "tests" / "data" / "published_runs"
+OUTSIDE_FILES: dict[str, str] = {
+    "long_context_cp_baselines.csv": "long-context ring CP, USP's Megatron-LM tables (A800)",
+    "moe_cross_host_baselines.csv": "MoE, MegaScale-MoE's Megatron-LM baseline (H800)",
+    "smp_p4d_runs.csv": "sharded DP, AWS test-case logs (p4d / p5)",
+}
+"""Outside files holding measured runs in the published-runs layout, with what each is. The
+session-21 records without runs (grace_host_overhead, moe_load_imbalance, the two search
+records) are statistics or searches, not rows `seer validate` reads."""
+
+
+def file_summary(path: Path) -> dict[str, Any]:
+    """One file's rows compared, rows not read, mean/max |error|, median signed error and the
+    row furthest off (row_id, signed error)."""
+    results, failed = validate_all(path)
+    doc = summary(results, failed)
+    errors = [r["error"] for r in doc["rows"]]
+    worst = max(doc["rows"], key=lambda r: abs(r["error"]), default=None)
+    return {
+        "rows": len(errors),
+        "not_read": len(doc["not_predicted"]),
+        "mean_abs_error": doc["mean_abs_error"],
+        "max_abs_error": doc["max_abs_error"],
+        "median_error": statistics.median(errors) if errors else 0.0,
+        "worst": (worst["row_id"], worst["error"]) if worst else None,
+    }
+
+
+def table(sums: dict[str, dict[str, Any]]) -> str:
+    """Markdown table, one line per outside file."""
+    lines = [
+        "| file | what | rows (not read) | mean / max abs error | median signed | furthest |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name, s in sums.items():
+        worst = f"{s['worst'][0]} {100 * s['worst'][1]:+.1f}%" if s["worst"] else "—"
+        lines.append(
+            f"| {name} | {OUTSIDE_FILES[name]} | {s['rows']} ({s['not_read']}) | "
+            f"{100 * s['mean_abs_error']:.1f}% / {100 * s['max_abs_error']:.1f}% | "
+            f"{100 * s['median_error']:+.1f}% | {worst} |"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--json", type=Path, help="also write the per-file figures as JSON here")
+    args = ap.parse_args(argv)
+    if args.json is not None and not args.json.parent.is_dir():
+        print(f"error: --json {args.json}: folder does not exist; give a path in an existing folder",
+              file=sys.stderr)  # fmt: skip
+        return 2
+    sums = {name: file_summary(DATA / name) for name in OUTSIDE_FILES}
+    print(table(sums))
+    if args.json is not None:
+        tmp = args.json.with_suffix(args.json.suffix + ".tmp")
+        tmp.write_text(json.dumps(sums, indent=2) + "\n")
+        tmp.replace(args.json)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
