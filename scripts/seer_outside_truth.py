@@ -27,6 +27,7 @@ DATA = Path(__file__).resolve().parents[1] / "tests" / "data" / "published_runs"
 OUTSIDE_FILES: dict[str, str] = {
     "long_context_cp_baselines.csv": "long-context ring CP, USP's Megatron-LM tables (A800)",
     "moe_cross_host_baselines.csv": "MoE, MegaScale-MoE's Megatron-LM baseline (H800)",
+    "mlperf_gpt3_runs.csv": "dense GPT-3 175B, MLPerf Training v3.0/v4.0 logs (512-11,616 H100)",
     "smp_p4d_runs.csv": "sharded DP, AWS test-case logs (p4d / p5)",
 }
 """Outside files holding measured runs in the published-runs layout, with what each is. The
