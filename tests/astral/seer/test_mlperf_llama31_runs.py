@@ -1,0 +1,116 @@
+"""MLPerf Training Llama 3.1 405B, rounds v5.0 and v5.1 (tests/data/published_runs/
+mlperf_llama31_runs.csv, session 21j): the transcription's invariants — each row's step time is
+the median of the per-log figures its notes list, the token rate is that time's arithmetic, the
+layout multiplies out to the GPU count and to the logged global batch, every row cites its own
+logs and config, the shape is 405B's — and Seer reads every row. Seer's error values are not
+asserted here (outside ground truth, nothing fitted to it)."""
+
+import csv
+import re
+import statistics
+from pathlib import Path
+
+import pytest
+
+from starfabric.astral.seer.validate import read_rows, validate_all
+
+DATA = Path(__file__).resolve().parents[2] / "data" / "published_runs"
+CSV = DATA / "mlperf_llama31_runs.csv"
+ROWS = read_rows(CSV)
+IDS = [r["row_id"] for r in ROWS]
+
+
+def test_header_is_development_set_2s() -> None:
+    with (DATA / "development_runs_2.csv").open(newline="") as fh:
+        want = next(csv.reader(fh))
+    with CSV.open(newline="") as fh:
+        assert next(csv.reader(fh)) == want
+
+
+def test_rounds_are_v50_and_v51_and_rows_unique() -> None:
+    assert len(ROWS) == 18
+    assert len(set(IDS)) == len(IDS)
+    for row in ROWS:
+        assert re.search(r"training_results_v5\.[01] @[0-9a-f]{12} ", row["citation"])
+    # one row per result folder (rule 1), no folder twice
+    folders = [re.search(r"\S+/results/\S+/llama31_405b/", r["citation"]) for r in ROWS]
+    assert all(folders)
+    assert len({f.group(0) for f in folders if f}) == len(ROWS)
+
+
+@pytest.mark.parametrize("row", ROWS, ids=IDS)
+def test_row_cites_its_logs_and_config(row: dict[str, str]) -> None:
+    cite = row["citation"]
+    assert re.search(r"/results/[^/ ]+/llama31_405b/result_\*\.txt", cite)
+    assert re.search(r"config [\w/.+-]+/config_\w+\.sh", cite)
+    assert row["verification"].startswith("VERIFIED_PRIMARY")
+
+
+@pytest.mark.parametrize("row", ROWS, ids=IDS)
+def test_step_time_is_the_median_of_the_listed_logs(row: dict[str, str]) -> None:
+    """The notes list each log's median train_step_time; the row's figure is their median."""
+    listed = [float(x) for x in re.findall(r"result_\w+\.txt (\d+\.\d+)", row["notes"])]
+    assert len(listed) >= 3
+    assert float(row["iter_time_s"]) == pytest.approx(statistics.median(listed), abs=5e-5)
+    assert float(row["value_primary"]) == float(row["iter_time_s"])
+    assert not row["derived_iter_time_s"]
+    assert "train_step_time" in row["derivation_note"]
+
+
+@pytest.mark.parametrize("row", ROWS, ids=IDS)
+def test_tokens_per_second_is_gbs_times_seq_over_step_time(row: dict[str, str]) -> None:
+    gbs, seq, gpus = (int(row[k]) for k in ("global_batch_seqs", "seq_len", "num_gpus"))
+    assert seq == 8192
+    assert int(row["tokens_per_batch"]) == gbs * seq
+    tps = gbs * seq / float(row["iter_time_s"]) / gpus
+    assert float(row["derived_tokens_per_sec_per_gpu"]) == pytest.approx(tps, rel=1e-4)
+
+
+@pytest.mark.parametrize("row", ROWS, ids=IDS)
+def test_layout_multiplies_out_to_gpus_and_logged_batch(row: dict[str, str]) -> None:
+    """TP x PP x CP x DP = GPUs (EP = 1); GBS = micro-batch x logged accumulation x DP; the
+    config file's name NODESxGPUSxMINIBSxtpTppPcpC agrees with the cells."""
+    tp, pp, dp, cp, ep, gpus, mb, gbs, gpn = (
+        int(row[k])
+        for k in ("tp", "pp", "dp", "cp", "ep", "num_gpus", "micro_batch",
+                  "global_batch_seqs", "gpus_per_node")
+    )  # fmt: skip
+    assert ep == 1
+    assert tp * pp * cp * dp == gpus
+    ga = re.search(r"gradient_accumulation_steps (\d+)", row["notes"])
+    assert ga is not None
+    assert mb * int(ga.group(1)) * dp == gbs
+    name = re.search(r"config_\w+?_(\d+)x(\d+)x(\d+)xtp(\d+)pp(\d+)cp(\d+)", row["citation"])
+    assert name is not None
+    nodes, per_node, minibs, c_tp, c_pp, c_cp = (int(x) for x in name.groups())
+    assert (nodes * per_node, per_node, minibs, c_tp, c_pp, c_cp) == (
+        gpus,
+        gpn,
+        int(ga.group(1)),
+        tp,
+        pp,
+        cp,
+    )
+
+
+@pytest.mark.parametrize("row", ROWS, ids=IDS)
+def test_shape_is_llama31_405b(row: dict[str, str]) -> None:
+    shape = tuple(
+        int(row[k]) for k in ("layers", "hidden", "ffn_hidden", "heads", "kv_heads", "vocab")
+    )
+    assert shape == (126, 16384, 53248, 128, 8, 128256)
+    assert "hidden" in row["unverified_fields"]  # not in the repository (rule 5 of the .md)
+
+
+def test_precision_matches_the_config_name() -> None:
+    """An `_fp4` config is an NVFP4 row; every other row is FP8."""
+    for row in ROWS:
+        fp4 = "_fp4.sh" in row["citation"]
+        assert row["precision"].startswith("NVFP4") == fp4
+        assert fp4 or row["precision"].startswith("FP8")
+
+
+def test_seer_reads_every_row() -> None:
+    results, failed = validate_all(CSV)
+    assert failed == []
+    assert sorted(r.row_id for r in results) == sorted(IDS)
