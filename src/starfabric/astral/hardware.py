@@ -18,7 +18,7 @@ from pydantic import Field, field_validator
 from starfabric.config import Spec, parse_spec, read_mapping
 from starfabric.errors import ConfigError
 
-DTYPES = ("fp32", "tf32", "fp16", "bf16", "fp8", "mxfp8")
+DTYPES = ("fp32", "tf32", "fp16", "bf16", "fp8", "mxfp8", "nvfp4")
 """Dtypes a GPUSpec may quote dense TFLOP/s for."""
 
 

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from starfabric.astral.hardware import GPUSpec
+from starfabric.astral.seer import nvfp4
 from starfabric.astral.seer.comm import CommModel, Phase, layout_groups
 from starfabric.astral.seer.cp_comm import ring_exposed
 from starfabric.astral.seer.cudnn_release import not_applied as cudnn_not_applied
@@ -259,6 +260,12 @@ def make_context(
         gemm_peak = gpu.tflops("fp8") * 1e12 * clock
         gemm_frac = eff.fp8_gemm_peak_fraction * gemm_rate(ex.fp8_recipe, gpu)
         cast_bytes = FP8_CAST_BYTES * cast_factor(ex.fp8_recipe, gpu)
+        if ex.fp4_recipe is not None:
+            # NVFP4 GEMMs (seer/nvfp4.py): the FP4 peak at MXFP8's share of its peak, and the
+            # recipe's quantization bytes (two reads more, Hadamard columnwise copy).
+            gemm_peak = nvfp4.gemm_peak_tflops(gpu) * 1e12 * clock
+            gemm_frac = eff.fp8_gemm_peak_fraction * nvfp4.NVFP4_PEAK_FRACTION
+            cast_bytes = FP8_CAST_BYTES * nvfp4.cast_factor(gpu)
     else:
         gemm_peak, gemm_frac = peak, eff.gemm_peak_fraction
     # FA2 and older kernels at fa2_rate (x flash_generation's ratio); cuDNN's at its release.

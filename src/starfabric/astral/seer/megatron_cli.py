@@ -368,7 +368,8 @@ def _low_precision(
     fp4_recipe: str | None,
 ) -> None:  # fmt: skip
     """--fp8-format / --fp4-format (TransformerConfig.fp8 / fp4 and their recipes, core_v0.17.1):
-    FP8 GEMMs; FP4 is timed at the FP8 rate as validate does (validate.FP4_AS_FP8)."""
+    FP8 GEMMs; FP4 (recipe nvfp4, Megatron's default) runs them as NVFP4 (seer/nvfp4.py), a
+    custom FP4 quantizer factory is not known and keeps the FP8 rate."""
     for flag, val, ok in (("--fp8-format", fp8, FP8_FORMATS), ("--fp8-recipe", fp8_recipe,
                           FP8_RECIPES), ("--fp4-format", fp4, FP4_FORMATS),
                           ("--fp4-recipe", fp4_recipe, FP4_RECIPES)):  # fmt: skip
@@ -391,6 +392,8 @@ def _low_precision(
         # Megatron-Core's default recipe is delayed scaling (TransformerConfig.fp8_recipe);
         # a custom quantizer factory is not known, so it keeps the delayed reference.
         ex["fp8_recipe"] = fp8_recipe or "delayed"
+    if fp4 and fp4_recipe != "custom":
+        ex["fp4_recipe"] = "nvfp4"
 
 
 def _cpu_offload(ex: dict[str, Any], aware: bool) -> None:

@@ -16,10 +16,11 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from starfabric.astral.hardware import GPUSpec, get_gpu
-from starfabric.astral.seer import cpu_optimizer_offload, cudnn_release, te_cp_step
+from starfabric.astral.seer import cpu_optimizer_offload, cudnn_release, nvfp4, te_cp_step
 from starfabric.astral.seer.cp_comm import a2a_heads_error, cp_levels, host_a2a_size
 from starfabric.astral.seer.fp8_recipe import Recipe, check_supported, native_mx
 from starfabric.astral.seer.model import ModelSpec, bundled_models
+from starfabric.astral.seer.nvfp4 import Fp4Recipe
 from starfabric.config import Spec
 from starfabric.errors import ConfigError, InfeasibleError
 from starfabric.units import parse_bandwidth
@@ -139,6 +140,12 @@ class ExecutionSpec(Spec):
         "torchao_tensorwise, torchao's dynamic scaling under torch.compile): sets the FP8 GEMM "
         "rate and the cast cost relative to delayed scaling (seer/fp8_recipe.py); None: FP8 "
         "without a stated recipe, timed as delayed scaling",
+    )
+    fp4_recipe: Fp4Recipe | None = Field(
+        default=None,
+        description="under FP8, the transformer layers' GEMMs run in FP4 (Megatron-Core "
+        "--fp4-format e2m1 --fp4-recipe nvfp4, TE NVFP4BlockScaling): timed at the GPU's dense "
+        "NVFP4 peak with the recipe's quantization bytes (seer/nvfp4.py); Blackwell only",
     )
     optimizer_offload_fraction: float = Field(
         default=0.0,
@@ -439,6 +446,12 @@ class ExecutionSpec(Spec):
 
     @model_validator(mode="after")
     def _recipe_needs_fp8(self) -> ExecutionSpec:
+        if self.fp4_recipe is not None and (self.precision != "fp8" or self.fp8_recipe):
+            raise ValueError(
+                f"fp4_recipe = {self.fp4_recipe!r} with precision {self.precision!r} and "
+                f"fp8_recipe {self.fp8_recipe!r}: FP4 GEMMs take precision fp8 without an FP8 "
+                "recipe (Megatron rejects --fp8-format with --fp4-format); drop one of them"
+            )
         if self.fp8_recipe is not None and self.precision != "fp8":
             raise ValueError(
                 f"fp8_recipe = {self.fp8_recipe!r} with precision {self.precision!r}: a recipe "
@@ -804,6 +817,7 @@ def resolve_layout(
     if ex.precision == "fp8":
         gpu.tflops("fp8")
         check_supported(ex.fp8_recipe, gpu)
+        nvfp4.check_supported(ex.fp4_recipe, gpu)
         if ex.te_mxfp8_stage is not None and not native_mx(gpu):
             raise ConfigError(
                 f"te_mxfp8_stage {ex.te_mxfp8_stage!r} on {gpu.name}: TE's MXFP8 expert path "

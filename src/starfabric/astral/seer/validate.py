@@ -31,6 +31,7 @@ from starfabric.astral.seer import (
     host_ops,
     mcore_release,
     nic_count,
+    nvfp4,
     optimizer_state,
     releases,
     round_robin_routing,
@@ -1267,9 +1268,13 @@ def recompute_modules(text: str) -> tuple[str, ...]:
     return tuple(m for m, keys in named.items() if any(k in low for k in keys))
 
 
-FP4_AS_FP8 = "fp8 (the row trains in FP4; the catalog has no FP4 peak, so its GEMMs are timed at the FP8 rate)"
-"""How an FP4 row (NVFP4/MXFP4 on Blackwell) is modelled: at the FP8 tensor rate, an upper
-bound on its GEMM time (assumption until FP4 peaks and efficiencies are catalogued)."""
+FP4_AS_FP8 = "fp8 (the row trains in MXFP4; no MXFP4 training recipe is priced, so its GEMMs are timed at the FP8 rate)"
+"""How an MXFP4 row is modelled: at the FP8 tensor rate, an upper bound on its GEMM time
+(assumption: TE has no MXFP4 training recipe to price; NVFP4 rows take seer/nvfp4.py)."""
+NVFP4_READ = (
+    "fp8 with NVFP4 GEMMs (the transformer layers' GEMMs at the GPU's FP4 peak, seer/nvfp4.py)"
+)
+"""How an NVFP4 row (or a bare "FP4" cell) is modelled: ExecutionSpec.fp4_recipe = nvfp4."""
 
 
 PADDED = re.compile(r"drop[- ]and[- ]pad|pad(?:s|ded|ding)?\b[^;.]{0,30}\bcapacity", re.I)
@@ -1326,8 +1331,9 @@ def row_setup(row: dict[str, str], shipped: bool = True) -> RowSetup:
     if kv_heads_unstated(kv_raw):
         src = "the bundled config" if _bundled_name(row) else "multi-head attention assumed"
         read["kv_heads"] = f"{model.kv_heads} (unstated: {src})"
-    if "fp4" in (row.get("precision") or "").lower():
-        read["precision"] = FP4_AS_FP8
+    fp4 = nvfp4.stated_fp4(row.get("precision"))
+    if fp4 is not None:
+        read["precision"] = NVFP4_READ if fp4 == "nvfp4" else FP4_AS_FP8
     zero = cells.zero_stage(row.get("zero_or_fsdp"), _legacy(row))
     zero_open = False
     if zero is None:
@@ -1343,6 +1349,7 @@ def row_setup(row: dict[str, str], shipped: bool = True) -> RowSetup:
         "global_batch": global_batch_seqs(row),
         "seq_len": _int(row, "seq_len"),
         "precision": _precision(row),
+        **({"fp4_recipe": "nvfp4"} if fp4 == "nvfp4" else {}),
         **deg,
         "sp": _sp(row),
         "zero": zero,
