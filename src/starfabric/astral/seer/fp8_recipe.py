@@ -123,7 +123,8 @@ def gemm_rate(recipe: str | None, gpu: GPUSpec) -> float:
 
 
 _FP4 = re.compile(r"\bfp4\b|nvfp4|mxfp4", re.I)
-"""An FP4 precision cell: timed at the FP8 rate (validate.FP4_AS_FP8), no FP8 recipe read."""
+"""An FP4 precision cell: no FP8 recipe read (NVFP4 GEMMs are priced by seer/nvfp4.py, MXFP4
+ones at the FP8 rate, validate.FP4_AS_FP8)."""
 _STATED: tuple[tuple[Recipe, re.Pattern[str]], ...] = (
     (
         "mxfp8",
@@ -174,7 +175,7 @@ scaling anywhere in the cell, in either order ("torchao float8 tensorwise", "FP8
 
 def stated_recipe(text: str | None) -> Recipe | None:
     """The FP8 recipe a precision cell names, or None when it names none (FP4 cells too:
-    they are timed at the FP8 rate as before, `validate.FP4_AS_FP8`). Negated mentions
+    their GEMMs are priced by seer/nvfp4.py, or at the FP8 rate for MXFP4). Negated mentions
     ("not MXFP8", "no delayed scaling") state nothing."""
     if stated(_FP4, text):
         return None
