@@ -261,10 +261,15 @@ def make_context(
         gemm_frac = eff.fp8_gemm_peak_fraction * gemm_rate(ex.fp8_recipe, gpu)
         cast_bytes = FP8_CAST_BYTES * cast_factor(ex.fp8_recipe, gpu)
         if ex.fp4_recipe is not None:
-            # NVFP4 GEMMs (seer/nvfp4.py): the FP4 peak at MXFP8's share of its peak, and the
-            # recipe's quantization bytes (two reads more, Hadamard columnwise copy).
+            # NVFP4 GEMMs (seer/nvfp4.py): the measured NVFP4/FP8 kernel rate, expressed as a
+            # share of the FP4 peak, and the recipe's quantization bytes.
             gemm_peak = nvfp4.gemm_peak_tflops(gpu) * 1e12 * clock
-            gemm_frac = eff.fp8_gemm_peak_fraction * nvfp4.NVFP4_PEAK_FRACTION
+            gemm_frac = (
+                eff.fp8_gemm_peak_fraction
+                * nvfp4.rate_over_fp8(gpu)
+                * gpu.tflops("fp8")
+                / nvfp4.gemm_peak_tflops(gpu)
+            )
             cast_bytes = FP8_CAST_BYTES * nvfp4.cast_factor(gpu)
     else:
         gemm_peak, gemm_frac = peak, eff.gemm_peak_fraction

@@ -11,11 +11,16 @@ layers (`--first-last-layers-bf16`) default off and are not read (none of the ro
 
 Two parts, each relative to what Seer already prices:
 
-- **The GEMM rate.** The kernel runs at the GPU's dense FP4 peak (`gpus.yaml` `nvfp4`, NVIDIA
-  datasheets) times `NVFP4_PEAK_FRACTION`: NVFP4 GEMMs are taken to reach the fraction of their
-  peak that Seer's MXFP8 GEMMs reach of theirs (`fp8_gemm_peak_fraction` x
-  `fp8_recipe.MXFP8_BLACKWELL_GEMM_RATE`) — an assumption, no published in-training NVFP4 GEMM
-  efficiency having been found (see docs/astral.md).
+- **The GEMM rate** (`rate_over_fp8`). Measured: TE's GEMM profiling guide (PR #2863,
+  `tests/data/fp8_recipes/te_gemm_profiling.csv`) times one layer's GEMMs on B300 with operands
+  quantized beforehand: tensor-scaled FP8 6.812 ms, NVFP4 3.764 ms, so the NVFP4 kernel runs
+  `NVFP4_BLACKWELL_GEMM_RATE` = 1.810x the tensor-scaled FP8 kernel Seer's
+  `fp8_gemm_peak_fraction` is calibrated on. Taken for every Blackwell GPU (assumption, as
+  `fp8_recipe.MXFP8_BLACKWELL_GEMM_RATE` is), capped where a GPU's FP4 peak (`gpus.yaml`
+  `nvfp4`, NVIDIA datasheets) over its FP8 peak, at the MXFP8 kernel's share
+  (`NVFP4_PEAK_FRACTION`), allows less; no catalogued GPU is capped (B200/GB200 2 x 0.951 =
+  1.90, B300 2.92 x 0.951, GB300 3 x 0.951). The measured kernel reaches 0.62 of B300's FP4/FP8
+  peak ratio: on that GPU the FP4 peak is not what bounds it.
 - **The quantization** (`quant_bytes`): the recipe's defaults (`fp4_quant_fwd_inp`,
   `fp4_quant_bwd_grad`) apply a random Hadamard transform to the columnwise (wgrad) copy of
   inputs and gradients, so a 16-bit operand is read by one amax kernel that takes the rowwise
@@ -59,11 +64,14 @@ the reads would differ — the default recipe is priced)."""
 NVFP4_COPIES = 2.0
 """Rowwise and columnwise copies: block scales run along one direction, so TE quantizes both
 from the 16-bit input (`NVFP4BlockScaling` docstring)."""
+NVFP4_BLACKWELL_GEMM_RATE = 1.810
+"""NVFP4 GEMM kernel rate over the tensor-scaled FP8 one, TE GEMM profiling guide on B300,
+pre-quantized operands (kernel alone): 6.812 ms (current scaling) / 3.764 ms (NVFP4) = 1.810.
+Taken for every Blackwell GPU (assumption: B200/GB200/GB300 NVFP4 kernels lead their
+tensor-scaled FP8 ones by B300's factor; their FP4/FP8 peak ratios, 2 and 3, leave room)."""
 NVFP4_PEAK_FRACTION = MXFP8_BLACKWELL_GEMM_RATE
-"""NVFP4 GEMM rate over Seer's tensor-scaled FP8 fraction (`fp8_gemm_peak_fraction`), applied to
-the FP4 peak: the MXFP8 kernel's (assumption: a block-scaled NVFP4 GEMM reaches the same share
-of its peak as a block-scaled MXFP8 GEMM of its own; no published in-training NVFP4 GEMM
-efficiency was found)."""
+"""The cap on `rate_over_fp8`: an NVFP4 GEMM reaches at most the share of its FP4 peak that an
+MXFP8 GEMM reaches of its FP8 peak (both block-scaled on Blackwell tensor cores; assumption)."""
 
 
 _MXFP4 = re.compile(r"mx-?\s*fp4", re.I)
@@ -116,14 +124,16 @@ def gemm_peak_tflops(gpu: GPUSpec) -> float:
 
 
 def rate_over_fp8(gpu: GPUSpec) -> float:
-    """An NVFP4 GEMM kernel's rate over a tensor-scaled FP8 one at the same shape (both compute
-    bound): the peak ratio times NVFP4_PEAK_FRACTION."""
-    return gemm_peak_tflops(gpu) / gpu.tflops("fp8") * NVFP4_PEAK_FRACTION
+    """An NVFP4 GEMM kernel's rate over a tensor-scaled FP8 one at the same shape:
+    NVFP4_BLACKWELL_GEMM_RATE, capped by the FP4/FP8 peak ratio at NVFP4_PEAK_FRACTION."""
+    cap = gemm_peak_tflops(gpu) / gpu.tflops("fp8") * NVFP4_PEAK_FRACTION
+    return min(NVFP4_BLACKWELL_GEMM_RATE, cap)
 
 
 __all__ = [
     "FP4_RECIPES",
     "FP4_WRITE_BYTES",
+    "NVFP4_BLACKWELL_GEMM_RATE",
     "NVFP4_COPIES",
     "NVFP4_PEAK_FRACTION",
     "NVFP4_READS",
