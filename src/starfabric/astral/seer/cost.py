@@ -254,23 +254,21 @@ def make_context(
         clock = min(1.0, system.power_limit_w / gpu.tdp_w) ** POWER_CLOCK_EXPONENT
     peak = gpu.tflops("bf16" if ex.precision != "fp16" else "fp16") * 1e12 * clock
     cast_bytes = FP8_CAST_BYTES
-    if ex.precision == "fp8":
+    if ex.precision == "fp8" and ex.fp4_recipe is not None:
+        # NVFP4 GEMMs (seer/nvfp4.py): the measured NVFP4/FP8 kernel rate, expressed as a
+        # share of the FP4 peak, and the recipe's quantization bytes.
+        fp4_peak = nvfp4.gemm_peak_tflops(gpu)
+        gemm_peak = fp4_peak * 1e12 * clock
+        gemm_frac = (
+            eff.fp8_gemm_peak_fraction * nvfp4.rate_over_fp8(gpu) * gpu.tflops("fp8") / fp4_peak
+        )
+        cast_bytes = FP8_CAST_BYTES * nvfp4.cast_factor(gpu)
+    elif ex.precision == "fp8":
         # The calibrated fraction is the tensor-scaled kernel's; block/MX scales run slower
         # kernels and every recipe its own quantization (fp8_recipe, relative to delayed).
         gemm_peak = gpu.tflops("fp8") * 1e12 * clock
         gemm_frac = eff.fp8_gemm_peak_fraction * gemm_rate(ex.fp8_recipe, gpu)
         cast_bytes = FP8_CAST_BYTES * cast_factor(ex.fp8_recipe, gpu)
-        if ex.fp4_recipe is not None:
-            # NVFP4 GEMMs (seer/nvfp4.py): the measured NVFP4/FP8 kernel rate, expressed as a
-            # share of the FP4 peak, and the recipe's quantization bytes.
-            gemm_peak = nvfp4.gemm_peak_tflops(gpu) * 1e12 * clock
-            gemm_frac = (
-                eff.fp8_gemm_peak_fraction
-                * nvfp4.rate_over_fp8(gpu)
-                * gpu.tflops("fp8")
-                / nvfp4.gemm_peak_tflops(gpu)
-            )
-            cast_bytes = FP8_CAST_BYTES * nvfp4.cast_factor(gpu)
     else:
         gemm_peak, gemm_frac = peak, eff.gemm_peak_fraction
     # FA2 and older kernels at fa2_rate (x flash_generation's ratio); cuDNN's at its release.
