@@ -3,22 +3,15 @@ files, with a set's missing class shown as 0 rows and bad files refused with exi
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+from astral.seer.load_script import load_script
 
 
 def _script() -> Any:
-    spec = importlib.util.spec_from_file_location(
-        "seer_class_table", ROOT / "scripts" / "seer_class_table.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("seer_class_table")
 
 
 def _doc(classes: dict[str, dict[str, tuple[int, float, float]]], errors: list[float]) -> dict:

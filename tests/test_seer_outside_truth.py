@@ -4,26 +4,17 @@ and an unwritable --json path is refused with exit 2 before any work."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 
+from astral.seer.load_script import load_script
 from starfabric.astral.seer.validate import summary, validate_all
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def _script() -> Any:
-    spec = importlib.util.spec_from_file_location(
-        "seer_outside_truth", ROOT / "scripts" / "seer_outside_truth.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("seer_outside_truth")
 
 
 @pytest.fixture(scope="module")
