@@ -8,7 +8,7 @@ the optimizer's whole FP32 gradient buffer (`BF16_Optimizer.fp32_groups_gradient
 reduce-scatter of it, although `BF16_Optimizer` then steps only its rank's partition of the FP32
 master weights and moments (ZeRO-1's memory) and all-gathers the updated BF16 partitions
 (`all_gather_dp_groups(partitioned_param_groups=self.bf16_partitioned_groups, ...)`). With ZeRO
-stage 1 configured the engine refuses BF16 + pipeline (`NotImplementedError`), so every BF16
+stage 1 configured the engine refuses BF16 + pipeline (it raises at start-up), so every BF16
 DeepSpeed pipeline run takes this path (read at v0.6.2, v0.8.0, v0.10.0, v0.12.0 and v0.14.0:
 `runtime/pipe/engine.py`, `runtime/bf16_optimizer.py`). Megatron-DeepSpeed's GPT pipeline model
 runs on that engine whenever PP > 1.
