@@ -157,9 +157,11 @@ def test_cli_spread_json_shape(tmp_path: Path) -> None:
     [
         (["--spread", "--spread-cap", "0"], "error: --spread-cap 0: must be at least 1"),
         (["--spread-cap", "4"], "error: --spread-cap is used only with --spread"),
+        (["--spread", "--spread-cap", "many"], "error: starfabric astral seer validate: Invalid"),
     ],
 )
 def test_cli_bad_spread_options_are_one_line_exit_2(args: list[str], says: str) -> None:
     res = runner.invoke(app, ["astral", "seer", "validate", *args])
     assert res.exit_code == 2, res.output
     assert res.output.startswith(says) and res.output.count("\n") == 1, res.output
+    assert "--spread-cap" in res.output and "(fix: " in res.output
