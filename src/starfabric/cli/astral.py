@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import typer
 from rich.markup import escape
 
@@ -158,6 +160,7 @@ def seer_predict(
 
 @seer_app.command("validate")
 def seer_validate(
+    ctx: typer.Context,
     csv: str = typer.Option(
         "", "--csv", help="Published-runs CSV (default: bundled Megatron table)."
     ),
@@ -185,10 +188,28 @@ def seer_validate(
         help="Write a predicted-vs-published PNG here.",
         callback=output_file("--plot"),
     ),
+    spread: bool = typer.Option(
+        False,
+        "--spread",
+        help="Also report how far the settings each row leaves unstated could move it: the "
+        "range of errors over their memory-feasible values, and whether the published figure "
+        "lies inside (seer.spread; the headline error stays Seer's choice).",
+    ),
+    spread_cap: int | None = typer.Option(
+        None,
+        "--spread-cap",
+        help="Combinations a row's spread compares at most; above it, one setting at a time "
+        "(default seer.spread.SPREAD_MAX_CANDIDATES).",
+        callback=at_least("--spread-cap", 1),
+    ),
 ) -> None:
     """Predict published measured runs and compare iteration time and TFLOP/s per GPU."""
     from rich.progress import Progress
     from rich.table import Table
+
+    from starfabric.cli._options import needs
+
+    needs(ctx, "spread_cap", requires="spread", because="it bounds the spread")
 
     from starfabric.astral.seer.validate import (
         EXCLUDED_PREFIX,
@@ -212,7 +233,7 @@ def seer_validate(
                 prog.advance(task)
                 continue
             try:
-                results.append(validate_row(row))
+                results.append(validate_row(row, alternatives=spread))
             except StarfabricError as exc:
                 failed.append((row.get("row_id", "?"), exc.one_line()))
             prog.advance(task)
@@ -254,6 +275,8 @@ def seer_validate(
     excl = f" ({n_ex} EXCLUDED from comparison, listed above with their reasons)" if n_ex else ""
     con.print(f"predicted {len(results)} of {len(rows)} rows{excl}")
     con.print(f"mean |error| {s['mean_abs_error']:.2%}   max |error| {s['max_abs_error']:.2%}")
+    if spread:
+        _print_spread(results, s, spread_cap)
     if json_path:
         write_json(json_path, s)
     if plot and results:
@@ -276,6 +299,47 @@ def seer_validate(
         )
         con.print(f"[red]FAIL[/]: {len(broken)} rows not predicted; limits: {limits or 'none'}")
         raise typer.Exit(1)
+
+
+def _print_spread(results: list[Any], s: dict[str, Any], cap: int | None) -> None:
+    """`seer validate --spread`: each row's range of errors over its unstated settings, the
+    rows whose range contains the published figure per source; adds the JSON fields."""
+    from rich.table import Table
+
+    from starfabric.astral.seer.spread import (
+        ONE_AWAY,
+        SPREAD_MAX_CANDIDATES,
+        row_spread,
+        spread_summary,
+    )
+
+    cap = SPREAD_MAX_CANDIDATES if cap is None else cap
+    spreads = [row_spread(r, cap) for r in results]
+    for doc, sp in zip(s["rows"], spreads, strict=True):
+        doc["spread"] = sp.as_dict()
+    s["spread"] = spread_summary(spreads, cap)
+    con = console()
+    tab = Table("row", "error", "low", "high", "published inside", "compared",
+                "settings varied", title="spread over the settings each row leaves unstated")  # fmt: skip
+    for sp in spreads:
+        lo, hi = sp.low, sp.high
+        tab.add_row(
+            sp.row_id, f"{sp.error:+.1%}", "-" if lo is None else f"{lo.error:+.1%}",
+            "-" if hi is None else f"{hi.error:+.1%}", "yes" if sp.contains_published else "no",
+            f"{len(sp.compared)} of {sp.feasible}" if sp.feasible else sp.enumeration,
+            ", ".join(sp.varied) or "none",
+        )  # fmt: skip
+    con.print(tab)
+    by_src = Table("source", "rows", "published inside", "all slower", "all faster",
+                   "none fits", title="spread per source")  # fmt: skip
+    for src, c in [*s["spread"]["per_source"].items(), ("all", s["spread"]["all"])]:
+        by_src.add_row(src, str(c["rows"]), str(c["contains_published"]), str(c["all_slower"]),
+                       str(c["all_faster"]), str(c["none_fits"]))  # fmt: skip
+    con.print(by_src)
+    cut = [sp.row_id for sp in spreads if sp.enumeration == ONE_AWAY]
+    if cut:
+        con.print(f"one setting at a time (more than {cap} combinations): {', '.join(cut)}",
+                  soft_wrap=True)  # fmt: skip
 
 
 # --- topo: hardware catalog, topology builders, routing, power and cost (issue 3) -----------

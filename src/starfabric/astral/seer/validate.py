@@ -11,7 +11,7 @@ from __future__ import annotations
 import csv
 import itertools
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -845,6 +845,19 @@ def _framework(row: dict[str, str]) -> dict[str, Any]:
 
 
 @dataclass(frozen=True)
+class Alternative:
+    """One memory-feasible value of the settings a row leaves open (those Seer chooses: the
+    fastest that fits), predicted and read as the published figure reads Seer's choice."""
+
+    settings: dict[str, Any]
+    """The open settings only (stated ones are not varied and not listed)."""
+    error: float
+    """Signed relative error of this setting's predicted iteration time."""
+    chosen: bool
+    """True for the setting Seer chose (the row's headline prediction)."""
+
+
+@dataclass(frozen=True)
 class RowResult:
     """One validated row: the prediction, the published figures and the choices made."""
 
@@ -859,6 +872,9 @@ class RowResult:
     choices: dict[str, Any]
     prediction: Prediction
     source: str = ""
+    alternatives: tuple[Alternative, ...] = ()
+    """With `validate_row(..., alternatives=True)`: every memory-feasible combination of the
+    settings the row leaves open, with its error (seer.spread reads them); else empty."""
 
     @property
     def error(self) -> float:
@@ -1644,9 +1660,12 @@ def as_published(row: dict[str, str], pred: Prediction) -> tuple[float, float, d
     return predicted_s, predicted_tf, read
 
 
-def validate_row(row: dict[str, str]) -> RowResult:
+def validate_row(row: dict[str, str], alternatives: bool = False) -> RowResult:
     """Predict one row, choosing its UNVERIFIED settings as a tuning user of its framework
-    would: the fastest candidate that fits in memory."""
+    would: the fastest candidate that fits in memory. `alternatives`: also keep every other
+    memory-feasible combination of those settings with its error (`RowResult.alternatives`,
+    for seer.spread), read from the same search's predictions; a row whose settings were tuned
+    at another scale (tuned_at) takes one more search, over its own scale's candidates."""
     row = canonical_row(row)
     missing = [c for c in REQUIRED if not (row.get(c) or "").strip()]
     if missing:
@@ -1665,10 +1684,20 @@ def validate_row(row: dict[str, str]) -> RowResult:
             ref_best = None  # no run of this layout at that scale: choose at the row's own
         if ref_best is not None:
             held = {k: v for k, v in ref_best[2].items() if k not in (*DEGREES, "etp")}
-    best, fallback, reason = _search(st, approx_batch, held)
+    keys = _open_keys(st)
+    found: list[tuple[dict[str, Any], float]] = []
+
+    def seen(cand: Candidate) -> None:
+        # Only the open settings and the error are kept, not the Prediction (memory).
+        found.append(({k: v for k, v in cand[2].items() if k in keys}, _error(row, model, cand)))
+
+    collect = seen if alternatives else None
+    best, fallback, reason = _search(st, approx_batch, held, None if held is not None else collect)
     if best is None and held is not None:
-        best, fallback, reason = _search(st, approx_batch)  # the held settings do not fit
+        best, fallback, reason = _search(st, approx_batch, seen=collect)  # held do not fit
         held = None
+    elif held is not None and collect is not None:
+        _search(st, approx_batch, seen=collect)  # every open setting at the row's own scale
     chosen = best or fallback
     if chosen is None:
         raise DataError(
@@ -1677,6 +1706,8 @@ def validate_row(row: dict[str, str]) -> RowResult:
             fix="check the row's GPU and parallel columns",
         )
     _, pred, opts, full = chosen
+    mine = {k: v for k, v in opts.items() if k in keys}
+    alts = tuple(Alternative(a, e, best is not None and a == mine) for a, e in found)
     choices: dict[str, Any] = {
         k: v for k, v in opts.items() if k not in DEGREES or k in open_degrees
     }
@@ -1724,17 +1755,43 @@ def validate_row(row: dict[str, str]) -> RowResult:
         choices=choices,
         prediction=pred,
         source=row.get("source_id") or row["row_id"].rsplit("-", 1)[0],
+        alternatives=alts,
     )
 
 
 Candidate = tuple[float, Prediction, dict[str, Any], dict[str, Any]]
 
 
+def _open_keys(st: RowSetup) -> set[str]:
+    """The settings a row leaves open, as `_candidates` varies them: those with more than one
+    value across its layouts (unverified parallel degrees included); recompute's module set
+    goes with recompute."""
+    values: dict[str, set[str]] = {}
+    for degrees, options in st.options:
+        for k, vals in {**{d: [x] for d, x in degrees.items()}, **options}.items():
+            values.setdefault(k, set()).update(map(repr, vals))
+    keys = {k for k, v in values.items() if len(v) > 1}
+    return keys | {"recompute_modules"} if "recompute" in keys else keys
+
+
+def _error(row: dict[str, str], model: ModelSpec, cand: Candidate) -> float:
+    """A candidate's signed error as `validate_row` computes the chosen one's: Seer's step read
+    as the published figure (`as_published`) over the published step at the candidate's batch."""
+    _, pred, _, full = cand
+    predicted_s = as_published(row, pred)[0]
+    used = dict(row, global_batch_seqs=str(full["global_batch"]))
+    return predicted_s / published_iteration_s(used, model) - 1.0
+
+
 def _search(
-    st: RowSetup, approx_batch: bool, held: dict[str, Any] | None = None
+    st: RowSetup,
+    approx_batch: bool,
+    held: dict[str, Any] | None = None,
+    seen: Callable[[Candidate], None] | None = None,
 ) -> tuple[Candidate | None, Candidate | None, str]:
     """(fastest candidate that fits, least-memory candidate, first refusal) over the row's
-    open settings; `held`: only the candidates with these settings (tuned_at)."""
+    open settings; `held`: only the candidates with these settings (tuned_at); `seen`: called
+    with every candidate that fits in memory (seer.spread)."""
     model, system = st.model, st.system
     best: Candidate | None = None
     fallback: Candidate | None = None
@@ -1765,6 +1822,8 @@ def _search(
             reason = reason or exc.message
             continue
         cand = (pred.iteration_s, pred, opts, full)
+        if not pred.memory.oom and seen is not None:
+            seen(cand)
         if not pred.memory.oom and (best is None or cand[0] < best[0]):
             best = cand
         if fallback is None or pred.memory.total < fallback[1].memory.total:
@@ -1910,6 +1969,7 @@ def plot_validation(results: list[RowResult], path: str | Path) -> Path:
 __all__ = [
     "EXCLUDED",
     "UNDEFINED",
+    "Alternative",
     "RowResult",
     "RowSetup",
     "as_published",
