@@ -21,7 +21,6 @@ from starfabric.astral.seer.nvfp4 import (
     has_fp4,
     quant_bytes,
     rate_over_fp8,
-    stated_fp4,
 )
 from starfabric.astral.seer.ops import OpTable
 from starfabric.astral.seer.parallel import ExecutionSpec, SystemSpec, resolve_layout
@@ -122,15 +121,6 @@ def test_fp4_gemm_follows_the_stated_rate_over_fp8(gpu: str) -> None:
     h = OpTable()
     h.gemm("head.logits", m=16384, n=128256, k=4096)
     assert op_costs(h, fp4).time[0] == pytest.approx(op_costs(h, fp8).time[0])
-
-
-def test_cells_state_nvfp4_mxfp4_or_nothing() -> None:
-    assert stated_fp4("NVFP4 (Transformer Engine NVFP4 GEMMs)") == "nvfp4"
-    assert stated_fp4("FP4 (E2M1)") == "nvfp4"
-    assert stated_fp4("MXFP4 weights") == "mxfp4"
-    assert stated_fp4("FP8 current scaling, not FP4") is None
-    assert stated_fp4("FP8 (Transformer Engine)") is None
-    assert stated_fp4(None) is None
 
 
 def test_the_mlperf_nvfp4_rows_read_the_nvfp4_recipe() -> None:

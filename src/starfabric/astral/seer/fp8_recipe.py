@@ -30,6 +30,7 @@ import re
 from typing import Literal, get_args
 
 from starfabric.astral.hardware import GPUSpec
+from starfabric.astral.seer.fp4_format import stated_fp4
 from starfabric.astral.seer.statements import negated_at, stated
 from starfabric.errors import ConfigError
 
@@ -122,9 +123,6 @@ def gemm_rate(recipe: str | None, gpu: GPUSpec) -> float:
     return 1.0
 
 
-_FP4 = re.compile(r"\bfp4\b|nvfp4|mxfp4", re.I)
-"""An FP4 precision cell: no FP8 recipe read (NVFP4 GEMMs are priced by seer/nvfp4.py, MXFP4
-ones at the FP8 rate, validate.FP4_AS_FP8)."""
 _STATED: tuple[tuple[Recipe, re.Pattern[str]], ...] = (
     (
         "mxfp8",
@@ -177,7 +175,7 @@ def stated_recipe(text: str | None) -> Recipe | None:
     """The FP8 recipe a precision cell names, or None when it names none (FP4 cells too:
     their GEMMs are priced by seer/nvfp4.py, or at the FP8 rate for MXFP4). Negated mentions
     ("not MXFP8", "no delayed scaling") state nothing."""
-    if stated(_FP4, text):
+    if stated_fp4(text) is not None:
         return None
     for name, pat in _STATED:
         if not stated(pat, text):
@@ -199,7 +197,7 @@ def row_recipe(precision: str | None, *others: str | None) -> Recipe | None:
     """The recipe a published row states: its precision cell (`stated_recipe`), else a
     Megatron `--fp8-recipe` setting written in another cell (notes, framework)."""
     recipe = stated_recipe(precision)
-    if recipe is not None or stated(_FP4, precision):
+    if recipe is not None or stated_fp4(precision) is not None:
         return recipe
     for text in others:
         for m in _FLAG.finditer(text or ""):

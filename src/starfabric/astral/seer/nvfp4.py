@@ -35,7 +35,6 @@ Two parts, each relative to what Seer already prices:
 
 from __future__ import annotations
 
-import re
 from typing import Literal, get_args
 
 from starfabric.astral.hardware import GPUSpec
@@ -46,7 +45,6 @@ from starfabric.astral.seer.fp8_recipe import (
 from starfabric.astral.seer.fp8_recipe import (
     quant_bytes as fp8_quant_bytes,
 )
-from starfabric.astral.seer.statements import stated
 from starfabric.errors import ConfigError
 
 Fp4Recipe = Literal["nvfp4"]
@@ -72,22 +70,6 @@ tensor-scaled FP8 ones by B300's factor; their FP4/FP8 peak ratios, 2 and 3, lea
 NVFP4_PEAK_FRACTION = MXFP8_BLACKWELL_GEMM_RATE
 """The cap on `rate_over_fp8`: an NVFP4 GEMM reaches at most the share of its FP4 peak that an
 MXFP8 GEMM reaches of its FP8 peak (both block-scaled on Blackwell tensor cores; assumption)."""
-
-
-_MXFP4 = re.compile(r"mx-?\s*fp4", re.I)
-_NVFP4 = re.compile(r"nv-?\s*fp4|(?<![a-z0-9-])fp4\b", re.I)
-"""A precision cell that trains in FP4: "NVFP4 ..." or a bare "FP4" (Megatron-Core's
-`--fp4-recipe` default is nvfp4, TE's one FP4 training recipe) is NVFP4; "MXFP4" is not priced
-as NVFP4 (no MXFP4 training recipe in TE: validate keeps it at the FP8 rate, FP4_AS_FP8)."""
-
-
-def stated_fp4(text: str | None) -> Literal["nvfp4", "mxfp4"] | None:
-    """The FP4 format a precision cell states (not negated, `statements.stated`), or None."""
-    if stated(_MXFP4, text):
-        return "mxfp4"
-    if stated(_NVFP4, text):
-        return "nvfp4"
-    return None
 
 
 def has_fp4(gpu: GPUSpec) -> bool:
@@ -145,5 +127,4 @@ __all__ = [
     "has_fp4",
     "quant_bytes",
     "rate_over_fp8",
-    "stated_fp4",
 ]

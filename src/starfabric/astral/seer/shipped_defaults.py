@@ -53,6 +53,7 @@ from pathlib import Path
 
 from starfabric.astral.seer import cells, fp8_recipe
 from starfabric.astral.seer.bridge_layout import names_bridge
+from starfabric.astral.seer.fp4_format import stated_fp4
 from starfabric.astral.seer.model import ModelSpec
 
 RELEASE = "v0.5.0"
@@ -68,8 +69,6 @@ FILLABLE_KEYS = ("vpp", "cp", "micro_batch", "seq_len")
 """Key fields a row may leave unstated and still match (when the configuration set has one
 value for them): taken from the configuration then."""
 
-_FP4 = re.compile(r"\bfp4\b|nvfp4|mxfp4", re.I)
-
 
 def precision_class(raw: str | None) -> str | None:
     """'bf16', 'fp16', 'fp8:<recipe>', 'fp8' (FP8 naming no recipe), 'nvfp4'/'mxfp4', or None
@@ -77,9 +76,9 @@ def precision_class(raw: str | None) -> str | None:
     if cells.no_value(raw):  # empty, UNVERIFIED, "n/a", "-": unstated, not BF16
         return None
     text = raw or ""
-    fp4 = _FP4.search(text)
-    if fp4:
-        return "mxfp4" if "mx" in fp4.group(0).lower() else "nvfp4"
+    fp4 = stated_fp4(text)  # negated FP4 mentions state nothing ("FP8, no FP4")
+    if fp4 is not None:
+        return fp4
     kind = cells.precision(text)
     if kind != "fp8":
         return kind

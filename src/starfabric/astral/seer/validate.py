@@ -31,7 +31,6 @@ from starfabric.astral.seer import (
     host_ops,
     mcore_release,
     nic_count,
-    nvfp4,
     optimizer_state,
     releases,
     round_robin_routing,
@@ -63,6 +62,7 @@ from starfabric.astral.seer.efa import efa_bus_fraction
 from starfabric.astral.seer.efa_alltoall import efa_alltoall_alpha
 from starfabric.astral.seer.efa_training_rate import efa_a2a_training_fraction
 from starfabric.astral.seer.fine_grained_offload import stated_offload_modules
+from starfabric.astral.seer.fp4_format import stated_fp4
 from starfabric.astral.seer.fsdp_side_window import states_megatron_fsdp
 from starfabric.astral.seer.hybridep_sms import hybridep_num_sms
 from starfabric.astral.seer.model import ModelSpec, bundled_models, load_model
@@ -1285,12 +1285,14 @@ def recompute_modules(text: str) -> tuple[str, ...]:
 
 
 FP4_AS_FP8 = "fp8 (the row trains in MXFP4; no MXFP4 training recipe is priced, so its GEMMs are timed at the FP8 rate)"
-"""How an MXFP4 row is modelled: at the FP8 tensor rate, an upper bound on its GEMM time
+"""How an MXFP4 row is modelled (fp4_format.stated_fp4: MXFP4 named, or an FP4 cell that denies
+NVFP4): at the FP8 tensor rate, an upper bound on its GEMM time
 (assumption: TE has no MXFP4 training recipe to price; NVFP4 rows take seer/nvfp4.py)."""
 NVFP4_READ = (
     "fp8 with NVFP4 GEMMs (the transformer layers' GEMMs at the GPU's FP4 peak, seer/nvfp4.py)"
 )
-"""How an NVFP4 row (or a bare "FP4" cell) is modelled: ExecutionSpec.fp4_recipe = nvfp4."""
+"""How an NVFP4 row (or a bare "FP4" cell, fp4_format.BARE_FP4) is modelled:
+ExecutionSpec.fp4_recipe = nvfp4."""
 
 
 PADDED = re.compile(r"drop[- ]and[- ]pad|pad(?:s|ded|ding)?\b[^;.]{0,30}\bcapacity", re.I)
@@ -1347,7 +1349,7 @@ def row_setup(row: dict[str, str], shipped: bool = True) -> RowSetup:
     if kv_heads_unstated(kv_raw):
         src = "the bundled config" if _bundled_name(row) else "multi-head attention assumed"
         read["kv_heads"] = f"{model.kv_heads} (unstated: {src})"
-    fp4 = nvfp4.stated_fp4(row.get("precision"))
+    fp4 = stated_fp4(row.get("precision"))
     if fp4 is not None:
         read["precision"] = NVFP4_READ if fp4 == "nvfp4" else FP4_AS_FP8
     zero = cells.zero_stage(row.get("zero_or_fsdp"), _legacy(row))
