@@ -1,5 +1,6 @@
-"""MLPerf Training Llama 3.1 405B, rounds v5.0 and v5.1 (tests/data/published_runs/
-mlperf_llama31_runs.csv, session 21j): the transcription's invariants — each row's step time is
+"""MLPerf Training Llama 3.1 405B, rounds v5.0 and v5.1 (session 21j) and v6.0 (session 22d, read
+from a fork of the results repository) (tests/data/published_runs/mlperf_llama31_runs.csv): the
+transcription's invariants — each row's step time is
 the median of the per-log figures its notes list, the token rate is that time's arithmetic, the
 layout multiplies out to the GPU count and to the logged global batch, every row cites its own
 logs and config, the shape is 405B's — and Seer reads every row. Seer's error values are not
@@ -27,15 +28,29 @@ def test_header_is_development_set_2s() -> None:
         assert next(csv.reader(fh)) == want
 
 
-def test_rounds_are_v50_and_v51_and_rows_unique() -> None:
-    assert len(ROWS) == 18
+def test_rounds_are_v50_v51_and_v60_and_rows_unique() -> None:
+    assert len(ROWS) == 19
     assert len(set(IDS)) == len(IDS)
     for row in ROWS:
-        assert re.search(r"training_results_v5\.[01] @[0-9a-f]{12} ", row["citation"])
+        assert re.search(
+            r"(mlcommons/training_results_v5\.[01]|Richardyu114/training_results_v6\.0) @[0-9a-f]{12} ",
+            row["citation"],
+        )
     # one row per result folder (rule 1), no folder twice
     folders = [re.search(r"\S+/results/\S+/llama31_405b/", r["citation"]) for r in ROWS]
     assert all(folders)
     assert len({f.group(0) for f in folders if f}) == len(ROWS)
+
+
+def test_v60_rows_come_from_the_fork_and_say_so() -> None:
+    """v6.0 is read from the fork Richardyu114/training_results_v6.0 (no mlcommons copy was
+    read); each such row names the fork in its notes and its verification."""
+    v60 = [r for r in ROWS if "training_results_v6.0" in r["citation"]]
+    assert [r["row_id"] for r in v60] == ["MLP60-NV-GB300-0512"]
+    for row in v60:
+        assert row["source_id"] == "MLPERF_TRAIN_v60_LLAMA31"
+        assert "fork" in row["notes"] and "fork" in row["verification"]
+        assert "github.com/mlcommons/training_results_v6.0" not in row["citation"]
 
 
 @pytest.mark.parametrize("row", ROWS, ids=IDS)
