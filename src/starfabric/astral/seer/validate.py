@@ -352,7 +352,7 @@ GPT_OPT_FAMILY = re.compile(r"gpt(?![-_ ]?oss)|opt", re.I)
 """Model names of the GPT-2/3 / OPT family (LayerNorm, biases, learned positions, tied
 embeddings, attention dropout), matched anywhere in the name ("MegaScale GPT-175B",
 "Megatron-GPT", "OPT-175B"). OpenAI's gpt-oss is not of that family: RMSNorm, RoPE (YaRN),
-untied embeddings, no dropout (OpenAI "gpt-oss-120b & gpt-oss-20b Model Card", 2025, section 2;
+untied embeddings, no dropout (OpenAI "gpt-oss-120b & gpt-oss-20b Model Card", 2025, architecture;
 the MLPerf Training v6.0 reference `pretrain.py` builds it with normalization="RMSNorm",
 share_embeddings_and_output_weights=False, dropout 0)."""
 
