@@ -30,6 +30,9 @@ OUTSIDE_FILES: dict[str, str] = {
     "mlperf_gpt3_runs.csv": (
         "dense GPT-3 175B, MLPerf Training v3.0/v4.0/v4.1 logs (256-11,616 H100, 64 B200)"
     ),
+    "mlperf_gptoss_runs.csv": (
+        "MoE gpt-oss-20b, MLPerf Training v6.0 logs from a fork (8-512 H100/B300/GB200/GB300)"
+    ),
     "mlperf_llama31_runs.csv": (
         "dense Llama 3.1 405B, MLPerf Training v5.0/v5.1/v6.0 logs"
         " (256-8,192 H100/H200/B200/GB200/GB300; v6.0 from a fork)"

@@ -158,3 +158,50 @@ def test_batch_from_tokens_and_glu_variants() -> None:
     assert row_model(row).activation == "swiglu"
     with pytest.raises(DataError, match="tokens_per_batch"):
         global_batch_seqs(dict(row, tokens_per_batch="1000"))
+
+
+def _dense_row(**cells: str) -> dict[str, str]:
+    """The first weak-scaling row with some cells replaced (a row the reader accepts)."""
+    return dict(read_rows(CSV)[0], **cells)
+
+
+@pytest.mark.parametrize(
+    ("name", "gpt_family"),
+    [
+        ("GPT-3 175B", True),
+        ("MegaScale GPT-175B", True),
+        ("OPT-175B", True),
+        ("gpt-oss-20b", False),
+        ("GPT OSS 120B", False),
+        ("gpt_oss_20b", False),
+        ("Llama 3.1 405B", False),
+    ],
+)
+def test_gpt3_family_conventions_skip_gpt_oss(name: str, gpt_family: bool) -> None:
+    """GPT-2/3 and OPT rows get LayerNorm, learned positions, tied embeddings and attention
+    dropout from their name; OpenAI's gpt-oss (RMSNorm, RoPE, untied, no dropout) does not."""
+    model = row_model(_dense_row(model=name))
+    assert (model.norm == "layernorm") is gpt_family
+    assert model.learned_pos_emb is gpt_family
+    assert model.tied_embeddings is gpt_family
+    assert model.attention_dropout is gpt_family
+
+
+def test_sliding_window_layer_count_is_read_from_the_notes() -> None:
+    """'on N of M layers' after the window names the layers that use it (gpt-oss: every second
+    layer); without it the window covers every layer; a count of another depth is refused."""
+    layers = int(_dense_row()["layers"])
+    half = layers // 2
+    some = row_model(
+        _dense_row(model_notes=f"sliding-window attention 128 on {half} of {layers} layers")
+    )
+    assert (some.sliding_window, some.sliding_window_layers) == (128, half)
+    every = row_model(_dense_row(model_notes="sliding-window attention 4096"))
+    assert (every.sliding_window, every.sliding_window_layers) == (4096, None)
+    # half the layers at w - w^2/2s keys per query, half at s/2 (model.attended_keys)
+    windowed, full = 128 - 128**2 / (2 * 8192), 8192 / 2
+    assert some.attended_keys(8192) == pytest.approx(
+        (half * windowed + (layers - half) * full) / layers
+    )
+    with pytest.raises(DataError, match="window is used on"):
+        row_model(_dense_row(model_notes=f"SWA 128 on 2 of {layers + 1} layers"))

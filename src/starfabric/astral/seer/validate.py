@@ -348,6 +348,22 @@ def _unstated_kv_heads(row: dict[str, str], heads: int) -> int:
 QK_NORM_FAMILY = re.compile(r"\s*qwen[- ]?3(?![.\d])", re.I)
 """Model names of a family whose attention has QK-norm (Qwen3; not Qwen2.5 / Qwen3.5...)."""
 
+GPT_OPT_FAMILY = re.compile(r"gpt(?![-_ ]?oss)|opt", re.I)
+"""Model names of the GPT-2/3 / OPT family (LayerNorm, biases, learned positions, tied
+embeddings, attention dropout), matched anywhere in the name ("MegaScale GPT-175B",
+"Megatron-GPT", "OPT-175B"). OpenAI's gpt-oss is not of that family: RMSNorm, RoPE (YaRN),
+untied embeddings, no dropout (OpenAI "gpt-oss-120b & gpt-oss-20b Model Card", 2025, architecture;
+the MLPerf Training v6.0 reference `pretrain.py` builds it with normalization="RMSNorm",
+share_embeddings_and_output_weights=False, dropout 0)."""
+
+SLIDING_WINDOW_LAYERS = re.compile(
+    r"(?:sliding[- ]window|\bSWA\b)[^;]*?\bon\s+(\d+)\s+of\s+(\d+)\s+layers", re.I
+)
+"""A model-notes clause stating how many layers use the window ("sliding-window attention 128
+on 12 of 24 layers": gpt-oss alternates windowed and full layers, Megatron-Core
+window_attn_skip_freq 2; Gemma 2 likewise). Without it the window applies to every layer
+(`ModelSpec.sliding_window_layers` None)."""
+
 
 def _row_routing(row: dict[str, str]) -> dict[str, Any]:
     """The router settings a row states (`router_launches.row_routing`): Megatron-LM router
@@ -395,7 +411,7 @@ def row_model(row: dict[str, str]) -> ModelSpec:
     act_raw = (row.get("activation") or "").lower()
     gated = ("silu", "swiglu", "geglu", "glu")
     act = "swiglu" if any(g in act_raw for g in gated) else "gelu"  # same FLOPs for any GLU
-    gpt = "gpt" in row["model"].lower() or "opt" in row["model"].lower()
+    gpt = GPT_OPT_FAMILY.search(row["model"]) is not None
     spec: dict[str, Any] = {
         "name": row["model"],
         "layers": _int(row, "layers"),
@@ -429,6 +445,16 @@ def row_model(row: dict[str, str]) -> ModelSpec:
     )  # fmt: skip
     if swa:  # "sliding-window attention 4096": the window; a bare "SWA" states no size
         spec["sliding_window"] = int(swa.group(1))
+        some = SLIDING_WINDOW_LAYERS.search(notes)
+        if some:  # "... on 12 of 24 layers": the layers that use the window
+            n, of = int(some.group(1)), int(some.group(2))
+            if of != spec["layers"]:
+                raise DataError(
+                    f"row {row['row_id']}: model_notes say the window is used on {n} of {of} "
+                    f"layers, but column 'layers' = {spec['layers']}",
+                    fix="make the notes' layer count match the layers cell",
+                )
+            spec["sliding_window_layers"] = n
     mtp = _row_mtp_layers(row)
     if mtp is not None:  # "MTP depth 1": multi-token-prediction modules (DeepSeek-V3 section 2.2)
         spec["mtp_layers"] = mtp
