@@ -28,7 +28,7 @@ Two kinds of mention, both negated as statements.negated_at reads them ("no", "n
   ("DP comm overlap on", "no overlap"). A clause naming no kind at all ("Megatron-LM, no
   overlap", "without communication overlap") is also a statement about the whole stack
   (`OverlapKind.STACK`). A clause naming another kind (`OTHER_KINDS`: TP; EP / a2a / MoE /
-  expert / all-to-all; PP / p2p / pipeline; CP / context parallel) states that kind, unless a
+  expert / all-to-all; PP / p2p; CP / context parallel) states that kind, unless a
   phrase of that kind already covers the mention ("EP a2a: no overlap" is EP's alone; "DP/TP/PP
   comm overlap on" states DP, TP and PP).
 
@@ -139,7 +139,7 @@ DP_NAME = _names(r"dp|data[- ]parallel")
 OTHER_KINDS: dict[OverlapKind, re.Pattern[str]] = {
     OverlapKind.TP_COMM: _names(r"tp"),
     OverlapKind.EP_A2A: _names(r"ep|a2a|moe|all-to-all|expert"),
-    OverlapKind.PP_P2P: _names(r"pp|p2p|pipeline"),
+    OverlapKind.PP_P2P: _names(r"pp|p2p"),
     OverlapKind.CP_COMM: _names(r"cp|context[- ]parallel"),
 }
 """Kinds of traffic other than DP named in a mention's clause, also as a part of a flag's name
