@@ -29,14 +29,9 @@ from starfabric.astral.seer import (
 )
 from starfabric.astral.seer.efa import efa_bus_fraction
 from starfabric.astral.seer.efa_alltoall import efa_alltoall_alpha
+from starfabric.astral.seer.overlap_words import DELAY_WGRAD, OverlapKind, read_overlap
 from starfabric.astral.seer.statements import stated
-from starfabric.astral.seer.validate import (
-    DELAY_WGRAD,
-    EP_OVERLAP,
-    TP_OVERLAP,
-    row_setup,
-    states_forced_balance,
-)
+from starfabric.astral.seer.validate import row_setup, states_forced_balance
 from starfabric.errors import StarfabricError
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "published_runs"
@@ -106,7 +101,7 @@ def test_forced_balance_phrasings(case: tuple[str, bool]) -> None:
 @given(_cases(EP_OVERLAPS, ("A2A_OVERLAP=1", "EP overlap enabled", "EP a2a overlap with 1F1B")))
 def test_ep_overlap_phrasings(case: tuple[str, bool]) -> None:
     text, want = case
-    assert bool(stated(EP_OVERLAP, text)) is want, text
+    assert bool(read_overlap(text).on(OverlapKind.EP_A2A)) is want, text
 
 
 @settings(max_examples=150, deadline=None)
@@ -127,7 +122,7 @@ def test_delay_wgrad_phrasings(case: tuple[str, bool]) -> None:
 @given(_cases(TP_OVERLAPS))
 def test_tp_overlap_phrasings(case: tuple[str, bool]) -> None:
     text, want = case
-    assert bool(stated(TP_OVERLAP, text)) is want, text
+    assert bool(read_overlap(text).on(OverlapKind.TP_COMM)) is want, text
 
 
 def test_statements_that_are_not_negations() -> None:
@@ -135,11 +130,12 @@ def test_statements_that_are_not_negations() -> None:
     assert states_forced_balance("forced load balancing (no token dropping)")
     assert states_forced_balance("no token dropping, forced load balancing")
     assert ulysses.names_ulysses("sequence parallel 8 (Ulysses all-to-all on heads, not ring)")
-    assert stated(EP_OVERLAP, "EP all-to-all overlapped with 1F1B (delay_wgrad off)")
+    ep, tp = OverlapKind.EP_A2A, OverlapKind.TP_COMM
+    assert read_overlap("EP all-to-all overlapped with 1F1B (delay_wgrad off)").on(ep)
     assert not stated(DELAY_WGRAD, "EP all-to-all overlapped with 1F1B (delay_wgrad off)")
-    assert stated(EP_OVERLAP, "EP all-to-all not overlapped (dispatcher-isolation)") is False
-    assert not stated(TP_OVERLAP, "Megatron-Core (MTP; EP a2a overlap)")  # 'tp' inside MTP
-    assert stated(TP_OVERLAP, "Megatron-Core r0.8.0 (DP/TP/PP comm overlap on)")
+    assert read_overlap("EP all-to-all not overlapped (dispatcher-isolation)").on(ep) is False
+    assert not read_overlap("Megatron-Core (MTP; EP a2a overlap)").on(tp)  # 'tp' inside MTP
+    assert read_overlap("Megatron-Core r0.8.0 (DP/TP/PP comm overlap on)").on(tp)
 
 
 TT_2024 = "TorchTitan (PyTorch nightly 2024-12, FSDP2{})"

@@ -51,7 +51,7 @@ from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
-from starfabric.astral.seer import cells, fp8_recipe
+from starfabric.astral.seer import cells, fp8_recipe, overlap_words
 from starfabric.astral.seer.bridge_layout import names_bridge
 from starfabric.astral.seer.fp4_format import stated_fp4
 from starfabric.astral.seer.model import ModelSpec
@@ -220,8 +220,9 @@ class Setting:
     """A setting a row may state in its text cells, and how the configuration's is taken."""
 
     name: str
-    mention: re.Pattern[str]
-    """Any mention (stated or negated) in `cells` counts as the row stating the setting."""
+    mention: Callable[[str], object]
+    """Truthy when a text mentions the setting: any mention (stated or negated) in `cells`
+    counts as the row stating the setting (a pattern's `search`, or a reader)."""
     cells: tuple[str, ...]
     """The row cells searched for a mention."""
     fact: str
@@ -231,27 +232,31 @@ class Setting:
     the setting but describe something else (the model's own balancing loss or bias)."""
 
 
+def _mentions_ep_overlap(text: str) -> bool:
+    """Whether a text states EP all-to-all overlap, on or off (overlap_words), or names
+    `--delay-wgrad-compute`."""
+    said = overlap_words.read_overlap(text).said(overlap_words.OverlapKind.EP_A2A)
+    return said is not overlap_words.Said.UNSTATED or bool(overlap_words.DELAY_WGRAD.search(text))
+
+
 _TEXT_SETTINGS = (
     Setting("dispatcher",
-            re.compile(r"dispatcher|deep[-_ ]?ep|hybrid[-_ ]?ep|\bflex\b", re.I),
+            re.compile(r"dispatcher|deep[-_ ]?ep|hybrid[-_ ]?ep|\bflex\b", re.I).search,
             ("framework", "notes", "model_notes"), "dispatcher"),
-    Setting("EP overlap",
-            re.compile(r"overlap[-_ ]moe[-_ ]expert|\b(?:ep|moe|a2a|all[- ]to[- ]all|expert)"
-                       r"[-_ /\w]{0,20}overlap|overlap\w*\s+(?:of\s+)?(?:the\s+)?(?:ep|moe|"
-                       r"expert|a2a|all[- ]to[- ]all)|delay(?:ed)?[-_ ]wgrad", re.I),
-            ("framework", "notes"), "ep_a2a_overlap"),
-    Setting("CUDA graphs", re.compile(r"cuda[-_ ]?graph", re.I), ("framework", "notes"),
+    Setting("EP overlap", _mentions_ep_overlap, ("framework", "notes"), "ep_a2a_overlap"),
+    Setting("CUDA graphs", re.compile(r"cuda[-_ ]?graph", re.I).search, ("framework", "notes"),
             "cuda_graph_impl"),
     Setting("optimizer moments",
             re.compile(r"optimi[sz]er[- ]states?|\bmoments?\b|precision[- ]aware|exp[-_]avg|"
-                       r"main[- ]grads?", re.I),
+                       r"main[- ]grads?", re.I).search,
             ("framework", "notes", "precision"), "optimizer_moments"),
     Setting("pipeline layout",
             re.compile(r"pipeline[-_ ](?:model[-_ ]parallel[-_ ])?layout|layers per (?:virtual )?"
-                       r"(?:pipeline )?stage", re.I),
+                       r"(?:pipeline )?stage", re.I).search,
             ("notes", "pp", "vpp"), "pp_layout"),
     Setting("routing balance",
-            re.compile(r"balanc|round[- ]robin|dropless|capacity[- ]factor|token[- ]drop", re.I),
+            re.compile(r"balanc|round[- ]robin|dropless|capacity[- ]factor|token[- ]drop",
+                       re.I).search,
             ("model", "model_notes", "framework", "notes"), "notes",
             re.compile(r"aux(?:iliary)?[- ]loss[- ]free(?:\s+(?:load[- ])?balanc\w*)?|"
                        r"(?:load[- ])?balanc\w*[- ](?:loss|bias)|"
@@ -301,7 +306,7 @@ def _mentions(row: dict[str, str], setting: Setting, config: ShippedConfig | Non
         raw = row.get(cell) or ""
         return setting.not_a_mention.sub(" ", raw) if setting.not_a_mention else raw
 
-    if any(setting.mention.search(text(c)) for c in setting.cells):
+    if any(setting.mention(text(c)) for c in setting.cells):
         return True
     return setting.fact == "pp_layout" and config is not None and _states_split(row, config)
 
@@ -326,8 +331,8 @@ def fill(
     for s in _TEXT_SETTINGS:
         if _mentions(row, s, config):
             continue
-        add_fw += [p for p in fw_parts if s.mention.search(p) and p not in add_fw]
-        add_notes += [p for p in note_parts if s.mention.search(p) and p not in add_notes]
+        add_fw += [p for p in fw_parts if s.mention(p) and p not in add_fw]
+        add_notes += [p for p in note_parts if s.mention(p) and p not in add_notes]
         value = src.get(s.fact) or ""
         if s.name == "routing balance":
             value = "forced" if "forced load balancing" in value else "router's own"

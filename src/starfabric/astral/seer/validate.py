@@ -24,7 +24,6 @@ from starfabric.astral.seer import (
     cells,
     cpu_optimizer_offload,
     cudnn_release,
-    dp_overlap_cell,
     flash_generation,
     fp8_recipe,
     goodput,
@@ -32,6 +31,7 @@ from starfabric.astral.seer import (
     mcore_release,
     nic_count,
     optimizer_state,
+    overlap_words,
     releases,
     round_robin_routing,
     router_launches,
@@ -72,6 +72,7 @@ from starfabric.astral.seer.ops import (
     megatron_model_flops,
     narayanan_hardware_flops,
 )
+from starfabric.astral.seer.overlap_words import DELAY_WGRAD, OverlapKind, Said
 from starfabric.astral.seer.parallel import uneven_pipeline_layers
 from starfabric.astral.seer.predict import Prediction, make_job, predict
 from starfabric.astral.seer.statements import stated
@@ -110,39 +111,11 @@ EXCLUDED_PREFIX = "excluded: "
 """How an excluded row's reason starts in the (row_id, reason) list of rows not predicted."""
 
 
-EP_OVERLAP = re.compile(
-    r"overlap[-_ ]moe[-_ ]expert[-_ ]parallel[-_ ]comm"
-    r"|\b(?:ep|moe|expert[- ]parallel(?:ism)?)(?:/\w+)*[-_ ](?:(?:a2a|all[- ]to[- ]all)[-_ ])?"
-    r"(?:comm(?:unication)?[-_ ])?overlap"
-    r"|\ba2a[-_ ]overlap"
-    r"|\b(?:ep|moe)[-_ ](?:a2a|all[- ]to[- ]all)\s+(?:(?:not|never)\s+)?(?:overlapped|hidden)"
-    r"|overlap(?:s|ped|ping)?\s+(?:of\s+)?(?:the\s+)?(?:ep|moe|expert[- ]parallel)\b",
-    re.I,
-)
-"""A framework or notes cell naming Megatron-Core's EP all-to-all overlap
-(`--overlap-moe-expert-parallel-comm`, "EP a2a overlap", "moe_a2a_overlap", "A2A_OVERLAP",
-"EP all-to-all overlapped with 1F1B"); negated mentions ("A2A_OVERLAP=0", "EP all-to-all not
-overlapped", "no EP overlap") are read by statements.stated."""
 CUDA_GRAPHS = re.compile(r"cuda[-_ ]?graphs?", re.I)
 """A framework or notes cell naming CUDA graphs ("CUDA graphs (--cuda-graph-impl ...)"); a
 negated mention ("CUDA graphs off", "no CUDA graph") is read by statements.stated."""
 ROUTER_FUSION = re.compile(r"--moe-router-fusion|\brouter fusion\b", re.I)
 """Megatron-Core's fused MoE router (TE PR 1883), as a row's framework cell states it."""
-DELAY_WGRAD = re.compile(r"delay(?:ed)?[-_ ]wgrad(?:[-_]compute)?", re.I)
-"""`--delay-wgrad-compute` stated (and not negated: "delay_wgrad off", "no delay-wgrad") in the
-framework or notes cell."""
-NO_OVERLAP = re.compile(r"\b(?:no|without)\s+(?:comm(?:unication)?\s+)?overlap\b", re.I)
-"""A framework cell stating that communication is not overlapped."""
-
-
-TP_OVERLAP = re.compile(
-    r"tp[-_ ]comm[-_ ]overlap|\btp(?:/\w+)*[-_ ](?:comm(?:unication)?[-_ ])?overlap"
-    r"|\basync[-_ ]?tp\b"
-    r"|overlap(?:ped|ping)?\s+(?:of\s+)?tp\b",
-    re.I,
-)
-"""A framework or sp cell naming TP communication overlap (`--tp-comm-overlap`, "TP overlap",
-"AsyncTP"); "tp" inside another word ("MTP") is not TP."""
 
 
 def excluded_reason(row: dict[str, str]) -> str | None:
@@ -737,6 +710,15 @@ def _te_release(row: dict[str, str], ex: dict[str, Any], read: dict[str, Any]) -
     read["te_release"] = f"{rel[0]}.{rel[1]} (stated)"
 
 
+def _first_said(default: bool, *readings: overlap_words.OverlapReading, kind: OverlapKind) -> bool:
+    """`kind`'s overlap as the first reading that states it says, else `default`."""
+    for reading in readings:
+        said = reading.on(kind)
+        if said is not None:
+            return said
+    return default
+
+
 def _framework(row: dict[str, str]) -> dict[str, Any]:
     fw = (row.get("framework") or "").lower()
     # A fused-attention kernel older than FlashAttention-2 that the framework cell names
@@ -754,27 +736,28 @@ def _framework(row: dict[str, str]) -> dict[str, Any]:
                 "overlap_p2p": False} | fused  # fmt: skip
     # Current stacks (Megatron-Core, NeMo, TorchTitan, DeepSpeed) overlap DP communication by
     # default; TP overlap is opt-in and taken only when the row says so.
+    # Every overlap word of the row's cells is read by overlap_words, per kind of traffic.
+    fw_said = overlap_words.read_overlap(row.get("framework"))
     # "no overlap" of the whole stack; "EP a2a: no overlap" / "TP no overlap" name one kind.
-    no_overlap = any(
-        not dp_overlap_cell.OVERLAP_KIND.search(
-            fw[: m.start()].rsplit(";", 1)[-1].rsplit(",", 1)[-1]
-        )
-        for m in NO_OVERLAP.finditer(fw)
-    )
+    no_overlap = fw_said.said(OverlapKind.STACK) is Said.OFF
     # Plain Megatron-LM (not Core/NeMo) ships DP and PP overlap as opt-in flags
     # (--overlap-grad-reduce, --overlap-param-gather, --overlap-p2p-communication): a row that
     # does not state them ran without (the baseline MegaScale section 3.2 improves on).
     plain_megatron = (
         fw.strip().startswith("megatron-lm")
-        and not dp_overlap_cell.states_dp_overlap(fw)
+        and not fw_said.on(OverlapKind.DP_GRAD_REDUCE)
+        and not fw_said.on(OverlapKind.DP_PARAM_GATHER)
         and "core" not in fw
     )
     dp_overlap = not no_overlap and not plain_megatron
     # The data-parallel cell may state the overlap of each DP collective itself ("ZeRO-1 with
     # the gradient reduce-scatter overlapped with the backward pass", "gradient all-reduce not
-    # overlapped"): a collective it states follows the statement (dp_overlap_cell).
-    dp_cell = dp_overlap_cell.overlap_statement(row.get("zero_or_fsdp"))
-    if no_overlap and (dp_cell.grad_reduce or dp_cell.param_gather):
+    # overlapped"), and so may the framework cell ("--overlap-grad-reduce off"): a collective
+    # stated follows the statement, the data-parallel cell's first.
+    dp_cell = overlap_words.read_overlap(row.get("zero_or_fsdp"))
+    if no_overlap and (
+        dp_cell.on(OverlapKind.DP_GRAD_REDUCE) or dp_cell.on(OverlapKind.DP_PARAM_GATHER)
+    ):
         raise DataError(
             f"row {row.get('row_id', '?')}: framework = {row.get('framework')!r} states no "
             f"overlap but zero_or_fsdp = {row.get('zero_or_fsdp')!r} states a DP collective "
@@ -782,15 +765,20 @@ def _framework(row: dict[str, str]) -> dict[str, Any]:
             fix="name the kind of traffic that was not overlapped in the framework cell "
             "('EP a2a: no overlap') or correct the zero_or_fsdp cell",
         )
-    grad_overlap = dp_overlap if dp_cell.grad_reduce is None else dp_cell.grad_reduce
-    gather_overlap = dp_overlap if dp_cell.param_gather is None else dp_cell.param_gather
+    grad_overlap = _first_said(dp_overlap, dp_cell, fw_said, kind=OverlapKind.DP_GRAD_REDUCE)
+    gather_overlap = _first_said(dp_overlap, dp_cell, fw_said, kind=OverlapKind.DP_PARAM_GATHER)
+    # PP send/recv overlap as the framework cell states it ("DP/TP/PP comm overlap on",
+    # "--overlap-p2p-communication"), else with DP's.
+    p2p_overlap = _first_said(dp_overlap, fw_said, kind=OverlapKind.PP_P2P)
     sp_text = (row.get("sp") or "").lower()
     # MegaScale overlaps TP/SP collectives with the adjacent GEMMs (MegaScale section 3.2).
     notes = row.get("notes") or ""
-    tp_overlap = bool(stated(TP_OVERLAP, fw, sp_text, notes)) or "megascale" in fw
+    tp_overlap = (
+        overlap_words.read_overlap(fw, sp_text, notes).on(OverlapKind.TP_COMM) or "megascale" in fw
+    )
     # EP all-to-all overlap, stated in the framework or notes cell (the AWS rows write it in
     # their notes: "overlap_moe_expert_parallel_comm on"; "A2A_OVERLAP=0" states it off).
-    ep_stated = stated(EP_OVERLAP, fw, notes)
+    ep_stated = overlap_words.read_overlap(fw, notes).on(OverlapKind.EP_A2A)
     ep_overlap = "dualpipe" in fw or "dualpipe" in (row.get("vpp") or "").lower() or bool(ep_stated)
     delay_wgrad = bool(stated(DELAY_WGRAD, fw, notes))
     dualpipe = "dualpipe" in fw or "dualpipe" in (row.get("vpp") or "").lower()
@@ -842,7 +830,7 @@ def _framework(row: dict[str, str]) -> dict[str, Any]:
             "pipeline_schedule": "dualpipe" if dualpipe else "1f1b",
             "overlap_param_gather": gather_overlap,
             "tp_comm_overlap": tp_overlap and not no_overlap,
-            "overlap_p2p": dp_overlap,
+            "overlap_p2p": p2p_overlap,
             "ep_comm_overlap": ep_overlap,
             "ep_delay_wgrad": ep_overlap and delay_wgrad,
             "moe_fused_dispatch": fused_moe,
@@ -1167,7 +1155,9 @@ def _choices(
         out.pop("optimizer_moments", None)  # the offload's Adams keep fp32 moments
     if model.is_moe:
         out["moe_dispatcher"] = _dispatchers(row, ex)
-    tp_said = stated(TP_OVERLAP, fw_cell, row.get("sp"), row.get("notes"))
+    tp_said = overlap_words.read_overlap(fw_cell, row.get("sp"), row.get("notes")).on(
+        OverlapKind.TP_COMM
+    )
     if (
         not ex["tp_comm_overlap"]
         and tp_said is None
