@@ -27,6 +27,9 @@ DATA = Path(__file__).resolve().parents[1] / "tests" / "data" / "published_runs"
 OUTSIDE_FILES: dict[str, str] = {
     "long_context_cp_baselines.csv": "long-context ring CP, USP's Megatron-LM tables (A800)",
     "moe_cross_host_baselines.csv": "MoE, MegaScale-MoE's Megatron-LM baseline (H800)",
+    "mlperf_dsv3_runs.csv": (
+        "MoE DeepSeek-V3 671B, EP 32, MLPerf Training v6.0 logs (256-8,192 GB200/GB300; a fork)"
+    ),
     "mlperf_gpt3_runs.csv": "dense GPT-3 175B, MLPerf Training v3.0/v4.0 logs (512-11,616 H100)",
     "mlperf_llama31_runs.csv": (
         "dense Llama 3.1 405B, MLPerf Training v5.0/v5.1 logs (256-8,192 H100/H200/B200/GB200)"
