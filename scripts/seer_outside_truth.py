@@ -33,6 +33,9 @@ OUTSIDE_FILES: dict[str, str] = {
     "mlperf_gptoss_runs.csv": (
         "MoE gpt-oss-20b, MLPerf Training v6.0 logs from a fork (8-512 H100/B300/GB200/GB300)"
     ),
+    "mlperf_dsv3_runs.csv": (
+        "MoE DeepSeek-V3 671B, EP 32, MLPerf Training v6.0 logs (256-8,192 GB200/GB300; a fork)"
+    ),
     "mlperf_llama31_runs.csv": (
         "dense Llama 3.1 405B, MLPerf Training v5.0/v5.1/v6.0 logs"
         " (256-8,192 H100/H200/B200/GB200/GB300; v6.0 from a fork)"

@@ -114,6 +114,16 @@ EXCLUDED_PREFIX = "excluded: "
 CUDA_GRAPHS = re.compile(r"cuda[-_ ]?graphs?", re.I)
 """A framework or notes cell naming CUDA graphs ("CUDA graphs (--cuda-graph-impl ...)"); a
 negated mention ("CUDA graphs off", "no CUDA graph") is read by statements.stated."""
+FULL_ITERATION_GRAPHS = re.compile(
+    r"cuda[-_ ]?graphs?(?:[-_ ]scope)?[^;,]{0,24}?\bfull[-_ ]iteration\b"
+    r"|\bfull[-_ ]iteration[-_ ]cuda[-_ ]?graphs?",
+    re.I,
+)
+"""A framework or notes cell stating CUDA graphs over the whole training step ("CUDA graphs over
+the full iteration", "CUDA_GRAPH_SCOPE=full_iteration", "CUDA graphs full_iteration";
+Megatron-Core's `CudaGraphScope.full_iteration`, the MLPerf Training v6.0 DeepSeek-V3 configs'
+`CUDA_GRAPH_IMPLEMENTATION=local CUDA_GRAPH_SCOPE=full_iteration`); not the inference scope
+(`full_iteration_inference`: no word boundary after "iteration")."""
 ROUTER_FUSION = re.compile(r"--moe-router-fusion|\brouter fusion\b", re.I)
 """Megatron-Core's fused MoE router (TE PR 1883), as a row's framework cell states it."""
 
@@ -800,6 +810,13 @@ def _framework(row: dict[str, str]) -> dict[str, Any]:
     # (sdpa_runs_cudnn); Megatron-Core/NeMo use TE's cuDNN kernels.
     # Megatron-Core stacks: their layers' host launches are counted (host_ops).
     host = any(k in fw for k in host_ops.HOST_SYNC_FRAMEWORKS)
+    # A full-iteration CUDA graph replays the whole step (forward, backward, optimizer) from one
+    # launch, its MoE buffers static (a graph cannot hold a host-side token-count sync; the
+    # MLPerf v6.0 configs pair it with MOE_PAGED_STASH and MOE_EXPERT_RANK_CAPACITY_FACTOR): no
+    # layer launch or per-layer host wait is left to count, so the host_ops launch model does
+    # not apply. `cuda_graphs` (attention + router captured) is the narrower case host_ops models.
+    if stated(FULL_ITERATION_GRAPHS, row.get("framework"), row.get("notes")):
+        host = False
     native = any(k in fw for k in ("torchtitan", "sdpa", "pytorch fsdp", "huggingface"))
     # A Megatron-Core / NeMo cell that says "SDPA" names the attention core of TE's
     # DotProductAttention (cuDNN), not PyTorch's SDPA (NVIDIA's DeepSeek-V3 GB200 write-up).
