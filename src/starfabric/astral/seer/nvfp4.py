@@ -7,7 +7,9 @@ alike) in E2M1 with one E4M3 scale per 16 values and one FP32 scale per tensor (
 stays in higher precision is what stays out of FP8 under TE: the output layer and the MoE
 router (`cost.BF16_GEMMS`), and attention (the recipe's `fp8_dpa = False`; Seer times
 attention the same way whatever the GEMM precision). Megatron-Core's optional BF16 first/last
-layers (`--first-last-layers-bf16`) default off and are not read (none of the rows states them).
+layers (`--first-last-layers-bf16`; the NVFP4 pretraining paper, arXiv 2509.25149, keeps about
+16% of a 12B model's linear layers in BF16) default off and are not read: none of the rows states
+them, and MLPerf v5.1's NeMo configs leave `FIRST_LAST_LAYERS_BF16` at its default False.
 
 Two parts, each relative to what Seer already prices:
 
@@ -21,16 +23,23 @@ Two parts, each relative to what Seer already prices:
   (`NVFP4_PEAK_FRACTION`), allows less; no catalogued GPU is capped (B200/GB200 2 x 0.951 =
   1.90, B300 2.92 x 0.951, GB300 3 x 0.951). The measured kernel reaches 0.62 of B300's FP4/FP8
   peak ratio: on that GPU the FP4 peak is not what bounds it.
-- **The quantization** (`quant_bytes`): the recipe's defaults (`fp4_quant_fwd_inp`,
-  `fp4_quant_bwd_grad`) apply a random Hadamard transform to the columnwise (wgrad) copy of
-  inputs and gradients, so a 16-bit operand is read by one amax kernel that takes the rowwise
-  and the Hadamard-transformed columnwise amax together (`nvte_hadamard_transform_amax`,
-  `hadamard_transform.h`), then once by the rowwise cast and once by the fused Hadamard
-  columnwise cast (`nvte_hadamard_transform_cast_fusion_columnwise`): three 2-byte reads and two
-  FP4 copies (0.5 B/value + 1 B per 16 values of E4M3 scale). Stochastic rounding of gradients
-  happens inside the cast (no bytes); weights' 16x16 2D scales are weight casts, which Seer's
-  cast model does not price for any recipe. The bytes are taken over delayed scaling's on the
-  same GPU, as `fp8_recipe.cast_factor` does for the FP8 recipes; nothing is fitted.
+- **The quantization** (`quant_bytes`): a 16-bit operand is read twice — once by the amax
+  kernel, once by one fused cast that writes both the rowwise and the columnwise (wgrad) FP4
+  copy (0.5 B/value + 1 B per 16 values of E4M3 scale each). Both ways a run can take:
+  with the recipe's default random Hadamard transform (RHT) on the columnwise copy of inputs and
+  gradients, TE >= v2.15 reads once in `nvte_hadamard_transform_amax` (rowwise and RHT
+  columnwise amax together) and once in `nvte_quantize_with_hadamard_transform` (rowwise cast +
+  RHT + columnwise cast in one kernel; TE PR #2555, 2026-03-16; `quantizer.cpp`
+  `NVFP4Quantizer::quantize_impl` @d0067d0, for BF16 inputs with rows % 64 == 0 and
+  cols % 128 == 0 on SM100-110: every training shape); with RHT off (`NVTE_NVFP4_DISABLE_RHT=1`,
+  the "vanilla recipe" of every MLPerf Training v5.1 NVFP4 config, `config_common_fp4.sh`) any
+  release since v2.8 reads once in `nvte_compute_amax_with_config` and once in
+  `nvfp4_quantize_transpose` (`cast_kernels.cuh`). Only TE v2.8-v2.14 with RHT on ran the
+  rowwise and the RHT columnwise cast as two kernels (three reads, 7.125 B/value); no row states
+  that pairing, and it is not priced. Stochastic rounding of gradients happens inside the cast
+  (no bytes); weights' 16x16 2D scales are weight casts, which Seer's cast model does not price
+  for any recipe. The bytes are taken over delayed scaling's on the same GPU, as
+  `fp8_recipe.cast_factor` does for the FP8 recipes; nothing is fitted.
 """
 
 from __future__ import annotations
@@ -55,18 +64,27 @@ FP4_WRITE_BYTES = 0.5
 """Bytes written per value by one E2M1 copy (two values per byte)."""
 NVFP4_SCALE_BYTES = 1.0 / 16
 """One E4M3 (1-byte) scale per 16 values, per copy (TE `NVFP4BlockScaling` docstring)."""
-NVFP4_READS = 3.0
-"""16-bit reads of one operand: the fused rowwise + Hadamard amax kernel, the rowwise cast and
-the fused Hadamard columnwise cast (TE `hadamard_transform.h`; with `NVTE_NVFP4_DISABLE_RHT`
-the reads would differ — the default recipe is priced)."""
+NVFP4_READS = 2.0
+"""16-bit reads of one operand: the amax kernel and the one fused rowwise + columnwise cast.
+With RHT (TE >= v2.15): `nvte_hadamard_transform_amax`, then
+`nvte_quantize_with_hadamard_transform` (TE PR #2555; `quantizer.cpp` @d0067d0). Without RHT
+(`NVTE_NVFP4_DISABLE_RHT=1`, MLPerf v5.1's NVFP4 configs; TE v2.8 on): `nvte_compute_amax`, then
+`nvfp4_quantize_transpose` (`cast_kernels.cuh` @v2.8). TE v2.8-v2.14 with RHT read three times
+(separate rowwise and RHT columnwise casts): not priced, no row states it."""
 NVFP4_COPIES = 2.0
-"""Rowwise and columnwise copies: block scales run along one direction, so TE quantizes both
-from the 16-bit input (`NVFP4BlockScaling` docstring)."""
+"""Rowwise and columnwise copies: block scales run along one direction, so TE writes both from
+the 16-bit input (`NVFP4BlockScaling` docstring), in the one fused cast of `NVFP4_READS`."""
 NVFP4_BLACKWELL_GEMM_RATE = 1.810
 """NVFP4 GEMM kernel rate over the tensor-scaled FP8 one, TE GEMM profiling guide on B300,
 pre-quantized operands (kernel alone): 6.812 ms (current scaling) / 3.764 ms (NVFP4) = 1.810.
 Taken for every Blackwell GPU (assumption: B200/GB200/GB300 NVFP4 kernels lead their
-tensor-scaled FP8 ones by B300's factor; their FP4/FP8 peak ratios, 2 and 3, leave room)."""
+tensor-scaled FP8 ones by B300's factor; their FP4/FP8 peak ratios, 2 and 3, leave room).
+Why alike rather than scaled by the FP4 peak (B300's is 1.46x B200's at the same FP8 peak): the
+measured B300 kernel runs 5.09 PF/s (the guide's 1.917e13 FLOP per layer / 3.764 ms), 0.39 of
+its FP4 peak, and B200's cuBLAS NVFP4 GEMM ran 5.37-5.50 PF/s at 6144^3-8192^3 in isolation
+(pytorch/ao PR #2427, `bench_matmul.py --recipe nvfp4`, 2025-06; 0.60-0.61 of 9 PF): about the
+same absolute rate on both GPUs, which one factor over their equal FP8 peaks gives. Scaling
+B300 up by its FP4 peak, or B200 down by 2/2.92 (to 1.24x), has no measurement behind it."""
 NVFP4_PEAK_FRACTION = MXFP8_BLACKWELL_GEMM_RATE
 """The cap on `rate_over_fp8`: an NVFP4 GEMM reaches at most the share of its FP4 peak that an
 MXFP8 GEMM reaches of its FP8 peak (both block-scaled on Blackwell tensor cores; assumption)."""
