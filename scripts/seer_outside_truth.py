@@ -32,7 +32,7 @@ OUTSIDE_FILES: dict[str, str] = {
     ),
     "mlperf_llama31_runs.csv": (
         "dense Llama 3.1 405B, MLPerf Training v5.0/v5.1/v6.0 logs"
-        " (256-8,192 H100/H200/B200/GB200/GB300; v6.0 from a fork)"
+        " (256-8,192 H100/H200/B200/GB200/GB300; v6.0 from a fork, incl. 4,096 GB300, 8,192 GB200)"
     ),
     "smp_p4d_runs.csv": "sharded DP, AWS test-case logs (p4d / p5)",
 }
