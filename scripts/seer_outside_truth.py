@@ -38,7 +38,7 @@ OUTSIDE_FILES: dict[str, str] = {
     ),
     "mlperf_llama31_runs.csv": (
         "dense Llama 3.1 405B, MLPerf Training v5.0/v5.1/v6.0 logs"
-        " (256-8,192 H100/H200/B200/GB200/GB300; v6.0 from a fork)"
+        " (256-8,192 H100/H200/B200/GB200/GB300; v6.0 from a fork, incl. 4,096 GB300, 8,192 GB200)"
     ),
     "mlperf_llama31_8b_runs.csv": (
         "dense Llama 3.1 8B, MLPerf Training v5.1/v6.0 logs (8-1,024 H100/B200/B300/GB200/GB300)"

@@ -1,5 +1,5 @@
-"""MLPerf Training Llama 3.1 405B, rounds v5.0 and v5.1 (session 21j) and v6.0 (session 22d, read
-from a fork of the results repository) (tests/data/published_runs/mlperf_llama31_runs.csv): the
+"""MLPerf Training Llama 3.1 405B, rounds v5.0 and v5.1 (session 21j) and v6.0 (sessions 22d and
+22h, read from a fork of the results repository) (tests/data/published_runs/mlperf_llama31_runs.csv): the
 transcription's invariants — each row's step time is
 the median of the per-log figures its notes list, the token rate is that time's arithmetic, the
 layout multiplies out to the GPU count and to the logged global batch, every row cites its own
@@ -29,7 +29,7 @@ def test_header_is_development_set_2s() -> None:
 
 
 def test_rounds_are_v50_v51_and_v60_and_rows_unique() -> None:
-    assert len(ROWS) == 19
+    assert len(ROWS) == 22
     assert len(set(IDS)) == len(IDS)
     for row in ROWS:
         assert re.search(
@@ -46,7 +46,12 @@ def test_v60_rows_come_from_the_fork_and_say_so() -> None:
     """v6.0 is read from the fork Richardyu114/training_results_v6.0 (no mlcommons copy was
     read); each such row names the fork in its notes and its verification."""
     v60 = [r for r in ROWS if "training_results_v6.0" in r["citation"]]
-    assert [r["row_id"] for r in v60] == ["MLP60-NV-GB300-0512"]
+    assert [r["row_id"] for r in v60] == [
+        "MLP60-NV-GB300-0512",
+        "MLP60-NV-GB300-2048",
+        "MLP60-CW-GB300-4096",
+        "MLP60-AZ-GB200-8192",
+    ]
     for row in v60:
         assert row["source_id"] == "MLPERF_TRAIN_v60_LLAMA31"
         assert "fork" in row["notes"] and "fork" in row["verification"]
@@ -84,7 +89,9 @@ def test_tokens_per_second_is_gbs_times_seq_over_step_time(row: dict[str, str]) 
 @pytest.mark.parametrize("row", ROWS, ids=IDS)
 def test_layout_multiplies_out_to_gpus_and_logged_batch(row: dict[str, str]) -> None:
     """TP x PP x CP x DP = GPUs (EP = 1); GBS = micro-batch x logged accumulation x DP; the
-    config file's name NODESxGPUSxMINIBSxtpTppPcpC agrees with the cells."""
+    config file's name NODESxGPUSxMINIBSxtpTppPcpC agrees with the cells — with NODES and MINIBS
+    taken from the launcher overrides where the citation names them (Azure's launch path sources
+    one base config and overrides exactly those two; the .md, v6.0 session 22h)."""
     tp, pp, dp, cp, ep, gpus, mb, gbs, gpn = (
         int(row[k])
         for k in ("tp", "pp", "dp", "cp", "ep", "num_gpus", "micro_batch",
@@ -98,6 +105,9 @@ def test_layout_multiplies_out_to_gpus_and_logged_batch(row: dict[str, str]) -> 
     name = re.search(r"config_\w+?_(\d+)x(\d+)x(\d+)xtp(\d+)pp(\d+)cp(\d+)", row["citation"])
     assert name is not None
     nodes, per_node, minibs, c_tp, c_pp, c_cp = (int(x) for x in name.groups())
+    overrides = re.search(r"overrides DGXNNODES=(\d+) MINIBS=(\d+)", row["citation"])
+    if overrides is not None:
+        nodes, minibs = (int(x) for x in overrides.groups())
     assert (nodes * per_node, per_node, minibs, c_tp, c_pp, c_cp) == (
         gpus,
         gpn,
@@ -106,6 +116,17 @@ def test_layout_multiplies_out_to_gpus_and_logged_batch(row: dict[str, str]) -> 
         pp,
         cp,
     )
+
+
+def test_launcher_overrides_are_azures_alone_and_match_its_log() -> None:
+    """Only the Azure row replaces its config name's node count and MINIBS, and the overridden
+    node count is the one its log's submission_platform states (2048 nodes x 4 = 8,192 GPUs)."""
+    overridden = [r for r in ROWS if "overrides DGXNNODES=" in r["citation"]]
+    assert [r["row_id"] for r in overridden] == ["MLP60-AZ-GB200-8192"]
+    (row,) = overridden
+    assert "launch_405b.py" in row["citation"]
+    assert "submission_platform '2048x" in row["notes"]
+    assert int(row["num_gpus"]) == 2048 * int(row["gpus_per_node"])
 
 
 @pytest.mark.parametrize("row", ROWS, ids=IDS)
