@@ -4,19 +4,17 @@ MLPerf Training Llama 3.1 8B at 512-1,024 GB200/GB300 (TP 2-4 x CP 4, 1,024-2,04
 per step), Cisco H100 TP 2 and University of Florida B200 at 256 GPUs run slower than Seer says
 (`tests/data/published_runs/mlperf_llama31_8b_runs.csv`). This script prices, per row and with
 Seer's own comm model and op table, each candidate the sources name, without changing any
-timing; docs/astral.md ("Tiny work per GPU", session 22i) reads its output. Columns:
+timing (the amax reductions are Seer's own, seer/fp8_amax_reduction.py); docs/astral.md
+("Tiny work per GPU", session 22i) reads its output. Columns:
 
 - gap: published minus Seer (ms); per-layer: the gap spread over the layers' forward+backward
   passes of the step (us), i.e. what a per-layer mechanism would have to cost.
 - kern: Seer's kernels per layer (forward + backward op-table rows that are not collectives) and
   what they already carry at `efficiency.yaml` `kernel_overhead_s`; need: how many more kernels
   at that floor the per-layer gap would take.
-- amax: TransformerEngine Float8CurrentScaling with sequence parallelism reduces the amax of the
-  column-parallel inputs (forward) and of the row-parallel output gradients (backward) over the
-  TP group (`Linear._customize_quantizers_float8_current_scaling`: `with_amax_reduction = True`,
-  `amax_reduction_group = tp_group`), one 1-element all-reduce each: 4 per layer and micro-batch
-  (QKV, FC1 inputs; proj, FC2 output gradients), on the critical path; priced with Seer's
-  all-reduce on the "tp" group.
+- amax: what TransformerEngine's per-tensor amax all-reduces over TP add to the step
+  (seer/fp8_amax_reduction.py, priced in Seer since session 22i: 2 forward + 2 backward per dense
+  layer and micro-batch under current scaling or NVFP4 with SP); part of "seer" already.
 - dp: Seer's exposed DP term now; then the configuration's own gradient buckets
   (`config_common_8b.sh` BUCKET_SIZE=768000000, pretrain.py `grad_reduce_in_fp32=False`,
   FP8_PARAM_GATHER=True: 2-byte gradients, 1-byte gathers; Megatron-Core fills buckets in reverse
@@ -38,6 +36,7 @@ from pathlib import Path
 from starfabric.astral.seer.comm import nvlink_domain
 from starfabric.astral.seer.cost import make_context
 from starfabric.astral.seer.efficiency import efficiency_for
+from starfabric.astral.seer.fp8_amax_reduction import AMAX_BYTES, layout_reduces_amax
 from starfabric.astral.seer.ops import COMM
 from starfabric.astral.seer.validate import read_rows, validate_row
 from starfabric.errors import StarfabricError
@@ -45,9 +44,8 @@ from starfabric.errors import StarfabricError
 CSV = Path("tests/data/published_runs/mlperf_llama31_8b_runs.csv")
 """The outside rows this analysis is about (session 22c)."""
 AMAX_REDUCTIONS_PER_LAYER = 4
-"""TE current scaling with SP: QKV and FC1 inputs (forward), proj and FC2 output gradients
-(backward) reduce their amax over the TP group (TransformerEngine module/linear.py,
-layernorm_linear.py, layernorm_mlp.py `_customize_quantizers_float8_current_scaling`)."""
+"""QKV and FC1 inputs (forward), proj and FC2 output gradients (backward) of a dense layer
+(seer/fp8_amax_reduction.py)."""
 CONFIG_BUCKET_PARAMS = 768_000_000
 """MLPerf v5.1 llama31_8b `config_common_8b.sh` BUCKET_SIZE (NVIDIA, and the templates the
 other submitters copy)."""
@@ -83,10 +81,11 @@ def _row(row: dict[str, str]) -> str:
     kernels = sum(k != COMM for k in pc.fwd_table.kind) + sum(k != COMM for k in pc.bwd_table.kind)
     floor = ctx.eff.kernel_overhead_s
     # FP8 current scaling's amax all-reduces over TP (sequence parallel only).
-    current = ex.precision == "fp8" and (ex.fp8_recipe or "") in ("tensorwise", "current")
     amax = 0.0
-    if current and lay.tp > 1 and lay.sp:
-        amax = AMAX_REDUCTIONS_PER_LAYER * layers * m * ctx.comm.time("all_reduce", 4.0, "tp")
+    if layout_reduces_amax(ex, lay):
+        amax = (
+            AMAX_REDUCTIONS_PER_LAYER * layers * m * ctx.comm.time("all_reduce", AMAX_BYTES, "tp")
+        )
     # DP buckets as the configuration fills them (reverse order: head, layers, embedding).
     kvd = model.kv_heads * (model.hidden // model.heads)
     layer_p = (model.hidden * (model.hidden + 2 * kvd) + model.hidden**2) / lay.tp
