@@ -27,6 +27,7 @@ from starfabric.astral.seer.ep_dispatch_dtype import dispatch_dtype
 from starfabric.astral.seer.ep_overlap import pair_exposed_fraction, runs_megatron_overlap
 from starfabric.astral.seer.ep_overlap_hidden import realized_exposed_fraction
 from starfabric.astral.seer.flash_generation import kernel_rates
+from starfabric.astral.seer.fp8_amax_reduction import is_amax_reduction
 from starfabric.astral.seer.fp8_recipe import cast_factor, gemm_rate, native_mx
 from starfabric.astral.seer.fsdp_cp_window import ring_shares_fsdp_link, ring_window
 from starfabric.astral.seer.fsdp_side_window import side_groups, side_window_s, split_exposure
@@ -420,7 +421,8 @@ def op_costs(
         dur = ctx.comm.time(coll, float(a["nbytes"][i]), grp, phase=phase, fp8=fp8)  # type: ignore[arg-type]
         time[i] = dur
         exposed[i] = dur
-        if t.group[i] == "tp" and ctx.tp_comm_overlap:
+        if t.group[i] == "tp" and ctx.tp_comm_overlap and not is_amax_reduction(name):
+            # (the amax reduction sits between the amax kernel and the cast: no GEMM hides it)
             partner = _adjacent_gemm(kind, int(i))
             hide = time[partner] if partner >= 0 else 0.0
             exposed[i] = max(0.0, dur - hide) + TP_OVERLAP_RESIDUAL * dur

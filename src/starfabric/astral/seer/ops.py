@@ -21,6 +21,7 @@ from starfabric.astral.seer.expert_sort import (
     SORT_SUFFIX,
     local_sort_bytes,
 )
+from starfabric.astral.seer.fp8_amax_reduction import AMAX_BYTES, AMAX_OP, layout_reduces_amax
 from starfabric.astral.seer.model import ModelSpec, attention_params, mlp_params, param_counts
 from starfabric.astral.seer.moe_probs_a2a import PROB_BYTES
 from starfabric.astral.seer.parallel import ExecutionSpec, Layout, cp_split
@@ -169,6 +170,9 @@ def _attention(
 ) -> None:
     h, e, tok = model.hidden, loc.elem, loc.tokens
     mods = set(ex.recompute_modules)
+    if layout_reduces_amax(ex, lay):
+        # TE current scaling / NVFP4 with SP: the QKV input's amax over TP (fp8_amax_reduction).
+        t.comm(f"attn.{AMAX_OP}", "all_reduce", "tp", AMAX_BYTES)
     t.mem("attn.norm", 2 * e * loc.tokens_sp * h, selective="layernorm" in mods)
     _tp_enter(t, loc, h, "attn")
     dq, dv = model.qk_head_dim, model.vo_head_dim
@@ -361,6 +365,9 @@ def layer_ops(model: ModelSpec, ex: ExecutionSpec, lay: Layout, moe: bool) -> Op
         if ex.zero == 3 and lay.dp * lay.cp > 1 and lay.pp == 1:
             _fsdp(t, model, lay, moe)
         return t
+    if not moe and layout_reduces_amax(ex, lay):
+        # The FC1 input's amax over TP (fp8_amax_reduction; TE's GroupedLinear experts have none).
+        t.comm(f"mlp.{AMAX_OP}", "all_reduce", "tp", AMAX_BYTES)
     t.mem("mlp.norm", 2 * e * loc.tokens_sp * h, selective="layernorm" in ex.recompute_modules)
     first = len(t)
     if moe:
