@@ -44,13 +44,10 @@ the kernels return O and dQ, dK, dV in BF16 (`NVTE_DPA_FP8CS_O_in_F16` defaults 
 not re-quantized for the backward); under delayed scaling they return FP8, which TE
 dequantizes for the output projection and for the QKV GEMM's backward. One quantization moves
 the recipe's reads (current scaling: two, amax then cast; delayed: one, `fp8_recipe.quant_bytes`)
-of 2 bytes and one 1-byte FP8 copy per value; a dequantization reads 1 byte and writes 2. One
-copy serves both directions (cuDNN's FP8 kernels take Q, K, V, O and dO in one layout;
-assumption, as for tensor-scaled FP8 on Blackwell in `fp8_recipe`). The FP8 attention's
-recipe (`row_dpa_recipe`) follows the GEMM recipe (TE's table: DelayedScaling -> delayed,
-Float8CurrentScaling -> current) unless `NVTE_DPA_FP8_RECIPE` names another; NVFP4 and
-blockwise GEMMs pair with current scaling (assumption: the pairing the MLPerf NVFP4 configs and
-Megatron-Bridge's NVFP4 launcher set, `NVTE_DPA_FP8_RECIPE=Float8CurrentScaling`). MXFP8
+of 2 bytes and `DPA_COPIES` 1-byte FP8 copies per value; a dequantization reads 1 byte and
+writes 2. The FP8 attention's recipe (`row_dpa_recipe`) follows the GEMM recipe (TE's table:
+DelayedScaling -> delayed, Float8CurrentScaling -> current) unless `NVTE_DPA_FP8_RECIPE` names
+another; NVFP4 and blockwise GEMMs are paired with current scaling there. MXFP8
 attention (`MXFP8BlockScaling`, TE's default with MXFP8 GEMMs) is another cuDNN kernel this
 module has no 9.19.1 measurement of: it is not priced (the row keeps BF16 attention, and says
 so).
@@ -84,8 +81,9 @@ SEQ_POINTS: tuple[int, ...] = (2048, 4096, 8192, 16384, 32768)
 
 HOPPER_FWD: tuple[float, ...] = (1.442, 1.445, 1.497, 1.501, 1.515)
 """FP8 / BF16 causal forward rate at SEQ_POINTS, cuDNN 9.19.1 on H200 (TFLOP/s 698/484,
-854/591, 964/644, 1010/673, 1042/688). Taken for every Hopper GPU (`cost.is_hopper`: an FP8
-peak without MX block scales); H100/H800/H200 share the SM90 tensor cores."""
+854/591, 964/644, 1010/673, 1042/688). Taken for every GPU with an FP8 peak and no MX block
+scales (`cost.is_hopper`'s test; assumption: H100/H800/H20 run the H200's SM90 kernels at the
+same FP8/BF16 ratio, attention being compute-bound, and only the ratio is carried)."""
 HOPPER_BWD = 1.0
 """FP8 / BF16 backward rate on Hopper: 1.0, an assumption — no speed-up and no slow-down. The one
 Hopper measurement (cuDNN 9.19.1, H200, the sweep above) runs the causal FP8 backward at
@@ -99,7 +97,8 @@ and taking the non-causal gain would credit a causal kernel with a measurement i
 reach; so neither is priced."""
 BLACKWELL_FWD: tuple[float, ...] = (1.234, 1.279, 1.243, 1.266, 1.285)
 """FP8 / BF16 causal forward rate at SEQ_POINTS, cuDNN 9.19.1 on GB200 (1286/1042, 1707/1335,
-1987/1598, 2135/1687, 2210/1720). Taken for B200 and GB200 (SM100)."""
+1987/1598, 2135/1687, 2210/1720). Taken for B200 and GB200 (assumption: B200 runs the same
+SM100 kernels at GB200's ratio, the two differing in clocks and power, not in the SM)."""
 BLACKWELL_BWD: tuple[float, ...] = (1.073, 1.086, 1.127, 1.160, 1.158)
 """FP8 / BF16 causal backward rate, cuDNN 9.19.1 on GB200 (897/836, 1229/1132, 1478/1311,
 1626/1402, 1705/1473)."""
@@ -111,7 +110,7 @@ Efficient with NVIDIA Blackwell Ultra", 2026): the softmax that holds an FP8 for
 to ~1.27x BF16 lets GB300's reach ~1.5x, so the two parts take separate curves."""
 BLACKWELL_ULTRA_BWD: tuple[float, ...] = (1.043, 1.095, 1.148, 1.181, 1.196)
 """FP8 / BF16 causal backward rate, cuDNN 9.19.1 on GB300 (945/906, 1309/1195, 1590/1385,
-1759/1490, 1852/1549)."""
+1759/1490, 1852/1549). Taken for B300 as for GB300 (assumption, as BLACKWELL_FWD's)."""
 RELEASE_SPREAD = 0.20
 """How far a later release moves the Blackwell ratios: cuDNN 9.22.0 (the same sweep, batch 2)
 against 9.19.1 at 4K-32K changes no ratio by more than 20%; the largest are the backwards at
@@ -120,10 +119,15 @@ most 7% (GB300 at 4K, 1.487 against 1.390). Later releases' backward gains are n
 9.19.1 rows are the one release measured on Hopper and both Blackwell parts alike
 (tests/astral/seer/test_fp8_attention.py re-derives the spread)."""
 ULTRA_FP4_OVER_FP8 = 2.5
-"""A Blackwell GPU whose catalog NVFP4 peak exceeds this multiple of its FP8 peak is Blackwell
-Ultra (B300 2.92, GB300 3.0; B200 and GB200 2.0: `gpus.yaml`, NVIDIA datasheets): the catalog
+"""Assumption: a Blackwell GPU whose catalog NVFP4 peak exceeds this multiple of its FP8 peak is
+Blackwell Ultra (B300 2.92, GB300 3.0, B200 and GB200 2.0: `gpus.yaml`, NVIDIA datasheets): the catalog
 has no SM-version field, and the 1.5x dense-FP4 peak is Blackwell Ultra's other datasheet change."""
 
+DPA_COPIES = 1.0
+"""FP8 copies one quantization of Q, K, V or dO writes: one (assumption: cuDNN's FP8 attention
+kernels read each of Q, K, V, O and dO in one layout in both passes, transposing in shared
+memory as FlashAttention-3 does for V — unlike Hopper's FP8 GEMMs, which need a second,
+transposed copy; `fp8_recipe.quant_bytes`)."""
 DEQUANT_BYTES = FP8_WRITE_BYTES + BF16_READ_BYTES
 """HBM bytes per value of one dequantization: read the 1-byte FP8 value, write 2 bytes."""
 
@@ -138,8 +142,11 @@ class Fp8AttentionCurve:
     cap: float
 
     def rate(self, keys: Any, backward: bool) -> np.ndarray[Any, np.dtype[np.float64]]:
-        """FP8 over BF16 rate for calls with `keys` keys per query (a causal call of length
-        2 x keys), interpolated in log2(length) over SEQ_POINTS and held beyond them."""
+        """FP8 over BF16 rate for calls with `keys` keys per query, read at the causal call of
+        length 2 x keys (`ops`: a causal query meets sequence / 2 keys on average), interpolated
+        in log2(length) over SEQ_POINTS and held beyond them (assumption: a CP ring step or a
+        sliding window with the same keys per query runs at the causal call's ratio; the sweep
+        measures causal and, on H200 only, full calls)."""
         k = np.maximum(np.asarray(keys, dtype=np.float64), 1.0)
         ys = self.backward if backward else self.forward
         out = np.interp(np.log2(2.0 * k), np.log2(np.array(SEQ_POINTS, float)), np.array(ys))
@@ -192,7 +199,7 @@ def quant_bytes(recipe: DpaRecipe) -> tuple[float, float]:
     writes one FP8 byte: 3 or 5 B; a dequantization (delayed only; current scaling's kernels
     return BF16) reads 1 byte and writes 2: 3 B, 0 under current scaling."""
     reads = 2.0 if recipe == "tensorwise" else 1.0
-    quant = reads * BF16_READ_BYTES + FP8_WRITE_BYTES
+    quant = reads * BF16_READ_BYTES + DPA_COPIES * FP8_WRITE_BYTES
     return quant, DEQUANT_BYTES if recipe == "delayed" else 0.0
 
 
@@ -218,12 +225,13 @@ _SETTING = re.compile(
 `--fp8-dot-product-attention`, MLPerf's `config_common_fp8attn.sh`; not `NVTE_FP8_DPA_BWD`."""
 _WORDS = re.compile(
     r"(?<![a-z0-9])fp8\s+(?:fused\s+|dot[- ]product\s+|scaled[- ]dot[- ]product\s+)?"
-    r"(?:attention|sdpa)\b"
+    r"(?:attention|sdpa)(?![\w-])"
     r"|\battention\s+(?:in\s+)?fp8(?![a-z0-9])",
     re.I,
 )
 """The words, read in a precision cell only: "FP8 attention", "FP8 fused attention", "FP8
-SDPA", "attention in FP8", "attention FP8 current scaling"."""
+SDPA", "attention in FP8", "attention FP8 current scaling"; not a compound ("FP8
+attention-output")."""
 _BF16_ATTENTION = re.compile(
     r"\battention\s+(?:in\s+)?(?:bf16|fp16|f16)\b|\b(?:bf16|fp16)\s+attention\b", re.I
 )
@@ -259,7 +267,7 @@ def stated_fp8_attention(precision: str | None, *others: str | None) -> bool | N
     named = _mentions(_SETTING, (precision, *others))
     words = _mentions(_WORDS, (precision,))
     recipe = _stated_dpa_recipe(precision, *others)
-    if recipe == "F16":
+    if recipe == "f16":
         return False
     if named or words:
         return True
@@ -269,7 +277,7 @@ def stated_fp8_attention(precision: str | None, *others: str | None) -> bool | N
 
 
 def _stated_dpa_recipe(*cells: str | None) -> str | None:
-    """TE's NVTE_DPA_FP8_RECIPE value a row states, not negated ("F16" included)."""
+    """TE's NVTE_DPA_FP8_RECIPE value a row states, lower-cased, not negated ("f16" included)."""
     for cell in cells:
         text = cell or ""
         for m in _DPA_RECIPE.finditer(text):
@@ -282,9 +290,11 @@ def row_dpa_recipe(
     gemm_recipe: str | None, fp4: bool, *cells: str | None
 ) -> DpaRecipe | Literal["mxfp8"]:
     """The FP8 attention's recipe for a row that states FP8 attention: the stated
-    NVTE_DPA_FP8_RECIPE, else the GEMM recipe's pairing in TE's table (delayed or none ->
-    delayed, tensorwise -> tensorwise, mxfp8 -> mxfp8), NVFP4 and blockwise GEMMs ->
-    tensorwise (module docstring, The quantization). "mxfp8": not priced."""
+    NVTE_DPA_FP8_RECIPE, else the GEMM recipe's pairing in TE's table
+    (`dot_product_attention.py` @0001d1b: delayed or none -> delayed, tensorwise -> tensorwise,
+    mxfp8 -> mxfp8). NVFP4 and blockwise GEMMs -> tensorwise (assumption: TE's table gives
+    NVFP4 no default pairing, and the MLPerf NVFP4 configs and Megatron-Bridge's NVFP4 launcher set
+    `NVTE_DPA_FP8_RECIPE=Float8CurrentScaling`). "mxfp8": not priced."""
     named = _stated_dpa_recipe(*cells)
     if named == "float8currentscaling":
         return "tensorwise"
@@ -305,6 +315,7 @@ __all__ = [
     "BLACKWELL_ULTRA_BWD",
     "BLACKWELL_ULTRA_FWD",
     "DEQUANT_BYTES",
+    "DPA_COPIES",
     "DPA_RECIPES",
     "HOPPER_BWD",
     "HOPPER_FWD",
