@@ -28,6 +28,8 @@ from starfabric.astral.seer.ep_overlap import pair_exposed_fraction, runs_megatr
 from starfabric.astral.seer.ep_overlap_hidden import realized_exposed_fraction
 from starfabric.astral.seer.flash_generation import kernel_rates
 from starfabric.astral.seer.fp8_amax_reduction import is_amax_reduction
+from starfabric.astral.seer.fp8_attention import Fp8AttentionCurve
+from starfabric.astral.seer.fp8_attention import curve as fp8_attention_curve
 from starfabric.astral.seer.fp8_recipe import cast_factor, gemm_rate, native_mx
 from starfabric.astral.seer.fsdp_cp_window import ring_shares_fsdp_link, ring_window
 from starfabric.astral.seer.fsdp_side_window import side_groups, side_window_s, split_exposure
@@ -144,6 +146,9 @@ class CostContext:
     kernel older than FlashAttention-2: `flash_generation.kernel_rates`), forward pass."""
     flash_rate_bwd: float = 1.0
     """The same for the backward pass (the Triton FlashAttention trails FA2 more there)."""
+    fp8_attention: Fp8AttentionCurve | None = None
+    """FP8 attention (`ExecutionSpec.fp8_attention`): cuDNN's FP8 fused attention's rate over
+    its BF16 one by keys per call, forward and backward (seer/fp8_attention.py); None: BF16."""
     logits_flops: float = 0.0
     """Peak FLOP/s of the output-layer GEMMs when they run in FP32 (`LOGITS_FP32_RATE`); 0:
     they run at the job's precision like every other GEMM."""
@@ -310,6 +315,7 @@ def make_context(
         cp=cp_split(ex, lay)[1],
         flash_rate=flash_fwd,
         flash_rate_bwd=flash_bwd,
+        fp8_attention=fp8_attention_curve(gpu) if ex.fp8_attention is not None else None,
         fsdp_regather=ex.fsdp_collectives == "parameter",
         logits_flops=(
             gpu.tflops(LOGITS_FP32_RATE) * 1e12 * clock if ex.logits_precision == "fp32" else 0.0
@@ -398,7 +404,12 @@ def op_costs(
         )  # fmt: skip
     f = kind == FLASH
     rate = ctx.flash_rate_bwd if backward else ctx.flash_rate
-    time[f] = flash_time(a["flops"][f], a["k"][f], ctx.peak_flops * rate, eff, backward)
+    flash_flops = a["flops"][f]
+    if ctx.fp8_attention is not None:
+        # cuDNN's FP8 kernels: their measured rate over BF16 at each call's keys per query
+        # (fp8_attention.py); the per-call overhead stays.
+        flash_flops = flash_flops / ctx.fp8_attention.rate(a["k"][f], backward)
+    time[f] = flash_time(flash_flops, a["k"][f], ctx.peak_flops * rate, eff, backward)
     m = kind == MEM
     time[m] = mem_time(a["nbytes"][m], ctx.hbm_bytes_per_s, eff)
     atomic_rate = ctx.index_add_rate if backward else ctx.scatter_add_rate

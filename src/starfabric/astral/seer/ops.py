@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from starfabric.astral.seer import te_cp_step, torchtitan_op_sac
+from starfabric.astral.seer import fp8_attention, te_cp_step, torchtitan_op_sac
 from starfabric.astral.seer.expert_sort import (
     PERMUTATION_BWD_BYTES_FACTOR,
     SORT_SUFFIX,
@@ -67,6 +67,10 @@ ROUTER_BYTES_PER_SCORE = 12.0
 CP_STEP_WORK = "attn.cp_step_merge"
 """The memory-bound merge work around the steps of TE's p2p CP ring (te_cp_step.step_bytes);
 its `m` column holds the backward's bytes."""
+FP8_DPA_CASTS = "attn.fp8_dpa_casts"
+"""Transformer Engine's casts around FP8 attention (fp8_attention.quant_traffic): Q, K, V
+quantized before the forward kernel, dO before the backward one (O and dQ, dK, dV dequantized
+under delayed scaling); its `m` column holds the backward's bytes."""
 MASK_BYTES = 1.0
 """Dropout masks are stored as one byte per element (PyTorch bool)."""
 
@@ -225,6 +229,13 @@ def _attention(
         # the two local query chunks against every earlier key: s/2 keys on average).
         k_call = keys / ring
         t.add("attn.core_flash", FLASH, flops=flops, k=k_call, selective=core)
+        if ex.fp8_attention is not None:
+            # FP8 attention (fp8_attention.py): TE quantizes this rank's Q, K, V once per
+            # layer (before any CP ring) and dO once; a rank holds tok x heads values of each
+            # (after Ulysses' all-to-all: a2a x tok on heads / a2a, the same count).
+            qkv = tok * (loc.heads * dq + loc.kv_heads * (dq + dv))
+            fwd_c, bwd_c = fp8_attention.quant_traffic(ex.fp8_attention, qkv, tok * loc.heads * dv)
+            t.add(FP8_DPA_CASTS, MEM, nbytes=fwd_c, m=bwd_c, selective=core)
         if ring > 1 and ex.flash_kernel == "cudnn" and ex.te_cp_merge:
             # TE's p2p ring merges each step's partial output, LSE, dQ and dK/dV with
             # memory-bound ops on the compute stream (te_cp_step); after the all-to-all of
@@ -505,7 +516,7 @@ def backward_of(fwd: OpTable) -> OpTable:
             t.add(f"{name}.bwd_b", BMM, m=k, n=n, k=m, batch=bt, flops=a["flops"][i], selective=sel)
         elif kind == FLASH:
             t.add(f"{name}.bwd", FLASH, flops=FLASH_BWD_FLOPS_FACTOR * a["flops"][i], k=k)
-        elif kind == MEM and name == CP_STEP_WORK:
+        elif kind == MEM and name in (CP_STEP_WORK, FP8_DPA_CASTS):
             t.mem(f"{name}.bwd", a["m"][i])
         elif kind == MEM:
             if name.endswith("cross_entropy"):

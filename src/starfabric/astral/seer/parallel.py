@@ -16,8 +16,15 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from starfabric.astral.hardware import GPUSpec, get_gpu
-from starfabric.astral.seer import cpu_optimizer_offload, cudnn_release, nvfp4, te_cp_step
+from starfabric.astral.seer import (
+    cpu_optimizer_offload,
+    cudnn_release,
+    fp8_attention,
+    nvfp4,
+    te_cp_step,
+)
 from starfabric.astral.seer.cp_comm import a2a_heads_error, cp_levels, host_a2a_size
+from starfabric.astral.seer.fp8_attention import DpaRecipe
 from starfabric.astral.seer.fp8_recipe import Recipe, check_supported, native_mx
 from starfabric.astral.seer.model import ModelSpec, bundled_models
 from starfabric.astral.seer.nvfp4 import Fp4Recipe
@@ -146,6 +153,15 @@ class ExecutionSpec(Spec):
         description="under FP8, the transformer layers' GEMMs run in FP4 (Megatron-Core "
         "--fp4-format e2m1 --fp4-recipe nvfp4, TE NVFP4BlockScaling): timed at the GPU's dense "
         "NVFP4 peak with the recipe's quantization bytes (seer/nvfp4.py); Blackwell only",
+    )
+    fp8_attention: DpaRecipe | None = Field(
+        default=None,
+        description="under FP8, the fused attention runs cuDNN's FP8 kernels forward and "
+        "backward (Transformer Engine fp8_dpa; Megatron-Core/NeMo fp8_dot_product_attention; "
+        "MLPerf FP8_DPA=1) with this scaling recipe for its Q/K/V, O and dO casts: delayed "
+        "(DelayedScaling) or tensorwise (Float8CurrentScaling). Timed at the measured FP8/BF16 "
+        "rate of the GPU generation plus the casts' bytes (seer/fp8_attention.py); needs "
+        "attention: flash with flash_kernel: cudnn; None: BF16 attention",
     )
     optimizer_offload_fraction: float = Field(
         default=0.0,
@@ -451,6 +467,15 @@ class ExecutionSpec(Spec):
                 f"fp4_recipe = {self.fp4_recipe!r} with precision {self.precision!r} and "
                 f"fp8_recipe {self.fp8_recipe!r}: FP4 GEMMs take precision fp8 without an FP8 "
                 "recipe (Megatron rejects --fp8-format with --fp4-format); drop one of them"
+            )
+        if self.fp8_attention is not None and (
+            self.precision != "fp8" or self.attention != "flash" or self.flash_kernel != "cudnn"
+        ):
+            raise ValueError(
+                f"fp8_attention = {self.fp8_attention!r} with precision {self.precision!r}, "
+                f"attention {self.attention!r}, flash_kernel {self.flash_kernel!r}: FP8 "
+                "attention is Transformer Engine's cuDNN fused attention under an FP8 recipe; "
+                "give precision: fp8, attention: flash, flash_kernel: cudnn, or drop fp8_attention"
             )
         if self.fp8_recipe is not None and self.precision != "fp8":
             raise ValueError(
@@ -818,6 +843,8 @@ def resolve_layout(
         gpu.tflops("fp8")
         check_supported(ex.fp8_recipe, gpu)
         nvfp4.check_supported(ex.fp4_recipe, gpu)
+        if ex.fp8_attention is not None:
+            fp8_attention.check_supported(gpu)
         if ex.te_mxfp8_stage is not None and not native_mx(gpu):
             raise ConfigError(
                 f"te_mxfp8_stage {ex.te_mxfp8_stage!r} on {gpu.name}: TE's MXFP8 expert path "

@@ -25,6 +25,7 @@ from starfabric.astral.seer import (
     cpu_optimizer_offload,
     cudnn_release,
     flash_generation,
+    fp8_attention,
     fp8_recipe,
     goodput,
     host_ops,
@@ -699,6 +700,37 @@ def _cudnn_release(row: dict[str, str], ex: dict[str, Any], read: dict[str, Any]
     read["cudnn_release"] = how
     if rel is not None:
         ex["cudnn_release"] = f"{rel[0]}.{rel[1]}"
+
+
+def _fp8_attention(
+    row: dict[str, str], ex: dict[str, Any], read: dict[str, Any], gemm_recipe: str | None,
+    fp4: bool,
+) -> None:  # fmt: skip
+    """FP8 attention as a row states it (fp8_attention.stated_fp8_attention: its precision
+    cell, or the setting by name in its framework/notes cells): TE's cuDNN FP8 fused attention
+    under the recipe `fp8_attention.row_dpa_recipe` resolves. Stated on a row that cannot run it
+    (no FP8 training, or not TE's cuDNN attention) or as MXFP8 attention (no measured rate), it
+    is not applied and the row's choices say so."""
+    cells = (row.get("precision"), row.get("framework"), row.get("notes"))
+    if not fp8_attention.stated_fp8_attention(*cells):
+        return
+    if ex["precision"] != "fp8":
+        read["fp8_attention"] = (
+            "not applied (stated, but the row trains without FP8: TE runs FP8 attention "
+            "under an FP8 recipe only)"
+        )
+        return
+    if ex.get("attention", "flash") != "flash" or ex.get("flash_kernel", "cudnn") != "cudnn":
+        read["fp8_attention"] = "not applied (stated, but the row's attention is not TE's cuDNN)"
+        return
+    recipe = fp8_attention.row_dpa_recipe(gemm_recipe, fp4, *cells)
+    if recipe == "mxfp8":
+        read["fp8_attention"] = (
+            "not applied (MXFP8 attention: no measured rate, attention timed as BF16)"
+        )
+        return
+    ex["fp8_attention"] = recipe
+    read["fp8_attention"] = f"{recipe} (stated: cuDNN FP8 fused attention, seer/fp8_attention.py)"
 
 
 def _te_release(row: dict[str, str], ex: dict[str, Any], read: dict[str, Any]) -> None:
@@ -1447,6 +1479,7 @@ def row_setup(row: dict[str, str], shipped: bool = True) -> RowSetup:
     if ex["precision"] == "fp8" and scaling is not None:
         ex["fp8_recipe"] = scaling  # GEMM rate and cast per recipe (fp8_recipe.py)
         read["fp8_recipe"] = f"{scaling} (stated)"
+    _fp8_attention(row, ex, read, scaling, fp4 is not None)
     if scaling != "mxfp8":
         # TE's MXFP8 expert path only under the MXFP8 recipe: a cell whose MXFP8 mention is
         # negated ("FP8 tensorwise, not MXFP8") keeps the BF16 launch count.
