@@ -14,9 +14,10 @@ from starfabric.astral.seer.ops import backward_of, logits_ops
 from starfabric.errors import ConfigError, DataError
 
 DSV3_CSV = Path(__file__).parents[2] / "data/published_runs/mlperf_dsv3_runs.csv"
-JOB = {"global_batch": 16, "seq_len": 4096, "tp": 1, "pp": 1, "micro_batch": 1,
+GLOBAL_BATCH, GPUS = 16, 8
+JOB: dict[str, object] = {"global_batch": GLOBAL_BATCH, "seq_len": 4096, "tp": 1, "pp": 1, "micro_batch": 1,
        "precision": "fp8", "fp8_recipe": "mxfp8"}  # fmt: skip
-SYSTEM = {"gpu": "GB300", "gpus": 8, "gpus_per_node": 4}
+SYSTEM = {"gpu": "GB300", "gpus": GPUS, "gpus_per_node": 4}
 
 
 def _head_times(prec: str) -> tuple[float, dict[str, float]]:
@@ -67,7 +68,7 @@ def test_fp8_output_layer_only_shortens_the_step() -> None:
     a = predict(make_job("llama-3.1-8b", JOB, SYSTEM))
     b = predict(make_job("llama-3.1-8b", {**JOB, "logits_precision": "fp8"}, SYSTEM))
     saved = _head_times("auto")[0] - _head_times("fp8")[0]
-    per_step = JOB["global_batch"] // SYSTEM["gpus"]  # micro-batches per rank
+    per_step = GLOBAL_BATCH // GPUS  # micro-batches per data-parallel rank (TP 1, PP 1)
     assert a.iteration_s - b.iteration_s == pytest.approx(saved * per_step, rel=0.05)
 
 
