@@ -54,11 +54,12 @@ gradient reduce-scatters under the backward) still cost this fraction of their h
 NCCL kernels take SMs and HBM bandwidth from the GEMMs they run beside — assumption, one value
 for both, calibrated on NARAYANAN21_T2 (ZeRO-3 at 384/640 GPUs, where compute and
 communication are of similar size) and consistent with the Megatron-Core rows (MLM24)."""
-BF16_GEMMS = (
-    "head.logits", "head.logits.dgrad", "head.logits.wgrad",
-    "moe.router", "moe.router.dgrad", "moe.router.wgrad",
-)  # fmt: skip
-"""GEMMs an FP8 (Transformer Engine) run still executes in BF16."""
+LOGITS_GEMMS = ("head.logits", "head.logits.dgrad", "head.logits.wgrad")
+"""The output layer's (LM head) GEMMs, forward and backward (a multi-token-prediction module's
+head included: `_named` strips its "mtp<i>." prefix)."""
+BF16_GEMMS = (*LOGITS_GEMMS, "moe.router", "moe.router.dgrad", "moe.router.wgrad")
+"""GEMMs an FP8 (Transformer Engine) run still executes in BF16; the output layer's leave the
+list when the run states Megatron-Core's `fp8_output_proj` (`CostContext.fp8_logits`)."""
 FA2_ON_HOPPER = 0.62
 """FlashAttention-2's rate relative to cuDNN's fused attention on Hopper (FlashAttention-3
 paper, Shah et al. 2024, H100 BF16 head dim 128 at 16k: forward causal 335 vs 539 TFLOP/s,
@@ -152,6 +153,11 @@ class CostContext:
     logits_flops: float = 0.0
     """Peak FLOP/s of the output-layer GEMMs when they run in FP32 (`LOGITS_FP32_RATE`); 0:
     they run at the job's precision like every other GEMM."""
+    fp8_logits: bool = False
+    """The output-layer GEMMs of an FP8 run run under its FP8 recipe, cast included
+    (`ExecutionSpec.logits_precision` "fp8": Megatron-Core's `fp8_output_proj`, "run the LM-head
+    output projection with TE ColumnParallelLinear under MXFP8", transformer_config.py) instead
+    of in BF16 (`BF16_GEMMS`)."""
     dualpipe: bool = False
     """DualPipe: the expert all-to-all of a forward chunk hides behind the paired backward
     chunk's compute and vice versa (`pair_ep_overlap`), not within one pass."""
@@ -320,6 +326,7 @@ def make_context(
         logits_flops=(
             gpu.tflops(LOGITS_FP32_RATE) * 1e12 * clock if ex.logits_precision == "fp32" else 0.0
         ),
+        fp8_logits=ex.logits_precision == "fp8",
     )
 
 
@@ -361,7 +368,11 @@ def op_costs(
         # Transformer Engine runs FP8 only inside the transformer layers' TE linears; the
         # output layer (logits) and the MoE router stay in BF16 (Megatron-Core/NeMo, DeepSeek-V3
         # section 3.3.1), so they take the 16-bit path below.
-        bf = g & np.fromiter((n.endswith(BF16_GEMMS) for n in t.name), bool, len(t))
+        # Megatron-Core's fp8_output_proj moves the LM head onto the FP8 path (fp8_logits).
+        bf16 = (
+            tuple(n for n in BF16_GEMMS if n not in LOGITS_GEMMS) if ctx.fp8_logits else BF16_GEMMS
+        )
+        bf = g & np.fromiter((n.endswith(bf16) for n in t.name), bool, len(t))
         g = g & ~bf
         if bf.any():
             time[bf] = gemm_time(

@@ -230,11 +230,13 @@ class ExecutionSpec(Spec):
         "work around each step of TE's p2p CP ring is counted as that release's source does "
         "(seer/te_cp_step.py); None: the newest structure read (v2.8)",
     )
-    logits_precision: Literal["auto", "fp32"] = Field(
+    logits_precision: Literal["auto", "fp32", "fp8"] = Field(
         default="auto",
-        description="output-layer (LM head) GEMMs: auto = the run's precision; fp32 = computed "
-        "in FP32 before the softmax (BloombergGPT Training Chronicles C.2), at the GPU's FP32 "
-        "rate (cost.LOGITS_FP32_RATE)",
+        description="output-layer (LM head) GEMMs: auto = the run's precision, except that an "
+        "FP8 run keeps them in BF16 (cost.BF16_GEMMS); fp32 = computed in FP32 before the "
+        "softmax (BloombergGPT Training Chronicles C.2), at the GPU's FP32 rate "
+        "(cost.LOGITS_FP32_RATE); fp8 = under the run's FP8 recipe (Megatron-Core "
+        "`fp8_output_proj`: the LM head as a TE linear under MXFP8; needs precision fp8)",
     )
     overlap_grad_reduce: bool = True
     overlap_param_gather: bool = True
@@ -602,6 +604,24 @@ class ExecutionSpec(Spec):
                 f"deepspeed_bf16_pipe = True with precision {self.precision!r}: DeepSpeed's "
                 "FP32 gradient all-reduce is its BF16 pipeline path (_bf16_reduce_grads); give "
                 "precision: bf16 or drop deepspeed_bf16_pipe"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _fp8_logits_need_fp8(self) -> ExecutionSpec:
+        # Megatron-Core's fp8_output_proj runs the LM head under the FP8 (MXFP8) recipe of an
+        # FP8 run; without FP8 there is no recipe to run it under.
+        if self.logits_precision == "fp8" and self.precision != "fp8":
+            raise ValueError(
+                f"logits_precision = 'fp8' with precision {self.precision!r}: an FP8 output "
+                "layer (Megatron-Core fp8_output_proj) runs under the run's FP8 recipe; give "
+                "precision: fp8 or logits_precision: auto"
+            )
+        if self.logits_precision == "fp8" and self.fp4_recipe is not None:
+            raise ValueError(
+                f"logits_precision = 'fp8' with fp4_recipe {self.fp4_recipe!r}: Megatron-Core "
+                "runs fp8_output_proj under an MXFP8 recipe only; drop fp4_recipe or give "
+                "logits_precision: auto"
             )
         return self
 

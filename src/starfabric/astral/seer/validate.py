@@ -1367,6 +1367,25 @@ to capacity', '--moe-pad-expert-input-to-capacity')."""
 
 LOGITS_FP32 = re.compile(r"(?:lm[- ]head|logits|output layer)[^;]*?\bfp32\b", re.I)
 """A precision cell stating the output layer ran in FP32 ('LM head (logits) in FP32')."""
+FP8_OUTPUT_PROJ = re.compile(
+    r"(?<![\w-])(?:no |without )?-{0,2}fp8[-_ ]output[-_ ]proj(?:ection)?\b"
+    r"(?:\s*[=:]\s*(true|1|on|false|0|off)\b)?",
+    re.I,
+)
+"""A precision cell naming Megatron-Core's `fp8_output_proj` (MLPerf's FP8_OUTPUT_PROJ=True,
+`--fp8-output-proj`): the LM head runs under the run's MXFP8 recipe (`cost.fp8_logits`);
+"=False", "no ..." or "without ..." state it off."""
+
+
+def states_fp8_output_proj(text: str | None) -> bool:
+    """Whether `text` states Megatron-Core's `fp8_output_proj` on (FP8_OUTPUT_PROJ): named
+    without "=False"/"=0"/"=off" after it or "no"/"without" before it."""
+    for m in FP8_OUTPUT_PROJ.finditer(text or ""):
+        negated = m.group(0).lower().startswith(("no ", "without "))
+        off = (m.group(1) or "").lower() in ("false", "0", "off")
+        if not negated and not off:
+            return True
+    return False
 
 
 def _precision(row: dict[str, str]) -> str:
@@ -1457,6 +1476,17 @@ def row_setup(row: dict[str, str], shipped: bool = True) -> RowSetup:
     _te_release(row, ex, read)
     if LOGITS_FP32.search(row.get("precision") or ""):
         ex["logits_precision"] = "fp32"  # cost.LOGITS_FP32_RATE
+    if states_fp8_output_proj(row.get("precision")):
+        if ex["precision"] != "fp8" or fp4 is not None or ex.get("logits_precision") == "fp32":
+            raise DataError(
+                f"row {row.get('row_id', '?')}: precision = {row.get('precision')!r} states "
+                "fp8_output_proj (the LM head under MXFP8) without an MXFP8 run or beside an "
+                "FP32 output layer",
+                fix="state the FP8 (MXFP8) precision of the run, or drop the FP8 output "
+                "projection from the precision cell",
+            )
+        ex["logits_precision"] = "fp8"  # Megatron-Core fp8_output_proj (cost.fp8_logits)
+        read["logits_precision"] = "fp8 (stated: Megatron-Core fp8_output_proj)"
     if runs_bf16_pipe_path(row.get("framework"), ex["precision"]):
         # DeepSpeed's BF16 pipeline engine all-reduces the FP32 gradients (deepspeed_bf16_pipe).
         ex["deepspeed_bf16_pipe"] = True
