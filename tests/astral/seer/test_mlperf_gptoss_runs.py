@@ -5,37 +5,27 @@ time's arithmetic, the layout multiplies out to the GPU count and to the global 
 file name agrees with the cells, every row cites its own logs, config and the model's
 pretrain.py, the shape is gpt-oss-20b's as that pretrain.py builds it — and Seer reads every row
 (with the alternating sliding window and not as a GPT-3-family model). Seer's error values are
-not asserted here (outside ground truth, nothing fitted to it)."""
-
-import csv
-import re
-import statistics
-from pathlib import Path
+not asserted here (outside ground truth, nothing fitted to it). The checks shared with the other
+MLPerf files are in mlperf_transcription.py."""
 
 import pytest
 
-from starfabric.astral.seer.validate import read_rows, row_model, validate_all
+from astral.seer import mlperf_transcription as mt
+from starfabric.astral.seer.validate import row_model
 
-DATA = Path(__file__).resolve().parents[2] / "data" / "published_runs"
-CSV = DATA / "mlperf_gptoss_runs.csv"
-ROWS = read_rows(CSV)
-IDS = [r["row_id"] for r in ROWS]
+DATA = mt.load("mlperf_gptoss_runs")
+ROWS = DATA.rows
+IDS = DATA.ids
 FORK = "github.com/Richardyu114/training_results_v6.0 (fork of mlcommons/training_results_v6.0)"
 
 
 def test_header_is_development_set_2s() -> None:
-    with (DATA / "development_runs_2.csv").open(newline="") as fh:
-        want = next(csv.reader(fh))
-    with CSV.open(newline="") as fh:
-        assert next(csv.reader(fh)) == want
+    mt.assert_header_is_development_set_2s(DATA.csv)
 
 
 def test_one_row_per_result_folder_of_the_fork() -> None:
     assert len(ROWS) == 8
-    assert len(set(IDS)) == len(IDS)
-    folders = [re.search(r"\S+/results/\S+/gpt_oss_20b/", r["citation"]) for r in ROWS]
-    assert all(folders)
-    assert len({f.group(0) for f in folders if f}) == len(ROWS)
+    mt.assert_one_row_per_result_folder(ROWS, "gpt_oss_20b")
     for row in ROWS:
         assert row["citation"].startswith(FORK + " @eabf23a07b2a ")
 
@@ -43,10 +33,8 @@ def test_one_row_per_result_folder_of_the_fork() -> None:
 @pytest.mark.parametrize("row", ROWS, ids=IDS)
 def test_row_cites_its_logs_config_and_model(row: dict[str, str]) -> None:
     cite = row["citation"]
-    assert re.search(r"/results/[^/ ]+/gpt_oss_20b/result_\*\.txt", cite)
-    assert re.search(r"config [\w/.+-]+/config_\w+\.sh", cite)
+    mt.assert_cites_logs_and_config(row, "gpt_oss_20b")
     assert cite.endswith("model NVIDIA/benchmarks/gpt_oss_20b/implementations/nemo/pretrain.py")
-    assert row["verification"].startswith("VERIFIED_PRIMARY")
     # a config the fork does not hold is said so in the citation, verification and unverified cells
     absent = "(absent from the fork)" in cite
     assert absent == ("absent from the fork" in row["verification"])
@@ -57,52 +45,29 @@ def test_row_cites_its_logs_config_and_model(row: dict[str, str]) -> None:
 def test_step_time_is_the_median_of_the_listed_logs(row: dict[str, str]) -> None:
     """The notes list three logs' medians of the block-mean train_step_time; the row's figure is
     their median."""
-    listed = [
-        float(x) for x in re.findall(r"result_\w+\.txt (\d+\.\d+) \(\d blocks\)", row["notes"])
-    ]
+    listed = mt.listed_logs(row, r"result_\w+\.txt (\d+\.\d+) \(\d blocks\)")
     assert len(listed) == 3
-    assert float(row["iter_time_s"]) == pytest.approx(statistics.median(listed), abs=5e-6)
-    assert float(row["value_primary"]) == float(row["iter_time_s"])
-    assert not row["derived_iter_time_s"]
-    assert "block-mean train_step_time" in row["derivation_note"]
+    mt.assert_logged_not_derived(row, "block-mean train_step_time")
+    mt.assert_median_of_listed_logs(row, listed, abs_tol=5e-6)
     assert "3 of 10 logs read" in row["notes"]
 
 
 @pytest.mark.parametrize("row", ROWS, ids=IDS)
 def test_tokens_per_second_is_gbs_times_seq_over_step_time(row: dict[str, str]) -> None:
-    gbs, seq, gpus = (int(row[k]) for k in ("global_batch_seqs", "seq_len", "num_gpus"))
-    assert seq == 8192
-    assert int(row["tokens_per_batch"]) == gbs * seq
-    tps = gbs * seq / float(row["iter_time_s"]) / gpus
-    assert float(row["derived_tokens_per_sec_per_gpu"]) == pytest.approx(tps, rel=1e-4)
+    mt.assert_token_rate(row, seq_len=8192)
 
 
 @pytest.mark.parametrize("row", ROWS, ids=IDS)
 def test_layout_multiplies_out_and_matches_the_config_name(row: dict[str, str]) -> None:
     """TP x PP x CP x DP = GPUs; GBS = MBS x GA x DP; the config file name
     NODESxGPUSxMINIBSxtpTppPcpCepE agrees with the cells (MINIBS = MBS x GA)."""
-    tp, pp, dp, cp, ep, gpus, mb, gbs, gpn = (
-        int(row[k])
-        for k in ("tp", "pp", "dp", "cp", "ep", "num_gpus", "micro_batch",
-                  "global_batch_seqs", "gpus_per_node")
-    )  # fmt: skip
-    assert tp * pp * cp * dp == gpus
+    tp, dp, cp, ep, mb = mt.ints(row, "tp", "dp", "cp", "ep", "micro_batch")
+    ga = mt.assert_layout_multiplies_out(row)
     assert 32 % ep == 0 and dp * cp * tp % ep == 0  # the experts split over the EP group
-    ga = re.search(r"gradient_accumulation_steps (\d+)", row["notes"])
-    assert ga is not None
-    assert mb * int(ga.group(1)) * dp == gbs
-    name = re.search(r"config_\w+?_(\d+)x(\d+)x(\d+)xtp(\d+)pp(\d+)cp(\d+)ep(\d+)", row["citation"])
+    name = mt.config_name(row, with_ep=True)
     assert name is not None
-    nodes, per_node, minibs, c_tp, c_pp, c_cp, c_ep = (int(x) for x in name.groups())
-    assert (nodes * per_node, per_node, minibs, c_tp, c_pp, c_cp, c_ep) == (
-        gpus,
-        gpn,
-        mb * int(ga.group(1)),
-        tp,
-        pp,
-        cp,
-        ep,
-    )
+    mt.assert_config_name_agrees(row, name, minibs=mb * ga)
+    assert name.ep == ep
 
 
 @pytest.mark.parametrize("row", ROWS, ids=IDS)
@@ -139,6 +104,4 @@ def test_seer_reads_the_model_as_gpt_oss(row: dict[str, str]) -> None:
 
 
 def test_seer_reads_every_row() -> None:
-    results, failed = validate_all(CSV)
-    assert failed == []
-    assert sorted(r.row_id for r in results) == sorted(IDS)
+    mt.assert_seer_reads_every_row(DATA)

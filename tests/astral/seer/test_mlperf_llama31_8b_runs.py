@@ -4,21 +4,18 @@ is the median of the per-log figures its notes list (all ten logs in v5.1, the t
 in v6.0), the token rate is that time's arithmetic, the layout multiplies out to the GPU count and
 to the logged global batch, every row cites its own logs and config, the shape is 8B's, every
 row states its attention precision — and Seer reads every row. Seer's error values are not
-asserted here (outside ground truth, nothing fitted to it)."""
+asserted here (outside ground truth, nothing fitted to it). The checks shared with the other
+MLPerf files are in mlperf_transcription.py."""
 
-import csv
 import re
-import statistics
-from pathlib import Path
 
 import pytest
 
-from starfabric.astral.seer.validate import read_rows, validate_all
+from astral.seer import mlperf_transcription as mt
 
-DATA = Path(__file__).resolve().parents[2] / "data" / "published_runs"
-CSV = DATA / "mlperf_llama31_8b_runs.csv"
-ROWS = read_rows(CSV)
-IDS = [r["row_id"] for r in ROWS]
+DATA = mt.load("mlperf_llama31_8b_runs")
+ROWS = DATA.rows
+IDS = DATA.ids
 LOGS_PER_ROUND = {"v5.1": 10, "v6.0": 3}
 """Logs per row: every v5.1 folder holds ten (all read); v6.0 reads result_0..2 (rule 3b)."""
 
@@ -30,29 +27,22 @@ def _round(row: dict[str, str]) -> str:
 
 
 def test_header_is_development_set_2s() -> None:
-    with (DATA / "development_runs_2.csv").open(newline="") as fh:
-        want = next(csv.reader(fh))
-    with CSV.open(newline="") as fh:
-        assert next(csv.reader(fh)) == want
+    mt.assert_header_is_development_set_2s(DATA.csv)
 
 
 def test_rounds_are_v51_and_v60_and_rows_unique() -> None:
     assert len(ROWS) == 35
-    assert len(set(IDS)) == len(IDS)
     rounds = [_round(r) for r in ROWS]
     assert rounds.count("v5.1") == 31 and rounds.count("v6.0") == 4
     # one row per result folder (rule 1), no folder twice
-    folders = [re.search(r"\S+/results/\S+/llama31_8b/", r["citation"]) for r in ROWS]
-    assert all(folders)
-    assert len({f.group(0) for f in folders if f}) == len(ROWS)
+    mt.assert_one_row_per_result_folder(ROWS, "llama31_8b")
 
 
 @pytest.mark.parametrize("row", ROWS, ids=IDS)
 def test_row_cites_its_logs_and_config(row: dict[str, str]) -> None:
-    cite = row["citation"]
-    assert re.search(r"/results/[^/ ]+/llama31_8b/result_\*\.txt", cite)
-    assert re.search(r"config [\w/.+-]+/config_[\w.+-]+\.sh", cite)
-    assert row["verification"].startswith("VERIFIED_PRIMARY")
+    mt.assert_cites_logs_and_config(
+        row, "llama31_8b", config=r"config [\w/.+-]+/config_[\w.+-]+\.sh"
+    )
     # the rule-1 clause that named the config
     assert re.search(r"config named by rule 1[abc] \(", row["notes"])
 
@@ -60,51 +50,30 @@ def test_row_cites_its_logs_and_config(row: dict[str, str]) -> None:
 @pytest.mark.parametrize("row", ROWS, ids=IDS)
 def test_step_time_is_the_median_of_the_listed_logs(row: dict[str, str]) -> None:
     """The notes list each log's median train_step_time; the row's figure is their median."""
-    listed = [float(x) for x in re.findall(r"result_\w+\.txt (\d+\.\d+)", row["notes"])]
+    listed = mt.listed_logs(row)
     assert len(listed) == LOGS_PER_ROUND[_round(row)]
+    mt.assert_logged_not_derived(row, "train_step_time")
     # the row is written to 5 decimals, as the per-log figures are
-    assert float(row["iter_time_s"]) == pytest.approx(statistics.median(listed), abs=1e-5)
-    assert float(row["value_primary"]) == float(row["iter_time_s"])
-    assert not row["derived_iter_time_s"]
-    assert "train_step_time" in row["derivation_note"]
+    mt.assert_median_of_listed_logs(row, listed, abs_tol=1e-5)
 
 
 @pytest.mark.parametrize("row", ROWS, ids=IDS)
 def test_tokens_per_second_is_gbs_times_seq_over_step_time(row: dict[str, str]) -> None:
-    gbs, seq, gpus = (int(row[k]) for k in ("global_batch_seqs", "seq_len", "num_gpus"))
-    assert seq == 8192
-    assert int(row["tokens_per_batch"]) == gbs * seq
-    tps = gbs * seq / float(row["iter_time_s"]) / gpus
-    assert float(row["derived_tokens_per_sec_per_gpu"]) == pytest.approx(tps, rel=1e-4)
+    mt.assert_token_rate(row, seq_len=8192)
 
 
 @pytest.mark.parametrize("row", ROWS, ids=IDS)
 def test_layout_multiplies_out_to_gpus_and_logged_batch(row: dict[str, str]) -> None:
     """TP x PP x CP x DP = GPUs (EP = 1, no PP); GBS = micro-batch x accumulation x DP; a config
     name of the form NODESxGPUSxMINIBSxtpTppPcpC agrees with the cells (MINIBS = MBS x GA)."""
-    tp, pp, dp, cp, ep, gpus, mb, gbs, gpn = (
-        int(row[k])
-        for k in ("tp", "pp", "dp", "cp", "ep", "num_gpus", "micro_batch",
-                  "global_batch_seqs", "gpus_per_node")
-    )  # fmt: skip
+    pp, ep, mb = mt.ints(row, "pp", "ep", "micro_batch")
     assert ep == 1 and pp == 1 and not row["vpp"]
-    assert tp * pp * cp * dp == gpus
-    ga = re.search(r"gradient_accumulation_steps (\d+)", row["notes"])
-    assert ga is not None
-    assert mb * int(ga.group(1)) * dp == gbs
-    name = re.search(r"config_[\w-]*?_(\d+)x(\d+)x(\d+)xtp(\d+)pp(\d+)cp(\d+)", row["citation"])
+    ga = mt.assert_layout_multiplies_out(row)
+    name = mt.config_name(row, prefix=r"[\w-]*?")
     if name is None:  # system-named files (Dell 1xXE9680L, Lenovo) carry no layout in the name
         assert re.search(r"rule 1b \(file named for the system\)", row["notes"])
         return
-    nodes, per_node, minibs, c_tp, c_pp, c_cp = (int(x) for x in name.groups())
-    assert (nodes * per_node, per_node, minibs, c_tp, c_pp, c_cp) == (
-        gpus,
-        gpn,
-        mb * int(ga.group(1)),
-        tp,
-        pp,
-        cp,
-    )
+    mt.assert_config_name_agrees(row, name, minibs=mb * ga)
 
 
 @pytest.mark.parametrize("row", ROWS, ids=IDS)
@@ -132,6 +101,4 @@ def test_precision_and_attention_precision_are_stated(row: dict[str, str]) -> No
 
 
 def test_seer_reads_every_row() -> None:
-    results, failed = validate_all(CSV)
-    assert failed == []
-    assert sorted(r.row_id for r in results) == sorted(IDS)
+    mt.assert_seer_reads_every_row(DATA)

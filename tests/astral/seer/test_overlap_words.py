@@ -14,6 +14,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from astral.seer.cell_context import (
+    EP_OVERLAPS,
+    NEGATE_AFTER,
+    NEGATE_BEFORE,
+    PREFIXES,
+    SUFFIXES,
+    TP_OVERLAPS,
+)
 from starfabric.astral.seer.overlap_words import (
     OverlapKind,
     Said,
@@ -27,34 +35,10 @@ K = OverlapKind
 DP = {K.DP_GRAD_REDUCE, K.DP_PARAM_GATHER}
 DATA = Path(__file__).parents[2] / "data" / "published_runs"
 
-# Context a transcriber puts around a statement (from the development rows' cells); each is
-# its own clause, so it does not change what the statement names.
-PREFIXES = ("", "Megatron-Core 0.14 (2025); ", "dispatcher DeepEP; ", "mock data, random init, ")
-SUFFIXES = ("", "; GA 128", " (source Table 3)", "; mean of 8 steady iterations")
-NEGATE_BEFORE = ("no ", "not ", "without ", "never ", "w/o ")
-NEGATE_AFTER = (" off", " disabled", "=0", "=false", ": false", " (off)")
-
 # Spellings of each kind's overlap, and the kinds each states.
 SPELLINGS: dict[frozenset[OverlapKind], tuple[str, ...]] = {
-    frozenset({K.TP_COMM}): (
-        "--tp-comm-overlap",
-        "TP comm overlap",
-        "TP overlap",
-        "tp_comm_overlap",
-        "TP communication overlap",
-        "AsyncTP",
-    ),
-    frozenset({K.EP_A2A}): (
-        "EP a2a overlap",
-        "EP overlap",
-        "--overlap-moe-expert-parallel-comm",
-        "overlap_moe_expert_parallel_comm",
-        "moe_a2a_overlap",
-        "A2A_OVERLAP",
-        "EP all-to-all overlap",
-        "expert-parallel comm overlap",
-        "overlap of EP communication",
-    ),
+    frozenset({K.TP_COMM}): TP_OVERLAPS,
+    frozenset({K.EP_A2A}): EP_OVERLAPS,
     frozenset({K.PP_P2P}): (
         "--overlap-p2p-communication",
         "overlap_p2p_comm",

@@ -16,6 +16,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from astral.seer.cell_context import (
+    EP_OVERLAPS,
+    NEGATE_AFTER,
+    NEGATE_BEFORE,
+    PREFIXES,
+    SUFFIXES,
+    TP_OVERLAPS,
+)
 from starfabric.astral.seer import (
     cells,
     deepep_sm_budget,
@@ -35,13 +43,6 @@ from starfabric.astral.seer.validate import row_setup, states_forced_balance
 from starfabric.errors import StarfabricError
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "published_runs"
-
-# Context a transcriber puts around a setting (taken from the development rows' cells).
-PREFIXES = ("", "Megatron-Core 0.14 (2025); ", "dispatcher DeepEP; ", "mock data, random init, ")
-SUFFIXES = ("", "; GA 128", " (source Table 3)", "; mean of 8 steady iterations")
-
-NEGATE_BEFORE = ("no ", "not ", "without ", "without any ", "never ", "not using ", "w/o ")
-NEGATE_AFTER = (" off", " disabled", "=0", "=false", ": false", " = False", " (off)")
 
 
 def _cases(
@@ -73,21 +74,8 @@ FORCED = (
 )
 ROUND_ROBIN = ("round-robin routing", "round robin routing", "deterministic round-robin routing",
                "round-robin expert routing", "routing: round-robin")  # fmt: skip
-EP_OVERLAPS = (
-    "EP a2a overlap",
-    "EP overlap",
-    "--overlap-moe-expert-parallel-comm",
-    "overlap_moe_expert_parallel_comm",
-    "moe_a2a_overlap",
-    "A2A_OVERLAP",
-    "EP all-to-all overlap",
-    "expert-parallel comm overlap",
-    "overlapped EP all-to-all",
-    "overlap of EP communication",
-)
 ULYSSES = ("Ulysses", "DeepSpeed-Ulysses", "Ulysses SP", "Ulysses-SP")
 DELAYS = ("--delay-wgrad-compute", "delay_wgrad_compute", "delay-wgrad", "delayed wgrad")
-TP_OVERLAPS = ("--tp-comm-overlap", "TP comm overlap", "TP overlap", "AsyncTP", "tp_comm_overlap")
 
 
 @settings(max_examples=200, deadline=None)

@@ -57,7 +57,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import numpy as np
 
@@ -74,7 +74,8 @@ DpaRecipe = Literal["delayed", "tensorwise"]
 """The FP8 attention's scaling recipe (Megatron-Core's recipe names): delayed = TE
 DelayedScaling, tensorwise = Float8CurrentScaling. Both run the same tensor-scaled cuDNN kernel;
 they differ in the quantization bytes."""
-DPA_RECIPES: tuple[str, ...] = ("delayed", "tensorwise")
+DPA_RECIPES: tuple[str, ...] = get_args(DpaRecipe)
+"""The recipe names `DpaRecipe` admits (kept from the Literal, as nvfp4.FP4_RECIPES is)."""
 
 SEQ_POINTS: tuple[int, ...] = (2048, 4096, 8192, 16384, 32768)
 """Causal sequence lengths of the cudnn-frontend sweep (tests/data/attention/cudnn_fp8_training.csv)."""

@@ -5,8 +5,9 @@ An NVFP4 run (Transformer Engine `NVFP4BlockScaling`; Megatron-Core `--fp4-forma
 alike) in E2M1 with one E4M3 scale per 16 values and one FP32 scale per tensor (TE
 `transformer_engine/common/recipe/__init__.py` @d0067d0, class `NVFP4BlockScaling`). What
 stays in higher precision is what stays out of FP8 under TE: the output layer and the MoE
-router (`cost.BF16_GEMMS`), and attention (the recipe's `fp8_dpa = False`; Seer times
-attention the same way whatever the GEMM precision). Megatron-Core's optional BF16 first/last
+router (`cost.BF16_GEMMS`), and attention (the recipe's `fp8_dpa = False`: an NVFP4 run's
+attention is BF16 unless the row states FP8 attention, which seer/fp8_attention.py prices with
+current scaling, the MLPerf NVFP4 configs' `NVTE_DPA_FP8_RECIPE`). Megatron-Core's optional BF16 first/last
 layers (`--first-last-layers-bf16`; the NVFP4 pretraining paper, arXiv 2509.25149, keeps about
 16% of a 12B model's linear layers in BF16) default off and are not read: none of the rows states
 them, and MLPerf v5.1's NeMo configs leave `FIRST_LAST_LAYERS_BF16` at its default False.

@@ -9,7 +9,8 @@ mention with the words around it:
 
 - before it, within two words: no / not / without / never / w/o / disable(d) / revert(ed)
   ("without any forced load balancing", "not using Ulysses", "reverted TE PR 2019"; but
-  "reverted to X" states X);
+  "reverted to X" states X); an "any" or "using" right after the negation is not one of the
+  two ("without any DP/TP/PP comm overlap");
 - inside it: not / no / never / without (for patterns that span "all-to-all not overlapped");
 - right after it, or after one more word ("Ulysses SP off"): off / false / disabled /
   reverted / 0 (also after ':' or '='), "(off)", "(reverted)", or a bare
@@ -30,11 +31,14 @@ import re
 
 NEGATION_BEFORE = re.compile(
     r"\b(?:no|not|without|never|w/o|disable[ds]?|revert(?:ed|s|ing)?(?!\s+(?:back\s+)?to\b))"
-    r"\s+(?:[\w./'\"-]+\s+){0,2}$",
+    r"(?:\s+(?:any|using))?\s+(?:[\w./'\"-]+\s+){0,2}$",
     re.I,
 )
 """A negating word up to two words before a mention ("reverted TE PR 2019"; "reverted to X"
-and "reverted back to X" state X, the setting the run went back to)."""
+and "reverted back to X" state X, the setting the run went back to). "any" or "using" right
+after the negation does not count as one of the two ("without any DP/TP/PP comm overlap",
+"not using DP/TP comm overlap": session 22's review found the three-word overlap phrases read
+as on)."""
 NEGATION_INSIDE = re.compile(r"\b(?:no|not|never|without)\b", re.I)
 NEGATION_AFTER = re.compile(
     r"^(?:\s+[A-Za-z][\w-]*)?(?:\s*[:=]\s*|\s+|\s*\(\s*|[-_])"

@@ -1,0 +1,52 @@
+"""seer/statements.py: the negation window before a mention.
+
+"any" or "using" right after a negating word is not one of the two words the window allows
+(session 22 review: "without any DP/TP/PP comm overlap" read as overlap on), and the window
+still ends after two further words, so a far negation does not switch a setting off.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from starfabric.astral.seer.statements import negated_at, stated
+
+OVERLAP = re.compile(r"overlap")
+
+
+def _negated(text: str) -> bool:
+    m = OVERLAP.search(text)
+    assert m is not None
+    return negated_at(text, m.start(), m.end())
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "without any DP/TP/PP comm overlap",
+        "not using DP/TP comm overlap",
+        "no any comm overlap",
+        "without DP/TP/PP comm overlap",
+        "never any overlap",
+    ],
+)
+def test_any_or_using_after_the_negation_is_not_counted(text: str) -> None:
+    assert _negated(text)
+    assert stated(OVERLAP, text) is False
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "without any sharded three words comm overlap",
+        "no fused kernels; DP comm overlap",
+        "without recompute, DP/TP comm overlap",
+        "not one but three comm overlap",
+        "DP/TP/PP comm overlap",
+    ],
+)
+def test_the_window_still_ends_two_words_after(text: str) -> None:
+    assert not _negated(text)
+    assert stated(OVERLAP, text) is True
