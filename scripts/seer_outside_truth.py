@@ -25,6 +25,9 @@ from starfabric.astral.seer.validate import summary, validate_all
 
 DATA = Path(__file__).resolve().parents[1] / "tests" / "data" / "published_runs"
 OUTSIDE_FILES: dict[str, str] = {
+    "a100_era_runs.csv": (
+        "A100-era (2022-23): MosaicML FSDP tables (16-128 A100-40/80GB), GPT-NeoX-20B (96 A100)"
+    ),
     "long_context_cp_baselines.csv": "long-context ring CP, USP's Megatron-LM tables (A800)",
     "moe_cross_host_baselines.csv": "MoE, MegaScale-MoE's Megatron-LM baseline (H800)",
     "mlperf_gpt3_runs.csv": (

@@ -218,6 +218,17 @@ def test_a_rate_per_node_beside_a_nic_count_is_the_node_rate_shared_by_its_gpus(
     assert _nic_gbps("4 NICs per 8 GPUs, 200 Gb/s each", 8) == pytest.approx(100.0)
 
 
+def test_links_times_a_rate_per_node_beside_a_nic_count_is_the_node_rate() -> None:
+    """ "4 ConnectX-6 HCAs per 8 GPUs (4x200 Gb/s per node)" (GPT-NeoX-20B, a100_era_runs.csv):
+    the node has 4 x 200 = 800 Gb/s, 100 per GPU; the count beside the rate was dropped and the
+    200 read as the whole node's (25 Gb/s per GPU)."""
+    cell = "InfiniBand, 4 ConnectX-6 HCAs per 8 GPUs (4x200 Gb/s per node, HDR rate assumed)"
+    assert _nic_gbps(cell, 8) == pytest.approx(100.0)
+    assert _nic_gbps("8 NICs per node, 8 x 400 Gb/s per node", 8) == pytest.approx(400.0)
+    # a node rate without a link count keeps its meaning
+    assert _nic_gbps("4 HCAs per node, 800 Gb/s per node", 8) == pytest.approx(100.0)
+
+
 @pytest.mark.parametrize("cell", ["0 NICs per node, 400 Gb/s", "0 HCAs per 8 GPUs"])
 def test_a_zero_nic_count_is_refused_in_one_line(cell: str) -> None:
     """No scale-out adapter is not a bandwidth of 0: the row is refused, naming the column."""

@@ -187,6 +187,16 @@ def test_gpt3_family_conventions_skip_gpt_oss(name: str, gpt_family: bool) -> No
     assert model.attention_dropout is gpt_family
 
 
+@pytest.mark.parametrize("name", ["GPT-NeoX-20B", "gpt-neox 20b", "Pythia-12B", "GPT NeoX"])
+def test_gpt_neox_family_is_layernorm_with_biases_but_rotary_untied_no_dropout(name: str) -> None:
+    """GPT-NeoX-20B and Pythia (configs/20B.yml, pythia-*.yml: layernorm, rotary, no_weight_tying,
+    dropout 0) are not read as GPT-3 because their name says GPT; GPT-Neo (no X) still is."""
+    model = row_model(_dense_row(model=name))
+    assert model.norm == "layernorm" and model.linear_bias
+    assert not (model.learned_pos_emb or model.tied_embeddings or model.attention_dropout)
+    assert row_model(_dense_row(model="GPT-Neo 2.7B")).tied_embeddings
+
+
 def test_sliding_window_layer_count_is_read_from_the_notes() -> None:
     """'on N of M layers' after the window names the layers that use it (gpt-oss: every second
     layer); without it the window covers every layer; a count of another depth is refused."""

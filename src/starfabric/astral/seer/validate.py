@@ -332,13 +332,21 @@ def _unstated_kv_heads(row: dict[str, str], heads: int) -> int:
 QK_NORM_FAMILY = re.compile(r"\s*qwen[- ]?3(?![.\d])", re.I)
 """Model names of a family whose attention has QK-norm (Qwen3; not Qwen2.5 / Qwen3.5...)."""
 
-GPT_OPT_FAMILY = re.compile(r"gpt(?![-_ ]?oss)|opt", re.I)
+GPT_OPT_FAMILY = re.compile(r"gpt(?![-_ ]?(?:oss|neo[-_ ]?x))|opt", re.I)
 """Model names of the GPT-2/3 / OPT family (LayerNorm, biases, learned positions, tied
 embeddings, attention dropout), matched anywhere in the name ("MegaScale GPT-175B",
 "Megatron-GPT", "OPT-175B"). OpenAI's gpt-oss is not of that family: RMSNorm, RoPE (YaRN),
 untied embeddings, no dropout (OpenAI "gpt-oss-120b & gpt-oss-20b Model Card", 2025, architecture;
 the MLPerf Training v6.0 reference `pretrain.py` builds it with normalization="RMSNorm",
 share_embeddings_and_output_weights=False, dropout 0)."""
+
+NEOX_FAMILY = re.compile(r"gpt[-_ ]?neo[-_ ]?x|pythia", re.I)
+"""GPT-NeoX-architecture models (GPT-NeoX-20B, Pythia), not of the GPT-2/3 family although the
+name says GPT: LayerNorm and biases like GPT-3, but rotary positions, untied input and output
+embeddings and no dropout (EleutherAI/gpt-neox `configs/20B.yml`: "pos_emb": "rotary",
+"no_weight_tying": true, hidden/attention dropout 0; EleutherAI/pythia `models/*/pythia-*.yml`:
+the same keys). Their parallel attention + MLP block (`gpt_j_residual`) is read from the row's
+model text as for any model ("parallel transformer block")."""
 
 SLIDING_WINDOW_LAYERS = re.compile(
     r"(?:sliding[- ]window|\bSWA\b)[^;]*?\bon\s+(\d+)\s+of\s+(\d+)\s+layers", re.I
@@ -396,6 +404,7 @@ def row_model(row: dict[str, str]) -> ModelSpec:
     gated = ("silu", "swiglu", "geglu", "glu")
     act = "swiglu" if any(g in act_raw for g in gated) else "gelu"  # same FLOPs for any GLU
     gpt = GPT_OPT_FAMILY.search(row["model"]) is not None
+    neox = NEOX_FAMILY.search(row["model"]) is not None
     spec: dict[str, Any] = {
         "name": row["model"],
         "layers": _int(row, "layers"),
@@ -407,8 +416,8 @@ def row_model(row: dict[str, str]) -> ModelSpec:
         "vocab": _int(row, "vocab"),
         "max_seq_len": _int(row, "seq_len"),
         "activation": act,
-        "norm": "layernorm" if gpt else "rmsnorm",
-        "linear_bias": gpt,
+        "norm": "layernorm" if gpt or neox else "rmsnorm",
+        "linear_bias": gpt or neox,
         "learned_pos_emb": gpt,
         "tied_embeddings": gpt,
         "attention_dropout": gpt,
@@ -536,6 +545,10 @@ def _nic_gbps(text: str, per_node: int) -> float | None:
         return 8 * float(m.group(1)) * scale(m.group(2))
     ratio = nic_count.stated_nics_per_gpu(text, per_node)
     rate = re.search(_SPEED + r"(\s*(?i:per|/)\s*(?i:node|server|host)\b)?", text)
+    links = re.search(r"(\d+)\s*[x×]\s*$", text[: rate.start()]) if rate else None
+    if ratio is not None and rate and rate.group(3) and links:
+        # "4 HCAs per 8 GPUs (4x200 Gb/s per node)": N links of a rate make the node's rate
+        return int(links.group(1)) * float(rate.group(1)) * scale(rate.group(2)) / per_node
     if ratio is not None and rate and rate.group(3):  # "8 NICs per node, 3.2 Tb/s per node"
         return float(rate.group(1)) * scale(rate.group(2)) / per_node  # the node's rate, shared
     if ratio is not None and rate:  # "4 NICs per 8 GPUs, 100 Gb/s each": a rate per NIC
