@@ -23,6 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from starfabric.astral.seer import cells, row_forms
+from starfabric.astral.seer.fp4_format import stated_fp4
 from starfabric.astral.seer.validate import (
     canonical_row,
     global_batch_seqs,
@@ -585,6 +586,23 @@ def test_unstated_moe_shape_is_refused(column: str) -> None:
 )
 def test_precision_negated_mentions(cell: str, want: str) -> None:
     """A precision named only negated ("MXFP8 disabled", "not BF16") is not the run's."""
+    assert cells.precision(cell) == want
+
+
+@pytest.mark.parametrize(
+    ("cell", "want", "fp4"),
+    [
+        ("BF16; FP4 (E2M1) disabled", "bf16", None),
+        ("BF16; FP4 (E2M1)", "fp8", "nvfp4"),
+        ("BF16 (NVFP4 off)", "bf16", None),
+        ("NVFP4", "fp8", "nvfp4"),
+        ("FP8; FP4 disabled", "fp8", None),
+    ],
+)
+def test_precision_reads_fp4_as_the_fp4_format_does(cell: str, want: str, fp4: str | None) -> None:
+    """An FP4 mention counts toward 'fp8' exactly when `fp4_format.stated_fp4` finds one (s22e:
+    "BF16; FP4 (E2M1) disabled" was read FP8 here while the FP4 format said no FP4)."""
+    assert stated_fp4(cell) == fp4
     assert cells.precision(cell) == want
 
 

@@ -5,53 +5,41 @@ out to the GPU count and to the logged global batch, every row cites its own log
 the v6.0 fork, the shape is DeepSeek-V3's with one MTP layer — and Seer reads every row, with
 the configs' full-iteration CUDA graphs read as no host launch model (validate's
 FULL_ITERATION_GRAPHS). Seer's error values are not asserted here (outside ground truth,
-nothing fitted to it)."""
+nothing fitted to it). The checks shared with the other MLPerf files are in
+mlperf_transcription.py."""
 
-import csv
 import re
-import statistics
-from pathlib import Path
 
 import pytest
 
-from starfabric.astral.seer.validate import (
-    FULL_ITERATION_GRAPHS,
-    read_rows,
-    row_setup,
-    validate_all,
-)
+from astral.seer import mlperf_transcription as mt
+from starfabric.astral.seer.validate import FULL_ITERATION_GRAPHS, row_setup
 
-DATA = Path(__file__).resolve().parents[2] / "data" / "published_runs"
-CSV = DATA / "mlperf_dsv3_runs.csv"
-ROWS = read_rows(CSV)
-IDS = [r["row_id"] for r in ROWS]
+DATA = mt.load("mlperf_dsv3_runs")
+ROWS = DATA.rows
+IDS = DATA.ids
+BENCHMARK = "deepseekv3_671b"
 FORK = "github.com/Richardyu114/training_results_v6.0"
 COMMIT = "eabf23a07b2a"
+CONFIG = r"config [\w/.+-]+/config_GB[23]00_\w+_mxfp8_full_cg\.sh"
+"""The cited config: a GB200/GB300 MXFP8 full-iteration-CUDA-graph config of the fork."""
 
 
 def test_header_is_development_set_2s() -> None:
-    with (DATA / "development_runs_2.csv").open(newline="") as fh:
-        want = next(csv.reader(fh))
-    with CSV.open(newline="") as fh:
-        assert next(csv.reader(fh)) == want
+    mt.assert_header_is_development_set_2s(DATA.csv)
 
 
 def test_one_row_per_result_folder_of_the_fork() -> None:
     assert len(ROWS) == 10
-    assert len(set(IDS)) == len(IDS)
+    mt.assert_one_row_per_result_folder(ROWS, BENCHMARK)
     for row in ROWS:
         assert f"{FORK} (fork of mlcommons/training_results_v6.0) @{COMMIT} " in row["citation"]
-    folders = [re.search(r"\S+/results/\S+/deepseekv3_671b/", r["citation"]) for r in ROWS]
-    assert all(folders)
-    assert len({f.group(0) for f in folders if f}) == len(ROWS)
 
 
 @pytest.mark.parametrize("row", ROWS, ids=IDS)
 def test_row_cites_its_logs_and_config(row: dict[str, str]) -> None:
     cite = row["citation"]
-    assert re.search(r"/results/[^/ ]+/deepseekv3_671b/result_\*\.txt", cite)
-    assert re.search(r"config [\w/.+-]+/config_GB[23]00_\w+_mxfp8_full_cg\.sh", cite)
-    assert row["verification"].startswith("VERIFIED_PRIMARY")
+    mt.assert_cites_logs_and_config(row, BENCHMARK, config=CONFIG)
     # the submitter in the row id, the results folder and the config path agree
     org = re.search(r"@\w+ (\S+?)/results/", cite)
     assert org is not None
@@ -62,52 +50,34 @@ def test_row_cites_its_logs_and_config(row: dict[str, str]) -> None:
 def test_step_time_is_the_median_of_the_listed_logs(row: dict[str, str]) -> None:
     """The notes list each log's median train_step_time over its last 8 steps; the row's
     figure is their median (rule 2 of the .md)."""
-    listed = [float(x) for x in re.findall(r"result_\w+\.txt (\d+\.\d+)", row["notes"])]
+    listed = mt.listed_logs(row)
     assert len(listed) == 3
-    assert float(row["iter_time_s"]) == pytest.approx(statistics.median(listed), abs=5e-5)
-    assert float(row["value_primary"]) == float(row["iter_time_s"])
-    assert not row["derived_iter_time_s"]
-    assert "train_step_time" in row["derivation_note"]
+    mt.assert_logged_not_derived(row, "train_step_time")
+    mt.assert_median_of_listed_logs(row, listed, abs_tol=5e-5)
     assert "last 8 steps" in row["derivation_note"]
 
 
 @pytest.mark.parametrize("row", ROWS, ids=IDS)
 def test_tokens_per_second_is_gbs_times_seq_over_step_time(row: dict[str, str]) -> None:
-    gbs, seq, gpus = (int(row[k]) for k in ("global_batch_seqs", "seq_len", "num_gpus"))
-    assert seq == 4096
-    assert gbs in (15360, 16384)
-    assert int(row["tokens_per_batch"]) == gbs * seq
-    tps = gbs * seq / float(row["iter_time_s"]) / gpus
-    assert float(row["derived_tokens_per_sec_per_gpu"]) == pytest.approx(tps, rel=1e-4)
+    mt.assert_token_rate(row, seq_len=4096)
+    assert int(row["global_batch_seqs"]) in (15360, 16384)
 
 
 @pytest.mark.parametrize("row", ROWS, ids=IDS)
 def test_layout_multiplies_out_to_gpus_and_logged_batch(row: dict[str, str]) -> None:
     """TP x PP x CP x DP = GPUs; GBS = micro-batch x accumulation x DP; the config file's name
     <GPU>_NODESx4xMINIBSxtpTppPepEcpC agrees with the cells; EP 32 x TP fits one NVL72 rack."""
-    tp, pp, dp, cp, ep, gpus, mb, gbs, gpn = (
-        int(row[k])
-        for k in ("tp", "pp", "dp", "cp", "ep", "num_gpus", "micro_batch",
-                  "global_batch_seqs", "gpus_per_node")
-    )  # fmt: skip
-    assert tp * pp * cp * dp == gpus
-    ga = re.search(r"gradient_accumulation_steps (\d+)", row["notes"])
-    assert ga is not None
-    assert mb * int(ga.group(1)) * dp == gbs
+    ga = mt.assert_layout_multiplies_out(row)
+    tp, ep = mt.ints(row, "tp", "ep")
+    # this benchmark's names put EP before CP (mt.config_name reads ...cpC[epE])
     name = re.search(
         r"config_(GB[23]00)_(\d+)x(\d+)x(\d+)xtp(\d+)pp(\d+)ep(\d+)cp(\d+)", row["citation"]
     )
     assert name is not None
     gpu, *nums = name.groups()
     nodes, per_node, minibs, c_tp, c_pp, c_ep, c_cp = (int(x) for x in nums)
-    assert (nodes * per_node, per_node, minibs, c_tp, c_pp, c_ep, c_cp) == (
-        gpus,
-        gpn,
-        int(ga.group(1)),
-        tp,
-        pp,
-        ep,
-        cp,
+    mt.assert_config_name_agrees(
+        row, mt.ConfigName(nodes, per_node, minibs, c_tp, c_pp, c_cp, ep=c_ep), minibs=ga
     )
     assert row["gpu"].startswith(gpu)
     assert (int(row["vpp"]), ep, int(row["etp"])) == (4, 32, 1)
@@ -170,6 +140,4 @@ def test_full_iteration_graphs_leave_no_host_launch_model() -> None:
 
 
 def test_seer_reads_every_row() -> None:
-    results, failed = validate_all(CSV)
-    assert failed == []
-    assert sorted(r.row_id for r in results) == sorted(IDS)
+    mt.assert_seer_reads_every_row(DATA)

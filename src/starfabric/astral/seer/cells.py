@@ -12,6 +12,7 @@ import re
 
 from starfabric.astral.hardware import GPUSpec, get_gpu, list_gpus
 from starfabric.astral.seer import releases
+from starfabric.astral.seer.fp4_format import stated_fp4
 from starfabric.astral.seer.statements import negated_at, stated
 from starfabric.errors import ConfigError, DataError
 
@@ -362,11 +363,13 @@ def recompute_layers(raw: str | None) -> tuple[str, int] | None:
 
 
 PRECISIONS = (
-    ("fp8", r"fp8|fp4|float8|e4m3|e5m2"),
+    ("fp8", r"fp8|float8|e4m3|e5m2"),
     ("bf16", r"bf-?16|bfloat-?16|brain[- ]?float"),
 )
 """Compute precision named by a precision cell, first one stated (not negated) wins; anything
-else 16-bit is FP16 ("mixed 16-bit", "FP16 mixed", "half")."""
+else 16-bit is FP16 ("mixed 16-bit", "FP16 mixed", "half"). FP4 is not matched here: an FP4
+mention is read by `fp4_format.stated_fp4` (which knows "FP4 (E2M1) disabled" denies FP4), so
+the two readers of one cell cannot disagree."""
 
 
 _PRECISION_RES = tuple((name, re.compile(pat, re.I)) for name, pat in PRECISIONS)
@@ -401,9 +404,12 @@ def precision(raw: str | None, where: str = "precision cell") -> str:
     "unknown"), 'fp16' (`FP16_SPELLINGS`).
     A precision named only negated (`statements.stated`: "BF16 (MXFP8 disabled)", "FP16 mixed
     (not BF16)") is not the run's. A cell naming none of them ("FP9 weird", "TF32") is a
-    DataError prefixed with `where` (the row), not a silent FP16."""
+    DataError prefixed with `where` (the row), not a silent FP16.
+    FP4 ("NVFP4", "FP4 (E2M1)") is read by `fp4_format.stated_fp4`, the same reader the FP4
+    format uses, and counts as 'fp8' (a low-precision GEMM run) ahead of BF16, as an FP8
+    mention does; a denied FP4 ("BF16; FP4 (E2M1) disabled") is not the run's."""
     for name, pat in _PRECISION_RES:
-        if stated(pat, raw):
+        if stated(pat, raw) or (name == "fp8" and stated_fp4(raw) is not None):
             return name
     if no_value(raw):
         return "bf16"
