@@ -1380,25 +1380,16 @@ to capacity', '--moe-pad-expert-input-to-capacity')."""
 
 LOGITS_FP32 = re.compile(r"(?:lm[- ]head|logits|output layer)[^;]*?\bfp32\b", re.I)
 """A precision cell stating the output layer ran in FP32 ('LM head (logits) in FP32')."""
-FP8_OUTPUT_PROJ = re.compile(
-    r"(?<![\w-])(?:no |without )?-{0,2}fp8[-_ ]output[-_ ]proj(?:ection)?\b"
-    r"(?:\s*[=:]\s*(true|1|on|false|0|off)\b)?",
-    re.I,
-)
+FP8_OUTPUT_PROJ = re.compile(r"(?<![\w-])-{0,2}fp8[-_ ]output[-_ ]proj(?:ection)?\b", re.I)
 """A precision cell naming Megatron-Core's `fp8_output_proj` (MLPerf's FP8_OUTPUT_PROJ=True,
-`--fp8-output-proj`): the LM head runs under the run's MXFP8 recipe (`cost.fp8_logits`);
-"=False", "no ..." or "without ..." state it off."""
+`--fp8-output-proj`): the LM head runs under the run's MXFP8 recipe (`cost.fp8_logits`)."""
 
 
 def states_fp8_output_proj(text: str | None) -> bool:
-    """Whether `text` states Megatron-Core's `fp8_output_proj` on (FP8_OUTPUT_PROJ): named
-    without "=False"/"=0"/"=off" after it or "no"/"without" before it."""
-    for m in FP8_OUTPUT_PROJ.finditer(text or ""):
-        negated = m.group(0).lower().startswith(("no ", "without "))
-        off = (m.group(1) or "").lower() in ("false", "0", "off")
-        if not negated and not off:
-            return True
-    return False
+    """Whether `text` states Megatron-Core's `fp8_output_proj` on: named and not negated, by the
+    reader every setting uses (`statements.stated`: "=False", "=0", ": off", "disabled", "no ...",
+    "without ...", "not ...")."""
+    return bool(stated(FP8_OUTPUT_PROJ, text))
 
 
 def _precision(row: dict[str, str]) -> str:
