@@ -57,7 +57,9 @@ communication are of similar size) and consistent with the Megatron-Core rows (M
 LOGITS_GEMMS = ("head.logits", "head.logits.dgrad", "head.logits.wgrad")
 """The output layer's (LM head) GEMMs, forward and backward (a multi-token-prediction module's
 head included: `_named` strips its "mtp<i>." prefix)."""
-BF16_GEMMS = (*LOGITS_GEMMS, "moe.router", "moe.router.dgrad", "moe.router.wgrad")
+ROUTER_GEMMS = ("moe.router", "moe.router.dgrad", "moe.router.wgrad")
+"""The MoE router's gating GEMMs, forward and backward."""
+BF16_GEMMS = (*LOGITS_GEMMS, *ROUTER_GEMMS)
 """GEMMs an FP8 (Transformer Engine) run still executes in BF16; the output layer's leave the
 list when the run states Megatron-Core's `fp8_output_proj` (`CostContext.fp8_logits`)."""
 FA2_ON_HOPPER = 0.62
@@ -369,9 +371,7 @@ def op_costs(
         # output layer (logits) and the MoE router stay in BF16 (Megatron-Core/NeMo, DeepSeek-V3
         # section 3.3.1), so they take the 16-bit path below.
         # Megatron-Core's fp8_output_proj moves the LM head onto the FP8 path (fp8_logits).
-        bf16 = (
-            tuple(n for n in BF16_GEMMS if n not in LOGITS_GEMMS) if ctx.fp8_logits else BF16_GEMMS
-        )
+        bf16 = ROUTER_GEMMS if ctx.fp8_logits else BF16_GEMMS
         bf = g & np.fromiter((n.endswith(bf16) for n in t.name), bool, len(t))
         g = g & ~bf
         if bf.any():
