@@ -43,7 +43,9 @@ def test_mla_up_proj_is_the_transcribed_forward() -> None:
     assert LAUNCHES["mla_rope_unfused"].fwd == 24
     # MXFP8: the two re-run TE linears' quantize / zero fills / swizzles, by TE stage.
     for stage, (fwd, _) in PER_LINEAR.items():
-        assert recompute_launches(replace(MLA_MOE, mxfp8_stage=stage), ["mla_up_proj"]) == 9 + 2 * fwd
+        assert (
+            recompute_launches(replace(MLA_MOE, mxfp8_stage=stage), ["mla_up_proj"]) == 9 + 2 * fwd
+        )
     assert recompute_launches(replace(MLA_MOE, mxfp8_stage="per_tensor"), ["mla_up_proj"]) == 19
     # No MLA, no up-projection to re-run.
     assert recompute_launches(GQA_MOE, ["mla_up_proj"]) == 0
