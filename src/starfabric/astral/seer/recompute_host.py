@@ -23,12 +23,13 @@ unless said. One re-run unit, forward launches (and TE linears it re-runs):
 
 MLA is read with `--qk-layernorm` (DeepSeek-V3's launch scripts; without it the up
 projections are plain `TEColumnParallelLinear`s and the q / kv norms `IdentityOp`), as
-`host_ops.LAUNCHES["mla_attention"]` counts its q and kv norms. The collectives are counted as `host_ops.LAUNCHES` counts them (its reading assumes sequence
-parallelism: the MLP's all-gather and reduce-scatter are there at TP 1 too). Under MXFP8 with a
-stated TE stage each re-run TE linear adds the forward's quantize / zero-fill / swizzle
-launches, `te_mxfp8_host.PER_LINEAR[stage][0]` (the weights are FP8 already, `--fp8-param-
-gather`; `CheckpointWithoutOutput(fp8=...)` re-enters `fp8_autocast`, which for MXFP8 block
-scaling reduces no amax: no launch counted).
+`host_ops.LAUNCHES["mla_attention"]` counts its q and kv norms. The collectives are counted as
+`host_ops.LAUNCHES` counts them (its reading assumes sequence parallelism: the MLP's all-gather
+and reduce-scatter are there at TP 1 too). Under MXFP8 with a stated TE stage each re-run TE
+linear adds the forward's quantize / zero-fill / swizzle launches,
+`te_mxfp8_host.PER_LINEAR[stage][0]` (the weights are FP8 already, `--fp8-param-gather`;
+`CheckpointWithoutOutput(fp8=...)` re-enters `fp8_autocast`, which for MXFP8 block scaling
+reduces no amax: no launch counted).
 
 Under CUDA graphs (`host_ops.CUDA_GRAPH_MODULES`, `--cuda-graph-scope attn moe_router`) a unit
 that sits inside a graphed module (`core_attn`, `mla_up_proj`, `input_norm` in the attention;
