@@ -23,6 +23,7 @@ from starfabric.astral.seer import (
     host_segments,
     offload,
     partial_recompute,
+    recompute_host,
     router_launches,
 )
 from starfabric.astral.seer.activations import activation_bytes_per_layer
@@ -189,6 +190,16 @@ def host_pass(pc: PassCost, host_s: float) -> PassCost:
     return _add(pc, PassCost(0.0, {"host": extra}, 0.0)) if extra > 0 else pc
 
 
+def rerun_host_pass(bwd: PassCost, rerun: PassCost, host_s: float) -> PassCost:
+    """A backward that never waits and carries a selective re-run (`rerun`, GPU seconds kept
+    in the piece's recompute entry, which `build_timeline` adds to the backward): together they
+    last max(host, backward GPU + re-run GPU), the excess over both put on the backward as its
+    `host` component. With no re-run, `host_pass`."""
+    gpu = bwd.total + rerun.total
+    extra = host_ops.segment_time(host_s, gpu) - gpu
+    return _add(bwd, PassCost(0.0, {"host": extra}, 0.0)) if extra > 0 else bwd
+
+
 def _launch_spec(
     model: ModelSpec, ex: ExecutionSpec, lay: Layout, moe: bool
 ) -> host_ops.LayerLaunchSpec:
@@ -218,11 +229,20 @@ def _launch_spec(
 
 def piece_host_s(model: ModelSpec, ex: ExecutionSpec, lay: Layout, moe: bool) -> tuple[float, ...]:
     """(forward, backward, recompute) host seconds of one layer and micro-batch
-    (`host_ops.layer_launches`); zeros where the row's stack is not counted."""
+    (`host_ops.layer_launches`); zeros where the row's stack is not counted. The recompute
+    entry is what the re-run issues: full recompute's whole forward, or selective recompute's
+    re-run modules (`recompute_host.recompute_launches`), both forward code priced at
+    `HOST_S_PER_LAUNCH_FWD`."""
     if not ex.host_launches:
         return (0.0, 0.0, 0.0)
-    hf, hb = host_ops.host_seconds(host_ops.layer_launches(_launch_spec(model, ex, lay, moe)))
-    return (hf, hb, hf if ex.recompute == "full" else 0.0)
+    spec = _launch_spec(model, ex, lay, moe)
+    hf, hb = host_ops.host_seconds(host_ops.layer_launches(spec))
+    if ex.recompute == "full":
+        return (hf, hb, hf)
+    if ex.recompute == "selective":
+        rerun = recompute_host.recompute_launches(spec, ex.recompute_modules)
+        return (hf, hb, rerun * host_ops.HOST_S_PER_LAUNCH_FWD)
+    return (hf, hb, 0.0)
 
 
 def with_host(
@@ -230,9 +250,10 @@ def with_host(
 ) -> PieceCost:
     """A piece whose forward waits for the GPU (`host_ops.host_synced`): its forward and full
     recompute's re-run forward last the flow shop of the modules between two waits
-    (`host_segments`, at least max(host, GPU)); the backward, which never waits, max(host, GPU).
-    Other pieces are returned unchanged (the host runs ahead; only the
-    iteration floor in `build_timeline` applies)."""
+    (`host_segments`, at least max(host, GPU)); the backward, which never waits, max(host, GPU)
+    — under selective recompute over the backward and the re-run together, whose launches
+    the host issues inside the backward (`rerun_host_pass`). Other pieces are returned
+    unchanged (the host runs ahead; only the iteration floor in `build_timeline` applies)."""
     # Token counts are known only on the GPU unless the experts' inputs are padded to capacity.
     dynamic = ex.moe_capacity_factor is None or not ex.moe_pad_to_capacity
     if not host_ops.host_synced(ex.host_launches, moe, lay.ep, dynamic):
@@ -251,8 +272,13 @@ def with_host(
 
     fwd = _host_excess(pc.fwd, segment(pc.fwd_costs, pc.fwd.total))
     rec = pc.recompute
-    if hr > 0:
+    full = ex.recompute == "full"
+    if full and hr > 0:
         rec = _host_excess(pc.recompute, segment(pc.fwd_costs, pc.recompute.total))
+    # Selective recompute's re-run is issued inside the backward: one stream of hb + hr host
+    # seconds against the backward's and the re-run's GPU time (no wait between them).
+    rerun = _ZERO if full else pc.recompute
+    hbr = hb if full else hb + hr
     # The EP overlap's unpaired warm-up forward (ep_overlap) is a forward alone: it waits
     # before each dispatch as the no-overlap forward does, so it lasts the same flow shop
     # over its own, unhidden, operator times.
@@ -261,10 +287,10 @@ def with_host(
         solo_costs = pc.fwd_solo_costs if pc.fwd_solo_costs is not None else pc.fwd_costs
         fwd_solo = _host_excess(fwd_solo, segment(solo_costs, fwd_solo.total))
     return PieceCost(
-        fwd, host_pass(pc.bwd, hb), rec,
+        fwd, rerun_host_pass(pc.bwd, rerun, hbr), rec,
         pc.fwd_table, pc.fwd_costs, pc.bwd_table, pc.bwd_costs,
         fwd_solo,
-        None if pc.bwd_solo is None else host_pass(pc.bwd_solo, hb),
+        None if pc.bwd_solo is None else rerun_host_pass(pc.bwd_solo, rerun, hbr),
         pc.fwd_solo_costs,
     )  # fmt: skip
 
