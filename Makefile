@@ -39,8 +39,14 @@ layering: $(STAMP)
 	$(BIN)/lint-imports
 	$(BIN)/python scripts/import_cycles.py
 
+# scripts/warm_kernels.py compiles Fornax's large numba kernels once, in the background, while
+# the first test files (which do not need them) run: the workers then load them from the cache
+# instead of each compiling them (a minute or more per kernel and worker on a cold cache). Its
+# failure costs only that time: the tests compile what they need themselves.
 pytest: $(STAMP)
-	$(BIN)/pytest -q -n 2 --dist loadfile
+	@mkdir -p $(NUMBA_CACHE_DIR)
+	@$(BIN)/python scripts/warm_kernels.py > $(NUMBA_CACHE_DIR)/warm.log 2>&1 & \
+	$(BIN)/pytest -q -n 2 --dist loadfile; rc=$$?; wait; cat $(NUMBA_CACHE_DIR)/warm.log; exit $$rc
 
 test: lint typecheck layering pytest
 

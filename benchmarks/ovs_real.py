@@ -342,6 +342,10 @@ def main() -> None:
     if bad is not None:
         console.print(f"error: {bad}", markup=False)
         sys.exit(2)
+    mode_arg = args.mode or ("exact" if args.quick or args.calibrate else "both")
+    if args.calibrate is not None and mode_arg == "megaflow":
+        console.print("error: --calibrate fits the exact mode (fix: --mode exact or both)")
+        sys.exit(2)
     reason = unavailable_reason()
     if reason is not None:
         console.print(f"error: a private Open vSwitch cannot run here: {reason}")
@@ -353,10 +357,6 @@ def main() -> None:
         if args.quick
         else FULL
     )
-    mode_arg = args.mode or ("exact" if args.quick or args.calibrate else "both")
-    if args.calibrate is not None and mode_arg == "megaflow":
-        console.print("error: --calibrate fits the exact mode (fix: --mode exact or both)")
-        sys.exit(2)
     modes = ("exact", "megaflow") if mode_arg == "both" else (mode_arg,)
     uncal = not args.quick if args.uncalibrated is None else args.uncalibrated
     t_start = time.time()

@@ -12,12 +12,15 @@ import os
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, cast
 
 import numba
+import numpy as np
+import numpy.typing as npt
 from numba.core import event as numba_event
 
 F = TypeVar("F", bound=Callable[..., Any])
+T = TypeVar("T", bound=tuple[Any, ...])
 
 _OPTIONS: dict[str, Any] = {"cache": True, "nogil": True, "error_model": "numpy"}
 
@@ -96,6 +99,20 @@ def announce_compiles(console: _Printer) -> None:
 def njit(fn: F) -> F:
     """Compile `fn` in nopython mode with the project's options."""
     return numba.njit(**_OPTIONS)(fn)
+
+
+def frozen(a: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    """`a` as a kernel's input array: C-contiguous (a copy only when it is not) and read-only
+    (a view). numba compiles a kernel once per writable/read-only and layout mix of its array
+    arguments (a minute for the packet pipeline), so inputs reach kernels one way only."""
+    v = np.ascontiguousarray(a).view()
+    v.flags.writeable = False
+    return v
+
+
+def frozen_each(arrays: T) -> T:
+    """`frozen` applied to each array of a tuple (its length and types kept for the checker)."""
+    return cast(T, tuple(frozen(a) for a in arrays))
 
 
 def njit_inline(fn: F) -> F:

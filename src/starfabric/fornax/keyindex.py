@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
+from starfabric._jit import frozen
 from starfabric.fornax import _keyindex_kernels as K
 
 OK = K.ST_OK
@@ -30,7 +31,7 @@ class KeyIndex:
     ) -> npt.NDArray[np.int64]:
         """Slot of each key (hash, words, protocol), -1 where it is not indexed."""
         out = np.empty(len(h), np.int64)
-        K.sp_lookup(h, words, proto, self.key, self.proto, self.used, out)
+        K.sp_lookup(frozen(h), frozen(words), frozen(proto), self.key, self.proto, self.used, out)
         return out
 
     def insert(
@@ -46,7 +47,8 @@ class KeyIndex:
         st = np.empty(len(h), np.uint8)
         slot = np.empty(len(h), np.int64)
         cap = len(self.used) if capacity is None else capacity
-        n = int(K.sp_insert(h, words, proto, count, cap, self.key, self.proto, self.used, st, slot))
+        keys = (frozen(h), frozen(words), frozen(proto))
+        n = int(K.sp_insert(*keys, count, cap, self.key, self.proto, self.used, st, slot))
         return st, slot, n
 
     def forget(self, slots: npt.NDArray[np.int64]) -> int:

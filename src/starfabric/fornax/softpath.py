@@ -26,6 +26,7 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import Field
 
+from starfabric._jit import frozen_each
 from starfabric.config import Spec
 from starfabric.errors import ConfigError
 from starfabric.fornax import _softpath_kernels as K
@@ -131,9 +132,10 @@ def related_mask(batch: PacketBatch) -> npt.NDArray[np.bool_]:
     """Which packets are ICMP errors that quote a tuple (nf_conntrack_inet_error): those are
     looked up by the quoted tuple, inverted, and may be RELATED to its session."""
     rel = np.zeros(len(batch), np.bool_)
-    K.sp_related(batch.proto, (batch.dport >> np.uint16(8)).astype(np.uint8), batch.dst_hi,
-                 batch.dst_lo, batch.inner_proto, batch.inner_src_hi, batch.inner_src_lo,
-                 batch.inner_dport, rel)  # fmt: skip
+    inputs = (batch.proto, (batch.dport >> np.uint16(8)).astype(np.uint8), batch.dst_hi,
+              batch.dst_lo, batch.inner_proto, batch.inner_src_hi, batch.inner_src_lo,
+              batch.inner_dport)  # fmt: skip
+    K.sp_related(*frozen_each(inputs), rel)
     return rel
 
 
@@ -430,11 +432,14 @@ class SoftPath:
                 self._related_keys(b.take(np.flatnonzero(related)), related, w, ckk, h)
                 if related.any() else (w, ckk.proto, ckk.direction, h)
             )  # fmt: skip
-            K.sp_process(
+            inputs = (
                 h, w, ckk.proto, ckk.direction, rh, rw, rp, rd, related, b.time_ns[sub],
                 b.length[sub], b.tcp_flags[sub], b.tcp_seq[sub], b.tcp_ack[sub],
                 b.tcp_sack[sub], b.tcp_win[sub], b.tcp_opt[sub], b.tcp_wscale[sub],
                 b.tcp_len[sub], icmp_t,
+            )  # fmt: skip
+            K.sp_process(
+                *frozen_each(inputs),
                 self.key, self.kproto, self.used, self.orig_dir, self.act, self.scope, self.ver,
                 self.trk, self.fresh, self.last_ns, self.pkts, self.nbytes,
                 self.eni_cur, self.vpc_cur, self._tcfg, self.drop_action, self._inv_drop,

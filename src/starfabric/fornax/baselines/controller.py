@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from starfabric._jit import frozen_each
 from starfabric.fornax.baselines import _kernels as kernels
 from starfabric.fornax.baselines.config import SoftwareCentricConfig, software_centric_config
 from starfabric.fornax.baselines.engines import (
@@ -426,8 +427,9 @@ class SoftwareCentric(Manager):
         """Connection id of raw entries (ICMP by its identifier: both entries carry it)."""
         ch = np.empty(len(raw), np.uint64)
         dport = np.where(is_icmp(raw["proto"]), raw["sport"], raw["dport"])
-        kernels.conn_hash(raw["vni"], raw["proto"], raw["src_hi"], raw["src_lo"], raw["dst_hi"],
-                          raw["dst_lo"], raw["sport"], dport, ch)  # fmt: skip
+        cols = (raw["vni"], raw["proto"], raw["src_hi"], raw["src_lo"], raw["dst_hi"],
+                raw["dst_lo"], raw["sport"], dport)  # fmt: skip
+        kernels.conn_hash(*frozen_each(cols), ch)
         return ch
 
     @staticmethod

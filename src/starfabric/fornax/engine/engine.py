@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from starfabric._jit import frozen, frozen_each
 from starfabric.errors import ConfigError, DataError
 from starfabric.fornax.engine import kernels as K
 from starfabric.fornax.engine import layout as L
@@ -31,14 +32,6 @@ from starfabric.fornax.engine.records import entries_from_rows
 from starfabric.fornax.engine.tcp import N_STATES
 from starfabric.fornax.keys import CanonicalKeys, canonicalize_columns
 from starfabric.fornax.packets import PacketBatch
-
-
-def _read_only(a: npt.NDArray[Any]) -> npt.NDArray[Any]:
-    """A read-only view: numba compiles a kernel per writable/read-only mix of its array
-    arguments, so the pipeline always gets the batch read-only (one compiled k_process)."""
-    v = a.view()
-    v.flags.writeable = False
-    return v
 
 
 def _aligned_rows(n: int, width: int) -> npt.NDArray[np.uint64]:
@@ -95,7 +88,7 @@ class FastEngine(SessionEngine):
 
     def _hashes(self, words: _KeyWords) -> npt.NDArray[np.uint64]:
         out = np.empty(len(words[0]), dtype=np.uint64)
-        K.hash_many(*words, self._seed, out)
+        K.hash_many(*frozen_each(words), self._seed, out)
         return out
 
     @staticmethod
@@ -153,32 +146,32 @@ class FastEngine(SessionEngine):
             self._stuck,
             self._hung,
             self._tcfg,
-            _read_only(batch.time_ns),
-            _read_only(batch.port),
-            _read_only(batch.vni),
-            _read_only(batch.proto),
-            _read_only(batch.src_hi),
-            _read_only(batch.src_lo),
-            _read_only(batch.dst_hi),
-            _read_only(batch.dst_lo),
-            _read_only(batch.sport),
-            _read_only(batch.dport),
-            _read_only(batch.tcp_flags),
-            _read_only(batch.length),
-            _read_only(batch.tcp_seq),
-            _read_only(batch.tcp_ack),
-            _read_only(batch.tcp_sack),
-            _read_only(batch.tcp_win),
-            _read_only(batch.tcp_opt),
-            _read_only(batch.tcp_wscale),
-            _read_only(batch.tcp_len),
-            _read_only(batch.inner_proto),
-            _read_only(batch.inner_src_hi),
-            _read_only(batch.inner_src_lo),
-            _read_only(batch.inner_dst_hi),
-            _read_only(batch.inner_dst_lo),
-            _read_only(batch.inner_sport),
-            _read_only(batch.inner_dport),
+            frozen(batch.time_ns),
+            frozen(batch.port),
+            frozen(batch.vni),
+            frozen(batch.proto),
+            frozen(batch.src_hi),
+            frozen(batch.src_lo),
+            frozen(batch.dst_hi),
+            frozen(batch.dst_lo),
+            frozen(batch.sport),
+            frozen(batch.dport),
+            frozen(batch.tcp_flags),
+            frozen(batch.length),
+            frozen(batch.tcp_seq),
+            frozen(batch.tcp_ack),
+            frozen(batch.tcp_sack),
+            frozen(batch.tcp_win),
+            frozen(batch.tcp_opt),
+            frozen(batch.tcp_wscale),
+            frozen(batch.tcp_len),
+            frozen(batch.inner_proto),
+            frozen(batch.inner_src_hi),
+            frozen(batch.inner_src_lo),
+            frozen(batch.inner_dst_hi),
+            frozen(batch.inner_dst_lo),
+            frozen(batch.inner_sport),
+            frozen(batch.inner_dport),
             out.outcome,
             out.reason,
             out.direction,
@@ -235,20 +228,20 @@ class FastEngine(SessionEngine):
             self._seed,
             len(self._eni),
             len(self._vpc),
-            *kw,
-            k.direction,
-            self._hashes(kw),
-            broadcast_arg(action_orig, n, np.uint32, "action_orig"),
-            broadcast_arg(action_reply, n, np.uint32, "action_reply"),
-            broadcast_arg(eni_scope, n, np.uint32, "eni_scope"),
-            broadcast_arg(vpc_scope, n, np.uint32, "vpc_scope"),
-            broadcast_arg(eni_version, n, np.uint32, "eni_version"),
-            broadcast_arg(vpc_version, n, np.uint32, "vpc_version"),
-            now,
-            ts,
-            broadcast_arg(aux, n, np.uint64, "aux"),
-            trk,
-            has,
+            *frozen_each(kw),
+            frozen(k.direction),
+            frozen(self._hashes(kw)),
+            frozen(broadcast_arg(action_orig, n, np.uint32, "action_orig")),
+            frozen(broadcast_arg(action_reply, n, np.uint32, "action_reply")),
+            frozen(broadcast_arg(eni_scope, n, np.uint32, "eni_scope")),
+            frozen(broadcast_arg(vpc_scope, n, np.uint32, "vpc_scope")),
+            frozen(broadcast_arg(eni_version, n, np.uint32, "eni_version")),
+            frozen(broadcast_arg(vpc_version, n, np.uint32, "vpc_version")),
+            frozen(now),
+            frozen(ts),
+            frozen(broadcast_arg(aux, n, np.uint64, "aux")),
+            frozen(trk),
+            frozen(has),
             self._tcfg,
             status,
             slots,
@@ -270,18 +263,18 @@ class FastEngine(SessionEngine):
             kind,
             *self._tab(),
             self._seed,
-            *kw,
-            self._hashes(kw),
+            *frozen_each(kw),
+            frozen(self._hashes(kw)),
             self._clock,
-            mask if mask is not None else np.zeros(n, dtype=np.uint8),
-            vals.get("action_orig", z32),
-            vals.get("action_reply", z32),
-            vals.get("eni_version", z32),
-            vals.get("vpc_version", z32),
-            vals.get("aux", np.zeros(n, dtype=np.uint64)),
-            vals.get("tcp_state", np.zeros(n, dtype=np.uint8)),
-            vals.get("timeout_ns", np.zeros(n, dtype=np.int64)),
-            vals.get("track", np.zeros((n, TRACK_COLS), dtype=np.uint64)),
+            frozen(mask if mask is not None else np.zeros(n, dtype=np.uint8)),
+            frozen(vals.get("action_orig", z32)),
+            frozen(vals.get("action_reply", z32)),
+            frozen(vals.get("eni_version", z32)),
+            frozen(vals.get("vpc_version", z32)),
+            frozen(vals.get("aux", np.zeros(n, dtype=np.uint64))),
+            frozen(vals.get("tcp_state", np.zeros(n, dtype=np.uint8))),
+            frozen(vals.get("timeout_ns", np.zeros(n, dtype=np.int64))),
+            frozen(vals.get("track", np.zeros((n, TRACK_COLS), dtype=np.uint64))),
             status,
             slots,
             rows,

@@ -32,6 +32,7 @@ from dataclasses import dataclass, fields
 import numpy as np
 import numpy.typing as npt
 
+from starfabric._jit import frozen_each
 from starfabric.fornax.packets import PacketBatch
 from starfabric.fornax.vpc import _kernels as K
 from starfabric.fornax.vpc._kernels import evaluate_kernel
@@ -120,8 +121,8 @@ def evaluate(compiled: CompiledPolicy, batch: PacketBatch) -> PolicyResult:
     )
     t = kernel_tables(c)
     evaluate_kernel(
-        K.Packets(batch.vni, batch.src_hi, batch.src_lo, batch.dst_hi, batch.dst_lo,
-                  batch.sport, batch.dport, batch.proto),
+        K.Packets(*frozen_each((batch.vni, batch.src_hi, batch.src_lo, batch.dst_hi,
+                                batch.dst_lo, batch.sport, batch.dport, batch.proto))),
         np.uint32(c.gateway_vni), np.uint32(c.act_igw), t.net, t.rt, t.acl, t.sg,
         K.Decisions(out.reason, out.rev_reason, out.fwd_action, out.rev_action, out.eni_scope,
                     out.vpc_scope, out.nat_kind, out.nat_pool, out.rev_vni, out.route,

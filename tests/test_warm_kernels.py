@@ -1,0 +1,21 @@
+"""scripts/warm_kernels.py: the conversations it replays reach every kernel entry the suite and
+the CLI compile (one per protocol, one ICMP error), so parallel workers find them cached."""
+
+from __future__ import annotations
+
+from astral.seer.load_script import load_script
+
+warm = load_script("warm_kernels")
+
+
+def test_warm_set_covers_each_protocol_and_an_icmp_error() -> None:
+    doc = warm.load_recording(warm.RECORDING)
+    names = warm.warm_set(doc)
+    convs = [c for c in doc["conversations"] if c["name"] in names]
+    assert {c["proto"] for c in convs} == {c["proto"] for c in doc["conversations"]}
+    assert any(p.get("error") for c in convs for p in c["packets"])
+    assert len(names) <= 8  # a handful: seconds of replay once the kernels are compiled
+
+
+def test_warm_replays_the_datapaths_the_tests_use() -> None:
+    assert set(warm.DATAPATHS) == {"softpath", "fast", "reference"}
