@@ -1948,17 +1948,30 @@ def _recompute_options(st: RowSetup) -> list[Any]:
 
 
 def read_rows(path: str | Path) -> list[dict[str, str]]:
-    """Rows of a published-runs CSV; a file without the required columns is a DataError."""
+    """Rows of a published-runs CSV; a file without the required columns, not UTF-8 text, or
+    not parseable by the csv module (a field over its size limit) is a DataError."""
     p = Path(path)
     if not p.is_file():
         raise DataError(f"{p}: no such file", fix="check the --csv path")
-    with p.open(newline="") as fh:
-        reader = csv.DictReader(fh)
-        cols = set(reader.fieldnames or [])
-        lacking = [c for c in REQUIRED if c not in cols]
-        if lacking:
-            raise DataError(f"{p}: missing columns {lacking}", fix="use the published_runs layout")
-        return list(reader)
+    try:
+        with p.open(newline="", encoding="utf-8") as fh:
+            reader = csv.DictReader(fh)
+            cols = set(reader.fieldnames or [])
+            lacking = [c for c in REQUIRED if c not in cols]
+            if lacking:
+                raise DataError(
+                    f"{p}: missing columns {lacking}", fix="use the published_runs layout"
+                )
+            return list(reader)
+    except UnicodeDecodeError as exc:
+        raise DataError(
+            f"{p}: not UTF-8 text (byte {exc.start}: {exc.reason})",
+            fix="save the CSV as UTF-8",
+        ) from None
+    except csv.Error as exc:
+        raise DataError(
+            f"{p}: not a readable CSV ({exc})", fix="check the file's quoting and field sizes"
+        ) from None
 
 
 def validate(path: str | Path | None = None) -> list[RowResult]:
