@@ -122,6 +122,22 @@ def test_a_tflops_figure_in_its_unit_reads_as_the_plain_number(row_id: str) -> N
     assert published_iteration_s(row, model) == pytest.approx(published_iteration_s(plain, model))
 
 
+@pytest.mark.parametrize("row_id", [r for r in _ids(("FIG-F",))])
+def test_a_tflops_figure_in_its_unit_is_reported_as_the_plain_number(row_id: str) -> None:
+    """The published TFLOP/s a row's result reports is the cell in TFLOP/s: '0.5 PFLOP/s' is
+    500 (it was reported as 0.5: validate_row read the cell without its unit)."""
+    row = _row(row_id)
+    assert validate_row(row).published_tflops == pytest.approx(float(_expect(row)["pub_tflops"]))
+
+
+def test_a_tflops_cell_that_is_no_figure_is_refused_in_one_line() -> None:
+    """A TFLOP/s cell that holds no number ('???') beside a usable iteration time is a
+    DataError naming the column (it was a ValueError traceback out of validate_row)."""
+    row = {**_row("FIG-F3"), "tflops_per_gpu": "???", "iter_time_s": "12.5"}
+    with pytest.raises(DataError, match="tflops_per_gpu"):
+        validate_row(row)
+
+
 @pytest.mark.parametrize("row_id", _ids(("UNV-",)))
 def test_unverified_degrees_are_chosen_and_printed(row_id: str) -> None:
     row = _row(row_id)

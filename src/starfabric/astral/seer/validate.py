@@ -1841,7 +1841,7 @@ def validate_row(row: dict[str, str], alternatives: bool = False) -> RowResult:
     published = published_iteration_s(row_used, model)
     tf = _figure_cell(row, "tflops_per_gpu")
     pub_tf = (
-        _figure(tf)
+        _measured(row, "tflops_per_gpu", tf, _tflops_bound())  # in its unit ("0.5 PFLOP/s")
         if tf
         else _convention_flops(row_used, model, conv) / (published * _int(row, "num_gpus")) / 1e12
     )
