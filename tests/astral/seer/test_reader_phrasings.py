@@ -384,3 +384,12 @@ def test_an_empty_gpus_per_node_takes_the_catalog_host() -> None:
     assert _gpus_per_node({**_row("GPU-10"), "gpus_per_node": ""}) == 8
     assert "4 (unstated" in str(row_setup(dict(_row("GPU-18"))).read["gpus_per_node"])
     assert "gpus_per_node" not in row_setup(dict(_row("GPU-05"))).read
+
+
+@pytest.mark.parametrize(("key", "cell"), [("pp", "0"), ("vpp", "0"), ("heads", "0"), ("tp", "0")])
+def test_a_zero_size_or_degree_is_refused_in_one_line(key: str, cell: str) -> None:
+    """A model size or parallel degree of 0 is a DataError naming the column (pp, vpp and heads
+    of 0 were ZeroDivisionError tracebacks out of validate_row)."""
+    row = {**_row("FIG-F3"), key: cell}
+    with pytest.raises(DataError, match=key):
+        validate_row(row)

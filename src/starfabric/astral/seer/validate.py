@@ -153,6 +153,12 @@ def bundled_csv() -> Path:
 
 BINARY_COLUMNS = ("seq_len",)
 """Columns whose K/M suffix is a power of two ("4K" = 4,096 tokens: cells.BINARY_SCALE)."""
+POSITIVE_COLUMNS = frozenset(
+    ("layers", "hidden", "ffn_hidden", "heads", "head_dim", "vocab", "seq_len", "tp", "pp",
+     "vpp", "dp", "cp", "ep", "etp", "micro_batch")
+)  # fmt: skip
+"""Columns whose stated value must be 1 or more (a model size, a parallel degree, the
+micro-batch): 0 is a DataError naming the column, not a division by zero further on."""
 
 
 def _int(row: dict[str, str], key: str, default: int | None = None) -> int:
@@ -173,6 +179,11 @@ def _int(row: dict[str, str], key: str, default: int | None = None) -> int:
         raise DataError(
             f"row {row.get('row_id', '?')}: column {key!r} = {raw!r} is not a number",
             fix="give an integer",
+        )
+    if key in POSITIVE_COLUMNS and int(round(val)) < 1:
+        raise DataError(
+            f"row {row.get('row_id', '?')}: column {key!r} = {raw!r} is not 1 or more",
+            fix="give a positive integer (or leave the cell empty where it may be open)",
         )
     return int(round(val))
 
