@@ -76,7 +76,7 @@ from starfabric.astral.seer.ops import (
 from starfabric.astral.seer.overlap_words import DELAY_WGRAD, OverlapKind, Said
 from starfabric.astral.seer.parallel import uneven_pipeline_layers
 from starfabric.astral.seer.predict import Prediction, make_job, predict
-from starfabric.astral.seer.statements import stated
+from starfabric.astral.seer.statements import negated_at, stated
 from starfabric.astral.seer.ulysses import names_ulysses, repeats_kv
 from starfabric.config import parse_spec
 from starfabric.errors import ConfigError, DataError, StarfabricError
@@ -359,6 +359,8 @@ embeddings and no dropout (EleutherAI/gpt-neox `configs/20B.yml`: "pos_emb": "ro
 the same keys). Their parallel attention + MLP block (`gpt_j_residual`) is read from the row's
 model text as for any model ("parallel transformer block")."""
 
+SWA_NAME = re.compile(r"sliding[- ]window|\bSWA\b", re.I)
+"""A model-notes cell naming sliding-window attention, with or without its size."""
 SLIDING_WINDOW_LAYERS = re.compile(
     r"(?:sliding[- ]window|\bSWA\b)[^;]*?\bon\s+(\d+)\s+of\s+(\d+)\s+layers", re.I
 )
@@ -447,7 +449,9 @@ def row_model(row: dict[str, str]) -> ModelSpec:
         r"(?:sliding[- ]window(?: attention)?|\bSWA\b)\s*(?:window|size)?\s*[=:(]?\s*(\d{3,})",
         notes, re.I,
     )  # fmt: skip
-    if swa:  # "sliding-window attention 4096": the window; a bare "SWA" states no size
+    if swa and not negated_at(notes, swa.start(), swa.end()):
+        # "sliding-window attention 4096": the window; a bare "SWA" states no size, a negated
+        # one ("no sliding-window attention 4096", "SWA 4096: off") no window
         spec["sliding_window"] = int(swa.group(1))
         some = SLIDING_WINDOW_LAYERS.search(notes)
         if some:  # "... on 12 of 24 layers": the layers that use the window
@@ -1440,10 +1444,12 @@ def row_setup(row: dict[str, str], shipped: bool = True) -> RowSetup:
         raw = row.get(key) or ""
         if cells.is_hint(raw) and cells.number(raw) is not None:
             read[key] = f"{_int(row, key)} (read from {raw.strip()!r})"
-    if model.sliding_window == 0 and re.search(
-        r"sliding[- ]window|\bSWA\b", row.get("model_notes") or "", re.I
-    ):
-        read["sliding_window"] = "not applied (the source names it without a window size)"
+    if model.sliding_window == 0 and SWA_NAME.search(row.get("model_notes") or ""):
+        read["sliding_window"] = (
+            "not applied (stated off)"
+            if stated(SWA_NAME, row.get("model_notes")) is False
+            else "not applied (the source names it without a window size)"
+        )
     kv_raw = row.get("kv_heads") or ""
     if kv_heads_unstated(kv_raw):
         src = "the bundled config" if _bundled_name(row) else "multi-head attention assumed"
