@@ -76,7 +76,7 @@ from starfabric.astral.seer.ops import (
 from starfabric.astral.seer.overlap_words import DELAY_WGRAD, OverlapKind, Said
 from starfabric.astral.seer.parallel import uneven_pipeline_layers
 from starfabric.astral.seer.predict import Prediction, make_job, predict
-from starfabric.astral.seer.statements import negated_at, stated
+from starfabric.astral.seer.statements import compared_at, negated_at, stated
 from starfabric.astral.seer.ulysses import names_ulysses, repeats_kv
 from starfabric.config import parse_spec
 from starfabric.errors import ConfigError, DataError, StarfabricError
@@ -116,7 +116,7 @@ CUDA_GRAPHS = re.compile(r"cuda[-_ ]?graphs?", re.I)
 """A framework or notes cell naming CUDA graphs ("CUDA graphs (--cuda-graph-impl ...)"); a
 negated mention ("CUDA graphs off", "no CUDA graph") is read by statements.stated."""
 FULL_ITERATION_GRAPHS = re.compile(
-    r"cuda[-_ ]?graphs?(?:[-_ ]scope)?[^;,]{0,24}?\bfull[-_ ]iteration\b"
+    r"cuda[-_ ]?graphs?(?:[-_ ]scope)?[^;,]{0,24}?\b(?P<full>full[-_ ]iteration)\b"
     r"|\bfull[-_ ]iteration[-_ ]cuda[-_ ]?graphs?",
     re.I,
 )
@@ -124,7 +124,25 @@ FULL_ITERATION_GRAPHS = re.compile(
 the full iteration", "CUDA_GRAPH_SCOPE=full_iteration", "CUDA graphs full_iteration";
 Megatron-Core's `CudaGraphScope.full_iteration`, the MLPerf Training v6.0 DeepSeek-V3 configs'
 `CUDA_GRAPH_IMPLEMENTATION=local CUDA_GRAPH_SCOPE=full_iteration`); not the inference scope
-(`full_iteration_inference`: no word boundary after "iteration")."""
+(`full_iteration_inference`: no word boundary after "iteration"). `states_full_iteration_graphs`
+reads it: negated, or named as the reference of a comparison ("CUDA graphs per layer rather
+than full iteration", "vs. full-iteration CUDA graphs"), it is not the run's scope."""
+
+
+def states_full_iteration_graphs(*cells: str | None) -> bool:
+    """Whether a row's cells state full-iteration CUDA graphs (`FULL_ITERATION_GRAPHS`): an
+    affirmed mention whose full-iteration scope is not what the run is compared with
+    (`statements.compared_at`)."""
+    for cell in cells:
+        text = cell or ""
+        for m in FULL_ITERATION_GRAPHS.finditer(text):
+            where = m.start("full") if m.group("full") else m.start()
+            if compared_at(text, where) or negated_at(text, m.start(), m.end()):
+                continue
+            return True
+    return False
+
+
 ROUTER_FUSION = re.compile(r"--moe-router-fusion|\brouter fusion\b", re.I)
 """Megatron-Core's fused MoE router (TE PR 1883), as a row's framework cell states it."""
 
@@ -875,7 +893,7 @@ def _framework(row: dict[str, str]) -> dict[str, Any]:
     # MLPerf v6.0 configs pair it with MOE_PAGED_STASH and MOE_EXPERT_RANK_CAPACITY_FACTOR): no
     # layer launch or per-layer host wait is left to count, so the host_ops launch model does
     # not apply. `cuda_graphs` (attention + router captured) is the narrower case host_ops models.
-    if stated(FULL_ITERATION_GRAPHS, row.get("framework"), row.get("notes")):
+    if states_full_iteration_graphs(row.get("framework"), row.get("notes")):
         host = False
     native = any(k in fw for k in ("torchtitan", "sdpa", "pytorch fsdp", "huggingface"))
     # A Megatron-Core / NeMo cell that says "SDPA" names the attention core of TE's
