@@ -4,6 +4,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from starfabric.astral.seer.validate import REQUIRED
 from starfabric.cli import app
 
 runner = CliRunner()
@@ -186,3 +187,25 @@ def test_predict_reads_a_megatron_launch_script(tmp_path: Path) -> None:
     bad.write_text(script.read_text().replace("--bf16", "--bf16 --warp-speed 9"))
     res = runner.invoke(app, ["astral", "seer", "predict", str(bad)])
     assert res.exit_code == 2 and "--warp-speed" in res.output
+
+
+@pytest.mark.parametrize(
+    ("body", "words"),
+    [
+        (b"\xff\xfe\x00row_id,model\n", "not UTF-8"),
+        (
+            ",".join(REQUIRED).encode() + b'\nA,"' + b"x" * 200_000 + b'"\n',
+            "not a readable CSV",
+        ),
+    ],
+)
+def test_validate_unreadable_csv_is_one_line_exit_2(
+    tmp_path: Path, body: bytes, words: str
+) -> None:
+    """A --csv file that is not UTF-8 text, or that the csv module cannot parse (a field over
+    its size limit), is a one-line error with exit code 2, not a traceback."""
+    p = tmp_path / "bad.csv"
+    p.write_bytes(body)
+    res = runner.invoke(app, ["astral", "seer", "validate", "--csv", str(p)])
+    assert res.exit_code == 2, res.output
+    assert words in res.output and "Traceback" not in res.output

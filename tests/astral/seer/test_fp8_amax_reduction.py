@@ -51,6 +51,20 @@ def test_moe_layer_reduces_only_the_attention_input() -> None:
     assert len(fwd) == 1 and len(bwd) == 1
 
 
+def test_moe_layer_shared_experts_reduce_their_fc1_input() -> None:
+    """A MoE layer's shared experts are TE column-/row-parallel linears with SP (the SP
+    all-gather Seer gives them), not GroupedLinear: their FC1 input and FC2 output gradient
+    reduce their amax over TP as a dense MLP's do (the module docstring's 'one per
+    column-parallel input'); the routed experts still have none."""
+    model = load_model("mixtral-8x7b-v0.1").model_copy(update={"moe_shared_experts": 1})
+    ex = ExecutionSpec(**{**BASE, "ep": 1})
+    lay = resolve_layout(model, ex, SystemSpec(gpu="H100", gpus=8))
+    fwd = layer_ops(model, ex, lay, moe=True)
+    names = [n for n in fwd.name if is_amax_reduction(n)]
+    assert len(names) == 2 and any(n.startswith("moe.shared") for n in names)
+    assert sum(is_amax_reduction(n) for n in backward_of(fwd).name) == 2
+
+
 @pytest.mark.parametrize(
     "over",
     [

@@ -285,3 +285,23 @@ def test_a_published_row_with_fp8_dpa_is_faster_than_the_same_row_without() -> N
 def test_fp8_attention_needs_fp8_and_tes_cudnn_attention(bad: dict[str, str]) -> None:
     with pytest.raises(ValueError, match="fp8_attention"):
         ExecutionSpec(global_batch=8, seq_len=1024, fp8_attention="delayed", **bad)
+
+
+@pytest.mark.parametrize(
+    ("cells", "expected"),
+    [
+        (("FP8, BF16 attention vs. FP8 attention",), False),
+        (("FP8; attention BF16 (compared with FP8 attention: 3% slower)",), False),
+        (("FP8, BF16 attention rather than FP8 SDPA",), False),
+        (("FP8 delayed scaling", None, "baseline; compared with FP8_DPA=1 runs"), None),
+        (("FP8 attention vs. BF16 attention",), True),  # the run's side of the comparison
+        (("FP8 (FP8_DPA=1, instead of BF16 attention)",), True),
+        (("FP8, compared with BF16 attention runs",), None),
+    ],
+)
+def test_the_reference_of_a_comparison_states_nothing(
+    cells: tuple[str | None, ...], expected: bool | None
+) -> None:
+    """A mention that is what the run is compared with ("vs. FP8 attention", "compared with
+    FP8_DPA=1 runs": statements.compared_at) is not the run's attention precision."""
+    assert fa.stated_fp8_attention(*cells) is expected

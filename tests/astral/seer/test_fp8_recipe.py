@@ -21,6 +21,7 @@ from starfabric.astral.seer.fp8_recipe import (
     RECIPES,
     cast_factor,
     gemm_rate,
+    is_mxfp8,
     native_mx,
     quant_bytes,
     row_recipe,
@@ -314,3 +315,24 @@ def test_a_negated_mxfp8_mention_sets_no_te_mxfp8_path() -> None:
     # its options, as validate tries them.
     fixed = {k: v for k, v in st.execution.items() if not k.startswith("_")}
     ExecutionSpec(**{**fixed, **{k: v[0] for k, v in st.options[0][1].items()}})
+
+
+@pytest.mark.parametrize(
+    ("cell", "recipe"),
+    [
+        ("FP8 current scaling; FP8_DPA=1, NVTE_DPA_FP8_RECIPE=DelayedScaling", "tensorwise"),
+        ("FP8 current scaling (NVTE_DPA_FP8_RECIPE: 'DelayedScaling')", "tensorwise"),
+        (
+            "FP8 delayed scaling; attention in FP8 (NVTE_DPA_FP8_RECIPE=MXFP8BlockScaling)",
+            "delayed",
+        ),
+        ("FP8; FP8_DPA=1; NVTE_DPA_FP8_RECIPE Float8CurrentScaling", None),
+        ("FP8 tensorwise; NVTE_DPA_FP8_RECIPE=F16", "tensorwise"),
+    ],
+)
+def test_attention_recipe_override_is_not_the_gemm_recipe(cell: str, recipe: str | None) -> None:
+    """TE's NVTE_DPA_FP8_RECIPE names the FP8 attention's recipe (fp8_attention.row_dpa_recipe
+    reads it), not the GEMMs': its value in a precision cell ("DelayedScaling",
+    "MXFP8BlockScaling") is not read as the row's GEMM recipe."""
+    assert stated_recipe(cell) == recipe
+    assert is_mxfp8(cell) is (recipe == "mxfp8")

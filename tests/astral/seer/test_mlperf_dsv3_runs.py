@@ -141,3 +141,22 @@ def test_full_iteration_graphs_leave_no_host_launch_model() -> None:
 
 def test_seer_reads_every_row() -> None:
     mt.assert_seer_reads_every_row(DATA)
+
+
+@pytest.mark.parametrize(
+    "graphs",
+    [
+        "CUDA graphs (--cuda-graph-scope attn moe_router) instead of full_iteration",
+        "CUDA graphs per layer rather than full iteration",
+        "CUDA graphs per layer vs. full-iteration CUDA graphs",
+        "attn/moe_router CUDA graphs, compared with full-iteration CUDA graphs",
+    ],
+)
+def test_full_iteration_graphs_as_a_comparison_keep_the_host_launch_model(graphs: str) -> None:
+    """The full-iteration scope named as what the run is compared with ('instead of
+    full_iteration', 'vs. full-iteration CUDA graphs': statements.compared_at) is not the run's
+    scope: the host launch model stays (it was switched off)."""
+    row = next(r for r in ROWS if r["row_id"] == "MLP60-NV-GB200-0512")
+    fw = f"NeMo / Megatron-Bridge on Megatron-Core; {graphs}"
+    ex = row_setup({**row, "framework": fw}).execution
+    assert ex["cuda_graphs"] is True and ex["host_launches"] is True

@@ -105,3 +105,23 @@ def test_seer_reads_the_model_as_gpt_oss(row: dict[str, str]) -> None:
 
 def test_seer_reads_every_row() -> None:
     mt.assert_seer_reads_every_row(DATA)
+
+
+@pytest.mark.parametrize(
+    "notes",
+    [
+        "no sliding-window attention 4096",
+        "sliding-window attention 4096 disabled",
+        "without SWA (4096)",
+        "SWA 4096: off",
+        "not using sliding window 4096",
+    ],
+)
+def test_a_negated_sliding_window_is_not_applied(notes: str) -> None:
+    """A model-notes cell that states the window off ('no sliding-window attention 4096',
+    'SWA 4096: off') leaves every layer on full attention (the size was read and applied
+    whatever the negation: statements.negated_at, as every cell reader)."""
+    model = row_model({**ROWS[0], "model_notes": notes})
+    assert (model.sliding_window, model.sliding_window_layers) == (0, None)
+    affirmed = row_model({**ROWS[0], "model_notes": "sliding-window attention 4096"})
+    assert affirmed.sliding_window == 4096

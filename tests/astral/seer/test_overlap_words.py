@@ -210,3 +210,32 @@ def test_ep_overlap_stated_by_its_clause() -> None:
     assert _overlaps(row)["ep_comm_overlap"] is False  # A2A_OVERLAP=0
     on = {**row, "notes": (row.get("notes") or "") + "; EP a2a: overlap on"}
     assert _overlaps(on)["ep_comm_overlap"] is True
+
+
+@pytest.mark.parametrize(
+    ("text", "want"),
+    [
+        ("no TP overlap but DP overlap on", {K.TP_COMM: False} | dict.fromkeys(DP, True)),
+        ("DP overlap on and TP overlap off", {K.TP_COMM: False} | dict.fromkeys(DP, True)),
+        ("DP overlap off and TP overlap on", {K.TP_COMM: True} | dict.fromkeys(DP, False)),
+        ("TP comm overlap off and DP grad overlap on", {K.TP_COMM: False, K.DP_GRAD_REDUCE: True}),
+        ("EP a2a overlap on and PP comm overlap off", {K.EP_A2A: True, K.PP_P2P: False}),
+        # one phrase naming several kinds still states each of them
+        (
+            "DP/TP/PP comm overlap on",
+            {K.TP_COMM: True, K.PP_P2P: True} | dict.fromkeys(DP, True),
+        ),
+        (
+            "ZeRO-1 with overlap of DP and EP communication",
+            {K.EP_A2A: True} | dict.fromkeys(DP, True),
+        ),
+    ],
+)
+def test_two_kinds_in_one_clause_keep_their_own_overlap_words(
+    text: str, want: dict[OverlapKind, bool]
+) -> None:
+    """A clause with two overlap phrases joined by 'and' / 'but' (no clause mark between them):
+    each phrase's kind takes its own on/off, not the other phrase's ('no TP overlap but DP
+    overlap on' read TP on: the DP phrase's 'overlap' named TP through the shared clause)."""
+    said = read_overlap(text)
+    assert {k: said.on(k) for k in OverlapKind if said.on(k) is not None} == want

@@ -122,6 +122,22 @@ def test_a_tflops_figure_in_its_unit_reads_as_the_plain_number(row_id: str) -> N
     assert published_iteration_s(row, model) == pytest.approx(published_iteration_s(plain, model))
 
 
+@pytest.mark.parametrize("row_id", [r for r in _ids(("FIG-F",))])
+def test_a_tflops_figure_in_its_unit_is_reported_as_the_plain_number(row_id: str) -> None:
+    """The published TFLOP/s a row's result reports is the cell in TFLOP/s: '0.5 PFLOP/s' is
+    500 (it was reported as 0.5: validate_row read the cell without its unit)."""
+    row = _row(row_id)
+    assert validate_row(row).published_tflops == pytest.approx(float(_expect(row)["pub_tflops"]))
+
+
+def test_a_tflops_cell_that_is_no_figure_is_refused_in_one_line() -> None:
+    """A TFLOP/s cell that holds no number ('???') beside a usable iteration time is a
+    DataError naming the column (it was a ValueError traceback out of validate_row)."""
+    row = {**_row("FIG-F3"), "tflops_per_gpu": "???", "iter_time_s": "12.5"}
+    with pytest.raises(DataError, match="tflops_per_gpu"):
+        validate_row(row)
+
+
 @pytest.mark.parametrize("row_id", _ids(("UNV-",)))
 def test_unverified_degrees_are_chosen_and_printed(row_id: str) -> None:
     row = _row(row_id)
@@ -368,3 +384,12 @@ def test_an_empty_gpus_per_node_takes_the_catalog_host() -> None:
     assert _gpus_per_node({**_row("GPU-10"), "gpus_per_node": ""}) == 8
     assert "4 (unstated" in str(row_setup(dict(_row("GPU-18"))).read["gpus_per_node"])
     assert "gpus_per_node" not in row_setup(dict(_row("GPU-05"))).read
+
+
+@pytest.mark.parametrize(("key", "cell"), [("pp", "0"), ("vpp", "0"), ("heads", "0"), ("tp", "0")])
+def test_a_zero_size_or_degree_is_refused_in_one_line(key: str, cell: str) -> None:
+    """A model size or parallel degree of 0 is a DataError naming the column (pp, vpp and heads
+    of 0 were ZeroDivisionError tracebacks out of validate_row)."""
+    row = {**_row("FIG-F3"), key: cell}
+    with pytest.raises(DataError, match=key):
+        validate_row(row)

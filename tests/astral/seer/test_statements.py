@@ -50,3 +50,29 @@ def test_any_or_using_after_the_negation_is_not_counted(text: str) -> None:
 def test_the_window_still_ends_two_words_after(text: str) -> None:
     assert not _negated(text)
     assert stated(OVERLAP, text) is True
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "TP comm overlap not used",
+        "DP overlap was not enabled",
+        "comm overlap (not used)",
+        "overlap is not applied",
+        "overlap: not set",
+    ],
+)
+def test_not_used_or_not_enabled_right_after_switches_it_off(text: str) -> None:
+    """'X not used' / 'X was not enabled' / 'X (not used)' state X off, as 'X off' and
+    'X disabled' do ('TP overlap not used' read as on; the FP4 reader took 'FP4 not used' for
+    NVFP4 training)."""
+    assert _negated(text)
+    assert stated(OVERLAP, text) is False
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["overlap, not used for the EP", "overlap on; MTP not used", "overlap not-used-word"],
+)
+def test_not_used_further_on_is_not_a_negation(text: str) -> None:
+    assert not _negated(text)

@@ -24,7 +24,10 @@ reduction). Seer adds one such collective per column-parallel input to the layer
 table (`ops.layer_ops`); `ops.backward_of` turns each into the matching backward reduction.
 Delayed scaling (`DelayedScaling`) reduces its amax history once per step over the FP8 group, not
 per tensor, and block-scaled recipes (MXFP8, blockwise) have no per-tensor amax: neither gets it.
-MoE expert GEMMs (`GroupedLinear`) set no amax reduction and do not get it either.
+MoE expert GEMMs (`GroupedLinear`) set no amax reduction and do not get it either; a MoE
+layer's shared experts are TE `Linear`s (Megatron-Core's `SharedExpertMLP` spec:
+`TEColumnParallelLinear` / `TERowParallelLinear`) and do, their FC1 input forward and FC2's
+output gradient backward (`ops._moe_mlp`).
 """
 
 from __future__ import annotations

@@ -17,7 +17,9 @@ current scaling", "FP8 fused attention", "FP8 SDPA"). A negated mention states n
 so does an unset one ("FP8_DPA unset": an unset variable is its default, and every default is
 off: TE recipes `fp8_dpa = False`, Megatron-Core `fp8_dot_product_attention: bool = False`).
 "attention BF16" / "BF16 attention" in the precision cell states BF16 attention. An affirmed
-mention wins over a negated one (`statements.stated`). `NVTE_FP8_DPA_BWD` alone states nothing
+mention wins over a negated one (`statements.stated`). The reference of a comparison states
+nothing ("BF16 attention vs. FP8 attention", "compared with FP8_DPA=1 runs":
+`statements.compared_at`). `NVTE_FP8_DPA_BWD` alone states nothing
 (it only chooses the backward's precision when FP8 attention is on); `NVTE_DPA_FP8_RECIPE=F16`
 turns FP8 attention off (TE `dot_product_attention.py` recipe table).
 
@@ -67,7 +69,7 @@ from starfabric.astral.seer.fp8_recipe import (
     FP8_WRITE_BYTES,
     native_mx,
 )
-from starfabric.astral.seer.statements import negated_at, stated
+from starfabric.astral.seer.statements import compared_at, negated_at
 from starfabric.errors import ConfigError
 
 DpaRecipe = Literal["delayed", "tensorwise"]
@@ -249,11 +251,14 @@ Float8CurrentScaling", "NVTE_DPA_FP8_RECIPE=F16"."""
 
 
 def _mentions(pattern: re.Pattern[str], cells: tuple[str | None, ...]) -> bool | None:
-    """`statements.stated` with unset mentions read as negated."""
+    """`statements.stated` with unset mentions read as negated; the reference of a comparison
+    ("vs. FP8 attention", `statements.compared_at`) is not a mention."""
     seen = False
     for cell in cells:
         text = cell or ""
         for m in pattern.finditer(text):
+            if compared_at(text, m.start()):
+                continue
             if negated_at(text, m.start(), m.end()) or _UNSET_AFTER.match(text, m.end()):
                 seen = True
                 continue
@@ -272,7 +277,7 @@ def stated_fp8_attention(precision: str | None, *others: str | None) -> bool | N
         return False
     if named or words:
         return True
-    if named is False or words is False or stated(_BF16_ATTENTION, precision):
+    if named is False or words is False or _mentions(_BF16_ATTENTION, (precision,)):
         return False
     return None
 

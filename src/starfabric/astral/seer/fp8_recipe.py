@@ -171,12 +171,21 @@ scaling anywhere in the cell, in either order ("torchao float8 tensorwise", "FP8
 (torchao)"); torchao's rowwise recipe, also dynamic, is not it (no recipe read: left alone)."""
 
 
+_ATTENTION_RECIPE = re.compile(r"NVTE_DPA_FP8_RECIPE\s*[=:]?\s*['\"]?\w*", re.I)
+"""TE's FP8 attention recipe override with its value ("NVTE_DPA_FP8_RECIPE=DelayedScaling",
+"NVTE_DPA_FP8_RECIPE Float8CurrentScaling"): the attention's recipe
+(`fp8_attention.row_dpa_recipe` reads it), not the GEMMs', so `stated_recipe` reads a cell
+without it."""
+
+
 def stated_recipe(text: str | None) -> Recipe | None:
     """The FP8 recipe a precision cell names, or None when it names none (FP4 cells too:
     their GEMMs are priced by seer/nvfp4.py, or at the FP8 rate for MXFP4). Negated mentions
-    ("not MXFP8", "no delayed scaling") state nothing."""
+    ("not MXFP8", "no delayed scaling") state nothing, nor does the FP8 attention's own recipe
+    (`_ATTENTION_RECIPE`)."""
     if stated_fp4(text) is not None:
         return None
+    text = _ATTENTION_RECIPE.sub(" ", text or "")
     for name, pat in _STATED:
         if not stated(pat, text):
             continue

@@ -296,6 +296,7 @@ def _moe_mlp(
     dispatcher: str = "alltoall",
     fused_dispatch: bool = False,
     probs_all_to_all: bool = False,
+    shared_amax: bool = False,
 ) -> None:
     h, e = model.hidden, loc.elem
     # A fused dispatch-compute-combine backend (TorchTitan DistMoE: `DistMoeRoutedExperts.
@@ -346,6 +347,10 @@ def _moe_mlp(
     if permutes:
         t.add("moe.unpermute", MEM, nbytes=2 * e * tok * k * h, m=tok * k, n=h)
     if model.moe_shared_experts:
+        if shared_amax:
+            # The shared experts' FC1 input (TEColumnParallelLinear with SP, not GroupedLinear):
+            # its amax over TP as a dense MLP's (fp8_amax_reduction).
+            t.comm(f"moe.shared.{AMAX_OP}", "all_reduce", "tp", AMAX_BYTES)
         _tp_enter(t, loc, h, "moe.shared")
         _dense_mlp(t, model, loc, model.moe_ffn_hidden * model.moe_shared_experts, "moe.shared")
         _tp_exit(t, loc, h, "moe.shared")
@@ -392,6 +397,7 @@ def layer_ops(model: ModelSpec, ex: ExecutionSpec, lay: Layout, moe: bool) -> Op
             ex.moe_dispatcher,
             ex.moe_fused_dispatch,
             ex.moe_probs_all_to_all,
+            layout_reduces_amax(ex, lay),
         )
     else:
         _tp_enter(t, loc, h, "mlp")

@@ -30,7 +30,9 @@ Two kinds of mention, both negated as statements.negated_at reads them ("no", "n
   (`OverlapKind.STACK`). A clause naming another kind (`OTHER_KINDS`: TP; EP / a2a / MoE /
   expert / all-to-all; PP / p2p; CP / context parallel) states that kind, unless a
   phrase of that kind already covers the mention ("EP a2a: no overlap" is EP's alone; "DP/TP/PP
-  comm overlap on" states DP, TP and PP).
+  comm overlap on" states DP, TP and PP). A name inside another mention's phrase (a kind
+  phrase, or `DP_OVERLAP`'s "DP overlap") is that mention's: "DP overlap on and TP overlap off"
+  states DP on and TP off, not TP on as well.
 
 Words inside a longer word are not names ("MTP" is not TP, "DeepEP" is not EP); `_` and `-`
 separate words in flags ("overlap_moe_expert_parallel_comm" names MoE and expert). The phrase
@@ -144,6 +146,11 @@ OTHER_KINDS: dict[OverlapKind, re.Pattern[str]] = {
 }
 """Kinds of traffic other than DP named in a mention's clause, also as a part of a flag's name
 ("overlap_moe_expert_parallel_comm": `_` and `-` separate words here)."""
+DP_OVERLAP = re.compile(
+    r"\b(?:dp|data[- ]parallel)(?:/\w+)*[-_ ](?:[a-z]+[-_ ]){0,2}?overlap\w*", re.I
+)
+"""A phrase naming DP with its overlap ("DP overlap", "DP grad overlap", "DP comm overlap"):
+read only to tell which names of a shared clause belong to which mention (`_statements`)."""
 _GRAD = re.compile(r"grad|reduc", re.I)
 _PARAM = re.compile(r"param|gather", re.I)
 _CLAUSE_END = re.compile(r"[;,(]")
@@ -175,15 +182,33 @@ def statements(cell: str | None) -> tuple[OverlapStatement, ...]:
     return tuple(_statements(cell or ""))
 
 
+def _others_masked(text: str, start: int, end: int, phrases: list[tuple[int, int]]) -> str:
+    """The clause of the mention text[start:end] (`clause_of`) with every phrase that does not
+    overlap the mention blanked: the names in another mention's phrase ("TP" in "DP overlap on
+    and TP overlap off") are that mention's, not this one's."""
+    _, clause = clause_of(text, start, end)
+    lo = start - len(_CLAUSE_END.split(text[:start])[-1])
+    chars = list(clause)
+    for s, e in phrases:
+        if s < end and start < e:
+            continue
+        for i in range(max(s, lo), min(e, lo + len(chars))):
+            chars[i - lo] = " "
+    return "".join(chars)
+
+
 def _statements(text: str) -> Iterator[OverlapStatement]:
     covered: dict[OverlapKind, list[tuple[int, int]]] = {}
     for kind, phrase in KIND_PHRASES.items():
         for m in phrase.finditer(text):
             covered.setdefault(kind, []).append((m.start(), m.end()))
             yield OverlapStatement(kind, not negated_at(text, m.start(), m.end()), *m.span())
+    phrases = [sp for spans in covered.values() for sp in spans]
+    phrases += [m.span() for m in DP_OVERLAP.finditer(text)]
     for m in ANY_OVERLAP.finditer(text):
         on = not negated_at(text, m.start(), m.end())
-        token, clause = clause_of(text, m.start(), m.end())
+        token, _ = clause_of(text, m.start(), m.end())
+        clause = _others_masked(text, m.start(), m.end(), phrases)
         subject = _dp_subject(token, clause)
         token_dp = _dp_subject(token, "") is not None
         others = [k for k, name in OTHER_KINDS.items() if name.search(clause)]
@@ -232,6 +257,7 @@ __all__ = [
     "CP_OVERLAP",
     "DELAY_WGRAD",
     "DP_NAME",
+    "DP_OVERLAP",
     "EP_OVERLAP",
     "KIND_PHRASES",
     "OTHER_KINDS",

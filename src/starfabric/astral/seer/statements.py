@@ -15,7 +15,8 @@ mention with the words around it:
 - right after it, or after one more word ("Ulysses SP off"): off / false / disabled /
   reverted / 0 (also after ':' or '='), "(off)", "(reverted)", or a bare
   ": no" / "= none" that ends the phrase ("forced balancing: no"; "eager: no torch.compile"
-  is not a negation of "eager").
+  is not a negation of "eager"); "not used" / "not enabled" / "not applied" / "not set" right
+  after it ("TP overlap not used", "FP4 was not enabled", "CUDA graphs (not used)").
 
 A cell that names a setting once affirmed and once negated reads as affirmed (the run is
 described by what it did; the negated mention is usually a comparison).
@@ -43,10 +44,12 @@ NEGATION_INSIDE = re.compile(r"\b(?:no|not|never|without)\b", re.I)
 NEGATION_AFTER = re.compile(
     r"^(?:\s+[A-Za-z][\w-]*)?(?:\s*[:=]\s*|\s+|\s*\(\s*|[-_])"
     r"(?:off|false|disabled|reverted|0(?![.\d]))\b"
-    r"|^\s*[:=]\s*(?:no|none)\b(?!\s*[\w.])",
+    r"|^\s*[:=]\s*(?:no|none)\b(?!\s*[\w.])"
+    r"|^\s*(?:[:=]\s*|\(\s*)?(?:(?:is|was|were)\s+)?not\s+(?:used|enabled|applied|set)\b",
     re.I,
 )
-"""Words right after a mention that switch it off."""
+"""Words right after a mention that switch it off (also "not used" / "was not enabled" /
+"(not applied)" / ": not set" right after it)."""
 
 
 _TOKEN_HEAD = re.compile(r"[^\s(\[;,]*$")

@@ -76,7 +76,7 @@ from starfabric.astral.seer.ops import (
 from starfabric.astral.seer.overlap_words import DELAY_WGRAD, OverlapKind, Said
 from starfabric.astral.seer.parallel import uneven_pipeline_layers
 from starfabric.astral.seer.predict import Prediction, make_job, predict
-from starfabric.astral.seer.statements import stated
+from starfabric.astral.seer.statements import compared_at, negated_at, stated
 from starfabric.astral.seer.ulysses import names_ulysses, repeats_kv
 from starfabric.config import parse_spec
 from starfabric.errors import ConfigError, DataError, StarfabricError
@@ -116,7 +116,7 @@ CUDA_GRAPHS = re.compile(r"cuda[-_ ]?graphs?", re.I)
 """A framework or notes cell naming CUDA graphs ("CUDA graphs (--cuda-graph-impl ...)"); a
 negated mention ("CUDA graphs off", "no CUDA graph") is read by statements.stated."""
 FULL_ITERATION_GRAPHS = re.compile(
-    r"cuda[-_ ]?graphs?(?:[-_ ]scope)?[^;,]{0,24}?\bfull[-_ ]iteration\b"
+    r"cuda[-_ ]?graphs?(?:[-_ ]scope)?[^;,]{0,24}?\b(?P<full>full[-_ ]iteration)\b"
     r"|\bfull[-_ ]iteration[-_ ]cuda[-_ ]?graphs?",
     re.I,
 )
@@ -124,7 +124,25 @@ FULL_ITERATION_GRAPHS = re.compile(
 the full iteration", "CUDA_GRAPH_SCOPE=full_iteration", "CUDA graphs full_iteration";
 Megatron-Core's `CudaGraphScope.full_iteration`, the MLPerf Training v6.0 DeepSeek-V3 configs'
 `CUDA_GRAPH_IMPLEMENTATION=local CUDA_GRAPH_SCOPE=full_iteration`); not the inference scope
-(`full_iteration_inference`: no word boundary after "iteration")."""
+(`full_iteration_inference`: no word boundary after "iteration"). `states_full_iteration_graphs`
+reads it: negated, or named as the reference of a comparison ("CUDA graphs per layer rather
+than full iteration", "vs. full-iteration CUDA graphs"), it is not the run's scope."""
+
+
+def states_full_iteration_graphs(*cells: str | None) -> bool:
+    """Whether a row's cells state full-iteration CUDA graphs (`FULL_ITERATION_GRAPHS`): an
+    affirmed mention whose full-iteration scope is not what the run is compared with
+    (`statements.compared_at`)."""
+    for cell in cells:
+        text = cell or ""
+        for m in FULL_ITERATION_GRAPHS.finditer(text):
+            where = m.start("full") if m.group("full") else m.start()
+            if compared_at(text, where) or negated_at(text, m.start(), m.end()):
+                continue
+            return True
+    return False
+
+
 ROUTER_FUSION = re.compile(r"--moe-router-fusion|\brouter fusion\b", re.I)
 """Megatron-Core's fused MoE router (TE PR 1883), as a row's framework cell states it."""
 
@@ -153,6 +171,12 @@ def bundled_csv() -> Path:
 
 BINARY_COLUMNS = ("seq_len",)
 """Columns whose K/M suffix is a power of two ("4K" = 4,096 tokens: cells.BINARY_SCALE)."""
+POSITIVE_COLUMNS = frozenset(
+    ("layers", "hidden", "ffn_hidden", "heads", "head_dim", "vocab", "seq_len", "tp", "pp",
+     "vpp", "dp", "cp", "ep", "etp", "micro_batch")
+)  # fmt: skip
+"""Columns whose stated value must be 1 or more (a model size, a parallel degree, the
+micro-batch): 0 is a DataError naming the column, not a division by zero further on."""
 
 
 def _int(row: dict[str, str], key: str, default: int | None = None) -> int:
@@ -173,6 +197,11 @@ def _int(row: dict[str, str], key: str, default: int | None = None) -> int:
         raise DataError(
             f"row {row.get('row_id', '?')}: column {key!r} = {raw!r} is not a number",
             fix="give an integer",
+        )
+    if key in POSITIVE_COLUMNS and int(round(val)) < 1:
+        raise DataError(
+            f"row {row.get('row_id', '?')}: column {key!r} = {raw!r} is not 1 or more",
+            fix="give a positive integer (or leave the cell empty where it may be open)",
         )
     return int(round(val))
 
@@ -348,6 +377,8 @@ embeddings and no dropout (EleutherAI/gpt-neox `configs/20B.yml`: "pos_emb": "ro
 the same keys). Their parallel attention + MLP block (`gpt_j_residual`) is read from the row's
 model text as for any model ("parallel transformer block")."""
 
+SWA_NAME = re.compile(r"sliding[- ]window|\bSWA\b", re.I)
+"""A model-notes cell naming sliding-window attention, with or without its size."""
 SLIDING_WINDOW_LAYERS = re.compile(
     r"(?:sliding[- ]window|\bSWA\b)[^;]*?\bon\s+(\d+)\s+of\s+(\d+)\s+layers", re.I
 )
@@ -436,7 +467,9 @@ def row_model(row: dict[str, str]) -> ModelSpec:
         r"(?:sliding[- ]window(?: attention)?|\bSWA\b)\s*(?:window|size)?\s*[=:(]?\s*(\d{3,})",
         notes, re.I,
     )  # fmt: skip
-    if swa:  # "sliding-window attention 4096": the window; a bare "SWA" states no size
+    if swa and not negated_at(notes, swa.start(), swa.end()):
+        # "sliding-window attention 4096": the window; a bare "SWA" states no size, a negated
+        # one ("no sliding-window attention 4096", "SWA 4096: off") no window
         spec["sliding_window"] = int(swa.group(1))
         some = SLIDING_WINDOW_LAYERS.search(notes)
         if some:  # "... on 12 of 24 layers": the layers that use the window
@@ -860,7 +893,7 @@ def _framework(row: dict[str, str]) -> dict[str, Any]:
     # MLPerf v6.0 configs pair it with MOE_PAGED_STASH and MOE_EXPERT_RANK_CAPACITY_FACTOR): no
     # layer launch or per-layer host wait is left to count, so the host_ops launch model does
     # not apply. `cuda_graphs` (attention + router captured) is the narrower case host_ops models.
-    if stated(FULL_ITERATION_GRAPHS, row.get("framework"), row.get("notes")):
+    if states_full_iteration_graphs(row.get("framework"), row.get("notes")):
         host = False
     native = any(k in fw for k in ("torchtitan", "sdpa", "pytorch fsdp", "huggingface"))
     # A Megatron-Core / NeMo cell that says "SDPA" names the attention core of TE's
@@ -1429,10 +1462,12 @@ def row_setup(row: dict[str, str], shipped: bool = True) -> RowSetup:
         raw = row.get(key) or ""
         if cells.is_hint(raw) and cells.number(raw) is not None:
             read[key] = f"{_int(row, key)} (read from {raw.strip()!r})"
-    if model.sliding_window == 0 and re.search(
-        r"sliding[- ]window|\bSWA\b", row.get("model_notes") or "", re.I
-    ):
-        read["sliding_window"] = "not applied (the source names it without a window size)"
+    if model.sliding_window == 0 and SWA_NAME.search(row.get("model_notes") or ""):
+        read["sliding_window"] = (
+            "not applied (stated off)"
+            if stated(SWA_NAME, row.get("model_notes")) is False
+            else "not applied (the source names it without a window size)"
+        )
     kv_raw = row.get("kv_heads") or ""
     if kv_heads_unstated(kv_raw):
         src = "the bundled config" if _bundled_name(row) else "multi-head attention assumed"
@@ -1841,7 +1876,7 @@ def validate_row(row: dict[str, str], alternatives: bool = False) -> RowResult:
     published = published_iteration_s(row_used, model)
     tf = _figure_cell(row, "tflops_per_gpu")
     pub_tf = (
-        _figure(tf)
+        _measured(row, "tflops_per_gpu", tf, _tflops_bound())  # in its unit ("0.5 PFLOP/s")
         if tf
         else _convention_flops(row_used, model, conv) / (published * _int(row, "num_gpus")) / 1e12
     )
@@ -1948,17 +1983,30 @@ def _recompute_options(st: RowSetup) -> list[Any]:
 
 
 def read_rows(path: str | Path) -> list[dict[str, str]]:
-    """Rows of a published-runs CSV; a file without the required columns is a DataError."""
+    """Rows of a published-runs CSV; a file without the required columns, not UTF-8 text, or
+    not parseable by the csv module (a field over its size limit) is a DataError."""
     p = Path(path)
     if not p.is_file():
         raise DataError(f"{p}: no such file", fix="check the --csv path")
-    with p.open(newline="") as fh:
-        reader = csv.DictReader(fh)
-        cols = set(reader.fieldnames or [])
-        lacking = [c for c in REQUIRED if c not in cols]
-        if lacking:
-            raise DataError(f"{p}: missing columns {lacking}", fix="use the published_runs layout")
-        return list(reader)
+    try:
+        with p.open(newline="", encoding="utf-8") as fh:
+            reader = csv.DictReader(fh)
+            cols = set(reader.fieldnames or [])
+            lacking = [c for c in REQUIRED if c not in cols]
+            if lacking:
+                raise DataError(
+                    f"{p}: missing columns {lacking}", fix="use the published_runs layout"
+                )
+            return list(reader)
+    except UnicodeDecodeError as exc:
+        raise DataError(
+            f"{p}: not UTF-8 text (byte {exc.start}: {exc.reason})",
+            fix="save the CSV as UTF-8",
+        ) from None
+    except csv.Error as exc:
+        raise DataError(
+            f"{p}: not a readable CSV ({exc})", fix="check the file's quoting and field sizes"
+        ) from None
 
 
 def validate(path: str | Path | None = None) -> list[RowResult]:
