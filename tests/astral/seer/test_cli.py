@@ -197,13 +197,15 @@ def test_predict_reads_a_megatron_launch_script(tmp_path: Path) -> None:
             ",".join(REQUIRED).encode() + b'\nA,"' + b"x" * 200_000 + b'"\n',
             "not a readable CSV",
         ),
+        (",".join(REQUIRED).encode() + b"\n", "a header and no rows"),
     ],
 )
 def test_validate_unreadable_csv_is_one_line_exit_2(
     tmp_path: Path, body: bytes, words: str
 ) -> None:
-    """A --csv file that is not UTF-8 text, or that the csv module cannot parse (a field over
-    its size limit), is a one-line error with exit code 2, not a traceback."""
+    """A --csv file that is not UTF-8 text, that the csv module cannot parse (a field over
+    its size limit), or that has a header and no rows (it used to print "predicted 0 of 0
+    rows" and exit 0) is a one-line error with exit code 2, not a traceback."""
     p = tmp_path / "bad.csv"
     p.write_bytes(body)
     res = runner.invoke(app, ["astral", "seer", "validate", "--csv", str(p)])

@@ -1983,8 +1983,9 @@ def _recompute_options(st: RowSetup) -> list[Any]:
 
 
 def read_rows(path: str | Path) -> list[dict[str, str]]:
-    """Rows of a published-runs CSV; a file without the required columns, not UTF-8 text, or
-    not parseable by the csv module (a field over its size limit) is a DataError."""
+    """Rows of a published-runs CSV; a file without the required columns or without rows, not
+    UTF-8 text, or not parseable by the csv module (a field over its size limit) is a
+    DataError."""
     p = Path(path)
     if not p.is_file():
         raise DataError(f"{p}: no such file", fix="check the --csv path")
@@ -1997,7 +1998,7 @@ def read_rows(path: str | Path) -> list[dict[str, str]]:
                 raise DataError(
                     f"{p}: missing columns {lacking}", fix="use the published_runs layout"
                 )
-            return list(reader)
+            rows = list(reader)
     except UnicodeDecodeError as exc:
         raise DataError(
             f"{p}: not UTF-8 text (byte {exc.start}: {exc.reason})",
@@ -2007,6 +2008,11 @@ def read_rows(path: str | Path) -> list[dict[str, str]]:
         raise DataError(
             f"{p}: not a readable CSV ({exc})", fix="check the file's quoting and field sizes"
         ) from None
+    if not rows:
+        raise DataError(
+            f"{p}: a header and no rows", fix="add one row per published run under the header"
+        )
+    return rows
 
 
 def validate(path: str | Path | None = None) -> list[RowResult]:
