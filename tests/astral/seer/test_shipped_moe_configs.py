@@ -118,4 +118,4 @@ def test_the_script_refuses_a_csv_without_rows_in_one_line(
     empty.write_text(CSV.read_text().splitlines()[0] + "\n")
     assert load_script("seer_shipped_configs").main(["--csv", str(empty)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "empty.csv: no configuration rows" in err[0]
+    assert len(err) == 1 and "empty.csv: a header and no rows" in err[0]
