@@ -76,3 +76,24 @@ def test_not_used_or_not_enabled_right_after_switches_it_off(text: str) -> None:
 )
 def test_not_used_further_on_is_not_a_negation(text: str) -> None:
     assert not _negated(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "EP a2a overlap disabled / DP overlap enabled",
+        "TP comm overlap off | DP overlap on",
+        "no recompute / DP overlap",
+        "disabled - DP overlap",
+    ],
+)
+def test_a_bare_separator_is_not_a_word_of_the_window(text: str) -> None:
+    """A negation before a separator ('/', '|', '-') ends there: 'EP a2a overlap disabled /
+    DP overlap enabled' read DP overlap as off (the window counted '/' as one of its words)."""
+    dp = text.index("DP overlap")
+    assert not negated_at(text, dp, dp + len("DP overlap"))
+
+
+def test_words_with_slashes_still_count_in_the_window() -> None:
+    text = "without DP/TP comm overlap"
+    assert _negated(text)

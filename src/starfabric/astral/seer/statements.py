@@ -32,14 +32,15 @@ import re
 
 NEGATION_BEFORE = re.compile(
     r"\b(?:no|not|without|never|w/o|disable[ds]?|revert(?:ed|s|ing)?(?!\s+(?:back\s+)?to\b))"
-    r"(?:\s+(?:any|using))?\s+(?:[\w./'\"-]+\s+){0,2}$",
+    r"(?:\s+(?:any|using))?\s+(?:[\w./'\"-]*\w[\w./'\"-]*\s+){0,2}$",
     re.I,
 )
 """A negating word up to two words before a mention ("reverted TE PR 2019"; "reverted to X"
 and "reverted back to X" state X, the setting the run went back to). "any" or "using" right
 after the negation does not count as one of the two ("without any DP/TP/PP comm overlap",
 "not using DP/TP comm overlap": session 22's review found the three-word overlap phrases read
-as on)."""
+as on). A word of the window holds a letter or digit: a bare separator ("/", "-") ends it
+("EP a2a overlap disabled / DP overlap enabled" states DP overlap on)."""
 NEGATION_INSIDE = re.compile(r"\b(?:no|not|never|without)\b", re.I)
 NEGATION_AFTER = re.compile(
     r"^(?:\s+[A-Za-z][\w-]*)?(?:\s*[:=]\s*|\s+|\s*\(\s*|[-_])"
