@@ -20,7 +20,7 @@ from starfabric.astral.seer.host_ops import (
     layer_launches,
 )
 from starfabric.astral.seer.recompute_host import recompute_launches, rerun_units
-from starfabric.astral.seer.schedule import PassCost, host_pass, rerun_host_pass
+from starfabric.astral.seer.schedule import PassCost, host_pass
 from starfabric.astral.seer.te_mxfp8_host import PER_LINEAR
 
 MLA_MOE = LayerLaunchSpec(True, mla=True, local_experts=8)
@@ -93,17 +93,17 @@ def test_cuda_graphs_replay_what_sits_in_a_graphed_module() -> None:
     assert recompute_launches(replace(MLA_DENSE, cuda_graphs=True), ["mlp"]) == 6
 
 
-def test_rerun_host_pass_is_max_over_backward_and_rerun() -> None:
+def test_host_pass_with_a_rerun_is_max_over_backward_and_rerun() -> None:
     bwd = PassCost(1.0, {"ep": 0.5}, 0.0)
     rerun = PassCost(0.4, {}, 0.0)
     # host below backward + re-run: nothing exposed, though it exceeds the backward alone
-    assert rerun_host_pass(bwd, rerun, 1.7) == bwd
+    assert host_pass(bwd, 1.7, rerun) == bwd
     assert host_pass(bwd, 1.7).comm["host"] == pytest.approx(0.2)
-    out = rerun_host_pass(bwd, rerun, 2.5)
+    out = host_pass(bwd, 2.5, rerun)
     assert out.total + rerun.total == pytest.approx(2.5)
     assert out.comm["host"] == pytest.approx(0.6)
-    # no re-run: host_pass
-    assert rerun_host_pass(bwd, PassCost(0.0, {}, 0.0), 2.0) == host_pass(bwd, 2.0)
+    # an empty re-run: the pass alone
+    assert host_pass(bwd, 2.0, PassCost(0.0, {}, 0.0)) == host_pass(bwd, 2.0)
 
 
 MLA_MODEL = {  # a small DeepSeek-V3-shaped MLA MoE model (q LoRA, dense first layer)

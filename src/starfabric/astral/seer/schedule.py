@@ -183,21 +183,15 @@ def rerun_ring_window(t: OpTable, fc: OpCosts, ctx: CostContext, window: float) 
     return compute + stall
 
 
-def host_pass(pc: PassCost, host_s: float) -> PassCost:
+def host_pass(pc: PassCost, host_s: float, rerun: PassCost = _ZERO) -> PassCost:
     """A pass that starts from an empty GPU queue: max(host, GPU) (`host_ops.segment_time`);
-    the host's excess is reported as its own component."""
-    extra = host_ops.segment_time(host_s, pc.total) - pc.total
-    return _add(pc, PassCost(0.0, {"host": extra}, 0.0)) if extra > 0 else pc
-
-
-def rerun_host_pass(bwd: PassCost, rerun: PassCost, host_s: float) -> PassCost:
-    """A backward that never waits and carries a selective re-run (`rerun`, GPU seconds kept
-    in the piece's recompute entry, which `build_timeline` adds to the backward): together they
-    last max(host, backward GPU + re-run GPU), the excess over both put on the backward as its
-    `host` component. With no re-run, `host_pass`."""
-    gpu = bwd.total + rerun.total
+    the host's excess is reported as its own component. `rerun`: a selective recompute's
+    re-run issued inside this pass (its GPU seconds stay in the piece's recompute entry, which
+    `build_timeline` adds to the backward): the two together last max(host, pass + re-run GPU),
+    the excess put on this pass."""
+    gpu = pc.total + rerun.total
     extra = host_ops.segment_time(host_s, gpu) - gpu
-    return _add(bwd, PassCost(0.0, {"host": extra}, 0.0)) if extra > 0 else bwd
+    return _add(pc, PassCost(0.0, {"host": extra}, 0.0)) if extra > 0 else pc
 
 
 def _launch_spec(
@@ -252,7 +246,7 @@ def with_host(
     recompute's re-run forward last the flow shop of the modules between two waits
     (`host_segments`, at least max(host, GPU)); the backward, which never waits, max(host, GPU)
     — under selective recompute over the backward and the re-run together, whose launches
-    the host issues inside the backward (`rerun_host_pass`). Other pieces are returned
+    the host issues inside the backward (`host_pass`'s `rerun`). Other pieces are returned
     unchanged (the host runs ahead; only the iteration floor in `build_timeline` applies)."""
     # Token counts are known only on the GPU unless the experts' inputs are padded to capacity.
     dynamic = ex.moe_capacity_factor is None or not ex.moe_pad_to_capacity
@@ -287,10 +281,10 @@ def with_host(
         solo_costs = pc.fwd_solo_costs if pc.fwd_solo_costs is not None else pc.fwd_costs
         fwd_solo = _host_excess(fwd_solo, segment(solo_costs, fwd_solo.total))
     return PieceCost(
-        fwd, rerun_host_pass(pc.bwd, rerun, hbr), rec,
+        fwd, host_pass(pc.bwd, hbr, rerun), rec,
         pc.fwd_table, pc.fwd_costs, pc.bwd_table, pc.bwd_costs,
         fwd_solo,
-        None if pc.bwd_solo is None else rerun_host_pass(pc.bwd_solo, rerun, hbr),
+        None if pc.bwd_solo is None else host_pass(pc.bwd_solo, hbr, rerun),
         pc.fwd_solo_costs,
     )  # fmt: skip
 
