@@ -157,14 +157,19 @@ _CLAUSE_END = re.compile(r"[;,(]")
 _TOKEN = re.compile(r"[\w-]*")
 
 
+def _clause_span(text: str, start: int, end: int) -> tuple[int, int]:
+    """Where the clause of the mention text[start:end] begins and ends: the clause marks
+    around it."""
+    lo = start - len(_CLAUSE_END.split(text[:start])[-1])
+    return lo, end + len(_CLAUSE_END.split(text[end:])[0])
+
+
 def clause_of(text: str, start: int, end: int) -> tuple[str, str]:
     """(token, clause) of the mention text[start:end]: the token it ends inside of, and the
     text between the clause marks around it, the token included."""
     tail = _TOKEN.match(text, end)
-    token = text[start : tail.end() if tail else end]
-    before = _CLAUSE_END.split(text[:start])[-1]
-    after = _CLAUSE_END.split(text[end:])[0]
-    return token, before + text[start:end] + after
+    lo, hi = _clause_span(text, start, end)
+    return text[start : tail.end() if tail else end], text[lo:hi]
 
 
 def _dp_subject(token: str, clause: str) -> tuple[bool, bool] | None:
@@ -183,16 +188,15 @@ def statements(cell: str | None) -> tuple[OverlapStatement, ...]:
 
 
 def _others_masked(text: str, start: int, end: int, phrases: list[tuple[int, int]]) -> str:
-    """The clause of the mention text[start:end] (`clause_of`) with every phrase that does not
+    """The clause of the mention text[start:end] (`_clause_span`) with every phrase that does not
     overlap the mention blanked: the names in another mention's phrase ("TP" in "DP overlap on
     and TP overlap off") are that mention's, not this one's."""
-    _, clause = clause_of(text, start, end)
-    lo = start - len(_CLAUSE_END.split(text[:start])[-1])
-    chars = list(clause)
+    lo, hi = _clause_span(text, start, end)
+    chars = list(text[lo:hi])
     for s, e in phrases:
         if s < end and start < e:
             continue
-        for i in range(max(s, lo), min(e, lo + len(chars))):
+        for i in range(max(s, lo), min(e, hi)):
             chars[i - lo] = " "
     return "".join(chars)
 
