@@ -380,7 +380,7 @@ model text as for any model ("parallel transformer block")."""
 SWA_NAME = re.compile(r"sliding[- ]window|\bSWA\b", re.I)
 """A model-notes cell naming sliding-window attention, with or without its size."""
 SLIDING_WINDOW_LAYERS = re.compile(
-    r"(?:sliding[- ]window|\bSWA\b)[^;]*?\bon\s+(\d+)\s+of\s+(\d+)\s+layers", re.I
+    rf"(?:{SWA_NAME.pattern})[^;]*?\bon\s+(\d+)\s+of\s+(\d+)\s+layers", re.I
 )
 """A model-notes clause stating how many layers use the window ("sliding-window attention 128
 on 12 of 24 layers": gpt-oss alternates windowed and full layers, Megatron-Core
