@@ -19,11 +19,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from starfabric.fornax.conformance import load_recording, replay
+from starfabric.fornax.conformance import DATAPATHS, load_recording, replay
 
 DATA = Path(__file__).resolve().parents[1] / "tests" / "data"
 RECORDING = DATA / "conntrack" / "kernel_recording.json"
-DATAPATHS = ("softpath", "fast", "reference")
 
 
 def warm_set(doc: dict[str, Any]) -> set[str]:

@@ -17,5 +17,10 @@ def test_warm_set_covers_each_protocol_and_an_icmp_error() -> None:
     assert len(names) <= 8  # a handful: seconds of replay once the kernels are compiled
 
 
-def test_warm_replays_the_datapaths_the_tests_use() -> None:
-    assert set(warm.DATAPATHS) == {"softpath", "fast", "reference"}
+def test_warm_replays_the_warm_set_through_every_datapath(monkeypatch, capsys) -> None:
+    calls: list[tuple[str, frozenset[str]]] = []
+    monkeypatch.setattr(warm, "replay", lambda doc, dp, names: calls.append((dp, frozenset(names))))
+    warm.main()
+    want = frozenset(warm.warm_set(warm.load_recording(warm.RECORDING)))
+    assert sorted(calls) == sorted((dp, want) for dp in ("fast", "reference", "softpath"))
+    assert "warm_kernels:" in capsys.readouterr().out
