@@ -215,3 +215,16 @@ def test_sliding_window_layer_count_is_read_from_the_notes() -> None:
     )
     with pytest.raises(DataError, match="window is used on"):
         row_model(_dense_row(model_notes=f"SWA 128 on 2 of {layers + 1} layers"))
+
+
+def test_nemo_tp_comm_overlap_is_tried_only_from_2023() -> None:
+    """Userbuffers TP overlap is a setting a tuning NeMo user tries when the source is silent,
+    but the launcher's GPT configs first set it in 2023-06: a 2022 NeMo Megatron row with SP
+    keeps it off; the same row dated 2024 opens it."""
+    from starfabric.astral.seer.validate import read_rows, row_setup
+
+    scale = Path(__file__).parents[2] / "data" / "published_runs" / "a100_scale_runs.csv"
+    row = next(r for r in read_rows(scale) if r["sp"] == "yes")
+    assert all("tp_comm_overlap" not in o for _, o in row_setup(row).options)
+    later = dict(row, framework="NeMo 24.07")
+    assert all(o["tp_comm_overlap"] == [False, True] for _, o in row_setup(later).options)

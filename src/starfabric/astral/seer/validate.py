@@ -1258,10 +1258,14 @@ def _choices(
         and tp_said is None
         and ("nemo" in fw or "megatron-core" in fw)
         and ex["sp"]
+        and not _legacy(row)
     ):
         # NeMo / Megatron-Core ship userbuffers TP overlap (--tp-comm-overlap) in their
         # performance recipes; a tuning user tries it when the source does not say (a row
-        # that states it off, "no --tp-comm-overlap", ran without).
+        # that states it off, "no --tp-comm-overlap", ran without). A run dated before 2023
+        # had none to try: the NeMo launcher's GPT configs first set it in 2023-06
+        # (NeMo-Framework-Launcher 3242e002, "update all GPT configs"; none of its 2022 configs
+        # has the key), so a 2022 NeMo Megatron row keeps `_framework`'s legacy "off".
         out["tp_comm_overlap"] = [False, True]
     return out
 
