@@ -28,6 +28,10 @@ OUTSIDE_FILES: dict[str, str] = {
     "a100_era_runs.csv": (
         "A100-era (2022-23): MosaicML FSDP tables (16-128 A100-40/80GB), GPT-NeoX-20B (96 A100)"
     ),
+    "a100_scale_runs.csv": (
+        "A100 3D parallel (2022): NeMo Megatron 22.06 GPT-3 175B TP 8 / PP 8 on 128-1,024 A100,"
+        " 5B TP 2 control (8-160 A100)"
+    ),
     "long_context_cp_baselines.csv": "long-context ring CP, USP's Megatron-LM tables (A800)",
     "moe_cross_host_baselines.csv": "MoE, MegaScale-MoE's Megatron-LM baseline (H800)",
     "mlperf_gpt3_runs.csv": (
