@@ -151,7 +151,9 @@ class CostContext:
     """The same for the backward pass (the Triton FlashAttention trails FA2 more there)."""
     fp8_attention: Fp8AttentionCurve | None = None
     """FP8 attention (`ExecutionSpec.fp8_attention`): cuDNN's FP8 fused attention's rate over
-    its BF16 one by keys per call, forward and backward (seer/fp8_attention.py); None: BF16."""
+    its BF16 one by keys per call, forward and backward (seer/fp8_attention.py; MXFP8 by the
+    model's attention shape, seer/mxfp8_attention.py, so `make_context` needs the model there:
+    without one the non-MLA curve); None: BF16."""
     logits_flops: float = 0.0
     """Peak FLOP/s of the output-layer GEMMs when they run in FP32 (`LOGITS_FP32_RATE`); 0:
     they run at the job's precision like every other GEMM."""
@@ -323,7 +325,11 @@ def make_context(
         cp=cp_split(ex, lay)[1],
         flash_rate=flash_fwd,
         flash_rate_bwd=flash_bwd,
-        fp8_attention=fp8_attention_curve(gpu) if ex.fp8_attention is not None else None,
+        fp8_attention=(
+            fp8_attention_curve(gpu, ex.fp8_attention, model is not None and model.is_mla)
+            if ex.fp8_attention is not None
+            else None
+        ),
         fsdp_regather=ex.fsdp_collectives == "parameter",
         logits_flops=(
             gpu.tflops(LOGITS_FP32_RATE) * 1e12 * clock if ex.logits_precision == "fp32" else 0.0

@@ -159,8 +159,10 @@ class ExecutionSpec(Spec):
         description="under FP8, the fused attention runs cuDNN's FP8 kernels forward and "
         "backward (Transformer Engine fp8_dpa; Megatron-Core/NeMo fp8_dot_product_attention; "
         "MLPerf FP8_DPA=1) with this scaling recipe for its Q/K/V, O and dO casts: delayed "
-        "(DelayedScaling) or tensorwise (Float8CurrentScaling). Timed at the measured FP8/BF16 "
-        "rate of the GPU generation plus the casts' bytes (seer/fp8_attention.py); needs "
+        "(DelayedScaling), tensorwise (Float8CurrentScaling) or mxfp8 (MXFP8BlockScaling, "
+        "cuDNN's MXFP8 kernel, Blackwell only). Timed at the measured FP8/BF16 rate of the GPU "
+        "generation (MXFP8: and attention shape) plus the casts' bytes (seer/fp8_attention.py, "
+        "seer/mxfp8_attention.py); needs "
         "attention: flash with flash_kernel: cudnn; None: BF16 attention",
     )
     optimizer_offload_fraction: float = Field(
@@ -864,7 +866,7 @@ def resolve_layout(
         check_supported(ex.fp8_recipe, gpu)
         nvfp4.check_supported(ex.fp4_recipe, gpu)
         if ex.fp8_attention is not None:
-            fp8_attention.check_supported(gpu)
+            fp8_attention.check_supported(gpu, ex.fp8_attention)
         if ex.te_mxfp8_stage is not None and not native_mx(gpu):
             raise ConfigError(
                 f"te_mxfp8_stage {ex.te_mxfp8_stage!r} on {gpu.name}: TE's MXFP8 expert path "

@@ -754,9 +754,10 @@ def _fp8_attention(
 ) -> None:  # fmt: skip
     """FP8 attention as a row states it (fp8_attention.stated_fp8_attention: its precision
     cell, or the setting by name in its framework/notes cells): TE's cuDNN FP8 fused attention
-    under the recipe `fp8_attention.row_dpa_recipe` resolves. Stated on a row that cannot run it
-    (no FP8 training, or not TE's cuDNN attention) or as MXFP8 attention (no measured rate), it
-    is not applied and the row's choices say so."""
+    under the recipe `fp8_attention.row_dpa_recipe` resolves (MXFP8 GEMMs: MXFP8 attention,
+    seer/mxfp8_attention.py). Stated on a row that cannot run it (no FP8 training, not TE's
+    cuDNN attention, MXFP8 attention off Blackwell), it is not applied and the row's choices
+    say so."""
     cells = (row.get("precision"), row.get("framework"), row.get("notes"))
     if not fp8_attention.stated_fp8_attention(*cells):
         return
@@ -770,9 +771,10 @@ def _fp8_attention(
         read["fp8_attention"] = "not applied (stated, but the row's attention is not TE's cuDNN)"
         return
     recipe = fp8_attention.row_dpa_recipe(gemm_recipe, fp4, *cells)
-    if recipe == "mxfp8":
+    if recipe == "mxfp8" and not fp8_recipe.native_mx(get_gpu(_gpu(row)[0])):
         read["fp8_attention"] = (
-            "not applied (MXFP8 attention: no measured rate, attention timed as BF16)"
+            "not applied (stated as MXFP8 attention, which Transformer Engine runs on Blackwell "
+            "only)"
         )
         return
     ex["fp8_attention"] = recipe
