@@ -27,6 +27,7 @@ from starfabric.astral.seer import (
     flash_generation,
     fp8_attention,
     fp8_recipe,
+    fused_grouped_mlp,
     goodput,
     host_ops,
     mcore_release,
@@ -779,6 +780,34 @@ def _fp8_attention(
         return
     ex["fp8_attention"] = recipe
     read["fp8_attention"] = f"{recipe} (stated: cuDNN FP8 fused attention, seer/fp8_attention.py)"
+
+
+def _fused_grouped_mlp(
+    row: dict[str, str], ex: dict[str, Any], read: dict[str, Any], gemm_recipe: str | None,
+    model: ModelSpec,
+) -> None:  # fmt: skip
+    """TE's CuTe-DSL fused grouped MLP as a row states it (fused_grouped_mlp.stated), applied
+    where TE runs it: MXFP8 GEMMs, Blackwell (MX) tensor cores, SwiGLU routed experts."""
+    cells = (row.get("framework"), row.get("notes"), row.get("precision"))
+    if not fused_grouped_mlp.stated(*cells):
+        return
+    if not (
+        ex["precision"] == "fp8"
+        and gemm_recipe == "mxfp8"
+        and fp8_recipe.native_mx(get_gpu(_gpu(row)[0]))
+        and model.moe_experts
+        and model.activation == "swiglu"
+    ):
+        read["moe_fused_grouped_mlp"] = (
+            "not applied (stated, but TE fuses the grouped MLP only for SwiGLU experts under "
+            "MXFP8 on Blackwell)"
+        )
+        return
+    ex["moe_fused_grouped_mlp"] = True
+    read["moe_fused_grouped_mlp"] = (
+        "stated (TE CuTe-DSL fused grouped MLP: SwiGLU and two MXFP8 casts in the GEMM "
+        "epilogues, seer/fused_grouped_mlp.py)"
+    )
 
 
 def _te_release(row: dict[str, str], ex: dict[str, Any], read: dict[str, Any]) -> None:
@@ -1551,6 +1580,7 @@ def row_setup(row: dict[str, str], shipped: bool = True) -> RowSetup:
         ex["fp8_recipe"] = scaling  # GEMM rate and cast per recipe (fp8_recipe.py)
         read["fp8_recipe"] = f"{scaling} (stated)"
     _fp8_attention(row, ex, read, scaling, fp4 is not None)
+    _fused_grouped_mlp(row, ex, read, scaling, model)
     if scaling != "mxfp8":
         # TE's MXFP8 expert path only under the MXFP8 recipe: a cell whose MXFP8 mention is
         # negated ("FP8 tensorwise, not MXFP8") keeps the BF16 launch count.
