@@ -33,6 +33,7 @@ from starfabric.astral.seer.fp8_attention import curve as fp8_attention_curve
 from starfabric.astral.seer.fp8_recipe import cast_factor, gemm_rate, native_mx
 from starfabric.astral.seer.fsdp_cp_window import ring_shares_fsdp_link, ring_window
 from starfabric.astral.seer.fsdp_side_window import side_groups, side_window_s, split_exposure
+from starfabric.astral.seer.fused_grouped_mlp import FUSED_CASTLESS_GEMMS
 from starfabric.astral.seer.model import ModelSpec
 from starfabric.astral.seer.nccl_a2a_ctas import nccl_alltoall_ctas
 from starfabric.astral.seer.ops import BMM, COMM, FLASH, GEMM, MEM, OpTable, moe_imbalance
@@ -149,9 +150,14 @@ class CostContext:
     kernel older than FlashAttention-2: `flash_generation.kernel_rates`), forward pass."""
     flash_rate_bwd: float = 1.0
     """The same for the backward pass (the Triton FlashAttention trails FA2 more there)."""
+    fused_grouped_mlp: bool = False
+    """TE's CuTe-DSL fused grouped MLP (`ExecutionSpec.moe_fused_grouped_mlp`): the GEMMs in
+    fused_grouped_mlp.FUSED_CASTLESS_GEMMS pay no cast."""
     fp8_attention: Fp8AttentionCurve | None = None
     """FP8 attention (`ExecutionSpec.fp8_attention`): cuDNN's FP8 fused attention's rate over
-    its BF16 one by keys per call, forward and backward (seer/fp8_attention.py); None: BF16."""
+    its BF16 one by keys per call, forward and backward (seer/fp8_attention.py; MXFP8 by the
+    model's attention shape, seer/mxfp8_attention.py, so `make_context` needs the model there:
+    without one the non-MLA curve); None: BF16."""
     logits_flops: float = 0.0
     """Peak FLOP/s of the output-layer GEMMs when they run in FP32 (`LOGITS_FP32_RATE`); 0:
     they run at the job's precision like every other GEMM."""
@@ -323,7 +329,12 @@ def make_context(
         cp=cp_split(ex, lay)[1],
         flash_rate=flash_fwd,
         flash_rate_bwd=flash_bwd,
-        fp8_attention=fp8_attention_curve(gpu) if ex.fp8_attention is not None else None,
+        fused_grouped_mlp=ex.moe_fused_grouped_mlp,
+        fp8_attention=(
+            fp8_attention_curve(gpu, ex.fp8_attention, model is not None and model.is_mla)
+            if ex.fp8_attention is not None
+            else None
+        ),
         fsdp_regather=ex.fsdp_collectives == "parameter",
         logits_flops=(
             gpu.tflops(LOGITS_FP32_RATE) * 1e12 * clock if ex.logits_precision == "fp32" else 0.0
@@ -386,9 +397,15 @@ def op_costs(
         )  # fmt: skip
         if ctx.fp8:
             # FP8 GEMMs first quantize their 16-bit activation operand (read 2 B, write 1 B
-            # under delayed scaling; the stated recipe's bytes otherwise).
-            time[g] += mem_time(ctx.fp8_cast_bytes * a["m"][g] * a["k"][g] * a["batch"][g],
-                                ctx.hbm_bytes_per_s, eff)  # fmt: skip
+            # under delayed scaling; the stated recipe's bytes otherwise) unless a fused grouped
+            # MLP's epilogue wrote it (fused_grouped_mlp.py).
+            cast = g
+            if ctx.fused_grouped_mlp:
+                cast = g & ~_named(t, FUSED_CASTLESS_GEMMS.__contains__)
+            time[cast] += mem_time(
+                ctx.fp8_cast_bytes * a["m"][cast] * a["k"][cast] * a["batch"][cast],
+                ctx.hbm_bytes_per_s, eff,
+            )  # fmt: skip
     if ctx.expert_gemm_ratio != 1.0:
         # TorchTitan's routed experts as torch._grouped_mm (torch_grouped_mm): the CUTLASS
         # grouped kernel's measured fraction of a dense GEMM's rate.

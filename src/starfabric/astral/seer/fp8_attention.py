@@ -50,9 +50,9 @@ of 2 bytes and `DPA_COPIES` 1-byte FP8 copies per value; a dequantization reads 
 writes 2. The FP8 attention's recipe (`row_dpa_recipe`) follows the GEMM recipe (TE's table:
 DelayedScaling -> delayed, Float8CurrentScaling -> current) unless `NVTE_DPA_FP8_RECIPE` names
 another; NVFP4 and blockwise GEMMs are paired with current scaling there. MXFP8
-attention (`MXFP8BlockScaling`, TE's default with MXFP8 GEMMs) is another cuDNN kernel this
-module has no 9.19.1 measurement of: it is not priced (the row keeps BF16 attention, and says
-so).
+attention (`MXFP8BlockScaling`, TE's default with MXFP8 GEMMs from v2.15) is another cuDNN
+kernel, measured at cuDNN 9.22.0 only: its rates by attention shape and its casts are
+seer/mxfp8_attention.py's, selected here (`curve`, `quant_bytes`).
 """
 
 from __future__ import annotations
@@ -64,6 +64,7 @@ from typing import Any, Literal, get_args
 import numpy as np
 
 from starfabric.astral.hardware import GPUSpec
+from starfabric.astral.seer import mxfp8_attention
 from starfabric.astral.seer.fp8_recipe import (
     BF16_READ_BYTES,
     FP8_WRITE_BYTES,
@@ -72,10 +73,11 @@ from starfabric.astral.seer.fp8_recipe import (
 from starfabric.astral.seer.statements import compared_at, negated_at
 from starfabric.errors import ConfigError
 
-DpaRecipe = Literal["delayed", "tensorwise"]
+DpaRecipe = Literal["delayed", "tensorwise", "mxfp8"]
 """The FP8 attention's scaling recipe (Megatron-Core's recipe names): delayed = TE
-DelayedScaling, tensorwise = Float8CurrentScaling. Both run the same tensor-scaled cuDNN kernel;
-they differ in the quantization bytes."""
+DelayedScaling, tensorwise = Float8CurrentScaling (the same tensor-scaled cuDNN kernel; they
+differ in the quantization bytes), mxfp8 = MXFP8BlockScaling (cuDNN's MXFP8 kernel,
+seer/mxfp8_attention.py; Blackwell only)."""
 DPA_RECIPES: tuple[str, ...] = get_args(DpaRecipe)
 """The recipe names `DpaRecipe` admits (kept from the Literal, as nvfp4.FP4_RECIPES is)."""
 
@@ -167,20 +169,32 @@ def is_blackwell_ultra(gpu: GPUSpec) -> bool:
     return native_mx(gpu) and gpu.dense_tflops.get("nvfp4", 0.0) > ULTRA_FP4_OVER_FP8 * fp8
 
 
-def check_supported(gpu: GPUSpec) -> None:
-    """A one-line error for FP8 attention on a GPU without FP8 tensor cores."""
+def check_supported(gpu: GPUSpec, recipe: DpaRecipe | None = None) -> None:
+    """A one-line error for FP8 attention on a GPU without FP8 tensor cores, or MXFP8 attention
+    on one without MX block scales (TE v2.15 disables it below SM100)."""
     if gpu.dense_tflops.get("fp8", 0.0) <= 0:
         raise ConfigError(
             f"fp8_attention on {gpu.name}: cuDNN's FP8 fused attention needs FP8 tensor cores "
             "(Hopper or Blackwell); the GPU has no FP8 peak",
             fix="drop fp8_attention (attention runs in BF16), or use a Hopper/Blackwell GPU",
         )
+    if recipe == "mxfp8" and not native_mx(gpu):
+        raise ConfigError(
+            f"fp8_attention 'mxfp8' on {gpu.name}: cuDNN's MXFP8 attention needs Blackwell "
+            "tensor cores (Transformer Engine disables it below SM100)",
+            fix="use fp8_attention tensorwise or delayed on this GPU, or a Blackwell GPU",
+        )
 
 
-def curve(gpu: GPUSpec) -> Fp8AttentionCurve:
-    """The GPU generation's measured FP8/BF16 rate curve (module docstring, The rate)."""
-    check_supported(gpu)
+def curve(gpu: GPUSpec, recipe: DpaRecipe = "tensorwise", mla: bool = False) -> Fp8AttentionCurve:
+    """The GPU generation's measured FP8/BF16 rate curve (module docstring, The rate); under
+    `recipe` mxfp8 the MXFP8/BF16 curve of the GPU generation and attention shape (`mla`: the
+    model has multi-head latent attention; seer/mxfp8_attention.py)."""
+    check_supported(gpu, recipe)
     cap = _fp8_peak_ratio(gpu)
+    if recipe == "mxfp8":
+        fwd, bwd = mxfp8_attention.curves(is_blackwell_ultra(gpu), mla)
+        return Fp8AttentionCurve(fwd, bwd, cap)
     if is_blackwell_ultra(gpu):
         return Fp8AttentionCurve(BLACKWELL_ULTRA_FWD, BLACKWELL_ULTRA_BWD, cap)
     if native_mx(gpu):
@@ -200,7 +214,10 @@ def quant_bytes(recipe: DpaRecipe) -> tuple[float, float]:
     """(quantize, dequantize) HBM bytes per value under `recipe`: a quantization reads the
     2-byte value once (delayed) or twice (current scaling's amax pass, as `fp8_recipe`) and
     writes one FP8 byte: 3 or 5 B; a dequantization (delayed only; current scaling's kernels
-    return BF16) reads 1 byte and writes 2: 3 B, 0 under current scaling."""
+    return BF16) reads 1 byte and writes 2: 3 B, 0 under current scaling. MXFP8: one read, two
+    scaled copies, nothing dequantized (mxfp8_attention.QUANT_BYTES)."""
+    if recipe == "mxfp8":
+        return mxfp8_attention.QUANT_BYTES, 0.0
     reads = 2.0 if recipe == "tensorwise" else 1.0
     quant = reads * BF16_READ_BYTES + DPA_COPIES * FP8_WRITE_BYTES
     return quant, DEQUANT_BYTES if recipe == "delayed" else 0.0
@@ -292,15 +309,13 @@ def _stated_dpa_recipe(*cells: str | None) -> str | None:
     return None
 
 
-def row_dpa_recipe(
-    gemm_recipe: str | None, fp4: bool, *cells: str | None
-) -> DpaRecipe | Literal["mxfp8"]:
+def row_dpa_recipe(gemm_recipe: str | None, fp4: bool, *cells: str | None) -> DpaRecipe:
     """The FP8 attention's recipe for a row that states FP8 attention: the stated
     NVTE_DPA_FP8_RECIPE, else the GEMM recipe's pairing in TE's table
     (`dot_product_attention.py` @0001d1b: delayed or none -> delayed, tensorwise -> tensorwise,
-    mxfp8 -> mxfp8). NVFP4 and blockwise GEMMs -> tensorwise (assumption: TE's table gives
-    NVFP4 no default pairing, and the MLPerf NVFP4 configs and Megatron-Bridge's NVFP4 launcher set
-    `NVTE_DPA_FP8_RECIPE=Float8CurrentScaling`). "mxfp8": not priced."""
+    mxfp8 -> mxfp8, TE v2.15's table). NVFP4 and blockwise GEMMs -> tensorwise (assumption:
+    TE's table gives NVFP4 no default pairing, and the MLPerf NVFP4 configs and Megatron-Bridge's
+    NVFP4 launcher set `NVTE_DPA_FP8_RECIPE=Float8CurrentScaling`)."""
     named = _stated_dpa_recipe(*cells)
     if named == "float8currentscaling":
         return "tensorwise"

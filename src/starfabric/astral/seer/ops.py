@@ -297,6 +297,7 @@ def _moe_mlp(
     fused_dispatch: bool = False,
     probs_all_to_all: bool = False,
     shared_amax: bool = False,
+    fused_grouped_mlp: bool = False,
 ) -> None:
     h, e = model.hidden, loc.elem
     # A fused dispatch-compute-combine backend (TorchTitan DistMoE: `DistMoeRoutedExperts.
@@ -336,8 +337,10 @@ def _moe_mlp(
     gated = model.activation == "swiglu"
     f = model.moe_ffn_hidden / lay.etp
     t.gemm("moe.expert_fc1", per_expert, (2 if gated else 1) * f, h, batch=local_experts)
-    t.mem("moe.expert_act", e * per_expert * local_experts * f * (3 if gated else 2),
-          selective=act_rec)  # fmt: skip
+    if not (fused_grouped_mlp and gated):
+        # TE's fused grouped MLP runs SwiGLU in the GEMMs' epilogues (fused_grouped_mlp.py).
+        t.mem("moe.expert_act", e * per_expert * local_experts * f * (3 if gated else 2),
+              selective=act_rec)  # fmt: skip
     t.gemm("moe.expert_fc2", per_expert, h, f, batch=local_experts)
     if sort:
         t.mem(f"moe.un{SORT_SUFFIX}", sort)
@@ -398,6 +401,7 @@ def layer_ops(model: ModelSpec, ex: ExecutionSpec, lay: Layout, moe: bool) -> Op
             ex.moe_fused_dispatch,
             ex.moe_probs_all_to_all,
             layout_reduces_amax(ex, lay),
+            ex.moe_fused_grouped_mlp,
         )
     else:
         _tp_enter(t, loc, h, "mlp")

@@ -159,8 +159,10 @@ class ExecutionSpec(Spec):
         description="under FP8, the fused attention runs cuDNN's FP8 kernels forward and "
         "backward (Transformer Engine fp8_dpa; Megatron-Core/NeMo fp8_dot_product_attention; "
         "MLPerf FP8_DPA=1) with this scaling recipe for its Q/K/V, O and dO casts: delayed "
-        "(DelayedScaling) or tensorwise (Float8CurrentScaling). Timed at the measured FP8/BF16 "
-        "rate of the GPU generation plus the casts' bytes (seer/fp8_attention.py); needs "
+        "(DelayedScaling), tensorwise (Float8CurrentScaling) or mxfp8 (MXFP8BlockScaling, "
+        "cuDNN's MXFP8 kernel, Blackwell only). Timed at the measured FP8/BF16 rate of the GPU "
+        "generation (MXFP8: and attention shape) plus the casts' bytes (seer/fp8_attention.py, "
+        "seer/mxfp8_attention.py); needs "
         "attention: flash with flash_kernel: cudnn; None: BF16 attention",
     )
     optimizer_offload_fraction: float = Field(
@@ -257,6 +259,13 @@ class ExecutionSpec(Spec):
         description="expert dispatch and combine fused with the grouped expert GEMMs of the "
         "same micro-batch in one kernel (TorchTitan DistMoE: 'Routed-experts backend fusing "
         "dispatch, expert compute, and combine'): the all-to-all hides behind those GEMMs",
+    )
+    moe_fused_grouped_mlp: bool = Field(
+        default=False,
+        description="Transformer Engine's CuTe-DSL fused grouped MLP (NVTE_CUTEDSL_FUSED_GROUPED"
+        "_MLP=1 with TE's op fuser; MXFP8 on Blackwell): SwiGLU and the MXFP8 quantizations of "
+        "fc2's input and fc1's grad output run in the expert GEMMs' epilogues, so those passes "
+        "are not timed (seer/fused_grouped_mlp.py); needs fp8_recipe mxfp8",
     )
     moe_torch_grouped_mm: bool = Field(
         default=False,
@@ -478,6 +487,12 @@ class ExecutionSpec(Spec):
                 f"attention {self.attention!r}, flash_kernel {self.flash_kernel!r}: FP8 "
                 "attention is Transformer Engine's cuDNN fused attention under an FP8 recipe; "
                 "give precision: fp8, attention: flash, flash_kernel: cudnn, or drop fp8_attention"
+            )
+        if self.moe_fused_grouped_mlp and self.fp8_recipe != "mxfp8":
+            raise ValueError(
+                f"moe_fused_grouped_mlp with fp8_recipe {self.fp8_recipe!r}: TE fuses the grouped "
+                "MLP under the MXFP8 recipe only; give precision: fp8, fp8_recipe: mxfp8, or drop "
+                "moe_fused_grouped_mlp"
             )
         if self.fp8_recipe is not None and self.precision != "fp8":
             raise ValueError(
@@ -864,7 +879,13 @@ def resolve_layout(
         check_supported(ex.fp8_recipe, gpu)
         nvfp4.check_supported(ex.fp4_recipe, gpu)
         if ex.fp8_attention is not None:
-            fp8_attention.check_supported(gpu)
+            fp8_attention.check_supported(gpu, ex.fp8_attention)
+        if ex.moe_fused_grouped_mlp and not native_mx(gpu):
+            raise ConfigError(
+                f"moe_fused_grouped_mlp on {gpu.name}: TE's CuTe-DSL fused grouped MLP needs "
+                "Blackwell tensor cores (compute capability 10.x)",
+                fix="drop moe_fused_grouped_mlp on this GPU, or use a Blackwell GPU",
+            )
         if ex.te_mxfp8_stage is not None and not native_mx(gpu):
             raise ConfigError(
                 f"te_mxfp8_stage {ex.te_mxfp8_stage!r} on {gpu.name}: TE's MXFP8 expert path "

@@ -27,6 +27,7 @@ from starfabric.astral.seer import (
     flash_generation,
     fp8_attention,
     fp8_recipe,
+    fused_grouped_mlp,
     goodput,
     host_ops,
     mcore_release,
@@ -754,9 +755,10 @@ def _fp8_attention(
 ) -> None:  # fmt: skip
     """FP8 attention as a row states it (fp8_attention.stated_fp8_attention: its precision
     cell, or the setting by name in its framework/notes cells): TE's cuDNN FP8 fused attention
-    under the recipe `fp8_attention.row_dpa_recipe` resolves. Stated on a row that cannot run it
-    (no FP8 training, or not TE's cuDNN attention) or as MXFP8 attention (no measured rate), it
-    is not applied and the row's choices say so."""
+    under the recipe `fp8_attention.row_dpa_recipe` resolves (MXFP8 GEMMs: MXFP8 attention,
+    seer/mxfp8_attention.py). Stated on a row that cannot run it (no FP8 training, not TE's
+    cuDNN attention, MXFP8 attention off Blackwell), it is not applied and the row's choices
+    say so."""
     cells = (row.get("precision"), row.get("framework"), row.get("notes"))
     if not fp8_attention.stated_fp8_attention(*cells):
         return
@@ -770,13 +772,42 @@ def _fp8_attention(
         read["fp8_attention"] = "not applied (stated, but the row's attention is not TE's cuDNN)"
         return
     recipe = fp8_attention.row_dpa_recipe(gemm_recipe, fp4, *cells)
-    if recipe == "mxfp8":
+    if recipe == "mxfp8" and not fp8_recipe.native_mx(get_gpu(_gpu(row)[0])):
         read["fp8_attention"] = (
-            "not applied (MXFP8 attention: no measured rate, attention timed as BF16)"
+            "not applied (stated as MXFP8 attention, which Transformer Engine runs on Blackwell "
+            "only)"
         )
         return
     ex["fp8_attention"] = recipe
     read["fp8_attention"] = f"{recipe} (stated: cuDNN FP8 fused attention, seer/fp8_attention.py)"
+
+
+def _fused_grouped_mlp(
+    row: dict[str, str], ex: dict[str, Any], read: dict[str, Any], gemm_recipe: str | None,
+    model: ModelSpec,
+) -> None:  # fmt: skip
+    """TE's CuTe-DSL fused grouped MLP as a row states it (fused_grouped_mlp.stated), applied
+    where TE runs it: MXFP8 GEMMs, Blackwell (MX) tensor cores, SwiGLU routed experts."""
+    cells = (row.get("framework"), row.get("notes"), row.get("precision"))
+    if not fused_grouped_mlp.stated(*cells):
+        return
+    if not (
+        ex["precision"] == "fp8"
+        and gemm_recipe == "mxfp8"
+        and fp8_recipe.native_mx(get_gpu(_gpu(row)[0]))
+        and model.moe_experts
+        and model.activation == "swiglu"
+    ):
+        read["moe_fused_grouped_mlp"] = (
+            "not applied (stated, but TE fuses the grouped MLP only for SwiGLU experts under "
+            "MXFP8 on Blackwell)"
+        )
+        return
+    ex["moe_fused_grouped_mlp"] = True
+    read["moe_fused_grouped_mlp"] = (
+        "stated (TE CuTe-DSL fused grouped MLP: SwiGLU and two MXFP8 casts in the GEMM "
+        "epilogues, seer/fused_grouped_mlp.py)"
+    )
 
 
 def _te_release(row: dict[str, str], ex: dict[str, Any], read: dict[str, Any]) -> None:
@@ -1553,6 +1584,7 @@ def row_setup(row: dict[str, str], shipped: bool = True) -> RowSetup:
         ex["fp8_recipe"] = scaling  # GEMM rate and cast per recipe (fp8_recipe.py)
         read["fp8_recipe"] = f"{scaling} (stated)"
     _fp8_attention(row, ex, read, scaling, fp4 is not None)
+    _fused_grouped_mlp(row, ex, read, scaling, model)
     if scaling != "mxfp8":
         # TE's MXFP8 expert path only under the MXFP8 recipe: a cell whose MXFP8 mention is
         # negated ("FP8 tensorwise, not MXFP8") keeps the BF16 launch count.

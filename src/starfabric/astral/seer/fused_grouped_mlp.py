@@ -1,0 +1,73 @@
+"""Transformer Engine's CuTe-DSL fused grouped MLP (MXFP8 routed experts): what a row states
+and which of Seer's memory passes the fusion removes.
+
+**What runs.** With TE's operation fuser (Megatron `use_transformer_engine_op_fuser`; MLPerf
+`USE_TE_OPS=True`) the routed experts are `GroupedLinear -> ScaledSwiGLU -> GroupedLinear`.
+TE v2.15 (`ops/_common.fuse_grouped_mlp_ops`) replaces that triple by
+`ForwardGroupedMLP_CuTeGEMMSwiGLU_MXFP8` / `BackwardGroupedMLP_CuTeGEMMDSwiGLU_MXFP8`
+(`ops/fused/forward_grouped_mlp.py`, `backward_grouped_mlp.py`; TE PRs #2769 and #2855) when
+`NVTE_CUTEDSL_FUSED_GROUPED_MLP=1`, the recipe is MXFP8 and the GPU has compute capability
+10.x (`is_supported`). The forward's fc1 kernel (cuDNN front-end `grouped_gemm_glu`) writes
+fc1's BF16 output for the backward (`c_tensor`, as the unfused GEMM did) and, from its epilogue,
+the SwiGLU output scaled by the routing probabilities as fc2's MXFP8 input, rowwise and
+columnwise (`d_tensor`, `d_col_tensor`). The backward's fc2-dgrad kernel (`grouped_gemm_dglu`)
+reads that saved BF16 tensor in its epilogue, applies dSwiGLU and the probabilities' gradient,
+and writes fc1's grad output as MXFP8, rowwise and columnwise (`d_row_tensor`,
+`d_col_tensor`).
+
+**What Seer drops** (`FUSED_CASTLESS_GEMMS`, and `ops` leaves out `moe.expert_act`). The
+separate SwiGLU pass, forward and backward; the quantization of fc2's input, which Seer charges
+on `moe.expert_fc2` and again on `moe.expert_fc2.wgrad` (the wgrad's input operand); the
+quantization of fc1's grad output, charged on `moe.expert_fc1.dgrad`. fc1's input and fc2's grad
+output are still quantized by separate `group_quantize` calls, so their casts stay. The
+epilogue's FP8 writes are taken as hidden under the compute-bound GEMM (assumption); the GEMMs'
+own rate is Seer's MXFP8 grouped rate (no published kernel rate of the fused kernels was found:
+cudnn-frontend publishes SDPA and norm sweeps only).
+
+**What a row states** (`stated`). The setting by name, not negated, in the framework or notes
+cell: `NVTE_CUTEDSL_FUSED_GROUPED_MLP=1` (or `=True`) together with TE's op fuser
+(`USE_TE_OPS=True`, `use_transformer_engine_op_fuser`): without the fuser the triple is never
+built. `validate` applies it only with MXFP8 GEMMs, Blackwell (MX) tensor cores and SwiGLU
+experts, TE's other conditions.
+"""
+
+from __future__ import annotations
+
+import re
+
+from starfabric.astral.seer.statements import negated_at
+
+FUSED_CASTLESS_GEMMS: tuple[str, ...] = (
+    "moe.expert_fc2",
+    "moe.expert_fc2.wgrad",
+    "moe.expert_fc1.dgrad",
+)
+"""Routed-expert GEMMs whose activation-operand cast the fused kernels' epilogues produce (module
+docstring, What Seer drops); `cost.op_costs` charges them no cast."""
+
+_ENV = re.compile(r"NVTE_CUTEDSL_FUSED_GROUPED_MLP\s*[=:]\s*['\"]?(1|true)\b", re.I)
+"""TE's switch, set: `NVTE_CUTEDSL_FUSED_GROUPED_MLP=1` (`is_supported` reads int(...) > 0)."""
+_FUSER = re.compile(
+    r"USE_TE_OPS\s*[=:]\s*['\"]?(?:1|true)\b|use[_-]transformer[_-]engine[_-]op[_-]fuser"
+    r"(?:\s*[=:]\s*['\"]?(?:1|true)\b)?",
+    re.I,
+)
+"""TE's op fuser, on: MLPerf `USE_TE_OPS=True`, Megatron `use_transformer_engine_op_fuser`."""
+
+
+def _said(pattern: re.Pattern[str], cells: tuple[str | None, ...]) -> bool:
+    """True when some cell names the setting and the mention is not negated."""
+    for cell in cells:
+        text = cell or ""
+        for m in pattern.finditer(text):
+            if not negated_at(text, m.start(), m.end()):
+                return True
+    return False
+
+
+def stated(*cells: str | None) -> bool:
+    """True when the cells state TE's CuTe-DSL fused grouped MLP: the switch and the op fuser."""
+    return _said(_ENV, cells) and _said(_FUSER, cells)
+
+
+__all__ = ["FUSED_CASTLESS_GEMMS", "stated"]
