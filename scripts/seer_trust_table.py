@@ -116,7 +116,9 @@ def sets_path() -> Path:
     return OUT / "trust_sets.csv"
 
 
-def first_difference(path: Path, fresh: list[dict[str, str]], columns: tuple[str, ...]) -> str | None:
+def first_difference(
+    path: Path, fresh: list[dict[str, str]], columns: tuple[str, ...]
+) -> str | None:
     """The first cell of the committed table that differs from the fresh one, or None."""
     if not path.is_file():
         return f"{path} does not exist"
@@ -236,7 +238,9 @@ def main(argv: list[str] | None = None) -> int:
               f"{sets_path().name} ({len(set_rows)} sets, {compared} runs compared)")  # fmt: skip
     if args.json is not None:
         tmp = args.json.with_suffix(args.json.suffix + ".tmp")
-        tmp.write_text(json.dumps({"sets": set_rows, "ranges": range_rows, "held_out": cover}, indent=2) + "\n")
+        tmp.write_text(
+            json.dumps({"sets": set_rows, "ranges": range_rows, "held_out": cover}, indent=2) + "\n"
+        )
         tmp.replace(args.json)
     return 0
 

@@ -109,7 +109,11 @@ def per_class(results: Iterable[_Result]) -> dict[str, dict[str, dict[str, float
         out[dim] = {}
         for c, signed in by.items():
             e = [abs(x) for x in signed]
-            out[dim][c] = {"rows": len(e), "mean_abs_error": sum(e) / len(e), "max_abs_error": max(e)}
+            out[dim][c] = {
+                "rows": len(e),
+                "mean_abs_error": sum(e) / len(e),
+                "max_abs_error": max(e),
+            }
     return out
 
 

@@ -206,8 +206,9 @@ def read_table(path: Path | None = None) -> list[ClassRange]:
         if row["group"] not in GROUPS or row["dimension"] not in DIMENSIONS or rows < 1:
             raise DataError(f"{where}: dimension {row['dimension']!r}, group {row['group']!r}, "
                             f"rows {rows} is not a class range", fix=fix)  # fmt: skip
-        out.append(ClassRange(row["dimension"], row["class"], row["group"], rows, *errs,
-                              mean_abs=mean_abs, sets=_parse_sets(row["sets"], where)))  # fmt: skip
+        median, p10, p90, lo, hi = errs
+        out.append(ClassRange(row["dimension"], row["class"], row["group"], rows, median, p10,
+                              p90, lo, hi, mean_abs, _parse_sets(row["sets"], where)))  # fmt: skip
     return out
 
 
@@ -247,10 +248,16 @@ class Trust:
             "min_headline_rows": MIN_HEADLINE_ROWS,
             "classes": self.classes,
             "ranges": [
-                {**_name(r), "rows": r.rows, "median_error": r.median, "p10_error": r.p10,
-                 "p90_error": r.p90, "sets": dict(r.sets)}
+                {
+                    **_name(r),
+                    "rows": r.rows,
+                    "median_error": r.median,
+                    "p10_error": r.p10,
+                    "p90_error": r.p90,
+                    "sets": dict(r.sets),
+                }
                 for r in self.ranges
-            ],  # fmt: skip
+            ],
         }
 
 
@@ -319,17 +326,19 @@ def lines(t: Trust, predicted_s: float) -> list[str]:
         a = mine[POOLED]
         split = ", ".join(f"{g} {mine[g].rows} median {pct(mine[g].median)}"
                           for g in SET_GROUPS if g in mine)  # fmt: skip
-        out.append(f"{head}n={a.rows} median {pct(a.median)} [{pct(a.p10)}, {pct(a.p90)}] ({split})")
+        out.append(
+            f"{head}n={a.rows} median {pct(a.median)} [{pct(a.p10)}, {pct(a.p90)}] ({split})"
+        )
     return out
 
 
 __all__ = [
     "GROUPS",
-    "POOLED",
-    "SET_GROUPS",
     "HIGH_QUANTILE",
     "LOW_QUANTILE",
     "MIN_HEADLINE_ROWS",
+    "POOLED",
+    "SET_GROUPS",
     "ClassRange",
     "MeasuredSet",
     "Trust",
@@ -338,8 +347,8 @@ __all__ = [
     "class_ranges",
     "lines",
     "measured_range",
-    "quantile",
     "pct",
+    "quantile",
     "read_table",
     "seconds",
     "trust_for",
