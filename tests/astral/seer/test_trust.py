@@ -125,6 +125,9 @@ def test_a_class_under_the_minimum_rows_does_not_set_the_headline() -> None:
     few = trust_for_classes({"scale": "<=64 GPUs"}, table)
     assert few.low is None and few.summary(1.0)["headline"] is None
     assert "no range" in lines(few, 1.0)[1]
+    assert lines(few, 1.0)[2] == "  scale = <=64 GPUs: n=9 median 0% [−90%, +90%]"
+    unseen = trust_for_classes({"gpu_generation": "Volta"}, table)
+    assert lines(unseen, 1.0)[2] == "  gpu generation = Volta: no measured runs"
 
 
 @given(st.floats(1e-3, 1e4), st.floats(1e-3, 1e4))

@@ -40,13 +40,15 @@ POOLED = "all"
 GROUPS = (POOLED, *SET_GROUPS)
 """Groups of the table, in print order: pooled first, then each kind of set apart so a reader sees
 where they differ (an in-sample range alone would understate the miss on a new job)."""
-LOW_QUANTILE, HIGH_QUANTILE = 0.10, 0.90
-"""The range reported: 10th to 90th percentile of the signed error (the middle 80% of runs), so
-one odd run of a class does not set its range; min and max are kept alongside."""
+LOW_QUANTILE = 0.10
+"""Assumption: a range's low end is the 10th percentile of the signed error; with HIGH_QUANTILE
+the middle 80% of runs, so one odd run of a class does not set it (min and max kept alongside)."""
+HIGH_QUANTILE = 0.90
+"""Assumption: a range's high end is the 90th percentile of the signed error (see LOW_QUANTILE)."""
 MIN_HEADLINE_ROWS = 10
-"""Fewest runs a class/group needs before its range can set the headline: with fewer than 10
-runs the 10th and 90th percentiles are interpolated between the smallest (largest) two runs,
-i.e. they are the extremes, not percentiles. Smaller classes are still printed, with their n."""
+"""Assumption: fewest runs a class needs before its range can set the headline; with fewer
+than 10 runs the 10th and 90th percentiles are interpolated between the two smallest (largest)
+runs, i.e. they are the extremes, not percentiles. Smaller classes are still printed with n."""
 COLUMNS = (
     "dimension", "class", "group", "rows", "median_error", "p10_error", "p90_error",
     "min_error", "max_error", "mean_abs_error", "sets",
@@ -326,9 +328,8 @@ def lines(t: Trust, predicted_s: float) -> list[str]:
         a = mine[POOLED]
         split = ", ".join(f"{g} {mine[g].rows} median {pct(mine[g].median)}"
                           for g in SET_GROUPS if g in mine)  # fmt: skip
-        out.append(
-            f"{head}n={a.rows} median {pct(a.median)} [{pct(a.p10)}, {pct(a.p90)}] ({split})"
-        )
+        line = f"{head}n={a.rows} median {pct(a.median)} [{pct(a.p10)}, {pct(a.p90)}]"
+        out.append(f"{line} ({split})" if split else line)
     return out
 
 
