@@ -46,9 +46,10 @@ the middle 80% of runs, so one odd run of a class does not set it (min and max k
 HIGH_QUANTILE = 0.90
 """Assumption: a range's high end is the 90th percentile of the signed error (see LOW_QUANTILE)."""
 MIN_HEADLINE_ROWS = 10
-"""Assumption: fewest runs a class needs before its range can set the headline; with fewer
-than 10 runs the 10th and 90th percentiles are interpolated between the two smallest (largest)
-runs, i.e. they are the extremes, not percentiles. Smaller classes are still printed with n."""
+"""Assumption: fewest runs a class needs before its range can set the headline. From 10 runs on,
+the interpolated 10th percentile lies at least 0.9 of the way from the most extreme run to the
+next, so no single run sets it; at 5 runs the extreme run still weighs 60%. Smaller classes are
+still printed, with their n."""
 COLUMNS = (
     "dimension", "class", "group", "rows", "median_error", "p10_error", "p90_error",
     "min_error", "max_error", "mean_abs_error", "sets",
@@ -150,7 +151,7 @@ def class_ranges(sets: Iterable[MeasuredSet]) -> list[ClassRange]:
 
 
 def write_rows(path: Path, columns: Sequence[str], rows: Iterable[Mapping[str, str]]) -> None:
-    """Write CSV rows atomically (a temporary file renamed over the old one), '\n' line ends."""
+    """Write CSV rows atomically (a temporary file renamed over the old one), Unix line ends."""
     tmp = path.with_suffix(path.suffix + ".tmp")
     with tmp.open("w", newline="", encoding="utf-8") as fh:
         w = csv.DictWriter(fh, fieldnames=list(columns), lineterminator="\n")
@@ -210,7 +211,7 @@ def read_table(path: Path | None = None) -> list[ClassRange]:
                             f"rows {rows} is not a class range", fix=fix)  # fmt: skip
         median, p10, p90, lo, hi = errs
         out.append(ClassRange(row["dimension"], row["class"], row["group"], rows, median, p10,
-                              p90, lo, hi, mean_abs, _parse_sets(row["sets"], where)))  # fmt: skip
+                              p90, lo, hi, mean_abs, _parse_sets(row["sets"] or "", where)))  # fmt: skip
     return out
 
 
@@ -230,9 +231,11 @@ class Trust:
     ranges: list[ClassRange]
     """The table's rows for the prediction's classes, in table order."""
     low: ClassRange | None
-    """The range with the lowest 10th percentile among those with MIN_HEADLINE_ROWS runs."""
+    """The pooled range with the lowest 10th percentile among those with MIN_HEADLINE_ROWS runs
+    or more (None when no class of the job has that many)."""
     high: ClassRange | None
-    """The range with the highest 90th percentile among those with MIN_HEADLINE_ROWS runs."""
+    """The pooled range with the highest 90th percentile among those with MIN_HEADLINE_ROWS runs
+    or more."""
 
     def summary(self, predicted_s: float) -> dict[str, object]:
         """JSON-ready: the headline (errors, implied measured seconds, the ranges that set each
@@ -313,7 +316,8 @@ def lines(t: Trust, predicted_s: float) -> list[str]:
     else:
         short, long = measured_range(predicted_s, t.low.p10, t.high.p90)
         out.append(
-            f"  {pct(t.low.p10)} … {pct(t.high.p90)} (10th–90th pct) → measured ≈ "
+            f"  {pct(t.low.p10)} … {pct(t.high.p90)} ({100 * LOW_QUANTILE:.0f}th–"
+            f"{100 * HIGH_QUANTILE:.0f}th pct) → measured ≈ "
             f"{seconds(short)}–{seconds(long)} s (low end: {_label(t.low)}; "
             f"high end: {_label(t.high)})"
         )
