@@ -74,7 +74,8 @@ def seer_predict(
         callback=at_least("--train-tokens", 1),
     ),
 ) -> None:
-    """Predict one iteration: time, breakdown, TFLOP/s, MFU, memory and OOM verdict."""
+    """Predict one iteration: time, breakdown, TFLOP/s, MFU, memory and OOM verdict, and how far
+    off Seer has been on measured runs of the same classes (seer.trust)."""
     import json
 
     from rich.table import Table
