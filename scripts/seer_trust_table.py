@@ -10,6 +10,7 @@ Both are written atomically; rerun after any change that moves predictions:
     python scripts/seer_trust_table.py            # rewrite both tables
     python scripts/seer_trust_table.py --check    # exit 1 naming the first stale cell
     python scripts/seer_trust_table.py --json out.json
+    python scripts/seer_trust_table.py --markdown # also print the tables of docs/astral.md
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from rich.progress import Progress
 from starfabric.astral.seer.classes import DIMENSIONS, classes_of
 from starfabric.astral.seer.trust import (
     COLUMNS,
+    GROUPS,
     HIGH_QUANTILE,
     LOW_QUANTILE,
     MIN_HEADLINE_ROWS,
@@ -39,6 +41,7 @@ from starfabric.astral.seer.trust import (
     ClassRange,
     MeasuredSet,
     class_ranges,
+    pct,
     quantile,
     trust_for_classes,
     write_rows,
@@ -204,11 +207,33 @@ def held_out(records: list[SetRecord]) -> dict[str, dict[str, Any]]:
     return out
 
 
+def markdown(ranges: list[ClassRange], cover: dict[str, dict[str, Any]]) -> str:
+    """The two tables of docs/astral.md's trust subsection, so the docs are regenerated, not
+    retyped: held-out coverage per headline rule, and n, median [10th, 90th] per class."""
+    out = ["| headline rule | held-out outside runs inside | median width |", "|---|---|---|"]
+    for name, c in cover.items():
+        out.append(f"| {name} | {c['held']} of {c['runs']} ({c['coverage']:.0%}) | "
+                   f"{100 * c['median_width']:.0f} points |")  # fmt: skip
+    out += ["", "| dimension | class | all runs | development | outside |", "|---|---|---|---|---|"]
+    by: dict[tuple[str, str], dict[str, ClassRange]] = {}
+    for r in ranges:
+        by.setdefault((r.dimension, r.cls), {})[r.group] = r
+    for (dim, cls), groups in by.items():
+        cells = [
+            f"{g.rows}, {pct(g.median)} [{pct(g.p10)}, {pct(g.p90)}]" if g else "—"
+            for g in (groups.get(name) for name in GROUPS)
+        ]
+        out.append(f"| {dim.replace('_', ' ')} | {cls} | " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--check", action="store_true",
                     help="regenerate and exit 1 if the committed tables differ (write nothing)")  # fmt: skip
     ap.add_argument("--json", type=Path, help="also write both tables as JSON here")
+    ap.add_argument("--markdown", action="store_true",
+                    help="also print docs/astral.md's two tables (held-out check, ranges per class)")  # fmt: skip
     args = ap.parse_args(argv)
     if args.json is not None and not args.json.parent.is_dir():
         print(f"error: --json {args.json}: folder does not exist; give a path in an existing folder",
@@ -236,6 +261,8 @@ def main(argv: list[str] | None = None) -> int:
         compared = sum(len(r.measured.results) for r in records)
         print(f"wrote {table_path().name} ({len(range_rows)} class ranges) and "
               f"{sets_path().name} ({len(set_rows)} sets, {compared} runs compared)")  # fmt: skip
+    if args.markdown:
+        print(markdown(ranges, cover))
     if args.json is not None:
         tmp = args.json.with_suffix(args.json.suffix + ".tmp")
         tmp.write_text(

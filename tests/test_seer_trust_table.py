@@ -84,3 +84,11 @@ def test_most_specific_takes_the_smallest_cell_sharing_the_most_classes(script) 
     assert (
         script.most_specific({**base, "arch": "MoE", "gpu_generation": "Volta"}, None, rows)[0] < 0
     )
+
+
+def test_markdown_prints_the_docs_tables(script, dense) -> None:
+    ranges = class_ranges([MeasuredSet("a.csv", "development", [Result(dense, -0.25)])])
+    cover = {"rule": {"held": 3, "runs": 4, "coverage": 0.75, "median_width": 0.301}}
+    text = script.markdown(ranges, cover).splitlines()
+    assert text[2] == "| rule | 3 of 4 (75%) | 30 points |"
+    assert "| arch | dense | 1, −25% [−25%, −25%] | 1, −25% [−25%, −25%] | — |" in text
