@@ -74,7 +74,8 @@ def seer_predict(
         callback=at_least("--train-tokens", 1),
     ),
 ) -> None:
-    """Predict one iteration: time, breakdown, TFLOP/s, MFU, memory and OOM verdict."""
+    """Predict one iteration: time, breakdown, TFLOP/s, MFU, memory and OOM verdict, and how far
+    off Seer has been on measured runs of the same classes (seer.trust)."""
     import json
 
     from rich.table import Table
@@ -108,6 +109,7 @@ def seer_predict(
             pred.iteration_s, out["tokens_per_s"], the_job.system.gpus, str(out["gpu"]),
             the_job.system.gpus_per_node, train_tokens,
         )  # fmt: skip
+    trust_lines = _trust(pred, out)
     if as_json:
         typer.echo(json.dumps(out, indent=2))
         return
@@ -123,6 +125,8 @@ def seer_predict(
         tab.add_row(key, f"{val:.4f}", f"{val / out['iteration_s']:.1%}")
     tab.add_row("[bold]iteration[/]", f"{out['iteration_s']:.4f}", "100%")
     con.print(tab)
+    for line in trust_lines:
+        con.print(escape(line), soft_wrap=True)
     tf = out["tflops_per_gpu"]
     con.print(
         f"tokens/s {out['tokens_per_s']:,.0f}  MFU {out['mfu']:.1%}  HFU {out['hfu']:.1%}  "
@@ -156,6 +160,21 @@ def seer_predict(
         con.print(f"[yellow]{out['gpu']} kernel efficiency: {escape(out['efficiency_basis'])}[/]")
     if trace:
         con.print(f"trace: {trace}")
+
+
+def _trust(pred: Any, out: dict[str, Any]) -> list[str]:
+    """Seer's error on measured runs of the prediction's classes (seer.trust): put in `out`
+    under "trust", returned as the lines to print; an unreadable bundled table is one line."""
+    from starfabric.astral.seer.trust import lines, trust_for
+    from starfabric.errors import DataError
+
+    try:
+        t = trust_for(pred)
+    except DataError as exc:
+        out["trust"] = {"unavailable": exc.one_line()}
+        return [f"Runs like this one: error ranges unavailable ({exc.one_line()})"]
+    out["trust"] = t.summary(pred.iteration_s)
+    return lines(t, pred.iteration_s)
 
 
 @seer_app.command("validate")

@@ -83,25 +83,37 @@ def classes_of(pred: Prediction) -> dict[str, str]:
     }
 
 
-def _order(label: str) -> tuple[int, str]:
+def class_order(label: str) -> tuple[int, str]:
     """Scale buckets by size, every other class by name."""
     sizes = [lab for _, lab in SCALE_BUCKETS] + [LARGEST_BUCKET]
     return (sizes.index(label) if label in sizes else -1, label)
 
 
-def per_class(results: Iterable[_Result]) -> dict[str, dict[str, dict[str, float]]]:
-    """{dimension: {class: {rows, mean_abs_error, max_abs_error}}} over the results."""
+def errors_by_class(results: Iterable[_Result]) -> dict[str, dict[str, list[float]]]:
+    """{dimension: {class: signed errors of its rows}}, classes in print order."""
     groups: dict[str, dict[str, list[float]]] = {d: {} for d in DIMENSIONS}
     for r in results:
         cls = classes_of(r.prediction)
         for dim in DIMENSIONS:
-            groups[dim].setdefault(cls[dim], []).append(abs(r.error))
+            groups[dim].setdefault(cls[dim], []).append(r.error)
+    return {
+        dim: dict(sorted(by.items(), key=lambda kv: class_order(kv[0])))
+        for dim, by in groups.items()
+    }
+
+
+def per_class(results: Iterable[_Result]) -> dict[str, dict[str, dict[str, float]]]:
+    """{dimension: {class: {rows, mean_abs_error, max_abs_error}}} over the results."""
     out: dict[str, dict[str, dict[str, float]]] = {}
-    for dim, by in groups.items():
-        out[dim] = {
-            c: {"rows": len(e), "mean_abs_error": sum(e) / len(e), "max_abs_error": max(e)}
-            for c, e in sorted(by.items(), key=lambda kv: _order(kv[0]))
-        }
+    for dim, by in errors_by_class(results).items():
+        out[dim] = {}
+        for c, signed in by.items():
+            e = [abs(x) for x in signed]
+            out[dim][c] = {
+                "rows": len(e),
+                "mean_abs_error": sum(e) / len(e),
+                "max_abs_error": max(e),
+            }
     return out
 
 
@@ -114,8 +126,10 @@ __all__ = [
     "DIMENSIONS",
     "GENERATIONS",
     "SCALE_BUCKETS",
+    "class_order",
     "class_rows",
     "classes_of",
+    "errors_by_class",
     "generation",
     "per_class",
     "scale_bucket",

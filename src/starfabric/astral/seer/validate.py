@@ -2057,21 +2057,24 @@ def validate(path: str | Path | None = None) -> list[RowResult]:
 
 
 def validate_all(
-    path: str | Path | None = None,
+    path: str | Path | None = None, progress: Callable[[], None] | None = None
 ) -> tuple[list[RowResult], list[tuple[str, str]]]:
     """Like `validate`, but a row Seer cannot predict (unknown GPU, unsupported layout) is
-    returned as (row_id, one-line reason) instead of stopping the run."""
+    returned as (row_id, one-line reason) instead of stopping the run; `progress` is called
+    once per row read."""
     done: list[RowResult] = []
     failed: list[tuple[str, str]] = []
     for row in read_rows(path or bundled_csv()):
         why = excluded_reason(row)
         if why is not None:
             failed.append((row.get("row_id", "?"), EXCLUDED_PREFIX + why))
-            continue
-        try:
-            done.append(validate_row(row))
-        except StarfabricError as exc:
-            failed.append((row.get("row_id", "?"), exc.one_line()))
+        else:
+            try:
+                done.append(validate_row(row))
+            except StarfabricError as exc:
+                failed.append((row.get("row_id", "?"), exc.one_line()))
+        if progress is not None:
+            progress()
     return done, failed
 
 
