@@ -34,6 +34,10 @@ OUTSIDE_FILES: dict[str, str] = {
     ),
     "long_context_cp_baselines.csv": "long-context ring CP, USP's Megatron-LM tables (A800)",
     "moe_cross_host_baselines.csv": "MoE, MegaScale-MoE's Megatron-LM baseline (H800)",
+    "moe_ep_cross_host_runs.csv": (
+        "MoE, EP over hosts: xtuner's Megatron-Core Qwen3-235B table (256 H800, EP 32 and EP-8"
+        " controls), Megatron-LM #756 Mixtral (16 H100, EP 8 over 2 hosts)"
+    ),
     "mlperf_gpt3_runs.csv": (
         "dense GPT-3 175B, MLPerf Training v3.0/v4.0/v4.1 logs (256-11,616 H100, 64 B200)"
     ),
