@@ -105,6 +105,16 @@ def test_cross_host_rows_are_those_whose_ep_group_leaves_the_host(rows) -> None:
         assert ("control:" in r["notes"]) == (not cross), r["row_id"]
 
 
+def test_a_written_etp_of_1_is_the_only_one_the_layout_admits(rows) -> None:
+    # Megatron-Core lays EP x ETP over the TP x CP x DP ranks of a stage: where EP x 2 does not
+    # divide them, ETP 1 follows from the printed layout and is written, not hinted
+    for r in (r for r in rows if r["source_id"] == "XTUNER_MCORE_MOE"):
+        ranks, ep = int(r["tp"]) * int(r["cp"]) * int(r["dp"]), int(r["ep"])
+        assert ranks % ep == 0, r["row_id"]
+        assert (r["etp"] == "1") == (ranks % (2 * ep) != 0), r["row_id"]
+        assert (r["etp"] == "1") == r["derivation_note"].startswith("etp = 1 follows"), r["row_id"]
+
+
 def test_megatron_756_sequence_follows_from_the_printed_tflops(rows) -> None:
     # Megatron-LM num_floating_point_operations at ba773259 (GQA, top-k experts, SwiGLU 3/2)
     r = next(r for r in rows if r["source_id"] == "MEGATRON_LM_756")
