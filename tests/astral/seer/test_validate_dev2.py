@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from starfabric.astral.seer.classes import classes_of, generation, per_class, scale_bucket
+from starfabric.astral.seer.comm import place_group
 from starfabric.astral.seer.degrees import degree_combos
 from starfabric.astral.seer.validate import read_rows, summary, validate_all, validate_row
 
@@ -230,6 +231,27 @@ def test_the_dispatcher_the_framework_field_names_wins_over_arms_the_notes_menti
     assert _dispatchers({"framework": "Megatron-Core", "notes": "flex dispatcher"}, {}) == [
         "deepep"
     ]
+
+
+def test_ep_class_is_the_placement_the_cost_model_priced(dev2) -> None:
+    # The class names what Seer modelled: "EP within a host" exactly when comm.layout_groups
+    # puts the expert-parallel group (members ETP ranks apart) on one host. With ETP 1 and
+    # TP 2, EP 8 is 8 consecutive ranks, one 8-GPU host (MoE Parallel Folding's MPF-T4-04),
+    # although EP x ETP x TP would reach 16 GPUs.
+    results, _ = dev2
+    within = 0
+    for r in results:
+        lay = r.prediction.layout
+        if not r.prediction.job.model.is_moe or lay.ep == 1:
+            continue
+        one_host = place_group(lay.ep, lay.etp, lay.gpus_per_node).nodes == 1
+        label = classes_of(r.prediction)["expert_parallel"]
+        assert (label == "EP within a host") == one_host, (r.row_id, label)
+        within += one_host
+    mpf = next(r for r in results if r.row_id == "MPF-T4-04")
+    assert (mpf.prediction.layout.tp, mpf.prediction.layout.ep) == (2, 8)
+    assert classes_of(mpf.prediction)["expert_parallel"] == "EP within a host"
+    assert within >= 20
 
 
 def test_dev2_covers_the_three_mechanisms(dev2) -> None:

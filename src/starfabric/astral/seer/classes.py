@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Protocol
 
-from starfabric.astral.seer.comm import nvlink_domain
+from starfabric.astral.seer.comm import nvlink_domain, place_group
 from starfabric.astral.seer.predict import Prediction
 
 GENERATIONS = (
@@ -65,10 +65,13 @@ def scale_bucket(gpus: int) -> str:
 def classes_of(pred: Prediction) -> dict[str, str]:
     """The mechanism class of one prediction along every dimension."""
     lay, model = pred.layout, pred.job.model
-    span = max(lay.ep * lay.etp * lay.tp, lay.ep)  # GPUs one expert-parallel group reaches over
+    # The expert-parallel group as the cost model places it (comm.layout_groups: EP members ETP
+    # ranks apart), so the class names the placement Seer priced.
+    group = place_group(lay.ep, lay.etp, lay.gpus_per_node)
+    span = lay.ep * lay.etp  # consecutive ranks the group reaches over
     if not model.is_moe or lay.ep == 1:
         ep = "no EP"
-    elif span <= lay.gpus_per_node:
+    elif group.nodes == 1:
         ep = "EP within a host"
     elif span <= nvlink_domain(lay.gpus_per_node, lay.gpu, lay.gpus):
         ep = EP_NVLINK_HOSTS
