@@ -38,6 +38,10 @@ def test_the_switch_with_the_op_fuser_states_it(cells: tuple[str, ...]) -> None:
         ("USE_TE_OPS=True; no NVTE_CUTEDSL_FUSED_GROUPED_MLP=1",),
         ("USE_TE_OPS=False, NVTE_CUTEDSL_FUSED_GROUPED_MLP=1",),
         (None, ""),
+        # the reference of a comparison is what the run did not use (statements.compared_at)
+        ("USE_TE_OPS=True; 3% slower than with NVTE_CUTEDSL_FUSED_GROUPED_MLP=1",),
+        ("USE_TE_OPS=True, compared with NVTE_CUTEDSL_FUSED_GROUPED_MLP=1",),
+        ("NVTE_CUTEDSL_FUSED_GROUPED_MLP=1", "unfused baseline, instead of USE_TE_OPS=True"),
     ],
 )
 def test_without_both_settings_nothing_is_stated(cells: tuple[str | None, ...]) -> None:
