@@ -159,3 +159,25 @@ def test_a_dsv3_row_with_fp8_dpa_is_faster_than_the_same_row_without(row_id: str
     assert fa.stated_fp8_attention(without["precision"], row["framework"]) is False
     fast, slow = validate_row(row), validate_row(without)
     assert fast.predicted_iter_s < slow.predicted_iter_s * 0.995
+
+
+@pytest.mark.parametrize(
+    ("framework", "applied"),
+    [
+        ("Megatron-Core 0.17 (MXFP8 recipe)", False),  # MXFP8BlockScaling built without fp8_dpa
+        ("Megatron-Core 0.18 (MXFP8 recipe)", True),  # 22e0bb5fd1 passes fp8_dpa
+        ("NeMo on Megatron-Core, release not stated", True),  # unknown: the current behaviour
+    ],
+)
+def test_a_megatron_core_before_0_18_runs_bf16_attention_under_mxfp8(
+    framework: str, applied: bool
+) -> None:
+    with open(DSV3_RUNS) as f:
+        row = dict(next(csv.DictReader(f)))
+    row["framework"] = framework + "; " + row["framework"]
+    setup = row_setup(row)
+    assert (setup.execution.get("fp8_attention") == "mxfp8") is applied
+    if not applied:
+        assert (
+            "0.18" in setup.read["fp8_attention"] and "not applied" in setup.read["fp8_attention"]
+        )
