@@ -300,3 +300,18 @@ def test_a_job_file_sets_the_same_mechanisms(tmp_path: Path) -> None:
     sy = {"gpu": "H100"}
     assert predict(load_job(job, sy)).iteration_s == predict(load_job(script, sy)).iteration_s
     assert load_job(job, sy).execution.moe_pad_to_capacity is False
+
+
+@pytest.mark.parametrize(
+    "flag", ["--fp8-dot-product-attention", "--use-transformer-engine-op-fuser"]
+)
+def test_fp8_attention_and_op_fuser_flags_are_not_megatron_lm_flags(flag: str) -> None:
+    """Megatron-LM's arguments.py has no --fp8-dot-product-attention at core_v0.17.1 or later
+    (TransformerConfig.fp8_dot_product_attention is in the generated arguments' exclude list,
+    "no CLI argument exists"; the flag is a fork's), and use_transformer_engine_op_fuser first
+    exists in core_v0.18.0 (6815c0fefe), past the flags this reader follows. A launch line
+    with either is refused by name, not read silently; a job states them as
+    execution.fp8_attention / moe_fused_grouped_mlp (test_mxfp8_attention)."""
+    cmd = CMD.replace("--bf16", "--bf16 --fp8-format hybrid --fp8-recipe mxfp8 " + flag)
+    with pytest.raises(ConfigError, match=f"unknown Megatron flags: {flag}"):
+        parse_megatron_command(cmd)

@@ -181,3 +181,31 @@ def test_a_megatron_core_before_0_18_runs_bf16_attention_under_mxfp8(
         assert (
             "0.18" in setup.read["fp8_attention"] and "not applied" in setup.read["fp8_attention"]
         )
+
+
+def test_a_job_file_with_the_rows_settings_predicts_the_rows_time(tmp_path: Path) -> None:
+    """One meaning per setting: `seer predict` on a JSON job that states fp8_attention mxfp8
+    and moe_fused_grouped_mlp as the MLPerf DeepSeek-V3 row's reading does gives the row's time,
+    and each setting moves it there as it does on the row."""
+    import json
+
+    from starfabric.astral.seer import load_job, predict
+
+    with open(DSV3_RUNS) as f:
+        row = next(csv.DictReader(f))
+    res = validate_row(row)
+    ex = res.prediction.job.execution
+    assert ex.fp8_attention == "mxfp8" and ex.moe_fused_grouped_mlp
+    spec = {
+        "model": res.prediction.job.model.model_dump(mode="json"),
+        "execution": ex.model_dump(mode="json", exclude_defaults=True),
+        "system": res.prediction.job.system.model_dump(mode="json", exclude_defaults=True),
+    }
+    times = {}
+    for name, change in (("row", {}), ("bf16 attention", {"fp8_attention": None}),
+                         ("unfused", {"moe_fused_grouped_mlp": False})):  # fmt: skip
+        path = tmp_path / f"{name.replace(' ', '_')}.json"
+        path.write_text(json.dumps({**spec, "execution": {**spec["execution"], **change}}))
+        times[name] = predict(load_job(str(path))).iteration_s
+    assert times["row"] == pytest.approx(res.predicted_iter_s, rel=1e-12)
+    assert times["bf16 attention"] != times["row"] and times["unfused"] > times["row"]
