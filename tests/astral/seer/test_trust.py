@@ -350,3 +350,30 @@ def test_predict_with_a_damaged_table_still_prints_the_prediction(
     assert out["iteration_s"] > 0 and set(out["trust"]) <= {"unavailable", "headline",
                                                            "min_headline_rows", "classes",
                                                            "ranges"}  # fmt: skip
+
+
+@pytest.mark.parametrize("how", ["profile", "job"])
+def test_a_job_with_its_own_efficiencies_gets_no_borrowed_range(tmp_path: Path, how: str) -> None:
+    """The table holds Seer's errors at its own efficiency parameters; a job whose efficiencies
+    were overridden (`--profile` from `seer calibrate`, or `system.efficiency`) is a different
+    predictor, so the ranges and the measured time they imply would mislead: one line says so
+    and --json carries the reason instead of a range."""
+    import yaml
+
+    spec = yaml.safe_load((EXAMPLES / "llama31_70b_dense.yaml").read_text())
+    args = ["astral", "seer", "predict"]
+    if how == "profile":
+        prof = tmp_path / "profile.yaml"
+        prof.write_text(yaml.safe_dump({"gpu": "H100", "efficiency": {"gemm_peak_fraction": 0.5}}))
+        args += ["--profile", str(prof)]
+    else:
+        spec["system"]["efficiency"] = {"gemm_peak_fraction": 0.5}
+    job = tmp_path / "job.yaml"
+    job.write_text(yaml.safe_dump(spec))
+    res = runner.invoke(app, [*args, str(job)])
+    assert res.exit_code == 0, res.output
+    said = [line for line in res.output.splitlines() if "Runs like this one" in line]
+    assert len(said) == 1 and "efficienc" in said[0] and "MFU" in res.output
+    assert "measured ≈" not in res.output
+    out = json.loads(runner.invoke(app, [*args, str(job), "--json"]).output)
+    assert set(out["trust"]) == {"unavailable"}
