@@ -25,6 +25,9 @@ RUNS = Path(__file__).parents[2] / "data" / "published_runs"
         ("--moe-grouped-gemm with the fused grouped MLP (USE_TE_OPS=True, "
          "NVTE_CUTEDSL_FUSED_GROUPED_MLP=1)",),
         ("use_transformer_engine_op_fuser=True", "NVTE_CUTEDSL_FUSED_GROUPED_MLP=true"),
+        # TE's is_supported: int(NVTE_CUTEDSL_FUSED_GROUPED_MLP) > 0, so any positive value
+        ("USE_TE_OPS=1 NVTE_CUTEDSL_FUSED_GROUPED_MLP=2",),
+        ("USE_TE_OPS=True and NVTE_CUTEDSL_FUSED_GROUPED_MLP=1.",),  # the sentence ends
     ],
 )  # fmt: skip
 def test_the_switch_with_the_op_fuser_states_it(cells: tuple[str, ...]) -> None:
@@ -36,6 +39,7 @@ def test_the_switch_with_the_op_fuser_states_it(cells: tuple[str, ...]) -> None:
     [
         ("NVTE_CUTEDSL_FUSED_GROUPED_MLP=1",),  # no op fuser: the triple is never built
         ("USE_TE_OPS=True, NVTE_CUTEDSL_FUSED_GROUPED_MLP=0",),
+        ("USE_TE_OPS=True, NVTE_CUTEDSL_FUSED_GROUPED_MLP=0.5",),  # int() refuses it
         ("USE_TE_OPS=True; no NVTE_CUTEDSL_FUSED_GROUPED_MLP=1",),
         ("USE_TE_OPS=False, NVTE_CUTEDSL_FUSED_GROUPED_MLP=1",),
         (None, ""),

@@ -46,8 +46,11 @@ FUSED_CASTLESS_GEMMS: tuple[str, ...] = (
 """Routed-expert GEMMs whose activation-operand cast the fused kernels' epilogues produce (module
 docstring, What Seer drops); `cost.op_costs` charges them no cast."""
 
-_ENV = re.compile(r"NVTE_CUTEDSL_FUSED_GROUPED_MLP\s*[=:]\s*['\"]?(1|true)\b", re.I)
-"""TE's switch, set: `NVTE_CUTEDSL_FUSED_GROUPED_MLP=1` (`is_supported` reads int(...) > 0)."""
+_ENV = re.compile(
+    r"NVTE_CUTEDSL_FUSED_GROUPED_MLP\s*[=:]\s*['\"]?(?:0*[1-9]\d*|true)(?!\w|\.\d)", re.I
+)
+"""TE's switch, set: `NVTE_CUTEDSL_FUSED_GROUPED_MLP=1` or any positive integer (`is_supported`
+reads int(...) > 0); "true", a transcriber's paraphrase, counts as set."""
 _FUSER = re.compile(
     r"USE_TE_OPS\s*[=:]\s*['\"]?(?:1|true)\b|use[_-]transformer[_-]engine[_-]op[_-]fuser"
     r"(?:\s*[=:]\s*['\"]?(?:1|true)\b)?",
