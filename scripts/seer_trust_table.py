@@ -22,6 +22,7 @@ import itertools
 import json
 import statistics
 import sys
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -227,6 +228,23 @@ def markdown(ranges: list[ClassRange], cover: dict[str, dict[str, Any]]) -> str:
     return "\n".join(out)
 
 
+def unwritable(path: Path, folder: bool = False) -> str | None:
+    """Why a file cannot be written at `path` (or, with `folder`, into the folder `path`),
+    with the fix, or None: the folder must exist, the path must not be a folder, and a
+    temporary file must be creatable beside it (the atomic write's rename stays in the folder)."""
+    where = path if folder else path.parent
+    if not where.is_dir():
+        return f"folder {where} does not exist; give a path in an existing folder"
+    if not folder and path.is_dir():
+        return "is a folder; give a file path (e.g. trust.json)"
+    try:
+        with tempfile.NamedTemporaryFile(dir=where):
+            pass
+    except OSError as exc:
+        return f"folder {where} cannot be written ({exc.strerror}); give a writable folder"
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--check", action="store_true",
@@ -235,10 +253,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--markdown", action="store_true",
                     help="also print docs/astral.md's two tables (held-out check, ranges per class)")  # fmt: skip
     args = ap.parse_args(argv)
-    if args.json is not None and not args.json.parent.is_dir():
-        print(f"error: --json {args.json}: folder does not exist; give a path in an existing folder",
-              file=sys.stderr)  # fmt: skip
-        return 2
+    # Every output is checked before the sets are validated (minutes), so a bad path costs none.
+    outputs = [] if args.check else [(OUT, "the tables' folder")]
+    if args.json is not None:
+        outputs.append((args.json, "--json"))
+    for path, what in outputs:
+        why = unwritable(path, folder=path == OUT)
+        if why is not None:
+            print(f"error: {what} {path}: {why}", file=sys.stderr)
+            return 2
     records = validate_sets()
     ranges = class_ranges(r.measured for r in records)
     range_rows = [r.cells() for r in ranges]
@@ -264,10 +287,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.markdown:
         print(markdown(ranges, cover))
     if args.json is not None:
+        text = json.dumps({"sets": set_rows, "ranges": range_rows, "held_out": cover}, indent=2)
         tmp = args.json.with_suffix(args.json.suffix + ".tmp")
-        tmp.write_text(
-            json.dumps({"sets": set_rows, "ranges": range_rows, "held_out": cover}, indent=2) + "\n"
-        )
+        tmp.write_text(text + "\n", encoding="utf-8")
         tmp.replace(args.json)
     return 0
 

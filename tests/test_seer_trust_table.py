@@ -92,3 +92,52 @@ def test_markdown_prints_the_docs_tables(script, dense) -> None:
     text = script.markdown(ranges, cover).splitlines()
     assert text[2] == "| rule | 3 of 4 (75%) | 30 points |"
     assert "| arch | dense | 1, −25% [−25%, −25%] | 1, −25% [−25%, −25%] | — |" in text
+
+
+def _no_work() -> Any:
+    raise AssertionError("validated the sets before checking where to write")
+
+
+@pytest.mark.parametrize(
+    ("where", "argv"),
+    [
+        ("json-folder", ["--json", "{tmp}"]),  # a folder, not a file
+        ("json-missing", ["--json", "{tmp}/no/such/out.json"]),
+        ("json-under-file", ["--json", "{tmp}/a_file/out.json"]),
+        ("tables", []),  # the tables' folder cannot be written
+    ],
+)
+def test_an_output_it_cannot_write_fails_before_any_work(
+    script, monkeypatch, capsys, tmp_path: Path, where: str, argv: list[str]
+) -> None:
+    (tmp_path / "a_file").write_text("x")
+    monkeypatch.setattr(script, "validate_sets", _no_work)
+    if where == "tables":
+        monkeypatch.setattr(script, "OUT", tmp_path / "a_file" / "published_runs")
+    code = script.main([a.replace("{tmp}", str(tmp_path)) for a in argv])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.startswith("error: ") and err.count("\n") == 1, err
+
+
+def test_check_writes_no_table_so_needs_no_writable_folder(script, monkeypatch) -> None:
+    monkeypatch.setattr(script, "OUT", Path("/nonexistent/published_runs"))
+    monkeypatch.setattr(script, "validate_sets", _no_work)
+    with pytest.raises(AssertionError, match="validated the sets"):
+        script.main(["--check"])
+
+
+def test_the_json_is_written_atomically(script, monkeypatch, tmp_path: Path) -> None:
+    out = tmp_path / "out.json"
+    out.write_text('{"old": true}\n')
+    monkeypatch.setattr(script, "validate_sets", lambda: [])
+    monkeypatch.setattr(script, "OUT", tmp_path)
+
+    def boom(*_: Any, **__: Any) -> str:
+        raise RuntimeError("interrupted while encoding")
+
+    monkeypatch.setattr(script.json, "dumps", boom)
+    with pytest.raises(RuntimeError):
+        script.main(["--json", str(out)])
+    assert out.read_text() == '{"old": true}\n'  # the old file is whole
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith("out.json")] == ["out.json"]

@@ -164,10 +164,18 @@ def seer_predict(
 
 def _trust(pred: Any, out: dict[str, Any]) -> list[str]:
     """Seer's error on measured runs of the prediction's classes (seer.trust): put in `out`
-    under "trust", returned as the lines to print; an unreadable bundled table is one line."""
+    under "trust", returned as the lines to print; an unreadable bundled table, or a job with
+    its own efficiency parameters, is one line."""
     from starfabric.astral.seer.trust import lines, trust_for
     from starfabric.errors import DataError
 
+    if pred.job.system.efficiency:
+        # The table holds Seer's errors at its own efficiency parameters; a calibrated profile
+        # or a job's system.efficiency makes another predictor, whose errors it does not hold.
+        why = ("the job overrides Seer's efficiency parameters (--profile or system.efficiency); "
+               "the ranges hold for Seer's own")  # fmt: skip
+        out["trust"] = {"unavailable": why}
+        return [f"Runs like this one: error ranges not stated ({why})"]
     try:
         t = trust_for(pred)
     except DataError as exc:

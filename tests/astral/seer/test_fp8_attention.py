@@ -305,3 +305,10 @@ def test_the_reference_of_a_comparison_states_nothing(
     """A mention that is what the run is compared with ("vs. FP8 attention", "compared with
     FP8_DPA=1 runs": statements.compared_at) is not the run's attention precision."""
     assert fa.stated_fp8_attention(*cells) is expected
+
+
+@pytest.mark.parametrize("other", ['FP8_DPA="False"', "FP8_DPA='0'", "fp8_dpa: 'false'"])
+def test_a_quoted_off_value_states_fp8_attention_off(other: str) -> None:
+    assert fa.stated_fp8_attention("MXFP8", other) is False
+    assert fa.stated_fp8_attention("MXFP8", other.replace("False", "True")
+                                   .replace("'0'", "'1'").replace("false", "true")) is True  # fmt: skip

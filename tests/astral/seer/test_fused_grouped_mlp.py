@@ -14,6 +14,7 @@ from starfabric.astral.seer.model import load_model
 from starfabric.astral.seer.ops import GEMM, backward_of, layer_ops
 from starfabric.astral.seer.parallel import ExecutionSpec, SystemSpec, resolve_layout
 from starfabric.astral.seer.validate import row_setup, validate_row
+from starfabric.errors import ConfigError
 
 RUNS = Path(__file__).parents[2] / "data" / "published_runs"
 
@@ -24,6 +25,9 @@ RUNS = Path(__file__).parents[2] / "data" / "published_runs"
         ("--moe-grouped-gemm with the fused grouped MLP (USE_TE_OPS=True, "
          "NVTE_CUTEDSL_FUSED_GROUPED_MLP=1)",),
         ("use_transformer_engine_op_fuser=True", "NVTE_CUTEDSL_FUSED_GROUPED_MLP=true"),
+        # TE's is_supported: int(NVTE_CUTEDSL_FUSED_GROUPED_MLP) > 0, so any positive value
+        ("USE_TE_OPS=1 NVTE_CUTEDSL_FUSED_GROUPED_MLP=2",),
+        ("USE_TE_OPS=True and NVTE_CUTEDSL_FUSED_GROUPED_MLP=1.",),  # the sentence ends
     ],
 )  # fmt: skip
 def test_the_switch_with_the_op_fuser_states_it(cells: tuple[str, ...]) -> None:
@@ -35,9 +39,14 @@ def test_the_switch_with_the_op_fuser_states_it(cells: tuple[str, ...]) -> None:
     [
         ("NVTE_CUTEDSL_FUSED_GROUPED_MLP=1",),  # no op fuser: the triple is never built
         ("USE_TE_OPS=True, NVTE_CUTEDSL_FUSED_GROUPED_MLP=0",),
+        ("USE_TE_OPS=True, NVTE_CUTEDSL_FUSED_GROUPED_MLP=0.5",),  # int() refuses it
         ("USE_TE_OPS=True; no NVTE_CUTEDSL_FUSED_GROUPED_MLP=1",),
         ("USE_TE_OPS=False, NVTE_CUTEDSL_FUSED_GROUPED_MLP=1",),
         (None, ""),
+        # the reference of a comparison is what the run did not use (statements.compared_at)
+        ("USE_TE_OPS=True; 3% slower than with NVTE_CUTEDSL_FUSED_GROUPED_MLP=1",),
+        ("USE_TE_OPS=True, compared with NVTE_CUTEDSL_FUSED_GROUPED_MLP=1",),
+        ("NVTE_CUTEDSL_FUSED_GROUPED_MLP=1", "unfused baseline, instead of USE_TE_OPS=True"),
     ],
 )
 def test_without_both_settings_nothing_is_stated(cells: tuple[str | None, ...]) -> None:
@@ -124,3 +133,22 @@ def test_a_row_with_it_is_faster_than_the_same_row_without() -> None:
     fast, slow = validate_row(row).predicted_iter_s, validate_row(without).predicted_iter_s
     assert fast < slow * 0.99
     assert np.isfinite(fast)
+
+
+@pytest.mark.parametrize(
+    ("model", "why"),
+    [
+        (load_model("deepseek-v3").model_copy(update={"activation": "gelu"}), "SwiGLU"),
+        (load_model("llama-3.1-8b"), "MoE"),
+    ],
+)
+def test_a_job_that_te_would_not_fuse_is_refused(model, why: str) -> None:  # type: ignore[no-untyped-def]
+    """TE fuses GroupedLinear -> ScaledSwiGLU -> GroupedLinear only: a job stating the fused
+    grouped MLP on GELU experts or a dense model would have its casts dropped with no fusion
+    (the row reader refuses it too: validate._fused_grouped_mlp), so it is a one-line error."""
+    ex = ExecutionSpec(
+        global_batch=64, seq_len=4096, precision="fp8", fp8_recipe="mxfp8",
+        ep=8 if model.is_moe else 1, moe_fused_grouped_mlp=True,
+    )  # fmt: skip
+    with pytest.raises(ConfigError, match=f"moe_fused_grouped_mlp.*{why}"):
+        resolve_layout(model, ex, SystemSpec(gpu="GB300", gpus=64))

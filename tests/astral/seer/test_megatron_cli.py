@@ -300,3 +300,44 @@ def test_a_job_file_sets_the_same_mechanisms(tmp_path: Path) -> None:
     sy = {"gpu": "H100"}
     assert predict(load_job(job, sy)).iteration_s == predict(load_job(script, sy)).iteration_s
     assert load_job(job, sy).execution.moe_pad_to_capacity is False
+
+
+@pytest.mark.parametrize(
+    "flag", ["--fp8-dot-product-attention", "--use-transformer-engine-op-fuser"]
+)
+def test_fp8_attention_and_op_fuser_flags_are_not_megatron_lm_flags(flag: str) -> None:
+    """Megatron-LM's arguments.py has no --fp8-dot-product-attention at core_v0.17.1 or later
+    (TransformerConfig.fp8_dot_product_attention is in the generated arguments' exclude list,
+    "no CLI argument exists"; the flag is a fork's), and use_transformer_engine_op_fuser first
+    exists in core_v0.18.0 (6815c0fefe), past the flags this reader follows. A launch line
+    with either is refused by name, not read silently; a job states them as
+    execution.fp8_attention / moe_fused_grouped_mlp (test_mxfp8_attention)."""
+    cmd = CMD.replace("--bf16", "--bf16 --fp8-format hybrid --fp8-recipe mxfp8 " + flag)
+    with pytest.raises(ConfigError, match=f"unknown Megatron flags: {flag}"):
+        parse_megatron_command(cmd)
+
+
+MLA_FLAGS = "--kv-lora-rank 512 --q-lora-rank 1536 --qk-pos-emb-head-dim 64 --v-head-dim 128"
+
+
+def test_multi_latent_attention_follows_megatrons_switch() -> None:
+    """Megatron builds MLA only under --multi-latent-attention (TransformerConfig field,
+    core_v0.17.1); without it the LoRA-rank flags are ignored. With it the defaults are
+    arguments.py's (--kv-lora-rank 32, --qk-head-dim 128, --qk-pos-emb-head-dim 64,
+    --v-head-dim 128). MLA decides attention cost and, under MXFP8 attention, its rate curve
+    (mxfp8_attention.curves), so a launch line must not turn it on or off by itself."""
+    on = parse_megatron_command(
+        CMD.replace("--bf16", f"--bf16 --multi-latent-attention {MLA_FLAGS} --qk-head-dim 128")
+    )["model"]
+    assert (on["kv_lora_rank"], on["q_lora_rank"], on["head_dim"]) == (512, 1536, 128)
+    assert (on["qk_rope_head_dim"], on["v_head_dim"]) == (64, 128)
+    off = parse_megatron_command(CMD.replace("--bf16", f"--bf16 {MLA_FLAGS}"))["model"]
+    assert not off.get("kv_lora_rank") and not off.get("q_lora_rank")
+    assert off["head_dim"] == 4096 // 32
+    bare = parse_megatron_command(
+        CMD.replace("--bf16", "--bf16 --multi-latent-attention --kv-channels 96")
+    )
+    m = bare["model"]
+    assert (m["kv_lora_rank"], m["head_dim"], m["qk_rope_head_dim"], m["v_head_dim"]) == (
+        32, 128, 64, 128,
+    )  # fmt: skip

@@ -159,3 +159,53 @@ def test_a_dsv3_row_with_fp8_dpa_is_faster_than_the_same_row_without(row_id: str
     assert fa.stated_fp8_attention(without["precision"], row["framework"]) is False
     fast, slow = validate_row(row), validate_row(without)
     assert fast.predicted_iter_s < slow.predicted_iter_s * 0.995
+
+
+@pytest.mark.parametrize(
+    ("framework", "applied"),
+    [
+        ("Megatron-Core 0.17 (MXFP8 recipe)", False),  # MXFP8BlockScaling built without fp8_dpa
+        ("Megatron-Core 0.18 (MXFP8 recipe)", True),  # 22e0bb5fd1 passes fp8_dpa
+        ("NeMo on Megatron-Core, release not stated", True),  # unknown: the current behaviour
+    ],
+)
+def test_a_megatron_core_before_0_18_runs_bf16_attention_under_mxfp8(
+    framework: str, applied: bool
+) -> None:
+    with open(DSV3_RUNS) as f:
+        row = dict(next(csv.DictReader(f)))
+    row["framework"] = framework + "; " + row["framework"]
+    setup = row_setup(row)
+    assert (setup.execution.get("fp8_attention") == "mxfp8") is applied
+    if not applied:
+        assert (
+            "0.18" in setup.read["fp8_attention"] and "not applied" in setup.read["fp8_attention"]
+        )
+
+
+def test_a_job_file_with_the_rows_settings_predicts_the_rows_time(tmp_path: Path) -> None:
+    """One meaning per setting: `seer predict` on a JSON job that states fp8_attention mxfp8
+    and moe_fused_grouped_mlp as the MLPerf DeepSeek-V3 row's reading does gives the row's time,
+    and each setting moves it there as it does on the row."""
+    import json
+
+    from starfabric.astral.seer import load_job, predict
+
+    with open(DSV3_RUNS) as f:
+        row = next(csv.DictReader(f))
+    res = validate_row(row)
+    ex = res.prediction.job.execution
+    assert ex.fp8_attention == "mxfp8" and ex.moe_fused_grouped_mlp
+    spec = {
+        "model": res.prediction.job.model.model_dump(mode="json"),
+        "execution": ex.model_dump(mode="json", exclude_defaults=True),
+        "system": res.prediction.job.system.model_dump(mode="json", exclude_defaults=True),
+    }
+    times = {}
+    for name, change in (("row", {}), ("bf16 attention", {"fp8_attention": None}),
+                         ("unfused", {"moe_fused_grouped_mlp": False})):  # fmt: skip
+        path = tmp_path / f"{name.replace(' ', '_')}.json"
+        path.write_text(json.dumps({**spec, "execution": {**spec["execution"], **change}}))
+        times[name] = predict(load_job(str(path))).iteration_s
+    assert times["row"] == pytest.approx(res.predicted_iter_s, rel=1e-12)
+    assert times["bf16 attention"] != times["row"] and times["unfused"] > times["row"]

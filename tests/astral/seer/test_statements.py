@@ -97,3 +97,23 @@ def test_a_bare_separator_is_not_a_word_of_the_window(text: str) -> None:
 def test_words_with_slashes_still_count_in_the_window() -> None:
     text = "without DP/TP comm overlap"
     assert _negated(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'overlap="False"',
+        "overlap='0'",
+        'overlap: "off"',
+        "overlap = 'none'",
+    ],
+)
+def test_a_quoted_off_value_switches_it_off(text: str) -> None:
+    """A shell or YAML line quotes its value (`export FP8_DPA="False"`, `fp8_dpa: 'false'`);
+    the quote does not make the setting on (FP8_DPA="False" read as FP8 attention on)."""
+    assert _negated(text)
+
+
+@pytest.mark.parametrize("text", ['overlap="True"', "overlap='1'", 'overlap: "on"'])
+def test_a_quoted_on_value_stays_on(text: str) -> None:
+    assert not _negated(text)

@@ -10,6 +10,7 @@ import json
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -21,6 +22,7 @@ from starfabric.astral.seer import load_job, predict
 from starfabric.astral.seer.classes import DIMENSIONS, classes_of
 from starfabric.astral.seer.predict import Prediction
 from starfabric.astral.seer.trust import (
+    COLUMNS,
     MIN_HEADLINE_ROWS,
     POOLED,
     SET_GROUPS,
@@ -37,6 +39,7 @@ from starfabric.astral.seer.trust import (
     seconds,
     trust_for,
     trust_for_classes,
+    write_rows,
     write_table,
 )
 from starfabric.astral.seer.validate import RowResult, excluded_reason, read_rows
@@ -277,3 +280,100 @@ def test_the_headline_holds_the_middle_of_every_class_it_reads(errs: list[float]
     assert t.low is not None and t.high is not None
     for r in table:
         assert t.low.p10 <= r.p10 and r.p90 <= t.high.p90
+
+
+@pytest.mark.parametrize(
+    ("column", "value"),
+    [("p10_error", "nan"), ("p90_error", "inf"), ("p10_error", "-1.5000"), ("min_error", "-1")],
+)
+def test_a_table_with_an_error_no_run_can_have_is_named(
+    tmp_path: Path, column: str, value: str
+) -> None:
+    """A corrupted cell that parses as a number but is no signed error (NaN, infinite, at or
+    below -100%: a measured time would be infinite or negative) is a DataError naming the line,
+    not a crash in `measured_range` or `seconds`."""
+    path = tmp_path / "t.csv"
+    write_table([_range("arch", "dense", 12, -0.1, 0.2)], path)
+    with path.open(newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    rows[0][column] = value
+    write_rows(path, COLUMNS, rows)
+    with pytest.raises(DataError, match="line 2"):
+        read_table(path)
+
+
+def test_a_table_whose_range_is_out_of_order_is_named(tmp_path: Path) -> None:
+    path = tmp_path / "t.csv"
+    write_table([_range("arch", "dense", 12, -0.1, 0.2)], path)
+    with path.open(newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    rows[0]["p10_error"], rows[0]["p90_error"] = rows[0]["p90_error"], rows[0]["p10_error"]
+    write_rows(path, COLUMNS, rows)
+    with pytest.raises(DataError, match="line 2"):
+        read_table(path)
+
+
+def _every(text: str, column: str, value: str) -> str:
+    """The table's text with `column` set to `value` in every row."""
+    rows = list(csv.DictReader(text.splitlines()))
+    head = ",".join(COLUMNS)
+    body = [",".join(value if c == column else r[c] for c in COLUMNS) for r in rows]
+    return "\n".join([head, *body]) + "\n"
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda text: _every(text, "p10_error", "nan"),  # NaN errors
+        lambda text: _every(text, "p10_error", "-1.5000"),  # errors below -100%
+        lambda text: _every(text, "p90_error", "inf"),  # infinite errors
+        lambda text: text[: len(text) // 2],  # truncated mid-row
+        lambda text: "",  # empty
+        lambda text: "\xff\xfe" + text,  # not UTF-8 (written as latin-1 below)
+    ],
+)
+def test_predict_with_a_damaged_table_still_prints_the_prediction(
+    monkeypatch, tmp_path: Path, damage: Any
+) -> None:
+    import starfabric.astral.seer.trust as trust
+
+    path = tmp_path / "trust_by_class.csv"
+    path.write_bytes(damage(bundled_table().read_text(encoding="utf-8")).encode("latin-1"))
+    monkeypatch.setattr(trust, "bundled_table", lambda: path)
+    job = str(EXAMPLES / "llama31_70b_dense.yaml")
+    res = runner.invoke(app, ["astral", "seer", "predict", job])
+    assert res.exit_code == 0, res.output
+    assert "MFU" in res.output
+    said = [line for line in res.output.splitlines() if "Runs like this one" in line]
+    assert len(said) == 1, res.output
+    out = json.loads(runner.invoke(app, ["astral", "seer", "predict", job, "--json"]).output)
+    assert out["iteration_s"] > 0 and set(out["trust"]) <= {"unavailable", "headline",
+                                                           "min_headline_rows", "classes",
+                                                           "ranges"}  # fmt: skip
+
+
+@pytest.mark.parametrize("how", ["profile", "job"])
+def test_a_job_with_its_own_efficiencies_gets_no_borrowed_range(tmp_path: Path, how: str) -> None:
+    """The table holds Seer's errors at its own efficiency parameters; a job whose efficiencies
+    were overridden (`--profile` from `seer calibrate`, or `system.efficiency`) is a different
+    predictor, so the ranges and the measured time they imply would mislead: one line says so
+    and --json carries the reason instead of a range."""
+    import yaml
+
+    spec = yaml.safe_load((EXAMPLES / "llama31_70b_dense.yaml").read_text())
+    args = ["astral", "seer", "predict"]
+    if how == "profile":
+        prof = tmp_path / "profile.yaml"
+        prof.write_text(yaml.safe_dump({"gpu": "H100", "efficiency": {"gemm_peak_fraction": 0.5}}))
+        args += ["--profile", str(prof)]
+    else:
+        spec["system"]["efficiency"] = {"gemm_peak_fraction": 0.5}
+    job = tmp_path / "job.yaml"
+    job.write_text(yaml.safe_dump(spec))
+    res = runner.invoke(app, [*args, str(job)])
+    assert res.exit_code == 0, res.output
+    said = [line for line in res.output.splitlines() if "Runs like this one" in line]
+    assert len(said) == 1 and "efficienc" in said[0] and "MFU" in res.output
+    assert "measured ≈" not in res.output
+    out = json.loads(runner.invoke(app, [*args, str(job), "--json"]).output)
+    assert set(out["trust"]) == {"unavailable"}

@@ -24,7 +24,8 @@ epilogue's FP8 writes are taken as hidden under the compute-bound GEMM (assumpti
 own rate is Seer's MXFP8 grouped rate (no published kernel rate of the fused kernels was found:
 cudnn-frontend publishes SDPA and norm sweeps only).
 
-**What a row states** (`stated`). The setting by name, not negated, in the framework or notes
+**What a row states** (`stated`). The setting by name, not negated and not the reference of a
+comparison, in the framework or notes
 cell: `NVTE_CUTEDSL_FUSED_GROUPED_MLP=1` (or `=True`) together with TE's op fuser
 (`USE_TE_OPS=True`, `use_transformer_engine_op_fuser`): without the fuser the triple is never
 built. `validate` applies it only with MXFP8 GEMMs, Blackwell (MX) tensor cores and SwiGLU
@@ -35,7 +36,7 @@ from __future__ import annotations
 
 import re
 
-from starfabric.astral.seer.statements import negated_at
+from starfabric.astral.seer.statements import compared_at, negated_at
 
 FUSED_CASTLESS_GEMMS: tuple[str, ...] = (
     "moe.expert_fc2",
@@ -45,8 +46,11 @@ FUSED_CASTLESS_GEMMS: tuple[str, ...] = (
 """Routed-expert GEMMs whose activation-operand cast the fused kernels' epilogues produce (module
 docstring, What Seer drops); `cost.op_costs` charges them no cast."""
 
-_ENV = re.compile(r"NVTE_CUTEDSL_FUSED_GROUPED_MLP\s*[=:]\s*['\"]?(1|true)\b", re.I)
-"""TE's switch, set: `NVTE_CUTEDSL_FUSED_GROUPED_MLP=1` (`is_supported` reads int(...) > 0)."""
+_ENV = re.compile(
+    r"NVTE_CUTEDSL_FUSED_GROUPED_MLP\s*[=:]\s*['\"]?(?:0*[1-9]\d*|true)(?!\w|\.\d)", re.I
+)
+"""TE's switch, set: `NVTE_CUTEDSL_FUSED_GROUPED_MLP=1` or any positive integer (`is_supported`
+reads int(...) > 0); "true", a transcriber's paraphrase, counts as set."""
 _FUSER = re.compile(
     r"USE_TE_OPS\s*[=:]\s*['\"]?(?:1|true)\b|use[_-]transformer[_-]engine[_-]op[_-]fuser"
     r"(?:\s*[=:]\s*['\"]?(?:1|true)\b)?",
@@ -56,11 +60,13 @@ _FUSER = re.compile(
 
 
 def _said(pattern: re.Pattern[str], cells: tuple[str | None, ...]) -> bool:
-    """True when some cell names the setting and the mention is not negated."""
+    """True when some cell names the setting and the mention is neither negated nor the
+    reference of a comparison ("slower than with NVTE_CUTEDSL_FUSED_GROUPED_MLP=1":
+    `statements.compared_at`)."""
     for cell in cells:
         text = cell or ""
         for m in pattern.finditer(text):
-            if not negated_at(text, m.start(), m.end()):
+            if not (negated_at(text, m.start(), m.end()) or compared_at(text, m.start())):
                 return True
     return False
 

@@ -18,6 +18,13 @@ behaviours change at a known release (NVIDIA/Megatron-LM):
   efficient token permutation") applies the probabilities inside the expert activation
   instead; first tagged in core_v0.13.0.
 
+- The MXFP8 recipe runs FP8 attention: `fp8_utils.get_fp8_recipe` builds
+  `MXFP8BlockScaling(fp8_format=...)` without `fp8_dpa` up to core_v0.17.1, so
+  `--fp8-dot-product-attention` (MLPerf / NeMo `FP8_DPA`) leaves attention in BF16 under MXFP8
+  GEMMs; commit 22e0bb5fd1 (2026-04-09, "Enable FP8 DPA for MXFP8 recipe", PR #4066) passes
+  `fp8_dpa=config.fp8_dot_product_attention`, first tagged in core_v0.18.0 (and the
+  26.04-alpha release candidates).
+
 Rows that name no release and cite no dated paper, and stacks that are not Megatron-Core, get
 None: the caller keeps the current release's behaviour.
 """
@@ -35,6 +42,10 @@ RECOMPUTE_MODULES_SINCE: Release = (0, 12)
 UNPERMUTE_KEEPS_OUTPUT_BEFORE: Release = (0, 13)
 """First Megatron-Core release whose unpermutation no longer saves the expert output for the
 probability gradient (commit 2659630721, core_v0.13.0)."""
+
+MXFP8_DPA_SINCE: Release = (0, 18)
+"""First Megatron-Core release whose MXFP8 recipe passes fp8_dpa to Transformer Engine (commit
+22e0bb5fd1, core_v0.18.0); before it FP8 attention stays BF16 under MXFP8 GEMMs."""
 
 _MCORE_STACK = re.compile(r"megatron[- ]?core|\bmcore\b", re.I)
 _ARXIV = re.compile(r"arxiv(?:\.org/(?:abs|pdf)/|[:\s]*)(\d\d)(0[1-9]|1[0-2])\.\d{4,5}", re.I)
@@ -86,10 +97,18 @@ def unpermute_keeps_output(release: Release | None) -> bool:
     return release is not None and release < UNPERMUTE_KEEPS_OUTPUT_BEFORE
 
 
+def mxfp8_runs_fp8_attention(release: Release | None) -> bool:
+    """Whether the release's MXFP8 recipe turns on FP8 attention when a run asks for it
+    (unknown release: yes, the current behaviour)."""
+    return release is None or release >= MXFP8_DPA_SINCE
+
+
 __all__ = [
+    "MXFP8_DPA_SINCE",
     "RECOMPUTE_MODULES_SINCE",
     "UNPERMUTE_KEEPS_OUTPUT_BEFORE",
     "megatron_core_release",
+    "mxfp8_runs_fp8_attention",
     "newest_release_by",
     "offers_recompute_modules",
     "published_month",

@@ -48,6 +48,7 @@ _VALUED: dict[str, tuple[str, str, str]] = {
     "--kv-lora-rank": ("model", "kv_lora_rank", "int"),
     "--qk-pos-emb-head-dim": ("model", "qk_rope_head_dim", "int"),
     "--v-head-dim": ("model", "v_head_dim", "int"),
+    "--qk-head-dim": ("model", "_qk_head_dim", "int"),
     "--mtp-num-layers": ("model", "mtp_layers", "int"),
     "--attention-dropout": ("model", "_attn_dropout", "float"),
     "--hidden-dropout": ("model", "_hidden_dropout", "float"),
@@ -101,6 +102,7 @@ _SWITCHES: dict[str, tuple[str, str, Any]] = {
     "--disable-bias-linear": ("model", "linear_bias", False),
     "--add-qkv-bias": ("model", "qkv_bias", True),
     "--qk-layernorm": ("model", "qk_norm", True),
+    "--multi-latent-attention": ("model", "_mla", True),
     "--untie-embeddings-and-output-weights": ("model", "tied_embeddings", False),
     "--sequence-parallel": ("execution", "sp", True),
     "--bf16": ("execution", "precision", "bf16"),
@@ -244,6 +246,7 @@ def _finish(out: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     m.setdefault("vocab", 50304)  # GPT-2 BPE padded to 128 (Megatron's default tokenizer)
     m.setdefault("max_seq_len", ex["seq_len"])
     m.setdefault("ffn_hidden", 4 * m["hidden"])
+    _mla(m)
     m.setdefault("head_dim", m["hidden"] // m["heads"])
     gqa = m.pop("_gqa", False)
     if not gqa:
@@ -333,6 +336,29 @@ def _finish(out: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     if m.get("moe_experts"):
         ex["moe_probs_all_to_all"] = True
     return out
+
+
+MLA_DEFAULTS = {"kv_lora_rank": 32, "head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128}
+"""arguments.py's defaults (core_v0.17.1) of --kv-lora-rank, --qk-head-dim (Seer's head_dim: the
+query/key part without RoPE), --qk-pos-emb-head-dim and --v-head-dim; --q-lora-rank None: no
+query compression."""
+MLA_FIELDS = ("kv_lora_rank", "q_lora_rank", "qk_rope_head_dim", "v_head_dim")
+
+
+def _mla(m: dict[str, Any]) -> None:
+    """Multi-latent attention as Megatron builds it: only under --multi-latent-attention
+    (TransformerConfig.multi_latent_attention, core_v0.17.1: the GPT spec picks MLASelfAttention
+    from it), with arguments.py's defaults for the dimensions not given; without the switch the
+    LoRA-rank and head-dim flags configure nothing, so they are dropped."""
+    qk = m.pop("_qk_head_dim", None)
+    if not m.pop("_mla", False):
+        for key in MLA_FIELDS:
+            m.pop(key, None)
+        return
+    # MLA's query/key width is --qk-head-dim, not --kv-channels (MLATransformerConfig)
+    m["head_dim"] = MLA_DEFAULTS["head_dim"] if qk is None else qk
+    for key, val in MLA_DEFAULTS.items():
+        m.setdefault(key, val)
 
 
 def _partial_recompute(ex: dict[str, Any], method: str | None, n_layers: int | None) -> None:

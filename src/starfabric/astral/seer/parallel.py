@@ -265,7 +265,8 @@ class ExecutionSpec(Spec):
         description="Transformer Engine's CuTe-DSL fused grouped MLP (NVTE_CUTEDSL_FUSED_GROUPED"
         "_MLP=1 with TE's op fuser; MXFP8 on Blackwell): SwiGLU and the MXFP8 quantizations of "
         "fc2's input and fc1's grad output run in the expert GEMMs' epilogues, so those passes "
-        "are not timed (seer/fused_grouped_mlp.py); needs fp8_recipe mxfp8",
+        "are not timed (seer/fused_grouped_mlp.py); needs fp8_recipe mxfp8, a Blackwell GPU and "
+        "SwiGLU MoE experts",
     )
     moe_torch_grouped_mm: bool = Field(
         default=False,
@@ -880,6 +881,15 @@ def resolve_layout(
         nvfp4.check_supported(ex.fp4_recipe, gpu)
         if ex.fp8_attention is not None:
             fp8_attention.check_supported(gpu, ex.fp8_attention)
+        if ex.moe_fused_grouped_mlp and not (model.is_moe and model.activation == "swiglu"):
+            # TE's fuser matches GroupedLinear -> ScaledSwiGLU -> GroupedLinear only
+            # (fused_grouped_mlp.py); elsewhere the casts it drops would still run.
+            raise ConfigError(
+                f"moe_fused_grouped_mlp on {model.name} ({model.activation}, "
+                f"{'MoE' if model.is_moe else 'dense'}): TE fuses the grouped MLP of SwiGLU "
+                "MoE experts only",
+                fix="drop moe_fused_grouped_mlp for this model",
+            )
         if ex.moe_fused_grouped_mlp and not native_mx(gpu):
             raise ConfigError(
                 f"moe_fused_grouped_mlp on {gpu.name}: TE's CuTe-DSL fused grouped MLP needs "

@@ -43,14 +43,15 @@ as on). A word of the window holds a letter or digit: a bare separator ("/", "-"
 ("EP a2a overlap disabled / DP overlap enabled" states DP overlap on)."""
 NEGATION_INSIDE = re.compile(r"\b(?:no|not|never|without)\b", re.I)
 NEGATION_AFTER = re.compile(
-    r"^(?:\s+[A-Za-z][\w-]*)?(?:\s*[:=]\s*|\s+|\s*\(\s*|[-_])"
+    r"^(?:\s+[A-Za-z][\w-]*)?(?:\s*[:=]\s*['\"]?|\s+|\s*\(\s*|[-_])"
     r"(?:off|false|disabled|reverted|0(?![.\d]))\b"
-    r"|^\s*[:=]\s*(?:no|none)\b(?!\s*[\w.])"
+    r"|^\s*[:=]\s*['\"]?(?:no|none)\b['\"]?(?!\s*[\w.])"
     r"|^\s*(?:[:=]\s*|\(\s*)?(?:(?:is|was|were)\s+)?not\s+(?:used|enabled|applied|set)\b",
     re.I,
 )
 """Words right after a mention that switch it off (also "not used" / "was not enabled" /
-"(not applied)" / ": not set" right after it)."""
+"(not applied)" / ": not set" right after it); a value after ':' or '=' may be quoted, as a
+shell or YAML line writes it (`FP8_DPA="False"`, `fp8_dpa: 'false'`)."""
 
 
 _TOKEN_HEAD = re.compile(r"[^\s(\[;,]*$")

@@ -186,7 +186,8 @@ def _parse_sets(cell: str, where: str) -> tuple[tuple[str, int], ...]:
 
 def read_table(path: Path | None = None) -> list[ClassRange]:
     """The ranges of a table written by `write_table` (default: the bundled one); a missing
-    file, a missing column or a cell that is not a number is a DataError naming it."""
+    file, a missing column, a cell that is not a number or errors that are not an ordered range
+    above -100% (min <= p10 <= median <= p90 <= max) is a DataError naming it."""
     p = path or bundled_table()
     fix = "regenerate it with `python scripts/seer_trust_table.py`"
     try:
@@ -210,6 +211,12 @@ def read_table(path: Path | None = None) -> list[ClassRange]:
             raise DataError(f"{where}: dimension {row['dimension']!r}, group {row['group']!r}, "
                             f"rows {rows} is not a class range", fix=fix)  # fmt: skip
         median, p10, p90, lo, hi = errs
+        if not (all(math.isfinite(e) and e > -1.0 for e in errs) and lo <= p10 <= median
+                <= p90 <= hi and math.isfinite(mean_abs) and mean_abs >= 0):  # fmt: skip
+            # A run's signed error lies above -100% (a measured time is positive and finite);
+            # a cell that parses but is not one (NaN, inf, -1.5) would break the time range.
+            raise DataError(f"{where}: errors {[row[k] for k in ERROR_COLUMNS]} are not an "
+                            "ordered range of signed errors above -100%", fix=fix)  # fmt: skip
         out.append(ClassRange(row["dimension"], row["class"], row["group"], rows, median, p10,
                               p90, lo, hi, mean_abs, _parse_sets(row["sets"] or "", where)))  # fmt: skip
     return out

@@ -757,8 +757,9 @@ def _fp8_attention(
     cell, or the setting by name in its framework/notes cells): TE's cuDNN FP8 fused attention
     under the recipe `fp8_attention.row_dpa_recipe` resolves (MXFP8 GEMMs: MXFP8 attention,
     seer/mxfp8_attention.py). Stated on a row that cannot run it (no FP8 training, not TE's
-    cuDNN attention, MXFP8 attention off Blackwell), it is not applied and the row's choices
-    say so."""
+    cuDNN attention, MXFP8 attention off Blackwell, MXFP8 GEMMs under a Megatron-Core release
+    before 0.18: mcore_release.MXFP8_DPA_SINCE), it is not applied and the row's choices say
+    so."""
     cells = (row.get("precision"), row.get("framework"), row.get("notes"))
     if not fp8_attention.stated_fp8_attention(*cells):
         return
@@ -770,6 +771,19 @@ def _fp8_attention(
         return
     if ex.get("attention", "flash") != "flash" or ex.get("flash_kernel", "cudnn") != "cudnn":
         read["fp8_attention"] = "not applied (stated, but the row's attention is not TE's cuDNN)"
+        return
+    release = mcore_release.megatron_core_release(row.get("framework"), row.get("citation"))
+    if (
+        gemm_recipe == "mxfp8"
+        and release is not None
+        and not mcore_release.mxfp8_runs_fp8_attention(release)
+    ):
+        # Before core_v0.18 the MXFP8 recipe carries no fp8_dpa (mcore_release), whatever
+        # NVTE_DPA_FP8_RECIPE names: TE reads fp8_dpa from the autocast recipe.
+        read["fp8_attention"] = (
+            f"not applied (stated, but Megatron-Core {release[0]}.{release[1]}'s MXFP8 recipe "
+            "does not pass fp8_dpa to Transformer Engine before 0.18: attention ran BF16)"
+        )
         return
     recipe = fp8_attention.row_dpa_recipe(gemm_recipe, fp4, *cells)
     if recipe == "mxfp8" and not fp8_recipe.native_mx(get_gpu(_gpu(row)[0])):
