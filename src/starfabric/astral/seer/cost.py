@@ -34,6 +34,7 @@ from starfabric.astral.seer.fp8_recipe import cast_factor, gemm_rate, native_mx
 from starfabric.astral.seer.fsdp_cp_window import ring_shares_fsdp_link, ring_window
 from starfabric.astral.seer.fsdp_side_window import side_groups, side_window_s, split_exposure
 from starfabric.astral.seer.fused_grouped_mlp import FUSED_CASTLESS_GEMMS
+from starfabric.astral.seer.legacy_overlap import ASYNC_GRAD_INPUT
 from starfabric.astral.seer.model import ModelSpec
 from starfabric.astral.seer.nccl_a2a_ctas import nccl_alltoall_ctas
 from starfabric.astral.seer.ops import BMM, COMM, FLASH, GEMM, MEM, OpTable, moe_imbalance
@@ -134,6 +135,11 @@ class CostContext:
     comm: CommModel
     """Times every collective (one model per job, chosen by `simcomm.comm_model`)."""
     tp_comm_overlap: bool
+    tp_async_backward: bool = False
+    """The column-parallel linears' backward grad-input collective runs beside their weight-
+    gradient GEMM (`ExecutionSpec.tp_async_backward`, legacy_overlap.ASYNC_GRAD_INPUT); the
+    hidden part costs DP_OVERLAP_RESIDUAL of itself (assumption: an async NCCL collective beside
+    a GEMM slows it as DP's bucketed reductions do)."""
     fp8: bool = False
     fp8_cast_bytes: float = FP8_CAST_BYTES
     """HBM bytes per element of an FP8 GEMM's operand cast: FP8_CAST_BYTES times the stated
@@ -303,6 +309,7 @@ def make_context(
         eff=eff,
         comm=comm_model(ex, lay, eff, system, model),
         tp_comm_overlap=ex.tp_comm_overlap,
+        tp_async_backward=ex.tp_async_backward,
         fp8=ex.precision == "fp8",
         fp8_cast_bytes=cast_bytes,
         ep_comm_overlap=ex.ep_comm_overlap,
@@ -447,6 +454,7 @@ def op_costs(
         at = (kind == MEM) & _named(t, ATOMIC_OPS.__contains__)
         time[at] = a["m"][at] * ctx.scatter_rows_factor * a["n"][at] / atomic_rate
     exposed = time.copy()
+    partners = _async_partners(t) if backward and ctx.tp_async_backward else {}
     for i in np.flatnonzero(kind == COMM):
         name, coll, grp = t.name[i], t.coll[i], t.group[i]
         phase: Phase | None = None
@@ -465,6 +473,12 @@ def op_costs(
             partner = _adjacent_gemm(kind, int(i))
             hide = time[partner] if partner >= 0 else 0.0
             exposed[i] = max(0.0, dur - hide) + TP_OVERLAP_RESIDUAL * dur
+        elif int(i) in partners:
+            # Megatron-LM / Apex column-parallel linear (legacy_overlap): the grad-input
+            # all-reduce / reduce-scatter is launched async_op=True before the weight-gradient
+            # GEMM; the NCCL kernels beside it cost DP_OVERLAP_RESIDUAL of the hidden time.
+            hide = float(time[partners[int(i)]])
+            exposed[i] = max(0.0, dur - hide) + DP_OVERLAP_RESIDUAL * min(dur, hide)
         elif t.group[i] in ("cp", "cp_p2p") and ctx.cp > 1 and coll == "p2p":
             # TransformerEngine's ring (AttnFuncWithCPAndKVP2P, cp_comm.py): while step j's
             # block attention runs, the KV block for step j+1 is in flight (backward: the
@@ -593,6 +607,19 @@ def _ep_exposed_fraction(total: float, compute: float, ctx: CostContext) -> floa
 def _ep_mask(t: OpTable, c: OpCosts) -> np.ndarray[Any, Any]:
     grp = np.asarray(t.group)
     return (c.kind == COMM) & ((grp == "ep") | (grp == "etp"))
+
+
+def _async_partners(t: OpTable) -> dict[int, int]:
+    """Index of each backward grad-input TP collective of a column-parallel linear in `t`
+    (`legacy_overlap.ASYNC_GRAD_INPUT`, also inside an MTP module) -> its weight-gradient GEMM."""
+    index = {n: j for j, n in enumerate(t.name)}
+    out: dict[int, int] = {}
+    for i, name in enumerate(t.name):
+        prefix = name[: len(name) - len(_MTP_PREFIX.sub("", name))]
+        partner = ASYNC_GRAD_INPUT.get(name[len(prefix) :])
+        if partner is not None and prefix + partner in index and t.group[i] == "tp":
+            out[i] = index[prefix + partner]
+    return out
 
 
 def _adjacent_gemm(kind: np.ndarray[Any, Any], i: int) -> int:

@@ -243,6 +243,13 @@ class ExecutionSpec(Spec):
     overlap_grad_reduce: bool = True
     overlap_param_gather: bool = True
     tp_comm_overlap: bool = False
+    tp_async_backward: bool = Field(
+        default=False,
+        description="the column-parallel linears' backward grad-input all-reduce (with SP: "
+        "reduce-scatter) runs asynchronously beside their weight-gradient GEMM (Megatron-LM "
+        "from 2021-09, Apex/NeMo from 2021-10; seer/legacy_overlap.py); the other TP "
+        "collectives stay exposed. tp_comm_overlap, which hides every TP collective, supersedes it",
+    )
     ep_comm_overlap: bool = Field(
         default=False,
         description="expert all-to-all hidden behind another micro-batch's compute "

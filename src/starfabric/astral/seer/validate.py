@@ -30,6 +30,7 @@ from starfabric.astral.seer import (
     fused_grouped_mlp,
     goodput,
     host_ops,
+    legacy_overlap,
     mcore_release,
     nic_count,
     optimizer_state,
@@ -735,6 +736,27 @@ def _cp_comm_type(row: dict[str, str], ex: dict[str, Any], read: dict[str, Any])
             a2a = host_a2a_size(int(ex["cp"]), int(ex.get("tp") or 1), _gpus_per_node(row))
             read["cp_a2a_size"] = f"{a2a} (unstated: the CP ranks that share a host)"
         ex["cp_a2a_size"] = a2a
+
+
+def _legacy_overlap(row: dict[str, str], ex: dict[str, Any], read: dict[str, Any]) -> None:
+    """What a pre-2023 row's Megatron-LM / NeMo (Apex) code overlapped (legacy_overlap.py):
+    the column-parallel linears' backward grad-input collective beside their weight-gradient
+    GEMM, and NeMo's asynchronous DP all-reduce without a pipeline."""
+    fw = row.get("framework")
+    ex["tp_async_backward"] = legacy_overlap.async_tp_backward(
+        fw, row.get("citation"), bool(ex["sp"])
+    )
+    if ex["tp_async_backward"]:
+        read["tp_async_backward"] = (
+            "yes (the stack's column-parallel linears launch their backward grad-input "
+            "collective before the weight-gradient GEMM: legacy_overlap.py)"
+        )
+    if legacy_overlap.async_dp_grad_reduce(fw, row.get("precision"), ex.get("pp"), bool(ex["sp"])):
+        ex["overlap_grad_reduce"] = True
+        read["overlap_grad_reduce"] = (
+            "yes (NeMo >= 1.10 with O2 and no pipeline: asynchronous gradient all-reduce under "
+            "the last backward, legacy_overlap.py)"
+        )
 
 
 def _cudnn_release(row: dict[str, str], ex: dict[str, Any], read: dict[str, Any]) -> None:
@@ -1545,6 +1567,8 @@ def row_setup(row: dict[str, str], shipped: bool = True) -> RowSetup:
         "zero": zero,
         **_framework(row),
     }
+    if _legacy(row):
+        _legacy_overlap(row, ex, read)
     # torch._grouped_mm runs routed experts only (a dense TorchTitan row has none).
     if not model.is_moe:
         ex.pop("moe_torch_grouped_mm", None)
