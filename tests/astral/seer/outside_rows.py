@@ -1,0 +1,27 @@
+"""Invariants shared by the outside-truth transcription tests (tests/astral/seer/test_*_runs.py,
+test_moe_cross_host_baselines.py): what every row of a published-runs file must state, and a
+layout that multiplies out to its GPU count and batch. Per-source checks stay in each file."""
+
+from __future__ import annotations
+
+Row = dict[str, str]
+
+
+def check_figures_and_provenance(rows: list[Row], notes: str) -> None:
+    """Every row is verified, names its metric with unit and value, names the FLOP convention
+    of any TFLOP/s figure, and its source is described in the file's notes (.md)."""
+    for r in rows:
+        assert r["verification"].startswith("VERIFIED_"), r["row_id"]
+        assert r["metric_primary"] and r["unit_primary"] and r["value_primary"], r["row_id"]
+        assert r["tflops_per_gpu"] == "" or r["tflops_flop_convention"], r["row_id"]
+        assert r["source_id"] in notes, r["source_id"]
+
+
+def check_layout_and_batch(rows: list[Row]) -> None:
+    """TP x PP x DP x CP is the GPU count, the batch in sequences times the sequence length is the
+    tokens per batch, and the run spans more than one host."""
+    for r in rows:
+        n, tp, pp, dp = (int(r[k]) for k in ("num_gpus", "tp", "pp", "dp"))
+        assert tp * pp * dp * int(r["cp"]) == n, r["row_id"]
+        assert int(r["global_batch_seqs"]) * int(r["seq_len"]) == int(r["tokens_per_batch"])
+        assert n % int(r["gpus_per_node"]) == 0 and n // int(r["gpus_per_node"]) > 1, r["row_id"]
