@@ -81,8 +81,13 @@ def test_cp_comm_type_errors_name_the_flag(flags: str, why: str) -> None:
 
 @pytest.mark.parametrize(("kind", "ok"), [("p2p", True), ("a2a", False), ("all_gather", False)])
 def test_mla_runs_cp_only_on_the_ring(kind: str, ok: bool) -> None:
-    """TE v2.8 L3748-3751: "Context parallelism does not support MLA" with a2a / all_gather."""
-    cmd = CMD + f" --q-lora-rank 1536 --kv-lora-rank 512 --cp-comm-type {kind}"
+    """TE v2.8 L3748-3751: "Context parallelism does not support MLA" with a2a / all_gather
+    (Megatron builds MLA only with --multi-latent-attention; the rank flags alone do nothing)."""
+    cmd = (
+        CMD
+        + " --multi-latent-attention --q-lora-rank 1536 --kv-lora-rank 512"
+        + f" --cp-comm-type {kind}"
+    )
     if ok:
         assert parse_megatron_command(cmd)["execution"]["cp_algorithm"] == "ring"
     else:
