@@ -70,7 +70,7 @@ from starfabric.astral.seer.fp8_recipe import (
     FP8_WRITE_BYTES,
     native_mx,
 )
-from starfabric.astral.seer.statements import compared_at, negated_at
+from starfabric.astral.seer.statements import negated_at, stated_for_run
 from starfabric.errors import ConfigError
 
 DpaRecipe = Literal["delayed", "tensorwise", "mxfp8"]
@@ -267,20 +267,15 @@ _DPA_RECIPE = re.compile(
 Float8CurrentScaling", "NVTE_DPA_FP8_RECIPE=F16"."""
 
 
+def _unset(text: str, m: re.Match[str]) -> bool:
+    """An unset variable ("FP8_DPA unset") is its default, off."""
+    return bool(_UNSET_AFTER.match(text, m.end()))
+
+
 def _mentions(pattern: re.Pattern[str], cells: tuple[str | None, ...]) -> bool | None:
-    """`statements.stated` with unset mentions read as negated; the reference of a comparison
-    ("vs. FP8 attention", `statements.compared_at`) is not a mention."""
-    seen = False
-    for cell in cells:
-        text = cell or ""
-        for m in pattern.finditer(text):
-            if compared_at(text, m.start()):
-                continue
-            if negated_at(text, m.start(), m.end()) or _UNSET_AFTER.match(text, m.end()):
-                seen = True
-                continue
-            return True
-    return False if seen else None
+    """`statements.stated_for_run` with unset mentions read as negated; the reference of a
+    comparison ("vs. FP8 attention") is not a mention."""
+    return stated_for_run(pattern, *cells, off=_unset)
 
 
 def stated_fp8_attention(precision: str | None, *others: str | None) -> bool | None:

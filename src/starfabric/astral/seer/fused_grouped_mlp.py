@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import re
 
-from starfabric.astral.seer.statements import compared_at, negated_at
+from starfabric.astral.seer.statements import stated_for_run
 
 FUSED_CASTLESS_GEMMS: tuple[str, ...] = (
     "moe.expert_fc2",
@@ -59,21 +59,11 @@ _FUSER = re.compile(
 """TE's op fuser, on: MLPerf `USE_TE_OPS=True`, Megatron `use_transformer_engine_op_fuser`."""
 
 
-def _said(pattern: re.Pattern[str], cells: tuple[str | None, ...]) -> bool:
-    """True when some cell names the setting and the mention is neither negated nor the
-    reference of a comparison ("slower than with NVTE_CUTEDSL_FUSED_GROUPED_MLP=1":
-    `statements.compared_at`)."""
-    for cell in cells:
-        text = cell or ""
-        for m in pattern.finditer(text):
-            if not (negated_at(text, m.start(), m.end()) or compared_at(text, m.start())):
-                return True
-    return False
-
-
 def stated(*cells: str | None) -> bool:
-    """True when the cells state TE's CuTe-DSL fused grouped MLP: the switch and the op fuser."""
-    return _said(_ENV, cells) and _said(_FUSER, cells)
+    """True when the cells state TE's CuTe-DSL fused grouped MLP: the switch and the op fuser,
+    each named neither negated nor as the reference of a comparison ("slower than with
+    NVTE_CUTEDSL_FUSED_GROUPED_MLP=1": `statements.stated_for_run`)."""
+    return bool(stated_for_run(_ENV, *cells)) and bool(stated_for_run(_FUSER, *cells))
 
 
 __all__ = ["FUSED_CASTLESS_GEMMS", "stated"]

@@ -23,12 +23,14 @@ described by what it did; the negated mention is usually a comparison).
 
 `compared_at` reads the other way a cell names what the run did not use: the reference of a
 comparison ("TE 2.3, compared with TE 2.9", "vs. TE 2.9", "rather than TE 2.9"). Readers of a
-release or version (te_mxfp8_host) skip such mentions as they skip negated ones.
+release or version (te_mxfp8_host) skip such mentions as they skip negated ones;
+`stated_for_run` is `stated` that skips them.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 NEGATION_BEFORE = re.compile(
     r"\b(?:no|not|without|never|w/o|disable[ds]?|revert(?:ed|s|ing)?(?!\s+(?:back\s+)?to\b))"
@@ -100,6 +102,30 @@ def stated(pattern: re.Pattern[str], *cells: str | None) -> bool | None:
     return False if seen else None
 
 
+def stated_for_run(
+    pattern: re.Pattern[str],
+    *cells: str | None,
+    off: Callable[[str, re.Match[str]], bool] | None = None,
+) -> bool | None:
+    """`stated`, with the reference of a comparison read as no mention (`compared_at`, at the
+    match's group "at" where the pattern has one and it took part, else at the match's start):
+    True when some cell affirms `pattern` for the run, False when every other mention is
+    negated (or `off(text, match)`, a reader's own way of saying off), None when none is left."""
+    at = "at" in pattern.groupindex
+    seen = False
+    for cell in cells:
+        text = cell or ""
+        for m in pattern.finditer(text):
+            where = m.start("at") if at and m.group("at") is not None else m.start()
+            if compared_at(text, where):
+                continue
+            if negated_at(text, m.start(), m.end()) or (off is not None and off(text, m)):
+                seen = True
+                continue
+            return True
+    return False if seen else None
+
+
 EFA = re.compile(
     r"\bEFA(?:\s*v?\d)?\b|elastic fabric adapter"
     r"|\bp[456](?:de|d|e|en)?\.\d*xlarge\b|\bp6[ee]?-b[23]00\b|\bp6e-gb[23]00\b",
@@ -126,4 +152,5 @@ __all__ = [
     "names_efa",
     "negated_at",
     "stated",
+    "stated_for_run",
 ]

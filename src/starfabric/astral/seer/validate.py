@@ -78,7 +78,7 @@ from starfabric.astral.seer.ops import (
 from starfabric.astral.seer.overlap_words import DELAY_WGRAD, OverlapKind, Said
 from starfabric.astral.seer.parallel import uneven_pipeline_layers
 from starfabric.astral.seer.predict import Prediction, make_job, predict
-from starfabric.astral.seer.statements import compared_at, negated_at, stated
+from starfabric.astral.seer.statements import negated_at, stated, stated_for_run
 from starfabric.astral.seer.ulysses import names_ulysses, repeats_kv
 from starfabric.config import parse_spec
 from starfabric.errors import ConfigError, DataError, StarfabricError
@@ -118,7 +118,7 @@ CUDA_GRAPHS = re.compile(r"cuda[-_ ]?graphs?", re.I)
 """A framework or notes cell naming CUDA graphs ("CUDA graphs (--cuda-graph-impl ...)"); a
 negated mention ("CUDA graphs off", "no CUDA graph") is read by statements.stated."""
 FULL_ITERATION_GRAPHS = re.compile(
-    r"cuda[-_ ]?graphs?(?:[-_ ]scope)?[^;,]{0,24}?\b(?P<full>full[-_ ]iteration)\b"
+    r"cuda[-_ ]?graphs?(?:[-_ ]scope)?[^;,]{0,24}?\b(?P<at>full[-_ ]iteration)\b"
     r"|\bfull[-_ ]iteration[-_ ]cuda[-_ ]?graphs?",
     re.I,
 )
@@ -134,15 +134,8 @@ than full iteration", "vs. full-iteration CUDA graphs"), it is not the run's sco
 def states_full_iteration_graphs(*cells: str | None) -> bool:
     """Whether a row's cells state full-iteration CUDA graphs (`FULL_ITERATION_GRAPHS`): an
     affirmed mention whose full-iteration scope is not what the run is compared with
-    (`statements.compared_at`)."""
-    for cell in cells:
-        text = cell or ""
-        for m in FULL_ITERATION_GRAPHS.finditer(text):
-            where = m.start("full") if m.group("full") else m.start()
-            if compared_at(text, where) or negated_at(text, m.start(), m.end()):
-                continue
-            return True
-    return False
+    (`statements.stated_for_run`, compared at the scope's words)."""
+    return bool(stated_for_run(FULL_ITERATION_GRAPHS, *cells))
 
 
 ROUTER_FUSION = re.compile(r"--moe-router-fusion|\brouter fusion\b", re.I)
