@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from starfabric.astral.seer.statements import negated_at, stated
+from starfabric.astral.seer.statements import negated_at, stated, stated_for_run
 
 OVERLAP = re.compile(r"overlap")
 
@@ -117,3 +117,19 @@ def test_a_quoted_off_value_switches_it_off(text: str) -> None:
 @pytest.mark.parametrize("text", ['overlap="True"', "overlap='1'", 'overlap: "on"'])
 def test_a_quoted_on_value_stays_on(text: str) -> None:
     assert not _negated(text)
+
+
+def test_stated_for_run_skips_the_reference_of_a_comparison() -> None:
+    fuser = re.compile(r"op fuser")
+    assert stated_for_run(fuser, "TE op fuser on") is True
+    assert stated_for_run(fuser, "no op fuser") is False
+    assert stated_for_run(fuser, "slower than with op fuser") is None  # compared: no mention
+    assert stated_for_run(fuser, "vs. op fuser", "op fuser off") is False
+    assert stated_for_run(fuser, "nothing said") is None
+    # the comparison is read at the pattern's "at" group, where it has one
+    scope = re.compile(r"graphs[^;]{0,24}?\b(?P<at>full iteration)\b")
+    assert stated_for_run(scope, "graphs per layer rather than full iteration") is None
+    assert stated_for_run(scope, "graphs over the full iteration") is True
+    # a reader's own way of saying off counts as negated
+    unset = re.compile(r"FP8_DPA")
+    assert stated_for_run(unset, "FP8_DPA unset", off=lambda t, m: "unset" in t[m.end() :]) is False
