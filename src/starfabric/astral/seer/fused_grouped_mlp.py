@@ -28,14 +28,18 @@ cudnn-frontend publishes SDPA and norm sweeps only).
 comparison, in the framework or notes
 cell: `NVTE_CUTEDSL_FUSED_GROUPED_MLP=1` (or `=True`) together with TE's op fuser
 (`USE_TE_OPS=True`, `use_transformer_engine_op_fuser`): without the fuser the triple is never
-built. `validate` applies it only with MXFP8 GEMMs, Blackwell (MX) tensor cores and SwiGLU
-experts, TE's other conditions.
+built. `validate` applies it only with MXFP8 GEMMs and where `unfused` finds nothing against
+it (SwiGLU experts, Blackwell (MX) tensor cores: TE's other conditions); a job that states it
+elsewhere is refused by `parallel.resolve_layout` with the same reason.
 """
 
 from __future__ import annotations
 
 import re
 
+from starfabric.astral.hardware import GPUSpec
+from starfabric.astral.seer.fp8_recipe import native_mx
+from starfabric.astral.seer.model import ModelSpec
 from starfabric.astral.seer.statements import stated_for_run
 
 FUSED_CASTLESS_GEMMS: tuple[str, ...] = (
@@ -66,4 +70,25 @@ def stated(*cells: str | None) -> bool:
     return bool(stated_for_run(_ENV, *cells)) and bool(stated_for_run(_FUSER, *cells))
 
 
-__all__ = ["FUSED_CASTLESS_GEMMS", "stated"]
+def unfused(model: ModelSpec, gpu: GPUSpec) -> tuple[str, str] | None:
+    """Why TE would not fuse this job's grouped MLP, as (what, fix), or None where it would:
+    its fuser matches SwiGLU routed experts only (GroupedLinear -> ScaledSwiGLU ->
+    GroupedLinear), on compute capability 10.x (`is_supported`). The MXFP8 recipe, TE's third
+    condition, is ExecutionSpec's check."""
+    if not (model.is_moe and model.activation == "swiglu"):
+        kind = "MoE" if model.is_moe else "dense"
+        return (
+            f"{model.name} ({model.activation}, {kind}): TE fuses the grouped MLP of SwiGLU "
+            "MoE experts only",
+            "drop moe_fused_grouped_mlp for this model",
+        )
+    if not native_mx(gpu):
+        return (
+            f"{gpu.name}: TE's CuTe-DSL fused grouped MLP needs Blackwell tensor cores "
+            "(compute capability 10.x)",
+            "drop moe_fused_grouped_mlp on this GPU, or use a Blackwell GPU",
+        )
+    return None
+
+
+__all__ = ["FUSED_CASTLESS_GEMMS", "stated", "unfused"]

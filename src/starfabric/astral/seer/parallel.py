@@ -20,6 +20,7 @@ from starfabric.astral.seer import (
     cpu_optimizer_offload,
     cudnn_release,
     fp8_attention,
+    fused_grouped_mlp,
     nvfp4,
     te_cp_step,
 )
@@ -888,21 +889,9 @@ def resolve_layout(
         nvfp4.check_supported(ex.fp4_recipe, gpu)
         if ex.fp8_attention is not None:
             fp8_attention.check_supported(gpu, ex.fp8_attention)
-        if ex.moe_fused_grouped_mlp and not (model.is_moe and model.activation == "swiglu"):
-            # TE's fuser matches GroupedLinear -> ScaledSwiGLU -> GroupedLinear only
-            # (fused_grouped_mlp.py); elsewhere the casts it drops would still run.
-            raise ConfigError(
-                f"moe_fused_grouped_mlp on {model.name} ({model.activation}, "
-                f"{'MoE' if model.is_moe else 'dense'}): TE fuses the grouped MLP of SwiGLU "
-                "MoE experts only",
-                fix="drop moe_fused_grouped_mlp for this model",
-            )
-        if ex.moe_fused_grouped_mlp and not native_mx(gpu):
-            raise ConfigError(
-                f"moe_fused_grouped_mlp on {gpu.name}: TE's CuTe-DSL fused grouped MLP needs "
-                "Blackwell tensor cores (compute capability 10.x)",
-                fix="drop moe_fused_grouped_mlp on this GPU, or use a Blackwell GPU",
-            )
+        why = fused_grouped_mlp.unfused(model, gpu) if ex.moe_fused_grouped_mlp else None
+        if why is not None:
+            raise ConfigError(f"moe_fused_grouped_mlp on {why[0]}", fix=why[1])
         if ex.te_mxfp8_stage is not None and not native_mx(gpu):
             raise ConfigError(
                 f"te_mxfp8_stage {ex.te_mxfp8_stage!r} on {gpu.name}: TE's MXFP8 expert path "

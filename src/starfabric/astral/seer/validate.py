@@ -823,9 +823,7 @@ def _fused_grouped_mlp(
     if not (
         ex["precision"] == "fp8"
         and gemm_recipe == "mxfp8"
-        and fp8_recipe.native_mx(get_gpu(_gpu(row)[0]))
-        and model.moe_experts
-        and model.activation == "swiglu"
+        and fused_grouped_mlp.unfused(model, get_gpu(_gpu(row)[0])) is None
     ):
         read["moe_fused_grouped_mlp"] = (
             "not applied (stated, but TE fuses the grouped MLP only for SwiGLU experts under "
