@@ -49,6 +49,7 @@ from starfabric.astral.seer.trust import (
     write_table,
 )
 from starfabric.astral.seer.validate import EXCLUDED_PREFIX, bundled_csv, read_rows, validate_all
+from starfabric.outputs import write_bytes
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data" / "published_runs"
@@ -288,9 +289,7 @@ def main(argv: list[str] | None = None) -> int:
         print(markdown(ranges, cover))
     if args.json is not None:
         text = json.dumps({"sets": set_rows, "ranges": range_rows, "held_out": cover}, indent=2)
-        tmp = args.json.with_suffix(args.json.suffix + ".tmp")
-        tmp.write_text(text + "\n", encoding="utf-8")
-        tmp.replace(args.json)
+        write_bytes(args.json, (text + "\n").encode("utf-8"))
     return 0
 
 

@@ -29,6 +29,7 @@ from starfabric.astral.seer.classes import (
 )
 from starfabric.astral.seer.predict import Prediction
 from starfabric.errors import DataError
+from starfabric.outputs import atomic_path
 
 SET_GROUPS = ("development", "outside")
 """Where a measured set stands: `development` sets are those Seer's mechanisms were checked
@@ -151,13 +152,11 @@ def class_ranges(sets: Iterable[MeasuredSet]) -> list[ClassRange]:
 
 
 def write_rows(path: Path, columns: Sequence[str], rows: Iterable[Mapping[str, str]]) -> None:
-    """Write CSV rows atomically (a temporary file renamed over the old one), Unix line ends."""
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    with tmp.open("w", newline="", encoding="utf-8") as fh:
+    """Write CSV rows atomically (`outputs.atomic_path`), Unix line ends."""
+    with atomic_path(path) as tmp, tmp.open("w", newline="", encoding="utf-8") as fh:
         w = csv.DictWriter(fh, fieldnames=list(columns), lineterminator="\n")
         w.writeheader()
         w.writerows(rows)
-    tmp.replace(path)
 
 
 def write_table(ranges: Sequence[ClassRange], path: Path) -> None:
