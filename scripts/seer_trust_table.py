@@ -22,7 +22,6 @@ import itertools
 import json
 import statistics
 import sys
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,7 +48,8 @@ from starfabric.astral.seer.trust import (
     write_table,
 )
 from starfabric.astral.seer.validate import EXCLUDED_PREFIX, bundled_csv, read_rows, validate_all
-from starfabric.outputs import write_bytes
+from starfabric.errors import ConfigError
+from starfabric.outputs import check_dir, check_file, write_bytes
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data" / "published_runs"
@@ -229,20 +229,20 @@ def markdown(ranges: list[ClassRange], cover: dict[str, dict[str, Any]]) -> str:
     return "\n".join(out)
 
 
-def unwritable(path: Path, folder: bool = False) -> str | None:
-    """Why a file cannot be written at `path` (or, with `folder`, into the folder `path`),
-    with the fix, or None: the folder must exist, the path must not be a folder, and a
-    temporary file must be creatable beside it (the atomic write's rename stays in the folder)."""
+def unwritable(path: Path, what: str, folder: bool = False) -> str | None:
+    """Why `what` cannot be written at `path` (or, with `folder`, into the folder `path`), as
+    one line with the fix, or None. The folder must already exist (this script creates none);
+    the rest is the project's output check (`outputs.check_file` / `check_dir`: not a folder
+    where a file goes, a file creatable beside it for the atomic rename)."""
     where = path if folder else path.parent
     if not where.is_dir():
-        return f"folder {where} does not exist; give a path in an existing folder"
-    if not folder and path.is_dir():
-        return "is a folder; give a file path (e.g. trust.json)"
+        return (
+            f"{what} {path}: folder {where} does not exist (fix: give a path in an existing folder)"
+        )
     try:
-        with tempfile.NamedTemporaryFile(dir=where):
-            pass
-    except OSError as exc:
-        return f"folder {where} cannot be written ({exc.strerror}); give a writable folder"
+        (check_dir if folder else check_file)(path, what)
+    except ConfigError as exc:
+        return exc.one_line()
     return None
 
 
@@ -259,9 +259,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.json is not None:
         outputs.append((args.json, "--json"))
     for path, what in outputs:
-        why = unwritable(path, folder=path == OUT)
+        why = unwritable(path, what, folder=path == OUT)
         if why is not None:
-            print(f"error: {what} {path}: {why}", file=sys.stderr)
+            print(f"error: {why}", file=sys.stderr)
             return 2
     records = validate_sets()
     ranges = class_ranges(r.measured for r in records)
