@@ -4,7 +4,23 @@ layout that multiplies out to its GPU count and batch. Per-source checks stay in
 
 from __future__ import annotations
 
+import csv
+from pathlib import Path
+
 Row = dict[str, str]
+DEV2 = Path(__file__).resolve().parents[2] / "data" / "published_runs" / "development_runs_2.csv"
+"""The development set whose 55-column layout every outside file copies."""
+
+
+def header(path: Path) -> list[str]:
+    """The column names of a CSV file, in order."""
+    with path.open(newline="") as fh:
+        return next(csv.reader(fh))
+
+
+def check_header_is_development_set_2s(path: Path) -> None:
+    """The file has development_runs_2.csv's columns, in its order."""
+    assert header(path) == header(DEV2), path.name
 
 
 def check_figures_and_provenance(rows: list[Row], notes: str) -> None:
