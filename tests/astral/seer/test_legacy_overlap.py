@@ -1,19 +1,14 @@
-"""What 2021-22 Megatron-LM / NeMo (Apex) code overlapped (seer/legacy_overlap.py): the column-
-parallel linears' backward grad-input collective beside the weight-gradient GEMM, and NeMo's
-asynchronous DP all-reduce without a pipeline — read from the row's framework and date, priced
-with Seer's existing overlap rules."""
+"""What 2021-22 Megatron-LM / NeMo (Apex) code overlapped (seer/legacy_overlap.py): the stack and
+date readers, NeMo's asynchronous DP all-reduce without a pipeline, and the 2022 rows that read
+both it and the grad-input collective (whose rule and pricing test_async_grad_input.py tests)."""
 
 from pathlib import Path
 
-import numpy as np
 import pytest
 
+from starfabric.astral.seer import async_grad_input as agi
 from starfabric.astral.seer import legacy_overlap as lo
-from starfabric.astral.seer.cost import DP_OVERLAP_RESIDUAL, make_context, op_costs
-from starfabric.astral.seer.efficiency import efficiency_for
-from starfabric.astral.seer.ops import backward_of, layer_ops, logits_ops
-from starfabric.astral.seer.parallel import ExecutionSpec, SystemSpec, resolve_layout
-from starfabric.astral.seer.validate import read_rows, row_model, row_setup, validate_row
+from starfabric.astral.seer.validate import read_rows, row_setup, validate_row
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "published_runs"
 SRC = Path(lo.__file__).resolve().parent / "published_runs"
@@ -55,27 +50,6 @@ def test_software_month_prefers_the_cell_then_the_paper_then_the_year() -> None:
     # a paper from another year than the cell's: the cell's year (its January)
     assert lo.software_month("Megatron-LM (2022)", N21_CITATION) == (2022, 1)
     assert lo.software_month("Megatron-LM", None) is None
-
-
-@pytest.mark.parametrize(
-    ("framework", "citation", "sp", "want"),
-    [
-        ("Megatron-LM (2021)", N21_CITATION, False, False),  # before merge 6e1bde1e0f
-        ("Megatron-LM 2021-09", None, False, True),
-        ("Megatron-LM (2022)", None, False, True),
-        ("Megatron-LM (2021)", N21_CITATION, True, True),  # every SP release has it
-        ("NeMo 1.4 (2021-09)", None, False, False),  # before apex 365fdc18
-        (NEMO_FW, None, False, True),
-        (NEMO_FW, None, True, True),
-        ("GPT-NeoX (2022)", None, False, False),
-        ("DeepSpeed PipeDream-Flush + Megatron TP (2022)", None, True, False),
-        ("Megatron-LM", None, False, False),  # undated: not assumed
-    ],
-)
-def test_async_tp_backward_by_stack_and_date(
-    framework: str, citation: str | None, sp: bool, want: bool
-) -> None:
-    assert lo.async_tp_backward(framework, citation, sp) is want
 
 
 BF16_O2 = "BF16 (Megatron O2: BF16 parameters and activations, FP32 master weights)"
@@ -120,49 +94,13 @@ def test_rows_read_as_their_code_did() -> None:
     assert glm["tp_async_backward"] is False
 
 
-def _tables(sp: bool, flag: bool):  # type: ignore[no-untyped-def]
-    model = row_model(_row(DATA / "a100_scale_runs.csv", "NEMO2206-175B-016"))
-    ex = ExecutionSpec(
-        global_batch=64, seq_len=2048, tp=8, pp=1, sp=sp, micro_batch=2, precision="bf16",
-        attention="unfused", overlap_grad_reduce=False, tp_async_backward=flag,
-    )  # fmt: skip
-    lay = resolve_layout(model, ex, SystemSpec(gpu="A100", gpus=64))
-    ctx = make_context(ex, lay, efficiency_for(lay.gpu), model=model)
-    return ctx, layer_ops(model, ex, lay, moe=False), logits_ops(model, ex, lay)
-
-
-@pytest.mark.parametrize("sp", [False, True])
-def test_only_the_grad_input_collective_hides_behind_its_wgrad(sp: bool) -> None:
-    ctx, fwd, head = _tables(sp, True)
-    ctx0, _, _ = _tables(sp, False)
-    hidden = 0
-    for table in (fwd, head):
-        # the forward pass is untouched
-        assert np.array_equal(op_costs(table, ctx).exposed, op_costs(table, ctx0).exposed)
-        bwd = backward_of(table)
-        on, off = op_costs(bwd, ctx, backward=True), op_costs(bwd, ctx0, backward=True)
-        assert np.array_equal(on.time, off.time)
-        for i, name in enumerate(bwd.name):
-            if name not in lo.ASYNC_GRAD_INPUT:
-                assert on.exposed[i] == off.exposed[i], name
-                continue
-            hidden += 1
-            gemm = on.time[bwd.name.index(lo.ASYNC_GRAD_INPUT[name])]
-            dur = off.exposed[i]
-            want = max(0.0, dur - gemm) + DP_OVERLAP_RESIDUAL * min(dur, gemm)
-            assert on.exposed[i] == pytest.approx(want), name
-            assert on.exposed[i] < dur
-    # QKV and FC1 always; the output layer's all-gather only exists with SP
-    assert hidden == (3 if sp else 2)
-
-
 @pytest.mark.parametrize("row_id", ["NEMO2206-5B-20", "NEMO2206-175B-016"])
 def test_a_2022_nemo_row_gets_faster_by_at_most_its_exposed_tp_and_dp(
     row_id: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     row = _row(DATA / "a100_scale_runs.csv", row_id)
     new = validate_row(row)
-    monkeypatch.setattr(lo, "async_tp_backward", lambda *_: False)
+    monkeypatch.setattr(agi, "async_tp_backward", lambda *_: False)
     monkeypatch.setattr(lo, "async_dp_grad_reduce", lambda *_: False)
     old = validate_row(row)
     saved = old.predicted_iter_s - new.predicted_iter_s

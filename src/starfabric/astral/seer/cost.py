@@ -18,6 +18,7 @@ import numpy as np
 
 from starfabric.astral.hardware import GPUSpec
 from starfabric.astral.seer import nvfp4
+from starfabric.astral.seer.async_grad_input import ASYNC_GRAD_INPUT
 from starfabric.astral.seer.comm import CommModel, Phase, layout_groups
 from starfabric.astral.seer.cp_comm import ring_exposed
 from starfabric.astral.seer.cudnn_release import not_applied as cudnn_not_applied
@@ -34,7 +35,6 @@ from starfabric.astral.seer.fp8_recipe import cast_factor, gemm_rate, native_mx
 from starfabric.astral.seer.fsdp_cp_window import ring_shares_fsdp_link, ring_window
 from starfabric.astral.seer.fsdp_side_window import side_groups, side_window_s, split_exposure
 from starfabric.astral.seer.fused_grouped_mlp import FUSED_CASTLESS_GEMMS
-from starfabric.astral.seer.legacy_overlap import ASYNC_GRAD_INPUT
 from starfabric.astral.seer.model import ModelSpec
 from starfabric.astral.seer.nccl_a2a_ctas import nccl_alltoall_ctas
 from starfabric.astral.seer.ops import BMM, COMM, FLASH, GEMM, MEM, OpTable, moe_imbalance
@@ -137,7 +137,7 @@ class CostContext:
     tp_comm_overlap: bool
     tp_async_backward: bool = False
     """The column-parallel linears' backward grad-input collective runs beside their weight-
-    gradient GEMM (`ExecutionSpec.tp_async_backward`, legacy_overlap.ASYNC_GRAD_INPUT); the
+    gradient GEMM (`ExecutionSpec.tp_async_backward`, async_grad_input.ASYNC_GRAD_INPUT); the
     hidden part costs DP_OVERLAP_RESIDUAL of itself (assumption: an async NCCL collective beside
     a GEMM slows it as DP's bucketed reductions do)."""
     fp8: bool = False
@@ -309,7 +309,8 @@ def make_context(
         eff=eff,
         comm=comm_model(ex, lay, eff, system, model),
         tp_comm_overlap=ex.tp_comm_overlap,
-        tp_async_backward=ex.tp_async_backward,
+        # a deferred wgrad GEMM (--delay-wgrad-compute) leaves nothing between launch and wait
+        tp_async_backward=ex.tp_async_backward and not ex.ep_delay_wgrad,
         fp8=ex.precision == "fp8",
         fp8_cast_bytes=cast_bytes,
         ep_comm_overlap=ex.ep_comm_overlap,
@@ -474,7 +475,7 @@ def op_costs(
             hide = time[partner] if partner >= 0 else 0.0
             exposed[i] = max(0.0, dur - hide) + TP_OVERLAP_RESIDUAL * dur
         elif int(i) in partners:
-            # Megatron-LM / Apex column-parallel linear (legacy_overlap): the grad-input
+            # Megatron / Apex / TE column-parallel linear (async_grad_input): the grad-input
             # all-reduce / reduce-scatter is launched async_op=True before the weight-gradient
             # GEMM; the NCCL kernels beside it cost DP_OVERLAP_RESIDUAL of the hidden time.
             hide = float(time[partners[int(i)]])
@@ -611,7 +612,7 @@ def _ep_mask(t: OpTable, c: OpCosts) -> np.ndarray[Any, Any]:
 
 def _async_partners(t: OpTable) -> dict[int, int]:
     """Index of each backward grad-input TP collective of a column-parallel linear in `t`
-    (`legacy_overlap.ASYNC_GRAD_INPUT`, also inside an MTP module) -> its weight-gradient GEMM."""
+    (`async_grad_input.ASYNC_GRAD_INPUT`, also inside an MTP module) -> its weight-gradient GEMM."""
     index = {n: j for j, n in enumerate(t.name)}
     out: dict[int, int] = {}
     for i, name in enumerate(t.name):

@@ -2,7 +2,9 @@
 
 Seer reads a pre-2023 row (`validate._legacy`) with every TP collective and the DP gradient
 all-reduce exposed. Two overlaps of that era's code are narrower than Megatron-Core's and are
-credited here, each only where the row's framework and date say the run had that code:
+credited, each only where the row's framework and date say the run had that code (the TP one,
+the same code in every era since, is read by `async_grad_input` for every row; this module
+holds the stack and date readers it shares and the DP rule):
 
 - **TP, backward of a column-parallel linear** (QKV, FC1, the output layer). Megatron-LM's
   `ColumnParallelLinearWithAsyncAllreduce` (megatron/mpu/layers.py, merge 6e1bde1e0f,
@@ -41,13 +43,6 @@ from starfabric.astral.seer import mcore_release, releases
 
 YearMonth = releases.YearMonth
 
-MEGATRON_LM_ASYNC_TP: YearMonth = (2021, 9)
-"""Month Megatron-LM's column-parallel linear first ran its backward all-reduce asynchronously
-beside the weight-gradient GEMM (NVIDIA/Megatron-LM merge 6e1bde1e0f, 2021-09-02; the v2.6 tag,
-2021-08-27, does not have it)."""
-APEX_ASYNC_TP: YearMonth = (2021, 10)
-"""The same in Apex's apex/transformer/tensor_parallel/layers.py, which NeMo's Megatron GPT
-built on (NVIDIA/apex 365fdc18, 2021-10-02)."""
 NEMO_ASYNC_DP_RELEASE: tuple[int, int] = (1, 10)
 """First NeMo release whose O2 GPT training all-reduces gradients asynchronously without a
 pipeline (v1.10.0, 2022-07-01; PR #4084, de0b445162, 2022-05-17; v1.9.0 still all-reduces
@@ -58,18 +53,6 @@ for GPT-3, T5, mT5 models with pipeline parallel size equal to 1" (NVIDIA/NeMo-F
 README.md section 7 'NeMo Megatron 22.05' @b20f85d4, 2022-06-03; its support matrix names a
 NeMo 1.9.0 build, and its 5b.yaml already sets grad_allreduce_chunk_size_mb, a key only that
 path reads)."""
-
-ASYNC_GRAD_INPUT: dict[str, str] = {
-    "attn.tp_all_gather.bwd": "attn.qkv.wgrad",
-    "attn.tp_all_reduce.bwd": "attn.qkv.wgrad",
-    "mlp.tp_all_gather.bwd": "mlp.fc1.wgrad",
-    "mlp.tp_all_reduce.bwd": "mlp.fc1.wgrad",
-    "head.tp_all_gather.bwd": "head.logits.wgrad",
-}
-"""Backward TP collectives of `ops.backward_of` that stand for a column-parallel linear's
-grad-input all-reduce (without SP; `ops` places it at the block's exit, the count is the
-same) or reduce-scatter (with SP), and the weight-gradient GEMM that runs while it is in
-flight."""
 
 _MEGATRON_LM = re.compile(r"^\s*megatron[- ]?lm\b(?![- ]?core)", re.I)
 _NEMO = re.compile(r"\bnemo\b", re.I)
@@ -107,20 +90,6 @@ def software_month(framework: str | None, citation: str | None) -> YearMonth | N
     if paper is not None and (year is None or paper[0] == year):
         return paper
     return (year, 1) if year is not None else None
-
-
-def async_tp_backward(framework: str | None, citation: str | None, sp: bool) -> bool:
-    """Whether the row's column-parallel linears ran their backward grad-input collective beside
-    the weight-gradient GEMM: every Megatron-LM / Apex sequence-parallel release does; without
-    SP, Megatron-LM from MEGATRON_LM_ASYNC_TP and NeMo (Apex) from APEX_ASYNC_TP."""
-    which = stack(framework)
-    if which is None:
-        return False
-    if sp:
-        return True
-    month = software_month(framework, citation)
-    since = MEGATRON_LM_ASYNC_TP if which == "megatron-lm" else APEX_ASYNC_TP
-    return month is not None and month >= since
 
 
 def nemo_release(framework: str | None) -> tuple[int, int] | None:

@@ -245,11 +245,13 @@ class ExecutionSpec(Spec):
     overlap_param_gather: bool = True
     tp_comm_overlap: bool = False
     tp_async_backward: bool = Field(
-        default=False,
+        default=True,
         description="the column-parallel linears' backward grad-input all-reduce (with SP: "
-        "reduce-scatter) runs asynchronously beside their weight-gradient GEMM (Megatron-LM "
-        "from 2021-09, Apex/NeMo from 2021-10; seer/legacy_overlap.py); the other TP "
-        "collectives stay exposed. tp_comm_overlap, which hides every TP collective, supersedes it",
+        "reduce-scatter) runs asynchronously beside their weight-gradient GEMM, as Megatron-Core's "
+        "and TransformerEngine's linears do by default (Megatron-LM from 2021-09, Apex/NeMo from "
+        "2021-10; seer/async_grad_input.py); False: a stack that blocks on it. The other TP "
+        "collectives stay exposed; tp_comm_overlap, which hides every TP collective, supersedes "
+        "it, and ep_delay_wgrad (a deferred wgrad GEMM) turns it off",
     )
     ep_comm_overlap: bool = Field(
         default=False,

@@ -20,6 +20,7 @@ from typing import Any
 from starfabric.astral import bounds
 from starfabric.astral.hardware import get_gpu, list_gpus
 from starfabric.astral.seer import (
+    async_grad_input,
     bridge_recipe,
     cells,
     cpu_optimizer_offload,
@@ -731,19 +732,24 @@ def _cp_comm_type(row: dict[str, str], ex: dict[str, Any], read: dict[str, Any])
         ex["cp_a2a_size"] = a2a
 
 
-def _legacy_overlap(row: dict[str, str], ex: dict[str, Any], read: dict[str, Any]) -> None:
-    """What a pre-2023 row's Megatron-LM / NeMo (Apex) code overlapped (legacy_overlap.py):
-    the column-parallel linears' backward grad-input collective beside their weight-gradient
-    GEMM, and NeMo's asynchronous DP all-reduce without a pipeline."""
-    fw = row.get("framework")
-    ex["tp_async_backward"] = legacy_overlap.async_tp_backward(
-        fw, row.get("citation"), bool(ex["sp"])
+def _async_grad_input(row: dict[str, str], ex: dict[str, Any], read: dict[str, Any]) -> None:
+    """Whether the row's stack runs its column-parallel linears' backward grad-input collective
+    beside their weight-gradient GEMM (async_grad_input.py: Megatron-LM, Apex/NeMo, Megatron-Core
+    and TE by their code and date); a stack whose code was not read blocks on it."""
+    ex["tp_async_backward"] = async_grad_input.async_tp_backward(
+        row.get("framework"), row.get("citation"), bool(ex["sp"]), bool(ex.get("ep_delay_wgrad"))
     )
-    if ex["tp_async_backward"]:
+    if ex["tp_async_backward"] and not ex.get("tp_comm_overlap") and int(ex.get("tp") or 1) > 1:
         read["tp_async_backward"] = (
             "yes (the stack's column-parallel linears launch their backward grad-input "
-            "collective before the weight-gradient GEMM: legacy_overlap.py)"
+            "collective before the weight-gradient GEMM: async_grad_input.py)"
         )
+
+
+def _legacy_overlap(row: dict[str, str], ex: dict[str, Any], read: dict[str, Any]) -> None:
+    """What a pre-2023 row's NeMo (Apex) code overlapped besides the grad-input collective
+    (legacy_overlap.py): the asynchronous DP all-reduce without a pipeline."""
+    fw = row.get("framework")
     if legacy_overlap.async_dp_grad_reduce(fw, row.get("precision"), ex.get("pp"), bool(ex["sp"])):
         ex["overlap_grad_reduce"] = True
         read["overlap_grad_reduce"] = (
@@ -1558,6 +1564,7 @@ def row_setup(row: dict[str, str], shipped: bool = True) -> RowSetup:
         "zero": zero,
         **_framework(row),
     }
+    _async_grad_input(row, ex, read)
     if _legacy(row):
         _legacy_overlap(row, ex, read)
     # torch._grouped_mm runs routed experts only (a dense TorchTitan row has none).
@@ -1920,6 +1927,8 @@ def validate_row(row: dict[str, str], alternatives: bool = False) -> RowResult:
             if k in choices:
                 choices[k] = f"{choices[k]} (as tuned at {scale[0]} GPUs, global batch {scale[1]})"
     choices.update(st.read)
+    if full.get("tp_comm_overlap"):
+        choices.pop("tp_async_backward", None)  # userbuffers took every TP collective
     if full["global_batch"] != ex["global_batch"]:
         choices["global_batch"] = f"{full['global_batch']} (approximate batch rounded to dp)"
     if "pipeline_layers" in full:
