@@ -35,7 +35,7 @@ from starfabric.errors import DataError, StarfabricError
 DATA = Path(__file__).resolve().parents[2] / "data" / "published_runs"
 MESSAGE_CHARS = 2_000
 """Longest one-line refusal a row may print (its row id aside): a 100 kB cell is not echoed."""
-EXAMPLES = int(os.environ.get("STARFABRIC_FUZZ_EXAMPLES", "60"))
+EXAMPLES = int(os.environ.get("STARFABRIC_FUZZ_EXAMPLES", "200"))
 
 BASES = (
     ("development_runs.csv", "N21-T2-01"),  # dense GPT, A100, Megatron PTD-P, vpp UNVERIFIED

@@ -23,7 +23,7 @@ from starfabric.errors import ConfigError
 MAX_LAYERS = 1 << 14
 """Assumption: the most transformer layers a model may have, 16,384 — 16x the deepest trained
 transformer (DeepNet, 1,000 layers: Wang et al. 2022, arXiv 2203.00555); a deeper one is a typo
-("1M" in the layers cell), and the schedule walks every layer (1M layers took 10 s a layout)."""
+("1M" in the layers cell), and the schedule walks every layer (1M: 10 to over 20 s a row)."""
 
 MAX_PARAMS = 1 << 44
 """Assumption: the most parameters a model may have, 2^44 (about 17.6 trillion) — some 11x the
