@@ -76,3 +76,19 @@ def test_bad_inputs_are_one_line_config_errors(tmp_path: Path) -> None:
     )
     with pytest.raises(ConfigError, match="ffn_hid"):
         load_model(p)
+
+
+def test_a_model_past_max_layers_or_max_params_is_one_config_error() -> None:
+    """Absurd sizes are refused before the schedule lays them out (model.MAX_LAYERS: 1M layers
+    took minutes a row; model.MAX_PARAMS: a hidden size of 10^12 exhausted memory)."""
+    from starfabric.astral.seer.model import MAX_LAYERS, MAX_PARAMS
+
+    base = {"layers": 2, "hidden": 64, "ffn_hidden": 256, "heads": 4, "kv_heads": 4,
+            "head_dim": 16, "vocab": 1000}  # fmt: skip
+    assert load_model(base).layers == 2
+    with pytest.raises(ConfigError, match=r"model\.MAX_LAYERS"):
+        load_model({**base, "layers": MAX_LAYERS + 1})
+    with pytest.raises(ConfigError, match=r"model\.MAX_PARAMS"):
+        load_model({**base, "vocab": MAX_PARAMS // 64 + 1})
+    assert all(param_counts(load_model(n)).total < MAX_PARAMS for n in bundled_models())
+    assert all(load_model(n).layers <= MAX_LAYERS for n in bundled_models())

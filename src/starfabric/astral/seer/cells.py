@@ -8,6 +8,7 @@ the choice can be printed next to the prediction; a cell that holds no value ret
 
 from __future__ import annotations
 
+import math
 import re
 
 from starfabric.astral.hardware import GPUSpec, get_gpu, list_gpus
@@ -67,6 +68,47 @@ def _numbers(raw: str | None, binary: bool = False) -> list[tuple[float, bool]]:
         elif not rest[:1].isalpha():
             out.append((val, False))
     return out
+
+
+def overflows(raw: str | None) -> bool:
+    """True when a number in the cell is past a double's range (309 digits or more read as
+    inf): no count or figure can be taken from it."""
+    return any(not math.isfinite(v) for v, _ in _numbers(raw))
+
+
+MAX_COUNT = 2**53
+"""The largest integer a cell may state (a size, a degree, a GPU count, a batch): `number`
+reads into an IEEE 754 double, which holds every integer up to 2^53 exactly and none above it
+[fact], so a larger count is not read as written."""
+
+_DIGIT_RUN = re.compile(r"\d[\d,]*")
+
+
+def overlong_count(raw: str | None) -> str | None:
+    """The first digit run of the cell (thousands commas ignored) with more digits than
+    MAX_COUNT has: no count can be that large ("1,1,1,..." pasted from a list, a log's hash)."""
+    limit = len(str(MAX_COUNT))
+    return next(
+        (
+            m.group(0)
+            for m in _DIGIT_RUN.finditer(raw or "")
+            if len(m.group(0).replace(",", "")) > limit
+        ),
+        None,
+    )
+
+
+QUOTE_CHARS = 80
+"""Characters of a cell an error message quotes: enough to find the cell, one line however
+long the cell (a pasted log)."""
+
+
+def quoted(raw: str | None) -> str:
+    """The cell as an error message quotes it: repr, cut to QUOTE_CHARS with its length."""
+    text = raw or ""
+    if len(text) <= QUOTE_CHARS:
+        return repr(text)
+    return f"{text[:QUOTE_CHARS]!r}... ({len(text)} characters)"
 
 
 def number(raw: str | None, binary: bool = False) -> float | None:
@@ -182,12 +224,12 @@ def match_gpu(raw: str) -> tuple[GPUSpec, float | None]:
     if found is None:
         names = ", ".join(g.name for g in list_gpus())
         raise ConfigError(
-            f"unknown gpu {raw!r}: no catalog GPU matches its name or family",
+            f"unknown gpu {quoted(raw)}: no catalog GPU matches its name or family",
             fix=f"name one of: {names} (or an architecture family: {', '.join(FAMILY_GPU)})",
         )
     if re.search(r"\bPCI-?e\b", text, re.IGNORECASE) and "PCIE" not in found.name.upper():
         raise ConfigError(
-            f"gpu {raw!r} is a PCIe card; the catalog holds only the {found.name} (SXM/board) "
+            f"gpu {quoted(raw)} is a PCIe card; the catalog holds only the {found.name} (SXM/board) "
             "part, whose clocks and power differ",
             fix="add the PCIe part to the GPU catalog, or name the SXM part if the run used it",
         )
@@ -416,7 +458,7 @@ def precision(raw: str | None, where: str = "precision cell") -> str:
     if stated(FP16_SPELLINGS, raw):
         return "fp16"
     raise DataError(
-        f"{where}: column 'precision' = {raw!r} names no precision Seer times "
+        f"{where}: column 'precision' = {quoted(raw)} names no precision Seer times "
         "(FP8/FP4, BF16, FP16)",
         fix="write the run's precision (e.g. 'BF16 mixed', 'FP16 mixed', 'FP8'), "
         "or UNVERIFIED when the source does not state it",

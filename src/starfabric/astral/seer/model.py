@@ -20,6 +20,17 @@ from starfabric.astral.seer.hf_config import read_hf_config, validate_hf_config
 from starfabric.config import Spec, parse_spec, read_mapping
 from starfabric.errors import ConfigError
 
+MAX_LAYERS = 1 << 14
+"""Assumption: the most transformer layers a model may have, 16,384 — 16x the deepest trained
+transformer (DeepNet, 1,000 layers: Wang et al. 2022, arXiv 2203.00555); a deeper one is a typo
+("1M" in the layers cell), and the schedule walks every layer (1M: 10 to over 20 s a row)."""
+
+MAX_PARAMS = 1 << 44
+"""Assumption: the most parameters a model may have, 2^44 (about 17.6 trillion) — some 11x the
+largest trained model Seer knows of (Switch-C, 1.571T: Fedus et al. 2021, arXiv 2101.03961);
+a larger one is a typo (a hidden size of 10^12), and the gradient buckets the schedule lays
+out (one per schedule.DP_BUCKET_PARAMS) would exhaust memory instead of refusing it."""
+
 
 class ModelSpec(Spec):
     """Shapes of a decoder-only transformer; every size is a count, not bytes."""
@@ -93,6 +104,8 @@ class ModelSpec(Spec):
 
     @model_validator(mode="after")
     def _check(self) -> ModelSpec:
+        if self.layers > MAX_LAYERS:
+            raise ValueError(f"layers={self.layers} is above {MAX_LAYERS} (model.MAX_LAYERS)")
         if self.heads % self.kv_heads:
             raise ValueError(
                 f"heads={self.heads} is not a multiple of kv_heads={self.kv_heads} "
@@ -106,6 +119,12 @@ class ModelSpec(Spec):
             if self.moe_dense_layers >= self.layers:
                 raise ValueError(f"moe_dense_layers={self.moe_dense_layers} leaves no MoE layer")
             self._check_router_groups()
+        total = param_counts(self).total
+        if total > MAX_PARAMS:
+            raise ValueError(
+                f"{total:.3g} parameters (layers={self.layers}, hidden={self.hidden}, "
+                f"vocab={self.vocab}) is above {MAX_PARAMS:.3g} (model.MAX_PARAMS)"
+            )
         if self.sliding_window_layers is not None and self.sliding_window_layers > self.layers:
             raise ValueError(
                 f"sliding_window_layers={self.sliding_window_layers} exceeds layers={self.layers}"

@@ -129,7 +129,7 @@ def gpu_count(raw: str | None, row_id: str = "?", per_node: int | None = None) -
         return None if val is None else int(round(val))
 
     def refuse(why: str) -> DataError:
-        return DataError(f"row {row_id}: column 'num_gpus' = {raw!r} {why}", fix=_FIX)
+        return DataError(f"row {row_id}: column 'num_gpus' = {cells.quoted(raw)} {why}", fix=_FIX)
 
     if _PER_HOST.match(text, nums[0].start()):
         raise refuse("states GPUs per host, not the GPU count")
@@ -158,7 +158,10 @@ def gpu_count(raw: str | None, row_id: str = "?", per_node: int | None = None) -
             val = cells.number(first.group(0), binary=True)
             count, used = int(round(val or 0)), [first.span()]
     for group in re.finditer(r"\(([^()]*)\)", text):  # a product that explains the count
-        factors = [_int_of(n.group(1)) for n in _STANDALONE.finditer(group.group(1))]
+        found = [n.group(1) for n in _STANDALONE.finditer(group.group(1))]
+        if "." in "".join(found):  # "(6.4 Tb/s, ...)": a rate, not a product of counts
+            continue
+        factors = [_int_of(n) for n in found]
         if len(factors) > 1 and re.search(r"[x×*]", group.group(1)):
             product = 1
             for f in factors:
@@ -261,6 +264,13 @@ def canonical_counts(row: dict[str, str]) -> dict[str, str]:
     cell of 1) or as zero — the row is refused, not read by whichever cell came first."""
     out = dict(row)
     rid = row.get("row_id", "?")
+    for key in ("num_gpus", "gpus_per_node", *_BATCH_KEYS):  # read as Python ints below
+        if (run := cells.overlong_count(row.get(key))) is not None:
+            raise DataError(
+                f"row {rid}: column {key!r} = {cells.quoted(row.get(key))} holds a number of "
+                f"{len(run.replace(',', ''))} digits, above {cells.MAX_COUNT} (cells.MAX_COUNT)",
+                fix="give the count the source prints",
+            )
     raw = row.get("num_gpus") or ""
     n = None if cells.is_hint(raw) else gpu_count(raw, rid, stated_gpus_per_node(row))
     if n is not None and str(n) != raw.strip() and not cells.is_hint(raw):
@@ -276,7 +286,7 @@ def canonical_counts(row: dict[str, str]) -> dict[str, str]:
         unlabelled = _PAIR.fullmatch(text) and not batch_pair(text)
         if unlabelled and not cells.unverified(text) and not (pair is not None and same):
             raise DataError(
-                f"row {rid}: column {key!r} = {text!r} holds two numbers and does not say "
+                f"row {rid}: column {key!r} = {cells.quoted(text)} holds two numbers and does not say "
                 "which is the micro-batch and which the global batch",
                 fix=f"write the {_NAMES[key]} alone, or label the pair (e.g. 'MBS/GBS 1/1024')",
             )
@@ -288,7 +298,7 @@ def canonical_counts(row: dict[str, str]) -> dict[str, str]:
         for value, col, _ in figures:
             if value < 1:
                 raise DataError(
-                    f"row {rid}: column {col!r} = {cells_[col]!r} states a {_NAMES[key]} of 0",
+                    f"row {rid}: column {col!r} = {cells.quoted(cells_[col])} states a {_NAMES[key]} of 0",
                     fix=f"give the {_NAMES[key]} (at least 1 sequence)",
                 )
         values = {v for v, _, _ in figures}

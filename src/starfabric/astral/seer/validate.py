@@ -191,12 +191,18 @@ def _int(row: dict[str, str], key: str, default: int | None = None) -> int:
         if default is not None:
             return default
         raise DataError(
-            f"row {row.get('row_id', '?')}: column {key!r} = {raw!r} is not a number",
+            f"row {row.get('row_id', '?')}: column {key!r} = {cells.quoted(raw)} is not a number",
             fix="give an integer",
+        )
+    if not abs(val) <= cells.MAX_COUNT:
+        raise DataError(
+            f"row {row.get('row_id', '?')}: column {key!r} = {cells.quoted(raw)} is above "
+            f"{cells.MAX_COUNT} (cells.MAX_COUNT)",
+            fix="give the count the source prints",
         )
     if key in POSITIVE_COLUMNS and int(round(val)) < 1:
         raise DataError(
-            f"row {row.get('row_id', '?')}: column {key!r} = {raw!r} is not 1 or more",
+            f"row {row.get('row_id', '?')}: column {key!r} = {cells.quoted(raw)} is not 1 or more",
             fix="give a positive integer (or leave the cell empty where it may be open)",
         )
     return int(round(val))
@@ -236,7 +242,7 @@ def global_batch_seqs(row: dict[str, str]) -> int:
     if tokens <= 0:
         raise DataError(
             f"row {row.get('row_id', '?')}: {UNDEFINED}: no global batch "
-            f"(global_batch_seqs = {row.get('global_batch_seqs', '')!r}, no tokens_per_batch)",
+            f"(global_batch_seqs = {cells.quoted(row.get('global_batch_seqs'))}, no tokens_per_batch)",
             fix="fill global_batch_seqs or tokens_per_batch",
         )
     if tokens % seq:
@@ -1114,11 +1120,13 @@ def _measured(row: dict[str, str], key: str, raw: str, bound: bounds.Bound) -> f
         v = _figure(raw) * row_forms.figure_scale(key, raw)
     except ValueError:
         raise DataError(
-            f"{where}: column {key!r} = {raw!r} is not a number", fix="give the published figure"
+            f"{where}: column {key!r} = {cells.quoted(raw)} is not a number",
+            fix="give the published figure",
         ) from None
     if v == 0:
         raise DataError(
-            f"{where}: column {key!r} = {raw!r} is zero", fix="give the published figure"
+            f"{where}: column {key!r} = {cells.quoted(raw)} is zero",
+            fix="give the published figure",
         )
     return bound.check(v, where, key, "give the published figure (a corrupt cell?)")
 
@@ -1503,6 +1511,13 @@ def canonical_row(row: dict[str, str]) -> dict[str, str]:
     "core_r0.12.0", "NeMo container 25.02"), and its GPU count and batch cells as plain
     numbers (row_forms.canonical_counts: "128x8", "16K", "MBS/GBS 1/1024"), so every reader
     below (the shipped-configuration match included) sees the same run."""
+    for key, raw in row.items():  # a number past float range reads as inf, and no reader
+        if cells.overflows(raw):  # can use it
+            raise DataError(
+                f"row {row.get('row_id', '?')}: column {key!r} = {cells.quoted(raw)} holds "
+                "a number too large to read (above 1.8e308)",
+                fix="write the figure the source prints",
+            )
     counted = row_forms.canonical_counts(row)
     if counted != row:
         row = counted
@@ -2057,22 +2072,38 @@ def _recompute_options(st: RowSetup) -> list[Any]:
 
 
 def read_rows(path: str | Path) -> list[dict[str, str]]:
-    """Rows of a published-runs CSV; a file without the required columns or without rows, not
-    UTF-8 text, or not parseable by the csv module (a field over its size limit) is a
-    DataError."""
+    """Rows of a published-runs CSV (UTF-8, with or without the byte-order mark spreadsheets
+    write); a file without the required columns or without rows, with a column named twice or
+    a row of more cells than the header, not UTF-8 text, or not parseable by the csv module (a
+    field over its size limit) is a DataError. A row of fewer cells has the rest empty."""
     p = Path(path)
     if not p.is_file():
         raise DataError(f"{p}: no such file", fix="check the --csv path")
     try:
-        with p.open(newline="", encoding="utf-8") as fh:
+        with p.open(newline="", encoding="utf-8-sig") as fh:
             reader = csv.DictReader(fh)
-            cols = set(reader.fieldnames or [])
+            names = list(reader.fieldnames or [])
+            cols = set(names)
             lacking = [c for c in REQUIRED if c not in cols]
             if lacking:
                 raise DataError(
                     f"{p}: missing columns {lacking}", fix="use the published_runs layout"
                 )
-            rows = list(reader)
+            twice = sorted({c for c in names if names.count(c) > 1})
+            if twice:
+                raise DataError(
+                    f"{p}: columns {twice} appear more than once in the header",
+                    fix="keep one column of each name",
+                )
+            rows = []
+            for row in reader:
+                if None in row:  # csv.DictReader's key for cells past the header's
+                    raise DataError(
+                        f"{p}: line {reader.line_num}: row {cells.quoted(row.get('row_id'))} has "
+                        f"{len(names) + len(row[None])} cells, the header {len(names)}",
+                        fix="quote cells that hold commas, or remove the extra cells",
+                    )
+                rows.append({k: v or "" for k, v in row.items()})
     except UnicodeDecodeError as exc:
         raise DataError(
             f"{p}: not UTF-8 text (byte {exc.start}: {exc.reason})",
