@@ -165,6 +165,9 @@ IGNORED_SWITCHES = frozenset({
     # When a fine-grained offload copy starts under CUDA graphs (its bytes are the same), and
     # PP send/recv on separate communicators (Seer prices PP P2P as overlapped already).
     "--delay-offload-until-cuda-graph", "--use-separate-send-recv-groups",
+    # "DEPRECATED. This flag is ignored." (arguments.py core_v0.7.0-core_v0.15.0; gone in
+    # core_v0.16.0): the grad-input collective stays async (async_grad_input.py).
+    "--no-async-tensor-model-parallel-allreduce",
 })  # fmt: skip
 """Switches that do not change one iteration's time or memory."""
 
