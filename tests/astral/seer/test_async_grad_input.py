@@ -75,6 +75,24 @@ def test_a_user_job_defaults_to_megatron_cores_async_collective() -> None:
     assert ExecutionSpec(global_batch=8, seq_len=2048).tp_async_backward is True
 
 
+@pytest.mark.parametrize(
+    "stack",
+    [
+        {"torchtitan_memory": True},  # the run is TorchTitan's
+        {"torchtitan_op_sac": True, "recompute": "selective"},
+        {"eager_elementwise": True},
+        {"deepspeed_bf16_pipe": True},  # DeepSpeed's pipeline engine
+        {"fsdp_collectives": "parameter"},  # DeepSpeed ZeRO-3 before v0.6.0
+    ],
+)
+def test_a_user_job_on_a_stack_not_read_blocks_on_it(stack: dict[str, object]) -> None:
+    """A job whose execution names a TorchTitan or DeepSpeed mechanism is priced as a row of
+    that stack is (`async_tp_backward` credits neither), unless it states the field."""
+    job = {"global_batch": 8, "seq_len": 2048, "tp": 8, **stack}
+    assert ExecutionSpec(**job).tp_async_backward is False
+    assert ExecutionSpec(**job, tp_async_backward=True).tp_async_backward is True
+
+
 def test_rows_read_as_their_stacks_code_does() -> None:
     dev1, dev2 = DATA / "development_runs.csv", DATA / "development_runs_2.csv"
     for path, row_id, want in [

@@ -41,6 +41,7 @@ Megatron forks, TorchTitan and Meta's stacks were not read and are not credited.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
 from starfabric.astral.seer import legacy_overlap, releases
 
@@ -69,6 +70,26 @@ flight."""
 MEGATRON_CORE = re.compile(r"megatron[- _]?core|\bmcore\b|megatron[- _]?bridge|\bcore_[rv]\d", re.I)
 """A framework cell naming Megatron-Core (also as a Megatron-LM `core_r0.8.0` tag) or a stack
 built on it (Megatron-Bridge): TE-spec or local linears, both asynchronous (module docstring)."""
+
+NOT_READ_STACK_SETTINGS: dict[str, object] = {
+    "torchtitan_memory": True,
+    "torchtitan_op_sac": True,
+    "eager_elementwise": True,
+    "moe_torch_grouped_mm": True,
+    "moe_fused_dispatch": True,
+    "moe_atomic_unpermute": True,
+    "deepspeed_bf16_pipe": True,
+    "fsdp_collectives": "parameter",
+}
+"""`ExecutionSpec` settings only a TorchTitan or DeepSpeed run has (each field's description
+names its stack): a user job stating one runs a stack this module does not credit, so it
+blocks on the collective as `async_tp_backward` reads a row of that stack."""
+
+
+def job_default(settings: Mapping[str, object]) -> bool:
+    """`ExecutionSpec.tp_async_backward` for a job that does not state it: True (Megatron-Core
+    and TE, the default stack) unless a setting in NOT_READ_STACK_SETTINGS names another."""
+    return not any(settings.get(k) == v for k, v in NOT_READ_STACK_SETTINGS.items())
 
 
 def async_tp_backward(
