@@ -352,3 +352,12 @@ def test_the_deprecated_async_allreduce_switch_is_read_as_megatron_ignores_it() 
     assert spec == parse_megatron_command(no_sp)
     job = make_job(spec["model"], spec["execution"], {"gpu": "H100", **spec["system"]})
     assert job.execution.tp_async_backward is True
+
+
+@pytest.mark.parametrize("layers", ["100000", "0"])
+def test_a_layer_count_past_the_model_limit_names_the_flag(layers: str) -> None:
+    """model.MAX_LAYERS refused in the launch line's own terms: the flag and its range."""
+    cmd = CMD.replace("--num-layers 32", f"--num-layers {layers}")
+    with pytest.raises(ConfigError, match=rf"--num-layers={layers} is outside 1\.\.16384") as exc:
+        parse_megatron_command(cmd)
+    assert "give --num-layers a whole number in 1..16384" in exc.value.one_line()

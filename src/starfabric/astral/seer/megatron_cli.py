@@ -20,11 +20,13 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+from starfabric import ranges
 from starfabric.astral.seer.attention_backend import BACKENDS as ATTN_BACKENDS
 from starfabric.astral.seer.attention_backend import kernel_of as attention_kernel_of
 from starfabric.astral.seer.cp_comm import ALGORITHM, CP_COMM_TYPES
 from starfabric.astral.seer.fine_grained_offload import EXPERT_MODULES
 from starfabric.astral.seer.hybridep_sms import HYBRIDEP_DEFAULT_NUM_SMS
+from starfabric.astral.seer.model import LAYER_RANGE
 from starfabric.errors import ConfigError
 
 # flag -> (section, field, kind): kind "int", "float", "str" or a constant set when present.
@@ -245,6 +247,8 @@ def _finish(out: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     for need, flag in (("seq_len", "--seq-length"), ("global_batch", "--global-batch-size")):
         if need not in ex:
             raise ConfigError(f"the command lacks {flag}", fix=f"add {flag}")
+    # the model's layer limit in the launch line's terms (ModelSpec would name 'layers')
+    ranges.check_int("--num-layers", m["layers"], LAYER_RANGE)
     m.setdefault("name", "megatron-gpt")
     m.setdefault("vocab", 50304)  # GPT-2 BPE padded to 128 (Megatron's default tokenizer)
     m.setdefault("max_seq_len", ex["seq_len"])

@@ -441,11 +441,12 @@ def bundled_models() -> list[str]:
     return sorted(p.name[:-5] for p in base.iterdir() if p.name.endswith(".json"))
 
 
-def load_model(ref: str | Path | dict[str, Any]) -> ModelSpec:
-    """A model from a mapping (ModelSpec fields or a config.json), a file path or a bundled name."""
+def load_model(ref: str | Path | dict[str, Any], source: str = "model") -> ModelSpec:
+    """A model from a mapping (ModelSpec fields or a config.json), a file path or a bundled name;
+    `source` names a mapping in its errors (the job file that holds it)."""
     if isinstance(ref, dict):
         if "layers" in ref and "hidden" in ref:
-            return parse_spec(ModelSpec, ref, source="model")
+            return parse_spec(ModelSpec, ref, source=source)
         return from_hf_config(ref, name=str(ref.get("name", "model")))
     path = Path(ref)
     if path.is_file():
