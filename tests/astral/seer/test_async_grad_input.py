@@ -76,6 +76,26 @@ def test_a_user_job_defaults_to_megatron_cores_async_collective() -> None:
 
 
 @pytest.mark.parametrize(
+    ("framework", "notes", "sp", "want"),
+    [
+        ("Megatron-LM (2022)", "--no-async-tensor-model-parallel-allreduce", False, False),
+        ("Megatron-LM (2022)", "async_tensor_model_parallel_allreduce: false", False, False),
+        ("Megatron-LM (2022)", "async_tensor_model_parallel_allreduce: true", False, True),
+        # with SP Megatron-LM's arguments.py turns the all-reduce flag off and reduce-scatters
+        ("Megatron-LM (2022)", "--no-async-tensor-model-parallel-allreduce", True, True),
+        # core_v0.7.0 - core_v0.15.0: 'DEPRECATED. This flag is ignored.'
+        ("Megatron-LM core_r0.8.0", "--no-async-tensor-model-parallel-allreduce", False, True),
+        ("Megatron-LM core_r0.5.0", "--no-async-tensor-model-parallel-allreduce", False, False),
+        ("Megatron-LM (2022)", "no async TP comm overlap stated", False, True),  # another flag
+    ],
+)
+def test_a_stated_off_switch_is_read_where_megatron_honoured_it(
+    framework: str, notes: str, sp: bool, want: bool
+) -> None:
+    assert agi.async_tp_backward(framework, None, sp, notes=notes) is want
+
+
+@pytest.mark.parametrize(
     "stack",
     [
         {"torchtitan_memory": True},  # the run is TorchTitan's
@@ -185,7 +205,7 @@ def test_a_current_row_gets_faster_by_at_most_its_exposed_tp(
 ) -> None:
     row = _row(DATA / "development_runs_2.csv", row_id)
     new = validate_row(row)
-    monkeypatch.setattr(agi, "async_tp_backward", lambda *_: False)
+    monkeypatch.setattr(agi, "async_tp_backward", lambda *_, **__: False)
     old = validate_row(row)
     saved = old.predicted_iter_s - new.predicted_iter_s
     assert 0 < saved <= old.prediction.breakdown["tp"]
