@@ -233,3 +233,23 @@ def test_search_and_predict_price_it_the_same() -> None:
     for c in COLUMNS:
         assert np.array_equal(on.configs[c], off.configs[c])
     assert (on.iteration_s[plain] < off.iteration_s[plain]).all()
+
+
+@pytest.mark.parametrize("flag", [True, False])
+def test_a_searched_layout_keeps_the_stacks_stated_setting(flag: bool) -> None:
+    """A DeepSpeed stack that states the field: the layout search hands predict (execution)
+    carries it, so predict does not fall back to the stack's default and price another job."""
+    model = load_model("llama-3.1-8b")
+    system = SystemSpec(gpu="H100", gpus=64)
+    stack = ExecutionSpec(
+        global_batch=256, seq_len=4096, deepspeed_bf16_pipe=True, tp_async_backward=flag
+    )
+    res = search(model, system, 256, 4096, stack=stack)
+    ranked = res.ranked()
+    plain = ranked[(res.configs["tp"][ranked] > 1) & (res.configs["tpo"][ranked] == 0)][:4]
+    assert len(plain) == 4
+    for i in plain:
+        ex = res.execution(int(i))
+        assert ExecutionSpec(**ex).tp_async_backward is flag
+        it = predict(make_job(model, ex, system)).iteration_s
+        assert it == pytest.approx(res.iteration_s[i], rel=0.01), res.row(int(i))
