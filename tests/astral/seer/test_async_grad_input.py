@@ -75,6 +75,44 @@ def test_a_user_job_defaults_to_megatron_cores_async_collective() -> None:
     assert ExecutionSpec(global_batch=8, seq_len=2048).tp_async_backward is True
 
 
+@pytest.mark.parametrize(
+    ("framework", "notes", "sp", "want"),
+    [
+        ("Megatron-LM (2022)", "--no-async-tensor-model-parallel-allreduce", False, False),
+        ("Megatron-LM (2022)", "async_tensor_model_parallel_allreduce: false", False, False),
+        ("Megatron-LM (2022)", "async_tensor_model_parallel_allreduce: true", False, True),
+        # with SP Megatron-LM's arguments.py turns the all-reduce flag off and reduce-scatters
+        ("Megatron-LM (2022)", "--no-async-tensor-model-parallel-allreduce", True, True),
+        # core_v0.7.0 - core_v0.15.0: 'DEPRECATED. This flag is ignored.'
+        ("Megatron-LM core_r0.8.0", "--no-async-tensor-model-parallel-allreduce", False, True),
+        ("Megatron-LM core_r0.5.0", "--no-async-tensor-model-parallel-allreduce", False, False),
+        ("Megatron-LM (2022)", "no async TP comm overlap stated", False, True),  # another flag
+    ],
+)
+def test_a_stated_off_switch_is_read_where_megatron_honoured_it(
+    framework: str, notes: str, sp: bool, want: bool
+) -> None:
+    assert agi.async_tp_backward(framework, None, sp, notes=notes) is want
+
+
+@pytest.mark.parametrize(
+    "stack",
+    [
+        {"torchtitan_memory": True},  # the run is TorchTitan's
+        {"torchtitan_op_sac": True, "recompute": "selective"},
+        {"eager_elementwise": True},
+        {"deepspeed_bf16_pipe": True},  # DeepSpeed's pipeline engine
+        {"fsdp_collectives": "parameter"},  # DeepSpeed ZeRO-3 before v0.6.0
+    ],
+)
+def test_a_user_job_on_a_stack_not_read_blocks_on_it(stack: dict[str, object]) -> None:
+    """A job whose execution names a TorchTitan or DeepSpeed mechanism is priced as a row of
+    that stack is (`async_tp_backward` credits neither), unless it states the field."""
+    job = {"global_batch": 8, "seq_len": 2048, "tp": 8, **stack}
+    assert ExecutionSpec(**job).tp_async_backward is False
+    assert ExecutionSpec(**job, tp_async_backward=True).tp_async_backward is True
+
+
 def test_rows_read_as_their_stacks_code_does() -> None:
     dev1, dev2 = DATA / "development_runs.csv", DATA / "development_runs_2.csv"
     for path, row_id, want in [
@@ -167,7 +205,7 @@ def test_a_current_row_gets_faster_by_at_most_its_exposed_tp(
 ) -> None:
     row = _row(DATA / "development_runs_2.csv", row_id)
     new = validate_row(row)
-    monkeypatch.setattr(agi, "async_tp_backward", lambda *_: False)
+    monkeypatch.setattr(agi, "async_tp_backward", lambda *_, **__: False)
     old = validate_row(row)
     saved = old.predicted_iter_s - new.predicted_iter_s
     assert 0 < saved <= old.prediction.breakdown["tp"]
@@ -195,3 +233,23 @@ def test_search_and_predict_price_it_the_same() -> None:
     for c in COLUMNS:
         assert np.array_equal(on.configs[c], off.configs[c])
     assert (on.iteration_s[plain] < off.iteration_s[plain]).all()
+
+
+@pytest.mark.parametrize("flag", [True, False])
+def test_a_searched_layout_keeps_the_stacks_stated_setting(flag: bool) -> None:
+    """A DeepSpeed stack that states the field: the layout search hands predict (execution)
+    carries it, so predict does not fall back to the stack's default and price another job."""
+    model = load_model("llama-3.1-8b")
+    system = SystemSpec(gpu="H100", gpus=64)
+    stack = ExecutionSpec(
+        global_batch=256, seq_len=4096, deepspeed_bf16_pipe=True, tp_async_backward=flag
+    )
+    res = search(model, system, 256, 4096, stack=stack)
+    ranked = res.ranked()
+    plain = ranked[(res.configs["tp"][ranked] > 1) & (res.configs["tpo"][ranked] == 0)][:4]
+    assert len(plain) == 4
+    for i in plain:
+        ex = res.execution(int(i))
+        assert ExecutionSpec(**ex).tp_async_backward is flag
+        it = predict(make_job(model, ex, system)).iteration_s
+        assert it == pytest.approx(res.iteration_s[i], rel=0.01), res.row(int(i))

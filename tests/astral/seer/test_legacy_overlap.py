@@ -100,7 +100,7 @@ def test_a_2022_nemo_row_gets_faster_by_at_most_its_exposed_tp_and_dp(
 ) -> None:
     row = _row(DATA / "a100_scale_runs.csv", row_id)
     new = validate_row(row)
-    monkeypatch.setattr(agi, "async_tp_backward", lambda *_: False)
+    monkeypatch.setattr(agi, "async_tp_backward", lambda *_, **__: False)
     monkeypatch.setattr(lo, "async_dp_grad_reduce", lambda *_: False)
     old = validate_row(row)
     saved = old.predicted_iter_s - new.predicted_iter_s

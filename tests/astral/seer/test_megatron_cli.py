@@ -341,3 +341,23 @@ def test_multi_latent_attention_follows_megatrons_switch() -> None:
     assert (m["kv_lora_rank"], m["head_dim"], m["qk_rope_head_dim"], m["v_head_dim"]) == (
         32, 128, 64, 128,
     )  # fmt: skip
+
+
+def test_the_deprecated_async_allreduce_switch_is_read_as_megatron_ignores_it() -> None:
+    """`--no-async-tensor-model-parallel-allreduce` is 'DEPRECATED. This flag is ignored.' in
+    megatron/training/arguments.py core_v0.7.0-core_v0.15.0 (gone in core_v0.16.0): the
+    launch line is read, and the column-parallel grad-input collective stays asynchronous."""
+    no_sp = CMD.replace(" --sequence-parallel", "")
+    spec = parse_megatron_command(no_sp + " --no-async-tensor-model-parallel-allreduce")
+    assert spec == parse_megatron_command(no_sp)
+    job = make_job(spec["model"], spec["execution"], {"gpu": "H100", **spec["system"]})
+    assert job.execution.tp_async_backward is True
+
+
+@pytest.mark.parametrize("layers", ["100000", "0"])
+def test_a_layer_count_past_the_model_limit_names_the_flag(layers: str) -> None:
+    """model.MAX_LAYERS refused in the launch line's own terms: the flag and its range."""
+    cmd = CMD.replace("--num-layers 32", f"--num-layers {layers}")
+    with pytest.raises(ConfigError, match=rf"--num-layers={layers} is outside 1\.\.16384") as exc:
+        parse_megatron_command(cmd)
+    assert "give --num-layers a whole number in 1..16384" in exc.value.one_line()

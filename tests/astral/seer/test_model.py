@@ -92,3 +92,35 @@ def test_a_model_past_max_layers_or_max_params_is_one_config_error() -> None:
         load_model({**base, "vocab": MAX_PARAMS // 64 + 1})
     assert all(param_counts(load_model(n)).total < MAX_PARAMS for n in bundled_models())
     assert all(load_model(n).layers <= MAX_LAYERS for n in bundled_models())
+
+
+def test_the_size_refusals_say_what_to_change() -> None:
+    """The one-line errors of MAX_LAYERS and MAX_PARAMS name the field and the fix (the bound
+    to give, the size fields to check), not only 'correct the value'."""
+    from starfabric.astral.seer.model import MAX_LAYERS, MAX_PARAMS
+
+    base = {"layers": 2, "hidden": 64, "ffn_hidden": 256, "heads": 4, "kv_heads": 4,
+            "head_dim": 16, "vocab": 1000}  # fmt: skip
+    with pytest.raises(ConfigError) as deep:
+        load_model({**base, "layers": MAX_LAYERS + 1})
+    assert f"give layers a whole number in 1..{MAX_LAYERS}" in str(deep.value)
+    with pytest.raises(ConfigError) as wide:
+        load_model({**base, "vocab": MAX_PARAMS // 64 + 1})
+    text = str(wide.value)
+    assert "\n" not in text and "check hidden, ffn_hidden" in text and "vocab" in text
+
+
+@pytest.mark.parametrize(
+    "sizes",
+    [
+        {"layers": 160, "hidden": 32768, "heads": 256, "ffn_hidden": 98304},  # ~1.9T dense
+        {"layers": 120, "hidden": 12288, "heads": 96, "ffn_hidden": 49152, "moe_experts": 16,
+         "moe_topk": 2, "moe_ffn_hidden": 49152},  # ~3.5T MoE (a 1.8T MoE and then some)
+        {"layers": 256, "hidden": 8192, "heads": 64, "ffn_hidden": 28672},  # 256 layers
+        {"layers": 32, "hidden": 4096, "heads": 32, "ffn_hidden": 14336, "vocab": 1 << 20},
+    ],
+)  # fmt: skip
+def test_the_size_limits_refuse_no_real_scale_model(sizes: dict[str, int]) -> None:
+    """Trillion-parameter dense and MoE shapes, 200+ layers and a 1M vocabulary are read."""
+    base = {"kv_heads": 8, "head_dim": 128, "vocab": 128256, "max_seq_len": 8192}
+    assert load_model({**base, **sizes}).layers == sizes["layers"]

@@ -122,3 +122,21 @@ def test_expert_comm_overlap_hides_all_to_all() -> None:
     # the paired ones hide 0.6 of what the stream replay hides (`ep_overlap_hidden`, PR #6311)
     assert 0.3 * plain.breakdown["ep"] < overlapped.breakdown["ep"] < 0.8 * plain.breakdown["ep"]
     assert overlapped.iteration_s < plain.iteration_s
+
+
+def test_an_inline_model_error_names_the_job_file(tmp_path: Path) -> None:
+    """A job file's own model mapping refused (here past model.MAX_LAYERS) names the file,
+    as its execution and system errors do."""
+    from starfabric.errors import ConfigError
+
+    job = tmp_path / "job.yaml"
+    job.write_text(
+        "model: {name: x, layers: 100000, hidden: 4096, heads: 32, kv_heads: 8, head_dim: 128,\n"
+        "        vocab: 128256, ffn_hidden: 14336, max_seq_len: 4096}\n"
+        "execution: {global_batch: 64, seq_len: 4096, tp: 8}\n"
+        "system: {gpu: H100, gpus: 64}\n"
+    )
+    with pytest.raises(ConfigError) as exc:
+        load_job(job)
+    text = exc.value.one_line()
+    assert text.startswith(f"{job}: model: layers=100000 is outside 1..16384"), text

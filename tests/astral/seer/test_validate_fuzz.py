@@ -261,6 +261,22 @@ def test_a_column_named_twice_is_refused(tmp_path: Path) -> None:
         read_rows(path)
 
 
+def test_blank_trailing_columns_of_a_spreadsheet_read_as_the_plain_file(tmp_path: Path) -> None:
+    """A spreadsheet's export with empty columns past the data ('...,,') has the blank name
+    twice: no column is named twice, so the file reads (it did before the duplicate check)."""
+    head, row = _header_and_row()
+    path = _write(tmp_path / "r.csv", [*head, "", ""], [[*row, "", ""]])
+    assert read_rows(path) == [_base()]
+
+
+def test_a_value_under_a_blank_column_name_is_refused(tmp_path: Path) -> None:
+    """No reader takes a cell whose column has no name: refused, not dropped."""
+    head, row = _header_and_row()
+    path = _write(tmp_path / "r.csv", [*head, ""], [[*row, "TP 8"]])
+    with pytest.raises(DataError, match=r"line 2: row 'N21-T2-01' has 'TP 8' under a column"):
+        read_rows(path)
+
+
 def test_a_row_of_more_cells_than_the_header_is_refused(tmp_path: Path) -> None:
     """An unquoted comma shifted the cells; the extra ones were dropped silently before (and
     their None key crashed the per-row readers)."""

@@ -41,8 +41,10 @@ Megatron forks, TorchTitan and Meta's stacks were not read and are not credited.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
-from starfabric.astral.seer import legacy_overlap, releases
+from starfabric.astral.seer import legacy_overlap, mcore_release, releases
+from starfabric.astral.seer.statements import stated
 
 YearMonth = releases.YearMonth
 
@@ -53,6 +55,17 @@ beside the weight-gradient GEMM (NVIDIA/Megatron-LM merge 6e1bde1e0f, 2021-09-02
 APEX_ASYNC_TP: YearMonth = (2021, 10)
 """The same in Apex's apex/transformer/tensor_parallel/layers.py, which NeMo's Megatron GPT
 built on (NVIDIA/apex 365fdc18, 2021-10-02)."""
+
+ASYNC_ALLREDUCE = re.compile(r"async[-_ ]tensor[-_ ]model[-_ ]parallel[-_ ]allreduce", re.I)
+"""Megatron-LM's switch as a row states it: `--no-async-tensor-model-parallel-allreduce` turns
+the all-reduce form off, without SP (arguments.py sets it off with SP, whose reduce-scatter
+stays async); `async_tensor_model_parallel_allreduce: false` the same (statements.stated)."""
+SWITCH_IGNORED_MONTH: YearMonth = (2024, 5)
+"""From core_v0.7.0 (NVIDIA/Megatron-LM a645f89671, 2024-05-30) to core_v0.15.0 arguments.py
+keeps the switch as 'DEPRECATED. This flag is ignored.' (gone in core_v0.16.0): a row of a
+later month runs the collective async whatever it states."""
+SWITCH_IGNORED_RELEASE: mcore_release.Release = (0, 7)
+"""The same as a Megatron-Core release."""
 
 ASYNC_GRAD_INPUT: dict[str, str] = {
     "attn.tp_all_gather.bwd": "attn.qkv.wgrad",
@@ -70,21 +83,52 @@ MEGATRON_CORE = re.compile(r"megatron[- _]?core|\bmcore\b|megatron[- _]?bridge|\
 """A framework cell naming Megatron-Core (also as a Megatron-LM `core_r0.8.0` tag) or a stack
 built on it (Megatron-Bridge): TE-spec or local linears, both asynchronous (module docstring)."""
 
+NOT_READ_STACK_SETTINGS: dict[str, object] = {
+    "torchtitan_memory": True,
+    "torchtitan_op_sac": True,
+    "eager_elementwise": True,
+    "moe_torch_grouped_mm": True,
+    "moe_fused_dispatch": True,
+    "moe_atomic_unpermute": True,
+    "deepspeed_bf16_pipe": True,
+    "fsdp_collectives": "parameter",
+}
+"""`ExecutionSpec` settings only a TorchTitan or DeepSpeed run has (each field's description
+names its stack): a user job stating one runs a stack this module does not credit, so it
+blocks on the collective as `async_tp_backward` reads a row of that stack."""
+
+
+def job_default(settings: Mapping[str, object]) -> bool:
+    """`ExecutionSpec.tp_async_backward` for a job that does not state it: True (Megatron-Core
+    and TE, the default stack) unless a setting in NOT_READ_STACK_SETTINGS names another."""
+    return not any(settings.get(k) == v for k, v in NOT_READ_STACK_SETTINGS.items())
+
 
 def async_tp_backward(
-    framework: str | None, citation: str | None, sp: bool, delay_wgrad: bool = False
+    framework: str | None,
+    citation: str | None,
+    sp: bool,
+    delay_wgrad: bool = False,
+    notes: str | None = None,
 ) -> bool:
     """Whether the row's column-parallel linears ran their backward grad-input collective beside
     the weight-gradient GEMM: every Megatron-Core (TE or local linears) release and every
     Megatron-LM / Apex SP release; without SP, Megatron-LM from MEGATRON_LM_ASYNC_TP and NeMo
-    (Apex) from APEX_ASYNC_TP; never with the wgrad GEMM deferred (`delay_wgrad`)."""
+    (Apex) from APEX_ASYNC_TP, unless the row states Megatron's switch off (ASYNC_ALLREDUCE)
+    where it still worked; never with the wgrad GEMM deferred (`delay_wgrad`)."""
     if delay_wgrad:
         return False
     which = legacy_overlap.stack(framework)
+    off = not sp and stated(ASYNC_ALLREDUCE, framework, notes) is False
     if which is None:
-        return bool(MEGATRON_CORE.search(framework or ""))
+        if not MEGATRON_CORE.search(framework or ""):
+            return False
+        release = mcore_release.megatron_core_release(framework, citation)
+        return not (off and release is not None and release < SWITCH_IGNORED_RELEASE)
     if sp:
         return True
     month = legacy_overlap.software_month(framework, citation)
     since = MEGATRON_LM_ASYNC_TP if which == "megatron-lm" else APEX_ASYNC_TP
+    if off and which == "megatron-lm" and month is not None and month < SWITCH_IGNORED_MONTH:
+        return False
     return month is not None and month >= since

@@ -20,11 +20,13 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+from starfabric import ranges
 from starfabric.astral.seer.attention_backend import BACKENDS as ATTN_BACKENDS
 from starfabric.astral.seer.attention_backend import kernel_of as attention_kernel_of
 from starfabric.astral.seer.cp_comm import ALGORITHM, CP_COMM_TYPES
 from starfabric.astral.seer.fine_grained_offload import EXPERT_MODULES
 from starfabric.astral.seer.hybridep_sms import HYBRIDEP_DEFAULT_NUM_SMS
+from starfabric.astral.seer.model import LAYER_RANGE
 from starfabric.errors import ConfigError
 
 # flag -> (section, field, kind): kind "int", "float", "str" or a constant set when present.
@@ -165,6 +167,9 @@ IGNORED_SWITCHES = frozenset({
     # When a fine-grained offload copy starts under CUDA graphs (its bytes are the same), and
     # PP send/recv on separate communicators (Seer prices PP P2P as overlapped already).
     "--delay-offload-until-cuda-graph", "--use-separate-send-recv-groups",
+    # "DEPRECATED. This flag is ignored." (arguments.py core_v0.7.0-core_v0.15.0; gone in
+    # core_v0.16.0): the grad-input collective stays async (async_grad_input.py).
+    "--no-async-tensor-model-parallel-allreduce",
 })  # fmt: skip
 """Switches that do not change one iteration's time or memory."""
 
@@ -242,6 +247,8 @@ def _finish(out: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     for need, flag in (("seq_len", "--seq-length"), ("global_batch", "--global-batch-size")):
         if need not in ex:
             raise ConfigError(f"the command lacks {flag}", fix=f"add {flag}")
+    # the model's layer limit in the launch line's terms (ModelSpec would name 'layers')
+    ranges.check_int("--num-layers", m["layers"], LAYER_RANGE)
     m.setdefault("name", "megatron-gpt")
     m.setdefault("vocab", 50304)  # GPT-2 BPE padded to 128 (Megatron's default tokenizer)
     m.setdefault("max_seq_len", ex["seq_len"])

@@ -12,10 +12,11 @@ import json
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
+from starfabric import ranges
 from starfabric.astral.seer.hf_config import read_hf_config, validate_hf_config
 from starfabric.config import Spec, parse_spec, read_mapping
 from starfabric.errors import ConfigError
@@ -30,13 +31,15 @@ MAX_PARAMS = 1 << 44
 largest trained model Seer knows of (Switch-C, 1.571T: Fedus et al. 2021, arXiv 2101.03961);
 a larger one is a typo (a hidden size of 10^12), and the gradient buckets the schedule lays
 out (one per schedule.DP_BUCKET_PARAMS) would exhaust memory instead of refusing it."""
+LAYER_RANGE = ranges.IntRange(1, MAX_LAYERS, "model.MAX_LAYERS")
+"""The layer counts a model may have (the refusal names the bound to give)."""
 
 
 class ModelSpec(Spec):
     """Shapes of a decoder-only transformer; every size is a count, not bytes."""
 
     name: str = "model"
-    layers: int = Field(gt=0)
+    layers: Annotated[int, Field(gt=0), ranges.ranged(LAYER_RANGE)]
     hidden: int = Field(gt=0)
     ffn_hidden: int = Field(gt=0, description="dense MLP intermediate size")
     heads: int = Field(gt=0)
@@ -104,8 +107,6 @@ class ModelSpec(Spec):
 
     @model_validator(mode="after")
     def _check(self) -> ModelSpec:
-        if self.layers > MAX_LAYERS:
-            raise ValueError(f"layers={self.layers} is above {MAX_LAYERS} (model.MAX_LAYERS)")
         if self.heads % self.kv_heads:
             raise ValueError(
                 f"heads={self.heads} is not a multiple of kv_heads={self.kv_heads} "
@@ -123,7 +124,8 @@ class ModelSpec(Spec):
         if total > MAX_PARAMS:
             raise ValueError(
                 f"{total:.3g} parameters (layers={self.layers}, hidden={self.hidden}, "
-                f"vocab={self.vocab}) is above {MAX_PARAMS:.3g} (model.MAX_PARAMS)"
+                f"vocab={self.vocab}) is above {MAX_PARAMS:.3g} (model.MAX_PARAMS): a size is "
+                "mistyped; check hidden, ffn_hidden, layers, vocab and the expert sizes"
             )
         if self.sliding_window_layers is not None and self.sliding_window_layers > self.layers:
             raise ValueError(
@@ -439,11 +441,12 @@ def bundled_models() -> list[str]:
     return sorted(p.name[:-5] for p in base.iterdir() if p.name.endswith(".json"))
 
 
-def load_model(ref: str | Path | dict[str, Any]) -> ModelSpec:
-    """A model from a mapping (ModelSpec fields or a config.json), a file path or a bundled name."""
+def load_model(ref: str | Path | dict[str, Any], source: str = "model") -> ModelSpec:
+    """A model from a mapping (ModelSpec fields or a config.json), a file path or a bundled name;
+    `source` names a mapping in its errors (the job file that holds it)."""
     if isinstance(ref, dict):
         if "layers" in ref and "hidden" in ref:
-            return parse_spec(ModelSpec, ref, source="model")
+            return parse_spec(ModelSpec, ref, source=source)
         return from_hf_config(ref, name=str(ref.get("name", "model")))
     path = Path(ref)
     if path.is_file():

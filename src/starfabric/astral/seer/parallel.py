@@ -17,6 +17,7 @@ from pydantic import Field, field_validator, model_validator
 
 from starfabric.astral.hardware import GPUSpec, get_gpu
 from starfabric.astral.seer import (
+    async_grad_input,
     cpu_optimizer_offload,
     cudnn_release,
     fp8_attention,
@@ -249,7 +250,9 @@ class ExecutionSpec(Spec):
         description="the column-parallel linears' backward grad-input all-reduce (with SP: "
         "reduce-scatter) runs asynchronously beside their weight-gradient GEMM, as Megatron-Core's "
         "and TransformerEngine's linears do by default (Megatron-LM from 2021-09, Apex/NeMo from "
-        "2021-10; seer/async_grad_input.py); False: a stack that blocks on it. The other TP "
+        "2021-10; seer/async_grad_input.py); False: a stack that blocks on it, the default "
+        "when a TorchTitan or DeepSpeed setting is given (async_grad_input."
+        "NOT_READ_STACK_SETTINGS). The other TP "
         "collectives stay exposed; tp_comm_overlap, which hides every TP collective, supersedes "
         "it, and ep_delay_wgrad (a deferred wgrad GEMM) turns it off",
     )
@@ -536,6 +539,13 @@ class ExecutionSpec(Spec):
                 "HybridEP backend dispatches BF16 only (fused_a2a.py asserts not fp8_dispatch); "
                 "drop ep_dispatch_dtype or use moe_flex_backend: deepep"
             )
+        return self
+
+    @model_validator(mode="after")
+    def _async_grad_input_of_the_stack(self) -> ExecutionSpec:
+        # unstated: off on a TorchTitan / DeepSpeed stack, as a row of it reads (validate)
+        if "tp_async_backward" not in self.model_fields_set:
+            self.__dict__["tp_async_backward"] = async_grad_input.job_default(self.__dict__)
         return self
 
     @model_validator(mode="after")

@@ -101,7 +101,7 @@ def load_job(path: str | Path, overrides: dict[str, Any] | None = None) -> Job:
         cand = Path(path).parent / system.topology
         if cand.is_file():
             system = system.model_copy(update={"topology": str(cand)})
-    return Job(load_model(ref), spec.execution, system)
+    return Job(load_model(ref, source=f"{path}: model"), spec.execution, system)
 
 
 def make_job(model: ModelSpec | str | dict[str, Any], execution: dict[str, Any] | ExecutionSpec,

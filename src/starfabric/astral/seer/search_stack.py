@@ -16,6 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from starfabric.astral.seer import async_grad_input
 from starfabric.astral.seer.megatron_cli import looks_like_megatron
 from starfabric.astral.seer.parallel import ExecutionSpec
 from starfabric.config import parse_spec, read_mapping
@@ -121,10 +122,15 @@ def load_stack(path: str | Path, global_batch: int, seq_len: int, precision: str
 
 
 def stack_settings(base: ExecutionSpec) -> dict[str, Any]:
-    """The stack fields of `base` that differ from ExecutionSpec's defaults, JSON-ready."""
+    """The stack fields of `base` that differ from ExecutionSpec's defaults, JSON-ready, and
+    tp_async_backward where it differs from the default its other settings give (a stated
+    True on a DeepSpeed or TorchTitan stack: async_grad_input.job_default)."""
     dumped = base.model_dump(mode="json")
     default = ExecutionSpec(global_batch=1, seq_len=1).model_dump(mode="json")
-    return {k: dumped[k] for k in sorted(STACK_FIELDS) if dumped[k] != default[k]}
+    out = {k: dumped[k] for k in sorted(STACK_FIELDS) if dumped[k] != default[k]}
+    if base.tp_async_backward != async_grad_input.job_default(dumped):
+        out["tp_async_backward"] = base.tp_async_backward
+    return out
 
 
 __all__ = [

@@ -743,7 +743,11 @@ def _async_grad_input(row: dict[str, str], ex: dict[str, Any], read: dict[str, A
     beside their weight-gradient GEMM (async_grad_input.py: Megatron-LM, Apex/NeMo, Megatron-Core
     and TE by their code and date); a stack whose code was not read blocks on it."""
     ex["tp_async_backward"] = async_grad_input.async_tp_backward(
-        row.get("framework"), row.get("citation"), bool(ex["sp"]), bool(ex.get("ep_delay_wgrad"))
+        row.get("framework"),
+        row.get("citation"),
+        bool(ex["sp"]),
+        bool(ex.get("ep_delay_wgrad")),
+        notes=row.get("notes"),
     )
     if ex["tp_async_backward"] and not ex.get("tp_comm_overlap") and int(ex.get("tp") or 1) > 1:
         read["tp_async_backward"] = (
@@ -2075,35 +2079,49 @@ def read_rows(path: str | Path) -> list[dict[str, str]]:
     """Rows of a published-runs CSV (UTF-8, with or without the byte-order mark spreadsheets
     write); a file without the required columns or without rows, with a column named twice or
     a row of more cells than the header, not UTF-8 text, or not parseable by the csv module (a
-    field over its size limit) is a DataError. A row of fewer cells has the rest empty."""
+    field over its size limit) is a DataError. A row of fewer cells has the rest empty; a column
+    with a blank name (a spreadsheet's empty columns) is dropped, and a value under one refused."""
     p = Path(path)
     if not p.is_file():
         raise DataError(f"{p}: no such file", fix="check the --csv path")
     try:
         with p.open(newline="", encoding="utf-8-sig") as fh:
-            reader = csv.DictReader(fh)
-            names = list(reader.fieldnames or [])
+            reader = csv.reader(fh)
+            names = next(reader, [])
             cols = set(names)
             lacking = [c for c in REQUIRED if c not in cols]
             if lacking:
                 raise DataError(
                     f"{p}: missing columns {lacking}", fix="use the published_runs layout"
                 )
-            twice = sorted({c for c in names if names.count(c) > 1})
+            # a blank name is no column (a spreadsheet's empty columns past the data)
+            blank = [i for i, c in enumerate(names) if not c.strip()]
+            twice = sorted({c for c in names if c.strip() and names.count(c) > 1})
             if twice:
                 raise DataError(
                     f"{p}: columns {twice} appear more than once in the header",
                     fix="keep one column of each name",
                 )
             rows = []
-            for row in reader:
-                if None in row:  # csv.DictReader's key for cells past the header's
+            for line in reader:
+                if not line:  # a blank line, skipped as csv.DictReader skips it
+                    continue
+                full = line + [""] * (len(names) - len(line))  # a short row: the rest empty
+                row = dict(zip(names, full, strict=False))
+                if len(line) > len(names):
                     raise DataError(
                         f"{p}: line {reader.line_num}: row {cells.quoted(row.get('row_id'))} has "
-                        f"{len(names) + len(row[None])} cells, the header {len(names)}",
+                        f"{len(line)} cells, the header {len(names)}",
                         fix="quote cells that hold commas, or remove the extra cells",
                     )
-                rows.append({k: v or "" for k, v in row.items()})
+                stray = next((full[i] for i in blank if full[i].strip()), None)
+                if stray is not None:
+                    raise DataError(
+                        f"{p}: line {reader.line_num}: row {cells.quoted(row.get('row_id'))} has "
+                        f"{cells.quoted(stray)} under a column with no name",
+                        fix="name the column in the header, or delete the cell",
+                    )
+                rows.append({k: v for k, v in row.items() if k.strip()})
     except UnicodeDecodeError as exc:
         raise DataError(
             f"{p}: not UTF-8 text (byte {exc.start}: {exc.reason})",
