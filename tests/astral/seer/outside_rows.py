@@ -1,6 +1,8 @@
 """Invariants shared by the outside-truth transcription tests (tests/astral/seer/test_*_runs.py,
 test_moe_cross_host_baselines.py): what every row of a published-runs file must state, and a
-layout that multiplies out to its GPU count and batch. Per-source checks stay in each file."""
+layout that multiplies out to its GPU count and batch, and the row lookup and framework / citation
+cells the era-overlap tests (test_legacy_overlap.py, test_async_grad_input.py) share. Per-source
+checks stay in each file."""
 
 from __future__ import annotations
 
@@ -10,6 +12,23 @@ from pathlib import Path
 Row = dict[str, str]
 DEV2 = Path(__file__).resolve().parents[2] / "data" / "published_runs" / "development_runs_2.csv"
 """The development set whose 55-column layout every outside file copies."""
+DATA = DEV2.parent
+"""tests/data/published_runs."""
+
+NEMO_FW = (
+    "NeMo Megatron 22.06 (NeMo 1.10.0 with Apex Megatron layers, PyTorch Lightning 1.6.5, "
+    "PyTorch 1.12.0a0) (2022)"
+)
+"""The framework cell of the NeMo Megatron 22.06 rows (a100_scale_runs.csv)."""
+N21_CITATION = "arXiv:2104.04473 (Narayanan et al., SC'21) Table 1"
+"""A citation dated by its arXiv identifier (2021-04)."""
+
+
+def row_by_id(path: Path, row_id: str) -> Row:
+    """The row `row_id` of a published-runs CSV, as `seer validate --csv` reads it."""
+    from starfabric.astral.seer.validate import read_rows
+
+    return next(r for r in read_rows(path) if r["row_id"] == row_id)
 
 
 def header(path: Path) -> list[str]:

@@ -3,11 +3,11 @@
 operator by cost.op_costs, and the same in the search's evaluator as in predict."""
 
 from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
 import pytest
 
+from astral.seer.outside_rows import DATA, N21_CITATION, NEMO_FW, row_by_id
 from starfabric.astral.seer import async_grad_input as agi
 from starfabric.astral.seer import load_model, make_job, predict
 from starfabric.astral.seer.cost import DP_OVERLAP_RESIDUAL, make_context, op_costs
@@ -15,20 +15,8 @@ from starfabric.astral.seer.efficiency import efficiency_for
 from starfabric.astral.seer.ops import backward_of, layer_ops, logits_ops
 from starfabric.astral.seer.parallel import ExecutionSpec, SystemSpec, resolve_layout
 from starfabric.astral.seer.search import COLUMNS, search
-from starfabric.astral.seer.validate import read_rows, row_model, row_setup, validate_row
+from starfabric.astral.seer.validate import row_model, row_setup, validate_row
 
-DATA = Path(__file__).resolve().parents[2] / "data" / "published_runs"
-
-
-def _row(path: Path, row_id: str) -> dict[str, str]:
-    return next(r for r in read_rows(path) if r["row_id"] == row_id)
-
-
-NEMO_FW = (
-    "NeMo Megatron 22.06 (NeMo 1.10.0 with Apex Megatron layers, PyTorch Lightning 1.6.5, "
-    "PyTorch 1.12.0a0) (2022)"
-)
-N21_CITATION = "arXiv:2104.04473 (Narayanan et al., SC'21) Table 1"
 BRIDGE = "Megatron-Bridge 0.4.2 / Megatron-Core 0.17.1 (NeMo 26.04.01 image)"
 
 
@@ -126,12 +114,12 @@ def test_rows_read_as_their_stacks_code_does() -> None:
         (dev2, "FALCON180B-01", False),  # Gigatron
         (dev2, "GLM130B-01", False),  # DeepSpeed + Megatron TP
     ]:
-        ex = row_setup(_row(path, row_id)).execution
+        ex = row_setup(row_by_id(path, row_id)).execution
         assert ex["tp_async_backward"] is want, row_id
 
 
 def _tables(sp: bool, flag: bool, **extra: object):  # type: ignore[no-untyped-def]
-    model = row_model(_row(DATA / "a100_scale_runs.csv", "NEMO2206-175B-016"))
+    model = row_model(row_by_id(DATA / "a100_scale_runs.csv", "NEMO2206-175B-016"))
     ex = ExecutionSpec(
         global_batch=64, seq_len=2048, tp=8, pp=1, sp=sp, micro_batch=2, precision="bf16",
         attention="unfused", overlap_grad_reduce=False, tp_async_backward=flag, **extra,
@@ -203,7 +191,7 @@ def test_the_delayed_wgrad_flag_turns_the_pairing_off() -> None:
 def test_a_current_row_gets_faster_by_at_most_its_exposed_tp(
     row_id: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    row = _row(DATA / "development_runs_2.csv", row_id)
+    row = row_by_id(DATA / "development_runs_2.csv", row_id)
     new = validate_row(row)
     monkeypatch.setattr(agi, "async_tp_backward", lambda *_, **__: False)
     old = validate_row(row)

@@ -6,23 +6,12 @@ from pathlib import Path
 
 import pytest
 
+from astral.seer.outside_rows import DATA, N21_CITATION, NEMO_FW, row_by_id
 from starfabric.astral.seer import async_grad_input as agi
 from starfabric.astral.seer import legacy_overlap as lo
-from starfabric.astral.seer.validate import read_rows, row_setup, validate_row
+from starfabric.astral.seer.validate import row_setup, validate_row
 
-DATA = Path(__file__).resolve().parents[2] / "data" / "published_runs"
 SRC = Path(lo.__file__).resolve().parent / "published_runs"
-
-
-def _row(path: Path, row_id: str) -> dict[str, str]:
-    return next(r for r in read_rows(path) if r["row_id"] == row_id)
-
-
-NEMO_FW = (
-    "NeMo Megatron 22.06 (NeMo 1.10.0 with Apex Megatron layers, PyTorch Lightning 1.6.5, "
-    "PyTorch 1.12.0a0) (2022)"
-)
-N21_CITATION = "arXiv:2104.04473 (Narayanan et al., SC'21) Table 1"
 
 
 @pytest.mark.parametrize(
@@ -79,18 +68,18 @@ def test_async_dp_grad_reduce_where_nemo_code_has_it(
 
 def test_rows_read_as_their_code_did() -> None:
     a100 = DATA / "a100_scale_runs.csv"
-    five = row_setup(_row(a100, "NEMO2206-5B-01")).execution
+    five = row_setup(row_by_id(a100, "NEMO2206-5B-01")).execution
     assert five["tp_async_backward"] is True and five["overlap_grad_reduce"] is True
-    big = row_setup(_row(a100, "NEMO2206-175B-016")).execution
+    big = row_setup(row_by_id(a100, "NEMO2206-175B-016")).execution
     assert big["tp_async_backward"] is True and big["overlap_grad_reduce"] is False
     # GPT-NeoX-20B: its mpu's blocking all-reduce, and DeeperSpeed's ZeRO-1 ignores the
     # stated overlap_comm under the pipeline engine (reduced after the last backward).
-    neox = row_setup(_row(DATA / "a100_era_runs.csv", "NEOX20B-01")).execution
+    neox = row_setup(row_by_id(DATA / "a100_era_runs.csv", "NEOX20B-01")).execution
     assert neox["tp_async_backward"] is False and neox["overlap_grad_reduce"] is False
     # Narayanan et al. (2021-04) predate the async all-reduce (2021-09).
-    n21 = row_setup(_row(SRC / "megatron_weak_scaling.csv", "N21-T1-04")).execution
+    n21 = row_setup(row_by_id(SRC / "megatron_weak_scaling.csv", "N21-T1-04")).execution
     assert n21["tp_async_backward"] is False and n21["overlap_grad_reduce"] is False
-    glm = row_setup(_row(DATA / "development_runs_2.csv", "GLM130B-01")).execution
+    glm = row_setup(row_by_id(DATA / "development_runs_2.csv", "GLM130B-01")).execution
     assert glm["tp_async_backward"] is False
 
 
@@ -98,7 +87,7 @@ def test_rows_read_as_their_code_did() -> None:
 def test_a_2022_nemo_row_gets_faster_by_at_most_its_exposed_tp_and_dp(
     row_id: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    row = _row(DATA / "a100_scale_runs.csv", row_id)
+    row = row_by_id(DATA / "a100_scale_runs.csv", row_id)
     new = validate_row(row)
     monkeypatch.setattr(agi, "async_tp_backward", lambda *_, **__: False)
     monkeypatch.setattr(lo, "async_dp_grad_reduce", lambda *_: False)
