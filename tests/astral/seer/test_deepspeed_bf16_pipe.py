@@ -57,6 +57,9 @@ def _job(flag: bool, pp: int) -> dict[str, object]:
         "global_batch": 64, "seq_len": 2048, "tp": 4, "pp": pp, "micro_batch": 1,
         "precision": "bf16", "zero": 1, "overlap_grad_reduce": False,
         "overlap_param_gather": False, "deepspeed_bf16_pipe": flag,
+        # A DeepSpeed run blocks on the TP grad-input collective whichever the flag
+        # (async_grad_input.job_default): stated, so that only the flag differs.
+        "tp_async_backward": False,
     }  # fmt: skip
 
 
