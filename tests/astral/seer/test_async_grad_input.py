@@ -55,8 +55,10 @@ def test_the_rule_per_stack_release_and_sp(
 @pytest.mark.parametrize("framework", ["Megatron-Core 0.13 (2025)", BRIDGE, "Megatron-LM (2024)"])
 def test_a_deferred_wgrad_gemm_hides_nothing(framework: str) -> None:
     """TE 2.3+'s delay_wgrad_compute: the wgrad GEMM is queued for later and the collective is
-    waited on at the end of the same backward."""
-    assert agi.async_tp_backward(framework, None, True, delay_wgrad=True) is False
+    waited on at the end of the same backward (one rule for rows and jobs: cost.make_context)."""
+    assert agi.async_tp_backward(framework, None, True) is True
+    ctx, _, _ = _tables(True, agi.async_tp_backward(framework, None, True), ep_delay_wgrad=True)
+    assert ctx.tp_async_backward is False
 
 
 def test_a_user_job_defaults_to_megatron_cores_async_collective() -> None:

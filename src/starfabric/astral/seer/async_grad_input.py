@@ -105,19 +105,14 @@ def job_default(settings: Mapping[str, object]) -> bool:
 
 
 def async_tp_backward(
-    framework: str | None,
-    citation: str | None,
-    sp: bool,
-    delay_wgrad: bool = False,
-    notes: str | None = None,
+    framework: str | None, citation: str | None, sp: bool, notes: str | None = None
 ) -> bool:
     """Whether the row's column-parallel linears ran their backward grad-input collective beside
     the weight-gradient GEMM: every Megatron-Core (TE or local linears) release and every
     Megatron-LM / Apex SP release; without SP, Megatron-LM from MEGATRON_LM_ASYNC_TP and NeMo
     (Apex) from APEX_ASYNC_TP, unless the row states Megatron's switch off (ASYNC_ALLREDUCE)
-    where it still worked; never with the wgrad GEMM deferred (`delay_wgrad`)."""
-    if delay_wgrad:
-        return False
+    where it still worked. A deferred wgrad GEMM (`ExecutionSpec.ep_delay_wgrad`) leaves nothing
+    to hide behind, for a row or a user job alike: `cost.make_context` turns the pairing off."""
     which = legacy_overlap.stack(framework)
     off = not sp and stated(ASYNC_ALLREDUCE, framework, notes) is False
     if which is None:

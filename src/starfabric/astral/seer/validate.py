@@ -743,13 +743,16 @@ def _async_grad_input(row: dict[str, str], ex: dict[str, Any], read: dict[str, A
     beside their weight-gradient GEMM (async_grad_input.py: Megatron-LM, Apex/NeMo, Megatron-Core
     and TE by their code and date); a stack whose code was not read blocks on it."""
     ex["tp_async_backward"] = async_grad_input.async_tp_backward(
-        row.get("framework"),
-        row.get("citation"),
-        bool(ex["sp"]),
-        bool(ex.get("ep_delay_wgrad")),
-        notes=row.get("notes"),
+        row.get("framework"), row.get("citation"), bool(ex["sp"]), notes=row.get("notes")
     )
-    if ex["tp_async_backward"] and not ex.get("tp_comm_overlap") and int(ex.get("tp") or 1) > 1:
+    # printed where it is priced: not under userbuffers, TP > 1, no deferred wgrad GEMM
+    # (cost.make_context)
+    if (
+        ex["tp_async_backward"]
+        and not ex.get("tp_comm_overlap")
+        and not ex.get("ep_delay_wgrad")
+        and int(ex.get("tp") or 1) > 1
+    ):
         read["tp_async_backward"] = (
             "yes (the stack's column-parallel linears launch their backward grad-input "
             "collective before the weight-gradient GEMM: async_grad_input.py)"
