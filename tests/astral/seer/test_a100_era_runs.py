@@ -7,14 +7,12 @@ reads every row as the sources state it. Seer's error values are not asserted he
 ground truth, nothing fitted to it)."""
 
 import re
-from pathlib import Path
 
 import pytest
 
-from astral.seer.outside_rows import check_header_is_development_set_2s
+from astral.seer.outside_rows import DATA, check_header_is_development_set_2s
 from starfabric.astral.seer.validate import read_rows, row_model, row_setup, validate_all
 
-DATA = Path(__file__).resolve().parents[2] / "data" / "published_runs"
 CSV = DATA / "a100_era_runs.csv"
 ROWS = read_rows(CSV)
 IDS = [r["row_id"] for r in ROWS]

@@ -4,21 +4,19 @@ row. The rows' errors are reported in docs/astral.md, not asserted: the file is 
 nothing is fitted to it."""
 
 import re
-from pathlib import Path
 
 import pytest
 
 from astral.seer.outside_rows import (
+    DATA,
     check_figures_and_provenance,
     check_header_is_development_set_2s,
     check_layout_and_batch,
 )
 from starfabric.astral.seer.validate import read_rows, validate_all
 
-DATA = Path(__file__).parents[2] / "data" / "published_runs"
 CSV = DATA / "moe_cross_host_baselines.csv"
 NOTES = DATA / "moe_cross_host_baselines.md"
-DEV2 = DATA / "development_runs_2.csv"
 
 TABLE3_MEGATRON = {  # arXiv 2505.11432 Table 3, Megatron-LM rows: GPUs -> (s, tokens/s, days/1T)
     240: (39.94, 151.1e3, 76.61),

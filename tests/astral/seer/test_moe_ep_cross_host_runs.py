@@ -4,21 +4,19 @@ rows' errors are reported in docs/astral.md, not asserted: the file is an outsid
 is fitted to it."""
 
 import re
-from pathlib import Path
 
 import pytest
 
 from astral.seer.outside_rows import (
+    DATA,
     check_figures_and_provenance,
     check_header_is_development_set_2s,
     check_layout_and_batch,
 )
 from starfabric.astral.seer.validate import read_rows, validate_all
 
-DATA = Path(__file__).parents[2] / "data" / "published_runs"
 CSV = DATA / "moe_ep_cross_host_runs.csv"
 NOTES = DATA / "moe_ep_cross_host_runs.md"
-DEV2 = DATA / "development_runs_2.csv"
 
 XTUNER = {  # xtuner megatron_moe_benchmark.md @b934f46: config -> (GBS, s/iter, tokens/GPU/s)
     "tp2, ep8, pp32, vpp3, mbs=1, recompute=select": (2048, 22.42, 1461.56),
