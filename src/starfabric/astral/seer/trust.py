@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+import numpy as np
+
 from starfabric.astral.seer.classes import (
     DIMENSIONS,
     _Result,
@@ -111,11 +113,7 @@ def quantile(errors: Sequence[float], q: float) -> float:
     `statistics.quantiles(method="inclusive")`); one value is its own every quantile."""
     if not errors:
         raise ValueError("quantile of no errors")
-    xs = sorted(errors)
-    pos = q * (len(xs) - 1)
-    lo = int(pos)
-    hi = min(lo + 1, len(xs) - 1)
-    return xs[lo] + (pos - lo) * (xs[hi] - xs[lo])
+    return float(np.quantile(errors, q))
 
 
 def class_range(
